@@ -1,0 +1,60 @@
+//! A runnable executor with two handlers: `hello` succeeds, `fail` fails on purpose.
+//!
+//! ```text
+//! KADENCE_BROKERS=127.0.0.1:9092 KADENCE_APP=demo cargo run -p kadence-executor --example demo
+//! ```
+//!
+//! Environment: `KADENCE_BROKERS` (default `127.0.0.1:9092`), `KADENCE_APP` (default `demo`),
+//! `KADENCE_TOPIC_PREFIX` (default `kadence`). Stops gracefully on Ctrl-C.
+
+use std::time::Duration;
+
+use kadence_executor::{Executor, JobContext, JobError, JobResult};
+
+/// Greets, taking a little time like real work, and watches for cancellation.
+async fn hello(ctx: JobContext) -> JobResult {
+    tokio::select! {
+        _ = ctx.cancelled() => return Err(JobError::new("cancelled")),
+        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+    }
+    tracing::info!(trigger_id = %ctx.trigger_id(), params = ctx.params(), "hello");
+    Ok(())
+}
+
+/// Always fails, to show how failures and their messages reach the scheduler.
+async fn fail(ctx: JobContext) -> JobResult {
+    Err(JobError::new(format!(
+        "failing on purpose (params: {:?})",
+        ctx.params()
+    )))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let env =
+        |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
+    let executor = Executor::builder()
+        .brokers(env("KADENCE_BROKERS", "127.0.0.1:9092"))
+        .app(env("KADENCE_APP", "demo"))
+        .topic_prefix(env("KADENCE_TOPIC_PREFIX", "kadence"))
+        .handler("hello", hello)
+        .handler("fail", fail)
+        .build()?;
+    println!(
+        "executor {} running handlers hello and fail for app {}",
+        executor.id(),
+        executor.app()
+    );
+    executor
+        .run(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,243 @@
+//! [`ExecutorBuilder`]: settings and handlers, checked once in [`ExecutorBuilder::build`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use kadence_schemas::{AppName, Topics};
+
+use crate::Executor;
+use crate::context::{JobContext, JobResult};
+use crate::error::ExecutorError;
+
+/// A registered handler, type-erased.
+pub(crate) type HandlerFn = Arc<dyn Fn(JobContext) -> BoxFuture<'static, JobResult> + Send + Sync>;
+
+/// Settings of a built executor.
+#[derive(Clone)]
+pub(crate) struct ExecutorSettings {
+    pub(crate) brokers: String,
+    pub(crate) app: AppName,
+    pub(crate) topics: Topics,
+    pub(crate) executor_id: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) max_in_flight: usize,
+    pub(crate) drain_timeout: Duration,
+    pub(crate) commit_interval: Duration,
+    pub(crate) kafka_options: BTreeMap<String, String>,
+}
+
+/// Builds an [`Executor`]. Required: [`brokers`](Self::brokers), [`app`](Self::app) and at
+/// least one [`handler`](Self::handler).
+#[must_use]
+pub struct ExecutorBuilder {
+    brokers: Option<String>,
+    app: Option<String>,
+    topic_prefix: String,
+    executor_id: Option<String>,
+    session_timeout: Duration,
+    max_in_flight: usize,
+    drain_timeout: Duration,
+    commit_interval: Duration,
+    kafka_options: BTreeMap<String, String>,
+    handlers: Vec<(String, HandlerFn)>,
+}
+
+impl Default for ExecutorBuilder {
+    fn default() -> Self {
+        ExecutorBuilder {
+            brokers: None,
+            app: None,
+            topic_prefix: kadence_schemas::topics::DEFAULT_PREFIX.to_owned(),
+            executor_id: None,
+            session_timeout: Duration::from_secs(10),
+            max_in_flight: 256,
+            drain_timeout: Duration::from_secs(30),
+            commit_interval: Duration::from_secs(1),
+            kafka_options: BTreeMap::new(),
+            handlers: Vec::new(),
+        }
+    }
+}
+
+impl ExecutorBuilder {
+    /// Kafka bootstrap servers, comma separated (required).
+    pub fn brokers(mut self, brokers: impl Into<String>) -> Self {
+        self.brokers = Some(brokers.into());
+        self
+    }
+
+    /// The app (XXL-JOB's executor group) whose triggers this executor runs (required).
+    pub fn app(mut self, app: impl Into<String>) -> Self {
+        self.app = Some(app.into());
+        self
+    }
+
+    /// Topic and group prefix; must match the scheduler's. Default `kadence`.
+    pub fn topic_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.topic_prefix = prefix.into();
+        self
+    }
+
+    /// This executor's id, reported on every result. Default: app, host, process id and a
+    /// random suffix.
+    pub fn executor_id(mut self, id: impl Into<String>) -> Self {
+        self.executor_id = Some(id.into());
+        self
+    }
+
+    /// Consumer group session timeout: how long the group waits for a silent executor before
+    /// giving its partitions to others. Default 10 s.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// Runs in flight at most; past it the executor stops fetching triggers until one
+    /// finishes. Default 256.
+    pub fn max_in_flight(mut self, runs: usize) -> Self {
+        self.max_in_flight = runs;
+        self
+    }
+
+    /// How long a graceful shutdown waits for running handlers before cancelling them (their
+    /// triggers are then redelivered). Default 30 s.
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+
+    /// How often finished offsets are committed. Default 1 s.
+    pub fn commit_interval(mut self, interval: Duration) -> Self {
+        self.commit_interval = interval;
+        self
+    }
+
+    /// A raw librdkafka option for every client (security, tuning).
+    pub fn kafka_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.kafka_options.insert(key.into(), value.into());
+        self
+    }
+
+    /// Registers `handler` under `name`: the job's handler name in the scheduler.
+    pub fn handler<F, Fut>(mut self, name: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = JobResult> + Send + 'static,
+    {
+        let erased: HandlerFn = Arc::new(move |ctx| handler(ctx).boxed());
+        self.handlers.push((name.into(), erased));
+        self
+    }
+
+    /// Checks the settings and builds the executor.
+    pub fn build(self) -> Result<Executor, ExecutorError> {
+        let brokers = self
+            .brokers
+            .filter(|brokers| !brokers.trim().is_empty())
+            .ok_or_else(|| ExecutorError::Config("brokers are required".to_owned()))?;
+        let app = self
+            .app
+            .ok_or_else(|| ExecutorError::Config("app is required".to_owned()))?;
+        let app = AppName::parse(&app).map_err(|error| ExecutorError::Config(error.to_string()))?;
+        let topics = Topics::new(&self.topic_prefix)
+            .map_err(|error| ExecutorError::Config(error.to_string()))?;
+        if self.handlers.is_empty() {
+            return Err(ExecutorError::Config(
+                "register at least one handler with .handler(name, fn)".to_owned(),
+            ));
+        }
+        let mut handlers = HashMap::new();
+        for (name, handler) in self.handlers {
+            if name.trim().is_empty() {
+                return Err(ExecutorError::Config("a handler name is empty".to_owned()));
+            }
+            if handlers.insert(name.clone(), handler).is_some() {
+                return Err(ExecutorError::Config(format!(
+                    "handler {name:?} is registered twice"
+                )));
+            }
+        }
+        if self.max_in_flight == 0 {
+            return Err(ExecutorError::Config(
+                "max_in_flight must be at least 1".to_owned(),
+            ));
+        }
+        let executor_id = self
+            .executor_id
+            .unwrap_or_else(|| default_executor_id(&app));
+        Ok(Executor {
+            settings: ExecutorSettings {
+                brokers,
+                app,
+                topics,
+                executor_id,
+                session_timeout: self.session_timeout,
+                max_in_flight: self.max_in_flight,
+                drain_timeout: self.drain_timeout,
+                commit_interval: self.commit_interval,
+                kafka_options: self.kafka_options,
+            },
+            handlers: Arc::new(handlers),
+        })
+    }
+}
+
+fn default_executor_id(app: &AppName) -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "executor".to_owned());
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    format!("{app}-{host}-{}-{}", std::process::id(), &suffix[..6])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::JobResult;
+
+    async fn ok(_ctx: JobContext) -> JobResult {
+        Ok(())
+    }
+
+    #[test]
+    fn build_checks_required_settings_and_handler_names() {
+        let missing_brokers = ExecutorBuilder::default()
+            .app("demo")
+            .handler("ok", ok)
+            .build();
+        assert!(matches!(missing_brokers, Err(ExecutorError::Config(m)) if m.contains("brokers")));
+        let bad_app = ExecutorBuilder::default()
+            .brokers("b:9092")
+            .app("a b")
+            .handler("ok", ok)
+            .build();
+        assert!(matches!(bad_app, Err(ExecutorError::Config(m)) if m.contains("invalid app name")));
+        let no_handlers = ExecutorBuilder::default()
+            .brokers("b:9092")
+            .app("demo")
+            .build();
+        assert!(
+            matches!(no_handlers, Err(ExecutorError::Config(m)) if m.contains("at least one handler"))
+        );
+        let twice = ExecutorBuilder::default()
+            .brokers("b:9092")
+            .app("demo")
+            .handler("ok", ok)
+            .handler("ok", ok)
+            .build();
+        assert!(matches!(twice, Err(ExecutorError::Config(m)) if m.contains("registered twice")));
+        let built = ExecutorBuilder::default()
+            .brokers("b:9092")
+            .app("demo")
+            .executor_id("e-1")
+            .handler("ok", ok)
+            .build()
+            .expect("valid");
+        assert_eq!(built.id(), "e-1");
+    }
+}

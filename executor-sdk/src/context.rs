@@ -1,0 +1,193 @@
+//! What a handler receives ([`JobContext`]) and returns ([`JobResult`]).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kadence_schemas::{JobId, TriggerId, TriggerRecord, TriggerType};
+use tokio_util::sync::CancellationToken;
+
+/// One run of a job, as its handler sees it.
+///
+/// Cheap to clone. A handler that runs long should watch [`JobContext::cancelled`] (timeout,
+/// kill, shutdown) and return promptly when it fires.
+#[derive(Clone)]
+pub struct JobContext {
+    trigger: Arc<TriggerRecord>,
+    cancellation: CancellationToken,
+}
+
+impl JobContext {
+    pub(crate) fn new(trigger: Arc<TriggerRecord>, cancellation: CancellationToken) -> Self {
+        JobContext {
+            trigger,
+            cancellation,
+        }
+    }
+
+    /// The job's parameters (XXL-JOB's `executorParam`), possibly overridden for this run.
+    pub fn params(&self) -> &str {
+        &self.trigger.params
+    }
+
+    /// This run's shard index, `0..shard_total` (0 unless the job is broadcast).
+    pub fn shard_index(&self) -> u32 {
+        self.trigger.shard_index.max(0) as u32
+    }
+
+    /// How many shards the broadcast has (1 unless the job is broadcast).
+    pub fn shard_total(&self) -> u32 {
+        self.trigger.shard_total.max(1) as u32
+    }
+
+    /// The deterministic trigger id: the idempotency key of this run.
+    pub fn trigger_id(&self) -> &TriggerId {
+        &self.trigger.trigger_id
+    }
+
+    /// The scheduler's job-log row id of this run.
+    pub fn log_id(&self) -> i64 {
+        self.trigger.log_id
+    }
+
+    /// The job.
+    pub fn job_id(&self) -> JobId {
+        self.trigger.job_id
+    }
+
+    /// 0 for the first attempt, n for the n-th retry.
+    pub fn attempt(&self) -> u32 {
+        self.trigger.attempt.max(0) as u32
+    }
+
+    /// Why this run was triggered (CRON, MANUAL, RETRY, …).
+    pub fn trigger_type(&self) -> TriggerType {
+        self.trigger.trigger_type
+    }
+
+    /// The time this run was scheduled for, ms since the Unix epoch.
+    pub fn scheduled_at_ms(&self) -> i64 {
+        self.trigger.scheduled_at_ms
+    }
+
+    /// The whole trigger record.
+    pub fn trigger(&self) -> &TriggerRecord {
+        &self.trigger
+    }
+
+    /// Fires when the run should stop: timeout, kill or executor shutdown.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// Resolves when the run should stop; use it in `tokio::select!`.
+    pub async fn cancelled(&self) {
+        self.cancellation.cancelled().await
+    }
+
+    /// Whether the run should stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation.is_cancelled()
+    }
+}
+
+impl fmt::Debug for JobContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobContext")
+            .field("trigger_id", &self.trigger.trigger_id)
+            .field("handler", &self.trigger.handler)
+            .field("attempt", &self.trigger.attempt)
+            .finish()
+    }
+}
+
+/// What a handler returns: `Ok(())` for success (code 200), a [`JobError`] for failure
+/// (code 500, with its message stored on the run).
+pub type JobResult = Result<(), JobError>;
+
+/// A failed run: a message for the operator and, optionally, when a retry makes sense.
+///
+/// Any error type converts with `?`, so handlers can use their own errors:
+///
+/// ```
+/// use kadence_executor::{JobContext, JobResult};
+///
+/// async fn parse_count(ctx: JobContext) -> JobResult {
+///     let count: u32 = ctx.params().trim().parse()?; // a ParseIntError becomes a JobError
+///     println!("count = {count}");
+///     Ok(())
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobError {
+    message: String,
+    retry_after: Option<Duration>,
+}
+
+impl JobError {
+    /// A failure with `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        JobError {
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// A failure that is worth retrying after `delay` (e.g. a downstream rate limit). The
+    /// scheduler's retry policy decides whether a retry happens; this is a hint.
+    pub fn retry_after(message: impl Into<String>, delay: Duration) -> Self {
+        JobError {
+            message: message.into(),
+            retry_after: Some(delay),
+        }
+    }
+
+    /// The message stored on the run.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The retry hint, if any.
+    pub fn retry_delay(&self) -> Option<Duration> {
+        self.retry_after
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Any error becomes a [`JobError`] carrying its message and its causes, so `?` works in
+/// handlers. (`JobError` itself is not a `std::error::Error`, which is what makes this
+/// blanket conversion possible, as with `anyhow::Error`.)
+impl<E: std::error::Error> From<E> for JobError {
+    fn from(error: E) -> Self {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        JobError::new(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_convert_with_their_message() {
+        let parsed: Result<u32, JobError> = "x".parse::<u32>().map_err(JobError::from);
+        assert_eq!(
+            parsed.unwrap_err().message(),
+            "invalid digit found in string"
+        );
+        let later = JobError::retry_after("rate limited", Duration::from_secs(30));
+        assert_eq!(later.retry_delay(), Some(Duration::from_secs(30)));
+        assert_eq!(later.to_string(), "rate limited");
+    }
+}

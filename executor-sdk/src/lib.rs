@@ -1,0 +1,95 @@
+//! The Kadence executor SDK: register plain async functions as handlers by name, and the
+//! executor runs them when the scheduler triggers their jobs.
+//!
+//! ```no_run
+//! use kadence_executor::{Executor, JobContext, JobError, JobResult};
+//!
+//! async fn send_report(ctx: JobContext) -> JobResult {
+//!     println!("report for {} (attempt {})", ctx.params(), ctx.attempt());
+//!     Ok(())
+//! }
+//!
+//! async fn import_orders(ctx: JobContext) -> JobResult {
+//!     if ctx.params().is_empty() {
+//!         return Err(JobError::new("params must name the source"));
+//!     }
+//!     Ok(())
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), kadence_executor::ExecutorError> {
+//!     let executor = Executor::builder()
+//!         .brokers("127.0.0.1:9092")
+//!         .app("billing")
+//!         .handler("sendReport", send_report)
+//!         .handler("importOrders", import_orders)
+//!         .build()?;
+//!     executor.run(async { tokio::signal::ctrl_c().await.ok(); }).await
+//! }
+//! ```
+//!
+//! # How it works
+//! - [`ExecutorBuilder`] (`builder`): settings and the handler registry, checked once.
+//! - `consumer`: joins the consumer group `{prefix}.executor.{app}` on
+//!   `{prefix}.triggers.{app}`; the group decides which partitions (and so which triggers) this
+//!   executor owns. Every trigger runs in its own task; the loop never waits for a handler.
+//! - `runner`: runs a handler under the trigger's timeout (code 502 when it passes), turns a
+//!   panic into a failed run, and builds the `ResultRecord`.
+//! - `publisher`: publishes results to `{prefix}.results` and unreadable records to
+//!   `{prefix}.dlq`, waiting for the broker's acknowledgement.
+//! - `offsets`: commits a partition's offset only up to its lowest trigger whose result is
+//!   not yet published, so a crash re-runs at most the unfinished triggers (at-least-once);
+//!   redeliveries are recognised by trigger id.
+//!
+//! Result codes follow XXL-JOB: 200 success, 500 failure (the [`JobError`] message is stored
+//! on the run), 502 timeout.
+
+#![warn(missing_docs)]
+
+mod builder;
+mod consumer;
+mod context;
+mod error;
+mod offsets;
+mod publisher;
+mod runner;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+pub use builder::ExecutorBuilder;
+pub use context::{JobContext, JobError, JobResult};
+pub use error::ExecutorError;
+pub use offsets::OffsetTracker;
+
+use builder::{ExecutorSettings, HandlerFn};
+
+/// An executor: a member of its app's consumer group that runs the registered handlers.
+pub struct Executor {
+    settings: ExecutorSettings,
+    handlers: Arc<HashMap<String, HandlerFn>>,
+}
+
+impl Executor {
+    /// Starts building an executor.
+    pub fn builder() -> ExecutorBuilder {
+        ExecutorBuilder::default()
+    }
+
+    /// This executor's id, as reported on its results.
+    pub fn id(&self) -> &str {
+        &self.settings.executor_id
+    }
+
+    /// The app this executor serves.
+    pub fn app(&self) -> &str {
+        self.settings.app.as_str()
+    }
+
+    /// Runs until `shutdown` resolves, then drains: stops taking triggers, waits for the
+    /// running handlers (up to the drain timeout), commits, and leaves the group.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ExecutorError> {
+        consumer::run(self.settings, self.handlers, shutdown).await
+    }
+}

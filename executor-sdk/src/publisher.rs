@@ -1,0 +1,151 @@
+//! Publishing what the executor produces: results to `{prefix}.results` and records it cannot
+//! read to `{prefix}.dlq`. Both wait for the broker's acknowledgement, retrying retriable
+//! errors, because an offset is committed only after its result is published.
+
+use std::time::Duration;
+
+use kadence_schemas::{ResultRecord, codec, headers};
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, Message, OwnedHeaders, OwnedMessage};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+use tokio_util::sync::CancellationToken;
+
+use crate::builder::ExecutorSettings;
+use crate::error::ExecutorError;
+
+/// Owns the executor's idempotent producer.
+#[derive(Clone)]
+pub(crate) struct Publisher {
+    producer: FutureProducer,
+    results_topic: String,
+    dlq_topic: String,
+}
+
+impl Publisher {
+    pub(crate) fn new(settings: &ExecutorSettings) -> Result<Publisher, ExecutorError> {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &settings.brokers)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("linger.ms", "2");
+        for (key, value) in &settings.kafka_options {
+            config.set(key, value);
+        }
+        Ok(Publisher {
+            producer: config
+                .create()
+                .map_err(ExecutorError::kafka("create the result producer"))?,
+            results_topic: settings.topics.results(),
+            dlq_topic: settings.topics.dlq(),
+        })
+    }
+
+    /// Publishes `record`, retrying retriable errors until acknowledged or `give_up` fires.
+    pub(crate) async fn publish_result(
+        &self,
+        record: &ResultRecord,
+        give_up: &CancellationToken,
+    ) -> Result<(), KafkaError> {
+        let payload = codec::encode(record).map_err(|error| {
+            tracing::error!(%error, trigger_id = %record.trigger_id, "cannot encode result");
+            KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage)
+        })?;
+        let key = record.trigger_id.as_str();
+        self.send_with_retry(give_up, || {
+            FutureRecord::<str, [u8]>::to(&self.results_topic)
+                .key(key)
+                .payload(&payload)
+        })
+        .await
+    }
+
+    /// Sends `message` to the dead-letter queue with `reason` and its origin in headers.
+    pub(crate) async fn dead_letter(
+        &self,
+        message: &OwnedMessage,
+        reason: &str,
+        give_up: &CancellationToken,
+    ) -> Result<(), KafkaError> {
+        let partition = message.partition().to_string();
+        let offset = message.offset().to_string();
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: headers::DLQ_REASON,
+                value: Some(reason),
+            })
+            .insert(Header {
+                key: headers::DLQ_SOURCE_TOPIC,
+                value: Some(message.topic()),
+            })
+            .insert(Header {
+                key: headers::DLQ_SOURCE_PARTITION,
+                value: Some(&partition),
+            })
+            .insert(Header {
+                key: headers::DLQ_SOURCE_OFFSET,
+                value: Some(&offset),
+            });
+        self.send_with_retry(give_up, || {
+            let mut record =
+                FutureRecord::<[u8], [u8]>::to(&self.dlq_topic).headers(headers.clone());
+            if let Some(key) = message.key() {
+                record = record.key(key);
+            }
+            if let Some(payload) = message.payload() {
+                record = record.payload(payload);
+            }
+            record
+        })
+        .await
+    }
+
+    async fn send_with_retry<'a, K, P>(
+        &'a self,
+        give_up: &CancellationToken,
+        record: impl Fn() -> FutureRecord<'a, K, P>,
+    ) -> Result<(), KafkaError>
+    where
+        K: rdkafka::message::ToBytes + ?Sized + 'a,
+        P: rdkafka::message::ToBytes + ?Sized + 'a,
+    {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let error = match self.producer.send(record(), Timeout::Never).await {
+                Ok(_) => return Ok(()),
+                Err((error, _)) => error,
+            };
+            if !is_retriable(&error) || give_up.is_cancelled() {
+                return Err(error);
+            }
+            tracing::warn!(%error, "publish failed; retrying");
+            tokio::select! {
+                _ = give_up.cancelled() => return Err(error),
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
+    }
+}
+
+fn is_retriable(error: &KafkaError) -> bool {
+    use RDKafkaErrorCode::*;
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            MessageTimedOut
+                | QueueFull
+                | BrokerTransportFailure
+                | AllBrokersDown
+                | RequestTimedOut
+                | NetworkException
+                | LeaderNotAvailable
+                | NotLeaderForPartition
+                | NotEnoughReplicas
+                | NotEnoughReplicasAfterAppend
+                | UnknownTopicOrPartition
+        )
+    )
+}

@@ -1,0 +1,210 @@
+//! Running one trigger: the handler in its own task (so a panic is a failed run, not a dead
+//! executor), under the trigger's timeout, with a cancellation token, producing the
+//! `ResultRecord` to publish.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kadence_schemas::{ResultRecord, TriggerRecord, result_code};
+use tokio_util::sync::CancellationToken;
+
+use crate::builder::HandlerFn;
+use crate::context::JobContext;
+
+/// Now, ms since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunOutcome {
+    pub(crate) code: i32,
+    pub(crate) message: Option<String>,
+    pub(crate) retry_after_ms: Option<i64>,
+}
+
+impl RunOutcome {
+    pub(crate) fn failure(message: impl Into<String>) -> Self {
+        RunOutcome {
+            code: result_code::FAILURE,
+            message: Some(message.into()),
+            retry_after_ms: None,
+        }
+    }
+}
+
+/// Runs `handler` for `trigger`; `cancellation` (a child of the executor's) also fires on
+/// timeout.
+pub(crate) async fn run_handler(
+    handler: HandlerFn,
+    trigger: Arc<TriggerRecord>,
+    cancellation: CancellationToken,
+) -> RunOutcome {
+    let timeout = u64::try_from(trigger.timeout_ms)
+        .ok()
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis);
+    let context = JobContext::new(Arc::clone(&trigger), cancellation.clone());
+    let mut task = tokio::spawn(handler(context));
+    let joined = match timeout {
+        None => (&mut task).await,
+        Some(limit) => match tokio::time::timeout(limit, &mut task).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                cancellation.cancel();
+                task.abort();
+                return RunOutcome {
+                    code: result_code::TIMEOUT,
+                    message: Some(format!(
+                        "run timed out after {} and was cancelled",
+                        humanize(limit)
+                    )),
+                    retry_after_ms: None,
+                };
+            }
+        },
+    };
+    match joined {
+        Ok(Ok(())) => RunOutcome {
+            code: result_code::SUCCESS,
+            message: None,
+            retry_after_ms: None,
+        },
+        Ok(Err(error)) => RunOutcome {
+            code: result_code::FAILURE,
+            message: Some(error.message().to_owned()),
+            retry_after_ms: error.retry_delay().map(|delay| delay.as_millis() as i64),
+        },
+        Err(join_error) if join_error.is_panic() => {
+            let panic = join_error.into_panic();
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-text panic payload".to_owned());
+            RunOutcome::failure(format!("handler panicked: {text}"))
+        }
+        Err(_) => RunOutcome::failure("run was cancelled before it finished"),
+    }
+}
+
+fn humanize(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
+}
+
+/// The result record of `trigger` run by `executor_id`.
+pub(crate) fn result_record(
+    trigger: &TriggerRecord,
+    executor_id: &str,
+    outcome: RunOutcome,
+    started_at_ms: i64,
+) -> ResultRecord {
+    ResultRecord {
+        trigger_id: trigger.trigger_id.clone(),
+        log_id: trigger.log_id,
+        job_id: trigger.job_id,
+        app: trigger.app.clone(),
+        executor_id: executor_id.to_owned(),
+        code: outcome.code,
+        message: outcome.message,
+        started_at_ms,
+        finished_at_ms: now_ms(),
+        attempt: trigger.attempt,
+        retry_after_ms: outcome.retry_after_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::{JobError, JobResult};
+    use futures::FutureExt;
+    use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
+
+    fn trigger(timeout_ms: i64) -> Arc<TriggerRecord> {
+        let job = JobId::new(3).unwrap();
+        Arc::new(TriggerRecord {
+            trigger_id: TriggerId::scheduled(job, 1_000),
+            log_id: 1,
+            job_id: job,
+            app: AppName::parse("demo").unwrap(),
+            handler: "h".into(),
+            params: "p".into(),
+            shard_index: 0,
+            shard_total: 1,
+            block_strategy: BlockStrategy::SerialExecution,
+            timeout_ms,
+            trigger_type: TriggerType::Cron,
+            scheduled_at_ms: 1_000,
+            emitted_at_ms: 1_001,
+            attempt: 0,
+            glue_type: GlueType::Bean,
+            glue_source: None,
+            glue_updated_at_ms: None,
+            replay_of: None,
+        })
+    }
+
+    fn erase<F, Fut>(handler: F) -> HandlerFn
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = JobResult> + Send + 'static,
+    {
+        Arc::new(move |ctx| handler(ctx).boxed())
+    }
+
+    #[tokio::test]
+    async fn success_failure_and_panic_map_to_codes() {
+        let ok = run_handler(
+            erase(|_| async { Ok(()) }),
+            trigger(0),
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(ok.code, 200);
+        let failed = run_handler(
+            erase(|ctx: JobContext| async move {
+                Err(JobError::new(format!("bad params {}", ctx.params())))
+            }),
+            trigger(0),
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(failed, RunOutcome::failure("bad params p"));
+        let panicked = run_handler(
+            erase(|_| async { panic!("boom") }),
+            trigger(0),
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(panicked, RunOutcome::failure("handler panicked: boom"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timeout_cancels_the_run_with_code_502() {
+        let token = CancellationToken::new();
+        let outcome = run_handler(
+            erase(|ctx: JobContext| async move {
+                ctx.cancelled().await;
+                Ok(())
+            }),
+            trigger(1_500),
+            token.clone(),
+        )
+        .await;
+        assert_eq!(outcome.code, 502);
+        assert_eq!(
+            outcome.message.as_deref(),
+            Some("run timed out after 1500 ms and was cancelled")
+        );
+        assert!(token.is_cancelled());
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The dev stack on the embedded defaults: a broker (unless KADENCE_BROKERS names an existing
+# cluster), the scheduler on a SQLite file, and the demo executor (handlers `hello` and
+# `fail`). On first start it creates the app `demo` and a job running `hello` every 5 s.
+# Prints where the API listens; Ctrl-C stops everything it started.
+#
+# Environment: KADENCE_BROKERS (use this cluster instead of starting a broker),
+# KADENCE_API_PORT (default 8080). State lives in .kadence/dev.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo_root"
+export PATH="$HOME/.cargo/bin:$PATH"
+state="$repo_root/.kadence/dev"
+mkdir -p "$state"
+api_port="${KADENCE_API_PORT:-8080}"
+api="http://127.0.0.1:$api_port"
+children=()
+started_broker=no
+
+stop_all() {
+  trap - INT TERM EXIT
+  echo
+  echo "stopping the dev stack..."
+  for pid in "${children[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${children[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ "$started_broker" = yes ]; then infra/broker.sh stop --state "$state/broker"; fi
+}
+trap stop_all INT TERM EXIT
+
+echo "building Kadence (the first build takes a few minutes)..."
+cargo build --locked -p kadence-scheduler -p kadence-executor --example demo
+
+if [ -n "${KADENCE_BROKERS:-}" ]; then
+  brokers="$KADENCE_BROKERS"
+  echo "using the Kafka cluster at $brokers"
+else
+  brokers=$(infra/broker.sh start --state "$state/broker")
+  started_broker=yes
+  echo "broker started at $brokers (log: $state/broker/broker.log)"
+fi
+
+KADENCE_DATABASE__URL="sqlite://$state/kadence.db" \
+KADENCE_KAFKA__BROKERS="$brokers" \
+KADENCE_API__LISTEN="127.0.0.1:$api_port" \
+  target/debug/kadence serve >"$state/scheduler.log" 2>&1 &
+children+=($!)
+for _ in $(seq 1 100); do
+  curl -fsS "$api/health" >/dev/null 2>&1 && break
+  kill -0 "${children[0]}" 2>/dev/null || { echo "the scheduler exited; its log follows" >&2; tail -n 30 "$state/scheduler.log" >&2; exit 1; }
+  sleep 0.2
+done
+
+export KADENCE_API_URL="$api"
+if ! target/debug/kadence app list | grep -q '^demo '; then
+  target/debug/kadence app add demo --partitions 2 --title "Dev stack demo"
+  target/debug/kadence job add --app demo --handler hello --cron "*/5 * * * * ?" --params "from the dev stack" --start
+fi
+
+KADENCE_BROKERS="$brokers" KADENCE_APP=demo target/debug/examples/demo >"$state/executor.log" 2>&1 &
+children+=($!)
+
+cat <<EOT
+
+Kadence dev stack is running.
+  API:        $api   (export KADENCE_API_URL=$api for the CLI)
+  broker:     $brokers
+  database:   $state/kadence.db
+  logs:       $state/scheduler.log, $state/executor.log
+
+Try:
+  target/debug/kadence job list
+  target/debug/kadence job runs 1
+  target/debug/kadence job add --app demo --handler fail --manual
+  target/debug/kadence job trigger 2 --params hello
+
+Ctrl-C stops everything.
+EOT
+wait "${children[0]}"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script):
+#   1. installs what is missing: rustfmt/clippy, the broker (tansu, ~10 min the first time),
+#      and starts the local PostgreSQL if it is installed but stopped;
+#   2. cargo fmt --check and cargo clippy --all-targets -D warnings;
+#   3. starts a broker on a free loopback port (memory storage);
+#   4. runs every test of the workspace against it, SQLite and PostgreSQL;
+#   5. stops the broker, whatever happened.
+# PostgreSQL: KADENCE_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test);
+# each test creates and drops its own database there.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo_root"
+export PATH="$HOME/.cargo/bin:$PATH"
+export KADENCE_TEST_POSTGRES_URL="${KADENCE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain components"
+for component in rustfmt clippy; do
+  rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component"
+done
+
+step "PostgreSQL"
+pg_answers() { (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; }
+if ! pg_answers; then
+  if command -v pg_ctlcluster >/dev/null 2>&1; then
+    version=$(ls /etc/postgresql | sort -V | tail -n 1)
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  fi
+  for _ in $(seq 1 50); do pg_answers && break; sleep 0.2; done
+  pg_answers || { echo "PostgreSQL is not reachable on 127.0.0.1:5432; the store tests need it" >&2; exit 1; }
+fi
+echo "PostgreSQL answers on 127.0.0.1:5432"
+
+step "broker (tansu)"
+infra/broker.sh install
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "starting a broker for the tests"
+state=$(mktemp -d "${TMPDIR:-/tmp}/kadence-test-broker.XXXXXX")
+cleanup() {
+  infra/broker.sh stop --state "$state" || true
+  rm -rf "$state"
+}
+trap cleanup EXIT
+KADENCE_TEST_BROKERS=$(infra/broker.sh start --state "$state")
+export KADENCE_TEST_BROKERS
+echo "broker at $KADENCE_TEST_BROKERS"
+
+step "cargo test"
+# The end-to-end tests mostly wait on the broker and the clock, so run more than one per core.
+RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --workspace --locked

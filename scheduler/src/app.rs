@@ -1,0 +1,239 @@
+//! Wiring: builds every part of a scheduler node from a [`Config`] and runs it until shutdown.
+//!
+//! ```text
+//!  pre-read loop ─┐                      ┌─> ack writer ─> store (DISPATCHED)
+//!  claim loop ────┼─> wheel ─> dispatch ─┤
+//!  API (trigger) ─┘                      └─> {prefix}.triggers.{app}
+//!  {prefix}.results ─> results consumer ─> store (FINISHED) / {prefix}.dlq
+//! ```
+//!
+//! Shutdown is one [`CancellationToken`] fanned out to every loop plus one wait for all tasks:
+//! the loops stop taking work, dispatch drains deliveries in flight, the ack writer drains
+//! what dispatch acknowledged, and fires not acknowledged stay pending in the database for
+//! the next node (or this one, restarted) to claim.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kadence_schemas::Topics;
+use secrecy::ExposeSecret;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::api::{ApiState, router};
+use crate::claims::Claimer;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::dispatch::{DispatchSettings, Dispatcher, PartitionDirectory, run_ack_writer};
+use crate::kafka::{DeadLetters, KafkaSettings, TopicAdmin};
+use crate::preread::{PreReadSettings, PreReader, millis};
+use crate::results::ResultsConsumer;
+use crate::store::{PostgresStore, SqliteStore, Store};
+use crate::wheel::run_wheel;
+
+/// Capacity of the channels between the loops; a full channel is backpressure.
+const CHANNEL_CAPACITY: usize = 10_000;
+
+/// Opens the store a database URL names: `sqlite:` or `postgres:`/`postgresql:`.
+pub async fn open_store(url: &str, max_connections: u32) -> anyhow::Result<Arc<dyn Store>> {
+    let store: Arc<dyn Store> = if url.starts_with("sqlite:") {
+        Arc::new(SqliteStore::connect(url, max_connections).await?)
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Arc::new(PostgresStore::connect(url, max_connections).await?)
+    } else {
+        anyhow::bail!(
+            "unsupported database URL scheme: use sqlite://FILE or postgres://USER@HOST/DB"
+        );
+    };
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// A running scheduler node.
+pub struct Scheduler {
+    api_addr: SocketAddr,
+    node_id: String,
+    store: Arc<dyn Store>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl Scheduler {
+    /// Starts a node serving its API on `listener` (bind port 0 in tests).
+    pub async fn start(
+        config: Config,
+        listener: TcpListener,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Scheduler> {
+        let node_id = config
+            .schedule
+            .node_id
+            .clone()
+            .unwrap_or_else(default_node_id);
+        let store = open_store(
+            config.database.url.expose_secret(),
+            config.database.max_connections,
+        )
+        .await
+        .context("opening the database")?;
+        let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
+        let kafka = KafkaSettings {
+            brokers: config.kafka.brokers.clone(),
+            options: config.kafka.options.clone(),
+        };
+
+        let admin = Arc::new(TopicAdmin::new(&kafka).context("creating the Kafka admin client")?);
+        admin
+            .ensure_shared_topics(&topics, config.kafka.results_partitions)
+            .await
+            .context("creating Kadence's shared topics")?;
+        let partitions = Arc::new(PartitionDirectory::new(Arc::clone(&store)));
+        for app in store.list_apps().await.context("listing apps")? {
+            admin
+                .ensure_topic(&topics.triggers(&app.name), app.partitions, &[])
+                .await
+                .with_context(|| format!("verifying the trigger topic of app {}", app.name))?;
+            partitions.remember(app.name, app.partitions);
+        }
+
+        let producer = kafka
+            .idempotent_producer()
+            .context("creating the trigger producer")?;
+        let shutdown = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        let (wheel_tx, wheel_rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let (due_tx, due_rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let (ack_tx, ack_rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let schedule = &config.schedule;
+
+        let pre_reader = PreReader::new(
+            Arc::clone(&store),
+            PreReadSettings {
+                window: schedule.pre_read_window,
+                batch_size: schedule.batch_size,
+                lease: schedule.lease,
+                node_id: node_id.clone(),
+            },
+            wheel_tx.clone(),
+        );
+        tasks.spawn(pre_reader.run(
+            Arc::clone(&clock),
+            schedule.pre_read_interval,
+            shutdown.clone(),
+        ));
+
+        let claimer = Claimer::new(
+            Arc::clone(&store),
+            node_id.clone(),
+            schedule.lease,
+            schedule.batch_size,
+            wheel_tx.clone(),
+        );
+        tasks.spawn(claimer.run(
+            Arc::clone(&clock),
+            schedule.claim_interval,
+            shutdown.clone(),
+        ));
+        tasks.spawn(run_wheel(
+            wheel_rx,
+            due_tx,
+            Arc::clone(&clock),
+            shutdown.clone(),
+        ));
+
+        let dispatcher = Dispatcher::new(
+            producer.clone(),
+            topics.clone(),
+            Arc::clone(&partitions),
+            ack_tx,
+            Arc::clone(&clock),
+            DispatchSettings {
+                max_in_flight: schedule.max_in_flight,
+                drain_timeout: schedule.drain_timeout,
+            },
+        );
+        tasks.spawn(dispatcher.run(due_rx, shutdown.clone()));
+        tasks.spawn(run_ack_writer(Arc::clone(&store), ack_rx, 1000));
+
+        let results = ResultsConsumer::new(
+            &kafka,
+            &topics,
+            config.kafka.session_timeout,
+            Arc::clone(&store),
+            DeadLetters::new(producer, topics.dlq()),
+            1000,
+        )
+        .context("starting the results consumer")?;
+        tasks.spawn(results.run(shutdown.clone()));
+
+        let state = Arc::new(ApiState {
+            store: Arc::clone(&store),
+            admin,
+            topics,
+            partitions,
+            wheel: wheel_tx,
+            clock,
+            node_id: node_id.clone(),
+            lease_ms: millis(schedule.lease),
+            pre_read_window_ms: millis(schedule.pre_read_window),
+        });
+        let api_addr = listener.local_addr().context("reading the API address")?;
+        let api_shutdown = shutdown.clone();
+        tasks.spawn(async move {
+            let served = axum::serve(listener, router(state))
+                .with_graceful_shutdown(api_shutdown.cancelled_owned())
+                .await;
+            if let Err(error) = served {
+                tracing::error!(%error, "API server stopped");
+            }
+        });
+        tasks.close();
+        tracing::info!(%api_addr, %node_id, backend = store.backend(), "scheduler started");
+        Ok(Scheduler {
+            api_addr,
+            node_id,
+            store,
+            shutdown,
+            tasks,
+        })
+    }
+
+    /// Where the API listens.
+    pub fn api_addr(&self) -> SocketAddr {
+        self.api_addr
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    /// The node's store (for tests and tools).
+    pub fn store(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.store)
+    }
+
+    /// Stops every loop and waits for them, at most `deadline`.
+    pub async fn stop(self, deadline: Duration) {
+        self.shutdown.cancel();
+        if tokio::time::timeout(deadline, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("scheduler tasks did not stop within {deadline:?}");
+        }
+    }
+}
+
+fn default_node_id() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "scheduler".to_owned());
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}-{}-{}", std::process::id(), &suffix[..8])
+}

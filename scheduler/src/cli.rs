@@ -1,0 +1,424 @@
+//! The `kadence` command: `kadence serve` runs a scheduler node; every other subcommand is a
+//! client of a node's HTTP API (`--api`, or `KADENCE_API_URL`), so operators never write SQL.
+//!
+//! ```text
+//! kadence app add demo --partitions 3
+//! kadence job add --app demo --handler hello --cron "*/5 * * * * ?" --start
+//! kadence job trigger 1 --params '{"n": 1}'
+//! kadence job runs 1
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use chrono::{DateTime, SecondsFormat, Utc};
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::api::{JobView, NewAppRequest, NewJobRequest, TriggerRequest, TriggerResponse};
+use crate::app::Scheduler;
+use crate::clock::SystemClock;
+use crate::config::Config;
+use crate::model::{App, Run};
+
+/// Kadence: a distributed job scheduler on Kafka.
+#[derive(Debug, Parser)]
+#[command(name = "kadence", version, about)]
+pub struct Cli {
+    /// Base URL of a scheduler's HTTP API (client subcommands).
+    #[arg(
+        long,
+        global = true,
+        env = "KADENCE_API_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    api: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a scheduler node (configuration: --config file, then KADENCE_<SECTION>__<FIELD>).
+    Serve {
+        /// TOML configuration file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Executor apps (XXL-JOB's executor groups).
+    #[command(subcommand)]
+    App(AppCommand),
+    /// Jobs.
+    #[command(subcommand)]
+    Job(JobCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum AppCommand {
+    /// Create an app and its trigger topic.
+    Add {
+        /// App name: 1–64 of A-Z a-z 0-9 _ -.
+        name: String,
+        /// Partitions of its trigger topic: the most executors that share its triggers.
+        #[arg(long)]
+        partitions: i32,
+        /// Human-readable title.
+        #[arg(long, default_value = "")]
+        title: String,
+    },
+    /// List apps.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+enum JobCommand {
+    /// Create a job (stopped unless --start).
+    Add(AddJob),
+    /// List jobs.
+    List {
+        /// Only this app's jobs.
+        #[arg(long)]
+        app: Option<String>,
+    },
+    /// Show one job.
+    Show {
+        /// Job id.
+        id: String,
+    },
+    /// Start scheduling a job.
+    Start {
+        /// Job id.
+        id: String,
+    },
+    /// Stop scheduling a job.
+    Stop {
+        /// Job id.
+        id: String,
+    },
+    /// Fire a job once now.
+    Trigger {
+        /// Job id.
+        id: String,
+        /// Parameters for this run only (default: the job's).
+        #[arg(long)]
+        params: Option<String>,
+    },
+    /// List a job's newest runs with their result codes and messages.
+    Runs {
+        /// Job id.
+        id: String,
+        /// How many runs.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+}
+
+#[derive(Debug, Args)]
+struct AddJob {
+    /// Executor app.
+    #[arg(long)]
+    app: String,
+    /// Handler name on the executors.
+    #[arg(long)]
+    handler: String,
+    /// Quartz cron expression, seconds first (e.g. "0 */5 * * * ?").
+    #[arg(long, conflicts_with_all = ["fix_rate", "manual"])]
+    cron: Option<String>,
+    /// Fire every N seconds.
+    #[arg(long, conflicts_with = "manual")]
+    fix_rate: Option<u32>,
+    /// No schedule: manual and API triggers only.
+    #[arg(long)]
+    manual: bool,
+    /// Display name (default: the handler).
+    #[arg(long)]
+    name: Option<String>,
+    /// Handler parameters.
+    #[arg(long)]
+    params: Option<String>,
+    /// IANA time zone of the schedule.
+    #[arg(long, default_value = "UTC")]
+    time_zone: String,
+    /// DO_NOTHING or FIRE_ONCE_NOW.
+    #[arg(long)]
+    misfire: Option<String>,
+    /// FIRST, LAST or RANDOM.
+    #[arg(long)]
+    route: Option<String>,
+    /// SERIAL_EXECUTION, DISCARD_LATER, COVER_EARLY or CONCURRENT.
+    #[arg(long)]
+    block: Option<String>,
+    /// Timeout in seconds (0: none).
+    #[arg(long)]
+    timeout: Option<u32>,
+    /// Start it right away.
+    #[arg(long)]
+    start: bool,
+}
+
+/// Entry point of the `kadence` binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let client = ApiClient::new(&cli.api);
+    match cli.command {
+        Command::Serve { config } => serve(config).await,
+        Command::App(AppCommand::Add {
+            name,
+            partitions,
+            title,
+        }) => {
+            let app: App = client
+                .post(
+                    "/api/apps",
+                    &NewAppRequest {
+                        name,
+                        partitions,
+                        title,
+                    },
+                )
+                .await?;
+            println!(
+                "created app {} with {} partitions",
+                app.name, app.partitions
+            );
+            Ok(())
+        }
+        Command::App(AppCommand::List) => {
+            let apps: Vec<App> = client.get("/api/apps").await?;
+            println!("{:<24} {:>10}  TITLE", "APP", "PARTITIONS");
+            for app in apps {
+                println!("{:<24} {:>10}  {}", app.name, app.partitions, app.title);
+            }
+            Ok(())
+        }
+        Command::Job(command) => job_command(&client, command).await,
+    }
+}
+
+async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<()> {
+    match command {
+        JobCommand::Add(add) => {
+            let (schedule_type, schedule_conf) = match (&add.cron, add.fix_rate, add.manual) {
+                (Some(cron), _, _) => ("CRON", cron.clone()),
+                (None, Some(seconds), _) => ("FIX_RATE", seconds.to_string()),
+                (None, None, true) => ("NONE", String::new()),
+                (None, None, false) => {
+                    anyhow::bail!("give a schedule: --cron EXPR, --fix-rate SECONDS or --manual")
+                }
+            };
+            let job: JobView = client
+                .post(
+                    "/api/jobs",
+                    &NewJobRequest {
+                        app: add.app,
+                        name: add.name,
+                        schedule_type: Some(schedule_type.to_owned()),
+                        schedule_conf: Some(schedule_conf),
+                        time_zone: Some(add.time_zone),
+                        misfire_strategy: add.misfire,
+                        route_strategy: add.route,
+                        handler: add.handler,
+                        params: add.params,
+                        block_strategy: add.block,
+                        timeout_seconds: add.timeout,
+                        start: add.start,
+                    },
+                )
+                .await?;
+            println!("created job {} ({})", job.id, describe_status(&job));
+        }
+        JobCommand::List { app } => {
+            let path = match app {
+                Some(app) => format!("/api/jobs?app={app}"),
+                None => "/api/jobs".to_owned(),
+            };
+            let jobs: Vec<JobView> = client.get(&path).await?;
+            println!(
+                "{:>6}  {:<16} {:<20} {:<9} {:<22} SCHEDULE",
+                "ID", "APP", "HANDLER", "STATUS", "NEXT FIRE"
+            );
+            for job in jobs {
+                println!(
+                    "{:>6}  {:<16} {:<20} {:<9} {:<22} {} {}",
+                    job.id,
+                    job.app,
+                    job.handler,
+                    job.status,
+                    format_ms(job.next_fire_ms),
+                    job.schedule_type,
+                    job.schedule_conf
+                );
+            }
+        }
+        JobCommand::Show { id } => {
+            let job: JobView = client.get(&format!("/api/jobs/{id}")).await?;
+            println!("{}", serde_json::to_string_pretty(&job)?);
+        }
+        JobCommand::Start { id } => {
+            let job: JobView = client.post(&format!("/api/jobs/{id}/start"), &()).await?;
+            println!("job {} {}", job.id, describe_status(&job));
+        }
+        JobCommand::Stop { id } => {
+            let job: JobView = client.post(&format!("/api/jobs/{id}/stop"), &()).await?;
+            println!("job {} {}", job.id, describe_status(&job));
+        }
+        JobCommand::Trigger { id, params } => {
+            let fired: TriggerResponse = client
+                .post(
+                    &format!("/api/jobs/{id}/trigger"),
+                    &TriggerRequest { params },
+                )
+                .await?;
+            println!("triggered {} (log id {})", fired.trigger_id, fired.log_id);
+        }
+        JobCommand::Runs { id, limit } => {
+            let runs: Vec<Run> = client
+                .get(&format!("/api/jobs/{id}/runs?limit={limit}"))
+                .await?;
+            println!(
+                "{:<40} {:<9} {:<24} {:<11} {:>4}  MESSAGE",
+                "TRIGGER ID", "TYPE", "SCHEDULED", "STATE", "CODE"
+            );
+            for run in runs {
+                println!(
+                    "{:<40} {:<9} {:<24} {:<11} {:>4}  {}",
+                    run.trigger_id.as_str(),
+                    run.trigger_type.as_str(),
+                    format_ms(Some(run.scheduled_at_ms)),
+                    run.state.as_str(),
+                    run.handle_code
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    run.handle_msg.as_deref().unwrap_or("").replace('\n', " ⏎ ")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn describe_status(job: &JobView) -> String {
+    match job.next_fire_ms {
+        Some(next) => format!("{}, next fire {}", job.status, format_ms(Some(next))),
+        None => job.status.clone(),
+    }
+}
+
+fn format_ms(ms: Option<i64>) -> String {
+    ms.and_then(DateTime::<Utc>::from_timestamp_millis)
+        .map(|at| at.to_rfc3339_opts(SecondsFormat::Millis, true))
+        .unwrap_or_else(|| "-".to_owned())
+}
+
+async fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let config = Config::load(config_file.as_deref())?;
+    let listener = tokio::net::TcpListener::bind(config.api.listen)
+        .await
+        .with_context(|| format!("binding the API to {}", config.api.listen))?;
+    let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock)).await?;
+    println!("Kadence API listening on http://{}", scheduler.api_addr());
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    scheduler.stop(Duration::from_secs(30)).await;
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+/// A small client of the HTTP API that turns error bodies into readable errors.
+struct ApiClient {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl ApiClient {
+    fn new(base: &str) -> Self {
+        ApiClient {
+            base: base.trim_end_matches('/').to_owned(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> anyhow::Result<T> {
+        self.send(self.http.post(format!("{}{path}", self.base)).json(body))
+            .await
+    }
+
+    async fn send<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> anyhow::Result<T> {
+        let response = request.send().await.with_context(|| {
+            format!(
+                "cannot reach the Kadence API at {} (is `kadence serve` running? set --api or KADENCE_API_URL)",
+                self.base
+            )
+        })?;
+        let status = response.status();
+        let body = response.text().await.context("reading the API response")?;
+        if !status.is_success() {
+            let message = serde_json::from_str::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|value| value.get("error")?.as_str().map(str::to_owned))
+                .unwrap_or(body);
+            anyhow::bail!("{message} (HTTP {})", status.as_u16());
+        }
+        serde_json::from_str(&body).with_context(|| format!("unexpected API response: {body}"))
+    }
+}

@@ -1,0 +1,345 @@
+//! Dispatch: turns released fires into `TriggerRecord`s on `{prefix}.triggers.{app}`.
+//!
+//! One loop owns the idempotent producer. For each fire it picks the partition
+//! ([`crate::routing`]), encodes the record and enqueues it; deliveries complete concurrently.
+//! Never drops a trigger:
+//! - a full local queue or a retriable broker error (broker down, leader moving) retries with
+//!   backoff for as long as it takes;
+//! - a fatal error (record too large, not authorised, unknown app) is logged loudly with the
+//!   trigger id and the fire stays pending in the database; when its lease ends the claim loop
+//!   hands it back here, so it is retried after the operator fixes the cause;
+//! - acknowledged triggers are marked dispatched by [`run_ack_writer`] in batches.
+//!
+//! The number of deliveries in flight is bounded; when the bound is reached the loop stops
+//! taking fires, which backs up the wheel and the pre-read loop (backpressure, no loss).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use kadence_schemas::{AppName, GlueType, Topics, TriggerRecord, codec};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::kafka::is_retriable;
+use crate::model::PendingFire;
+use crate::routing::choose_partition;
+use crate::store::{DispatchAck, Store};
+
+/// Partition counts of the apps' trigger topics, read from the store once per app.
+pub struct PartitionDirectory {
+    store: Arc<dyn Store>,
+    known: RwLock<HashMap<AppName, i32>>,
+}
+
+impl PartitionDirectory {
+    /// A directory backed by `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        PartitionDirectory {
+            store,
+            known: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The partition count of `app`'s trigger topic.
+    pub async fn partitions(&self, app: &AppName) -> Result<i32, String> {
+        if let Some(&count) = self.known.read().expect("directory lock").get(app) {
+            return Ok(count);
+        }
+        match self.store.get_app(app).await {
+            Ok(Some(found)) => {
+                self.remember(app.clone(), found.partitions);
+                Ok(found.partitions)
+            }
+            Ok(None) => Err(format!("app {app} does not exist")),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    /// Records a partition count (on app creation and at start-up).
+    pub fn remember(&self, app: AppName, partitions: i32) {
+        self.known
+            .write()
+            .expect("directory lock")
+            .insert(app, partitions);
+    }
+}
+
+/// The outcome of one delivery attempt.
+enum Delivery {
+    Acked {
+        fire: PendingFire,
+        partition: i32,
+    },
+    Failed {
+        fire: PendingFire,
+        error: KafkaError,
+        attempt: u32,
+    },
+    Retry {
+        fire: PendingFire,
+        attempt: u32,
+    },
+}
+
+/// Settings of the dispatch loop.
+#[derive(Debug, Clone)]
+pub struct DispatchSettings {
+    /// Deliveries awaiting acknowledgement at most.
+    pub max_in_flight: usize,
+    /// How long shutdown waits for deliveries in flight.
+    pub drain_timeout: Duration,
+}
+
+/// Produces trigger records for released fires.
+pub struct Dispatcher {
+    producer: FutureProducer,
+    topics: Topics,
+    partitions: Arc<PartitionDirectory>,
+    acks: mpsc::Sender<DispatchAck>,
+    clock: Arc<dyn Clock>,
+    settings: DispatchSettings,
+}
+
+impl Dispatcher {
+    /// A dispatcher producing with `producer` and reporting acknowledgements to `acks`.
+    pub fn new(
+        producer: FutureProducer,
+        topics: Topics,
+        partitions: Arc<PartitionDirectory>,
+        acks: mpsc::Sender<DispatchAck>,
+        clock: Arc<dyn Clock>,
+        settings: DispatchSettings,
+    ) -> Self {
+        Dispatcher {
+            producer,
+            topics,
+            partitions,
+            acks,
+            clock,
+            settings,
+        }
+    }
+
+    /// Dispatches fires from `due` until it closes or `shutdown` fires, then waits for the
+    /// deliveries in flight (up to the drain timeout). Fires not acknowledged stay pending in
+    /// the database and are claimed again after their lease.
+    pub async fn run(self, mut due: mpsc::Receiver<PendingFire>, shutdown: CancellationToken) {
+        let mut in_flight: FuturesUnordered<BoxFuture<'static, Delivery>> = FuturesUnordered::new();
+        let mut closing = false;
+        let drain_deadline = tokio::time::sleep(Duration::MAX / 4);
+        tokio::pin!(drain_deadline);
+        loop {
+            if closing && in_flight.is_empty() {
+                return;
+            }
+            tokio::select! {
+                biased;
+                Some(outcome) = in_flight.next(), if !in_flight.is_empty() => {
+                    if let Some(next) = self.settle(outcome, closing).await {
+                        in_flight.push(next);
+                    }
+                }
+                received = due.recv(), if !closing && in_flight.len() < self.settings.max_in_flight => {
+                    match received {
+                        Some(fire) => {
+                            if let Some(delivery) = self.emit(fire, 0).await {
+                                in_flight.push(delivery);
+                            }
+                        }
+                        None => closing = true,
+                    }
+                }
+                _ = shutdown.cancelled(), if !closing => {
+                    closing = true;
+                    drain_deadline.as_mut().reset(tokio::time::Instant::now() + self.settings.drain_timeout);
+                }
+                _ = &mut drain_deadline, if closing => {
+                    tracing::warn!(in_flight = in_flight.len(), "dispatch drain timed out; unacknowledged fires stay pending");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Builds and enqueues the trigger record of `fire`; returns its delivery, or `None` when
+    /// the fire cannot be sent at all (it stays pending).
+    async fn emit(&self, fire: PendingFire, attempt: u32) -> Option<BoxFuture<'static, Delivery>> {
+        let partitions = match self.partitions.partitions(&fire.app).await {
+            Ok(count) => count,
+            Err(reason) => {
+                tracing::error!(trigger_id = %fire.trigger_id, %reason,
+                    "cannot dispatch trigger: its app is unavailable; it stays pending");
+                return None;
+            }
+        };
+        let partition = choose_partition(fire.route_strategy, partitions);
+        let record = trigger_record(&fire, self.clock.now_ms());
+        let payload = match codec::encode(&record) {
+            Ok(payload) => payload,
+            Err(error) => {
+                tracing::error!(trigger_id = %fire.trigger_id, %error,
+                    "cannot encode trigger record; it stays pending");
+                return None;
+            }
+        };
+        let key = fire.job_id.to_string();
+        let topic = self.topics.triggers(&fire.app);
+        let sent = self.producer.send_result(
+            FutureRecord::to(&topic)
+                .key(&key)
+                .payload(&payload)
+                .partition(partition),
+        );
+        Some(match sent {
+            Ok(delivery) => async move {
+                match delivery.await {
+                    Ok(Ok(done)) => Delivery::Acked {
+                        fire,
+                        partition: done.partition,
+                    },
+                    Ok(Err((error, _))) => Delivery::Failed {
+                        fire,
+                        error,
+                        attempt,
+                    },
+                    Err(_) => Delivery::Failed {
+                        fire,
+                        error: KafkaError::Canceled,
+                        attempt,
+                    },
+                }
+            }
+            .boxed(),
+            // Not enqueued (a full local queue is retriable): settle like a failed delivery.
+            Err((error, _)) => async move {
+                Delivery::Failed {
+                    fire,
+                    error,
+                    attempt,
+                }
+            }
+            .boxed(),
+        })
+    }
+
+    /// Acts on a finished delivery; may return a follow-up (a retry) to keep in flight.
+    async fn settle(
+        &self,
+        outcome: Delivery,
+        closing: bool,
+    ) -> Option<BoxFuture<'static, Delivery>> {
+        match outcome {
+            Delivery::Acked { fire, partition } => {
+                let ack = DispatchAck {
+                    log_id: fire.log_id,
+                    partition,
+                    dispatched_at_ms: self.clock.now_ms(),
+                };
+                tracing::debug!(trigger_id = %fire.trigger_id, partition,
+                    lateness_ms = ack.dispatched_at_ms - fire.fire_at_ms, "trigger acknowledged");
+                // The ack writer only stops after dispatch does; a send error means shutdown.
+                let _ = self.acks.send(ack).await;
+                None
+            }
+            Delivery::Failed {
+                fire,
+                error,
+                attempt,
+            } if is_retriable(&error) => {
+                if closing {
+                    return None;
+                }
+                let backoff = Duration::from_millis((10u64 << attempt.min(9)).min(5_000));
+                if attempt % 10 == 9 {
+                    tracing::warn!(trigger_id = %fire.trigger_id, %error, attempt,
+                        "trigger still not accepted by the broker; retrying");
+                }
+                Some(
+                    async move {
+                        tokio::time::sleep(backoff).await;
+                        Delivery::Retry {
+                            fire,
+                            attempt: attempt + 1,
+                        }
+                    }
+                    .boxed(),
+                )
+            }
+            Delivery::Failed { fire, error, .. } => {
+                tracing::error!(trigger_id = %fire.trigger_id, job_id = %fire.job_id, %error,
+                    "broker refused trigger with a non-retriable error; it stays pending and is \
+                     retried when its lease expires");
+                None
+            }
+            Delivery::Retry { fire, attempt } => {
+                if closing {
+                    return None;
+                }
+                self.emit(fire, attempt).await
+            }
+        }
+    }
+}
+
+/// The record an executor receives for `fire`.
+pub fn trigger_record(fire: &PendingFire, emitted_at_ms: i64) -> TriggerRecord {
+    TriggerRecord {
+        trigger_id: fire.trigger_id.clone(),
+        log_id: fire.log_id,
+        job_id: fire.job_id,
+        app: fire.app.clone(),
+        handler: fire.handler.clone(),
+        params: fire.params.clone(),
+        shard_index: fire.shard_index,
+        shard_total: fire.shard_total,
+        block_strategy: fire.block_strategy,
+        timeout_ms: fire.timeout_ms,
+        trigger_type: fire.trigger_type,
+        scheduled_at_ms: fire.scheduled_at_ms,
+        emitted_at_ms,
+        attempt: fire.attempt,
+        glue_type: GlueType::Bean,
+        glue_source: None,
+        glue_updated_at_ms: None,
+        replay_of: None,
+    }
+}
+
+/// Writes acknowledgements to the store in batches of what is ready (at most `batch_max`).
+/// A database error retries the same batch with backoff: an acknowledged trigger whose mark
+/// is lost would only be re-emitted (same trigger id) after its lease, never lost.
+pub async fn run_ack_writer(
+    store: Arc<dyn Store>,
+    mut acks: mpsc::Receiver<DispatchAck>,
+    batch_max: usize,
+) {
+    let mut batch = Vec::with_capacity(batch_max);
+    while let Some(first) = acks.recv().await {
+        batch.push(first);
+        while batch.len() < batch_max {
+            match acks.try_recv() {
+                Ok(ack) => batch.push(ack),
+                Err(_) => break,
+            }
+        }
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            match store.mark_dispatched(&batch).await {
+                Ok(()) => break,
+                Err(error) => {
+                    tracing::warn!(%error, batch = batch.len(), "cannot mark triggers dispatched; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+        batch.clear();
+    }
+}

@@ -1,0 +1,308 @@
+//! The pre-read loop: XXL-JOB's `JobScheduleHelper` scan, made durable.
+//!
+//! Every `pre_read_interval` the loop calls [`PreReader::pre_read_once`], which asks the store to
+//! run one short transaction under the schedule lock: read the running jobs whose next fire is
+//! within `now + pre_read_window`, plan each with [`plan_job`] (pure, tested below), write every
+//! planned fire as a job-log row in state `SCHEDULED` owned by this node under a lease (the
+//! durable half of the time wheel), advance the jobs' next-fire times, commit. The returned
+//! fires go into the in-memory [`TimeWheel`](crate::wheel), which emits each at its time.
+//!
+//! The three XXL-JOB cases, for a job whose next fire is `next`:
+//! - `now > next + window` (missed by more than the window: the scheduler was down): apply the
+//!   misfire strategy (DO_NOTHING skips, FIRE_ONCE_NOW fires once now as MISFIRE), then
+//!   continue from the next fire after `now`;
+//! - `next <= now + window`: fire `next` (now if it is already late), and every later fire that
+//!   is also inside the window — XXL-JOB wheels only one fire per scan, which drops fires of
+//!   schedules faster than its scan;
+//! - later: nothing yet.
+//!
+//! A schedule with no future fire stops its job, as in XXL-JOB.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono_tz::Tz;
+use kadence_schemas::{JobId, TriggerType};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::model::PendingFire;
+use crate::schedule::{MisfireStrategy, ScheduleSpec};
+use crate::store::{Store, StoreError};
+
+/// A fire planned for one job; becomes a job-log row and a [`PendingFire`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedFire {
+    /// The scheduled time: the fire's identity (its trigger id is `{job}-{scheduled_at_ms}`).
+    pub scheduled_at_ms: i64,
+    /// When the wheel emits it.
+    pub fire_at_ms: i64,
+    /// CRON, FIX_RATE or MISFIRE.
+    pub trigger_type: TriggerType,
+}
+
+/// The outcome of planning one due job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobPlan {
+    /// Fires to write, in time order.
+    pub fires: Vec<PlannedFire>,
+    /// The first fire not yet written; `None` stops the job.
+    pub next_fire_ms: Option<i64>,
+}
+
+/// A running job whose next fire falls inside the pre-read window, as the store reads it.
+#[derive(Debug, Clone)]
+pub struct DueJob {
+    /// The job.
+    pub id: JobId,
+    /// Its schedule.
+    pub schedule: ScheduleSpec,
+    /// The zone the schedule is evaluated in.
+    pub time_zone: Tz,
+    /// What to do with a fire missed by more than the window.
+    pub misfire_strategy: MisfireStrategy,
+    /// The next fire not yet written, ms.
+    pub next_fire_ms: i64,
+}
+
+/// Upper bound of fires written for one job in one scan, so a bad schedule cannot flood the
+/// table. With the minimum period of one second and a 5 s window a job needs six.
+const MAX_FIRES_PER_JOB_PER_SCAN: usize = 10_000;
+
+/// Plans one due job at `now_ms` (see the module docs for the three cases).
+pub fn plan_job(job: &DueJob, now_ms: i64, window_ms: i64) -> JobPlan {
+    let mut fires = Vec::new();
+    let regular_type = match job.schedule {
+        ScheduleSpec::FixRate { .. } => TriggerType::FixRate,
+        _ => TriggerType::Cron,
+    };
+    let mut cursor = if now_ms > job.next_fire_ms + window_ms {
+        if job.misfire_strategy == MisfireStrategy::FireOnceNow {
+            fires.push(PlannedFire {
+                scheduled_at_ms: job.next_fire_ms,
+                fire_at_ms: now_ms,
+                trigger_type: TriggerType::Misfire,
+            });
+        }
+        job.schedule.next_after(now_ms, job.time_zone)
+    } else {
+        Some(job.next_fire_ms)
+    };
+    let horizon = now_ms + window_ms;
+    while let Some(at) = cursor {
+        if at > horizon || fires.len() >= MAX_FIRES_PER_JOB_PER_SCAN {
+            break;
+        }
+        fires.push(PlannedFire {
+            scheduled_at_ms: at,
+            fire_at_ms: at,
+            trigger_type: regular_type,
+        });
+        cursor = job.schedule.next_after(at, job.time_zone);
+    }
+    JobPlan {
+        fires,
+        next_fire_ms: cursor,
+    }
+}
+
+/// Parameters of one pre-read scan.
+#[derive(Debug, Clone)]
+pub struct PreReadSettings {
+    /// How far ahead fires are read (XXL-JOB: 5 s).
+    pub window: Duration,
+    /// Maximum jobs read per scan.
+    pub batch_size: u32,
+    /// How long a written fire stays owned by this node after its fire time before another
+    /// node may claim and emit it.
+    pub lease: Duration,
+    /// This node's identity (owner of the fires it writes).
+    pub node_id: String,
+}
+
+/// What one scan did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreReadSummary {
+    /// Due jobs read under the lock.
+    pub jobs_read: usize,
+    /// Fires written as pending job-log rows.
+    pub fires_written: usize,
+}
+
+/// Runs pre-read scans and hands the fires to the wheel.
+pub struct PreReader {
+    store: Arc<dyn Store>,
+    settings: PreReadSettings,
+    wheel: mpsc::Sender<PendingFire>,
+}
+
+impl PreReader {
+    /// A pre-reader writing through `store` and feeding `wheel`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        settings: PreReadSettings,
+        wheel: mpsc::Sender<PendingFire>,
+    ) -> Self {
+        PreReader {
+            store,
+            settings,
+            wheel,
+        }
+    }
+
+    /// One scan at `now_ms`: returns how many jobs were read and how many fires written.
+    pub async fn pre_read_once(&self, now_ms: i64) -> Result<PreReadSummary, StoreError> {
+        let outcome = self
+            .store
+            .pre_read(&crate::store::PreReadRequest {
+                now_ms,
+                window_ms: millis(self.settings.window),
+                batch_size: self.settings.batch_size,
+                node_id: self.settings.node_id.clone(),
+                lease_ms: millis(self.settings.lease),
+            })
+            .await?;
+        let summary = PreReadSummary {
+            jobs_read: outcome.jobs_read,
+            fires_written: outcome.fires.len(),
+        };
+        for fire in outcome.fires {
+            // A full channel is backpressure from the wheel and dispatch: wait, never drop.
+            if self.wheel.send(fire).await.is_err() {
+                break; // the wheel is gone: shutting down; the rows stay pending for a claim.
+            }
+        }
+        Ok(summary)
+    }
+
+    /// Scans every `interval` until `shutdown`; database errors are logged and retried on the
+    /// next tick (fires stay safe in the table meanwhile).
+    pub async fn run(self, clock: Arc<dyn Clock>, interval: Duration, shutdown: CancellationToken) {
+        loop {
+            let full_batch = match self.pre_read_once(clock.now_ms()).await {
+                Ok(summary) => {
+                    tracing::debug!(?summary, "pre-read scan");
+                    // A full batch means more jobs are due: scan again at once.
+                    summary.jobs_read >= self.settings.batch_size as usize
+                }
+                Err(error) => {
+                    tracing::error!(error = %error, "pre-read scan failed; retrying next tick");
+                    false
+                }
+            };
+            if full_batch {
+                continue;
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(interval) => {}
+            }
+        }
+    }
+}
+
+pub(crate) fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::ScheduleSpec;
+
+    const WINDOW: i64 = 5_000;
+
+    fn every_second(next_fire_ms: i64, misfire: MisfireStrategy) -> DueJob {
+        DueJob {
+            id: JobId::new(7).unwrap(),
+            schedule: ScheduleSpec::parse("CRON", "* * * * * ?").unwrap(),
+            time_zone: Tz::UTC,
+            misfire_strategy: misfire,
+            next_fire_ms,
+        }
+    }
+
+    fn scheduled(plan: &JobPlan) -> Vec<i64> {
+        plan.fires.iter().map(|f| f.scheduled_at_ms).collect()
+    }
+
+    #[test]
+    fn future_fires_inside_the_window_are_all_planned() {
+        let now = 1_000_000_000_500;
+        let plan = plan_job(
+            &every_second(1_000_000_001_000, MisfireStrategy::DoNothing),
+            now,
+            WINDOW,
+        );
+        assert_eq!(
+            scheduled(&plan),
+            vec![
+                1_000_000_001_000,
+                1_000_000_002_000,
+                1_000_000_003_000,
+                1_000_000_004_000,
+                1_000_000_005_000
+            ]
+        );
+        assert_eq!(plan.next_fire_ms, Some(1_000_000_006_000));
+        assert!(
+            plan.fires
+                .iter()
+                .all(|f| f.trigger_type == TriggerType::Cron)
+        );
+    }
+
+    #[test]
+    fn late_by_less_than_the_window_fires_at_its_scheduled_time() {
+        let now = 1_000_000_004_000;
+        let plan = plan_job(
+            &every_second(1_000_000_000_000, MisfireStrategy::DoNothing),
+            now,
+            WINDOW,
+        );
+        assert_eq!(plan.fires[0].scheduled_at_ms, 1_000_000_000_000);
+        assert_eq!(plan.fires.len(), 10); // 0..=9 s: late ones fire now, the rest are wheeled
+    }
+
+    #[test]
+    fn missed_by_more_than_the_window_applies_the_misfire_strategy() {
+        let next = 1_000_000_000_000;
+        let now = next + WINDOW + 1;
+        let skip = plan_job(&every_second(next, MisfireStrategy::DoNothing), now, WINDOW);
+        assert!(skip.fires.iter().all(|f| f.scheduled_at_ms > now));
+        let once = plan_job(
+            &every_second(next, MisfireStrategy::FireOnceNow),
+            now,
+            WINDOW,
+        );
+        assert_eq!(
+            once.fires[0],
+            PlannedFire {
+                scheduled_at_ms: next,
+                fire_at_ms: now,
+                trigger_type: TriggerType::Misfire
+            }
+        );
+        assert!(once.fires[1..].iter().all(|f| f.scheduled_at_ms > now));
+        // Exactly at the window edge is still "late by less".
+        let edge = plan_job(
+            &every_second(next, MisfireStrategy::FireOnceNow),
+            next + WINDOW,
+            WINDOW,
+        );
+        assert_eq!(edge.fires[0].trigger_type, TriggerType::Cron);
+        assert_eq!(edge.fires[0].scheduled_at_ms, next);
+    }
+
+    #[test]
+    fn a_schedule_without_future_fires_stops_its_job() {
+        let past_year = DueJob {
+            schedule: ScheduleSpec::parse("CRON", "0 0 0 1 1 ? 2020").unwrap(),
+            ..every_second(1_577_836_800_000, MisfireStrategy::DoNothing)
+        };
+        let plan = plan_job(&past_year, 1_577_836_800_000, WINDOW);
+        assert_eq!(scheduled(&plan), vec![1_577_836_800_000]);
+        assert_eq!(plan.next_fire_ms, None);
+    }
+}

@@ -1,0 +1,292 @@
+//! The results consumer: completes job-log rows from `{prefix}.results`.
+//!
+//! [`ResultsConsumer::complete_results_once`] is one step: receive a batch of what is ready
+//! (waiting up to `wait` for the first record), decode each `ResultRecord`, write all
+//! completions in one transaction (compare-and-set on an unfinished row: the first result
+//! wins, a repeat is counted and ignored), send undecodable records and results for unknown
+//! triggers to the dead-letter queue with the reason, and only then commit the offsets. If the
+//! database or the DLQ is unavailable the batch is kept and retried by the next step, and
+//! nothing is committed past it: no result is lost.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use kadence_schemas::{ResultRecord, Topics, codec};
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::{Offset, TopicPartitionList};
+use tokio_util::sync::CancellationToken;
+
+use crate::kafka::{DeadLetters, KafkaSettings, RecordOrigin};
+use crate::model::{Completion, CompletionOutcome};
+use crate::store::{Store, StoreError};
+
+/// Longest result message stored, in bytes; longer ones are cut at a character boundary.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// A failed results step.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    /// The consumer could not be created or subscribed.
+    #[error("cannot start the results consumer: {0}")]
+    Start(KafkaError),
+    /// Receiving from the broker failed.
+    #[error("cannot receive results: {0}")]
+    Receive(KafkaError),
+    /// Writing completions failed; the batch is retried.
+    #[error("cannot record results: {0}")]
+    Write(#[from] StoreError),
+    /// Sending to the dead-letter queue failed; the batch is retried.
+    #[error("cannot send a record to the dead-letter queue: {0}")]
+    DeadLetter(KafkaError),
+    /// Committing offsets failed; the records will be redelivered and recognised.
+    #[error("cannot commit results offsets: {0}")]
+    Commit(KafkaError),
+}
+
+/// What one step did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ResultsSummary {
+    /// Runs completed.
+    pub applied: usize,
+    /// Results ignored because their run already had one.
+    pub duplicates: usize,
+    /// Records sent to the dead-letter queue.
+    pub dead_lettered: usize,
+}
+
+struct Received {
+    message: OwnedMessage,
+    decoded: Result<Completion, String>,
+}
+
+/// Consumes `{prefix}.results` in group `{prefix}.scheduler`.
+pub struct ResultsConsumer {
+    consumer: StreamConsumer,
+    store: Arc<dyn Store>,
+    dead_letters: DeadLetters,
+    batch_max: usize,
+    unwritten: Vec<Received>,
+}
+
+impl ResultsConsumer {
+    /// Joins the scheduler group and subscribes to the results topic.
+    pub fn new(
+        settings: &KafkaSettings,
+        topics: &Topics,
+        session_timeout: Duration,
+        store: Arc<dyn Store>,
+        dead_letters: DeadLetters,
+        batch_max: usize,
+    ) -> Result<ResultsConsumer, ResultsError> {
+        let mut config = settings.client_config();
+        config
+            .set("group.id", topics.scheduler_group())
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .set(
+                "session.timeout.ms",
+                session_timeout.as_millis().to_string(),
+            );
+        for (key, value) in &settings.options {
+            config.set(key, value);
+        }
+        let consumer: StreamConsumer = config.create().map_err(ResultsError::Start)?;
+        consumer
+            .subscribe(&[&topics.results()])
+            .map_err(ResultsError::Start)?;
+        Ok(ResultsConsumer {
+            consumer,
+            store,
+            dead_letters,
+            batch_max: batch_max.max(1),
+            unwritten: Vec::new(),
+        })
+    }
+
+    /// One step (see the module docs). Waits up to `wait` for the first record.
+    pub async fn complete_results_once(
+        &mut self,
+        wait: Duration,
+    ) -> Result<ResultsSummary, ResultsError> {
+        if self.unwritten.is_empty() {
+            self.unwritten = self.receive(wait).await?;
+        }
+        if self.unwritten.is_empty() {
+            return Ok(ResultsSummary::default());
+        }
+        let summary = self.write().await?;
+        let batch = std::mem::take(&mut self.unwritten);
+        self.commit(&batch)?;
+        Ok(summary)
+    }
+
+    /// Runs steps until `shutdown`; errors are logged and the step retried after a pause.
+    pub async fn run(mut self, shutdown: CancellationToken) {
+        loop {
+            let step = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                step = self.complete_results_once(Duration::from_millis(500)) => step,
+            };
+            match step {
+                Ok(summary) if summary != ResultsSummary::default() => {
+                    tracing::debug!(?summary, "results recorded")
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "results step failed; retrying");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            }
+        }
+        if !self.unwritten.is_empty()
+            && let Err(error) = self.complete_results_once(Duration::ZERO).await
+        {
+            tracing::warn!(%error, "results batch left unrecorded at shutdown; it will be redelivered");
+        }
+    }
+
+    async fn receive(&self, wait: Duration) -> Result<Vec<Received>, ResultsError> {
+        let first = match tokio::time::timeout(wait, self.consumer.recv()).await {
+            Err(_) => return Ok(Vec::new()),
+            Ok(received) => received.map_err(ResultsError::Receive)?.detach(),
+        };
+        let mut batch = vec![decode(first)];
+        while batch.len() < self.batch_max {
+            match self.consumer.recv().now_or_never() {
+                Some(Ok(message)) => batch.push(decode(message.detach())),
+                Some(Err(error)) => {
+                    tracing::warn!(%error, "error while draining results; continuing with the batch");
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(batch)
+    }
+
+    async fn write(&self) -> Result<ResultsSummary, ResultsError> {
+        let completions: Vec<Completion> = self
+            .unwritten
+            .iter()
+            .filter_map(|received| received.decoded.as_ref().ok().cloned())
+            .collect();
+        let outcomes = self.store.complete_runs(&completions).await?;
+        let mut summary = ResultsSummary::default();
+        let mut outcomes = outcomes.into_iter();
+        for received in &self.unwritten {
+            let reason = match &received.decoded {
+                Err(reason) => reason.clone(),
+                Ok(completion) => match outcomes.next() {
+                    Some(CompletionOutcome::Applied) => {
+                        summary.applied += 1;
+                        continue;
+                    }
+                    Some(CompletionOutcome::Duplicate) => {
+                        tracing::debug!(trigger_id = %completion.trigger_id, "duplicate result ignored");
+                        summary.duplicates += 1;
+                        continue;
+                    }
+                    Some(CompletionOutcome::UnknownTrigger) | None => format!(
+                        "result for unknown trigger id {}: no job-log row has it",
+                        completion.trigger_id
+                    ),
+                },
+            };
+            let message = &received.message;
+            tracing::warn!(topic = message.topic(), partition = message.partition(),
+                offset = message.offset(), %reason, "sending result record to the dead-letter queue");
+            self.dead_letters
+                .send(
+                    message.key(),
+                    message.payload(),
+                    RecordOrigin {
+                        topic: message.topic(),
+                        partition: message.partition(),
+                        offset: message.offset(),
+                    },
+                    &reason,
+                )
+                .await
+                .map_err(ResultsError::DeadLetter)?;
+            summary.dead_lettered += 1;
+        }
+        Ok(summary)
+    }
+
+    fn commit(&self, batch: &[Received]) -> Result<(), ResultsError> {
+        let mut next: HashMap<(String, i32), i64> = HashMap::new();
+        for received in batch {
+            let message = &received.message;
+            let entry = next
+                .entry((message.topic().to_owned(), message.partition()))
+                .or_insert(0);
+            *entry = (*entry).max(message.offset() + 1);
+        }
+        let mut offsets = TopicPartitionList::new();
+        for ((topic, partition), offset) in next {
+            offsets
+                .add_partition_offset(&topic, partition, Offset::Offset(offset))
+                .map_err(ResultsError::Commit)?;
+        }
+        self.consumer
+            .commit(&offsets, CommitMode::Async)
+            .map_err(ResultsError::Commit)
+    }
+}
+
+fn decode(message: OwnedMessage) -> Received {
+    let decoded = match message.payload() {
+        None => Err("result record has no value".to_owned()),
+        Some(bytes) => codec::decode::<ResultRecord>(bytes)
+            .map(to_completion)
+            .map_err(|error| format!("undecodable result record: {error}")),
+    };
+    Received { message, decoded }
+}
+
+fn to_completion(record: ResultRecord) -> Completion {
+    Completion {
+        trigger_id: record.trigger_id,
+        executor_id: record.executor_id,
+        code: record.code,
+        message: record.message.map(|m| bound_message(m, MAX_MESSAGE_BYTES)),
+        started_at_ms: record.started_at_ms,
+        finished_at_ms: record.finished_at_ms,
+    }
+}
+
+/// Cuts `message` to at most `limit` bytes at a character boundary, saying so.
+pub fn bound_message(mut message: String, limit: usize) -> String {
+    const MARK: &str = " …[truncated]";
+    if message.len() <= limit {
+        return message;
+    }
+    let mut cut = limit.saturating_sub(MARK.len());
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    message.truncate(cut);
+    message.push_str(MARK);
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_at_a_character_boundary() {
+        assert_eq!(bound_message("short".into(), 100), "short");
+        let long = "é".repeat(100); // 200 bytes
+        let cut = bound_message(long, 50);
+        assert!(cut.len() <= 50, "{}", cut.len());
+        assert!(cut.ends_with("…[truncated]"));
+    }
+}

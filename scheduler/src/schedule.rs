@@ -1,0 +1,275 @@
+//! Schedule maths: parsing a schedule (type + configuration) and computing fire times.
+//!
+//! CRON expressions use Quartz syntax as XXL-JOB users write it: seconds first, an optional
+//! year, `?`, names, `L`, `W` and `#`. They are evaluated with the `croner` crate rather than
+//! `cron`: `cron` cannot express `L`, `W` or `#`, which XXL-JOB users rely on, while
+//! `croner` has a Quartz mode (required seconds, optional year, Quartz weekday numbering
+//! 1 = Sunday … 7 = Saturday). Every expression is evaluated in the job's IANA time zone and the
+//! result is stored and compared as UTC milliseconds.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::TimeZone;
+use chrono_tz::Tz;
+use croner::Cron;
+use croner::parser::{CronParser, Seconds, Year};
+
+use crate::model::{ModelError, string_enum};
+
+string_enum!(
+    /// The kind of schedule a job has.
+    ScheduleType, "schedule type", {
+        /// A Quartz cron expression.
+        Cron => "CRON",
+        /// Every N seconds, counted from the previous scheduled time.
+        FixRate => "FIX_RATE",
+        /// Never on its own: manual, API and child triggers only.
+        None => "NONE",
+    }
+);
+
+string_enum!(
+    /// What the pre-read loop does with a fire missed by more than the pre-read window
+    /// (scheduler down, database unreachable): XXL-JOB's misfire strategies.
+    MisfireStrategy, "misfire strategy", {
+        /// Skip the missed fires; continue from the next fire after now.
+        DoNothing => "DO_NOTHING",
+        /// Fire once now (trigger type MISFIRE), then continue from the next fire after now.
+        FireOnceNow => "FIRE_ONCE_NOW",
+    }
+);
+
+/// Why a schedule was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    /// The schedule type is unknown.
+    #[error(transparent)]
+    UnknownType(#[from] ModelError),
+    /// The cron expression does not parse.
+    #[error("invalid cron expression {expression:?}: {reason}")]
+    InvalidCron {
+        /// The expression as given.
+        expression: String,
+        /// What the parser objected to.
+        reason: String,
+    },
+    /// A FIX_RATE configuration is not a positive number of seconds.
+    #[error("invalid FIX_RATE interval {value:?}: give a whole number of seconds, at least 1")]
+    InvalidRate {
+        /// The configuration as given.
+        value: String,
+    },
+    /// The time zone is not an IANA zone name.
+    #[error("unknown time zone {0:?}: use an IANA name such as UTC or Europe/Berlin")]
+    UnknownTimeZone(String),
+}
+
+/// A parsed Quartz cron expression.
+#[derive(Clone)]
+pub struct CronSpec {
+    expression: String,
+    cron: Cron,
+}
+
+impl CronSpec {
+    /// Parses a Quartz expression: 6 or 7 fields (seconds first, optional year).
+    pub fn parse(expression: &str) -> Result<CronSpec, ScheduleError> {
+        let expression = expression.trim();
+        let fields = expression.split_whitespace().count();
+        if !(6..=7).contains(&fields) {
+            return Err(ScheduleError::InvalidCron {
+                expression: expression.to_owned(),
+                reason: format!(
+                    "found {fields} fields; Quartz expressions have 6 or 7: \
+                     second minute hour day-of-month month day-of-week [year]"
+                ),
+            });
+        }
+        let parser = CronParser::builder()
+            .seconds(Seconds::Required)
+            .year(Year::Optional)
+            .alternative_weekdays(true)
+            .build();
+        let cron = parser
+            .parse(expression)
+            .map_err(|error| ScheduleError::InvalidCron {
+                expression: expression.to_owned(),
+                reason: error.to_string(),
+            })?;
+        Ok(CronSpec {
+            expression: expression.to_owned(),
+            cron,
+        })
+    }
+
+    /// The expression as written.
+    pub fn as_str(&self) -> &str {
+        &self.expression
+    }
+
+    /// The first fire strictly after `after_ms`, evaluated in `zone`.
+    pub fn next_after(&self, after_ms: i64, zone: Tz) -> Option<i64> {
+        let after = zone.timestamp_millis_opt(after_ms).single()?;
+        self.cron
+            .find_next_occurrence(&after, false)
+            .ok()
+            .map(|next| next.timestamp_millis())
+    }
+}
+
+impl fmt::Debug for CronSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("CronSpec").field(&self.expression).finish()
+    }
+}
+
+impl PartialEq for CronSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.expression == other.expression
+    }
+}
+
+/// A job's schedule, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScheduleSpec {
+    /// Quartz cron.
+    Cron(CronSpec),
+    /// Every `seconds` seconds from the previous scheduled time.
+    FixRate {
+        /// Interval in seconds.
+        seconds: u32,
+    },
+    /// Manual, API and child triggers only.
+    None,
+}
+
+impl ScheduleSpec {
+    /// Parses a schedule from its type and configuration, as stored and as typed by users.
+    pub fn parse(schedule_type: &str, conf: &str) -> Result<ScheduleSpec, ScheduleError> {
+        match ScheduleType::from_str(schedule_type)? {
+            ScheduleType::Cron => Ok(ScheduleSpec::Cron(CronSpec::parse(conf)?)),
+            ScheduleType::FixRate => match conf.trim().parse::<u32>() {
+                Ok(seconds) if seconds > 0 => Ok(ScheduleSpec::FixRate { seconds }),
+                _ => Err(ScheduleError::InvalidRate {
+                    value: conf.to_owned(),
+                }),
+            },
+            ScheduleType::None => Ok(ScheduleSpec::None),
+        }
+    }
+
+    /// The schedule type.
+    pub fn schedule_type(&self) -> ScheduleType {
+        match self {
+            ScheduleSpec::Cron(_) => ScheduleType::Cron,
+            ScheduleSpec::FixRate { .. } => ScheduleType::FixRate,
+            ScheduleSpec::None => ScheduleType::None,
+        }
+    }
+
+    /// The configuration string as stored (cron expression, seconds, or empty).
+    pub fn conf(&self) -> String {
+        match self {
+            ScheduleSpec::Cron(cron) => cron.as_str().to_owned(),
+            ScheduleSpec::FixRate { seconds } => seconds.to_string(),
+            ScheduleSpec::None => String::new(),
+        }
+    }
+
+    /// The next fire strictly after `after_ms`, or `None` when the schedule has no future fire.
+    pub fn next_after(&self, after_ms: i64, zone: Tz) -> Option<i64> {
+        match self {
+            ScheduleSpec::Cron(cron) => cron.next_after(after_ms, zone),
+            ScheduleSpec::FixRate { seconds } => Some(after_ms + i64::from(*seconds) * 1000),
+            ScheduleSpec::None => None,
+        }
+    }
+}
+
+/// Parses an IANA time zone name.
+pub fn parse_time_zone(name: &str) -> Result<Tz, ScheduleError> {
+    name.trim()
+        .parse::<Tz>()
+        .map_err(|_| ScheduleError::UnknownTimeZone(name.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{DateTime, Utc};
+
+    fn ms(rfc3339: &str) -> i64 {
+        DateTime::parse_from_rfc3339(rfc3339)
+            .unwrap()
+            .with_timezone(&Utc)
+            .timestamp_millis()
+    }
+
+    #[test]
+    fn every_second_cron_fires_on_each_second_boundary() {
+        let spec = ScheduleSpec::parse("CRON", "* * * * * ?").unwrap();
+        let start = ms("2026-01-01T00:00:00.250Z");
+        let first = spec.next_after(start, Tz::UTC).unwrap();
+        assert_eq!(first, ms("2026-01-01T00:00:01Z"));
+        assert_eq!(
+            spec.next_after(first, Tz::UTC).unwrap(),
+            ms("2026-01-01T00:00:02Z")
+        );
+    }
+
+    #[test]
+    fn cron_is_evaluated_in_the_job_time_zone() {
+        let spec = ScheduleSpec::parse("cron", "0 30 9 ? * MON-FRI").unwrap();
+        let zone = parse_time_zone("Europe/Berlin").unwrap();
+        // Friday 2026-01-02 10:00 Berlin → next is Monday 2026-01-05 09:30 Berlin = 08:30 UTC.
+        let next = spec
+            .next_after(ms("2026-01-02T09:00:00Z"), zone)
+            .expect("a next fire");
+        assert_eq!(next, ms("2026-01-05T08:30:00Z"));
+    }
+
+    #[test]
+    fn quartz_weekday_numbers_start_on_sunday() {
+        // Quartz: 1 = SUN, so "6#3" is the third Friday of the month.
+        let spec = ScheduleSpec::parse("CRON", "0 0 12 ? * 6#3").unwrap();
+        let next = spec
+            .next_after(ms("2026-01-01T00:00:00Z"), Tz::UTC)
+            .unwrap();
+        assert_eq!(next, ms("2026-01-16T12:00:00Z"));
+    }
+
+    #[test]
+    fn invalid_cron_names_the_problem() {
+        let err = ScheduleSpec::parse("CRON", "0 61 * * * ?").unwrap_err();
+        assert!(err.to_string().contains("invalid cron expression"), "{err}");
+        let err = ScheduleSpec::parse("CRON", "* * * * *").unwrap_err();
+        assert!(err.to_string().contains("found 5 fields"), "{err}");
+    }
+
+    #[test]
+    fn fix_rate_and_none() {
+        let rate = ScheduleSpec::parse("FIX_RATE", "30").unwrap();
+        assert_eq!(rate.next_after(1_000, Tz::UTC), Some(31_000));
+        assert!(ScheduleSpec::parse("FIX_RATE", "0").is_err());
+        assert!(ScheduleSpec::parse("FIX_RATE", "abc").is_err());
+        assert_eq!(
+            ScheduleSpec::parse("NONE", "")
+                .unwrap()
+                .next_after(0, Tz::UTC),
+            None
+        );
+        let err = ScheduleSpec::parse("HOURLY", "").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("expected one of CRON, FIX_RATE, NONE"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_time_zone_is_refused() {
+        assert!(parse_time_zone("Mars/Olympus").is_err());
+        assert_eq!(parse_time_zone("UTC").unwrap(), Tz::UTC);
+    }
+}

@@ -1,0 +1,76 @@
+//! The PostgreSQL backend, for any number of schedulers on one database. The schedule lock is
+//! a row lock (`SELECT … FOR UPDATE` on `schedule_lock`) held for one short pre-read
+//! transaction; claims of expired pending fires use `SKIP LOCKED` so several nodes can claim
+//! at once without waiting on each other or taking the same row twice.
+
+use std::time::Duration;
+
+use kadence_schemas::{AppName, JobId};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{PgPool, Postgres, Transaction};
+
+use super::rows::{
+    APP_COLUMNS, AppRow, FireRow, JOB_COLUMNS, JobRow, RUN_COLUMNS, RunRow, convert_all,
+};
+use super::sql::{impl_sql_store, plan_rows};
+use super::{DispatchAck, NewFire, PreReadOutcome, PreReadRequest, StoreError};
+use crate::model::{
+    App, Completion, CompletionOutcome, Job, JobStatus, NewJob, PendingFire, Run, RunState,
+};
+
+/// The PostgreSQL store.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    const BACKEND: &'static str = "postgres";
+
+    /// Connects to `url`, e.g. `postgres://kadence@db.internal/kadence`.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<PostgresStore, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await
+            .map_err(|source| StoreError::Connect {
+                backend: Self::BACKEND,
+                source,
+            })?;
+        Ok(PostgresStore { pool })
+    }
+
+    fn claim_expired_sql() -> &'static str {
+        static SQL: std::sync::LazyLock<String> =
+            std::sync::LazyLock::new(|| super::rows::claim_expired_sql(" FOR UPDATE SKIP LOCKED"));
+        &SQL
+    }
+
+    async fn apply_migrations(&self) -> Result<(), StoreError> {
+        // The migrator serialises concurrent schedulers with an advisory lock.
+        sqlx::migrate!("migrations/postgres")
+            .run(&self.pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                backend: Self::BACKEND,
+                source,
+            })
+    }
+
+    async fn begin_locked(&self) -> Result<Transaction<'_, Postgres>, StoreError> {
+        const OPERATION: &str = "take the schedule lock";
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(StoreError::query(OPERATION))?;
+        sqlx::query("SELECT name FROM schedule_lock WHERE name = 'schedule' FOR UPDATE")
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::query(OPERATION))?;
+        Ok(tx)
+    }
+}
+
+impl_sql_store!(PostgresStore, Postgres);

@@ -1,0 +1,240 @@
+//! Row shapes shared by both backends and their conversion into model types. Every integer is
+//! read as `i64` (both backends store `BIGINT`/`INTEGER`) and every enumeration as text, parsed
+//! here so a corrupt value is a [`StoreError::CorruptRow`], never a silent default.
+
+use std::str::FromStr;
+
+use kadence_schemas::{AppName, BlockStrategy, JobId, TriggerId, TriggerType};
+
+use super::StoreError;
+use crate::model::{App, Job, JobStatus, NewJob, PendingFire, RouteStrategy, Run, RunState};
+use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
+
+/// Columns of `apps`.
+pub(crate) const APP_COLUMNS: &str = "name, title, partitions, created_at_ms";
+
+/// Columns of `jobs`.
+pub(crate) const JOB_COLUMNS: &str = "id, app, name, schedule_type, schedule_conf, time_zone, \
+     misfire_strategy, route_strategy, handler, params, block_strategy, timeout_ms, status, \
+     last_fire_ms, next_fire_ms, created_at_ms, updated_at_ms";
+
+/// Columns of `job_logs` that make a pending fire.
+pub(crate) const FIRE_COLUMNS: &str = "id, trigger_id, job_id, app, handler, params, trigger_type, \
+     shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
+     block_strategy, timeout_ms";
+
+/// Columns of `job_logs` shown as a run.
+pub(crate) const RUN_COLUMNS: &str = "id, trigger_id, job_id, trigger_type, params, attempt, \
+     scheduled_at_ms, state, partition_no, dispatched_at_ms, executor_id, handle_code, \
+     handle_msg, handle_at_ms";
+
+/// Claims up to `$4` pending fires whose lease ended before `$3` for node `$1` until `$2`.
+/// `lock_clause` lets PostgreSQL add `FOR UPDATE SKIP LOCKED`; SQLite needs none (a single
+/// `UPDATE` holds the write lock).
+pub(crate) fn claim_expired_sql(lock_clause: &str) -> String {
+    format!(
+        "UPDATE job_logs SET owner_node = $1, lease_until_ms = $2 \
+         WHERE state = 'SCHEDULED' AND lease_until_ms < $3 AND id IN ( \
+             SELECT id FROM job_logs WHERE state = 'SCHEDULED' AND lease_until_ms < $3 \
+             ORDER BY lease_until_ms LIMIT $4{lock_clause}) \
+         RETURNING {FIRE_COLUMNS}"
+    )
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct AppRow {
+    name: String,
+    title: String,
+    partitions: i64,
+    created_at_ms: i64,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct JobRow {
+    id: i64,
+    app: String,
+    name: String,
+    schedule_type: String,
+    schedule_conf: String,
+    time_zone: String,
+    misfire_strategy: String,
+    route_strategy: String,
+    handler: String,
+    params: String,
+    block_strategy: String,
+    timeout_ms: i64,
+    status: String,
+    last_fire_ms: Option<i64>,
+    next_fire_ms: Option<i64>,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+}
+
+impl JobRow {
+    /// The raw id, for reporting a row that cannot be converted.
+    pub(crate) fn id(&self) -> i64 {
+        self.id
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct FireRow {
+    id: i64,
+    trigger_id: String,
+    job_id: i64,
+    app: String,
+    handler: String,
+    params: String,
+    trigger_type: String,
+    shard_index: i64,
+    shard_total: i64,
+    attempt: i64,
+    scheduled_at_ms: i64,
+    fire_at_ms: i64,
+    route_strategy: String,
+    block_strategy: String,
+    timeout_ms: i64,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct RunRow {
+    id: i64,
+    trigger_id: String,
+    job_id: i64,
+    trigger_type: String,
+    params: String,
+    attempt: i64,
+    scheduled_at_ms: i64,
+    state: String,
+    partition_no: Option<i64>,
+    dispatched_at_ms: Option<i64>,
+    executor_id: Option<String>,
+    handle_code: Option<i64>,
+    handle_msg: Option<String>,
+    handle_at_ms: Option<i64>,
+}
+
+fn corrupt(what: impl Into<String>) -> impl FnOnce(String) -> StoreError {
+    let what = what.into();
+    move |reason| StoreError::CorruptRow { what, reason }
+}
+
+fn parse<T>(value: &str) -> Result<T, String>
+where
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    value.parse::<T>().map_err(|error| error.to_string())
+}
+
+fn narrow(value: i64) -> Result<i32, String> {
+    i32::try_from(value).map_err(|_| format!("{value} does not fit a 32-bit integer"))
+}
+
+impl TryFrom<AppRow> for App {
+    type Error = StoreError;
+    fn try_from(row: AppRow) -> Result<App, StoreError> {
+        let what = format!("app {}", row.name);
+        (|| {
+            Ok(App {
+                name: parse::<AppName>(&row.name)?,
+                title: row.title,
+                partitions: narrow(row.partitions)?,
+                created_at_ms: row.created_at_ms,
+            })
+        })()
+        .map_err(corrupt(what))
+    }
+}
+
+impl TryFrom<JobRow> for Job {
+    type Error = StoreError;
+    fn try_from(row: JobRow) -> Result<Job, StoreError> {
+        let what = format!("job {}", row.id);
+        (|| {
+            Ok(Job {
+                id: JobId::new(row.id).map_err(|e| e.to_string())?,
+                spec: NewJob {
+                    app: parse::<AppName>(&row.app)?,
+                    name: row.name,
+                    schedule: ScheduleSpec::parse(&row.schedule_type, &row.schedule_conf)
+                        .map_err(|e| e.to_string())?,
+                    time_zone: parse_time_zone(&row.time_zone).map_err(|e| e.to_string())?,
+                    misfire_strategy: parse::<MisfireStrategy>(&row.misfire_strategy)?,
+                    route_strategy: parse::<RouteStrategy>(&row.route_strategy)?,
+                    handler: row.handler,
+                    params: row.params,
+                    block_strategy: parse::<BlockStrategy>(&row.block_strategy)?,
+                    timeout_ms: row.timeout_ms,
+                },
+                status: parse::<JobStatus>(&row.status)?,
+                last_fire_ms: row.last_fire_ms,
+                next_fire_ms: row.next_fire_ms,
+                created_at_ms: row.created_at_ms,
+                updated_at_ms: row.updated_at_ms,
+            })
+        })()
+        .map_err(corrupt(what))
+    }
+}
+
+impl TryFrom<FireRow> for PendingFire {
+    type Error = StoreError;
+    fn try_from(row: FireRow) -> Result<PendingFire, StoreError> {
+        let what = format!("pending fire {}", row.trigger_id);
+        (|| {
+            Ok(PendingFire {
+                log_id: row.id,
+                trigger_id: parse::<TriggerId>(&row.trigger_id)?,
+                job_id: JobId::new(row.job_id).map_err(|e| e.to_string())?,
+                app: parse::<AppName>(&row.app)?,
+                handler: row.handler,
+                params: row.params,
+                trigger_type: parse::<TriggerType>(&row.trigger_type)?,
+                shard_index: narrow(row.shard_index)?,
+                shard_total: narrow(row.shard_total)?,
+                attempt: narrow(row.attempt)?,
+                scheduled_at_ms: row.scheduled_at_ms,
+                fire_at_ms: row.fire_at_ms,
+                route_strategy: parse::<RouteStrategy>(&row.route_strategy)?,
+                block_strategy: parse::<BlockStrategy>(&row.block_strategy)?,
+                timeout_ms: row.timeout_ms,
+            })
+        })()
+        .map_err(corrupt(what))
+    }
+}
+
+impl TryFrom<RunRow> for Run {
+    type Error = StoreError;
+    fn try_from(row: RunRow) -> Result<Run, StoreError> {
+        let what = format!("run {}", row.trigger_id);
+        (|| {
+            Ok(Run {
+                log_id: row.id,
+                trigger_id: parse::<TriggerId>(&row.trigger_id)?,
+                job_id: JobId::new(row.job_id).map_err(|e| e.to_string())?,
+                trigger_type: parse::<TriggerType>(&row.trigger_type)?,
+                params: row.params,
+                attempt: narrow(row.attempt)?,
+                scheduled_at_ms: row.scheduled_at_ms,
+                state: parse::<RunState>(&row.state)?,
+                partition: row.partition_no.map(narrow).transpose()?,
+                dispatched_at_ms: row.dispatched_at_ms,
+                executor_id: row.executor_id,
+                handle_code: row.handle_code.map(narrow).transpose()?,
+                handle_msg: row.handle_msg,
+                handle_at_ms: row.handle_at_ms,
+            })
+        })()
+        .map_err(corrupt(what))
+    }
+}
+
+/// Converts every row, failing on the first corrupt one.
+pub(crate) fn convert_all<R, T>(rows: Vec<R>) -> Result<Vec<T>, StoreError>
+where
+    T: TryFrom<R, Error = StoreError>,
+{
+    rows.into_iter().map(T::try_from).collect()
+}

@@ -1,0 +1,458 @@
+//! The SQL both backends share, as one macro that implements [`Store`](super::Store) for a
+//! backend type. A backend supplies, as inherent items:
+//! - `const BACKEND: &'static str` and `fn claim_expired_sql() -> &'static str`;
+//! - `async fn apply_migrations(&self) -> Result<(), StoreError>`;
+//! - `async fn begin_locked(&self) -> Result<sqlx::Transaction<'_, DB>, StoreError>`: a
+//!   transaction that holds the schedule lock;
+//! - a `pool` field.
+//!
+//! A macro rather than generic code over `sqlx::Database`: the generic bounds sqlx needs for
+//! shared queries are long and repeated on every function, while the SQL text is identical.
+
+/// Rows written per multi-row `INSERT`: 18 binds each stays far below SQLite's 32 766 and
+/// PostgreSQL's 65 535 bind limits.
+pub(crate) const INSERT_CHUNK: usize = 500;
+
+macro_rules! impl_sql_store {
+    ($store:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::Store for $store {
+            fn backend(&self) -> &'static str {
+                Self::BACKEND
+            }
+
+            async fn migrate(&self) -> Result<(), StoreError> {
+                self.apply_migrations().await
+            }
+
+            async fn create_app(&self, app: &App) -> Result<(), StoreError> {
+                let inserted = sqlx::query(
+                    "INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(app.name.as_str())
+                .bind(&app.title)
+                .bind(i64::from(app.partitions))
+                .bind(app.created_at_ms)
+                .execute(&self.pool)
+                .await;
+                match inserted {
+                    Ok(_) => Ok(()),
+                    Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
+                        Err(StoreError::AppExists(app.name.clone()))
+                    }
+                    Err(source) => Err(StoreError::Query { operation: "create an app", source }),
+                }
+            }
+
+            async fn get_app(&self, name: &AppName) -> Result<Option<App>, StoreError> {
+                let row: Option<AppRow> =
+                    sqlx::query_as(&format!("SELECT {APP_COLUMNS} FROM apps WHERE name = $1"))
+                        .bind(name.as_str())
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(StoreError::query("read an app"))?;
+                row.map(App::try_from).transpose()
+            }
+
+            async fn list_apps(&self) -> Result<Vec<App>, StoreError> {
+                let rows: Vec<AppRow> =
+                    sqlx::query_as(&format!("SELECT {APP_COLUMNS} FROM apps ORDER BY name"))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(StoreError::query("list apps"))?;
+                convert_all(rows)
+            }
+
+            async fn create_job(&self, job: &NewJob, now_ms: i64) -> Result<Job, StoreError> {
+                let mut tx = self.pool.begin().await.map_err(StoreError::query("create a job"))?;
+                let app_exists = sqlx::query("SELECT name FROM apps WHERE name = $1")
+                    .bind(job.app.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(StoreError::query("create a job"))?
+                    .is_some();
+                if !app_exists {
+                    return Err(StoreError::UnknownApp(job.app.clone()));
+                }
+                let row: JobRow = sqlx::query_as(&format!(
+                    "INSERT INTO jobs (app, name, schedule_type, schedule_conf, time_zone, \
+                     misfire_strategy, route_strategy, handler, params, block_strategy, \
+                     timeout_ms, status, created_at_ms, updated_at_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) \
+                     RETURNING {JOB_COLUMNS}"
+                ))
+                .bind(job.app.as_str())
+                .bind(&job.name)
+                .bind(job.schedule.schedule_type().as_str())
+                .bind(job.schedule.conf())
+                .bind(job.time_zone.name())
+                .bind(job.misfire_strategy.as_str())
+                .bind(job.route_strategy.as_str())
+                .bind(&job.handler)
+                .bind(&job.params)
+                .bind(job.block_strategy.as_str())
+                .bind(job.timeout_ms)
+                .bind(JobStatus::Stopped.as_str())
+                .bind(now_ms)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(StoreError::query("create a job"))?;
+                tx.commit().await.map_err(StoreError::query("create a job"))?;
+                Job::try_from(row)
+            }
+
+            async fn get_job(&self, id: JobId) -> Result<Option<Job>, StoreError> {
+                let row: Option<JobRow> =
+                    sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+                        .bind(id.get())
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(StoreError::query("read a job"))?;
+                row.map(Job::try_from).transpose()
+            }
+
+            async fn list_jobs(&self, app: Option<&AppName>) -> Result<Vec<Job>, StoreError> {
+                let rows: Vec<JobRow> = match app {
+                    Some(app) => sqlx::query_as(&format!(
+                        "SELECT {JOB_COLUMNS} FROM jobs WHERE app = $1 ORDER BY id"
+                    ))
+                    .bind(app.as_str())
+                    .fetch_all(&self.pool)
+                    .await,
+                    None => sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id"))
+                        .fetch_all(&self.pool)
+                        .await,
+                }
+                .map_err(StoreError::query("list jobs"))?;
+                convert_all(rows)
+            }
+
+            async fn set_job_status(
+                &self,
+                id: JobId,
+                status: JobStatus,
+                next_fire_ms: Option<i64>,
+                now_ms: i64,
+            ) -> Result<Job, StoreError> {
+                let row: Option<JobRow> = sqlx::query_as(&format!(
+                    "UPDATE jobs SET status = $1, next_fire_ms = $2, updated_at_ms = $3 \
+                     WHERE id = $4 RETURNING {JOB_COLUMNS}"
+                ))
+                .bind(status.as_str())
+                .bind(next_fire_ms)
+                .bind(now_ms)
+                .bind(id.get())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(StoreError::query("change a job's status"))?;
+                row.map(Job::try_from).transpose()?.ok_or(StoreError::JobNotFound(id))
+            }
+
+            async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<PendingFire, StoreError> {
+                let draft = PendingFire {
+                    log_id: 0,
+                    trigger_id: fire.trigger_id.clone(),
+                    job_id: job.id,
+                    app: job.spec.app.clone(),
+                    handler: job.spec.handler.clone(),
+                    params: fire.params.clone(),
+                    trigger_type: fire.trigger_type,
+                    shard_index: 0,
+                    shard_total: 1,
+                    attempt: 0,
+                    scheduled_at_ms: fire.scheduled_at_ms,
+                    fire_at_ms: fire.scheduled_at_ms,
+                    route_strategy: job.spec.route_strategy,
+                    block_strategy: job.spec.block_strategy,
+                    timeout_ms: job.spec.timeout_ms,
+                };
+                let mut tx = self.pool.begin().await.map_err(StoreError::query("write a fire"))?;
+                let mut written =
+                    insert_fires(&mut tx, vec![draft], &fire.node_id, fire.lease_until_ms - fire.scheduled_at_ms, fire.scheduled_at_ms)
+                        .await?;
+                tx.commit().await.map_err(StoreError::query("write a fire"))?;
+                written.pop().ok_or_else(|| StoreError::CorruptRow {
+                    what: format!("fire {}", fire.trigger_id),
+                    reason: "a run with this trigger id exists already".to_owned(),
+                })
+            }
+
+            async fn pre_read(&self, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError> {
+                const OPERATION: &str = "pre-read due jobs";
+                let mut tx = self.begin_locked().await?;
+                let rows: Vec<JobRow> = sqlx::query_as(&format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'RUNNING' AND next_fire_ms <= $1 \
+                     ORDER BY next_fire_ms LIMIT $2"
+                ))
+                .bind(request.now_ms + request.window_ms)
+                .bind(i64::from(request.batch_size))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                let jobs_read = rows.len();
+                let planned = plan_rows(rows, request);
+                let fires = insert_fires(&mut tx, planned.fires, &request.node_id, request.lease_ms, request.now_ms).await?;
+                for advance in &planned.advances {
+                    sqlx::query(
+                        "UPDATE jobs SET next_fire_ms = $1, last_fire_ms = COALESCE($2, last_fire_ms), \
+                         status = $3 WHERE id = $4",
+                    )
+                    .bind(advance.next_fire_ms)
+                    .bind(advance.last_fire_ms)
+                    .bind(advance.status.as_str())
+                    .bind(advance.job_id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(PreReadOutcome { jobs_read, fires })
+            }
+
+            async fn claim_expired_fires(
+                &self,
+                node_id: &str,
+                now_ms: i64,
+                lease_until_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<PendingFire>, StoreError> {
+                let rows: Vec<FireRow> = sqlx::query_as(Self::claim_expired_sql())
+                    .bind(node_id)
+                    .bind(lease_until_ms)
+                    .bind(now_ms)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(StoreError::query("claim expired pending fires"))?;
+                let mut fires: Vec<PendingFire> = convert_all(rows)?;
+                fires.sort_by_key(|fire| (fire.fire_at_ms, fire.log_id));
+                Ok(fires)
+            }
+
+            async fn mark_dispatched(&self, acks: &[DispatchAck]) -> Result<(), StoreError> {
+                const OPERATION: &str = "mark triggers dispatched";
+                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                for ack in acks {
+                    sqlx::query(
+                        "UPDATE job_logs SET \
+                         state = CASE WHEN state = 'SCHEDULED' THEN 'DISPATCHED' ELSE state END, \
+                         partition_no = $1, dispatched_at_ms = $2, owner_node = NULL, lease_until_ms = NULL \
+                         WHERE id = $3",
+                    )
+                    .bind(i64::from(ack.partition))
+                    .bind(ack.dispatched_at_ms)
+                    .bind(ack.log_id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))
+            }
+
+            async fn complete_runs(
+                &self,
+                completions: &[Completion],
+            ) -> Result<Vec<CompletionOutcome>, StoreError> {
+                const OPERATION: &str = "record results";
+                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let mut outcomes = Vec::with_capacity(completions.len());
+                for completion in completions {
+                    let updated = sqlx::query(
+                        "UPDATE job_logs SET state = 'FINISHED', executor_id = $1, handle_code = $2, \
+                         handle_msg = $3, handle_started_at_ms = $4, handle_at_ms = $5, \
+                         owner_node = NULL, lease_until_ms = NULL \
+                         WHERE trigger_id = $6 AND handle_code IS NULL",
+                    )
+                    .bind(&completion.executor_id)
+                    .bind(i64::from(completion.code))
+                    .bind(completion.message.as_deref())
+                    .bind(completion.started_at_ms)
+                    .bind(completion.finished_at_ms)
+                    .bind(completion.trigger_id.as_str())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?
+                    .rows_affected();
+                    let outcome = if updated == 1 {
+                        CompletionOutcome::Applied
+                    } else {
+                        let known = sqlx::query("SELECT id FROM job_logs WHERE trigger_id = $1")
+                            .bind(completion.trigger_id.as_str())
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(StoreError::query(OPERATION))?
+                            .is_some();
+                        if known {
+                            CompletionOutcome::Duplicate
+                        } else {
+                            CompletionOutcome::UnknownTrigger
+                        }
+                    };
+                    outcomes.push(outcome);
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(outcomes)
+            }
+
+            async fn list_runs(&self, job: JobId, limit: u32) -> Result<Vec<Run>, StoreError> {
+                let rows: Vec<RunRow> = sqlx::query_as(&format!(
+                    "SELECT {RUN_COLUMNS} FROM job_logs WHERE job_id = $1 ORDER BY id DESC LIMIT $2"
+                ))
+                .bind(job.get())
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list runs"))?;
+                convert_all(rows)
+            }
+        }
+
+        /// Writes fires as pending job-log rows owned by `node_id`, skipping trigger ids that
+        /// exist already (a fire is written once, whoever writes it), and returns the written
+        /// ones with their row ids.
+        async fn insert_fires(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            drafts: Vec<PendingFire>,
+            node_id: &str,
+            lease_ms: i64,
+            now_ms: i64,
+        ) -> Result<Vec<PendingFire>, StoreError> {
+            let mut written = Vec::with_capacity(drafts.len());
+            for chunk in drafts.chunks($crate::store::sql::INSERT_CHUNK) {
+                let mut insert = sqlx::QueryBuilder::<$db>::new(
+                    "INSERT INTO job_logs (trigger_id, job_id, app, handler, params, trigger_type, \
+                     shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
+                     block_strategy, timeout_ms, state, owner_node, lease_until_ms, created_at_ms) ",
+                );
+                insert.push_values(chunk, |mut values, fire| {
+                    values
+                        .push_bind(fire.trigger_id.as_str().to_owned())
+                        .push_bind(fire.job_id.get())
+                        .push_bind(fire.app.as_str().to_owned())
+                        .push_bind(fire.handler.clone())
+                        .push_bind(fire.params.clone())
+                        .push_bind(fire.trigger_type.as_str())
+                        .push_bind(i64::from(fire.shard_index))
+                        .push_bind(i64::from(fire.shard_total))
+                        .push_bind(i64::from(fire.attempt))
+                        .push_bind(fire.scheduled_at_ms)
+                        .push_bind(fire.fire_at_ms)
+                        .push_bind(fire.route_strategy.as_str())
+                        .push_bind(fire.block_strategy.as_str())
+                        .push_bind(fire.timeout_ms)
+                        .push_bind(RunState::Scheduled.as_str())
+                        .push_bind(node_id.to_owned())
+                        .push_bind(fire.fire_at_ms.max(now_ms) + lease_ms)
+                        .push_bind(now_ms);
+                });
+                insert.push(" ON CONFLICT (trigger_id) DO NOTHING RETURNING id, trigger_id");
+                let rows: Vec<(i64, String)> = insert
+                    .build_query_as()
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query("write pending fires"))?;
+                let ids: std::collections::HashMap<String, i64> =
+                    rows.into_iter().map(|(id, trigger)| (trigger, id)).collect();
+                for fire in chunk {
+                    match ids.get(fire.trigger_id.as_str()) {
+                        Some(&log_id) => written.push(PendingFire { log_id, ..fire.clone() }),
+                        None => tracing::warn!(
+                            trigger_id = %fire.trigger_id,
+                            "fire exists already; not writing it twice"
+                        ),
+                    }
+                }
+            }
+            Ok(written)
+        }
+    };
+}
+
+pub(crate) use impl_sql_store;
+
+use super::PreReadRequest;
+use super::rows::JobRow;
+use crate::model::{Job, JobStatus, PendingFire};
+use crate::preread::{DueJob, plan_job};
+
+/// A job's next-fire bookkeeping after a scan.
+pub(crate) struct JobAdvance {
+    pub(crate) job_id: i64,
+    pub(crate) next_fire_ms: Option<i64>,
+    pub(crate) last_fire_ms: Option<i64>,
+    pub(crate) status: JobStatus,
+}
+
+/// Fires and job updates planned from the due rows of one scan.
+pub(crate) struct PlannedScan {
+    pub(crate) fires: Vec<PendingFire>,
+    pub(crate) advances: Vec<JobAdvance>,
+}
+
+/// Plans every due row (see [`plan_job`]). A row that cannot be read stops its job, loudly,
+/// rather than blocking the scan for every other job.
+pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedScan {
+    let mut scan = PlannedScan {
+        fires: Vec::new(),
+        advances: Vec::with_capacity(rows.len()),
+    };
+    for row in rows {
+        let row_id = row.id();
+        let job = match Job::try_from(row) {
+            Ok(job) => job,
+            Err(error) => {
+                tracing::error!(job_id = row_id, %error, "cannot schedule job; stopping it");
+                scan.advances.push(JobAdvance {
+                    job_id: row_id,
+                    next_fire_ms: None,
+                    last_fire_ms: None,
+                    status: JobStatus::Stopped,
+                });
+                continue;
+            }
+        };
+        let Some(next_fire_ms) = job.next_fire_ms else {
+            continue;
+        };
+        let due = DueJob {
+            id: job.id,
+            schedule: job.spec.schedule.clone(),
+            time_zone: job.spec.time_zone,
+            misfire_strategy: job.spec.misfire_strategy,
+            next_fire_ms,
+        };
+        let plan = plan_job(&due, request.now_ms, request.window_ms);
+        let last_fire_ms = plan.fires.last().map(|fire| fire.scheduled_at_ms);
+        scan.fires.extend(plan.fires.iter().map(|fire| PendingFire {
+            log_id: 0,
+            trigger_id: kadence_schemas::TriggerId::scheduled(job.id, fire.scheduled_at_ms),
+            job_id: job.id,
+            app: job.spec.app.clone(),
+            handler: job.spec.handler.clone(),
+            params: job.spec.params.clone(),
+            trigger_type: fire.trigger_type,
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            scheduled_at_ms: fire.scheduled_at_ms,
+            fire_at_ms: fire.fire_at_ms,
+            route_strategy: job.spec.route_strategy,
+            block_strategy: job.spec.block_strategy,
+            timeout_ms: job.spec.timeout_ms,
+        }));
+        if plan.next_fire_ms.is_none() {
+            tracing::info!(job_id = %job.id, "schedule has no future fire; stopping the job");
+        }
+        scan.advances.push(JobAdvance {
+            job_id: job.id.get(),
+            next_fire_ms: plan.next_fire_ms,
+            last_fire_ms,
+            status: if plan.next_fire_ms.is_some() {
+                JobStatus::Running
+            } else {
+                JobStatus::Stopped
+            },
+        });
+    }
+    scan
+}

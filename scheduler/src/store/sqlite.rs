@@ -1,0 +1,76 @@
+//! The SQLite backend: the embedded default, one file and no server. Write-ahead logging lets
+//! readers (the API) run beside the writer; the schedule lock is SQLite's own write lock, taken
+//! up front with `BEGIN IMMEDIATE` so a scan never fails half-way on a lock upgrade.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use kadence_schemas::{AppName, JobId};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool, Transaction};
+
+use super::rows::{
+    APP_COLUMNS, AppRow, FireRow, JOB_COLUMNS, JobRow, RUN_COLUMNS, RunRow, convert_all,
+};
+use super::sql::{impl_sql_store, plan_rows};
+use super::{DispatchAck, NewFire, PreReadOutcome, PreReadRequest, StoreError};
+use crate::model::{
+    App, Completion, CompletionOutcome, Job, JobStatus, NewJob, PendingFire, Run, RunState,
+};
+
+/// The SQLite store.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    const BACKEND: &'static str = "sqlite";
+
+    /// Opens (creating if missing) the database at `url`, e.g. `sqlite://kadence.db` or
+    /// `sqlite:///var/lib/kadence/kadence.db`.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<SqliteStore, StoreError> {
+        let connect = |source| StoreError::Connect {
+            backend: Self::BACKEND,
+            source,
+        };
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(connect)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .connect_with(options)
+            .await
+            .map_err(connect)?;
+        Ok(SqliteStore { pool })
+    }
+
+    fn claim_expired_sql() -> &'static str {
+        static SQL: std::sync::LazyLock<String> =
+            std::sync::LazyLock::new(|| super::rows::claim_expired_sql(""));
+        &SQL
+    }
+
+    async fn apply_migrations(&self) -> Result<(), StoreError> {
+        sqlx::migrate!("migrations/sqlite")
+            .run(&self.pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                backend: Self::BACKEND,
+                source,
+            })
+    }
+
+    async fn begin_locked(&self) -> Result<Transaction<'_, Sqlite>, StoreError> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(StoreError::query("take the schedule lock"))
+    }
+}
+
+impl_sql_store!(SqliteStore, Sqlite);

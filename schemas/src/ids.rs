@@ -1,0 +1,305 @@
+//! Identifiers parsed at the boundary: a value of these types is valid by construction.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// An identifier or name that failed to parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// A job id must be a positive integer.
+    #[error("invalid job id {0:?}: use a positive integer")]
+    JobId(String),
+    /// A trigger id has the wrong shape.
+    #[error("invalid trigger id {value:?}: {reason}")]
+    TriggerId {
+        /// The rejected input.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An app name has the wrong shape.
+    #[error("invalid app name {0:?}: use 1 to 64 characters from A-Z a-z 0-9 _ -")]
+    AppName(String),
+    /// A topic prefix has the wrong shape.
+    #[error("invalid topic prefix {0:?}: use 1 to 64 characters from A-Z a-z 0-9 . _ -")]
+    TopicPrefix(String),
+}
+
+/// A job's id: a positive integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "i64", into = "i64")]
+pub struct JobId(i64);
+
+impl JobId {
+    /// A job id; it must be positive.
+    pub fn new(id: i64) -> Result<JobId, IdError> {
+        if id > 0 {
+            Ok(JobId(id))
+        } else {
+            Err(IdError::JobId(id.to_string()))
+        }
+    }
+
+    /// The number.
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl TryFrom<i64> for JobId {
+    type Error = IdError;
+    fn try_from(id: i64) -> Result<Self, Self::Error> {
+        JobId::new(id)
+    }
+}
+
+impl From<JobId> for i64 {
+    fn from(id: JobId) -> i64 {
+        id.0
+    }
+}
+
+impl FromStr for JobId {
+    type Err = IdError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        text.trim()
+            .parse::<i64>()
+            .ok()
+            .and_then(|id| JobId::new(id).ok())
+            .ok_or_else(|| IdError::JobId(text.to_owned()))
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The id of one run: deterministic for scheduled fires, so that every party (database,
+/// executors, results) recognises the same run.
+///
+/// | run | id |
+/// |---|---|
+/// | scheduled fire | `{job_id}-{scheduled_ms}` |
+/// | broadcast shard | `{job_id}-{scheduled_ms}-{shard}` |
+/// | retry n of a run | `{run id}-r{n}` |
+/// | manual, API, replay | `{job_id}-u{uuid v7, 32 hex digits}` |
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TriggerId(String);
+
+/// Longest accepted trigger id.
+const MAX_TRIGGER_ID_LEN: usize = 128;
+
+impl TriggerId {
+    /// The id of `job`'s fire scheduled at `scheduled_ms`.
+    pub fn scheduled(job: JobId, scheduled_ms: i64) -> TriggerId {
+        TriggerId(format!("{job}-{scheduled_ms}"))
+    }
+
+    /// The id of shard `shard` of `job`'s broadcast scheduled at `scheduled_ms`.
+    pub fn shard(job: JobId, scheduled_ms: i64, shard: u32) -> TriggerId {
+        TriggerId(format!("{job}-{scheduled_ms}-{shard}"))
+    }
+
+    /// The id of retry `attempt` of this run.
+    pub fn retry(&self, attempt: u32) -> TriggerId {
+        TriggerId(format!("{}-r{attempt}", self.0))
+    }
+
+    /// A fresh, unique id for a manual, API or replay trigger of `job`.
+    pub fn fresh(job: JobId) -> TriggerId {
+        TriggerId(format!("{job}-u{}", uuid::Uuid::now_v7().simple()))
+    }
+
+    /// Parses an id received from outside (a record, a request).
+    pub fn parse(text: &str) -> Result<TriggerId, IdError> {
+        let fail = |reason| IdError::TriggerId {
+            value: text.to_owned(),
+            reason,
+        };
+        if text.len() < 3 || text.len() > MAX_TRIGGER_ID_LEN {
+            return Err(fail("use 3 to 128 characters"));
+        }
+        if !text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(fail("use only A-Z a-z 0-9 - _"));
+        }
+        let (job, rest) = text
+            .split_once('-')
+            .ok_or_else(|| fail("it must start with the job id and a dash"))?;
+        if rest.is_empty()
+            || job.parse::<JobId>().is_err()
+            || !job.bytes().all(|b| b.is_ascii_digit())
+        {
+            return Err(fail("it must start with the job id and a dash"));
+        }
+        Ok(TriggerId(text.to_owned()))
+    }
+
+    /// The job this run belongs to.
+    pub fn job_id(&self) -> JobId {
+        let digits = self.0.split('-').next().unwrap_or_default();
+        // Parsing guaranteed the prefix is a positive job id.
+        JobId(digits.parse().unwrap_or(1))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for TriggerId {
+    type Err = IdError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        TriggerId::parse(text)
+    }
+}
+
+impl TryFrom<String> for TriggerId {
+    type Error = IdError;
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        TriggerId::parse(&text)
+    }
+}
+
+impl From<TriggerId> for String {
+    fn from(id: TriggerId) -> String {
+        id.0
+    }
+}
+
+impl AsRef<str> for TriggerId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TriggerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An executor app's name (XXL-JOB's executor group), part of Kafka topic and group names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct AppName(String);
+
+impl AppName {
+    /// Parses an app name: 1–64 of `A-Z a-z 0-9 _ -` (dots are left out so that topic names
+    /// stay unambiguous: `{prefix}.triggers.{app}`).
+    pub fn parse(text: &str) -> Result<AppName, IdError> {
+        let valid = (1..=64).contains(&text.len())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if valid {
+            Ok(AppName(text.to_owned()))
+        } else {
+            Err(IdError::AppName(text.to_owned()))
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for AppName {
+    type Err = IdError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        AppName::parse(text)
+    }
+}
+
+impl TryFrom<String> for AppName {
+    type Error = IdError;
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        AppName::parse(&text)
+    }
+}
+
+impl From<AppName> for String {
+    fn from(name: AppName) -> String {
+        name.0
+    }
+}
+
+impl fmt::Display for AppName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_ids_are_positive() {
+        assert_eq!(JobId::new(7).unwrap().get(), 7);
+        assert!(JobId::new(0).is_err());
+        assert!(JobId::new(-3).is_err());
+        assert_eq!("42".parse::<JobId>().unwrap().get(), 42);
+        assert!("4x".parse::<JobId>().is_err());
+    }
+
+    #[test]
+    fn deterministic_trigger_ids() {
+        let job = JobId::new(12).unwrap();
+        let scheduled = TriggerId::scheduled(job, 1_767_225_600_000);
+        assert_eq!(scheduled.as_str(), "12-1767225600000");
+        assert_eq!(TriggerId::shard(job, 5_000, 3).as_str(), "12-5000-3");
+        assert_eq!(scheduled.retry(2).as_str(), "12-1767225600000-r2");
+        let fresh = TriggerId::fresh(job);
+        assert!(
+            fresh.as_str().starts_with("12-u") && fresh.as_str().len() == 36,
+            "{fresh}"
+        );
+        assert_ne!(fresh, TriggerId::fresh(job));
+        for id in [&scheduled, &fresh] {
+            let parsed = TriggerId::parse(id.as_str()).unwrap();
+            assert_eq!(&parsed, id);
+            assert_eq!(parsed.job_id(), job);
+        }
+    }
+
+    #[test]
+    fn malformed_trigger_ids_are_refused() {
+        for bad in [
+            "",
+            "12",
+            "12-",
+            "-5",
+            "0-5",
+            "x-5",
+            "12-5 6",
+            "12-5/6",
+            &"1-".repeat(100),
+        ] {
+            assert!(TriggerId::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        let error = TriggerId::parse("abc-1").unwrap_err().to_string();
+        assert!(error.contains("must start with the job id"), "{error}");
+    }
+
+    #[test]
+    fn app_names() {
+        assert!(AppName::parse("billing-eu_1").is_ok());
+        for bad in ["", "a.b", "a b", "ü", &"a".repeat(65)] {
+            assert!(AppName::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(
+            AppName::parse("a.b").unwrap_err().to_string(),
+            "invalid app name \"a.b\": use 1 to 64 characters from A-Z a-z 0-9 _ -"
+        );
+    }
+}

@@ -1,0 +1,309 @@
+//! The record types, one per `.avsc` file in `schemas/avro/`. Field names and enum symbols
+//! are identical to the schemas'; the codec checks every record against its schema.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{AppName, JobId, TriggerId};
+
+/// A value outside an enumeration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} {value:?}: expected one of {expected}")]
+pub struct UnknownEnumValue {
+    /// Which enumeration.
+    pub kind: &'static str,
+    /// The rejected input.
+    pub value: String,
+    /// The accepted values, comma separated.
+    pub expected: &'static str,
+}
+
+/// An Avro enum: SCREAMING_SNAKE_CASE symbols on the wire and in text.
+macro_rules! avro_enum {
+    ($(#[$meta:meta])* $name:ident, $kind:literal, { $($(#[$vmeta:meta])* $variant:ident => $symbol:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $symbol)] $variant),+
+        }
+
+        impl $name {
+            /// Every symbol, in schema order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The symbol.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $symbol),+ }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownEnumValue;
+            /// Parses a symbol, case-insensitively.
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                match text.trim().to_ascii_uppercase().as_str() {
+                    $($symbol => Ok($name::$variant),)+
+                    _ => Err(UnknownEnumValue {
+                        kind: $kind,
+                        value: text.to_owned(),
+                        expected: concat!($($symbol, ", "),+).trim_end_matches(", "),
+                    }),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+avro_enum!(
+    /// Why a run was triggered.
+    TriggerType, "trigger type", {
+        /// A cron schedule.
+        Cron => "CRON",
+        /// A fixed-rate schedule.
+        FixRate => "FIX_RATE",
+        /// A fixed-delay schedule.
+        FixDelay => "FIX_DELAY",
+        /// A person, from the console or CLI.
+        Manual => "MANUAL",
+        /// A program, through the API.
+        Api => "API",
+        /// A retry of a failed run.
+        Retry => "RETRY",
+        /// A parent job succeeded.
+        Parent => "PARENT",
+        /// A fire missed while the scheduler was down (misfire strategy FIRE_ONCE_NOW).
+        Misfire => "MISFIRE",
+        /// An operator replayed a trigger.
+        Replay => "REPLAY",
+    }
+);
+
+avro_enum!(
+    /// What an executor does with a trigger while the same job is running (XXL-JOB's block
+    /// strategies, plus CONCURRENT).
+    BlockStrategy, "block strategy", {
+        /// Queue it and run in order.
+        SerialExecution => "SERIAL_EXECUTION",
+        /// Refuse it while the job runs or has a queue.
+        DiscardLater => "DISCARD_LATER",
+        /// Cancel the running and queued runs; run this one.
+        CoverEarly => "COVER_EARLY",
+        /// Run it in parallel.
+        Concurrent => "CONCURRENT",
+    }
+);
+
+avro_enum!(
+    /// How a handler is provided.
+    GlueType, "glue type", {
+        /// A handler registered in the executor.
+        Bean => "BEAN",
+        /// A shell script carried in the trigger.
+        GlueShell => "GLUE_SHELL",
+        /// A Python script carried in the trigger.
+        GluePython => "GLUE_PYTHON",
+        /// A Node.js script carried in the trigger.
+        GlueNodejs => "GLUE_NODEJS",
+        /// A PHP script carried in the trigger.
+        GluePhp => "GLUE_PHP",
+        /// A PowerShell script carried in the trigger.
+        GluePowershell => "GLUE_POWERSHELL",
+    }
+);
+
+avro_enum!(
+    /// A command on the control topic.
+    ControlCommand, "control command", {
+        /// Cancel running and queued runs.
+        Kill => "KILL",
+    }
+);
+
+avro_enum!(
+    /// An executor's lifecycle state, as announced in its beats.
+    ExecutorState, "executor state", {
+        /// Taking triggers.
+        Running => "RUNNING",
+        /// Shutting down gracefully; about to leave.
+        Stopping => "STOPPING",
+    }
+);
+
+impl Default for BlockStrategy {
+    fn default() -> Self {
+        BlockStrategy::SerialExecution
+    }
+}
+
+impl Default for GlueType {
+    fn default() -> Self {
+        GlueType::Bean
+    }
+}
+
+/// XXL-JOB's result codes.
+pub mod result_code {
+    /// The run succeeded.
+    pub const SUCCESS: i32 = 200;
+    /// The run failed.
+    pub const FAILURE: i32 = 500;
+    /// The run timed out and was cancelled.
+    pub const TIMEOUT: i32 = 502;
+}
+
+/// One run of a job, for the executors of its app (`trigger_record.avsc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriggerRecord {
+    /// Deterministic id of the run.
+    pub trigger_id: TriggerId,
+    /// The scheduler's job-log row id.
+    pub log_id: i64,
+    /// The job.
+    pub job_id: JobId,
+    /// The executor app.
+    pub app: AppName,
+    /// Handler name.
+    pub handler: String,
+    /// Handler parameters.
+    pub params: String,
+    /// Shard index (0 unless broadcast).
+    pub shard_index: i32,
+    /// Shard total (1 unless broadcast).
+    pub shard_total: i32,
+    /// Block strategy.
+    pub block_strategy: BlockStrategy,
+    /// Timeout in ms, 0 for none.
+    pub timeout_ms: i64,
+    /// Why it was triggered.
+    pub trigger_type: TriggerType,
+    /// Scheduled time, ms since the epoch.
+    pub scheduled_at_ms: i64,
+    /// Emission time, ms since the epoch.
+    pub emitted_at_ms: i64,
+    /// 0 for the first attempt.
+    pub attempt: i32,
+    /// Handler kind.
+    pub glue_type: GlueType,
+    /// Script source for GLUE_* handlers.
+    pub glue_source: Option<String>,
+    /// Script version (update time), ms since the epoch.
+    pub glue_updated_at_ms: Option<i64>,
+    /// The trigger a REPLAY replays.
+    pub replay_of: Option<TriggerId>,
+}
+
+/// The outcome of one run (`result_record.avsc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultRecord {
+    /// The run.
+    pub trigger_id: TriggerId,
+    /// The scheduler's job-log row id.
+    pub log_id: i64,
+    /// The job.
+    pub job_id: JobId,
+    /// The executor app.
+    pub app: AppName,
+    /// The executor that ran it.
+    pub executor_id: String,
+    /// 200 success, 500 failure, 502 timeout.
+    pub code: i32,
+    /// Failure message or note.
+    pub message: Option<String>,
+    /// Handler start, ms since the epoch.
+    pub started_at_ms: i64,
+    /// Handler end, ms since the epoch.
+    pub finished_at_ms: i64,
+    /// The attempt this result is for.
+    pub attempt: i32,
+    /// Retry hint in ms.
+    pub retry_after_ms: Option<i64>,
+}
+
+/// A command for an app's executors (`control_record.avsc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlRecord {
+    /// The command.
+    pub command: ControlCommand,
+    /// The app it is for.
+    pub app: AppName,
+    /// The job it applies to.
+    pub job_id: Option<JobId>,
+    /// The single run it applies to.
+    pub trigger_id: Option<TriggerId>,
+    /// Why.
+    pub reason: Option<String>,
+    /// When it was issued, ms since the epoch.
+    pub requested_at_ms: i64,
+}
+
+/// An executor's heartbeat (`executor_beat.avsc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutorBeat {
+    /// The executor.
+    pub executor_id: String,
+    /// Its app.
+    pub app: AppName,
+    /// Its host.
+    pub host: String,
+    /// SDK version.
+    pub version: String,
+    /// Handler names.
+    pub handlers: Vec<String>,
+    /// Assigned partitions.
+    pub owned_partitions: Vec<i32>,
+    /// Jobs with a run in progress.
+    pub running_jobs: Vec<i64>,
+    /// Jobs with queued runs.
+    pub queued_jobs: Vec<i64>,
+    /// Lifecycle state.
+    pub state: ExecutorState,
+    /// Send time, ms since the epoch.
+    pub sent_at_ms: i64,
+}
+
+/// Log lines of one run (`log_record.avsc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogRecord {
+    /// The run.
+    pub trigger_id: TriggerId,
+    /// The scheduler's job-log row id.
+    pub log_id: i64,
+    /// The job.
+    pub job_id: JobId,
+    /// The executor writing them.
+    pub executor_id: String,
+    /// Number of the first line (1-based).
+    pub first_line: i64,
+    /// The lines.
+    pub lines: Vec<String>,
+    /// Production time, ms since the epoch.
+    pub emitted_at_ms: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enums_parse_their_symbols_and_list_them_on_error() {
+        assert_eq!(
+            "cover_early".parse::<BlockStrategy>(),
+            Ok(BlockStrategy::CoverEarly)
+        );
+        assert_eq!(TriggerType::FixRate.to_string(), "FIX_RATE");
+        let error = "SOMETIMES".parse::<BlockStrategy>().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown block strategy \"SOMETIMES\": expected one of SERIAL_EXECUTION, DISCARD_LATER, COVER_EARLY, CONCURRENT"
+        );
+        assert_eq!(TriggerType::ALL.len(), 9);
+    }
+}

@@ -1,0 +1,118 @@
+//! Topic and consumer-group names, and Kafka header names, in one place.
+
+use crate::ids::{AppName, IdError};
+
+/// The topic prefix used when none is configured.
+pub const DEFAULT_PREFIX: &str = "kadence";
+
+/// Names of Kadence's topics and groups under one prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topics {
+    prefix: String,
+}
+
+impl Default for Topics {
+    fn default() -> Self {
+        Topics {
+            prefix: DEFAULT_PREFIX.to_owned(),
+        }
+    }
+}
+
+impl Topics {
+    /// Names under `prefix`: 1–64 of `A-Z a-z 0-9 . _ -`.
+    pub fn new(prefix: &str) -> Result<Topics, IdError> {
+        let valid = (1..=64).contains(&prefix.len())
+            && prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if valid {
+            Ok(Topics {
+                prefix: prefix.to_owned(),
+            })
+        } else {
+            Err(IdError::TopicPrefix(prefix.to_owned()))
+        }
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `{prefix}.triggers.{app}`: trigger records for one app's executors.
+    pub fn triggers(&self, app: &AppName) -> String {
+        format!("{}.triggers.{app}", self.prefix)
+    }
+
+    /// `{prefix}.results`: result records for the scheduler.
+    pub fn results(&self) -> String {
+        format!("{}.results", self.prefix)
+    }
+
+    /// `{prefix}.control`: commands (kill, …) for executors.
+    pub fn control(&self) -> String {
+        format!("{}.control", self.prefix)
+    }
+
+    /// `{prefix}.beats`: executor heartbeats (compacted).
+    pub fn beats(&self) -> String {
+        format!("{}.beats", self.prefix)
+    }
+
+    /// `{prefix}.logs`: job log lines.
+    pub fn logs(&self) -> String {
+        format!("{}.logs", self.prefix)
+    }
+
+    /// `{prefix}.dlq`: records that could not be processed, with the reason in headers.
+    pub fn dlq(&self) -> String {
+        format!("{}.dlq", self.prefix)
+    }
+
+    /// `{prefix}.executor.{app}`: the consumer group of one app's executors.
+    pub fn executor_group(&self, app: &AppName) -> String {
+        format!("{}.executor.{app}", self.prefix)
+    }
+
+    /// `{prefix}.scheduler`: the schedulers' consumer group on the results topic.
+    pub fn scheduler_group(&self) -> String {
+        format!("{}.scheduler", self.prefix)
+    }
+}
+
+/// Kafka header names Kadence writes.
+pub mod headers {
+    /// W3C trace context of the operation that produced the record.
+    pub const TRACEPARENT: &str = "traceparent";
+    /// Why a record was sent to the dead-letter queue.
+    pub const DLQ_REASON: &str = "kadence.dlq.reason";
+    /// The topic a dead-lettered record came from.
+    pub const DLQ_SOURCE_TOPIC: &str = "kadence.dlq.topic";
+    /// The partition a dead-lettered record came from.
+    pub const DLQ_SOURCE_PARTITION: &str = "kadence.dlq.partition";
+    /// The offset a dead-lettered record came from.
+    pub const DLQ_SOURCE_OFFSET: &str = "kadence.dlq.offset";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_under_a_prefix() {
+        let topics = Topics::new("acme.prod").unwrap();
+        let app = AppName::parse("billing").unwrap();
+        assert_eq!(topics.triggers(&app), "acme.prod.triggers.billing");
+        assert_eq!(topics.results(), "acme.prod.results");
+        assert_eq!(topics.control(), "acme.prod.control");
+        assert_eq!(topics.beats(), "acme.prod.beats");
+        assert_eq!(topics.logs(), "acme.prod.logs");
+        assert_eq!(topics.dlq(), "acme.prod.dlq");
+        assert_eq!(topics.executor_group(&app), "acme.prod.executor.billing");
+        assert_eq!(topics.scheduler_group(), "acme.prod.scheduler");
+        assert_eq!(Topics::default().prefix(), "kadence");
+        assert!(Topics::new("").is_err());
+        assert!(Topics::new("a/b").is_err());
+    }
+}

@@ -1,0 +1,149 @@
+//! Fixtures shared by the suites: a fresh database per test (a SQLite file in a temporary
+//! directory, or a new PostgreSQL database dropped afterwards), random topic prefixes, and the
+//! broker address.
+//!
+//! Tests need a running Kafka-compatible broker named by `KADENCE_TEST_BROKERS`
+//! (`infra/test.sh` starts one) and PostgreSQL at `KADENCE_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/test`, the server's maintenance database used to create
+//! and drop one database per test).
+
+#![allow(dead_code)] // each suite uses its own subset
+
+use std::future::Future;
+use std::time::Duration;
+
+use rand::Rng;
+
+/// Expands each named `async fn name(backend: Backend)` into two tests, `sqlite::name` and
+/// `postgres::name`, so every suite runs on both stores.
+macro_rules! on_both_backends {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() { super::$test(super::Backend::Sqlite).await })*
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() { super::$test(super::Backend::Postgres).await })*
+        }
+    };
+}
+
+/// Which store backend a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The broker the tests use.
+pub fn brokers() -> String {
+    std::env::var("KADENCE_TEST_BROKERS").unwrap_or_else(|_| {
+        panic!(
+            "KADENCE_TEST_BROKERS is not set: run the suite with infra/test.sh, or start a broker \
+             with `infra/broker.sh start` and export KADENCE_TEST_BROKERS=<the address it prints>"
+        )
+    })
+}
+
+/// A random lower-case suffix for names that must not collide between tests.
+pub fn unique(prefix: &str) -> String {
+    let suffix: u64 = rand::rng().random();
+    format!("{prefix}{suffix:016x}")
+}
+
+fn postgres_admin_url() -> String {
+    std::env::var("KADENCE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A database that exists for one test.
+pub struct TestDatabase {
+    pub url: String,
+    postgres_name: Option<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDatabase {
+    /// A fresh, empty database on `backend`.
+    pub async fn create(backend: Backend) -> TestDatabase {
+        match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temporary directory");
+                let url = format!("sqlite://{}", dir.path().join("kadence.db").display());
+                TestDatabase {
+                    url,
+                    postgres_name: None,
+                    _dir: Some(dir),
+                }
+            }
+            Backend::Postgres => {
+                let name = unique("kadence_test_");
+                let admin = postgres_admin_url();
+                let mut connection = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
+                    .await
+                    .unwrap_or_else(|error| panic!("cannot reach PostgreSQL at {admin}: {error}"));
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut connection)
+                    .await
+                    .expect("create test database");
+                let base = admin
+                    .rsplit_once('/')
+                    .map(|(base, _)| base)
+                    .unwrap_or(&admin);
+                TestDatabase {
+                    url: format!("{base}/{name}"),
+                    postgres_name: Some(name),
+                    _dir: None,
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    /// Drops the PostgreSQL database even when the test panicked. Runs on its own thread and
+    /// runtime because `Drop` cannot await.
+    fn drop(&mut self) {
+        let Some(name) = self.postgres_name.take() else {
+            return;
+        };
+        let admin = postgres_admin_url();
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let mut connection =
+                    <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut connection)
+                    .await
+                    .map(|_| ())
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("warning: could not drop a test database: {dropped:?}");
+        }
+    }
+}
+
+/// Polls `check` every 200 ms until it returns `Some`, failing the test after `limit`.
+pub async fn wait_for<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {limit:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -1,0 +1,263 @@
+//! End-to-end: a scheduler and executors in this process, the real broker, SQLite and
+//! PostgreSQL. Each test has its own topic prefix (so its own topics and group ids) and its own
+//! database.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+mod helpers;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::{Backend, wait_for};
+use helpers::spawn_app;
+use kadence_scheduler::model::{Run, RunState};
+use kadence_schemas::TriggerType;
+use serde_json::json;
+
+fn finished(runs: &[Run], code: i32) -> Vec<&Run> {
+    runs.iter()
+        .filter(|run| run.state == RunState::Finished && run.handle_code == Some(code))
+        .collect()
+}
+
+/// A job firing every second runs through Kafka and its results land in the database; a
+/// failing handler's rows carry its message.
+async fn cron_jobs_fire_through_kafka_and_results_land(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("demo", 2).await;
+    app.start_executor("demo");
+    let succeeding = app
+        .create_job(
+            json!({"app": "demo", "handler": "ok", "schedule_type": "CRON",
+            "schedule_conf": "* * * * * ?", "start": true}),
+        )
+        .await;
+    let failing = app
+        .create_job(
+            json!({"app": "demo", "handler": "fail", "schedule_conf": "* * * * * ?",
+            "params": "p-42", "route_strategy": "LAST", "start": true}),
+        )
+        .await;
+    assert_eq!(succeeding.status, "RUNNING");
+
+    let ok_runs = wait_for(Duration::from_secs(60), "three successful runs", || async {
+        let runs = app.runs(succeeding.id).await;
+        (finished(&runs, 200).len() >= 3).then_some(runs)
+    })
+    .await;
+    let fail_runs = wait_for(Duration::from_secs(30), "three failed runs", || async {
+        let runs = app.runs(failing.id).await;
+        (finished(&runs, 500).len() >= 3).then_some(runs)
+    })
+    .await;
+    app.stop_job(succeeding.id).await;
+    app.stop_job(failing.id).await;
+
+    for (job, runs) in [(succeeding.id, &ok_runs), (failing.id, &fail_runs)] {
+        let ids: HashSet<&str> = runs.iter().map(|run| run.trigger_id.as_str()).collect();
+        assert_eq!(ids.len(), runs.len(), "trigger ids are distinct");
+        for run in runs {
+            assert_eq!(run.trigger_type, TriggerType::Cron);
+            assert_eq!(run.scheduled_at_ms % 1_000, 0, "fires on second boundaries");
+            assert_eq!(
+                run.trigger_id.as_str(),
+                format!("{job}-{}", run.scheduled_at_ms),
+                "deterministic trigger id"
+            );
+        }
+    }
+    for run in finished(&fail_runs, 500) {
+        assert_eq!(
+            run.handle_msg.as_deref(),
+            Some("failing on purpose with params \"p-42\"")
+        );
+        assert_eq!(run.partition, Some(1), "LAST routes to the last partition");
+        assert!(run.executor_id.is_some());
+    }
+    for run in finished(&ok_runs, 200) {
+        assert_eq!(run.partition, Some(0), "FIRST routes to partition 0");
+        assert!(run.dispatched_at_ms.is_some());
+    }
+    app.shutdown().await;
+}
+
+/// Manual triggers carry their own params; a handler the executor lacks gets a failure result
+/// saying so; triggers emitted before any executor joined wait and then run.
+async fn manual_triggers_and_missing_handlers(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("manual", 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "manual", "handler": "fail", "schedule_type": "NONE", "params": "own"}),
+        )
+        .await;
+    let unknown = app
+        .create_job(json!({"app": "manual", "handler": "nope", "schedule_type": "NONE"}))
+        .await;
+    // No executor yet: the triggers wait in their partition.
+    let first = app.trigger(job.id, Some("override")).await;
+    let second = app.trigger(job.id, None).await;
+    let missing = app.trigger(unknown.id, None).await;
+    wait_for(Duration::from_secs(10), "triggers dispatched", || async {
+        let runs = app.runs(job.id).await;
+        runs.iter()
+            .all(|run| run.state == RunState::Dispatched)
+            .then_some(())
+    })
+    .await;
+    app.start_executor("manual");
+    let runs = wait_for(Duration::from_secs(60), "manual runs finished", || async {
+        let runs = app.runs(job.id).await;
+        (finished(&runs, 500).len() == 2).then_some(runs)
+    })
+    .await;
+    let message = |id: &str| {
+        runs.iter()
+            .find(|run| run.trigger_id.as_str() == id)
+            .and_then(|run| run.handle_msg.clone())
+            .unwrap()
+    };
+    assert_eq!(
+        message(&first),
+        "failing on purpose with params \"override\""
+    );
+    assert_eq!(message(&second), "failing on purpose with params \"own\"");
+    assert!(
+        runs.iter()
+            .all(|run| run.trigger_type == TriggerType::Manual)
+    );
+    let missing_run = wait_for(
+        Duration::from_secs(30),
+        "missing-handler result",
+        || async {
+            app.runs(unknown.id)
+                .await
+                .into_iter()
+                .find(|run| run.handle_code == Some(500))
+        },
+    )
+    .await;
+    assert_eq!(missing_run.trigger_id.as_str(), missing);
+    let text = missing_run.handle_msg.unwrap();
+    assert!(
+        text.contains("has no handler named \"nope\" (it has: fail, ok)"),
+        "{text}"
+    );
+    app.shutdown().await;
+}
+
+/// Bad input gets a 4xx with a message that says what to fix.
+async fn bad_input_is_refused_clearly(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create_app("strict", 1).await;
+    let post = |path: &'static str, body: serde_json::Value| {
+        let app = &app;
+        async move { app.call(reqwest::Method::POST, path, Some(body)).await }
+    };
+    let (status, body) = post(
+        "/api/jobs",
+        json!({"app": "strict", "handler": "ok", "schedule_conf": "0 61 * * * ?"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("invalid cron expression \"0 61 * * * ?\""),
+        "{body}"
+    );
+    let (status, body) = post(
+        "/api/jobs",
+        json!({"app": "ghost", "handler": "ok", "schedule_conf": "* * * * * ?"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown app ghost"),
+        "{body}"
+    );
+    let (status, body) = post("/api/jobs", json!({"app": "strict", "handler": "ok", "schedule_conf": "* * * * * ?", "route_strategy": "NEAREST"})).await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown route strategy \"NEAREST\""),
+        "{body}"
+    );
+    let huge = "x".repeat(64 * 1024 + 1);
+    let (status, body) = post(
+        "/api/jobs",
+        json!({"app": "strict", "handler": "ok", "schedule_type": "NONE", "params": huge}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("the limit is 65536 bytes"),
+        "{body}"
+    );
+    let (status, body) = post("/api/jobs", json!({"app": "strict", "handler": "ok", "schedule_conf": "* * * * * ?", "time_zone": "Mars/Base"})).await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown time zone"),
+        "{body}"
+    );
+    let (status, body) = post("/api/jobs", json!({"app": "strict", "handlr": "ok"})).await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `handlr`"),
+        "{body}"
+    );
+    let (status, _) = post("/api/apps", json!({"name": "strict", "partitions": 1})).await;
+    assert_eq!(status, 409);
+    let (status, body) = post("/api/apps", json!({"name": "bad.name", "partitions": 1})).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = post("/api/apps", json!({"name": "zero", "partitions": 0})).await;
+    assert_eq!(status, 400, "{body}");
+    let manual = app
+        .create_job(json!({"app": "strict", "handler": "ok", "schedule_type": "NONE"}))
+        .await;
+    let (status, body) = app
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/jobs/{}/start", manual.id),
+            None,
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be started"),
+        "{body}"
+    );
+    let (status, _) = app
+        .call(reqwest::Method::GET, "/api/jobs/424242", None)
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = app.call(reqwest::Method::GET, "/api/jobs/abc", None).await;
+    assert_eq!(status, 400);
+    app.shutdown().await;
+}
+
+on_both_backends!(
+    cron_jobs_fire_through_kafka_and_results_land,
+    manual_triggers_and_missing_handlers,
+    bad_input_is_refused_clearly,
+);

@@ -1,0 +1,366 @@
+//! The store suite: every test runs on SQLite and on PostgreSQL, each on its own fresh
+//! database. It checks the durable half of scheduling: pre-read writes each fire once and
+//! advances next-fire times, leases are claimed only when expired, results complete a run
+//! once (first result wins), and concurrent schedulers never write a fire twice.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono_tz::Tz;
+use common::{Backend, TestDatabase};
+use kadence_scheduler::app::open_store;
+use kadence_scheduler::model::{
+    App, Completion, CompletionOutcome, JobStatus, NewJob, RouteStrategy, RunState,
+};
+use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
+use kadence_scheduler::store::{DispatchAck, PreReadRequest, Store, StoreError};
+use kadence_schemas::{AppName, BlockStrategy, JobId, TriggerId, TriggerType};
+
+/// 2026-01-01T00:00:00Z
+const T0: i64 = 1_767_225_600_000;
+
+async fn store_on(db: &TestDatabase) -> Arc<dyn Store> {
+    open_store(&db.url, 4)
+        .await
+        .expect("open and migrate the store")
+}
+
+fn demo_app() -> App {
+    App {
+        name: AppName::parse("demo").unwrap(),
+        title: "Demo".into(),
+        partitions: 3,
+        created_at_ms: T0,
+    }
+}
+
+fn every_second_job(misfire: MisfireStrategy) -> NewJob {
+    NewJob {
+        app: AppName::parse("demo").unwrap(),
+        name: "tick".into(),
+        schedule: ScheduleSpec::parse("CRON", "* * * * * ?").unwrap(),
+        time_zone: Tz::UTC,
+        misfire_strategy: misfire,
+        route_strategy: RouteStrategy::First,
+        handler: "ok".into(),
+        params: "p".into(),
+        block_strategy: BlockStrategy::SerialExecution,
+        timeout_ms: 0,
+    }
+}
+
+fn pre_read_at(now_ms: i64, node: &str) -> PreReadRequest {
+    PreReadRequest {
+        now_ms,
+        window_ms: 5_000,
+        batch_size: 100,
+        node_id: node.into(),
+        lease_ms: 1_000,
+    }
+}
+
+async fn running_job(store: &dyn Store, misfire: MisfireStrategy, next_fire_ms: i64) -> JobId {
+    store.create_app(&demo_app()).await.unwrap();
+    let job = store
+        .create_job(&every_second_job(misfire), T0)
+        .await
+        .unwrap();
+    store
+        .set_job_status(job.id, JobStatus::Running, Some(next_fire_ms), T0)
+        .await
+        .unwrap();
+    job.id
+}
+
+async fn apps_and_jobs_round_trip(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    store.create_app(&demo_app()).await.unwrap();
+    assert!(matches!(
+        store.create_app(&demo_app()).await,
+        Err(StoreError::AppExists(_))
+    ));
+    assert_eq!(store.list_apps().await.unwrap(), vec![demo_app()]);
+
+    let mut orphan = every_second_job(MisfireStrategy::DoNothing);
+    orphan.app = AppName::parse("nowhere").unwrap();
+    assert!(matches!(
+        store.create_job(&orphan, T0).await,
+        Err(StoreError::UnknownApp(_))
+    ));
+
+    let spec = every_second_job(MisfireStrategy::FireOnceNow);
+    let job = store.create_job(&spec, T0).await.unwrap();
+    assert_eq!(job.spec, spec);
+    assert_eq!(job.status, JobStatus::Stopped);
+    assert_eq!(store.get_job(job.id).await.unwrap(), Some(job.clone()));
+    let started = store
+        .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0 + 5)
+        .await
+        .unwrap();
+    assert_eq!(
+        (started.status, started.next_fire_ms),
+        (JobStatus::Running, Some(T0 + 1_000))
+    );
+    let missing = JobId::new(999_999).unwrap();
+    assert!(matches!(
+        store
+            .set_job_status(missing, JobStatus::Stopped, None, T0)
+            .await,
+        Err(StoreError::JobNotFound(_))
+    ));
+    assert_eq!(
+        store
+            .list_jobs(Some(&AppName::parse("demo").unwrap()))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+async fn pre_read_writes_each_fire_once_and_advances(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let job = running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
+
+    let outcome = store
+        .pre_read(&pre_read_at(T0 + 500, "node-a"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.jobs_read, 1);
+    let scheduled: Vec<i64> = outcome.fires.iter().map(|f| f.scheduled_at_ms).collect();
+    assert_eq!(
+        scheduled,
+        vec![T0 + 1_000, T0 + 2_000, T0 + 3_000, T0 + 4_000, T0 + 5_000]
+    );
+    for fire in &outcome.fires {
+        assert_eq!(
+            fire.trigger_id,
+            TriggerId::scheduled(job, fire.scheduled_at_ms)
+        );
+        assert_eq!(fire.trigger_type, TriggerType::Cron);
+        assert!(fire.log_id > 0);
+        assert_eq!(fire.params, "p");
+    }
+    let after = store.get_job(job).await.unwrap().unwrap();
+    assert_eq!(after.next_fire_ms, Some(T0 + 6_000));
+    assert_eq!(after.last_fire_ms, Some(T0 + 5_000));
+
+    // Same instant again: nothing new is due, nothing is written twice.
+    let again = store
+        .pre_read(&pre_read_at(T0 + 500, "node-a"))
+        .await
+        .unwrap();
+    assert!(again.fires.is_empty());
+    // A second later exactly one more fire enters the window.
+    let next = store
+        .pre_read(&pre_read_at(T0 + 1_500, "node-a"))
+        .await
+        .unwrap();
+    assert_eq!(
+        next.fires
+            .iter()
+            .map(|f| f.scheduled_at_ms)
+            .collect::<Vec<_>>(),
+        vec![T0 + 6_000]
+    );
+    let runs = store.list_runs(job, 100).await.unwrap();
+    assert_eq!(runs.len(), 6);
+    assert!(runs.iter().all(|run| run.state == RunState::Scheduled));
+}
+
+async fn misfire_strategies_apply_after_a_long_outage(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let job = running_job(store.as_ref(), MisfireStrategy::FireOnceNow, T0).await;
+    let now = T0 + 60_000; // a minute of downtime
+    let outcome = store.pre_read(&pre_read_at(now, "node-a")).await.unwrap();
+    let first = &outcome.fires[0];
+    assert_eq!(first.trigger_type, TriggerType::Misfire);
+    assert_eq!(first.scheduled_at_ms, T0);
+    assert_eq!(first.fire_at_ms, now);
+    assert!(
+        outcome.fires[1..]
+            .iter()
+            .all(|f| f.scheduled_at_ms > now && f.trigger_type == TriggerType::Cron)
+    );
+    assert_eq!(
+        store.get_job(job).await.unwrap().unwrap().status,
+        JobStatus::Running
+    );
+}
+
+async fn expired_leases_are_claimed_once(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
+    let written = store
+        .pre_read(&pre_read_at(T0, "node-a"))
+        .await
+        .unwrap()
+        .fires;
+    assert_eq!(written.len(), 5);
+    // Leases run until fire time + 1 s: at T0 + 2 500 only the first fire's has ended.
+    let claimed = store
+        .claim_expired_fires("node-b", T0 + 2_500, T0 + 60_000, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed
+            .iter()
+            .map(|f| f.scheduled_at_ms)
+            .collect::<Vec<_>>(),
+        vec![T0 + 1_000]
+    );
+    assert_eq!(
+        claimed[0], written[0],
+        "a claimed fire is the same fire, same trigger id"
+    );
+    assert!(
+        store
+            .claim_expired_fires("node-c", T0 + 2_500, T0 + 60_000, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Dispatched fires are never claimed.
+    let acks: Vec<DispatchAck> = written[1..]
+        .iter()
+        .map(|fire| DispatchAck {
+            log_id: fire.log_id,
+            partition: 0,
+            dispatched_at_ms: T0,
+        })
+        .collect();
+    store.mark_dispatched(&acks).await.unwrap();
+    assert!(
+        store
+            .claim_expired_fires("node-c", T0 + 30_000, T0 + 90_000, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn first_result_wins(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let job = running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
+    let fire = store
+        .pre_read(&pre_read_at(T0, "node-a"))
+        .await
+        .unwrap()
+        .fires
+        .remove(0);
+    let completion = |code: i32, message: &str| Completion {
+        trigger_id: fire.trigger_id.clone(),
+        executor_id: "exec-1".into(),
+        code,
+        message: Some(message.into()),
+        started_at_ms: T0 + 1_001,
+        finished_at_ms: T0 + 1_050,
+    };
+    let unknown = Completion {
+        trigger_id: TriggerId::scheduled(job, T0 + 999_000),
+        ..completion(200, "x")
+    };
+    let outcomes = store
+        .complete_runs(&[
+            completion(500, "boom"),
+            completion(200, "late duplicate"),
+            unknown,
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        outcomes,
+        vec![
+            CompletionOutcome::Applied,
+            CompletionOutcome::Duplicate,
+            CompletionOutcome::UnknownTrigger
+        ]
+    );
+    // The broker's ack arriving after the result does not move the run back.
+    store
+        .mark_dispatched(&[DispatchAck {
+            log_id: fire.log_id,
+            partition: 2,
+            dispatched_at_ms: T0 + 1_100,
+        }])
+        .await
+        .unwrap();
+    let run = store
+        .list_runs(job, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|run| run.trigger_id == fire.trigger_id)
+        .unwrap();
+    assert_eq!(run.state, RunState::Finished);
+    assert_eq!(run.handle_code, Some(500));
+    assert_eq!(run.handle_msg.as_deref(), Some("boom"));
+    assert_eq!(run.partition, Some(2));
+}
+
+async fn concurrent_schedulers_write_each_fire_once(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let setup = store_on(&db).await;
+    setup.create_app(&demo_app()).await.unwrap();
+    let mut jobs = Vec::new();
+    for _ in 0..20 {
+        let job = setup
+            .create_job(&every_second_job(MisfireStrategy::DoNothing), T0)
+            .await
+            .unwrap();
+        setup
+            .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
+            .await
+            .unwrap();
+        jobs.push(job.id);
+    }
+    // Three "nodes", each with its own pool, scan the same instants concurrently.
+    let mut nodes = Vec::new();
+    for node in 0..3 {
+        let store = store_on(&db).await;
+        nodes.push(tokio::spawn(async move {
+            let mut fires = Vec::new();
+            for step in 0..10 {
+                let request = pre_read_at(T0 + step * 1_000, &format!("node-{node}"));
+                fires.extend(store.pre_read(&request).await.expect("pre-read").fires);
+            }
+            fires
+        }));
+    }
+    let mut seen = HashSet::new();
+    for node in nodes {
+        for fire in node.await.unwrap() {
+            assert!(
+                seen.insert(fire.trigger_id.clone()),
+                "{} written twice",
+                fire.trigger_id
+            );
+        }
+    }
+    // Every job has every second from T0+1 s to T0+14 s (last scan at T0+9 s, window 5 s).
+    for job in jobs {
+        for second in 1..=14 {
+            let expected = TriggerId::scheduled(job, T0 + second * 1_000);
+            assert!(seen.contains(&expected), "missing {expected}");
+        }
+    }
+    assert_eq!(seen.len(), 20 * 14);
+}
+
+on_both_backends!(
+    apps_and_jobs_round_trip,
+    pre_read_writes_each_fire_once_and_advances,
+    misfire_strategies_apply_after_a_long_outage,
+    expired_leases_are_claimed_once,
+    first_result_wins,
+    concurrent_schedulers_write_each_fire_once,
+);
