@@ -177,6 +177,8 @@ impl Config {
 }
 
 #[cfg(test)]
+// figment's `Jail` closures return `figment::Error`, which is large; that is its API.
+#[allow(clippy::result_large_err)]
 mod tests {
     use super::*;
     use secrecy::ExposeSecret;

@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use chrono::TimeZone;
 use chrono_tz::Tz;
@@ -65,11 +66,11 @@ pub enum ScheduleError {
     UnknownTimeZone(String),
 }
 
-/// A parsed Quartz cron expression.
+/// A parsed Quartz cron expression. The parsed form is large and immutable, so it is shared.
 #[derive(Clone)]
 pub struct CronSpec {
     expression: String,
-    cron: Cron,
+    cron: Arc<Cron>,
 }
 
 impl CronSpec {
@@ -99,7 +100,7 @@ impl CronSpec {
             })?;
         Ok(CronSpec {
             expression: expression.to_owned(),
-            cron,
+            cron: Arc::new(cron),
         })
     }
 

@@ -88,9 +88,11 @@ avro_enum!(
 
 avro_enum!(
     /// What an executor does with a trigger while the same job is running (XXL-JOB's block
-    /// strategies, plus CONCURRENT).
+    /// strategies, plus CONCURRENT). Default: SERIAL_EXECUTION, as in XXL-JOB.
+    #[derive(Default)]
     BlockStrategy, "block strategy", {
         /// Queue it and run in order.
+        #[default]
         SerialExecution => "SERIAL_EXECUTION",
         /// Refuse it while the job runs or has a queue.
         DiscardLater => "DISCARD_LATER",
@@ -102,9 +104,11 @@ avro_enum!(
 );
 
 avro_enum!(
-    /// How a handler is provided.
+    /// How a handler is provided. Default: BEAN.
+    #[derive(Default)]
     GlueType, "glue type", {
         /// A handler registered in the executor.
+        #[default]
         Bean => "BEAN",
         /// A shell script carried in the trigger.
         GlueShell => "GLUE_SHELL",
@@ -136,18 +140,6 @@ avro_enum!(
         Stopping => "STOPPING",
     }
 );
-
-impl Default for BlockStrategy {
-    fn default() -> Self {
-        BlockStrategy::SerialExecution
-    }
-}
-
-impl Default for GlueType {
-    fn default() -> Self {
-        GlueType::Bean
-    }
-}
 
 /// XXL-JOB's result codes.
 pub mod result_code {
