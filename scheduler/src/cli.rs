@@ -340,6 +340,8 @@ async fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
         .init();
     let config = Config::load(config_file.as_deref())?;
     let listener = tokio::net::TcpListener::bind(config.api.listen)

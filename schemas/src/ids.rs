@@ -72,9 +72,10 @@ impl FromStr for JobId {
     }
 }
 
+// Display implementations honour width and alignment (`{:<20}`), for tables.
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        fmt::Display::fmt(&self.0, f)
     }
 }
 
@@ -183,7 +184,7 @@ impl AsRef<str> for TriggerId {
 
 impl fmt::Display for TriggerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.pad(&self.0)
     }
 }
 
@@ -235,7 +236,7 @@ impl From<AppName> for String {
 
 impl fmt::Display for AppName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.pad(&self.0)
     }
 }
 
@@ -293,7 +294,12 @@ mod tests {
 
     #[test]
     fn app_names() {
-        assert!(AppName::parse("billing-eu_1").is_ok());
+        let app = AppName::parse("billing-eu_1").unwrap();
+        assert_eq!(
+            format!("[{app:<14}]"),
+            "[billing-eu_1  ]",
+            "Display pads for tables"
+        );
         for bad in ["", "a.b", "a b", "ü", &"a".repeat(65)] {
             assert!(AppName::parse(bad).is_err(), "{bad:?} accepted");
         }

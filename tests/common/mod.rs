@@ -16,6 +16,7 @@ use rand::Rng;
 
 /// Expands each named `async fn name(backend: Backend)` into two tests, `sqlite::name` and
 /// `postgres::name`, so every suite runs on both stores.
+#[allow(unused_macros)] // not every suite runs on both backends
 macro_rules! on_both_backends {
     ($($test:ident),* $(,)?) => {
         mod sqlite {

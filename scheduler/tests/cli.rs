@@ -1,0 +1,188 @@
+//! The `kadence` binary as an operator uses it, against a running scheduler (SQLite, real
+//! broker from `KADENCE_TEST_BROKERS`).
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Backend, TestDatabase, brokers, unique};
+use kadence_scheduler::app::Scheduler;
+use kadence_scheduler::clock::SystemClock;
+use kadence_scheduler::config::Config;
+use secrecy::SecretString;
+
+struct Output {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+async fn kadence(api: &str, args: &[&str]) -> Output {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_kadence"))
+        .arg("--api")
+        .arg(api)
+        .args(args)
+        .output()
+        .await
+        .expect("run kadence");
+    Output {
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_manage_apps_and_jobs_without_sql() {
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    let mut config = Config::default();
+    config.database.url = SecretString::from(database.url.clone());
+    config.kafka.brokers = brokers();
+    config.kafka.topic_prefix = unique("kcli");
+    config.kafka.results_partitions = 1;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock))
+        .await
+        .expect("scheduler starts");
+    let api = format!("http://{}", scheduler.api_addr());
+
+    let created = kadence(&api, &["app", "add", "clidemo", "--partitions", "2"]).await;
+    assert!(created.success, "{}", created.stderr);
+    assert_eq!(
+        created.stdout.trim(),
+        "created app clidemo with 2 partitions"
+    );
+    let listed = kadence(&api, &["app", "list"]).await;
+    assert!(
+        listed
+            .stdout
+            .lines()
+            .any(|line| line.starts_with("clidemo ") && line.contains(" 2 ")),
+        "{}",
+        listed.stdout
+    );
+
+    let bad_cron = kadence(
+        &api,
+        &[
+            "job",
+            "add",
+            "--app",
+            "clidemo",
+            "--handler",
+            "h",
+            "--cron",
+            "0 61 * * * ?",
+        ],
+    )
+    .await;
+    assert!(!bad_cron.success);
+    assert!(
+        bad_cron
+            .stderr
+            .contains("invalid cron expression \"0 61 * * * ?\""),
+        "{}",
+        bad_cron.stderr
+    );
+    let no_schedule = kadence(&api, &["job", "add", "--app", "clidemo", "--handler", "h"]).await;
+    assert!(!no_schedule.success);
+    assert!(
+        no_schedule.stderr.contains("give a schedule"),
+        "{}",
+        no_schedule.stderr
+    );
+
+    let job = kadence(
+        &api,
+        &[
+            "job",
+            "add",
+            "--app",
+            "clidemo",
+            "--handler",
+            "h",
+            "--manual",
+            "--params",
+            "own",
+        ],
+    )
+    .await;
+    assert!(job.success, "{}", job.stderr);
+    assert_eq!(job.stdout.trim(), "created job 1 (STOPPED)");
+    let refused = kadence(&api, &["job", "start", "1"]).await;
+    assert!(!refused.success);
+    assert!(
+        refused.stderr.contains("cannot be started"),
+        "{}",
+        refused.stderr
+    );
+
+    let cron = kadence(
+        &api,
+        &[
+            "job",
+            "add",
+            "--app",
+            "clidemo",
+            "--handler",
+            "h",
+            "--cron",
+            "0 0 3 ? * MON-FRI",
+            "--time-zone",
+            "Europe/Berlin",
+            "--start",
+        ],
+    )
+    .await;
+    assert!(cron.success, "{}", cron.stderr);
+    assert!(
+        cron.stdout
+            .starts_with("created job 2 (RUNNING, next fire "),
+        "{}",
+        cron.stdout
+    );
+    let stopped = kadence(&api, &["job", "stop", "2"]).await;
+    assert_eq!(stopped.stdout.trim(), "job 2 STOPPED");
+
+    let fired = kadence(&api, &["job", "trigger", "1", "--params", "other"]).await;
+    assert!(fired.success, "{}", fired.stderr);
+    let trigger_id = fired
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .expect("triggered <id>")
+        .to_owned();
+    assert!(trigger_id.starts_with("1-u"), "{}", fired.stdout);
+    // No executor runs here: the run is written and dispatched, waiting in its partition.
+    let mut runs = kadence(&api, &["job", "runs", "1"]).await;
+    for _ in 0..50 {
+        if runs.stdout.contains("DISPATCHED") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        runs = kadence(&api, &["job", "runs", "1"]).await;
+    }
+    let row = runs
+        .stdout
+        .lines()
+        .find(|line| line.starts_with(&trigger_id))
+        .expect("run listed");
+    assert!(
+        row.contains("MANUAL") && row.contains("DISPATCHED"),
+        "{row}"
+    );
+
+    let listed = kadence(&api, &["job", "list", "--app", "clidemo"]).await;
+    assert_eq!(listed.stdout.lines().count(), 3, "{}", listed.stdout);
+    let unreachable = kadence("http://127.0.0.1:9", &["job", "list"]).await;
+    assert!(!unreachable.success);
+    assert!(
+        unreachable.stderr.contains("cannot reach the Kadence API"),
+        "{}",
+        unreachable.stderr
+    );
+
+    scheduler.stop(Duration::from_secs(10)).await;
+}
