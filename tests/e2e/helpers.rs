@@ -10,6 +10,12 @@ use kadence_scheduler::app::Scheduler;
 use kadence_scheduler::clock::SystemClock;
 use kadence_scheduler::config::Config;
 use kadence_scheduler::model::Run;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+use rdkafka::{Offset, TopicPartitionList};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -166,6 +172,60 @@ impl TestApp {
                 .expect("executor runs");
         });
         self.executors.push((stop, task));
+    }
+
+    /// Produces raw bytes to `topic` (poison records, hand-made results).
+    pub async fn produce_raw(&self, topic: &str, partition: i32, key: &str, payload: &[u8]) {
+        let producer: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &self.brokers)
+            .create()
+            .expect("test producer");
+        producer
+            .send(
+                FutureRecord::to(topic)
+                    .partition(partition)
+                    .key(key)
+                    .payload(payload),
+                Timeout::After(Duration::from_secs(10)),
+            )
+            .await
+            .map_err(|(error, _)| error)
+            .expect("produce");
+    }
+
+    /// Reads `{prefix}.dlq` from the start until `count` records arrived; returns each one's
+    /// reason header and payload.
+    pub async fn dead_letters(&self, count: usize) -> Vec<(String, Vec<u8>)> {
+        let consumer: StreamConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.brokers)
+            .set("group.id", format!("{}.test-dlq-reader", self.prefix))
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("test consumer");
+        let mut assignment = TopicPartitionList::new();
+        assignment
+            .add_partition_offset(&format!("{}.dlq", self.prefix), 0, Offset::Beginning)
+            .unwrap();
+        consumer.assign(&assignment).expect("assign the DLQ");
+        let mut found = Vec::new();
+        while found.len() < count {
+            let message = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+                .await
+                .expect("dead letters arrive in time")
+                .expect("receive from the DLQ");
+            let reason = message
+                .headers()
+                .and_then(|headers| {
+                    headers
+                        .iter()
+                        .find(|header| header.key == kadence_schemas::headers::DLQ_REASON)
+                        .and_then(|header| header.value)
+                        .map(|value| String::from_utf8_lossy(value).into_owned())
+                })
+                .expect("a reason header");
+            found.push((reason, message.payload().unwrap_or_default().to_vec()));
+        }
+        found
     }
 
     /// Stops executors and the scheduler.

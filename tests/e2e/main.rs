@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::{Backend, wait_for};
 use helpers::spawn_app;
 use kadence_scheduler::model::{Run, RunState};
-use kadence_schemas::TriggerType;
+use kadence_schemas::{AppName, JobId, ResultRecord, TriggerId, TriggerType, codec};
 use serde_json::json;
 
 fn finished(runs: &[Run], code: i32) -> Vec<&Run> {
@@ -256,7 +256,74 @@ async fn bad_input_is_refused_clearly(backend: Backend) {
     app.shutdown().await;
 }
 
+/// A record nobody can decode goes to the dead-letter queue with the reason, and the
+/// partition keeps flowing; so does a result for a trigger the scheduler never emitted.
+async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("poison", 1).await;
+    app.start_executor("poison");
+    let triggers = format!("{}.triggers.poison", app.prefix);
+    app.produce_raw(&triggers, 0, "1", b"{\"not\": \"avro\"}")
+        .await;
+    let job = app
+        .create_job(json!({"app": "poison", "handler": "ok", "schedule_type": "NONE"}))
+        .await;
+    let fired = app.trigger(job.id, None).await;
+    let run = wait_for(
+        Duration::from_secs(60),
+        "the run after the poison record",
+        || async {
+            app.runs(job.id)
+                .await
+                .into_iter()
+                .find(|run| run.handle_code == Some(200))
+        },
+    )
+    .await;
+    assert_eq!(run.trigger_id.as_str(), fired);
+
+    let stray = ResultRecord {
+        trigger_id: TriggerId::scheduled(JobId::new(987_654).unwrap(), 1_000),
+        log_id: 1,
+        job_id: JobId::new(987_654).unwrap(),
+        app: AppName::parse("poison").unwrap(),
+        executor_id: "elsewhere".into(),
+        code: 200,
+        message: None,
+        started_at_ms: 1,
+        finished_at_ms: 2,
+        attempt: 0,
+        retry_after_ms: None,
+    };
+    let results = format!("{}.results", app.prefix);
+    app.produce_raw(&results, 0, "987654-1000", &codec::encode(&stray).unwrap())
+        .await;
+
+    let letters = app.dead_letters(2).await;
+    let reasons: Vec<&str> = letters.iter().map(|(reason, _)| reason.as_str()).collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("undecodable trigger record") && r.contains("first byte is 0x7b")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("unknown trigger id 987654-1000")),
+        "{reasons:?}"
+    );
+    assert!(
+        letters
+            .iter()
+            .any(|(_, payload)| payload.as_slice() == b"{\"not\": \"avro\"}"),
+        "original bytes kept"
+    );
+    app.shutdown().await;
+}
+
 on_both_backends!(
+    poison_records_go_to_the_dlq_and_the_partition_keeps_flowing,
     cron_jobs_fire_through_kafka_and_results_land,
     manual_triggers_and_missing_handlers,
     bad_input_is_refused_clearly,
