@@ -21,6 +21,16 @@ struct PartitionOffsets {
     committed: Option<i64>,
 }
 
+impl PartitionOffsets {
+    /// The lowest offset in flight, or one past the highest seen when none is.
+    fn committable(&self) -> i64 {
+        self.in_flight
+            .first()
+            .copied()
+            .unwrap_or(self.next_after_seen)
+    }
+}
+
 impl OffsetTracker {
     /// Notes that the record at `offset` of `partition` was received and is in flight.
     pub fn track(&mut self, partition: i32, offset: i64) {
@@ -49,11 +59,7 @@ impl OffsetTracker {
     pub fn take_committable(&mut self) -> Vec<(i32, i64)> {
         let mut ready = Vec::new();
         for (&partition, state) in &mut self.partitions {
-            let committable = state
-                .in_flight
-                .first()
-                .copied()
-                .unwrap_or(state.next_after_seen);
+            let committable = state.committable();
             if state.committed != Some(committable) {
                 state.committed = Some(committable);
                 ready.push((partition, committable));
@@ -68,11 +74,7 @@ impl OffsetTracker {
         let mut released = Vec::new();
         for partition in partitions {
             if let Some(state) = self.partitions.remove(partition) {
-                let committable = state
-                    .in_flight
-                    .first()
-                    .copied()
-                    .unwrap_or(state.next_after_seen);
+                let committable = state.committable();
                 if state.committed != Some(committable) {
                     released.push((*partition, committable));
                 }

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{Backend, TestDatabase, brokers, unique};
+use crate::common::{Backend, TestDatabase, brokers, unique, wait_for};
 
 /// Session timeout for test consumers: the broker's first group join is slow otherwise.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
@@ -149,6 +149,21 @@ impl TestApp {
             .await;
         assert_eq!(status, 200, "runs: {body}");
         serde_json::from_value(body).unwrap()
+    }
+
+    /// Waits until `job` has a finished run with result `code`; returns it.
+    pub async fn wait_for_run(&self, job: i64, code: i32, limit: Duration) -> Run {
+        wait_for(
+            limit,
+            &format!("a run of job {job} with code {code}"),
+            || async {
+                self.runs(job)
+                    .await
+                    .into_iter()
+                    .find(|run| run.handle_code == Some(code))
+            },
+        )
+        .await
     }
 
     /// Starts an executor of `app` with handlers `ok` and `fail`.

@@ -128,17 +128,9 @@ async fn manual_triggers_and_missing_handlers(backend: Backend) {
         runs.iter()
             .all(|run| run.trigger_type == TriggerType::Manual)
     );
-    let missing_run = wait_for(
-        Duration::from_secs(30),
-        "missing-handler result",
-        || async {
-            app.runs(unknown.id)
-                .await
-                .into_iter()
-                .find(|run| run.handle_code == Some(500))
-        },
-    )
-    .await;
+    let missing_run = app
+        .wait_for_run(unknown.id, 500, Duration::from_secs(30))
+        .await;
     assert_eq!(missing_run.trigger_id.as_str(), missing);
     let text = missing_run.handle_msg.unwrap();
     assert!(
@@ -269,17 +261,7 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
         .create_job(json!({"app": "poison", "handler": "ok", "schedule_type": "NONE"}))
         .await;
     let fired = app.trigger(job.id, None).await;
-    let run = wait_for(
-        Duration::from_secs(60),
-        "the run after the poison record",
-        || async {
-            app.runs(job.id)
-                .await
-                .into_iter()
-                .find(|run| run.handle_code == Some(200))
-        },
-    )
-    .await;
+    let run = app.wait_for_run(job.id, 200, Duration::from_secs(60)).await;
     assert_eq!(run.trigger_id.as_str(), fired);
 
     let stray = ResultRecord {
