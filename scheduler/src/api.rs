@@ -9,6 +9,7 @@
 //! | POST | `/api/jobs/{id}/start`, `/stop` | schedule or unschedule a job |
 //! | POST | `/api/jobs/{id}/trigger` | fire once now, optionally with other params |
 //! | GET | `/api/jobs/{id}/runs` (`?limit=`) | newest runs with codes and messages |
+//! | GET | `/api/schedules/preview` | next fire times of a schedule, before saving it |
 //!
 //! Bad input gets a 4xx with `{"error": "…"}` saying what to fix; an internal failure is
 //! logged with its cause and answered with a bare 500.
@@ -69,6 +70,7 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/api/jobs/{id}/stop", post(stop_job))
         .route("/api/jobs/{id}/trigger", post(trigger_job))
         .route("/api/jobs/{id}/runs", get(list_runs))
+        .route("/api/schedules/preview", get(preview_schedule))
         .with_state(state)
 }
 
@@ -454,6 +456,50 @@ async fn list_runs(
     let job = load_job(&state, parse_job_id(&id)?).await?;
     let limit = query.limit.unwrap_or(20).clamp(1, 1000);
     Ok(Json(state.store.list_runs(job.id, limit).await?))
+}
+
+/// Query of `GET /api/schedules/preview`.
+#[derive(Debug, Deserialize)]
+struct PreviewQuery {
+    schedule_type: Option<String>,
+    schedule_conf: Option<String>,
+    time_zone: Option<String>,
+    /// Fires strictly after this instant, ms since the epoch; default now.
+    after_ms: Option<i64>,
+    /// How many, 1–100; default 5.
+    count: Option<usize>,
+}
+
+/// Answer of `GET /api/schedules/preview`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PreviewResponse {
+    /// Fire times, ms since the epoch.
+    pub fires_ms: Vec<i64>,
+    /// The same instants in RFC 3339, in the schedule's time zone.
+    pub fires: Vec<String>,
+}
+
+async fn preview_schedule(
+    State(state): State<Arc<ApiState>>,
+    Query(query): Query<PreviewQuery>,
+) -> Result<Json<PreviewResponse>, ApiError> {
+    let schedule = ScheduleSpec::parse(
+        query.schedule_type.as_deref().unwrap_or("CRON"),
+        query.schedule_conf.as_deref().unwrap_or(""),
+    )
+    .map_err(bad_request)?;
+    let zone = parse_time_zone(query.time_zone.as_deref().unwrap_or("UTC")).map_err(bad_request)?;
+    let count = query.count.unwrap_or(5);
+    if !(1..=100).contains(&count) {
+        return Err(bad_request("count must be between 1 and 100"));
+    }
+    let after = query.after_ms.unwrap_or_else(|| state.clock.now_ms());
+    let fires_ms = crate::schedule::preview(&schedule, zone, after, count);
+    let fires = fires_ms
+        .iter()
+        .map(|&ms| crate::schedule::format_in_zone(ms, zone))
+        .collect();
+    Ok(Json(PreviewResponse { fires_ms, fires }))
 }
 
 /// A job as the API shows it: enumerations as their names, times in ms since the epoch.

@@ -24,6 +24,7 @@ use crate::app::Scheduler;
 use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::model::{App, Run};
+use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview};
 
 /// Kadence: a distributed job scheduler on Kafka.
 #[derive(Debug, Parser)]
@@ -55,6 +56,29 @@ enum Command {
     /// Jobs.
     #[command(subcommand)]
     Job(JobCommand),
+    /// Print the next fire times of a schedule, one RFC 3339 instant per line (no server
+    /// needed). Exits non-zero with a message naming the bad field for an invalid expression.
+    Preview {
+        /// Quartz cron expression, seconds first.
+        #[arg(
+            long,
+            conflicts_with = "fix_rate",
+            required_unless_present = "fix_rate"
+        )]
+        cron: Option<String>,
+        /// Every N seconds.
+        #[arg(long)]
+        fix_rate: Option<u32>,
+        /// IANA time zone the schedule is evaluated in; instants are printed in its offset.
+        #[arg(long, default_value = "UTC")]
+        time_zone: String,
+        /// Fires strictly after this RFC 3339 instant (default: now).
+        #[arg(long)]
+        from: Option<String>,
+        /// How many fire times.
+        #[arg(long, default_value_t = 5)]
+        count: usize,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -216,6 +240,30 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Job(command) => job_command(&client, command).await,
+        Command::Preview {
+            cron,
+            fix_rate,
+            time_zone,
+            from,
+            count,
+        } => {
+            let schedule = match (cron, fix_rate) {
+                (Some(cron), _) => ScheduleSpec::parse("CRON", &cron)?,
+                (None, Some(seconds)) => ScheduleSpec::parse("FIX_RATE", &seconds.to_string())?,
+                (None, None) => anyhow::bail!("give a schedule: --cron EXPR or --fix-rate SECONDS"),
+            };
+            let zone = parse_time_zone(&time_zone)?;
+            let after = match from {
+                Some(text) => DateTime::parse_from_rfc3339(&text)
+                    .with_context(|| format!("--from {text:?} is not an RFC 3339 instant"))?
+                    .timestamp_millis(),
+                None => Utc::now().timestamp_millis(),
+            };
+            for fire in preview(&schedule, zone, after, count) {
+                println!("{}", format_in_zone(fire, zone));
+            }
+            Ok(())
+        }
     }
 }
 

@@ -87,17 +87,13 @@ impl CronSpec {
                 ),
             });
         }
-        let parser = CronParser::builder()
-            .seconds(Seconds::Required)
-            .year(Year::Optional)
-            .alternative_weekdays(true)
-            .build();
-        let cron = parser
-            .parse(expression)
-            .map_err(|error| ScheduleError::InvalidCron {
-                expression: expression.to_owned(),
-                reason: error.to_string(),
-            })?;
+        let cron =
+            quartz_parser()
+                .parse(expression)
+                .map_err(|error| ScheduleError::InvalidCron {
+                    expression: expression.to_owned(),
+                    reason: explain_cron_error(expression, &error.to_string()),
+                })?;
         Ok(CronSpec {
             expression: expression.to_owned(),
             cron: Arc::new(cron),
@@ -117,6 +113,43 @@ impl CronSpec {
             .ok()
             .map(|next| next.timestamp_millis())
     }
+}
+
+/// Field names of a Quartz expression, in order.
+const CRON_FIELDS: [&str; 7] = [
+    "second",
+    "minute",
+    "hour",
+    "day-of-month",
+    "month",
+    "day-of-week",
+    "year",
+];
+
+fn quartz_parser() -> CronParser {
+    CronParser::builder()
+        .seconds(Seconds::Required)
+        .year(Year::Optional)
+        .alternative_weekdays(true)
+        .build()
+}
+
+/// Names the field that makes `expression` invalid: each field is tried alone, with every
+/// other field a wildcard, and the first one that fails on its own is the culprit.
+fn explain_cron_error(expression: &str, parser_message: &str) -> String {
+    let fields: Vec<&str> = expression.split_whitespace().collect();
+    for (index, field) in fields.iter().enumerate() {
+        let mut probe = vec!["*"; fields.len()];
+        probe[index] = field;
+        if let Err(error) = quartz_parser().parse(&probe.join(" ")) {
+            return format!(
+                "field {} ({}) {field:?} is invalid: {error}",
+                index + 1,
+                CRON_FIELDS[index]
+            );
+        }
+    }
+    parser_message.to_owned()
 }
 
 impl fmt::Debug for CronSpec {
@@ -188,6 +221,32 @@ impl ScheduleSpec {
     }
 }
 
+/// The next `count` fires of `schedule` strictly after `after_ms`, evaluated in `zone`
+/// (fewer when the schedule runs out).
+pub fn preview(schedule: &ScheduleSpec, zone: Tz, after_ms: i64, count: usize) -> Vec<i64> {
+    let mut fires = Vec::with_capacity(count);
+    let mut cursor = after_ms;
+    while fires.len() < count {
+        match schedule.next_after(cursor, zone) {
+            Some(next) => {
+                fires.push(next);
+                cursor = next;
+            }
+            None => break,
+        }
+    }
+    fires
+}
+
+/// `ms` as RFC 3339 with the offset `zone` has at that instant (e.g.
+/// `2026-01-05T09:30:00+01:00`).
+pub fn format_in_zone(ms: i64, zone: Tz) -> String {
+    zone.timestamp_millis_opt(ms)
+        .single()
+        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false))
+        .unwrap_or_else(|| ms.to_string())
+}
+
 /// Parses an IANA time zone name.
 pub fn parse_time_zone(name: &str) -> Result<Tz, ScheduleError> {
     name.trim()
@@ -243,7 +302,17 @@ mod tests {
     #[test]
     fn invalid_cron_names_the_problem() {
         let err = ScheduleSpec::parse("CRON", "0 61 * * * ?").unwrap_err();
-        assert!(err.to_string().contains("invalid cron expression"), "{err}");
+        assert!(
+            err.to_string().starts_with(
+                "invalid cron expression \"0 61 * * * ?\": field 2 (minute) \"61\" is invalid"
+            ),
+            "{err}"
+        );
+        let err = ScheduleSpec::parse("CRON", "0 0 12 ? * FOO").unwrap_err();
+        assert!(
+            err.to_string().contains("field 6 (day-of-week) \"FOO\""),
+            "{err}"
+        );
         let err = ScheduleSpec::parse("CRON", "* * * * *").unwrap_err();
         assert!(err.to_string().contains("found 5 fields"), "{err}");
     }

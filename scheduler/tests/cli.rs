@@ -186,3 +186,64 @@ async fn operators_manage_apps_and_jobs_without_sql() {
 
     scheduler.stop(Duration::from_secs(10)).await;
 }
+
+#[tokio::test]
+async fn preview_prints_fire_times_and_names_the_bad_field() {
+    let unused_api = "http://127.0.0.1:9";
+    let berlin = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--cron",
+            "0 30 9 ? * MON-FRI",
+            "--time-zone",
+            "Europe/Berlin",
+            "--from",
+            "2026-03-27T00:00:00Z",
+            "--count",
+            "3",
+        ],
+    )
+    .await;
+    assert!(berlin.success, "{}", berlin.stderr);
+    // Friday before the daylight-saving change, then Monday after it.
+    assert_eq!(
+        berlin.stdout,
+        "2026-03-27T09:30:00+01:00\n2026-03-30T09:30:00+02:00\n2026-03-31T09:30:00+02:00\n"
+    );
+    let rate = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--fix-rate",
+            "90",
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--count",
+            "2",
+        ],
+    )
+    .await;
+    assert_eq!(
+        rate.stdout,
+        "2026-01-01T00:01:30+00:00\n2026-01-01T00:03:00+00:00\n"
+    );
+    let bad = kadence(unused_api, &["preview", "--cron", "0 0 25 * * ?"]).await;
+    assert!(!bad.success);
+    assert!(
+        bad.stderr.contains("field 3 (hour) \"25\" is invalid"),
+        "{}",
+        bad.stderr
+    );
+    let bad_from = kadence(
+        unused_api,
+        &["preview", "--cron", "* * * * * ?", "--from", "yesterday"],
+    )
+    .await;
+    assert!(!bad_from.success);
+    assert!(
+        bad_from.stderr.contains("not an RFC 3339 instant"),
+        "{}",
+        bad_from.stderr
+    );
+}
