@@ -1,0 +1,347 @@
+//! Several `kadence serve` processes on one database, killed with SIGKILL: no fire is lost,
+//! a re-emission carries the same trigger id, and with no crash every trigger id is emitted
+//! exactly once. Trigger records are read straight from the topic (no executor needed).
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{Backend, TestDatabase, brokers, unique, wait_for};
+use kadence_schemas::{TriggerRecord, codec};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use serde_json::{Value, json};
+use sqlx::{Connection, Row};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const APP: &str = "crash";
+const PARTITIONS: i32 = 3;
+
+/// A `kadence serve` child process.
+struct Node {
+    child: Child,
+    api: String,
+}
+
+impl Node {
+    /// Starts a scheduler process with a short lease so tests see claims within seconds.
+    async fn start(database_url: &str, prefix: &str, node_id: &str) -> Node {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kadence"))
+            .arg("serve")
+            .env("KADENCE_DATABASE__URL", database_url)
+            .env("KADENCE_KAFKA__BROKERS", brokers())
+            .env("KADENCE_KAFKA__TOPIC_PREFIX", prefix)
+            .env("KADENCE_KAFKA__RESULTS_PARTITIONS", "1")
+            .env("KADENCE_KAFKA__SESSION_TIMEOUT", "6s")
+            .env("KADENCE_API__LISTEN", "127.0.0.1:0")
+            .env("KADENCE_SCHEDULE__NODE_ID", node_id)
+            .env("KADENCE_SCHEDULE__LEASE", "2s")
+            .env("KADENCE_SCHEDULE__CLAIM_INTERVAL", "500ms")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn kadence serve");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let api = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await.expect("read stdout") {
+                if let Some(url) = line.strip_prefix("Kadence API listening on ") {
+                    return url.to_owned();
+                }
+            }
+            panic!("kadence serve exited before listening");
+        })
+        .await
+        .expect("scheduler starts within a minute");
+        Node { child, api }
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let response = reqwest::Client::new()
+            .post(format!("{}{path}", self.api))
+            .json(&body)
+            .send()
+            .await
+            .expect("API answers");
+        assert!(
+            response.status().is_success(),
+            "POST {path}: {}",
+            response.status()
+        );
+        response.json().await.unwrap()
+    }
+
+    /// SIGKILL: no shutdown code runs, the wheel's contents are gone.
+    async fn kill_9(mut self) {
+        self.child.start_kill().expect("kill -9");
+        self.child.wait().await.expect("reap");
+    }
+
+    /// SIGTERM, then wait for the graceful stop.
+    async fn terminate(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
+    }
+}
+
+/// Creates the app and `count` jobs firing every second, started; returns their ids.
+async fn every_second_jobs(node: &Node, count: usize) -> Vec<i64> {
+    node.post("/api/apps", json!({"name": APP, "partitions": PARTITIONS}))
+        .await;
+    let mut ids = Vec::with_capacity(count);
+    for _ in 0..count {
+        let job = node
+            .post(
+                "/api/jobs",
+                json!({"app": APP, "handler": "tick", "schedule_conf": "* * * * * ?",
+                "route_strategy": "RANDOM", "start": true}),
+            )
+            .await;
+        ids.push(job["id"].as_i64().unwrap());
+    }
+    ids
+}
+
+async fn stop_jobs(node: &Node, jobs: &[i64]) {
+    for job in jobs {
+        node.post(&format!("/api/jobs/{job}/stop"), json!({})).await;
+    }
+}
+
+/// Trigger ids of the fires a node wrote and still owns (not yet acknowledged).
+async fn pending_owned_by(database_url: &str, node_id: &str) -> HashSet<String> {
+    let query = "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED' AND owner_node = $1";
+    if database_url.starts_with("sqlite:") {
+        let mut connection = sqlx::SqliteConnection::connect(database_url).await.unwrap();
+        sqlx::query(query)
+            .bind(node_id)
+            .fetch_all(&mut connection)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|row| row.get::<String, _>(0))
+            .collect()
+    } else {
+        let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
+        sqlx::query(query)
+            .bind(node_id)
+            .fetch_all(&mut connection)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|row| row.get::<String, _>(0))
+            .collect()
+    }
+}
+
+/// Every trigger id ever written to the job log, and how many are still pending.
+async fn written_fires(database_url: &str) -> (HashSet<String>, i64) {
+    let all = "SELECT trigger_id FROM job_logs";
+    let pending = "SELECT COUNT(*) FROM job_logs WHERE state = 'SCHEDULED'";
+    if database_url.starts_with("sqlite:") {
+        let mut connection = sqlx::SqliteConnection::connect(database_url).await.unwrap();
+        let ids = sqlx::query(all).fetch_all(&mut connection).await.unwrap();
+        let count: i64 = sqlx::query(pending)
+            .fetch_one(&mut connection)
+            .await
+            .unwrap()
+            .get(0);
+        (
+            ids.into_iter().map(|row| row.get::<String, _>(0)).collect(),
+            count,
+        )
+    } else {
+        let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
+        let ids = sqlx::query(all).fetch_all(&mut connection).await.unwrap();
+        let count: i64 = sqlx::query(pending)
+            .fetch_one(&mut connection)
+            .await
+            .unwrap()
+            .get(0);
+        (
+            ids.into_iter().map(|row| row.get::<String, _>(0)).collect(),
+            count,
+        )
+    }
+}
+
+/// Reads every trigger record of the app's topic until none arrives for three seconds.
+async fn emitted_triggers(prefix: &str) -> Vec<TriggerRecord> {
+    let consumer: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers())
+        .set("group.id", format!("{prefix}.test-reader"))
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut assignment = TopicPartitionList::new();
+    for partition in 0..PARTITIONS {
+        assignment
+            .add_partition_offset(
+                &format!("{prefix}.triggers.{APP}"),
+                partition,
+                Offset::Beginning,
+            )
+            .unwrap();
+    }
+    consumer.assign(&assignment).unwrap();
+    let mut records = Vec::new();
+    while let Ok(received) = tokio::time::timeout(Duration::from_secs(3), consumer.recv()).await {
+        let message = received.expect("receive triggers");
+        records.push(
+            codec::decode::<TriggerRecord>(message.payload().unwrap()).expect("a trigger record"),
+        );
+    }
+    records
+}
+
+/// Checks that every fire written was emitted, that each job's fires are consecutive seconds,
+/// and returns how many times each trigger id was emitted.
+async fn check_nothing_lost(
+    database_url: &str,
+    prefix: &str,
+    jobs: &[i64],
+    min_fires: usize,
+) -> HashMap<String, usize> {
+    wait_for(
+        Duration::from_secs(30),
+        "every pending fire emitted",
+        || async { (written_fires(database_url).await.1 == 0).then_some(()) },
+    )
+    .await;
+    let (written, _) = written_fires(database_url).await;
+    let records = emitted_triggers(prefix).await;
+    let mut emitted: HashMap<String, usize> = HashMap::new();
+    let mut per_job: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for record in &records {
+        *emitted.entry(record.trigger_id.to_string()).or_default() += 1;
+        assert_eq!(
+            record.trigger_id.as_str(),
+            format!("{}-{}", record.job_id, record.scheduled_at_ms)
+        );
+        per_job
+            .entry(record.job_id.get())
+            .or_default()
+            .push(record.scheduled_at_ms);
+    }
+    let missing: Vec<&String> = written
+        .iter()
+        .filter(|id| !emitted.contains_key(*id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} written fires never emitted, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+    for job in jobs {
+        let mut times = per_job.remove(job).unwrap_or_default();
+        times.sort_unstable();
+        times.dedup();
+        assert!(
+            times.len() >= min_fires,
+            "job {job} fired {} times",
+            times.len()
+        );
+        for pair in times.windows(2) {
+            assert_eq!(
+                pair[1] - pair[0],
+                1_000,
+                "job {job} has a gap after {}",
+                pair[0]
+            );
+        }
+    }
+    emitted
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_survivor_emits_the_pending_fires_of_a_killed_scheduler() {
+    let database = TestDatabase::create(Backend::Postgres).await;
+    let prefix = unique("kcrash");
+    let doomed = Node::start(&database.url, &prefix, "node-doomed").await;
+    let jobs = every_second_jobs(&doomed, 20).await;
+    let held = wait_for(
+        Duration::from_secs(20),
+        "the doomed node to hold pending fires",
+        || async {
+            let held = pending_owned_by(&database.url, "node-doomed").await;
+            (held.len() >= 40).then_some(held)
+        },
+    )
+    .await;
+    let survivor = Node::start(&database.url, &prefix, "node-survivor").await;
+    doomed.kill_9().await;
+    // The survivor keeps scheduling and, once the dead node's leases end, emits its fires.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    stop_jobs(&survivor, &jobs).await;
+    let emitted = check_nothing_lost(&database.url, &prefix, &jobs, 8).await;
+    for trigger_id in &held {
+        assert!(
+            emitted.contains_key(trigger_id),
+            "held fire {trigger_id} was lost"
+        );
+    }
+    survivor.terminate().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_sqlite_scheduler_restarted_after_kill_9_loses_nothing() {
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    let prefix = unique("kcrash");
+    let first = Node::start(&database.url, &prefix, "node-first-life").await;
+    let jobs = every_second_jobs(&first, 10).await;
+    let held = wait_for(Duration::from_secs(20), "pending fires", || async {
+        let held = pending_owned_by(&database.url, "node-first-life").await;
+        (held.len() >= 20).then_some(held)
+    })
+    .await;
+    first.kill_9().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let second = Node::start(&database.url, &prefix, "node-second-life").await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    stop_jobs(&second, &jobs).await;
+    let emitted = check_nothing_lost(&database.url, &prefix, &jobs, 8).await;
+    for trigger_id in &held {
+        assert!(
+            emitted.contains_key(trigger_id),
+            "held fire {trigger_id} was lost"
+        );
+    }
+    second.terminate().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_schedulers_emit_every_fire_exactly_once() {
+    let database = TestDatabase::create(Backend::Postgres).await;
+    let prefix = unique("kthree");
+    let first = Node::start(&database.url, &prefix, "node-1").await;
+    let second = Node::start(&database.url, &prefix, "node-2").await;
+    let third = Node::start(&database.url, &prefix, "node-3").await;
+    let jobs = every_second_jobs(&first, 200).await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    stop_jobs(&second, &jobs).await;
+    let emitted = check_nothing_lost(&database.url, &prefix, &jobs, 55).await;
+    let repeated: Vec<(&String, &usize)> =
+        emitted.iter().filter(|(_, count)| **count > 1).collect();
+    assert!(
+        repeated.is_empty(),
+        "{} trigger ids emitted more than once, e.g. {:?}",
+        repeated.len(),
+        &repeated[..repeated.len().min(5)]
+    );
+    assert!(emitted.len() >= 200 * 55, "{} fires", emitted.len());
+    for node in [first, second, third] {
+        node.terminate().await;
+    }
+}
