@@ -131,6 +131,9 @@ fn quartz_parser() -> CronParser {
         .seconds(Seconds::Required)
         .year(Year::Optional)
         .alternative_weekdays(true)
+        // Quartz's `X/N` (start at X, every N: XXL-JOB's ubiquitous `0/5`), which croner
+        // rejects by default.
+        .sloppy_ranges(true)
         .build()
 }
 

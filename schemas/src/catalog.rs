@@ -76,6 +76,8 @@ pub const CURRENT_SOURCES: &[(&str, &str)] = &[
 ];
 
 static ENTRIES: LazyLock<Vec<CatalogEntry>> = LazyLock::new(|| {
+    // Every encode and decode loads the catalog first: the earliest point to cap apache-avro.
+    crate::codec::limit_allocations();
     CATALOG_SOURCES
         .iter()
         .map(|&(id, record, version, source)| CatalogEntry {
@@ -130,7 +132,10 @@ pub fn current_schema(record: &str) -> Option<&'static Schema> {
 
 /// A schema change that breaks readers of older data.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("schema cannot read data written with version {version}: {reason}")]
+#[error(
+    "schema cannot read data written with version {version}: {reason} (new fields need a default; \
+     fields, types and enum symbols already written must stay readable)"
+)]
 pub struct CompatibilityError {
     /// The earlier version (1-based position in the list given) that cannot be read.
     pub version: usize,

@@ -6,29 +6,33 @@
 //! records stay readable. Decoding never panics: every malformed input is a [`CodecError`]
 //! whose message is fit for a dead-letter header.
 
-use std::sync::Once;
-
 use apache_avro::{Schema, from_avro_datum, from_value, to_avro_datum, to_value};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::catalog::{self, CatalogEntry};
+use crate::datum_check;
 use crate::records::{ControlRecord, ExecutorBeat, LogRecord, ResultRecord, TriggerRecord};
 
 /// The Confluent magic byte.
 pub const MAGIC_BYTE: u8 = 0;
 /// Magic byte plus schema id.
 pub const HEADER_LEN: usize = 5;
-/// Largest single allocation the Avro decoder may make (a string, bytes or array length).
-/// apache-avro's default is 512 MiB: a garbage length prefix would allocate that much before
-/// failing. No Kadence record comes near this.
+/// Largest length prefix (string, bytes, array or map count) apache-avro may act on.
+///
+/// apache-avro's default is 512 MiB: a garbage length prefix would make it allocate that much
+/// before noticing the input is shorter. No Kadence record comes near 16 MiB (Kafka's default
+/// message limit is 1 MiB). The codec's own structural check refuses lengths beyond the
+/// input anyway; this cap is the second line of defence.
 pub const MAX_ALLOCATION_BYTES: usize = 16 * 1024 * 1024;
 
 /// A record that could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
     /// No bytes at all.
-    #[error("record is empty: expected Confluent-framed Avro")]
+    #[error(
+        "record is empty: expected Confluent-framed Avro (magic byte 0x00, 4-byte schema id, datum)"
+    )]
     Empty,
     /// Fewer bytes than the frame header.
     #[error("record is {len} bytes: too short for a Confluent frame (5-byte header)")]
@@ -43,13 +47,17 @@ pub enum CodecError {
         found: u8,
     },
     /// The schema id is not in the catalog.
-    #[error("unknown schema id {id}: written by a newer Kadence or not by Kadence at all")]
+    #[error(
+        "unknown schema id {id}: the record was written by a newer Kadence (upgrade this reader) or not by Kadence"
+    )]
     UnknownSchemaId {
         /// The id.
         id: u32,
     },
     /// The schema id belongs to another record type.
-    #[error("schema id {id} is a {found}, expected a {expected}")]
+    #[error(
+        "schema id {id} is a {found}, expected a {expected}: the producer wrote to the wrong topic"
+    )]
     WrongRecordType {
         /// The id.
         id: u32,
@@ -59,7 +67,7 @@ pub enum CodecError {
         expected: &'static str,
     },
     /// The Avro payload is truncated or garbage.
-    #[error("malformed {record} payload: {message}")]
+    #[error("malformed {record} payload, corrupt or not written with its schema id: {message}")]
     MalformedAvro {
         /// The record type.
         record: &'static str,
@@ -67,7 +75,9 @@ pub enum CodecError {
         message: String,
     },
     /// Bytes left after the datum.
-    #[error("{count} unexpected bytes after the {record} datum")]
+    #[error(
+        "{count} unexpected bytes after the {record} datum: the record is corrupt or not written with its schema id"
+    )]
     TrailingBytes {
         /// The record type.
         record: &'static str,
@@ -83,7 +93,9 @@ pub enum CodecError {
         message: String,
     },
     /// The record could not be encoded.
-    #[error("cannot encode {record}: {message}")]
+    #[error(
+        "cannot encode {record}: {message} (the record type and its schema disagree: a Kadence bug)"
+    )]
     Encode {
         /// The record type.
         record: &'static str,
@@ -97,9 +109,20 @@ pub trait AvroRecord: Serialize + DeserializeOwned {
     /// The Avro record name, e.g. `TriggerRecord`.
     const RECORD: &'static str;
 
-    /// The version the codec writes.
+    /// The version the codec writes: the newest in the catalog, identical to the current
+    /// `.avsc` (the compatibility tests check both).
     fn writer_entry() -> &'static CatalogEntry {
         catalog::latest(Self::RECORD).expect("every record type has a catalog entry")
+    }
+
+    /// The schema id [`encode`] writes in the frame.
+    fn schema_id() -> u32 {
+        Self::writer_entry().id
+    }
+
+    /// The schema [`encode`] writes with.
+    fn schema() -> &'static Schema {
+        &Self::writer_entry().schema
     }
 
     /// The schema decoded records are resolved to.
@@ -124,11 +147,16 @@ impl AvroRecord for LogRecord {
     const RECORD: &'static str = "LogRecord";
 }
 
-fn limit_allocations() {
-    static LIMIT: Once = Once::new();
-    LIMIT.call_once(|| {
-        apache_avro::util::max_allocation_bytes(MAX_ALLOCATION_BYTES);
-    });
+/// Caps apache-avro's allocations at [`MAX_ALLOCATION_BYTES`].
+///
+/// The setting is process-wide and only the first call counts — including the implicit one
+/// apache-avro makes on its first decode with its 512 MiB default. So the catalog calls this
+/// when it is first loaded, and [`decode`] before every read; a program that calls
+/// `apache_avro::util::max_allocation_bytes` itself before touching this crate wins instead.
+/// Returns the limit in force.
+pub fn limit_allocations() -> usize {
+    // apache-avro keeps the first value it is given, so calling this repeatedly is harmless.
+    apache_avro::util::max_allocation_bytes(MAX_ALLOCATION_BYTES)
 }
 
 /// Encodes `record` as `[0, schema id (BE u32), Avro datum]`.
@@ -179,28 +207,15 @@ pub fn decode<R: AvroRecord>(bytes: &[u8]) -> Result<R, CodecError> {
         record: R::RECORD,
         message,
     };
-    let datum_len = payload.len();
-    let written = from_avro_datum(&entry.schema, &mut payload, None)
-        .map_err(|error| malformed(error.to_string()))?;
-    if !payload.is_empty() {
+    // Structure first, so that apache-avro only ever reads a complete, plausible datum.
+    let datum_len = datum_check::datum_len(&entry.schema, payload).map_err(malformed)?;
+    if datum_len < payload.len() {
         return Err(CodecError::TrailingBytes {
             record: R::RECORD,
-            count: payload.len(),
+            count: payload.len() - datum_len,
         });
     }
-    // apache-avro reads end-of-input at a union as `null`, so a datum cut just before
-    // trailing nullable fields would decode "successfully". Re-encoding shows it: the value
-    // read needs more bytes than were there.
-    let reencoded = to_avro_datum(&entry.schema, written.clone())
-        .map_err(|error| malformed(error.to_string()))?;
-    if reencoded.len() > datum_len {
-        return Err(malformed(format!(
-            "truncated: the datum is {datum_len} bytes but its fields need {}",
-            reencoded.len()
-        )));
-    }
-    let value = written
-        .resolve(R::reader_schema())
+    let value = from_avro_datum(&entry.schema, &mut payload, Some(R::reader_schema()))
         .map_err(|error| malformed(error.to_string()))?;
     from_value::<R>(&value).map_err(|error| CodecError::InvalidValue {
         record: R::RECORD,

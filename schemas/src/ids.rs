@@ -293,6 +293,66 @@ mod tests {
     }
 
     #[test]
+    fn every_constructor_parses_back_with_its_job() {
+        let job = JobId::new(9_007).unwrap();
+        let scheduled = TriggerId::scheduled(job, 1_767_225_600_000);
+        for id in [
+            scheduled.clone(),
+            TriggerId::shard(job, 1_767_225_600_000, 15),
+            scheduled.retry(3),
+            TriggerId::shard(job, 5, 0).retry(1),
+            TriggerId::fresh(job),
+            TriggerId::fresh(job).retry(2),
+        ] {
+            let text: String = id.clone().into();
+            assert_eq!(text.parse::<TriggerId>().unwrap(), id);
+            assert_eq!(TriggerId::try_from(text).unwrap(), id);
+            assert_eq!(id.job_id(), job);
+            assert_eq!(id.to_string(), id.as_ref());
+        }
+        assert_eq!(job.to_string(), "9007");
+        assert_eq!(
+            TriggerId::parse("00012-x").unwrap().job_id(),
+            JobId::new(12).unwrap()
+        );
+    }
+
+    #[test]
+    fn trigger_id_limits() {
+        let longest = format!("1-{}", "a".repeat(126));
+        assert!(TriggerId::parse(&longest).is_ok());
+        assert!(TriggerId::parse(&format!("{longest}a")).is_err());
+        assert!(TriggerId::parse("1-a").is_ok());
+        for bad in ["+1-a", "1_-a", "99999999999999999999-1", "1-ü"] {
+            assert!(TriggerId::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        let error = TriggerId::parse("12 5").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "invalid trigger id \"12 5\": use only A-Z a-z 0-9 - _"
+        );
+    }
+
+    #[test]
+    fn ids_are_validated_when_deserialised() {
+        // serde_json stands in for any serde format: the checks live in the types.
+        let job: JobId = serde_json::from_str("42").unwrap();
+        assert_eq!(serde_json::to_string(&job).unwrap(), "42");
+        assert!(serde_json::from_str::<JobId>("0").is_err());
+        let id: TriggerId = serde_json::from_str("\"42-1000\"").unwrap();
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"42-1000\"");
+        let error = serde_json::from_str::<TriggerId>("\"x-1\"").unwrap_err();
+        assert!(error.to_string().contains("invalid trigger id"), "{error}");
+        let app: AppName = serde_json::from_str("\"billing\"").unwrap();
+        assert_eq!(app.as_str(), "billing");
+        assert!(serde_json::from_str::<AppName>("\"a.b\"").is_err());
+        assert_eq!(
+            JobId::new(0).unwrap_err().to_string(),
+            "invalid job id \"0\": use a positive integer"
+        );
+    }
+
+    #[test]
     fn app_names() {
         let app = AppName::parse("billing-eu_1").unwrap();
         assert_eq!(

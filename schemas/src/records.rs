@@ -298,4 +298,71 @@ mod tests {
         );
         assert_eq!(TriggerType::ALL.len(), 9);
     }
+
+    fn symbols_round_trip<E>(all: &[E])
+    where
+        E: Copy + PartialEq + fmt::Debug + fmt::Display + FromStr<Err = UnknownEnumValue>,
+    {
+        for &value in all {
+            assert_eq!(value.to_string().parse::<E>(), Ok(value));
+        }
+    }
+
+    #[test]
+    fn every_symbol_round_trips_through_text() {
+        symbols_round_trip(TriggerType::ALL);
+        symbols_round_trip(BlockStrategy::ALL);
+        symbols_round_trip(GlueType::ALL);
+        symbols_round_trip(ControlCommand::ALL);
+        symbols_round_trip(ExecutorState::ALL);
+        assert_eq!(BlockStrategy::default(), BlockStrategy::SerialExecution);
+        assert_eq!(GlueType::default(), GlueType::Bean);
+        assert_eq!(GlueType::GluePowershell.as_str(), "GLUE_POWERSHELL");
+        assert_eq!(
+            " glue_shell ".parse::<GlueType>(),
+            Ok(GlueType::GlueShell),
+            "input is trimmed and case-insensitive"
+        );
+        let error = "PAUSE".parse::<ControlCommand>().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown control command \"PAUSE\": expected one of KILL"
+        );
+    }
+
+    #[test]
+    fn rust_symbols_match_the_avro_schemas() {
+        let symbols = |record: &str, field: &str| -> Vec<String> {
+            let Some(apache_avro::Schema::Record(schema)) = crate::catalog::current_schema(record)
+            else {
+                panic!("{record} is not a record")
+            };
+            let field = schema.fields.iter().find(|f| f.name == field).unwrap();
+            match &field.schema {
+                apache_avro::Schema::Enum(e) => e.symbols.clone(),
+                other => panic!("{record}.{field:?} is {other:?}"),
+            }
+        };
+        let check = |record: &str, field: &str, ours: Vec<&str>| {
+            assert_eq!(symbols(record, field), ours, "{record}.{field}");
+        };
+        let strs = |all: &[&'static str]| all.to_vec();
+        check(
+            "TriggerRecord",
+            "trigger_type",
+            TriggerType::ALL.iter().map(|v| v.as_str()).collect(),
+        );
+        check(
+            "TriggerRecord",
+            "block_strategy",
+            BlockStrategy::ALL.iter().map(|v| v.as_str()).collect(),
+        );
+        check(
+            "TriggerRecord",
+            "glue_type",
+            GlueType::ALL.iter().map(|v| v.as_str()).collect(),
+        );
+        check("ControlRecord", "command", strs(&["KILL"]));
+        check("ExecutorBeat", "state", strs(&["RUNNING", "STOPPING"]));
+    }
 }

@@ -112,7 +112,15 @@ mod tests {
         assert_eq!(topics.executor_group(&app), "acme.prod.executor.billing");
         assert_eq!(topics.scheduler_group(), "acme.prod.scheduler");
         assert_eq!(Topics::default().prefix(), "kadence");
-        assert!(Topics::new("").is_err());
-        assert!(Topics::new("a/b").is_err());
+        assert_eq!(Topics::default(), Topics::new(DEFAULT_PREFIX).unwrap());
+        assert_eq!(Topics::default().triggers(&app), "kadence.triggers.billing");
+        assert!(Topics::new(&"p".repeat(64)).is_ok());
+        for bad in ["", "a/b", "a b", "kädence", &"p".repeat(65)] {
+            assert!(Topics::new(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(
+            Topics::new("a/b").unwrap_err().to_string(),
+            "invalid topic prefix \"a/b\": use 1 to 64 characters from A-Z a-z 0-9 . _ -"
+        );
     }
 }

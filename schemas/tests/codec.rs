@@ -1,9 +1,11 @@
 //! Round trips of every record and every malformed input the codec must refuse cleanly.
 
-use kadence_schemas::codec::{HEADER_LEN, decode, encode};
+use apache_avro::types::Value;
+use kadence_schemas::catalog;
+use kadence_schemas::codec::{self, HEADER_LEN, decode, encode};
 use kadence_schemas::{
-    AppName, BlockStrategy, CodecError, ControlCommand, ControlRecord, ExecutorBeat, ExecutorState,
-    GlueType, JobId, LogRecord, ResultRecord, TriggerId, TriggerRecord, TriggerType,
+    AppName, AvroRecord, BlockStrategy, CodecError, ControlCommand, ControlRecord, ExecutorBeat,
+    ExecutorState, GlueType, JobId, LogRecord, ResultRecord, TriggerId, TriggerRecord, TriggerType,
 };
 
 fn job() -> JobId {
@@ -57,73 +59,136 @@ fn result(full: bool) -> ResultRecord {
     }
 }
 
+fn control(full: bool) -> ControlRecord {
+    ControlRecord {
+        command: ControlCommand::Kill,
+        app: app(),
+        job_id: full.then(job),
+        trigger_id: full.then(|| TriggerId::scheduled(job(), 1_767_225_600_000)),
+        reason: full.then(|| "stuck on a database lock".to_owned()),
+        requested_at_ms: 1_767_225_660_000,
+    }
+}
+
+fn beat(full: bool) -> ExecutorBeat {
+    ExecutorBeat {
+        executor_id: "billing-7f9c-1".into(),
+        app: app(),
+        host: "node-3.eu-west-1.internal".into(),
+        version: "0.1.0".into(),
+        handlers: if full {
+            vec!["sendReport".into(), "closeBooks".into()]
+        } else {
+            vec![]
+        },
+        owned_partitions: if full { vec![0, 2, 5] } else { vec![] },
+        running_jobs: if full { vec![42] } else { vec![] },
+        queued_jobs: if full { vec![42, 43] } else { vec![] },
+        state: if full {
+            ExecutorState::Stopping
+        } else {
+            ExecutorState::Running
+        },
+        sent_at_ms: 1_767_225_600_500,
+    }
+}
+
+fn log(full: bool) -> LogRecord {
+    LogRecord {
+        trigger_id: TriggerId::shard(job(), 1_767_225_600_000, 3),
+        log_id: 9,
+        job_id: job(),
+        executor_id: "billing-7f9c-1".into(),
+        first_line: 11,
+        lines: if full {
+            vec!["starting report for eu".into(), "".into(), "done ✓".into()]
+        } else {
+            vec![]
+        },
+        emitted_at_ms: 1_767_225_601_000,
+    }
+}
+
+/// Decodes as `R`, dropping the value: lets one loop cover every record type.
+type Decoder = fn(&[u8]) -> Result<(), CodecError>;
+
+fn decoder<R: AvroRecord>() -> Decoder {
+    |bytes| decode::<R>(bytes).map(drop)
+}
+
+/// `(record name, encoding, decoder)` of every record, with optional fields set and unset.
+fn every_encoding() -> Vec<(&'static str, Vec<u8>, Decoder)> {
+    let mut all = Vec::new();
+    for full in [false, true] {
+        all.push((
+            "TriggerRecord",
+            encode(&trigger(full)).unwrap(),
+            decoder::<TriggerRecord>(),
+        ));
+        all.push((
+            "ResultRecord",
+            encode(&result(full)).unwrap(),
+            decoder::<ResultRecord>(),
+        ));
+        all.push((
+            "ControlRecord",
+            encode(&control(full)).unwrap(),
+            decoder::<ControlRecord>(),
+        ));
+        all.push((
+            "ExecutorBeat",
+            encode(&beat(full)).unwrap(),
+            decoder::<ExecutorBeat>(),
+        ));
+        all.push((
+            "LogRecord",
+            encode(&log(full)).unwrap(),
+            decoder::<LogRecord>(),
+        ));
+    }
+    all
+}
+
+fn round_trip<R: AvroRecord + PartialEq + std::fmt::Debug>(record: R) {
+    let bytes = encode(&record).unwrap();
+    assert_eq!(&bytes[1..HEADER_LEN], &R::schema_id().to_be_bytes());
+    assert_eq!(decode::<R>(&bytes).unwrap(), record);
+}
+
 #[test]
 fn every_record_round_trips_with_optional_fields_set_and_unset() {
     for full in [false, true] {
-        let record = trigger(full);
-        assert_eq!(
-            decode::<TriggerRecord>(&encode(&record).unwrap()).unwrap(),
-            record
-        );
-        let record = result(full);
-        assert_eq!(
-            decode::<ResultRecord>(&encode(&record).unwrap()).unwrap(),
-            record
-        );
-        let record = ControlRecord {
-            command: ControlCommand::Kill,
-            app: app(),
-            job_id: full.then(job),
-            trigger_id: full.then(|| TriggerId::scheduled(job(), 1)),
-            reason: full.then(|| "operator".to_owned()),
-            requested_at_ms: 77,
-        };
-        assert_eq!(
-            decode::<ControlRecord>(&encode(&record).unwrap()).unwrap(),
-            record
-        );
-        let record = ExecutorBeat {
-            executor_id: "e1".into(),
-            app: app(),
-            host: "host".into(),
-            version: "0.1.0".into(),
-            handlers: if full {
-                vec!["a".into(), "b".into()]
-            } else {
-                vec![]
-            },
-            owned_partitions: if full { vec![0, 2] } else { vec![] },
-            running_jobs: if full { vec![42] } else { vec![] },
-            queued_jobs: vec![],
-            state: if full {
-                ExecutorState::Stopping
-            } else {
-                ExecutorState::Running
-            },
-            sent_at_ms: 88,
-        };
-        assert_eq!(
-            decode::<ExecutorBeat>(&encode(&record).unwrap()).unwrap(),
-            record
-        );
-        let record = LogRecord {
-            trigger_id: TriggerId::scheduled(job(), 1),
-            log_id: 3,
-            job_id: job(),
-            executor_id: "e1".into(),
-            first_line: 11,
-            lines: if full {
-                vec!["one".into(), "".into()]
-            } else {
-                vec![]
-            },
-            emitted_at_ms: 99,
-        };
-        assert_eq!(
-            decode::<LogRecord>(&encode(&record).unwrap()).unwrap(),
-            record
-        );
+        round_trip(trigger(full));
+        round_trip(result(full));
+        round_trip(control(full));
+        round_trip(beat(full));
+        round_trip(log(full));
     }
+    // Every enum symbol survives the trip.
+    for &trigger_type in TriggerType::ALL {
+        round_trip(TriggerRecord {
+            trigger_type,
+            ..trigger(false)
+        });
+    }
+    for &block_strategy in BlockStrategy::ALL {
+        round_trip(TriggerRecord {
+            block_strategy,
+            ..trigger(false)
+        });
+    }
+    for &glue_type in GlueType::ALL {
+        round_trip(TriggerRecord {
+            glue_type,
+            ..trigger(true)
+        });
+    }
+}
+
+#[test]
+fn the_allocation_cap_is_in_force() {
+    encode(&trigger(false)).unwrap();
+    assert_eq!(codec::limit_allocations(), codec::MAX_ALLOCATION_BYTES);
 }
 
 #[test]
@@ -163,29 +228,30 @@ fn malformed_frames_are_refused_with_a_clear_error() {
     let error = decode::<TriggerRecord>(&result_bytes).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "schema id 2001 is a ResultRecord, expected a TriggerRecord"
+        "schema id 2001 is a ResultRecord, expected a TriggerRecord: the producer wrote to the wrong topic"
     );
 }
 
 #[test]
 fn every_truncation_and_trailing_garbage_fail_cleanly() {
-    let bytes = encode(&trigger(true)).unwrap();
-    for cut in HEADER_LEN..bytes.len() {
-        let error = decode::<TriggerRecord>(&bytes[..cut]).expect_err("truncated record decoded");
+    for (record, bytes, decode) in every_encoding() {
+        assert!(decode(&bytes).is_ok(), "{record}");
+        for cut in HEADER_LEN..bytes.len() {
+            let error = decode(&bytes[..cut]).expect_err("truncated record decoded");
+            assert!(
+                matches!(error, CodecError::MalformedAvro { .. })
+                    && error.to_string().contains("truncated"),
+                "{record} cut at {cut}: {error}"
+            );
+        }
+        let mut trailing = bytes.clone();
+        trailing.extend_from_slice(b"xyz");
+        let error = decode(&trailing).unwrap_err();
         assert!(
-            matches!(
-                error,
-                CodecError::MalformedAvro { .. } | CodecError::InvalidValue { .. }
-            ),
-            "cut at {cut}: {error}"
+            matches!(error, CodecError::TrailingBytes { count: 3, .. }),
+            "{record}: {error}"
         );
     }
-    let mut trailing = bytes.clone();
-    trailing.extend_from_slice(b"xyz");
-    assert!(matches!(
-        decode::<TriggerRecord>(&trailing),
-        Err(CodecError::TrailingBytes { count: 3, .. })
-    ));
 }
 
 #[test]
@@ -201,15 +267,70 @@ fn an_invalid_value_inside_a_valid_datum_is_refused() {
     let error = decode::<TriggerRecord>(&bytes).unwrap_err();
     assert!(matches!(error, CodecError::InvalidValue { .. }), "{error}");
     assert!(error.to_string().contains("invalid trigger id"), "{error}");
+
+    // A job id that is a valid Avro long but not a positive Kadence job id.
+    let entry = catalog::schema_for_id(ResultRecord::schema_id()).unwrap();
+    let mut value = match apache_avro::to_value(result(false)).unwrap() {
+        Value::Record(fields) => fields,
+        other => panic!("{other:?}"),
+    };
+    for (name, field) in &mut value {
+        if name == "job_id" {
+            *field = Value::Long(0);
+        }
+    }
+    let datum = apache_avro::to_avro_datum(
+        &entry.schema,
+        Value::Record(value).resolve(&entry.schema).unwrap(),
+    )
+    .unwrap();
+    let mut framed = vec![0];
+    framed.extend(entry.id.to_be_bytes());
+    framed.extend(datum);
+    let error = decode::<ResultRecord>(&framed).unwrap_err();
+    assert!(matches!(error, CodecError::InvalidValue { .. }), "{error}");
+    assert!(error.to_string().contains("invalid job id"), "{error}");
+}
+
+/// Avro's zig-zag varint encoding of `value`.
+fn varint(value: i64) -> Vec<u8> {
+    let mut raw = ((value << 1) ^ (value >> 63)) as u64;
+    let mut bytes = Vec::new();
+    while raw > 0x7F {
+        bytes.push(raw as u8 | 0x80);
+        raw >>= 7;
+    }
+    bytes.push(raw as u8);
+    bytes
 }
 
 #[test]
-fn a_huge_length_prefix_errors_without_allocating_it() {
-    // Header of TriggerRecord v1, then a string length of ~2^62 (zig-zag varint).
-    let mut bytes = vec![0, 0, 0, 0x03, 0xE9];
-    bytes.extend_from_slice(&[0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F]);
-    let error = decode::<TriggerRecord>(&bytes).unwrap_err();
-    assert!(matches!(error, CodecError::MalformedAvro { .. }), "{error}");
+fn huge_length_prefixes_error_without_allocating_them() {
+    // TriggerRecord's first field is a string; claim ~2^62 bytes, then 10 MiB (under the
+    // allocation cap, so only the structural check stands between it and a 10 MiB buffer).
+    for claimed in [i64::MAX / 2, 10 << 20] {
+        let mut bytes = vec![0, 0, 0, 0x03, 0xE9];
+        bytes.extend(varint(claimed));
+        bytes.extend_from_slice(b"7-100");
+        let error = decode::<TriggerRecord>(&bytes).unwrap_err();
+        assert!(matches!(error, CodecError::MalformedAvro { .. }), "{error}");
+        assert!(error.to_string().contains("field trigger_id"), "{error}");
+    }
+    // An ExecutorBeat claiming 16 million handlers in a few bytes: apache-avro alone would
+    // reserve 16M × 56 bytes for it before reading the first one.
+    let mut bytes = encode(&beat(false)).unwrap()[..HEADER_LEN].to_vec();
+    for text in ["e1", "billing", "host", "0.1.0"] {
+        bytes.extend(varint(text.len() as i64));
+        bytes.extend_from_slice(text.as_bytes());
+    }
+    bytes.extend(varint(16_000_000));
+    bytes.extend_from_slice(&[2, b'x']);
+    let error = decode::<ExecutorBeat>(&bytes).unwrap_err();
+    assert!(
+        error.to_string().contains("field handlers")
+            && error.to_string().contains("claims 16000000 items"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -222,24 +343,32 @@ fn random_garbage_never_panics() {
         state ^= state << 17;
         state
     };
-    let valid = encode(&trigger(true)).unwrap();
-    for round in 0..5_000 {
-        let mut bytes: Vec<u8> = if round % 2 == 0 {
-            // Valid header, random body.
-            let mut framed = valid[..HEADER_LEN].to_vec();
-            framed.extend((0..(next() % 200)).map(|_| next() as u8));
-            framed
-        } else {
-            // A valid record with a few bytes flipped.
-            let mut mutated = valid.clone();
-            for _ in 0..(1 + next() % 4) {
-                let at = HEADER_LEN + (next() as usize) % (mutated.len() - HEADER_LEN);
-                mutated[at] = next() as u8;
+    let encodings = every_encoding();
+    let ids: Vec<u32> = catalog::entries().iter().map(|entry| entry.id).collect();
+    for round in 0..6_000 {
+        let (_, valid, _) = &encodings[(next() as usize) % encodings.len()];
+        let bytes: Vec<u8> = match round % 3 {
+            // A catalog id, random body.
+            0 => {
+                let mut framed = vec![0];
+                framed.extend(ids[(next() as usize) % ids.len()].to_be_bytes());
+                framed.extend((0..(next() % 200)).map(|_| next() as u8));
+                framed
             }
-            mutated
+            // A valid record with a few bytes overwritten.
+            1 => {
+                let mut mutated = valid.clone();
+                for _ in 0..(1 + next() % 4) {
+                    let at = HEADER_LEN + (next() as usize) % (mutated.len() - HEADER_LEN);
+                    mutated[at] = next() as u8;
+                }
+                mutated
+            }
+            // Anything at all, usually refused at the frame.
+            _ => (0..(next() % 64)).map(|_| next() as u8).collect(),
         };
-        bytes.truncate(bytes.len().max(HEADER_LEN));
-        let _ = decode::<TriggerRecord>(&bytes);
-        let _ = decode::<ResultRecord>(&bytes);
+        for (_, _, decode) in &encodings[..5] {
+            let _ = decode(&bytes);
+        }
     }
 }

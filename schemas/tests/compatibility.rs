@@ -5,11 +5,13 @@
 
 use std::collections::HashSet;
 
-use apache_avro::types::{Record, Value};
+use apache_avro::types::Value;
 use apache_avro::{Schema, to_avro_datum};
 use kadence_schemas::catalog::{self, CURRENT_SOURCES, check_backward_transitive};
-use kadence_schemas::codec::decode;
-use kadence_schemas::{ResultRecord, TriggerRecord};
+use kadence_schemas::codec::{decode, encode};
+use kadence_schemas::{
+    AvroRecord, CodecError, ControlRecord, ExecutorBeat, LogRecord, ResultRecord, TriggerRecord,
+};
 
 #[test]
 fn current_schemas_read_every_released_version() {
@@ -61,27 +63,130 @@ fn catalog_ids_are_unique_and_every_frozen_file_is_registered() {
     assert_eq!(frozen, catalog::entries().len());
 }
 
+/// A realistic value for every field any released version has had. A new version's fields
+/// must be added here, so that its data is exercised too.
+fn sample(field: &str) -> Value {
+    let text = |s: &str| Value::String(s.to_owned());
+    let some = |value: Value| Value::Union(1, Box::new(value));
+    match field {
+        "trigger_id" => text("7-1767225600000-r1"),
+        "replay_of" => some(text("7-u0190f3c6a8e47c2b9d1e5f6a7b8c9d0e")),
+        "log_id" => Value::Long(31),
+        "job_id" => Value::Long(7),
+        "app" => text("billing"),
+        "handler" => text("sendReport"),
+        "params" => text("region=eu"),
+        "shard_index" => Value::Int(1),
+        "shard_total" => Value::Int(4),
+        "block_strategy" => Value::Enum(2, "COVER_EARLY".into()),
+        "timeout_ms" => Value::Long(60_000),
+        "trigger_type" => Value::Enum(5, "RETRY".into()),
+        "scheduled_at_ms" | "started_at_ms" | "requested_at_ms" => Value::Long(1_767_225_600_000),
+        "emitted_at_ms" | "finished_at_ms" | "sent_at_ms" => Value::Long(1_767_225_601_000),
+        "attempt" => Value::Int(1),
+        "glue_type" => Value::Enum(1, "GLUE_SHELL".into()),
+        "glue_source" => some(text("echo hello")),
+        "glue_updated_at_ms" => some(Value::Long(1_767_000_000_000)),
+        "executor_id" => text("billing-7f9c-1"),
+        "code" => Value::Int(500),
+        "message" => some(text("exit status 3")),
+        "retry_after_ms" => some(Value::Long(30_000)),
+        "command" => Value::Enum(0, "KILL".into()),
+        "reason" => some(text("operator request")),
+        "host" => text("node-3"),
+        "version" => text("0.1.0"),
+        "handlers" => Value::Array(vec![text("sendReport")]),
+        "owned_partitions" => Value::Array(vec![Value::Int(0), Value::Int(3)]),
+        "running_jobs" | "queued_jobs" => Value::Array(vec![Value::Long(7)]),
+        "state" => Value::Enum(1, "STOPPING".into()),
+        "first_line" => Value::Long(1),
+        "lines" => Value::Array(vec![text("hello"), text("")]),
+        other => panic!("no sample value for field {other:?}: add one to sample()"),
+    }
+}
+
+/// A datum written with `schema`, every field set (or, with `nulls`, every nullable field
+/// null).
+fn datum_for(schema: &Schema, nulls: bool) -> Vec<u8> {
+    let Schema::Record(record) = schema else {
+        panic!("catalog schemas are records")
+    };
+    let fields = record
+        .fields
+        .iter()
+        .map(|field| {
+            let value = match sample(&field.name) {
+                Value::Union(..) if nulls => Value::Union(0, Box::new(Value::Null)),
+                value => value,
+            };
+            (field.name.clone(), value)
+        })
+        .collect();
+    let value = Value::Record(fields).resolve(schema).unwrap();
+    to_avro_datum(schema, value).unwrap()
+}
+
+/// Decodes through the public codec into the current type, and checks it encodes again.
+fn decode_current(record: &str, framed: &[u8]) -> Result<(), CodecError> {
+    fn check<R: AvroRecord + PartialEq + std::fmt::Debug>(framed: &[u8]) -> Result<(), CodecError> {
+        let decoded: R = decode(framed)?;
+        assert_eq!(decode::<R>(&encode(&decoded)?)?, decoded);
+        Ok(())
+    }
+    match record {
+        "TriggerRecord" => check::<TriggerRecord>(framed),
+        "ResultRecord" => check::<ResultRecord>(framed),
+        "ControlRecord" => check::<ControlRecord>(framed),
+        "ExecutorBeat" => check::<ExecutorBeat>(framed),
+        "LogRecord" => check::<LogRecord>(framed),
+        other => panic!("unknown record family {other}"),
+    }
+}
+
 #[test]
-fn data_written_with_a_released_version_decodes_into_the_current_type() {
+fn data_written_with_every_released_version_decodes_into_the_current_type() {
+    for entry in catalog::entries() {
+        for nulls in [false, true] {
+            let mut framed = vec![0];
+            framed.extend_from_slice(&entry.id.to_be_bytes());
+            framed.extend(datum_for(&entry.schema, nulls));
+            decode_current(entry.record, &framed).unwrap_or_else(|error| {
+                panic!(
+                    "{} v{} (nulls: {nulls}): {error}",
+                    entry.record, entry.version
+                )
+            });
+        }
+    }
+    // And the values arrive intact.
     let entry = catalog::schema_for_id(2001).unwrap();
-    let mut record = Record::new(&entry.schema).unwrap();
-    record.put("trigger_id", "7-1000");
-    record.put("log_id", 1i64);
-    record.put("job_id", 7i64);
-    record.put("app", "demo");
-    record.put("executor_id", "e1");
-    record.put("code", 200i32);
-    record.put("message", Value::Union(0, Box::new(Value::Null)));
-    record.put("started_at_ms", 10i64);
-    record.put("finished_at_ms", 20i64);
-    record.put("attempt", 0i32);
-    record.put("retry_after_ms", Value::Union(0, Box::new(Value::Null)));
-    let mut framed = vec![0];
-    framed.extend_from_slice(&entry.id.to_be_bytes());
-    framed.extend(to_avro_datum(&entry.schema, record).unwrap());
+    let mut framed = vec![0, 0, 0, 0x07, 0xD1];
+    framed.extend(datum_for(&entry.schema, false));
     let decoded: ResultRecord = decode(&framed).unwrap();
-    assert_eq!(decoded.trigger_id.as_str(), "7-1000");
-    assert_eq!(decoded.code, 200);
+    assert_eq!(decoded.trigger_id.as_str(), "7-1767225600000-r1");
+    assert_eq!(decoded.code, 500);
+    assert_eq!(decoded.message.as_deref(), Some("exit status 3"));
+    assert_eq!(decoded.retry_after_ms, Some(30_000));
+}
+
+#[test]
+fn the_codec_writes_the_current_schema_under_the_newest_id() {
+    for (record, _) in CURRENT_SOURCES {
+        let current = catalog::current_schema(record).unwrap();
+        let newest = catalog::latest(record).unwrap();
+        assert_eq!(
+            newest.schema.canonical_form(),
+            current.canonical_form(),
+            "{record}: the current .avsc differs from its newest frozen version; freeze it as \
+             history/<record>/v{}.avsc and give it an id",
+            newest.version + 1
+        );
+    }
+    assert_eq!(TriggerRecord::schema_id(), 1001);
+    assert_eq!(ResultRecord::schema_id(), 2001);
+    assert_eq!(ControlRecord::schema_id(), 3001);
+    assert_eq!(ExecutorBeat::schema_id(), 4001);
+    assert_eq!(LogRecord::schema_id(), 5001);
 }
 
 fn with_extra_field(field: &str) -> Schema {
@@ -108,8 +213,18 @@ fn the_harness_rejects_a_breaking_change_and_accepts_a_compatible_one() {
         r#"{"name": "priority", "type": ["null", "int"], "default": null, "doc": "x"}"#,
     );
     check_backward_transitive(&compatible, &released).unwrap();
-    // Decoding still goes through the current type.
-    let _ = decode::<TriggerRecord>(&[]).unwrap_err();
+    // A removed enum symbol breaks old data too.
+    let mut json: serde_json::Value = serde_json::from_str(catalog::CURRENT_SOURCES[0].1).unwrap();
+    let field = json["fields"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|field| field["name"] == "trigger_type")
+        .unwrap();
+    field["type"]["symbols"].as_array_mut().unwrap().pop();
+    let narrowed = Schema::parse_str(&json.to_string()).unwrap();
+    let error = check_backward_transitive(&narrowed, &released).unwrap_err();
+    assert!(error.to_string().contains("version 1"), "{error}");
 }
 
 fn assert_documented(value: &serde_json::Value, path: &str) {
@@ -145,5 +260,9 @@ fn assert_documented(value: &serde_json::Value, path: &str) {
 fn every_record_enum_and_field_has_a_doc() {
     for (record, source) in CURRENT_SOURCES {
         assert_documented(&serde_json::from_str(source).unwrap(), record);
+    }
+    for entry in catalog::entries() {
+        let path = format!("{} v{}", entry.record, entry.version);
+        assert_documented(&serde_json::from_str(entry.source).unwrap(), &path);
     }
 }
