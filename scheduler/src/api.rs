@@ -216,10 +216,10 @@ pub struct NewJobRequest {
     /// Display name; defaults to the handler name.
     #[serde(default)]
     pub name: Option<String>,
-    /// CRON (default), FIX_RATE or NONE.
+    /// CRON (default), FIX_RATE, FIX_DELAY or NONE.
     #[serde(default)]
     pub schedule_type: Option<String>,
-    /// Cron expression, or seconds for FIX_RATE.
+    /// Cron expression, or seconds for FIX_RATE and FIX_DELAY.
     #[serde(default)]
     pub schedule_conf: Option<String>,
     /// IANA time zone; default UTC.
@@ -511,7 +511,7 @@ pub struct JobView {
     pub app: String,
     /// Display name.
     pub name: String,
-    /// CRON, FIX_RATE or NONE.
+    /// CRON, FIX_RATE, FIX_DELAY or NONE.
     pub schedule_type: String,
     /// Cron expression or seconds.
     pub schedule_conf: String,

@@ -150,11 +150,14 @@ struct AddJob {
     #[arg(long)]
     handler: String,
     /// Quartz cron expression, seconds first (e.g. "0 */5 * * * ?").
-    #[arg(long, conflicts_with_all = ["fix_rate", "manual"])]
+    #[arg(long, conflicts_with_all = ["fix_rate", "fix_delay", "manual"])]
     cron: Option<String>,
     /// Fire every N seconds.
-    #[arg(long, conflicts_with = "manual")]
+    #[arg(long, conflicts_with_all = ["fix_delay", "manual"])]
     fix_rate: Option<u32>,
+    /// Fire N seconds after the previous run finished.
+    #[arg(long, conflicts_with = "manual")]
+    fix_delay: Option<u32>,
     /// No schedule: manual and API triggers only.
     #[arg(long)]
     manual: bool,
@@ -270,13 +273,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<()> {
     match command {
         JobCommand::Add(add) => {
-            let (schedule_type, schedule_conf) = match (&add.cron, add.fix_rate, add.manual) {
-                (Some(cron), _, _) => ("CRON", cron.clone()),
-                (None, Some(seconds), _) => ("FIX_RATE", seconds.to_string()),
-                (None, None, true) => ("NONE", String::new()),
-                (None, None, false) => {
-                    anyhow::bail!("give a schedule: --cron EXPR, --fix-rate SECONDS or --manual")
-                }
+            let (schedule_type, schedule_conf) = match (
+                &add.cron,
+                add.fix_rate,
+                add.fix_delay,
+                add.manual,
+            ) {
+                (Some(cron), ..) => ("CRON", cron.clone()),
+                (None, Some(seconds), ..) => ("FIX_RATE", seconds.to_string()),
+                (None, None, Some(seconds), _) => ("FIX_DELAY", seconds.to_string()),
+                (None, None, None, true) => ("NONE", String::new()),
+                (None, None, None, false) => anyhow::bail!(
+                    "give a schedule: --cron EXPR, --fix-rate SECONDS, --fix-delay SECONDS or --manual"
+                ),
             };
             let job: JobView = client
                 .post(

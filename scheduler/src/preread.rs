@@ -42,13 +42,34 @@ pub struct PlannedFire {
     pub trigger_type: TriggerType,
 }
 
+/// What follows the fires a scan writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextFire {
+    /// The first fire not yet written.
+    At(i64),
+    /// FIX_DELAY: the results consumer sets the next fire when the run just fired finishes.
+    AfterCompletion,
+    /// The schedule has no future fire: the job stops (as in XXL-JOB).
+    Never,
+}
+
+impl NextFire {
+    /// The next fire time to store, if any.
+    pub fn at(self) -> Option<i64> {
+        match self {
+            NextFire::At(at) => Some(at),
+            NextFire::AfterCompletion | NextFire::Never => None,
+        }
+    }
+}
+
 /// The outcome of planning one due job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobPlan {
     /// Fires to write, in time order.
     pub fires: Vec<PlannedFire>,
-    /// The first fire not yet written; `None` stops the job.
-    pub next_fire_ms: Option<i64>,
+    /// What comes after them.
+    pub next: NextFire,
 }
 
 /// A running job whose next fire falls inside the pre-read window, as the store reads it.
@@ -72,6 +93,9 @@ const MAX_FIRES_PER_JOB_PER_SCAN: usize = 10_000;
 
 /// Plans one due job at `now_ms` (see the module docs for the three cases).
 pub fn plan_job(job: &DueJob, now_ms: i64, window_ms: i64) -> JobPlan {
+    if let ScheduleSpec::FixDelay { seconds } = job.schedule {
+        return plan_fix_delay(job, i64::from(seconds) * 1000, now_ms, window_ms);
+    }
     let mut fires = Vec::new();
     let regular_type = match job.schedule {
         ScheduleSpec::FixRate { .. } => TriggerType::FixRate,
@@ -103,7 +127,42 @@ pub fn plan_job(job: &DueJob, now_ms: i64, window_ms: i64) -> JobPlan {
     }
     JobPlan {
         fires,
-        next_fire_ms: cursor,
+        next: cursor.map_or(NextFire::Never, NextFire::At),
+    }
+}
+
+/// FIX_DELAY has at most one fire in flight: fire the due one (late or within the window)
+/// and wait for its completion. A fire missed by more than the window follows the misfire
+/// strategy: FIRE_ONCE_NOW fires it now; DO_NOTHING skips it and counts the delay from now.
+fn plan_fix_delay(job: &DueJob, delay_ms: i64, now_ms: i64, window_ms: i64) -> JobPlan {
+    if job.next_fire_ms > now_ms + window_ms {
+        return JobPlan {
+            fires: Vec::new(),
+            next: NextFire::At(job.next_fire_ms),
+        };
+    }
+    let missed = now_ms > job.next_fire_ms + window_ms;
+    let fire = match (missed, job.misfire_strategy) {
+        (false, _) => PlannedFire {
+            scheduled_at_ms: job.next_fire_ms,
+            fire_at_ms: job.next_fire_ms,
+            trigger_type: TriggerType::FixDelay,
+        },
+        (true, MisfireStrategy::FireOnceNow) => PlannedFire {
+            scheduled_at_ms: job.next_fire_ms,
+            fire_at_ms: now_ms,
+            trigger_type: TriggerType::Misfire,
+        },
+        (true, MisfireStrategy::DoNothing) => {
+            return JobPlan {
+                fires: Vec::new(),
+                next: NextFire::At(now_ms + delay_ms),
+            };
+        }
+    };
+    JobPlan {
+        fires: vec![fire],
+        next: NextFire::AfterCompletion,
     }
 }
 
@@ -245,7 +304,7 @@ mod tests {
                 1_000_000_005_000
             ]
         );
-        assert_eq!(plan.next_fire_ms, Some(1_000_000_006_000));
+        assert_eq!(plan.next, NextFire::At(1_000_000_006_000));
         assert!(
             plan.fires
                 .iter()
@@ -295,6 +354,91 @@ mod tests {
         assert_eq!(edge.fires[0].scheduled_at_ms, next);
     }
 
+    fn job_with(schedule: &str, conf: &str, next_fire_ms: i64, misfire: MisfireStrategy) -> DueJob {
+        DueJob {
+            schedule: ScheduleSpec::parse(schedule, conf).unwrap(),
+            ..every_second(next_fire_ms, misfire)
+        }
+    }
+
+    #[test]
+    fn window_edges_for_every_schedule_type() {
+        let next = 2_000_000_000_000;
+        for (schedule, conf) in [
+            ("CRON", "* * * * * ?"),
+            ("FIX_RATE", "1"),
+            ("FIX_DELAY", "1"),
+        ] {
+            for misfire in [MisfireStrategy::DoNothing, MisfireStrategy::FireOnceNow] {
+                let job = job_with(schedule, conf, next, misfire);
+                // One ms before the fire enters the window: nothing is due.
+                let early = plan_job(&job, next - WINDOW - 1, WINDOW);
+                assert!(early.fires.is_empty(), "{schedule} early");
+                // Exactly at the window edge, and one ms inside: the fire is written on time.
+                for now in [next - WINDOW, next - WINDOW + 1, next, next + WINDOW] {
+                    let plan = plan_job(&job, now, WINDOW);
+                    assert_eq!(plan.fires[0].scheduled_at_ms, next, "{schedule} at {now}");
+                    assert_eq!(plan.fires[0].fire_at_ms, next, "{schedule} at {now}");
+                    assert_ne!(plan.fires[0].trigger_type, TriggerType::Misfire);
+                }
+                // One ms past "late by the window": a misfire.
+                let late = plan_job(&job, next + WINDOW + 1, WINDOW);
+                match misfire {
+                    MisfireStrategy::FireOnceNow => {
+                        assert_eq!(
+                            late.fires[0].trigger_type,
+                            TriggerType::Misfire,
+                            "{schedule}"
+                        );
+                        assert_eq!(late.fires[0].fire_at_ms, next + WINDOW + 1);
+                    }
+                    MisfireStrategy::DoNothing => assert!(
+                        late.fires
+                            .iter()
+                            .all(|fire| fire.scheduled_at_ms > next + WINDOW + 1),
+                        "{schedule} skipped the missed fire"
+                    ),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fix_rate_counts_from_the_previous_scheduled_time() {
+        let plan = plan_job(
+            &job_with("FIX_RATE", "2", 10_000, MisfireStrategy::DoNothing),
+            9_000,
+            WINDOW,
+        );
+        assert_eq!(scheduled(&plan), vec![10_000, 12_000, 14_000]);
+        assert!(
+            plan.fires
+                .iter()
+                .all(|fire| fire.trigger_type == TriggerType::FixRate)
+        );
+        assert_eq!(plan.next, NextFire::At(16_000));
+    }
+
+    #[test]
+    fn fix_delay_fires_once_and_waits_for_completion() {
+        let plan = plan_job(
+            &job_with("FIX_DELAY", "2", 10_000, MisfireStrategy::DoNothing),
+            9_000,
+            WINDOW,
+        );
+        assert_eq!(scheduled(&plan), vec![10_000]);
+        assert_eq!(plan.fires[0].trigger_type, TriggerType::FixDelay);
+        assert_eq!(plan.next, NextFire::AfterCompletion);
+        // Missed by more than the window, DO_NOTHING: no fire, the delay counts from now.
+        let skipped = plan_job(
+            &job_with("FIX_DELAY", "2", 10_000, MisfireStrategy::DoNothing),
+            60_000,
+            WINDOW,
+        );
+        assert!(skipped.fires.is_empty());
+        assert_eq!(skipped.next, NextFire::At(62_000));
+    }
+
     #[test]
     fn a_schedule_without_future_fires_stops_its_job() {
         let past_year = DueJob {
@@ -303,6 +447,6 @@ mod tests {
         };
         let plan = plan_job(&past_year, 1_577_836_800_000, WINDOW);
         assert_eq!(scheduled(&plan), vec![1_577_836_800_000]);
-        assert_eq!(plan.next_fire_ms, None);
+        assert_eq!(plan.next, NextFire::Never);
     }
 }

@@ -25,6 +25,8 @@ string_enum!(
         Cron => "CRON",
         /// Every N seconds, counted from the previous scheduled time.
         FixRate => "FIX_RATE",
+        /// N seconds after the previous run finished.
+        FixDelay => "FIX_DELAY",
         /// Never on its own: manual, API and child triggers only.
         None => "NONE",
     }
@@ -55,9 +57,11 @@ pub enum ScheduleError {
         /// What the parser objected to.
         reason: String,
     },
-    /// A FIX_RATE configuration is not a positive number of seconds.
-    #[error("invalid FIX_RATE interval {value:?}: give a whole number of seconds, at least 1")]
+    /// A FIX_RATE or FIX_DELAY configuration is not a positive number of seconds.
+    #[error("invalid {kind} interval {value:?}: give a whole number of seconds, at least 1")]
     InvalidRate {
+        /// FIX_RATE or FIX_DELAY.
+        kind: &'static str,
         /// The configuration as given.
         value: String,
     },
@@ -177,6 +181,12 @@ pub enum ScheduleSpec {
         /// Interval in seconds.
         seconds: u32,
     },
+    /// `seconds` seconds after the previous run finished: the pre-read loop fires one run,
+    /// then the job waits until the results consumer records that run's end.
+    FixDelay {
+        /// Delay in seconds.
+        seconds: u32,
+    },
     /// Manual, API and child triggers only.
     None,
 }
@@ -184,14 +194,21 @@ pub enum ScheduleSpec {
 impl ScheduleSpec {
     /// Parses a schedule from its type and configuration, as stored and as typed by users.
     pub fn parse(schedule_type: &str, conf: &str) -> Result<ScheduleSpec, ScheduleError> {
+        let seconds = |kind: &'static str| match conf.trim().parse::<u32>() {
+            Ok(seconds) if seconds > 0 => Ok(seconds),
+            _ => Err(ScheduleError::InvalidRate {
+                kind,
+                value: conf.to_owned(),
+            }),
+        };
         match ScheduleType::from_str(schedule_type)? {
             ScheduleType::Cron => Ok(ScheduleSpec::Cron(CronSpec::parse(conf)?)),
-            ScheduleType::FixRate => match conf.trim().parse::<u32>() {
-                Ok(seconds) if seconds > 0 => Ok(ScheduleSpec::FixRate { seconds }),
-                _ => Err(ScheduleError::InvalidRate {
-                    value: conf.to_owned(),
-                }),
-            },
+            ScheduleType::FixRate => Ok(ScheduleSpec::FixRate {
+                seconds: seconds("FIX_RATE")?,
+            }),
+            ScheduleType::FixDelay => Ok(ScheduleSpec::FixDelay {
+                seconds: seconds("FIX_DELAY")?,
+            }),
             ScheduleType::None => Ok(ScheduleSpec::None),
         }
     }
@@ -201,6 +218,7 @@ impl ScheduleSpec {
         match self {
             ScheduleSpec::Cron(_) => ScheduleType::Cron,
             ScheduleSpec::FixRate { .. } => ScheduleType::FixRate,
+            ScheduleSpec::FixDelay { .. } => ScheduleType::FixDelay,
             ScheduleSpec::None => ScheduleType::None,
         }
     }
@@ -209,16 +227,21 @@ impl ScheduleSpec {
     pub fn conf(&self) -> String {
         match self {
             ScheduleSpec::Cron(cron) => cron.as_str().to_owned(),
-            ScheduleSpec::FixRate { seconds } => seconds.to_string(),
+            ScheduleSpec::FixRate { seconds } | ScheduleSpec::FixDelay { seconds } => {
+                seconds.to_string()
+            }
             ScheduleSpec::None => String::new(),
         }
     }
 
     /// The next fire strictly after `after_ms`, or `None` when the schedule has no future fire.
+    /// For FIX_DELAY, `after_ms` is the end of the previous run.
     pub fn next_after(&self, after_ms: i64, zone: Tz) -> Option<i64> {
         match self {
             ScheduleSpec::Cron(cron) => cron.next_after(after_ms, zone),
-            ScheduleSpec::FixRate { seconds } => Some(after_ms + i64::from(*seconds) * 1000),
+            ScheduleSpec::FixRate { seconds } | ScheduleSpec::FixDelay { seconds } => {
+                Some(after_ms + i64::from(*seconds) * 1000)
+            }
             ScheduleSpec::None => None,
         }
     }
@@ -335,7 +358,14 @@ mod tests {
         let err = ScheduleSpec::parse("HOURLY", "").unwrap_err();
         assert!(
             err.to_string()
-                .contains("expected one of CRON, FIX_RATE, NONE"),
+                .contains("expected one of CRON, FIX_RATE, FIX_DELAY, NONE"),
+            "{err}"
+        );
+        let delay = ScheduleSpec::parse("FIX_DELAY", "5").unwrap();
+        assert_eq!(delay.next_after(1_000, Tz::UTC), Some(6_000));
+        let err = ScheduleSpec::parse("FIX_DELAY", "-1").unwrap_err();
+        assert!(
+            err.to_string().contains("invalid FIX_DELAY interval"),
             "{err}"
         );
     }

@@ -248,6 +248,37 @@ async fn bad_input_is_refused_clearly(backend: Backend) {
     app.shutdown().await;
 }
 
+/// FIX_DELAY: each run starts a fixed delay after the previous one finished.
+async fn fix_delay_counts_from_the_end_of_the_previous_run(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("delay", 1).await;
+    app.start_executor("delay");
+    let job = app
+        .create_job(
+            json!({"app": "delay", "handler": "ok", "schedule_type": "FIX_DELAY",
+            "schedule_conf": "1", "start": true}),
+        )
+        .await;
+    let runs = wait_for(Duration::from_secs(60), "three FIX_DELAY runs", || async {
+        let runs = app.runs(job.id).await;
+        (finished(&runs, 200).len() >= 3).then_some(runs)
+    })
+    .await;
+    app.stop_job(job.id).await;
+    let mut done: Vec<&Run> = finished(&runs, 200);
+    done.sort_by_key(|run| run.scheduled_at_ms);
+    for pair in done.windows(2) {
+        assert_eq!(pair[1].trigger_type, TriggerType::FixDelay);
+        let previous_end = pair[0].handle_at_ms.expect("finished");
+        assert!(
+            pair[1].scheduled_at_ms >= previous_end + 1_000,
+            "run at {} began less than 1 s after the previous ended at {previous_end}",
+            pair[1].scheduled_at_ms
+        );
+    }
+    app.shutdown().await;
+}
+
 /// A record nobody can decode goes to the dead-letter queue with the reason, and the
 /// partition keeps flowing; so does a result for a trigger the scheduler never emitted.
 async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: Backend) {
@@ -305,6 +336,7 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
 }
 
 on_both_backends!(
+    fix_delay_counts_from_the_end_of_the_previous_run,
     poison_records_go_to_the_dlq_and_the_partition_keeps_flowing,
     cron_jobs_fire_through_kafka_and_results_land,
     manual_triggers_and_missing_handlers,

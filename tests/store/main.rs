@@ -356,7 +356,59 @@ async fn concurrent_schedulers_write_each_fire_once(backend: Backend) {
     assert_eq!(seen.len(), 20 * 14);
 }
 
+async fn fix_delay_waits_for_the_run_to_finish(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    store.create_app(&demo_app()).await.unwrap();
+    let spec = NewJob {
+        schedule: ScheduleSpec::parse("FIX_DELAY", "30").unwrap(),
+        ..every_second_job(MisfireStrategy::DoNothing)
+    };
+    let job = store.create_job(&spec, T0).await.unwrap();
+    store
+        .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
+        .await
+        .unwrap();
+    let fires = store
+        .pre_read(&pre_read_at(T0, "node-a"))
+        .await
+        .unwrap()
+        .fires;
+    assert_eq!(fires.len(), 1);
+    assert_eq!(fires[0].trigger_type, TriggerType::FixDelay);
+    let waiting = store.get_job(job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (waiting.status, waiting.next_fire_ms),
+        (JobStatus::Running, None)
+    );
+    // Nothing more fires while the run is going.
+    assert!(
+        store
+            .pre_read(&pre_read_at(T0 + 60_000, "node-a"))
+            .await
+            .unwrap()
+            .fires
+            .is_empty()
+    );
+    let finished_at = T0 + 4_321;
+    let outcome = store
+        .complete_runs(&[Completion {
+            trigger_id: fires[0].trigger_id.clone(),
+            executor_id: "e".into(),
+            code: 200,
+            message: None,
+            started_at_ms: T0 + 1_001,
+            finished_at_ms: finished_at,
+        }])
+        .await
+        .unwrap();
+    assert_eq!(outcome, vec![CompletionOutcome::Applied]);
+    let rescheduled = store.get_job(job.id).await.unwrap().unwrap();
+    assert_eq!(rescheduled.next_fire_ms, Some(finished_at + 30_000));
+}
+
 on_both_backends!(
+    fix_delay_waits_for_the_run_to_finish,
     apps_and_jobs_round_trip,
     pre_read_writes_each_fire_once_and_advances,
     misfire_strategies_apply_after_a_long_outage,

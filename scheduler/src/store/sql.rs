@@ -257,11 +257,11 @@ macro_rules! impl_sql_store {
                 let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
                 let mut outcomes = Vec::with_capacity(completions.len());
                 for completion in completions {
-                    let updated = sqlx::query(
+                    let completed: Option<(i64, String)> = sqlx::query_as(
                         "UPDATE job_logs SET state = 'FINISHED', executor_id = $1, handle_code = $2, \
                          handle_msg = $3, handle_started_at_ms = $4, handle_at_ms = $5, \
                          owner_node = NULL, lease_until_ms = NULL \
-                         WHERE trigger_id = $6 AND handle_code IS NULL",
+                         WHERE trigger_id = $6 AND handle_code IS NULL RETURNING job_id, trigger_type",
                     )
                     .bind(&completion.executor_id)
                     .bind(i64::from(completion.code))
@@ -269,11 +269,24 @@ macro_rules! impl_sql_store {
                     .bind(completion.started_at_ms)
                     .bind(completion.finished_at_ms)
                     .bind(completion.trigger_id.as_str())
-                    .execute(&mut *tx)
+                    .fetch_optional(&mut *tx)
                     .await
-                    .map_err(StoreError::query(OPERATION))?
-                    .rows_affected();
-                    let outcome = if updated == 1 {
+                    .map_err(StoreError::query(OPERATION))?;
+                    let outcome = if let Some((job_id, trigger_type)) = completed {
+                        // FIX_DELAY: the run that the schedule fired has ended, so the next
+                        // fire is due `delay` after its end (only while the job still waits).
+                        if trigger_type == "FIX_DELAY" || trigger_type == "MISFIRE" {
+                            sqlx::query(
+                                "UPDATE jobs SET next_fire_ms = $1 + CAST(schedule_conf AS BIGINT) * 1000 \
+                                 WHERE id = $2 AND schedule_type = 'FIX_DELAY' AND status = 'RUNNING' \
+                                 AND next_fire_ms IS NULL",
+                            )
+                            .bind(completion.finished_at_ms)
+                            .bind(job_id)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(StoreError::query(OPERATION))?;
+                        }
                         CompletionOutcome::Applied
                     } else {
                         let known = sqlx::query("SELECT id FROM job_logs WHERE trigger_id = $1")
@@ -373,7 +386,7 @@ pub(crate) use impl_sql_store;
 use super::PreReadRequest;
 use super::rows::JobRow;
 use crate::model::{Job, JobStatus, PendingFire};
-use crate::preread::{DueJob, plan_job};
+use crate::preread::{DueJob, NextFire, plan_job};
 
 /// A job's next-fire bookkeeping after a scan.
 pub(crate) struct JobAdvance {
@@ -422,6 +435,7 @@ pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedS
             next_fire_ms,
         };
         let plan = plan_job(&due, request.now_ms, request.window_ms);
+        let next_fire_ms = plan.next.at();
         let last_fire_ms = plan.fires.last().map(|fire| fire.scheduled_at_ms);
         scan.fires.extend(plan.fires.iter().map(|fire| PendingFire {
             log_id: 0,
@@ -440,18 +454,17 @@ pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedS
             block_strategy: job.spec.block_strategy,
             timeout_ms: job.spec.timeout_ms,
         }));
-        if plan.next_fire_ms.is_none() {
+        let status = if plan.next == NextFire::Never {
             tracing::info!(job_id = %job.id, "schedule has no future fire; stopping the job");
-        }
+            JobStatus::Stopped
+        } else {
+            JobStatus::Running
+        };
         scan.advances.push(JobAdvance {
             job_id: job.id.get(),
-            next_fire_ms: plan.next_fire_ms,
+            next_fire_ms,
             last_fire_ms,
-            status: if plan.next_fire_ms.is_some() {
-                JobStatus::Running
-            } else {
-                JobStatus::Stopped
-            },
+            status,
         });
     }
     scan
