@@ -5,7 +5,8 @@
 //! | GET | `/health` | liveness |
 //! | GET, POST | `/api/apps` | list / create apps (creates `{prefix}.triggers.{app}`) |
 //! | GET, POST | `/api/jobs` (`?app=`) | list / create jobs |
-//! | GET | `/api/jobs/{id}` | one job |
+//! | GET, PATCH | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) |
+//! | GET | `/api/jobs/{id}/glue` | the job's saved script versions, newest first |
 //! | POST | `/api/jobs/{id}/start`, `/stop` | schedule or unschedule a job |
 //! | POST | `/api/jobs/{id}/trigger` | fire once now, optionally with other params |
 //! | GET | `/api/jobs/{id}/runs` (`?limit=`) | newest runs with codes and messages |
@@ -21,14 +22,17 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use kadence_schemas::{AppName, BlockStrategy, JobId, Topics, TriggerId, TriggerType};
+use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, Topics, TriggerId, TriggerType};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::clock::Clock;
 use crate::dispatch::PartitionDirectory;
 use crate::kafka::{TopicAdmin, TopicError};
-use crate::model::{App, Job, JobStatus, NewJob, PendingFire, RouteStrategy, Run};
+use crate::model::{
+    App, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire, RetryBackoff, RetryPolicy,
+    RouteStrategy, Run,
+};
 use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
 use crate::store::{NewFire, Store, StoreError};
 
@@ -65,7 +69,8 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/health", get(|| async { "ok" }))
         .route("/api/apps", get(list_apps).post(create_app))
         .route("/api/jobs", get(list_jobs).post(create_job))
-        .route("/api/jobs/{id}", get(get_job))
+        .route("/api/jobs/{id}", get(get_job).patch(update_job))
+        .route("/api/jobs/{id}/glue", get(list_glue_versions))
         .route("/api/jobs/{id}/start", post(start_job))
         .route("/api/jobs/{id}/stop", post(stop_job))
         .route("/api/jobs/{id}/trigger", post(trigger_job))
@@ -242,10 +247,46 @@ pub struct NewJobRequest {
     /// Run timeout in seconds; 0 or absent for none.
     #[serde(default)]
     pub timeout_seconds: Option<u32>,
+    /// Owner, for people.
+    #[serde(default)]
+    pub author: Option<String>,
+    /// Where failure alarms are e-mailed.
+    #[serde(default)]
+    pub alarm_emails: Option<Vec<String>>,
+    /// Where failure alarms are POSTed (http or https URL).
+    #[serde(default)]
+    pub alarm_webhook: Option<String>,
+    /// Retries of a failed run; default 0.
+    #[serde(default)]
+    pub retry_count: Option<u32>,
+    /// NONE (default), FIXED or EXPONENTIAL.
+    #[serde(default)]
+    pub retry_backoff: Option<String>,
+    /// FIXED: the delay; EXPONENTIAL: the first delay. Seconds.
+    #[serde(default)]
+    pub retry_backoff_seconds: Option<u32>,
+    /// EXPONENTIAL: the largest delay, seconds.
+    #[serde(default)]
+    pub retry_backoff_cap_seconds: Option<u32>,
+    /// BEAN (default) or GLUE_SHELL, GLUE_PYTHON, GLUE_NODEJS, GLUE_PHP, GLUE_POWERSHELL.
+    #[serde(default)]
+    pub glue_type: Option<String>,
+    /// The script, for GLUE_* types (at most 256 KiB).
+    #[serde(default)]
+    pub glue_source: Option<String>,
+    /// Note on this version of the script.
+    #[serde(default)]
+    pub glue_remark: Option<String>,
+    /// Jobs fired when this one succeeds.
+    #[serde(default)]
+    pub child_job_ids: Option<Vec<i64>>,
     /// Start the job right away.
     #[serde(default)]
     pub start: bool,
 }
+
+/// Largest script accepted, in bytes: scripts travel in every trigger record.
+pub const MAX_GLUE_SOURCE_BYTES: usize = 256 * 1024;
 
 fn parse_or<T: std::str::FromStr>(value: Option<&str>, default: T) -> Result<T, ApiError>
 where
@@ -286,7 +327,145 @@ fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> {
         params,
         block_strategy: parse_or(request.block_strategy.as_deref(), BlockStrategy::default())?,
         timeout_ms: i64::from(request.timeout_seconds.unwrap_or(0)) * 1000,
+        author: request.author.unwrap_or_default(),
+        alarm_emails: parse_emails(request.alarm_emails.unwrap_or_default())?,
+        alarm_webhook: request.alarm_webhook.map(parse_webhook).transpose()?,
+        retry: RetryPolicy {
+            count: request.retry_count.unwrap_or(0),
+            backoff: RetryBackoff::from_parts(
+                request.retry_backoff.as_deref().unwrap_or("NONE"),
+                i64::from(request.retry_backoff_seconds.unwrap_or(0)) * 1000,
+                i64::from(request.retry_backoff_cap_seconds.unwrap_or(0)) * 1000,
+            )
+            .map_err(bad_request)?,
+        },
+        glue: parse_glue(
+            request.glue_type.as_deref(),
+            request.glue_source,
+            request.glue_remark.unwrap_or_default(),
+        )?,
+        child_job_ids: request
+            .child_job_ids
+            .unwrap_or_default()
+            .into_iter()
+            .map(|id| JobId::new(id).map_err(bad_request))
+            .collect::<Result<_, _>>()?,
     })
+}
+
+fn parse_emails(emails: Vec<String>) -> Result<Vec<String>, ApiError> {
+    emails
+        .into_iter()
+        .map(|email| {
+            let email = email.trim().to_owned();
+            let valid = email.len() <= 254
+                && email
+                    .split_once('@')
+                    .is_some_and(|(user, domain)| !user.is_empty() && domain.contains('.'))
+                && !email.contains(|c: char| c.is_whitespace() || c == ',');
+            if valid {
+                Ok(email)
+            } else {
+                Err(bad_request(format!(
+                    "invalid alarm e-mail address {email:?}"
+                )))
+            }
+        })
+        .collect()
+}
+
+fn parse_webhook(url: String) -> Result<String, ApiError> {
+    let url = url.trim().to_owned();
+    if (url.starts_with("http://") || url.starts_with("https://"))
+        && url.len() <= 2048
+        && !url.contains(char::is_whitespace)
+    {
+        Ok(url)
+    } else {
+        Err(bad_request(format!(
+            "invalid alarm webhook {url:?}: give an http:// or https:// URL"
+        )))
+    }
+}
+
+fn parse_glue(
+    glue_type: Option<&str>,
+    source: Option<String>,
+    remark: String,
+) -> Result<Glue, ApiError> {
+    let glue_type: GlueType = parse_or(glue_type, GlueType::Bean)?;
+    let source = source.filter(|source| !source.trim().is_empty());
+    match (glue_type, &source) {
+        (GlueType::Bean, Some(_)) => {
+            return Err(bad_request(
+                "glue_source is only for GLUE_* types; BEAN runs the named handler",
+            ));
+        }
+        (GlueType::Bean, None) => {}
+        (_, None) => {
+            return Err(bad_request(format!(
+                "glue type {glue_type} needs a glue_source (the script)"
+            )));
+        }
+        (_, Some(script)) if script.len() > MAX_GLUE_SOURCE_BYTES => {
+            return Err(bad_request(format!(
+                "glue_source is {} bytes; the limit is {MAX_GLUE_SOURCE_BYTES} bytes",
+                script.len()
+            )));
+        }
+        _ => {}
+    }
+    Ok(Glue {
+        glue_type,
+        source,
+        remark,
+    })
+}
+
+/// Child jobs must exist, and following child links from `job` must never lead back to it.
+async fn check_children(
+    state: &ApiState,
+    job: Option<JobId>,
+    children: &[JobId],
+) -> Result<(), ApiError> {
+    if children.is_empty() {
+        return Ok(());
+    }
+    let jobs = state.store.list_jobs(None).await?;
+    let links: std::collections::HashMap<JobId, &[JobId]> = jobs
+        .iter()
+        .map(|job| (job.id, job.spec.child_job_ids.as_slice()))
+        .collect();
+    for child in children {
+        if !links.contains_key(child) {
+            return Err(bad_request(format!("child job {child} does not exist")));
+        }
+    }
+    let Some(job) = job else {
+        return Ok(()); // a new job has no parents yet, so its children cannot reach it
+    };
+    // Depth-first from each child; the path is reported when it returns to `job`.
+    let mut stack: Vec<Vec<JobId>> = children.iter().map(|child| vec![job, *child]).collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(path) = stack.pop() {
+        let last = *path.last().expect("paths are never empty");
+        if last == job {
+            let shown: Vec<String> = path.iter().map(ToString::to_string).collect();
+            return Err(bad_request(format!(
+                "child jobs would form a cycle: {}",
+                shown.join(" → ")
+            )));
+        }
+        if !seen.insert(last) {
+            continue;
+        }
+        for next in links.get(&last).copied().unwrap_or_default() {
+            let mut longer = path.clone();
+            longer.push(*next);
+            stack.push(longer);
+        }
+    }
+    Ok(())
 }
 
 fn check_params(params: &str) -> Result<(), ApiError> {
@@ -306,6 +485,7 @@ async fn create_job(
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
     let start = request.start;
     let spec = parse_new_job(request)?;
+    check_children(&state, None, &spec.child_job_ids).await?;
     let mut job = state.store.create_job(&spec, state.clock.now_ms()).await?;
     if start {
         job = start_job_now(&state, job).await?;
@@ -319,6 +499,75 @@ async fn get_job(
 ) -> Result<Json<JobView>, ApiError> {
     let job = load_job(&state, parse_job_id(&id)?).await?;
     Ok(Json(JobView::from(&job)))
+}
+
+/// `PATCH /api/jobs/{id}`: the fields given replace the job's (the body has the shape of
+/// `POST /api/jobs`, every field optional). As in XXL-JOB, a running job whose schedule
+/// changes gets its next fire recomputed from now + the pre-read window.
+async fn update_job(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    ApiJson(patch): ApiJson<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Json<JobView>, ApiError> {
+    let current = load_job(&state, parse_job_id(&id)?).await?;
+    let mut merged = match serde_json::to_value(JobView::from(&current)) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => {
+            return Err(ApiError::Internal(anyhow::anyhow!(
+                "job view is not an object"
+            )));
+        }
+    };
+    for read_only in [
+        "id",
+        "status",
+        "last_fire_ms",
+        "next_fire_ms",
+        "glue_updated_at_ms",
+    ] {
+        if patch.contains_key(read_only) {
+            return Err(bad_request(format!(
+                "{read_only} cannot be set; use start and stop"
+            )));
+        }
+        merged.remove(read_only);
+    }
+    merged.extend(patch);
+    let request: NewJobRequest = serde_json::from_value(serde_json::Value::Object(merged))
+        .map_err(|error| bad_request(format!("invalid request body: {error}")))?;
+    let spec = parse_new_job(request)?;
+    check_children(&state, Some(current.id), &spec.child_job_ids).await?;
+    let schedule_changed =
+        spec.schedule != current.spec.schedule || spec.time_zone != current.spec.time_zone;
+    let now = state.clock.now_ms();
+    let (status, next_fire_ms) = match (current.status, schedule_changed) {
+        (JobStatus::Running, true) => {
+            if spec.schedule == ScheduleSpec::None {
+                return Err(bad_request(
+                    "a running job cannot get schedule type NONE; stop it first",
+                ));
+            }
+            let next = spec
+                .schedule
+                .next_after(now + state.pre_read_window_ms, spec.time_zone)
+                .ok_or_else(|| bad_request("the new schedule has no future fire"))?;
+            (JobStatus::Running, Some(next))
+        }
+        (status, _) => (status, current.next_fire_ms),
+    };
+    let job = state
+        .store
+        .update_job(current.id, &spec, status, next_fire_ms, now)
+        .await?;
+    Ok(Json(JobView::from(&job)))
+}
+
+async fn list_glue_versions(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<GlueVersion>>, ApiError> {
+    let job = load_job(&state, parse_job_id(&id)?).await?;
+    Ok(Json(state.store.glue_versions(job.id).await?))
 }
 
 /// Query of `GET /api/jobs`.
@@ -529,6 +778,30 @@ pub struct JobView {
     pub block_strategy: String,
     /// Timeout in seconds, 0 for none.
     pub timeout_seconds: i64,
+    /// Owner.
+    pub author: String,
+    /// Alarm e-mail addresses.
+    pub alarm_emails: Vec<String>,
+    /// Alarm webhook URL.
+    pub alarm_webhook: Option<String>,
+    /// Retries of a failed run.
+    pub retry_count: u32,
+    /// NONE, FIXED or EXPONENTIAL.
+    pub retry_backoff: String,
+    /// Backoff delay (first delay for EXPONENTIAL), seconds.
+    pub retry_backoff_seconds: i64,
+    /// Largest EXPONENTIAL delay, seconds.
+    pub retry_backoff_cap_seconds: i64,
+    /// BEAN or a GLUE_* type.
+    pub glue_type: String,
+    /// The script, for GLUE_* types.
+    pub glue_source: Option<String>,
+    /// Note on the script's latest version.
+    pub glue_remark: String,
+    /// When the script last changed, ms.
+    pub glue_updated_at_ms: Option<i64>,
+    /// Jobs fired when this one succeeds.
+    pub child_job_ids: Vec<i64>,
     /// RUNNING or STOPPED.
     pub status: String,
     /// Latest fire written, ms.
@@ -552,6 +825,18 @@ impl From<&Job> for JobView {
             params: job.spec.params.clone(),
             block_strategy: job.spec.block_strategy.to_string(),
             timeout_seconds: job.spec.timeout_ms / 1000,
+            author: job.spec.author.clone(),
+            alarm_emails: job.spec.alarm_emails.clone(),
+            alarm_webhook: job.spec.alarm_webhook.clone(),
+            retry_count: job.spec.retry.count,
+            retry_backoff: job.spec.retry.backoff.kind().to_owned(),
+            retry_backoff_seconds: job.spec.retry.backoff.parts().0 / 1000,
+            retry_backoff_cap_seconds: job.spec.retry.backoff.parts().1 / 1000,
+            glue_type: job.spec.glue.glue_type.to_string(),
+            glue_source: job.spec.glue.source.clone(),
+            glue_remark: job.spec.glue.remark.clone(),
+            glue_updated_at_ms: job.glue_updated_at_ms,
+            child_job_ids: job.spec.child_job_ids.iter().map(|id| id.get()).collect(),
             status: job.status.to_string(),
             last_fire_ms: job.last_fire_ms,
             next_fire_ms: job.next_fire_ms,

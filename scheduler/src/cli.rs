@@ -101,7 +101,7 @@ enum AppCommand {
 #[derive(Debug, Subcommand)]
 enum JobCommand {
     /// Create a job (stopped unless --start).
-    Add(AddJob),
+    Add(Box<AddJob>),
     /// List jobs.
     List {
         /// Only this app's jobs.
@@ -112,6 +112,16 @@ enum JobCommand {
     Show {
         /// Job id.
         id: String,
+    },
+    /// Change a job: give the fields to change as JSON, in the shape of the job's JSON
+    /// (`kadence job show`), e.g. `--set '{"params": "x", "schedule_conf": "0 0 * * * ?"}'`.
+    /// A running job whose schedule changes gets its next fire recomputed.
+    Edit {
+        /// Job id.
+        id: String,
+        /// The fields to change, as a JSON object.
+        #[arg(long)]
+        set: String,
     },
     /// Start scheduling a job.
     Start {
@@ -182,6 +192,27 @@ struct AddJob {
     /// Timeout in seconds (0: none).
     #[arg(long)]
     timeout: Option<u32>,
+    /// Owner, for people.
+    #[arg(long)]
+    author: Option<String>,
+    /// E-mail address for failure alarms (repeat for several).
+    #[arg(long = "alarm-email")]
+    alarm_emails: Vec<String>,
+    /// URL POSTed on failure alarms.
+    #[arg(long)]
+    alarm_webhook: Option<String>,
+    /// Retries of a failed run.
+    #[arg(long)]
+    retry: Option<u32>,
+    /// Job fired when this one succeeds (repeat for several).
+    #[arg(long = "child")]
+    child_job_ids: Vec<i64>,
+    /// Script type (GLUE_SHELL, GLUE_PYTHON, …) for a script job; needs --glue-file.
+    #[arg(long, requires = "glue_file")]
+    glue_type: Option<String>,
+    /// File holding the script of a script job.
+    #[arg(long, requires = "glue_type")]
+    glue_file: Option<PathBuf>,
     /// Start it right away.
     #[arg(long)]
     start: bool,
@@ -287,6 +318,13 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
                     "give a schedule: --cron EXPR, --fix-rate SECONDS, --fix-delay SECONDS or --manual"
                 ),
             };
+            let glue_source = match &add.glue_file {
+                Some(path) => Some(
+                    std::fs::read_to_string(path)
+                        .with_context(|| format!("reading the script {}", path.display()))?,
+                ),
+                None => None,
+            };
             let job: JobView = client
                 .post(
                     "/api/jobs",
@@ -302,6 +340,17 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
                         params: add.params,
                         block_strategy: add.block,
                         timeout_seconds: add.timeout,
+                        author: add.author,
+                        alarm_emails: Some(add.alarm_emails),
+                        alarm_webhook: add.alarm_webhook,
+                        retry_count: add.retry,
+                        retry_backoff: None,
+                        retry_backoff_seconds: None,
+                        retry_backoff_cap_seconds: None,
+                        glue_type: add.glue_type,
+                        glue_source,
+                        glue_remark: None,
+                        child_job_ids: Some(add.child_job_ids),
                         start: add.start,
                     },
                 )
@@ -334,6 +383,19 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
         JobCommand::Show { id } => {
             let job: JobView = client.get(&format!("/api/jobs/{id}")).await?;
             println!("{}", serde_json::to_string_pretty(&job)?);
+        }
+        JobCommand::Edit { id, set } => {
+            let changes: serde_json::Value = serde_json::from_str(&set)
+                .context("--set must be a JSON object, e.g. '{\"params\": \"x\"}'")?;
+            let job: JobView = client
+                .send(
+                    client
+                        .http
+                        .patch(format!("{}/api/jobs/{id}", client.base))
+                        .json(&changes),
+                )
+                .await?;
+            println!("job {} updated ({})", job.id, describe_status(&job));
         }
         JobCommand::Start { id } => {
             let job: JobView = client.post(&format!("/api/jobs/{id}/start"), &()).await?;

@@ -20,7 +20,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use kadence_schemas::{AppName, GlueType, Topics, TriggerRecord, codec};
+use kadence_schemas::{AppName, Topics, TriggerRecord, codec};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tokio::sync::mpsc;
@@ -305,9 +305,9 @@ pub fn trigger_record(fire: &PendingFire, emitted_at_ms: i64) -> TriggerRecord {
         scheduled_at_ms: fire.scheduled_at_ms,
         emitted_at_ms,
         attempt: fire.attempt,
-        glue_type: GlueType::Bean,
-        glue_source: None,
-        glue_updated_at_ms: None,
+        glue_type: fire.glue_type,
+        glue_source: fire.glue_source.clone(),
+        glue_updated_at_ms: fire.glue_updated_at_ms,
         replay_of: None,
     }
 }

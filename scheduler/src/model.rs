@@ -3,7 +3,7 @@
 //! Enumerations that users type (strategies, statuses) are parsed here, at the boundary: an
 //! unknown value is a [`ModelError`] that lists the accepted values, never a silent default.
 
-use kadence_schemas::{AppName, BlockStrategy, JobId, TriggerId, TriggerType};
+use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 use serde::{Deserialize, Serialize};
 
 use crate::schedule::{MisfireStrategy, ScheduleSpec};
@@ -149,6 +149,108 @@ pub struct NewJob {
     pub block_strategy: BlockStrategy,
     /// Run timeout in ms, 0 for none.
     pub timeout_ms: i64,
+    /// Owner, for people.
+    pub author: String,
+    /// Where failure alarms are e-mailed.
+    pub alarm_emails: Vec<String>,
+    /// Where failure alarms are POSTed, if anywhere.
+    pub alarm_webhook: Option<String>,
+    /// Retries of a failed run.
+    pub retry: RetryPolicy,
+    /// How the handler is provided: a registered handler, or a script.
+    pub glue: Glue,
+    /// Jobs fired (trigger type PARENT) when this one succeeds.
+    pub child_job_ids: Vec<JobId>,
+}
+
+/// Retries of a failed run (XXL-JOB's `executorFailRetryCount`, plus an optional backoff).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub count: u32,
+    /// Wait before each retry.
+    pub backoff: RetryBackoff,
+}
+
+/// Wait before a retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RetryBackoff {
+    /// Retry at once (XXL-JOB's behaviour).
+    #[default]
+    None,
+    /// The same delay before every retry.
+    Fixed {
+        /// Delay, ms.
+        delay_ms: i64,
+    },
+    /// `base × 2^(attempt-1)`, at most `cap`.
+    Exponential {
+        /// First delay, ms.
+        base_ms: i64,
+        /// Largest delay, ms.
+        cap_ms: i64,
+    },
+}
+
+impl RetryBackoff {
+    /// The stored name: NONE, FIXED or EXPONENTIAL.
+    pub fn kind(self) -> &'static str {
+        match self {
+            RetryBackoff::None => "NONE",
+            RetryBackoff::Fixed { .. } => "FIXED",
+            RetryBackoff::Exponential { .. } => "EXPONENTIAL",
+        }
+    }
+
+    /// Builds a backoff from its stored or typed parts.
+    pub fn from_parts(kind: &str, delay_ms: i64, cap_ms: i64) -> Result<RetryBackoff, ModelError> {
+        match kind.trim().to_ascii_uppercase().as_str() {
+            "NONE" => Ok(RetryBackoff::None),
+            "FIXED" => Ok(RetryBackoff::Fixed { delay_ms }),
+            "EXPONENTIAL" => Ok(RetryBackoff::Exponential {
+                base_ms: delay_ms,
+                cap_ms: cap_ms.max(delay_ms),
+            }),
+            _ => Err(ModelError::UnknownValue {
+                kind: "retry backoff",
+                value: kind.to_owned(),
+                expected: "NONE, FIXED, EXPONENTIAL",
+            }),
+        }
+    }
+
+    /// `(delay or base, cap)` in ms, as stored.
+    pub fn parts(self) -> (i64, i64) {
+        match self {
+            RetryBackoff::None => (0, 0),
+            RetryBackoff::Fixed { delay_ms } => (delay_ms, 0),
+            RetryBackoff::Exponential { base_ms, cap_ms } => (base_ms, cap_ms),
+        }
+    }
+}
+
+/// A job's handler source (XXL-JOB's glue).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Glue {
+    /// BEAN (a handler registered in the executor) or a script type.
+    pub glue_type: GlueType,
+    /// The script, for GLUE_* types.
+    pub source: Option<String>,
+    /// Note on the latest change.
+    pub remark: String,
+}
+
+/// One saved version of a job's script.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlueVersion {
+    /// Script type.
+    pub glue_type: GlueType,
+    /// The script.
+    pub source: String,
+    /// Note on the change.
+    pub remark: String,
+    /// When it was saved, ms.
+    pub created_at_ms: i64,
 }
 
 /// A stored job.
@@ -168,6 +270,8 @@ pub struct Job {
     pub created_at_ms: i64,
     /// Last update time, ms.
     pub updated_at_ms: i64,
+    /// When the script last changed (its version), ms.
+    pub glue_updated_at_ms: Option<i64>,
 }
 
 /// A job-log row: one trigger of a job and, once known, its outcome.
@@ -237,6 +341,12 @@ pub struct PendingFire {
     pub block_strategy: BlockStrategy,
     /// Timeout in ms, 0 for none.
     pub timeout_ms: i64,
+    /// Handler kind.
+    pub glue_type: GlueType,
+    /// Script, for GLUE_* kinds.
+    pub glue_source: Option<String>,
+    /// Script version, ms.
+    pub glue_updated_at_ms: Option<i64>,
 }
 
 /// A result to record on a run (first result wins).

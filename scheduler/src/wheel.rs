@@ -161,7 +161,7 @@ pub async fn run_wheel(
 mod tests {
     use super::*;
     use crate::model::RouteStrategy;
-    use kadence_schemas::{AppName, BlockStrategy, JobId, TriggerId, TriggerType};
+    use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 
     fn fire(at: i64) -> PendingFire {
         let job = JobId::new(1).unwrap();
@@ -181,6 +181,9 @@ mod tests {
             route_strategy: RouteStrategy::First,
             block_strategy: BlockStrategy::SerialExecution,
             timeout_ms: 0,
+            glue_type: GlueType::Bean,
+            glue_source: None,
+            glue_updated_at_ms: None,
         }
     }
 

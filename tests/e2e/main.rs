@@ -248,6 +248,111 @@ async fn bad_input_is_refused_clearly(backend: Backend) {
     app.shutdown().await;
 }
 
+/// Editing follows XXL-JOB: a running job's next fire is recomputed only when its schedule
+/// changes; child links are checked; scripts are versioned.
+async fn editing_jobs_follows_xxl_job_rules(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create_app("edit", 1).await;
+    let patch = |id: i64, body: serde_json::Value| {
+        let app = &app;
+        async move {
+            app.call(
+                reqwest::Method::PATCH,
+                &format!("/api/jobs/{id}"),
+                Some(body),
+            )
+            .await
+        }
+    };
+    let job = app
+        .create_job(
+            json!({"app": "edit", "handler": "ok", "schedule_conf": "0 0 3 * * ?", "start": true}),
+        )
+        .await;
+    let (status, params_only) = patch(job.id, json!({"params": "x"})).await;
+    assert_eq!(status, 200, "{params_only}");
+    assert_eq!(params_only["params"], "x");
+    assert_eq!(
+        params_only["next_fire_ms"],
+        json!(job.next_fire_ms),
+        "unchanged schedule keeps its next fire"
+    );
+    let (status, rescheduled) = patch(job.id, json!({"schedule_conf": "0 0 4 * * ?"})).await;
+    assert_eq!(status, 200, "{rescheduled}");
+    let next = rescheduled["next_fire_ms"].as_i64().unwrap();
+    assert_eq!(
+        next - job.next_fire_ms.unwrap(),
+        3_600_000,
+        "03:00 became 04:00"
+    );
+    let (status, body) = patch(job.id, json!({"schedule_conf": "0 61 * * * ?"})).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = patch(job.id, json!({"status": "STOPPED"})).await;
+    assert_eq!(status, 400, "{body}");
+
+    let child = app
+        .create_job(json!({"app": "edit", "handler": "ok", "schedule_type": "NONE"}))
+        .await;
+    let (status, body) = patch(child.id, json!({"child_job_ids": [job.id]})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = patch(job.id, json!({"child_job_ids": [child.id]})).await;
+    assert_eq!(status, 400);
+    let expected = format!(
+        "child jobs would form a cycle: {} → {} → {}",
+        job.id, child.id, job.id
+    );
+    assert!(
+        body["error"].as_str().unwrap().contains(&expected),
+        "{body}"
+    );
+    let (status, body) = patch(job.id, json!({"child_job_ids": [999_999]})).await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("child job 999999 does not exist"),
+        "{body}"
+    );
+    let (status, body) = patch(job.id, json!({"alarm_emails": ["not-an-address"]})).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = patch(job.id, json!({"alarm_webhook": "ftp://x"})).await;
+    assert_eq!(status, 400, "{body}");
+
+    let (status, body) = app
+        .call(reqwest::Method::POST, "/api/jobs", Some(json!({"app": "edit", "handler": "sh", "schedule_type": "NONE", "glue_type": "GLUE_SHELL"})))
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("needs a glue_source"),
+        "{body}"
+    );
+    let script = app
+        .create_job(json!({"app": "edit", "handler": "sh", "schedule_type": "NONE", "glue_type": "GLUE_SHELL",
+            "glue_source": "echo one", "glue_remark": "first"}))
+        .await;
+    let (status, _) = patch(
+        script.id,
+        json!({"glue_source": "echo two", "glue_remark": "second"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, versions) = app
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/jobs/{}/glue", script.id),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(versions[0]["source"], "echo two");
+    assert_eq!(versions[1]["remark"], "first");
+    app.shutdown().await;
+}
+
 /// FIX_DELAY: each run starts a fixed delay after the previous one finished.
 async fn fix_delay_counts_from_the_end_of_the_previous_run(backend: Backend) {
     let mut app = spawn_app(backend).await;
@@ -336,6 +441,7 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
 }
 
 on_both_backends!(
+    editing_jobs_follows_xxl_job_rules,
     fix_delay_counts_from_the_end_of_the_previous_run,
     poison_records_go_to_the_dlq_and_the_partition_keeps_flowing,
     cron_jobs_fire_through_kafka_and_results_land,

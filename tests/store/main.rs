@@ -14,11 +14,12 @@ use chrono_tz::Tz;
 use common::{Backend, TestDatabase};
 use kadence_scheduler::app::open_store;
 use kadence_scheduler::model::{
-    App, Completion, CompletionOutcome, JobStatus, NewJob, RouteStrategy, RunState,
+    App, Completion, CompletionOutcome, Glue, JobStatus, NewJob, RetryBackoff, RetryPolicy,
+    RouteStrategy, RunState,
 };
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{DispatchAck, PreReadRequest, Store, StoreError};
-use kadence_schemas::{AppName, BlockStrategy, JobId, TriggerId, TriggerType};
+use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 
 /// 2026-01-01T00:00:00Z
 const T0: i64 = 1_767_225_600_000;
@@ -50,6 +51,12 @@ fn every_second_job(misfire: MisfireStrategy) -> NewJob {
         params: "p".into(),
         block_strategy: BlockStrategy::SerialExecution,
         timeout_ms: 0,
+        author: String::new(),
+        alarm_emails: Vec::new(),
+        alarm_webhook: None,
+        retry: RetryPolicy::default(),
+        glue: Glue::default(),
+        child_job_ids: Vec::new(),
     }
 }
 
@@ -407,7 +414,91 @@ async fn fix_delay_waits_for_the_run_to_finish(backend: Backend) {
     assert_eq!(rescheduled.next_fire_ms, Some(finished_at + 30_000));
 }
 
+async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    store.create_app(&demo_app()).await.unwrap();
+    let parent = store
+        .create_job(&every_second_job(MisfireStrategy::DoNothing), T0)
+        .await
+        .unwrap();
+    let script = |n: usize| Glue {
+        glue_type: GlueType::GlueShell,
+        source: Some(format!("echo version {n}")),
+        remark: format!("v{n}"),
+    };
+    let spec = NewJob {
+        author: "ops@example.com".into(),
+        alarm_emails: vec!["a@example.com".into(), "b@example.com".into()],
+        alarm_webhook: Some("https://hooks.example.com/kadence".into()),
+        retry: RetryPolicy {
+            count: 3,
+            backoff: RetryBackoff::Exponential {
+                base_ms: 2_000,
+                cap_ms: 60_000,
+            },
+        },
+        glue: script(0),
+        child_job_ids: vec![parent.id],
+        time_zone: "Asia/Tokyo".parse().unwrap(),
+        ..every_second_job(MisfireStrategy::FireOnceNow)
+    };
+    let job = store.create_job(&spec, T0).await.unwrap();
+    assert_eq!(job.spec, spec);
+    assert_eq!(job.glue_updated_at_ms, Some(T0));
+    assert_eq!(store.get_job(job.id).await.unwrap().unwrap(), job);
+
+    for n in 1..=35 {
+        let changed = NewJob {
+            glue: script(n),
+            ..spec.clone()
+        };
+        store
+            .update_job(job.id, &changed, JobStatus::Stopped, None, T0 + n as i64)
+            .await
+            .unwrap();
+    }
+    // An edit that leaves the script alone saves no version and keeps its timestamp.
+    let params_only = NewJob {
+        params: "new".into(),
+        glue: script(35),
+        ..spec.clone()
+    };
+    let edited = store
+        .update_job(job.id, &params_only, JobStatus::Stopped, None, T0 + 99)
+        .await
+        .unwrap();
+    assert_eq!(edited.glue_updated_at_ms, Some(T0 + 35));
+    assert_eq!(edited.spec.params, "new");
+    let versions = store.glue_versions(job.id).await.unwrap();
+    assert_eq!(versions.len(), 30);
+    assert_eq!(versions[0].source, "echo version 35");
+    assert_eq!(versions[29].source, "echo version 6");
+
+    // A fire carries the script it was planned with.
+    store
+        .update_job(
+            job.id,
+            &params_only,
+            JobStatus::Running,
+            Some(T0 + 1_000),
+            T0,
+        )
+        .await
+        .unwrap();
+    let fires = store
+        .pre_read(&pre_read_at(T0, "node-a"))
+        .await
+        .unwrap()
+        .fires;
+    assert!(!fires.is_empty());
+    assert_eq!(fires[0].glue_type, GlueType::GlueShell);
+    assert_eq!(fires[0].glue_source.as_deref(), Some("echo version 35"));
+    assert_eq!(fires[0].glue_updated_at_ms, Some(T0 + 35));
+}
+
 on_both_backends!(
+    the_whole_job_model_round_trips_and_keeps_30_script_versions,
     fix_delay_waits_for_the_run_to_finish,
     apps_and_jobs_round_trip,
     pre_read_writes_each_fire_once_and_advances,

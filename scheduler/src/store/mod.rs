@@ -18,7 +18,9 @@ mod sqlite;
 
 use kadence_schemas::{AppName, JobId};
 
-use crate::model::{App, Completion, CompletionOutcome, Job, JobStatus, NewJob, PendingFire, Run};
+use crate::model::{
+    App, Completion, CompletionOutcome, GlueVersion, Job, JobStatus, NewJob, PendingFire, Run,
+};
 
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -149,6 +151,21 @@ pub trait Store: Send + Sync + 'static {
 
     /// Creates a stopped job; [`StoreError::UnknownApp`] if its app does not exist.
     async fn create_job(&self, job: &NewJob, now_ms: i64) -> Result<Job, StoreError>;
+
+    /// Replaces a job's definition, status and next fire (the API computes them with
+    /// XXL-JOB's edit rules). A changed script is saved as a new glue version; the newest 30
+    /// are kept.
+    async fn update_job(
+        &self,
+        id: JobId,
+        job: &NewJob,
+        status: JobStatus,
+        next_fire_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<Job, StoreError>;
+
+    /// A job's saved script versions, newest first.
+    async fn glue_versions(&self, id: JobId) -> Result<Vec<GlueVersion>, StoreError>;
 
     /// One job by id.
     async fn get_job(&self, id: JobId) -> Result<Option<Job>, StoreError>;

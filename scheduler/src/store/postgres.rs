@@ -10,12 +10,14 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::rows::{
-    APP_COLUMNS, AppRow, FireRow, JOB_COLUMNS, JobRow, RUN_COLUMNS, RunRow, convert_all,
+    APP_COLUMNS, AppRow, FireRow, GlueVersionRow, JOB_COLUMNS, JOB_SPEC_COLUMNS, JobRow,
+    RUN_COLUMNS, RunRow, convert_all,
 };
 use super::sql::{impl_sql_store, plan_rows};
 use super::{DispatchAck, NewFire, PreReadOutcome, PreReadRequest, StoreError};
 use crate::model::{
-    App, Completion, CompletionOutcome, Job, JobStatus, NewJob, PendingFire, Run, RunState,
+    App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire,
+    Run, RunState,
 };
 
 /// The PostgreSQL store.

@@ -4,10 +4,13 @@
 
 use std::str::FromStr;
 
-use kadence_schemas::{AppName, BlockStrategy, JobId, TriggerId, TriggerType};
+use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 
 use super::StoreError;
-use crate::model::{App, Job, JobStatus, NewJob, PendingFire, RouteStrategy, Run, RunState};
+use crate::model::{
+    App, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire, RetryBackoff, RetryPolicy,
+    RouteStrategy, Run, RunState,
+};
 use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
 
 /// Columns of `apps`.
@@ -16,12 +19,41 @@ pub(crate) const APP_COLUMNS: &str = "name, title, partitions, created_at_ms";
 /// Columns of `jobs`.
 pub(crate) const JOB_COLUMNS: &str = "id, app, name, schedule_type, schedule_conf, time_zone, \
      misfire_strategy, route_strategy, handler, params, block_strategy, timeout_ms, status, \
-     last_fire_ms, next_fire_ms, created_at_ms, updated_at_ms";
+     last_fire_ms, next_fire_ms, created_at_ms, updated_at_ms, author, alarm_emails, alarm_webhook, \
+     retry_count, retry_backoff, retry_backoff_ms, retry_backoff_cap_ms, glue_type, glue_source, \
+     glue_remark, glue_updated_at_ms, child_job_ids";
+
+/// Columns of `jobs` that hold a job's definition, in the order [`bind_job_spec`] binds
+/// them (see `sql.rs`).
+pub(crate) const JOB_SPEC_COLUMNS: [&str; 22] = [
+    "app",
+    "name",
+    "schedule_type",
+    "schedule_conf",
+    "time_zone",
+    "misfire_strategy",
+    "route_strategy",
+    "handler",
+    "params",
+    "block_strategy",
+    "timeout_ms",
+    "author",
+    "alarm_emails",
+    "alarm_webhook",
+    "retry_count",
+    "retry_backoff",
+    "retry_backoff_ms",
+    "retry_backoff_cap_ms",
+    "glue_type",
+    "glue_source",
+    "glue_remark",
+    "child_job_ids",
+];
 
 /// Columns of `job_logs` that make a pending fire.
 pub(crate) const FIRE_COLUMNS: &str = "id, trigger_id, job_id, app, handler, params, trigger_type, \
      shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
-     block_strategy, timeout_ms";
+     block_strategy, timeout_ms, glue_type, glue_source, glue_updated_at_ms";
 
 /// Columns of `job_logs` shown as a run.
 pub(crate) const RUN_COLUMNS: &str = "id, trigger_id, job_id, trigger_type, params, attempt, \
@@ -68,6 +100,18 @@ pub(crate) struct JobRow {
     next_fire_ms: Option<i64>,
     created_at_ms: i64,
     updated_at_ms: i64,
+    author: String,
+    alarm_emails: String,
+    alarm_webhook: Option<String>,
+    retry_count: i64,
+    retry_backoff: String,
+    retry_backoff_ms: i64,
+    retry_backoff_cap_ms: i64,
+    glue_type: String,
+    glue_source: Option<String>,
+    glue_remark: String,
+    glue_updated_at_ms: Option<i64>,
+    child_job_ids: String,
 }
 
 impl JobRow {
@@ -94,6 +138,17 @@ pub(crate) struct FireRow {
     route_strategy: String,
     block_strategy: String,
     timeout_ms: i64,
+    glue_type: String,
+    glue_source: Option<String>,
+    glue_updated_at_ms: Option<i64>,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct GlueVersionRow {
+    glue_type: String,
+    glue_source: String,
+    glue_remark: String,
+    created_at_ms: i64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -166,12 +221,33 @@ impl TryFrom<JobRow> for Job {
                     params: row.params,
                     block_strategy: parse::<BlockStrategy>(&row.block_strategy)?,
                     timeout_ms: row.timeout_ms,
+                    author: row.author,
+                    alarm_emails: split_list(&row.alarm_emails).map(str::to_owned).collect(),
+                    alarm_webhook: row.alarm_webhook,
+                    retry: RetryPolicy {
+                        count: u32::try_from(row.retry_count).map_err(|e| e.to_string())?,
+                        backoff: RetryBackoff::from_parts(
+                            &row.retry_backoff,
+                            row.retry_backoff_ms,
+                            row.retry_backoff_cap_ms,
+                        )
+                        .map_err(|e| e.to_string())?,
+                    },
+                    glue: Glue {
+                        glue_type: parse::<GlueType>(&row.glue_type)?,
+                        source: row.glue_source,
+                        remark: row.glue_remark,
+                    },
+                    child_job_ids: split_list(&row.child_job_ids)
+                        .map(parse::<JobId>)
+                        .collect::<Result<_, _>>()?,
                 },
                 status: parse::<JobStatus>(&row.status)?,
                 last_fire_ms: row.last_fire_ms,
                 next_fire_ms: row.next_fire_ms,
                 created_at_ms: row.created_at_ms,
                 updated_at_ms: row.updated_at_ms,
+                glue_updated_at_ms: row.glue_updated_at_ms,
             })
         })()
         .map_err(corrupt(what))
@@ -199,10 +275,41 @@ impl TryFrom<FireRow> for PendingFire {
                 route_strategy: parse::<RouteStrategy>(&row.route_strategy)?,
                 block_strategy: parse::<BlockStrategy>(&row.block_strategy)?,
                 timeout_ms: row.timeout_ms,
+                glue_type: parse::<GlueType>(&row.glue_type)?,
+                glue_source: row.glue_source,
+                glue_updated_at_ms: row.glue_updated_at_ms,
             })
         })()
         .map_err(corrupt(what))
     }
+}
+
+impl TryFrom<GlueVersionRow> for GlueVersion {
+    type Error = StoreError;
+    fn try_from(row: GlueVersionRow) -> Result<GlueVersion, StoreError> {
+        Ok(GlueVersion {
+            glue_type: parse::<GlueType>(&row.glue_type).map_err(corrupt("glue version"))?,
+            source: row.glue_source,
+            remark: row.glue_remark,
+            created_at_ms: row.created_at_ms,
+        })
+    }
+}
+
+/// The items of a comma-separated column.
+fn split_list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+}
+
+/// A list as a comma-separated column.
+pub(crate) fn join_list<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl TryFrom<RunRow> for Run {

@@ -9,7 +9,10 @@
 //! A macro rather than generic code over `sqlx::Database`: the generic bounds sqlx needs for
 //! shared queries are long and repeated on every function, while the SQL text is identical.
 
-/// Rows written per multi-row `INSERT`: 18 binds each stays far below SQLite's 32 766 and
+/// Script versions kept per job (XXL-JOB keeps 30).
+pub(crate) const GLUE_VERSIONS_KEPT: i64 = 30;
+
+/// Rows written per multi-row `INSERT`: 21 binds each stays far below SQLite's 32 766 and
 /// PostgreSQL's 65 535 bind limits.
 pub(crate) const INSERT_CHUNK: usize = 500;
 
@@ -64,41 +67,91 @@ macro_rules! impl_sql_store {
             }
 
             async fn create_job(&self, job: &NewJob, now_ms: i64) -> Result<Job, StoreError> {
-                let mut tx = self.pool.begin().await.map_err(StoreError::query("create a job"))?;
-                let app_exists = sqlx::query("SELECT name FROM apps WHERE name = $1")
-                    .bind(job.app.as_str())
-                    .fetch_optional(&mut *tx)
+                const OPERATION: &str = "create a job";
+                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                ensure_app_exists(&mut tx, &job.app, OPERATION).await?;
+                let placeholders: Vec<String> = (1..=JOB_SPEC_COLUMNS.len()).map(|n| format!("${n}")).collect();
+                let sql = format!(
+                    "INSERT INTO jobs ({}, status, created_at_ms, updated_at_ms, glue_updated_at_ms) \
+                     VALUES ({}, $23, $24, $24, $25) RETURNING {JOB_COLUMNS}",
+                    JOB_SPEC_COLUMNS.join(", "),
+                    placeholders.join(", "),
+                );
+                let glue_version = job.glue.source.is_some().then_some(now_ms);
+                let row: JobRow = bind_job_spec(sqlx::query_as(&sql), job)
+                    .bind(JobStatus::Stopped.as_str())
+                    .bind(now_ms)
+                    .bind(glue_version)
+                    .fetch_one(&mut *tx)
                     .await
-                    .map_err(StoreError::query("create a job"))?
-                    .is_some();
-                if !app_exists {
-                    return Err(StoreError::UnknownApp(job.app.clone()));
+                    .map_err(StoreError::query(OPERATION))?;
+                let created = Job::try_from(row)?;
+                if glue_version.is_some() {
+                    save_glue_version(&mut tx, created.id, &job.glue, now_ms).await?;
                 }
-                let row: JobRow = sqlx::query_as(&format!(
-                    "INSERT INTO jobs (app, name, schedule_type, schedule_conf, time_zone, \
-                     misfire_strategy, route_strategy, handler, params, block_strategy, \
-                     timeout_ms, status, created_at_ms, updated_at_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) \
-                     RETURNING {JOB_COLUMNS}"
-                ))
-                .bind(job.app.as_str())
-                .bind(&job.name)
-                .bind(job.schedule.schedule_type().as_str())
-                .bind(job.schedule.conf())
-                .bind(job.time_zone.name())
-                .bind(job.misfire_strategy.as_str())
-                .bind(job.route_strategy.as_str())
-                .bind(&job.handler)
-                .bind(&job.params)
-                .bind(job.block_strategy.as_str())
-                .bind(job.timeout_ms)
-                .bind(JobStatus::Stopped.as_str())
-                .bind(now_ms)
-                .fetch_one(&mut *tx)
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(created)
+            }
+
+            async fn update_job(
+                &self,
+                id: JobId,
+                job: &NewJob,
+                status: JobStatus,
+                next_fire_ms: Option<i64>,
+                now_ms: i64,
+            ) -> Result<Job, StoreError> {
+                const OPERATION: &str = "update a job";
+                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                ensure_app_exists(&mut tx, &job.app, OPERATION).await?;
+                let current: Option<(String, Option<String>, Option<i64>)> = sqlx::query_as(
+                    "SELECT glue_type, glue_source, glue_updated_at_ms FROM jobs WHERE id = $1",
+                )
+                .bind(id.get())
+                .fetch_optional(&mut *tx)
                 .await
-                .map_err(StoreError::query("create a job"))?;
-                tx.commit().await.map_err(StoreError::query("create a job"))?;
+                .map_err(StoreError::query(OPERATION))?;
+                let Some((glue_type, glue_source, glue_updated_at_ms)) = current else {
+                    return Err(StoreError::JobNotFound(id));
+                };
+                let glue_changed = glue_type != job.glue.glue_type.as_str() || glue_source != job.glue.source;
+                let glue_version = if glue_changed { Some(now_ms) } else { glue_updated_at_ms };
+                let assignments: Vec<String> = JOB_SPEC_COLUMNS
+                    .iter()
+                    .enumerate()
+                    .map(|(index, column)| format!("{column} = ${}", index + 1))
+                    .collect();
+                let sql = format!(
+                    "UPDATE jobs SET {}, status = $23, next_fire_ms = $24, updated_at_ms = $25, \
+                     glue_updated_at_ms = $26 WHERE id = $27 RETURNING {JOB_COLUMNS}",
+                    assignments.join(", "),
+                );
+                let row: JobRow = bind_job_spec(sqlx::query_as(&sql), job)
+                    .bind(status.as_str())
+                    .bind(next_fire_ms)
+                    .bind(now_ms)
+                    .bind(glue_version)
+                    .bind(id.get())
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
+                if glue_changed && job.glue.source.is_some() {
+                    save_glue_version(&mut tx, id, &job.glue, now_ms).await?;
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 Job::try_from(row)
+            }
+
+            async fn glue_versions(&self, id: JobId) -> Result<Vec<GlueVersion>, StoreError> {
+                let rows: Vec<GlueVersionRow> = sqlx::query_as(
+                    "SELECT glue_type, glue_source, glue_remark, created_at_ms FROM job_glue_versions \
+                     WHERE job_id = $1 ORDER BY id DESC",
+                )
+                .bind(id.get())
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list glue versions"))?;
+                convert_all(rows)
             }
 
             async fn get_job(&self, id: JobId) -> Result<Option<Job>, StoreError> {
@@ -150,6 +203,9 @@ macro_rules! impl_sql_store {
 
             async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<PendingFire, StoreError> {
                 let draft = PendingFire {
+                    glue_type: job.spec.glue.glue_type,
+                    glue_source: job.spec.glue.source.clone(),
+                    glue_updated_at_ms: job.glue_updated_at_ms,
                     log_id: 0,
                     trigger_id: fire.trigger_id.clone(),
                     job_id: job.id,
@@ -320,6 +376,84 @@ macro_rules! impl_sql_store {
             }
         }
 
+        /// Fails with [`StoreError::UnknownApp`] unless `app` exists.
+        async fn ensure_app_exists(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            app: &AppName,
+            operation: &'static str,
+        ) -> Result<(), StoreError> {
+            let exists = sqlx::query("SELECT name FROM apps WHERE name = $1")
+                .bind(app.as_str())
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(StoreError::query(operation))?
+                .is_some();
+            if exists { Ok(()) } else { Err(StoreError::UnknownApp(app.clone())) }
+        }
+
+        /// Binds a job's definition in [`JOB_SPEC_COLUMNS`] order, as `$1`…`$22`.
+        fn bind_job_spec<'q, O>(
+            query: sqlx::query::QueryAs<'q, $db, O, <$db as sqlx::Database>::Arguments<'q>>,
+            job: &NewJob,
+        ) -> sqlx::query::QueryAs<'q, $db, O, <$db as sqlx::Database>::Arguments<'q>> {
+            let (backoff_ms, backoff_cap_ms) = job.retry.backoff.parts();
+            query
+                .bind(job.app.as_str().to_owned())
+                .bind(job.name.clone())
+                .bind(job.schedule.schedule_type().as_str())
+                .bind(job.schedule.conf())
+                .bind(job.time_zone.name())
+                .bind(job.misfire_strategy.as_str())
+                .bind(job.route_strategy.as_str())
+                .bind(job.handler.clone())
+                .bind(job.params.clone())
+                .bind(job.block_strategy.as_str())
+                .bind(job.timeout_ms)
+                .bind(job.author.clone())
+                .bind(job.alarm_emails.join(","))
+                .bind(job.alarm_webhook.clone())
+                .bind(i64::from(job.retry.count))
+                .bind(job.retry.backoff.kind())
+                .bind(backoff_ms)
+                .bind(backoff_cap_ms)
+                .bind(job.glue.glue_type.as_str())
+                .bind(job.glue.source.clone())
+                .bind(job.glue.remark.clone())
+                .bind($crate::store::rows::join_list(&job.child_job_ids))
+        }
+
+        /// Saves a script version and keeps only the newest [`GLUE_VERSIONS_KEPT`].
+        async fn save_glue_version(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            job: JobId,
+            glue: &Glue,
+            now_ms: i64,
+        ) -> Result<(), StoreError> {
+            const OPERATION: &str = "save a glue version";
+            sqlx::query(
+                "INSERT INTO job_glue_versions (job_id, glue_type, glue_source, glue_remark, created_at_ms) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(job.get())
+            .bind(glue.glue_type.as_str())
+            .bind(glue.source.clone().unwrap_or_default())
+            .bind(glue.remark.clone())
+            .bind(now_ms)
+            .execute(&mut **tx)
+            .await
+            .map_err(StoreError::query(OPERATION))?;
+            sqlx::query(
+                "DELETE FROM job_glue_versions WHERE job_id = $1 AND id NOT IN \
+                 (SELECT id FROM job_glue_versions WHERE job_id = $1 ORDER BY id DESC LIMIT $2)",
+            )
+            .bind(job.get())
+            .bind($crate::store::sql::GLUE_VERSIONS_KEPT)
+            .execute(&mut **tx)
+            .await
+            .map_err(StoreError::query(OPERATION))?;
+            Ok(())
+        }
+
         /// Writes fires as pending job-log rows owned by `node_id`, skipping trigger ids that
         /// exist already (a fire is written once, whoever writes it), and returns the written
         /// ones with their row ids.
@@ -335,7 +469,8 @@ macro_rules! impl_sql_store {
                 let mut insert = sqlx::QueryBuilder::<$db>::new(
                     "INSERT INTO job_logs (trigger_id, job_id, app, handler, params, trigger_type, \
                      shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
-                     block_strategy, timeout_ms, state, owner_node, lease_until_ms, created_at_ms) ",
+                     block_strategy, timeout_ms, state, owner_node, lease_until_ms, created_at_ms, \
+                     glue_type, glue_source, glue_updated_at_ms) ",
                 );
                 insert.push_values(chunk, |mut values, fire| {
                     values
@@ -356,7 +491,10 @@ macro_rules! impl_sql_store {
                         .push_bind(RunState::Scheduled.as_str())
                         .push_bind(node_id.to_owned())
                         .push_bind(fire.fire_at_ms.max(now_ms) + lease_ms)
-                        .push_bind(now_ms);
+                        .push_bind(now_ms)
+                        .push_bind(fire.glue_type.as_str())
+                        .push_bind(fire.glue_source.clone())
+                        .push_bind(fire.glue_updated_at_ms);
                 });
                 insert.push(" ON CONFLICT (trigger_id) DO NOTHING RETURNING id, trigger_id");
                 let rows: Vec<(i64, String)> = insert
@@ -453,6 +591,9 @@ pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedS
             route_strategy: job.spec.route_strategy,
             block_strategy: job.spec.block_strategy,
             timeout_ms: job.spec.timeout_ms,
+            glue_type: job.spec.glue.glue_type,
+            glue_source: job.spec.glue.source.clone(),
+            glue_updated_at_ms: job.glue_updated_at_ms,
         }));
         let status = if plan.next == NextFire::Never {
             tracing::info!(job_id = %job.id, "schedule has no future fire; stopping the job");
