@@ -9,6 +9,9 @@
 //! A macro rather than generic code over `sqlx::Database`: the generic bounds sqlx needs for
 //! shared queries are long and repeated on every function, while the SQL text is identical.
 
+/// Rows per batched `UPDATE … FROM (VALUES …)`: 4 binds each, far below both bind limits.
+pub(crate) const UPDATE_CHUNK: usize = 2_000;
+
 /// Script versions kept per job (XXL-JOB keeps 30).
 pub(crate) const GLUE_VERSIONS_KEPT: i64 = 30;
 
@@ -248,18 +251,26 @@ macro_rules! impl_sql_store {
                 let jobs_read = rows.len();
                 let planned = plan_rows(rows, request);
                 let fires = insert_fires(&mut tx, planned.fires, &request.node_id, request.lease_ms, request.now_ms).await?;
-                for advance in &planned.advances {
-                    sqlx::query(
-                        "UPDATE jobs SET next_fire_ms = $1, last_fire_ms = COALESCE($2, last_fire_ms), \
-                         status = $3 WHERE id = $4",
-                    )
-                    .bind(advance.next_fire_ms)
-                    .bind(advance.last_fire_ms)
-                    .bind(advance.status.as_str())
-                    .bind(advance.job_id)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
+                // All next-fire times in one statement per chunk: one round trip, not one per job.
+                for chunk in planned.advances.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut update = sqlx::QueryBuilder::<$db>::new("WITH v(id, next_fire, last_fire, status) AS (");
+                    update.push_values(chunk, |mut values, advance| {
+                        values
+                            .push_bind(advance.job_id)
+                            .push_bind(advance.next_fire_ms)
+                            .push_bind(advance.last_fire_ms)
+                            .push_bind(advance.status.as_str());
+                    });
+                    update.push(
+                        ") UPDATE jobs SET next_fire_ms = v.next_fire, \
+                         last_fire_ms = COALESCE(v.last_fire, jobs.last_fire_ms), status = v.status \
+                         FROM v WHERE jobs.id = v.id",
+                    );
+                    update
+                        .build()
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
                 }
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 Ok(PreReadOutcome { jobs_read, fires })
@@ -288,19 +299,26 @@ macro_rules! impl_sql_store {
             async fn mark_dispatched(&self, acks: &[DispatchAck]) -> Result<(), StoreError> {
                 const OPERATION: &str = "mark triggers dispatched";
                 let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
-                for ack in acks {
-                    sqlx::query(
-                        "UPDATE job_logs SET \
-                         state = CASE WHEN state = 'SCHEDULED' THEN 'DISPATCHED' ELSE state END, \
-                         partition_no = $1, dispatched_at_ms = $2, owner_node = NULL, lease_until_ms = NULL \
-                         WHERE id = $3",
-                    )
-                    .bind(i64::from(ack.partition))
-                    .bind(ack.dispatched_at_ms)
-                    .bind(ack.log_id)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
+                for chunk in acks.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut update = sqlx::QueryBuilder::<$db>::new("WITH v(id, partition_no, dispatched_at) AS (");
+                    update.push_values(chunk, |mut values, ack| {
+                        values
+                            .push_bind(ack.log_id)
+                            .push_bind(i64::from(ack.partition))
+                            .push_bind(ack.dispatched_at_ms);
+                    });
+                    // A run whose result arrived first keeps state FINISHED.
+                    update.push(
+                        ") UPDATE job_logs SET \
+                         state = CASE WHEN job_logs.state = 'SCHEDULED' THEN 'DISPATCHED' ELSE job_logs.state END, \
+                         partition_no = v.partition_no, dispatched_at_ms = v.dispatched_at, \
+                         owner_node = NULL, lease_until_ms = NULL FROM v WHERE job_logs.id = v.id",
+                    );
+                    update
+                        .build()
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
                 }
                 tx.commit().await.map_err(StoreError::query(OPERATION))
             }
