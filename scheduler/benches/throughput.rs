@@ -334,7 +334,7 @@ async fn broker_ack_latency(brokers: &str) -> (f64, f64) {
         .await
         .unwrap();
     let mut ticker = tokio::time::interval(Duration::from_millis(1));
-    let mut pending = futures::stream::FuturesUnordered::new();
+    let pending = futures::stream::FuturesUnordered::new();
     for n in 0..3_000 {
         ticker.tick().await;
         let sent = Instant::now();
