@@ -119,6 +119,11 @@ impl JobRow {
     pub(crate) fn id(&self) -> i64 {
         self.id
     }
+
+    /// The stored next fire, for compare-and-set updates.
+    pub(crate) fn next_fire_ms(&self) -> Option<i64> {
+        self.next_fire_ms
+    }
 }
 
 #[derive(sqlx::FromRow)]

@@ -253,18 +253,25 @@ macro_rules! impl_sql_store {
                 let fires = insert_fires(&mut tx, planned.fires, &request.node_id, request.lease_ms, request.now_ms).await?;
                 // All next-fire times in one statement per chunk: one round trip, not one per job.
                 for chunk in planned.advances.chunks($crate::store::sql::UPDATE_CHUNK) {
-                    let mut update = sqlx::QueryBuilder::<$db>::new("WITH v(id, next_fire, last_fire, status) AS (");
+                    let mut update = sqlx::QueryBuilder::<$db>::new(
+                        "WITH v(id, next_fire, last_fire, status, read_next_fire) AS (",
+                    );
                     update.push_values(chunk, |mut values, advance| {
                         values
                             .push_bind(advance.job_id)
                             .push_bind(advance.next_fire_ms)
                             .push_bind(advance.last_fire_ms)
-                            .push_bind(advance.status.as_str());
+                            .push_bind(advance.status.as_str())
+                            .push_bind(advance.read_next_fire_ms);
                     });
+                    // Compare-and-set: a job stopped or edited while this scan ran (possible on
+                    // PostgreSQL, where the scan does not lock job rows) keeps the change; the
+                    // scan must never restart a stopped job.
                     update.push(
                         ") UPDATE jobs SET next_fire_ms = v.next_fire, \
                          last_fire_ms = COALESCE(v.last_fire, jobs.last_fire_ms), status = v.status \
-                         FROM v WHERE jobs.id = v.id",
+                         FROM v WHERE jobs.id = v.id AND jobs.status = 'RUNNING' \
+                         AND jobs.next_fire_ms = v.read_next_fire",
                     );
                     update
                         .build()
@@ -547,6 +554,8 @@ use crate::preread::{DueJob, NextFire, plan_job};
 /// A job's next-fire bookkeeping after a scan.
 pub(crate) struct JobAdvance {
     pub(crate) job_id: i64,
+    /// The next fire the scan read: the advance applies only if it is still current.
+    pub(crate) read_next_fire_ms: Option<i64>,
     pub(crate) next_fire_ms: Option<i64>,
     pub(crate) last_fire_ms: Option<i64>,
     pub(crate) status: JobStatus,
@@ -567,12 +576,14 @@ pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedS
     };
     for row in rows {
         let row_id = row.id();
+        let read_next_fire_ms = row.next_fire_ms();
         let job = match Job::try_from(row) {
             Ok(job) => job,
             Err(error) => {
                 tracing::error!(job_id = row_id, %error, "cannot schedule job; stopping it");
                 scan.advances.push(JobAdvance {
                     job_id: row_id,
+                    read_next_fire_ms,
                     next_fire_ms: None,
                     last_fire_ms: None,
                     status: JobStatus::Stopped,
@@ -621,6 +632,7 @@ pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedS
         };
         scan.advances.push(JobAdvance {
             job_id: job.id.get(),
+            read_next_fire_ms,
             next_fire_ms,
             last_fire_ms,
             status,
