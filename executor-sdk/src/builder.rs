@@ -25,6 +25,7 @@ pub(crate) struct ExecutorSettings {
     pub(crate) executor_id: String,
     pub(crate) session_timeout: Duration,
     pub(crate) max_in_flight: usize,
+    pub(crate) max_concurrent_per_job: usize,
     pub(crate) drain_timeout: Duration,
     pub(crate) commit_interval: Duration,
     pub(crate) kafka_options: BTreeMap<String, String>,
@@ -40,6 +41,7 @@ pub struct ExecutorBuilder {
     executor_id: Option<String>,
     session_timeout: Duration,
     max_in_flight: usize,
+    max_concurrent_per_job: usize,
     drain_timeout: Duration,
     commit_interval: Duration,
     kafka_options: BTreeMap<String, String>,
@@ -55,6 +57,7 @@ impl Default for ExecutorBuilder {
             executor_id: None,
             session_timeout: Duration::from_secs(10),
             max_in_flight: 256,
+            max_concurrent_per_job: 16,
             drain_timeout: Duration::from_secs(30),
             commit_interval: Duration::from_secs(1),
             kafka_options: BTreeMap::new(),
@@ -100,6 +103,13 @@ impl ExecutorBuilder {
     /// finishes. Default 256.
     pub fn max_in_flight(mut self, runs: usize) -> Self {
         self.max_in_flight = runs;
+        self
+    }
+
+    /// Runs of one job at once under the CONCURRENT block strategy; later triggers queue.
+    /// Default 16.
+    pub fn max_concurrent_per_job(mut self, runs: usize) -> Self {
+        self.max_concurrent_per_job = runs.max(1);
         self
     }
 
@@ -177,6 +187,7 @@ impl ExecutorBuilder {
                 executor_id,
                 session_timeout: self.session_timeout,
                 max_in_flight: self.max_in_flight,
+                max_concurrent_per_job: self.max_concurrent_per_job,
                 drain_timeout: self.drain_timeout,
                 commit_interval: self.commit_interval,
                 kafka_options: self.kafka_options,

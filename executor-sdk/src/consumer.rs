@@ -18,7 +18,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use kadence_schemas::{TriggerId, TriggerRecord, codec};
+use kadence_schemas::{JobId, ResultRecord, TriggerId, TriggerRecord, codec};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{
@@ -31,9 +31,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::builder::{ExecutorSettings, HandlerFn};
 use crate::error::ExecutorError;
+use crate::lanes::{Active, Decision, Lanes};
 use crate::offsets::OffsetTracker;
 use crate::publisher::Publisher;
-use crate::runner::{RunOutcome, now_ms, result_record, run_handler};
+use crate::runner::{RunOutcome, StopReason, now_ms, result_record, run_handler};
 
 /// How many recent trigger ids are remembered to recognise redeliveries.
 const REMEMBERED_TRIGGERS: usize = 10_000;
@@ -81,12 +82,133 @@ fn offset_list(topic: &str, offsets: &[(i32, i64)]) -> Option<TopicPartitionList
 }
 
 /// A record whose processing ended. `handled` is false when its result could not be
-/// published: the run no longer counts as in flight, but its offset stays uncommitted so the
-/// trigger is redelivered.
+/// published: it no longer counts as in flight, but its offset stays uncommitted so the
+/// trigger is redelivered. `run` names the job lane to advance when a run ended.
 struct Finished {
     partition: i32,
     offset: i64,
     handled: bool,
+    run: Option<(JobId, TriggerId)>,
+}
+
+/// A trigger ready to run (now or when its lane allows).
+struct ReadyRun {
+    trigger: Arc<TriggerRecord>,
+    handler: HandlerFn,
+    partition: i32,
+    offset: i64,
+}
+
+/// Starts runs and publishes their results; every task reports back on `finished`.
+struct Runs {
+    executor_id: String,
+    publisher: Publisher,
+    hard_stop: CancellationToken,
+    finished: mpsc::UnboundedSender<Finished>,
+}
+
+impl Runs {
+    /// Starts `ready` in its own task and records it in its lane.
+    fn start(&self, ready: ReadyRun, lanes: &mut Lanes<ReadyRun>) {
+        let job = ready.trigger.job_id;
+        let trigger_id = ready.trigger.trigger_id.clone();
+        let cancellation = self.hard_stop.child_token();
+        let stop_reason = StopReason::default();
+        lanes.started(
+            job,
+            Active {
+                trigger_id: trigger_id.clone(),
+                cancellation: cancellation.clone(),
+                stop_reason: stop_reason.clone(),
+            },
+        );
+        let publisher = self.publisher.clone();
+        let executor_id = self.executor_id.clone();
+        let hard_stop = self.hard_stop.clone();
+        let finished = self.finished.clone();
+        tokio::spawn(async move {
+            let started_at_ms = now_ms();
+            let outcome = run_handler(
+                ready.handler,
+                Arc::clone(&ready.trigger),
+                cancellation,
+                stop_reason,
+            )
+            .await;
+            let record = result_record(&ready.trigger, &executor_id, outcome, started_at_ms);
+            let handled = publish(&publisher, &record, &hard_stop).await;
+            let _ = finished.send(Finished {
+                partition: ready.partition,
+                offset: ready.offset,
+                handled,
+                run: Some((job, trigger_id)),
+            });
+        });
+    }
+
+    /// Publishes a failure result for a trigger that will not run.
+    fn refuse(&self, trigger: Arc<TriggerRecord>, partition: i32, offset: i64, message: String) {
+        let publisher = self.publisher.clone();
+        let executor_id = self.executor_id.clone();
+        let hard_stop = self.hard_stop.clone();
+        let finished = self.finished.clone();
+        tokio::spawn(async move {
+            let record = result_record(
+                &trigger,
+                &executor_id,
+                RunOutcome::failure(message),
+                now_ms(),
+            );
+            let handled = publish(&publisher, &record, &hard_stop).await;
+            let _ = finished.send(Finished {
+                partition,
+                offset,
+                handled,
+                run: None,
+            });
+        });
+    }
+
+    /// Sends an undecodable record to the dead-letter queue.
+    fn dead_letter(&self, message: OwnedMessage, reason: String) {
+        let publisher = self.publisher.clone();
+        let hard_stop = self.hard_stop.clone();
+        let finished = self.finished.clone();
+        tokio::spawn(async move {
+            let handled = match publisher.dead_letter(&message, &reason, &hard_stop).await {
+                Ok(()) => true,
+                Err(error) => {
+                    tracing::error!(%error, "cannot dead-letter a record; it will be redelivered");
+                    false
+                }
+            };
+            let _ = finished.send(Finished {
+                partition: message.partition(),
+                offset: message.offset(),
+                handled,
+                run: None,
+            });
+        });
+    }
+}
+
+/// Publishes a result; false (logged) when it could not be.
+async fn publish(
+    publisher: &Publisher,
+    record: &ResultRecord,
+    hard_stop: &CancellationToken,
+) -> bool {
+    match publisher.publish_result(record, hard_stop).await {
+        Ok(()) => {
+            tracing::debug!(trigger_id = %record.trigger_id, code = record.code, "result published");
+            true
+        }
+        Err(error) => {
+            tracing::error!(trigger_id = %record.trigger_id, %error,
+                "cannot publish result; the trigger stays uncommitted and will be redelivered");
+            false
+        }
+    }
 }
 
 /// Trigger ids recently started here, to recognise redeliveries.
@@ -156,10 +278,19 @@ pub(crate) async fn run(
     consumer
         .subscribe(&[&topic])
         .map_err(ExecutorError::kafka("subscribe to the trigger topic"))?;
-    let publisher = Publisher::new(&settings)?;
     // Fires after the drain deadline: running handlers are cancelled and publishing gives up.
     let hard_stop = CancellationToken::new();
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel::<Finished>();
+    let runs = Runs {
+        executor_id: settings.executor_id.clone(),
+        publisher: Publisher::new(&settings)?,
+        hard_stop: hard_stop.clone(),
+        finished: finished_tx,
+    };
+    let mut lanes: Lanes<ReadyRun> = Lanes::new(
+        settings.max_concurrent_per_job,
+        settings.executor_id.clone(),
+    );
     let mut recent = RecentTriggers::new();
     let mut in_flight = 0usize;
     let mut phase = Phase::Consuming;
@@ -181,6 +312,11 @@ pub(crate) async fn run(
                 if done.handled {
                     tracker.lock().expect("offset tracker lock").complete(done.partition, done.offset);
                 }
+                if let Some((job, trigger_id)) = done.run {
+                    for next in lanes.finished(job, &trigger_id) {
+                        runs.start(next, &mut lanes);
+                    }
+                }
             }
             _ = commit_tick.tick() => commit(&consumer, &tracker, &topic),
             _ = &mut shutdown, if consuming => {
@@ -199,7 +335,7 @@ pub(crate) async fn run(
                         let message = message.detach();
                         tracker.lock().expect("offset tracker lock").track(message.partition(), message.offset());
                         in_flight += 1;
-                        start(message, &settings, &handlers, &publisher, &mut recent, &hard_stop, finished_tx.clone());
+                        admit(message, &handlers, &runs, &mut recent, &mut lanes);
                     }
                     Err(error) => tracing::warn!(%error, "error while receiving triggers"),
                 }
@@ -211,23 +347,15 @@ pub(crate) async fn run(
     Ok(())
 }
 
-/// Starts processing one record in its own task; never waits for the handler.
-fn start(
+/// Decodes one record and applies its job's block strategy; never waits for a handler.
+fn admit(
     message: OwnedMessage,
-    settings: &ExecutorSettings,
     handlers: &HashMap<String, HandlerFn>,
-    publisher: &Publisher,
+    runs: &Runs,
     recent: &mut RecentTriggers,
-    hard_stop: &CancellationToken,
-    finished: mpsc::UnboundedSender<Finished>,
+    lanes: &mut Lanes<ReadyRun>,
 ) {
-    let done = Finished {
-        partition: message.partition(),
-        offset: message.offset(),
-        handled: true,
-    };
-    let publisher = publisher.clone();
-    let hard_stop = hard_stop.clone();
+    let (partition, offset) = (message.partition(), message.offset());
     let decoded = match message.payload() {
         None => Err("trigger record has no value".to_owned()),
         Some(bytes) => codec::decode::<TriggerRecord>(bytes)
@@ -236,59 +364,58 @@ fn start(
     let trigger = match decoded {
         Ok(trigger) => Arc::new(trigger),
         Err(reason) => {
-            tracing::warn!(partition = done.partition, offset = done.offset, %reason, "sending trigger record to the dead-letter queue");
-            tokio::spawn(async move {
-                let handled = match publisher.dead_letter(&message, &reason, &hard_stop).await {
-                    Ok(()) => true,
-                    Err(error) => {
-                        tracing::error!(%error, "cannot dead-letter a record; it will be redelivered");
-                        false
-                    }
-                };
-                let _ = finished.send(Finished { handled, ..done });
-            });
+            tracing::warn!(partition, offset, %reason, "sending trigger record to the dead-letter queue");
+            runs.dead_letter(message, reason);
             return;
         }
     };
     if !recent.insert(&trigger.trigger_id) {
         tracing::info!(trigger_id = %trigger.trigger_id, "trigger redelivered; it already ran here, not running it twice");
-        let _ = finished.send(done);
+        let _ = runs.finished.send(Finished {
+            partition,
+            offset,
+            handled: true,
+            run: None,
+        });
         return;
     }
-    let executor_id = settings.executor_id.clone();
-    let handler = handlers.get(&trigger.handler).cloned();
-    let known_handlers = if handler.is_none() {
+    let Some(handler) = handlers.get(&trigger.handler).cloned() else {
         let mut names: Vec<&str> = handlers.keys().map(String::as_str).collect();
         names.sort_unstable();
-        names.join(", ")
-    } else {
-        String::new()
+        let message = format!(
+            "executor {} has no handler named {:?} (it has: {})",
+            runs.executor_id,
+            trigger.handler,
+            names.join(", ")
+        );
+        runs.refuse(trigger, partition, offset, message);
+        return;
     };
-    tokio::spawn(async move {
-        let started_at_ms = now_ms();
-        let outcome = match handler {
-            Some(handler) => {
-                run_handler(handler, Arc::clone(&trigger), hard_stop.child_token()).await
+    let job = trigger.job_id;
+    let strategy = trigger.block_strategy;
+    let ready = ReadyRun {
+        trigger,
+        handler,
+        partition,
+        offset,
+    };
+    match lanes.admit(job, strategy) {
+        Decision::Run => runs.start(ready, lanes),
+        Decision::Queue => lanes.queue(job, strategy, ready),
+        Decision::Discard(message) => runs.refuse(ready.trigger, partition, offset, message),
+        Decision::Cover => {
+            let (reason, covered) = lanes.cover(job, &ready.trigger.trigger_id);
+            for queued in covered {
+                runs.refuse(
+                    queued.trigger,
+                    queued.partition,
+                    queued.offset,
+                    reason.clone(),
+                );
             }
-            None => RunOutcome::failure(format!(
-                "executor {executor_id} has no handler named {:?} (it has: {known_handlers})",
-                trigger.handler
-            )),
-        };
-        let record = result_record(&trigger, &executor_id, outcome, started_at_ms);
-        let handled = match publisher.publish_result(&record, &hard_stop).await {
-            Ok(()) => {
-                tracing::debug!(trigger_id = %trigger.trigger_id, code = record.code, "result published");
-                true
-            }
-            Err(error) => {
-                tracing::error!(trigger_id = %trigger.trigger_id, %error,
-                    "cannot publish result; the trigger stays uncommitted and will be redelivered");
-                false
-            }
-        };
-        let _ = finished.send(Finished { handled, ..done });
-    });
+            runs.start(ready, lanes);
+        }
+    }
 }
 
 fn commit(consumer: &StreamConsumer<ExecutorContext>, tracker: &Mutex<OffsetTracker>, topic: &str) {

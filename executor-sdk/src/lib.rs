@@ -33,6 +33,8 @@
 //! - `consumer`: joins the consumer group `{prefix}.executor.{app}` on
 //!   `{prefix}.triggers.{app}`; the group decides which partitions (and so which triggers) this
 //!   executor owns. Every trigger runs in its own task; the loop never waits for a handler.
+//! - `lanes`: block strategies per job (SERIAL_EXECUTION queues, DISCARD_LATER refuses,
+//!   COVER_EARLY cancels what runs and is queued, CONCURRENT runs in parallel up to a cap).
 //! - `runner`: runs a handler under the trigger's timeout (code 502 when it passes), turns a
 //!   panic into a failed run, and builds the `ResultRecord`.
 //! - `publisher`: publishes results to `{prefix}.results` and unreadable records to
@@ -50,6 +52,7 @@ mod builder;
 mod consumer;
 mod context;
 mod error;
+mod lanes;
 mod offsets;
 mod publisher;
 mod runner;

@@ -37,12 +37,29 @@ impl RunOutcome {
     }
 }
 
-/// Runs `handler` for `trigger`; `cancellation` (a child of the executor's) also fires on
-/// timeout.
+/// Why a run was stopped from outside before it finished (block strategy, kill).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StopReason(Arc<std::sync::Mutex<Option<String>>>);
+
+impl StopReason {
+    /// Records why the run is being stopped; the first reason given is kept.
+    pub(crate) fn set(&self, reason: String) {
+        let mut slot = self.0.lock().expect("stop reason lock");
+        slot.get_or_insert(reason);
+    }
+
+    fn take(&self) -> Option<String> {
+        self.0.lock().expect("stop reason lock").clone()
+    }
+}
+
+/// Runs `handler` for `trigger`. `cancellation` stops the run early: set a [`StopReason`]
+/// first and the run fails with it; the trigger's timeout cancels it with code 502.
 pub(crate) async fn run_handler(
     handler: HandlerFn,
     trigger: Arc<TriggerRecord>,
     cancellation: CancellationToken,
+    stop_reason: StopReason,
 ) -> RunOutcome {
     let timeout = u64::try_from(trigger.timeout_ms)
         .ok()
@@ -50,23 +67,31 @@ pub(crate) async fn run_handler(
         .map(Duration::from_millis);
     let context = JobContext::new(Arc::clone(&trigger), cancellation.clone());
     let mut task = tokio::spawn(handler(context));
-    let joined = match timeout {
-        None => (&mut task).await,
-        Some(limit) => match tokio::time::timeout(limit, &mut task).await {
-            Ok(joined) => joined,
-            Err(_) => {
-                cancellation.cancel();
-                task.abort();
-                return RunOutcome {
-                    code: result_code::TIMEOUT,
-                    message: Some(format!(
-                        "run timed out after {} and was cancelled",
-                        humanize(limit)
-                    )),
-                    retry_after_ms: None,
-                };
-            }
-        },
+    let deadline = async {
+        match timeout {
+            Some(limit) => tokio::time::sleep(limit).await,
+            None => std::future::pending().await,
+        }
+    };
+    let joined = tokio::select! {
+        joined = &mut task => joined,
+        _ = deadline => {
+            cancellation.cancel();
+            task.abort();
+            let limit = timeout.unwrap_or_default();
+            return RunOutcome {
+                code: result_code::TIMEOUT,
+                message: Some(format!("run timed out after {} and was cancelled", humanize(limit))),
+                retry_after_ms: None,
+            };
+        }
+        _ = cancellation.cancelled() => {
+            task.abort();
+            let reason = stop_reason
+                .take()
+                .unwrap_or_else(|| "run was cancelled: the executor is shutting down".to_owned());
+            return RunOutcome::failure(reason);
+        }
     };
     match joined {
         Ok(Ok(())) => RunOutcome {
@@ -167,6 +192,7 @@ mod tests {
             erase(|_| async { Ok(()) }),
             trigger(0),
             CancellationToken::new(),
+            StopReason::default(),
         )
         .await;
         assert_eq!(ok.code, 200);
@@ -176,6 +202,7 @@ mod tests {
             }),
             trigger(0),
             CancellationToken::new(),
+            StopReason::default(),
         )
         .await;
         assert_eq!(failed, RunOutcome::failure("bad params p"));
@@ -183,6 +210,7 @@ mod tests {
             erase(|_| async { panic!("boom") }),
             trigger(0),
             CancellationToken::new(),
+            StopReason::default(),
         )
         .await;
         assert_eq!(panicked, RunOutcome::failure("handler panicked: boom"));
@@ -198,6 +226,7 @@ mod tests {
             }),
             trigger(1_500),
             token.clone(),
+            StopReason::default(),
         )
         .await;
         assert_eq!(outcome.code, 502);
@@ -206,5 +235,35 @@ mod tests {
             Some("run timed out after 1500 ms and was cancelled")
         );
         assert!(token.is_cancelled());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stopped_run_fails_with_its_reason() {
+        let token = CancellationToken::new();
+        let reason = StopReason::default();
+        let stopper = {
+            let (token, reason) = (token.clone(), reason.clone());
+            async move {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                reason.set("covered by trigger 3-2000 (COVER_EARLY)".to_owned());
+                token.cancel();
+            }
+        };
+        let (outcome, ()) = tokio::join!(
+            run_handler(
+                erase(|_| async {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok(())
+                }),
+                trigger(0),
+                token,
+                reason,
+            ),
+            stopper
+        );
+        assert_eq!(
+            outcome,
+            RunOutcome::failure("covered by trigger 3-2000 (COVER_EARLY)")
+        );
     }
 }

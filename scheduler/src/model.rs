@@ -299,6 +299,8 @@ pub struct Run {
     pub dispatched_at_ms: Option<i64>,
     /// Executor that reported the result.
     pub executor_id: Option<String>,
+    /// When the handler started, ms.
+    pub started_at_ms: Option<i64>,
     /// Result code: 200 success, 500 failure, 502 timeout.
     pub handle_code: Option<i32>,
     /// Result message, if any.

@@ -68,6 +68,15 @@ async fn ok(_ctx: JobContext) -> JobResult {
     Ok(())
 }
 
+/// Sleeps for `params` milliseconds, stopping early when cancelled.
+async fn sleep(ctx: JobContext) -> JobResult {
+    let millis: u64 = ctx.params().trim().parse()?;
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_millis(millis)) => Ok(()),
+        _ = ctx.cancelled() => Err(JobError::new("stopped early")),
+    }
+}
+
 /// Fails with a message naming its params.
 async fn fail(ctx: JobContext) -> JobResult {
     Err(JobError::new(format!(
@@ -166,7 +175,8 @@ impl TestApp {
         .await
     }
 
-    /// Starts an executor of `app` with handlers `ok` and `fail`.
+    /// Starts an executor of `app` with handlers `ok`, `fail` and `sleep` (params: ms), at
+    /// most two CONCURRENT runs per job.
     pub fn start_executor(&mut self, app: &str) {
         let executor = Executor::builder()
             .brokers(&self.brokers)
@@ -174,8 +184,10 @@ impl TestApp {
             .topic_prefix(&self.prefix)
             .session_timeout(SESSION_TIMEOUT)
             .drain_timeout(Duration::from_secs(5))
+            .max_concurrent_per_job(2)
             .handler("ok", ok)
             .handler("fail", fail)
+            .handler("sleep", sleep)
             .build()
             .expect("executor builds");
         let stop = CancellationToken::new();

@@ -353,6 +353,98 @@ async fn editing_jobs_follows_xxl_job_rules(backend: Backend) {
     app.shutdown().await;
 }
 
+/// Triggers `count` runs of a new `sleep` job with `strategy` while the executor is busy with
+/// nothing else, and waits until each has a result.
+async fn burst(app: &helpers::TestApp, strategy: &str, count: usize, sleep_ms: u64) -> Vec<Run> {
+    let job = app
+        .create_job(
+            json!({"app": "blocks", "handler": "sleep", "schedule_type": "NONE",
+            "params": sleep_ms.to_string(), "block_strategy": strategy}),
+        )
+        .await;
+    let mut fired = Vec::new();
+    for _ in 0..count {
+        fired.push(app.trigger(job.id, None).await);
+    }
+    wait_for(
+        Duration::from_secs(60),
+        "a result for every run",
+        || async {
+            let runs = app.runs(job.id).await;
+            (runs.iter().filter(|run| run.handle_code.is_some()).count() == count).then_some(())
+        },
+    )
+    .await;
+    let mut runs = app.runs(job.id).await;
+    // In trigger order.
+    runs.sort_by_key(|run| fired.iter().position(|id| id == run.trigger_id.as_str()));
+    runs
+}
+
+fn overlaps(a: &Run, b: &Run) -> bool {
+    a.started_at_ms.unwrap() < b.handle_at_ms.unwrap()
+        && b.started_at_ms.unwrap() < a.handle_at_ms.unwrap()
+}
+
+/// Every block strategy's observable behaviour, on one executor.
+async fn block_strategies_behave_as_in_xxl_job(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("blocks", 1).await;
+    app.start_executor("blocks");
+    // Warm up: the executor has joined its group once a first run finishes.
+    burst(&app, "SERIAL_EXECUTION", 1, 1).await;
+
+    let serial = burst(&app, "SERIAL_EXECUTION", 3, 400).await;
+    assert!(
+        serial.iter().all(|run| run.handle_code == Some(200)),
+        "{serial:?}"
+    );
+    for pair in serial.windows(2) {
+        assert!(
+            pair[1].started_at_ms.unwrap() >= pair[0].handle_at_ms.unwrap(),
+            "FIFO, one at a time: {serial:?}"
+        );
+    }
+
+    let discard = burst(&app, "DISCARD_LATER", 3, 1_500).await;
+    assert_eq!(discard[0].handle_code, Some(200));
+    for refused in &discard[1..] {
+        assert_eq!(refused.handle_code, Some(500));
+        assert!(
+            refused
+                .handle_msg
+                .as_deref()
+                .unwrap()
+                .contains("(block strategy DISCARD_LATER)"),
+            "{refused:?}"
+        );
+    }
+
+    let cover = burst(&app, "COVER_EARLY", 3, 1_500).await;
+    for covered in &cover[..2] {
+        assert_eq!(covered.handle_code, Some(500), "{cover:?}");
+        let message = covered.handle_msg.as_deref().unwrap();
+        assert!(
+            message.starts_with("covered by trigger ")
+                && message.ends_with("(block strategy COVER_EARLY)"),
+            "{message}"
+        );
+    }
+    assert_eq!(cover[2].handle_code, Some(200), "the newest run wins");
+
+    let concurrent = burst(&app, "CONCURRENT", 3, 1_000).await;
+    assert!(concurrent.iter().all(|run| run.handle_code == Some(200)));
+    assert!(
+        overlaps(&concurrent[0], &concurrent[1]),
+        "runs in parallel: {concurrent:?}"
+    );
+    assert!(
+        !overlaps(&concurrent[0], &concurrent[2]) || !overlaps(&concurrent[1], &concurrent[2]),
+        "at most two at once"
+    );
+    app.shutdown().await;
+}
+
 /// FIX_DELAY: each run starts a fixed delay after the previous one finished.
 async fn fix_delay_counts_from_the_end_of_the_previous_run(backend: Backend) {
     let mut app = spawn_app(backend).await;
@@ -441,6 +533,7 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
 }
 
 on_both_backends!(
+    block_strategies_behave_as_in_xxl_job,
     editing_jobs_follows_xxl_job_rules,
     fix_delay_counts_from_the_end_of_the_previous_run,
     poison_records_go_to_the_dlq_and_the_partition_keeps_flowing,

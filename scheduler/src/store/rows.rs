@@ -58,7 +58,7 @@ pub(crate) const FIRE_COLUMNS: &str = "id, trigger_id, job_id, app, handler, par
 /// Columns of `job_logs` shown as a run.
 pub(crate) const RUN_COLUMNS: &str = "id, trigger_id, job_id, trigger_type, params, attempt, \
      scheduled_at_ms, state, partition_no, dispatched_at_ms, executor_id, handle_code, \
-     handle_msg, handle_at_ms";
+     handle_msg, handle_at_ms, handle_started_at_ms";
 
 /// Claims up to `$4` pending fires whose lease ended before `$3` for node `$1` until `$2`.
 /// `lock_clause` lets PostgreSQL add `FOR UPDATE SKIP LOCKED`; SQLite needs none (a single
@@ -172,6 +172,7 @@ pub(crate) struct RunRow {
     handle_code: Option<i64>,
     handle_msg: Option<String>,
     handle_at_ms: Option<i64>,
+    handle_started_at_ms: Option<i64>,
 }
 
 fn corrupt(what: impl Into<String>) -> impl FnOnce(String) -> StoreError {
@@ -334,6 +335,7 @@ impl TryFrom<RunRow> for Run {
                 partition: row.partition_no.map(narrow).transpose()?,
                 dispatched_at_ms: row.dispatched_at_ms,
                 executor_id: row.executor_id,
+                started_at_ms: row.handle_started_at_ms,
                 handle_code: row.handle_code.map(narrow).transpose()?,
                 handle_msg: row.handle_msg,
                 handle_at_ms: row.handle_at_ms,
