@@ -18,7 +18,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use kadence_schemas::{JobId, ResultRecord, TriggerId, TriggerRecord, codec};
+use kadence_schemas::{
+    ControlCommand, ControlRecord, JobId, ResultRecord, TriggerId, TriggerRecord, codec,
+};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{
@@ -97,6 +99,109 @@ struct ReadyRun {
     handler: HandlerFn,
     partition: i32,
     offset: i64,
+}
+
+impl AsRef<TriggerId> for ReadyRun {
+    fn as_ref(&self) -> &TriggerId {
+        &self.trigger.trigger_id
+    }
+}
+
+/// Reads `{prefix}.control` from its end, without a consumer group (every executor must see
+/// every command), and forwards this app's commands to the loop. An unreadable record is
+/// logged and skipped: commands are not replayed, so there is nothing to redeliver.
+fn spawn_control_reader(
+    settings: &ExecutorSettings,
+    commands: mpsc::UnboundedSender<ControlRecord>,
+    stop: CancellationToken,
+) -> Result<(), ExecutorError> {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &settings.brokers)
+        // librdkafka wants a group id even for assigned partitions; nothing is ever committed.
+        .set(
+            "group.id",
+            format!(
+                "{}.control.{}",
+                settings.topics.prefix(),
+                settings.executor_id
+            ),
+        )
+        .set("enable.auto.commit", "false");
+    for (key, value) in &settings.kafka_options {
+        config.set(key, value);
+    }
+    let consumer: StreamConsumer = config
+        .create()
+        .map_err(ExecutorError::kafka("create the control consumer"))?;
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(&settings.topics.control(), 0, Offset::End)
+        .map_err(ExecutorError::kafka("assign the control topic"))?;
+    consumer
+        .assign(&assignment)
+        .map_err(ExecutorError::kafka("assign the control topic"))?;
+    let app = settings.app.clone();
+    tokio::spawn(async move {
+        loop {
+            let received = tokio::select! {
+                _ = stop.cancelled() => return,
+                received = consumer.recv() => received,
+            };
+            let message = match received {
+                Ok(message) => message,
+                Err(error) => {
+                    tracing::warn!(%error, "error while reading control commands");
+                    continue;
+                }
+            };
+            match message.payload().map(codec::decode::<ControlRecord>) {
+                Some(Ok(command)) if command.app == app => {
+                    let _ = commands.send(command);
+                }
+                Some(Ok(_)) => {}
+                Some(Err(error)) => {
+                    tracing::warn!(%error, offset = message.offset(), "skipping an unreadable control record")
+                }
+                None => tracing::warn!(
+                    offset = message.offset(),
+                    "skipping an empty control record"
+                ),
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Applies a control command to this executor's runs.
+fn apply_control(command: ControlRecord, runs: &Runs, lanes: &mut Lanes<ReadyRun>) {
+    match command.command {
+        ControlCommand::Kill => {
+            let reason = format!(
+                "killed: {}",
+                command
+                    .reason
+                    .as_deref()
+                    .unwrap_or("requested by an operator")
+            );
+            let mut refused = Vec::new();
+            if let Some(job) = command.job_id {
+                tracing::info!(%job, "killing the job's running and queued runs");
+                refused.extend(lanes.stop_all(job, &reason));
+            }
+            if let Some(trigger_id) = &command.trigger_id {
+                refused.extend(lanes.stop_trigger(trigger_id, &reason));
+            }
+            for queued in refused {
+                runs.refuse(
+                    queued.trigger,
+                    queued.partition,
+                    queued.offset,
+                    reason.clone(),
+                );
+            }
+        }
+    }
 }
 
 /// Starts runs and publishes their results; every task reports back on `finished`.
@@ -291,6 +396,10 @@ pub(crate) async fn run(
         settings.max_concurrent_per_job,
         settings.executor_id.clone(),
     );
+    let (control_tx, mut control_rx) = mpsc::unbounded_channel::<ControlRecord>();
+    let control_stop = CancellationToken::new();
+    let _stop_control_reader = control_stop.clone().drop_guard();
+    spawn_control_reader(&settings, control_tx, control_stop)?;
     let mut recent = RecentTriggers::new();
     let mut in_flight = 0usize;
     let mut phase = Phase::Consuming;
@@ -318,6 +427,7 @@ pub(crate) async fn run(
                     }
                 }
             }
+            Some(command) = control_rx.recv() => apply_control(command, &runs, &mut lanes),
             _ = commit_tick.tick() => commit(&consumer, &tracker, &topic),
             _ = &mut shutdown, if consuming => {
                 tracing::info!(in_flight, "executor draining");

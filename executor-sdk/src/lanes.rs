@@ -116,6 +116,33 @@ impl<P> Lanes<P> {
         lane.queued.drain(..).map(|(_, pending)| pending).collect()
     }
 
+    /// Stops the one run or queued trigger `trigger_id` with `reason`; returns it if it was
+    /// queued, so the caller can fail it.
+    pub(crate) fn stop_trigger(&mut self, trigger_id: &TriggerId, reason: &str) -> Option<P>
+    where
+        P: AsRef<TriggerId>,
+    {
+        for lane in self.lanes.values_mut() {
+            if let Some(active) = lane
+                .running
+                .iter()
+                .find(|active| &active.trigger_id == trigger_id)
+            {
+                active.stop_reason.set(reason.to_owned());
+                active.cancellation.cancel();
+                return None;
+            }
+            if let Some(position) = lane
+                .queued
+                .iter()
+                .position(|(_, queued)| queued.as_ref() == trigger_id)
+            {
+                return lane.queued.remove(position).map(|(_, queued)| queued);
+            }
+        }
+        None
+    }
+
     /// COVER_EARLY: stops `job`'s runs and queue in favour of trigger `by`; returns the reason
     /// and the queued triggers to fail with it.
     pub(crate) fn cover(&mut self, job: JobId, by: &TriggerId) -> (String, Vec<P>) {

@@ -9,6 +9,7 @@
 //! | GET | `/api/jobs/{id}/glue` | the job's saved script versions, newest first |
 //! | POST | `/api/jobs/{id}/start`, `/stop` | schedule or unschedule a job |
 //! | POST | `/api/jobs/{id}/trigger` | fire once now, optionally with other params |
+//! | POST | `/api/jobs/{id}/kill` | stop the job's running and queued runs on every executor |
 //! | GET | `/api/jobs/{id}/runs` (`?limit=`) | newest runs with codes and messages |
 //! | GET | `/api/schedules/preview` | next fire times of a schedule, before saving it |
 //!
@@ -22,13 +23,16 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, Topics, TriggerId, TriggerType};
+use kadence_schemas::{
+    AppName, BlockStrategy, ControlCommand, ControlRecord, GlueType, JobId, Topics, TriggerId,
+    TriggerType,
+};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::clock::Clock;
 use crate::dispatch::PartitionDirectory;
-use crate::kafka::{TopicAdmin, TopicError};
+use crate::kafka::{ControlChannel, TopicAdmin, TopicError};
 use crate::model::{
     App, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire, RetryBackoff, RetryPolicy,
     RouteStrategy, Run,
@@ -53,6 +57,8 @@ pub struct ApiState {
     pub partitions: Arc<PartitionDirectory>,
     /// Where manual fires go to be emitted.
     pub wheel: mpsc::Sender<PendingFire>,
+    /// Commands to executors (kill).
+    pub control: ControlChannel,
     /// Time.
     pub clock: Arc<dyn Clock>,
     /// This node (owner of manual fires).
@@ -74,6 +80,7 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/api/jobs/{id}/start", post(start_job))
         .route("/api/jobs/{id}/stop", post(stop_job))
         .route("/api/jobs/{id}/trigger", post(trigger_job))
+        .route("/api/jobs/{id}/kill", post(kill_job))
         .route("/api/jobs/{id}/runs", get(list_runs))
         .route("/api/schedules/preview", get(preview_schedule))
         .with_state(state)
@@ -689,6 +696,58 @@ async fn trigger_job(
     // The fire is durable now; if the wheel is gone (shutdown) a claim emits it later.
     let _ = state.wheel.send(fire).await;
     Ok((StatusCode::ACCEPTED, Json(response)))
+}
+
+/// Body of `POST /api/jobs/{id}/kill`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillRequest {
+    /// Why; shown on the killed runs.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Asks every executor of the job's app to stop the job's running and queued runs (each ends
+/// with a failure result saying it was killed). Answers once the command is on the topic.
+async fn kill_job(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<KillResponse>), ApiError> {
+    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let request: KillRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        KillRequest::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|error| bad_request(format!("invalid request body: {error}")))?
+    };
+    let command = ControlRecord {
+        command: ControlCommand::Kill,
+        app: job.spec.app.clone(),
+        job_id: Some(job.id),
+        trigger_id: None,
+        reason: request.reason,
+        requested_at_ms: state.clock.now_ms(),
+    };
+    state.control.send(&command).await.map_err(|error| {
+        ApiError::Internal(anyhow::Error::new(error).context("publishing the kill command"))
+    })?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(KillResponse {
+            job_id: job.id.get(),
+            requested_at_ms: command.requested_at_ms,
+        }),
+    ))
+}
+
+/// Answer of `POST /api/jobs/{id}/kill`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct KillResponse {
+    /// The job.
+    pub job_id: i64,
+    /// When the command was published, ms.
+    pub requested_at_ms: i64,
 }
 
 /// Query of `GET /api/jobs/{id}/runs`.

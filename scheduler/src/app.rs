@@ -29,7 +29,7 @@ use crate::claims::Claimer;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::dispatch::{DispatchSettings, Dispatcher, PartitionDirectory, run_ack_writer};
-use crate::kafka::{DeadLetters, KafkaSettings, TopicAdmin};
+use crate::kafka::{ControlChannel, DeadLetters, KafkaSettings, TopicAdmin};
 use crate::preread::{PreReadSettings, PreReader, millis};
 use crate::results::ResultsConsumer;
 use crate::store::{PostgresStore, SqliteStore, Store};
@@ -164,18 +164,20 @@ impl Scheduler {
             &topics,
             config.kafka.session_timeout,
             Arc::clone(&store),
-            DeadLetters::new(producer, topics.dlq()),
+            DeadLetters::new(producer.clone(), topics.dlq()),
             1000,
         )
         .context("starting the results consumer")?;
         tasks.spawn(results.run(shutdown.clone()));
 
+        let control = ControlChannel::new(producer, topics.control());
         let state = Arc::new(ApiState {
             store: Arc::clone(&store),
             admin,
             topics,
             partitions,
             wheel: wheel_tx,
+            control,
             clock,
             node_id: node_id.clone(),
             lease_ms: millis(schedule.lease),

@@ -19,7 +19,10 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::api::{JobView, NewAppRequest, NewJobRequest, TriggerRequest, TriggerResponse};
+use crate::api::{
+    JobView, KillRequest, KillResponse, NewAppRequest, NewJobRequest, TriggerRequest,
+    TriggerResponse,
+};
 use crate::app::Scheduler;
 use crate::clock::SystemClock;
 use crate::config::Config;
@@ -140,6 +143,14 @@ enum JobCommand {
         /// Parameters for this run only (default: the job's).
         #[arg(long)]
         params: Option<String>,
+    },
+    /// Stop a job's running and queued runs on every executor.
+    Kill {
+        /// Job id.
+        id: String,
+        /// Why; shown on the killed runs.
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// List a job's newest runs with their result codes and messages.
     Runs {
@@ -413,6 +424,12 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
                 )
                 .await?;
             println!("triggered {} (log id {})", fired.trigger_id, fired.log_id);
+        }
+        JobCommand::Kill { id, reason } => {
+            let killed: KillResponse = client
+                .post(&format!("/api/jobs/{id}/kill"), &KillRequest { reason })
+                .await?;
+            println!("kill requested for job {}", killed.job_id);
         }
         JobCommand::Runs { id, limit } => {
             let runs: Vec<Run> = client

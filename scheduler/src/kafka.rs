@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_schemas::{Topics, headers};
+use kadence_schemas::{ControlRecord, Topics, codec, headers};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -221,6 +221,36 @@ impl TopicAdmin {
         self.ensure_topic(&topics.logs(), results_partitions, &[])
             .await?;
         self.ensure_topic(&topics.dlq(), 1, &[]).await
+    }
+}
+
+/// Publishes commands for executors to `{prefix}.control` (key: app).
+#[derive(Clone)]
+pub struct ControlChannel {
+    producer: FutureProducer,
+    topic: String,
+}
+
+impl ControlChannel {
+    /// A channel producing to `topic`.
+    pub fn new(producer: FutureProducer, topic: String) -> Self {
+        ControlChannel { producer, topic }
+    }
+
+    /// Sends `command` and waits for the broker's acknowledgement.
+    pub async fn send(&self, command: &ControlRecord) -> Result<(), KafkaError> {
+        let payload = codec::encode(command)
+            .map_err(|_| KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage))?;
+        self.producer
+            .send(
+                FutureRecord::to(&self.topic)
+                    .key(command.app.as_str())
+                    .payload(&payload),
+                Timeout::After(Duration::from_secs(30)),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|(error, _)| error)
     }
 }
 

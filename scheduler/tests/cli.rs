@@ -174,6 +174,17 @@ async fn operators_manage_apps_and_jobs_without_sql() {
         "{row}"
     );
 
+    let killed = kadence(&api, &["job", "kill", "1", "--reason", "maintenance"]).await;
+    assert!(killed.success, "{}", killed.stderr);
+    assert_eq!(killed.stdout.trim(), "kill requested for job 1");
+    let missing = kadence(&api, &["job", "kill", "77"]).await;
+    assert!(!missing.success);
+    assert!(
+        missing.stderr.contains("job 77 does not exist"),
+        "{}",
+        missing.stderr
+    );
+
     let listed = kadence(&api, &["job", "list", "--app", "clidemo"]).await;
     assert_eq!(listed.stdout.lines().count(), 3, "{}", listed.stdout);
     let unreachable = kadence("http://127.0.0.1:9", &["job", "list"]).await;

@@ -445,6 +445,63 @@ async fn block_strategies_behave_as_in_xxl_job(backend: Backend) {
     app.shutdown().await;
 }
 
+/// A kill from the scheduler stops the job's running run and its queued one on the executor
+/// that has them; both end with a result saying they were killed.
+async fn kill_stops_running_and_queued_runs(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("blocks", 1).await;
+    app.start_executor("blocks");
+    burst(&app, "SERIAL_EXECUTION", 1, 1).await; // the executor has joined
+    let job = app
+        .create_job(json!({"app": "blocks", "handler": "sleep", "schedule_type": "NONE", "params": "30000"}))
+        .await;
+    let running = app.trigger(job.id, None).await;
+    let queued = app.trigger(job.id, None).await;
+    wait_for(
+        Duration::from_secs(10),
+        "both triggers dispatched",
+        || async {
+            let runs = app.runs(job.id).await;
+            (runs.len() == 2 && runs.iter().all(|run| run.state == RunState::Dispatched))
+                .then_some(())
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await; // the first is running, the second queued
+    let (status, body) = app
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/jobs/{}/kill", job.id),
+            Some(json!({"reason": "stuck on a lock"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let runs = wait_for(Duration::from_secs(20), "both runs killed", || async {
+        let runs = app.runs(job.id).await;
+        runs.iter()
+            .all(|run| run.handle_code.is_some())
+            .then_some(runs)
+    })
+    .await;
+    for id in [&running, &queued] {
+        let run = runs
+            .iter()
+            .find(|run| run.trigger_id.as_str() == id.as_str())
+            .unwrap();
+        assert_eq!(run.handle_code, Some(500));
+        assert_eq!(run.handle_msg.as_deref(), Some("killed: stuck on a lock"));
+    }
+    let first = runs
+        .iter()
+        .find(|run| run.trigger_id.as_str() == running.as_str())
+        .unwrap();
+    assert!(
+        first.handle_at_ms.unwrap() - first.started_at_ms.unwrap() < 20_000,
+        "stopped long before its 30 s"
+    );
+    app.shutdown().await;
+}
+
 /// FIX_DELAY: each run starts a fixed delay after the previous one finished.
 async fn fix_delay_counts_from_the_end_of_the_previous_run(backend: Backend) {
     let mut app = spawn_app(backend).await;
@@ -533,6 +590,7 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
 }
 
 on_both_backends!(
+    kill_stops_running_and_queued_runs,
     block_strategies_behave_as_in_xxl_job,
     editing_jobs_follows_xxl_job_rules,
     fix_delay_counts_from_the_end_of_the_previous_run,
