@@ -134,7 +134,7 @@ async fn manual_triggers_and_missing_handlers(backend: Backend) {
     assert_eq!(missing_run.trigger_id.as_str(), missing);
     let text = missing_run.handle_msg.unwrap();
     assert!(
-        text.contains("has no handler named \"nope\" (it has: fail, ok)"),
+        text.contains("has no handler named \"nope\" (it has: fail, ok, sleep)"),
         "{text}"
     );
     app.shutdown().await;
