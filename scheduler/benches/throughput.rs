@@ -298,23 +298,17 @@ fn trigger_payload() -> Vec<u8> {
     .unwrap()
 }
 
-/// The broker's own acknowledgement latency for single records sent at a steady 1 000/s
-/// (p50, p99 in ms): the floor under any scheduler's fire lateness on this broker.
-async fn broker_ack_latency(brokers: &str) -> (f64, f64) {
-    let topic = format!("kbench{:x}.probe", rand::random::<u32>());
+/// A new topic with the trigger topics' partition count, and a producer configured like the
+/// scheduler's (idempotent, acks=all, linger 2 ms).
+async fn fresh_topic_and_producer(brokers: &str, purpose: &str) -> (String, FutureProducer) {
+    let topic = format!("kbench{:x}.{purpose}", rand::random::<u32>());
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .create()
         .unwrap();
+    let new_topic = NewTopic::new(&topic, PARTITIONS, TopicReplication::Fixed(-1));
     admin
-        .create_topics(
-            [&NewTopic::new(
-                &topic,
-                PARTITIONS,
-                TopicReplication::Fixed(-1),
-            )],
-            &AdminOptions::new(),
-        )
+        .create_topics([&new_topic], &AdminOptions::new())
         .await
         .unwrap();
     let producer: FutureProducer = ClientConfig::new()
@@ -324,6 +318,13 @@ async fn broker_ack_latency(brokers: &str) -> (f64, f64) {
         .set("linger.ms", "2")
         .create()
         .unwrap();
+    (topic, producer)
+}
+
+/// The broker's own acknowledgement latency for single records sent at a steady 1 000/s
+/// (p50, p99 in ms): the floor under any scheduler's fire lateness on this broker.
+async fn broker_ack_latency(brokers: &str) -> (f64, f64) {
+    let (topic, producer) = fresh_topic_and_producer(brokers, "probe").await;
     let payload = trigger_payload();
     // Warm the connection and the idempotent producer id first.
     producer
@@ -360,29 +361,7 @@ async fn broker_ack_latency(brokers: &str) -> (f64, f64) {
 
 /// Records per second the broker takes from one idempotent producer, as fast as it can send.
 async fn raw_produce_rate(brokers: &str, records: usize) -> f64 {
-    let topic = format!("kbench{:x}.raw", rand::random::<u32>());
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .create()
-        .unwrap();
-    admin
-        .create_topics(
-            [&NewTopic::new(
-                &topic,
-                PARTITIONS,
-                TopicReplication::Fixed(-1),
-            )],
-            &AdminOptions::new(),
-        )
-        .await
-        .unwrap();
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "true")
-        .set("acks", "all")
-        .set("linger.ms", "2")
-        .create()
-        .unwrap();
+    let (topic, producer) = fresh_topic_and_producer(brokers, "raw").await;
     let payload = trigger_payload();
     let started = Instant::now();
     let mut in_flight = futures::stream::FuturesUnordered::new();
