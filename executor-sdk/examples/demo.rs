@@ -45,7 +45,19 @@ async fn main() -> anyhow::Result<()> {
         .brokers(env("KADENCE_BROKERS", "127.0.0.1:9092"))
         .app(env("KADENCE_APP", "demo"))
         .topic_prefix(env("KADENCE_TOPIC_PREFIX", "kadence"))
-        .handler("hello", hello)
+        // Hooks run once: before the first run of `hello` here, and at shutdown.
+        .handler_with_hooks(
+            "hello",
+            hello,
+            || async {
+                tracing::info!("hello: init (e.g. open a connection pool)");
+                Ok(())
+            },
+            || async {
+                tracing::info!("hello: destroy (e.g. close it)");
+                Ok(())
+            },
+        )
         .handler("fail", fail)
         .build()?;
     println!(

@@ -8,13 +8,24 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use kadence_schemas::{AppName, Topics};
+use tokio::sync::OnceCell;
 
 use crate::Executor;
-use crate::context::{JobContext, JobResult};
+use crate::context::{JobContext, JobError, JobResult};
 use crate::error::ExecutorError;
 
 /// A registered handler, type-erased.
 pub(crate) type HandlerFn = Arc<dyn Fn(JobContext) -> BoxFuture<'static, JobResult> + Send + Sync>;
+
+/// A handler's init or destroy hook, type-erased.
+pub(crate) type HookFn = Arc<dyn Fn() -> BoxFuture<'static, Result<(), JobError>> + Send + Sync>;
+
+/// A handler registered with hooks: its destroy hook runs at shutdown if its init ran.
+pub(crate) struct Lifecycle {
+    pub(crate) name: String,
+    pub(crate) initialized: Arc<OnceCell<()>>,
+    pub(crate) destroy: HookFn,
+}
 
 /// Settings of a built executor.
 #[derive(Clone)]
@@ -46,6 +57,7 @@ pub struct ExecutorBuilder {
     commit_interval: Duration,
     kafka_options: BTreeMap<String, String>,
     handlers: Vec<(String, HandlerFn)>,
+    lifecycles: Vec<Lifecycle>,
 }
 
 impl Default for ExecutorBuilder {
@@ -62,6 +74,7 @@ impl Default for ExecutorBuilder {
             commit_interval: Duration::from_secs(1),
             kafka_options: BTreeMap::new(),
             handlers: Vec::new(),
+            lifecycles: Vec::new(),
         }
     }
 }
@@ -143,6 +156,50 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Registers `handler` under `name` with lifecycle hooks, as XXL-JOB's
+    /// `@XxlJob(value, init, destroy)`: `init` runs once, before the handler's first run on
+    /// this executor (a failed init fails that run and is tried again on the next); `destroy`
+    /// runs at shutdown, after the last run, if `init` ran.
+    pub fn handler_with_hooks<F, Fut, I, IFut, D, DFut>(
+        mut self,
+        name: impl Into<String>,
+        handler: F,
+        init: I,
+        destroy: D,
+    ) -> Self
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = JobResult> + Send + 'static,
+        I: Fn() -> IFut + Send + Sync + 'static,
+        IFut: Future<Output = Result<(), JobError>> + Send + 'static,
+        D: Fn() -> DFut + Send + Sync + 'static,
+        DFut: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        let name = name.into();
+        let initialized: Arc<OnceCell<()>> = Arc::new(OnceCell::new());
+        let init: HookFn = Arc::new(move || init().boxed());
+        let handler = Arc::new(handler);
+        let once = Arc::clone(&initialized);
+        let erased: HandlerFn = Arc::new(move |ctx| {
+            let (once, init, handler) =
+                (Arc::clone(&once), Arc::clone(&init), Arc::clone(&handler));
+            async move {
+                once.get_or_try_init(|| init())
+                    .await
+                    .map_err(|error| JobError::new(format!("init hook failed: {error}")))?;
+                handler(ctx).await
+            }
+            .boxed()
+        });
+        self.lifecycles.push(Lifecycle {
+            name: name.clone(),
+            initialized,
+            destroy: Arc::new(move || destroy().boxed()),
+        });
+        self.handlers.push((name, erased));
+        self
+    }
+
     /// Checks the settings and builds the executor.
     pub fn build(self) -> Result<Executor, ExecutorError> {
         let brokers = self
@@ -193,6 +250,7 @@ impl ExecutorBuilder {
                 kafka_options: self.kafka_options,
             },
             handlers: Arc::new(handlers),
+            lifecycles: self.lifecycles,
         })
     }
 }
@@ -213,6 +271,56 @@ mod tests {
 
     async fn ok(_ctx: JobContext) -> JobResult {
         Ok(())
+    }
+
+    #[tokio::test]
+    async fn init_runs_once_before_the_first_run_and_destroy_only_if_it_ran() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let inits = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&inits);
+        let executor = ExecutorBuilder::default()
+            .brokers("b:9092")
+            .app("demo")
+            .handler_with_hooks(
+                "hooked",
+                ok,
+                move || {
+                    let attempt = counted.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        // The first init fails: that run fails and the next one tries again.
+                        if attempt == 0 {
+                            Err(JobError::new("warming up"))
+                        } else {
+                            Ok(())
+                        }
+                    }
+                },
+                || async { Ok(()) },
+            )
+            .handler_with_hooks(
+                "idle",
+                ok,
+                || async { Ok(()) },
+                || async { Err(JobError::new("never")) },
+            )
+            .build()
+            .unwrap();
+        let hooked = executor.handlers.get("hooked").unwrap().clone();
+        let context = || crate::context::tests_support::context();
+        let first = hooked(context()).await;
+        assert_eq!(first.unwrap_err().message(), "init hook failed: warming up");
+        hooked(context()).await.unwrap();
+        hooked(context()).await.unwrap();
+        assert_eq!(
+            inits.load(Ordering::SeqCst),
+            2,
+            "init succeeds once, then never runs again"
+        );
+        // Only the handler whose init ran is destroyed (the idle one's destroy would fail).
+        assert_eq!(
+            executor.destroy_initialized().await,
+            vec!["hooked".to_owned()]
+        );
     }
 
     #[test]

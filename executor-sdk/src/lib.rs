@@ -66,12 +66,13 @@ pub use context::{JobContext, JobError, JobResult};
 pub use error::ExecutorError;
 pub use offsets::OffsetTracker;
 
-use builder::{ExecutorSettings, HandlerFn};
+use builder::{ExecutorSettings, HandlerFn, Lifecycle};
 
 /// An executor: a member of its app's consumer group that runs the registered handlers.
 pub struct Executor {
     settings: ExecutorSettings,
     handlers: Arc<HashMap<String, HandlerFn>>,
+    lifecycles: Vec<Lifecycle>,
 }
 
 impl Executor {
@@ -92,7 +93,26 @@ impl Executor {
 
     /// Runs until `shutdown` resolves, then drains: stops taking triggers, waits for the
     /// running handlers (up to the drain timeout), commits, and leaves the group.
+    /// Handlers registered with hooks run their destroy hook after the drain, if their init
+    /// ran.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ExecutorError> {
-        consumer::run(self.settings, self.handlers, shutdown).await
+        let result =
+            consumer::run(self.settings.clone(), Arc::clone(&self.handlers), shutdown).await;
+        self.destroy_initialized().await;
+        result
+    }
+
+    /// Runs the destroy hook of every handler whose init ran; returns their names.
+    async fn destroy_initialized(&self) -> Vec<String> {
+        let mut destroyed = Vec::new();
+        for lifecycle in &self.lifecycles {
+            if lifecycle.initialized.initialized() {
+                if let Err(error) = (lifecycle.destroy)().await {
+                    tracing::warn!(handler = %lifecycle.name, %error, "destroy hook failed");
+                }
+                destroyed.push(lifecycle.name.clone());
+            }
+        }
+        destroyed
     }
 }
