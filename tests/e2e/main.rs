@@ -502,6 +502,55 @@ async fn kill_stops_running_and_queued_runs(backend: Backend) {
     app.shutdown().await;
 }
 
+/// kill -9 of an executor in the middle of a run: the trigger is redelivered to another
+/// executor of the group, which completes it; the run ends with one final result.
+async fn a_run_on_a_killed_executor_is_redelivered_and_completed(backend: Backend) {
+    use tokio::io::AsyncBufReadExt;
+    let mut app = spawn_app(backend).await;
+    app.create_app("crashy", 1).await;
+    let mut doomed = tokio::process::Command::new(env!("CARGO_BIN_EXE_test-executor"))
+        .env("KADENCE_BROKERS", &app.brokers)
+        .env("KADENCE_APP", "crashy")
+        .env("KADENCE_TOPIC_PREFIX", &app.prefix)
+        .env("KADENCE_EXECUTOR_ID", "doomed-executor")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the executor process");
+    let mut lines = tokio::io::BufReader::new(doomed.stdout.take().unwrap()).lines();
+    let job = app
+        .create_job(
+            json!({"app": "crashy", "handler": "sleep", "schedule_type": "NONE", "params": "4000"}),
+        )
+        .await;
+    let trigger_id = app.trigger(job.id, None).await;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line == format!("started {trigger_id}") {
+                return;
+            }
+        }
+        panic!("the executor exited before starting the run");
+    })
+    .await
+    .expect("the doomed executor starts the run");
+    // A second executor joins; then the one running the trigger dies without a word.
+    app.start_executor("crashy");
+    doomed.start_kill().unwrap();
+    doomed.wait().await.unwrap();
+    let run = app.wait_for_run(job.id, 200, Duration::from_secs(90)).await;
+    assert_eq!(run.trigger_id.as_str(), trigger_id);
+    let survivor = run.executor_id.as_deref().unwrap();
+    assert_ne!(
+        survivor, "doomed-executor",
+        "completed by the surviving executor"
+    );
+    let runs = app.runs(job.id).await;
+    assert_eq!(runs.len(), 1, "one run, one final result: {runs:?}");
+    app.shutdown().await;
+}
+
 /// FIX_DELAY: each run starts a fixed delay after the previous one finished.
 async fn fix_delay_counts_from_the_end_of_the_previous_run(backend: Backend) {
     let mut app = spawn_app(backend).await;
@@ -590,6 +639,7 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
 }
 
 on_both_backends!(
+    a_run_on_a_killed_executor_is_redelivered_and_completed,
     kill_stops_running_and_queued_runs,
     block_strategies_behave_as_in_xxl_job,
     editing_jobs_follows_xxl_job_rules,
