@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::kafka::is_retriable;
 use crate::model::PendingFire;
-use crate::routing::choose_partition;
+use crate::routing::Router;
 use crate::store::{DispatchAck, Store};
 
 /// Partition counts of the apps' trigger topics, read from the store once per app.
@@ -105,6 +105,7 @@ pub struct Dispatcher {
     acks: mpsc::Sender<DispatchAck>,
     clock: Arc<dyn Clock>,
     settings: DispatchSettings,
+    router: Router,
 }
 
 impl Dispatcher {
@@ -124,6 +125,7 @@ impl Dispatcher {
             acks,
             clock,
             settings,
+            router: Router::new(),
         }
     }
 
@@ -179,7 +181,12 @@ impl Dispatcher {
                 return None;
             }
         };
-        let partition = choose_partition(fire.route_strategy, partitions);
+        let partition = self.router.choose(
+            fire.job_id,
+            fire.route_strategy,
+            partitions,
+            self.clock.now_ms(),
+        );
         let record = trigger_record(&fire, self.clock.now_ms());
         let payload = match codec::encode(&record) {
             Ok(payload) => payload,

@@ -85,10 +85,9 @@ string_enum!(
 string_enum!(
     /// How the scheduler picks the partition of `{prefix}.triggers.{app}` for a trigger.
     ///
-    /// The consumer group then decides which executor owns that partition. The remaining
-    /// XXL-JOB strategies (ROUND, CONSISTENT_HASH, LFU, LRU, FAILOVER, BUSYOVER,
-    /// SHARDING_BROADCAST) need per-job state and the executor registry; they are added
-    /// beside these without changing the dispatch path.
+    /// The consumer group then decides which executor owns that partition (see
+    /// [`crate::routing`]). FAILOVER, BUSYOVER and SHARDING_BROADCAST need the executor
+    /// registry and broadcast fires; they are not accepted yet.
     RouteStrategy, "route strategy", {
         /// Always partition 0 (XXL-JOB's default).
         First => "FIRST",
@@ -96,6 +95,14 @@ string_enum!(
         Last => "LAST",
         /// A uniformly random partition.
         Random => "RANDOM",
+        /// A per-job counter, from a random start.
+        Round => "ROUND",
+        /// XXL-JOB's MD5 ring: a job always lands on the same partition.
+        ConsistentHash => "CONSISTENT_HASH",
+        /// The partition this job used least (per job, reset daily).
+        LeastFrequentlyUsed => "LEAST_FREQUENTLY_USED",
+        /// The partition this job used longest ago (per job, reset daily).
+        LeastRecentlyUsed => "LEAST_RECENTLY_USED",
     }
 );
 
@@ -393,7 +400,8 @@ mod tests {
         let err = "BUSY".parse::<RouteStrategy>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown route strategy \"BUSY\": expected one of FIRST, LAST, RANDOM"
+            "unknown route strategy \"BUSY\": expected one of FIRST, LAST, RANDOM, ROUND, \
+             CONSISTENT_HASH, LEAST_FREQUENTLY_USED, LEAST_RECENTLY_USED"
         );
         assert_eq!("stopped".parse::<JobStatus>(), Ok(JobStatus::Stopped));
         assert!("paused".parse::<JobStatus>().is_err());

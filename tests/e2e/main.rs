@@ -578,6 +578,61 @@ async fn a_run_on_a_killed_executor_is_redelivered_and_completed(backend: Backen
     app.shutdown().await;
 }
 
+/// Routing picks the partition of each trigger: CONSISTENT_HASH always the job's ring
+/// partition, ROUND the next partition each time.
+async fn route_strategies_pick_partitions(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create_app("routes", 3).await;
+    for (strategy, check) in [("CONSISTENT_HASH", "same"), ("ROUND", "cycle")] {
+        let job = app
+            .create_job(json!({"app": "routes", "handler": "ok", "schedule_type": "NONE", "route_strategy": strategy}))
+            .await;
+        let mut fired = Vec::new();
+        for _ in 0..3 {
+            fired.push(app.trigger(job.id, None).await);
+            // One at a time, so the order of acknowledgement is the order of choice.
+            wait_for(Duration::from_secs(10), "dispatched", || async {
+                let runs = app.runs(job.id).await;
+                runs.iter().all(|run| run.partition.is_some()).then_some(())
+            })
+            .await;
+        }
+        let runs = app.runs(job.id).await;
+        let partitions: Vec<i32> = fired
+            .iter()
+            .map(|id| {
+                runs.iter()
+                    .find(|run| run.trigger_id.as_str() == id.as_str())
+                    .unwrap()
+                    .partition
+                    .unwrap()
+            })
+            .collect();
+        match check {
+            "same" => {
+                let expected = kadence_scheduler::routing::consistent_hash_partition(
+                    JobId::new(job.id).unwrap(),
+                    3,
+                );
+                assert_eq!(partitions, vec![expected; 3], "{strategy}");
+            }
+            _ => {
+                assert_eq!(
+                    partitions[1],
+                    (partitions[0] + 1) % 3,
+                    "{strategy}: {partitions:?}"
+                );
+                assert_eq!(
+                    partitions[2],
+                    (partitions[0] + 2) % 3,
+                    "{strategy}: {partitions:?}"
+                );
+            }
+        }
+    }
+    app.shutdown().await;
+}
+
 /// FIX_DELAY: each run starts a fixed delay after the previous one finished.
 async fn fix_delay_counts_from_the_end_of_the_previous_run(backend: Backend) {
     let mut app = spawn_app(backend).await;
@@ -666,6 +721,7 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
 }
 
 on_both_backends!(
+    route_strategies_pick_partitions,
     a_run_on_a_killed_executor_is_redelivered_and_completed,
     kill_stops_running_and_queued_runs,
     block_strategies_behave_as_in_xxl_job,
