@@ -181,32 +181,34 @@ pub(crate) mod tests_support {
     use super::*;
     use kadence_schemas::{AppName, BlockStrategy, GlueType};
 
-    /// A context for a plain trigger of job 1.
-    pub(crate) fn context() -> JobContext {
+    /// A plain trigger of job 1 with params `"p"` and no timeout.
+    pub(crate) fn trigger_record() -> TriggerRecord {
         let job = JobId::new(1).unwrap();
-        JobContext::new(
-            Arc::new(TriggerRecord {
-                trigger_id: TriggerId::scheduled(job, 1_000),
-                log_id: 1,
-                job_id: job,
-                app: AppName::parse("demo").unwrap(),
-                handler: "h".into(),
-                params: String::new(),
-                shard_index: 0,
-                shard_total: 1,
-                block_strategy: BlockStrategy::SerialExecution,
-                timeout_ms: 0,
-                trigger_type: TriggerType::Manual,
-                scheduled_at_ms: 1_000,
-                emitted_at_ms: 1_001,
-                attempt: 0,
-                glue_type: GlueType::Bean,
-                glue_source: None,
-                glue_updated_at_ms: None,
-                replay_of: None,
-            }),
-            CancellationToken::new(),
-        )
+        TriggerRecord {
+            trigger_id: TriggerId::scheduled(job, 1_000),
+            log_id: 1,
+            job_id: job,
+            app: AppName::parse("demo").unwrap(),
+            handler: "h".into(),
+            params: "p".into(),
+            shard_index: 0,
+            shard_total: 1,
+            block_strategy: BlockStrategy::SerialExecution,
+            timeout_ms: 0,
+            trigger_type: TriggerType::Manual,
+            scheduled_at_ms: 1_000,
+            emitted_at_ms: 1_001,
+            attempt: 0,
+            glue_type: GlueType::Bean,
+            glue_source: None,
+            glue_updated_at_ms: None,
+            replay_of: None,
+        }
+    }
+
+    /// A context for [`trigger_record`].
+    pub(crate) fn context() -> JobContext {
+        JobContext::new(Arc::new(trigger_record()), CancellationToken::new())
     }
 }
 

@@ -152,29 +152,11 @@ mod tests {
     use super::*;
     use crate::context::{JobError, JobResult};
     use futures::FutureExt;
-    use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 
     fn trigger(timeout_ms: i64) -> Arc<TriggerRecord> {
-        let job = JobId::new(3).unwrap();
         Arc::new(TriggerRecord {
-            trigger_id: TriggerId::scheduled(job, 1_000),
-            log_id: 1,
-            job_id: job,
-            app: AppName::parse("demo").unwrap(),
-            handler: "h".into(),
-            params: "p".into(),
-            shard_index: 0,
-            shard_total: 1,
-            block_strategy: BlockStrategy::SerialExecution,
             timeout_ms,
-            trigger_type: TriggerType::Cron,
-            scheduled_at_ms: 1_000,
-            emitted_at_ms: 1_001,
-            attempt: 0,
-            glue_type: GlueType::Bean,
-            glue_source: None,
-            glue_updated_at_ms: None,
-            replay_of: None,
+            ..crate::context::tests_support::trigger_record()
         })
     }
 
