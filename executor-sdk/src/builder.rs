@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use kadence_schemas::{AppName, Topics};
+use rdkafka::config::ClientConfig;
 use tokio::sync::OnceCell;
 
 use crate::Executor;
@@ -40,6 +41,22 @@ pub(crate) struct ExecutorSettings {
     pub(crate) drain_timeout: Duration,
     pub(crate) commit_interval: Duration,
     pub(crate) kafka_options: BTreeMap<String, String>,
+}
+
+impl ExecutorSettings {
+    /// A client configuration with the brokers, the SDK's `defaults` for this client, then the
+    /// raw options, which win: a user can override any default.
+    pub(crate) fn client_config(&self, defaults: &[(&str, &str)]) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", &self.brokers);
+        for (key, value) in defaults {
+            config.set(*key, *value);
+        }
+        for (key, value) in &self.kafka_options {
+            config.set(key, value);
+        }
+        config
+    }
 }
 
 /// Builds an [`Executor`]. Required: [`brokers`](Self::brokers), [`app`](Self::app) and at

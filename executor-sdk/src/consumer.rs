@@ -22,7 +22,6 @@ use kadence_schemas::{
     ControlCommand, ControlRecord, JobId, ResultRecord, TriggerId, TriggerRecord, codec,
 };
 use rdkafka::client::ClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
 };
@@ -115,22 +114,13 @@ fn spawn_control_reader(
     commands: mpsc::UnboundedSender<ControlRecord>,
     stop: CancellationToken,
 ) -> Result<(), ExecutorError> {
-    let mut config = ClientConfig::new();
-    config
-        .set("bootstrap.servers", &settings.brokers)
-        // librdkafka wants a group id even for assigned partitions; nothing is ever committed.
-        .set(
-            "group.id",
-            format!(
-                "{}.control.{}",
-                settings.topics.prefix(),
-                settings.executor_id
-            ),
-        )
-        .set("enable.auto.commit", "false");
-    for (key, value) in &settings.kafka_options {
-        config.set(key, value);
-    }
+    // librdkafka wants a group id even for assigned partitions; nothing is ever committed.
+    let group = format!(
+        "{}.control.{}",
+        settings.topics.prefix(),
+        settings.executor_id
+    );
+    let config = settings.client_config(&[("group.id", &group), ("enable.auto.commit", "false")]);
     let consumer: StreamConsumer = config
         .create()
         .map_err(ExecutorError::kafka("create the control consumer"))?;
@@ -358,22 +348,17 @@ pub(crate) async fn run(
 ) -> Result<(), ExecutorError> {
     let topic = settings.topics.triggers(&settings.app);
     let tracker = Arc::new(Mutex::new(OffsetTracker::default()));
-    let mut config = ClientConfig::new();
-    config
-        .set("bootstrap.servers", &settings.brokers)
-        .set("group.id", settings.topics.executor_group(&settings.app))
-        .set("client.id", &settings.executor_id)
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
+    let group = settings.topics.executor_group(&settings.app);
+    let session_timeout = settings.session_timeout.as_millis().to_string();
+    let config = settings.client_config(&[
+        ("group.id", &group),
+        ("client.id", &settings.executor_id),
+        ("enable.auto.commit", "false"),
+        ("enable.auto.offset.store", "false"),
         // A trigger emitted before any executor joined must still run.
-        .set("auto.offset.reset", "earliest")
-        .set(
-            "session.timeout.ms",
-            settings.session_timeout.as_millis().to_string(),
-        );
-    for (key, value) in &settings.kafka_options {
-        config.set(key, value);
-    }
+        ("auto.offset.reset", "earliest"),
+        ("session.timeout.ms", &session_timeout),
+    ]);
     let consumer: StreamConsumer<ExecutorContext> = config
         .create_with_context(ExecutorContext {
             tracker: Arc::clone(&tracker),

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use kadence_schemas::{ResultRecord, codec, headers};
-use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -25,15 +24,11 @@ pub(crate) struct Publisher {
 
 impl Publisher {
     pub(crate) fn new(settings: &ExecutorSettings) -> Result<Publisher, ExecutorError> {
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", &settings.brokers)
-            .set("enable.idempotence", "true")
-            .set("acks", "all")
-            .set("linger.ms", "2");
-        for (key, value) in &settings.kafka_options {
-            config.set(key, value);
-        }
+        let config = settings.client_config(&[
+            ("enable.idempotence", "true"),
+            ("acks", "all"),
+            ("linger.ms", "2"),
+        ]);
         Ok(Publisher {
             producer: config
                 .create()

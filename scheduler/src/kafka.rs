@@ -39,8 +39,17 @@ impl std::fmt::Debug for KafkaSettings {
 impl KafkaSettings {
     /// A client configuration with the brokers and the raw options.
     pub fn client_config(&self) -> ClientConfig {
+        self.client_config_with(&[])
+    }
+
+    /// A client configuration with the brokers, Kadence's `defaults` for this client, then the
+    /// raw options, which win: an operator can override any default.
+    pub fn client_config_with(&self, defaults: &[(&str, &str)]) -> ClientConfig {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &self.brokers);
+        for (key, value) in defaults {
+            config.set(*key, *value);
+        }
         for (key, value) in &self.options {
             config.set(key, value);
         }
@@ -51,17 +60,13 @@ impl KafkaSettings {
     /// a partition. `linger.ms` stays small because trigger latency matters more than batch
     /// size at the rates a scheduler produces.
     pub fn idempotent_producer(&self) -> Result<FutureProducer, KafkaError> {
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", &self.brokers)
-            .set("enable.idempotence", "true")
-            .set("acks", "all")
-            .set("linger.ms", "2")
-            .set("message.timeout.ms", "30000");
-        for (key, value) in &self.options {
-            config.set(key, value);
-        }
-        config.create()
+        self.client_config_with(&[
+            ("enable.idempotence", "true"),
+            ("acks", "all"),
+            ("linger.ms", "2"),
+            ("message.timeout.ms", "30000"),
+        ])
+        .create()
     }
 }
 

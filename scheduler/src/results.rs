@@ -82,18 +82,14 @@ impl ResultsConsumer {
         dead_letters: DeadLetters,
         batch_max: usize,
     ) -> Result<ResultsConsumer, ResultsError> {
-        let mut config = settings.client_config();
-        config
-            .set("group.id", topics.scheduler_group())
-            .set("enable.auto.commit", "false")
-            .set("auto.offset.reset", "earliest")
-            .set(
-                "session.timeout.ms",
-                session_timeout.as_millis().to_string(),
-            );
-        for (key, value) in &settings.options {
-            config.set(key, value);
-        }
+        let group = topics.scheduler_group();
+        let session_timeout = session_timeout.as_millis().to_string();
+        let config = settings.client_config_with(&[
+            ("group.id", &group),
+            ("enable.auto.commit", "false"),
+            ("auto.offset.reset", "earliest"),
+            ("session.timeout.ms", &session_timeout),
+        ]);
         let consumer: StreamConsumer = config.create().map_err(ResultsError::Start)?;
         consumer
             .subscribe(&[&topics.results()])
