@@ -151,6 +151,15 @@ impl From<axum::extract::rejection::JsonRejection> for ApiError {
 #[from_request(via(axum::Json), rejection(ApiError))]
 struct ApiJson<T>(T);
 
+/// A JSON body that may be left out: an empty body is `T::default()`.
+fn optional_body<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body)
+        .map_err(|error| bad_request(format!("invalid request body: {error}")))
+}
+
 fn bad_request(error: impl std::fmt::Display) -> ApiError {
     ApiError::BadRequest(error.to_string())
 }
@@ -665,13 +674,8 @@ async fn trigger_job(
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<TriggerResponse>), ApiError> {
     let job = load_job(&state, parse_job_id(&id)?).await?;
-    // The body is optional: an empty one triggers with the job's own params.
-    let request: TriggerRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        TriggerRequest::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|error| bad_request(format!("invalid request body: {error}")))?
-    };
+    // An empty body triggers with the job's own params.
+    let request: TriggerRequest = optional_body(&body)?;
     let params = request.params.unwrap_or_else(|| job.spec.params.clone());
     check_params(&params)?;
     let now = state.clock.now_ms();
@@ -715,12 +719,7 @@ async fn kill_job(
     body: axum::body::Bytes,
 ) -> Result<(StatusCode, Json<KillResponse>), ApiError> {
     let job = load_job(&state, parse_job_id(&id)?).await?;
-    let request: KillRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        KillRequest::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|error| bad_request(format!("invalid request body: {error}")))?
-    };
+    let request: KillRequest = optional_body(&body)?;
     let command = ControlRecord {
         command: ControlCommand::Kill,
         app: job.spec.app.clone(),
