@@ -18,6 +18,13 @@ async fn hello(ctx: JobContext) -> JobResult {
         _ = tokio::time::sleep(Duration::from_millis(50)) => {}
     }
     tracing::info!(trigger_id = %ctx.trigger_id(), params = ctx.params(), "hello");
+    // Lines for the run's log: `kadence job log <log id>` shows them.
+    ctx.log(format!("hello with params {:?}", ctx.params()));
+    ctx.log(format!(
+        "shard {} of {}",
+        ctx.shard_index(),
+        ctx.shard_total()
+    ));
     Ok(())
 }
 

@@ -40,6 +40,11 @@ pub(crate) struct ExecutorSettings {
     pub(crate) max_concurrent_per_job: usize,
     pub(crate) drain_timeout: Duration,
     pub(crate) commit_interval: Duration,
+    pub(crate) beat_interval: Duration,
+    pub(crate) max_log_lines: usize,
+    pub(crate) rebalance_timeout: Duration,
+    /// Where script handlers write scripts; `None` when scripts are switched off.
+    pub(crate) script_dir: Option<std::path::PathBuf>,
     pub(crate) kafka_options: BTreeMap<String, String>,
 }
 
@@ -72,6 +77,11 @@ pub struct ExecutorBuilder {
     max_concurrent_per_job: usize,
     drain_timeout: Duration,
     commit_interval: Duration,
+    beat_interval: Duration,
+    max_log_lines: usize,
+    rebalance_timeout: Duration,
+    scripts: bool,
+    script_dir: std::path::PathBuf,
     kafka_options: BTreeMap<String, String>,
     handlers: Vec<(String, HandlerFn)>,
     lifecycles: Vec<Lifecycle>,
@@ -89,6 +99,11 @@ impl Default for ExecutorBuilder {
             max_concurrent_per_job: 16,
             drain_timeout: Duration::from_secs(30),
             commit_interval: Duration::from_secs(1),
+            beat_interval: Duration::from_secs(3),
+            max_log_lines: crate::joblog::DEFAULT_MAX_LOG_LINES,
+            rebalance_timeout: Duration::from_secs(10),
+            scripts: true,
+            script_dir: std::env::temp_dir().join("kadence-scripts"),
             kafka_options: BTreeMap::new(),
             handlers: Vec::new(),
             lifecycles: Vec::new(),
@@ -153,6 +168,43 @@ impl ExecutorBuilder {
     /// How often finished offsets are committed. Default 1 s.
     pub fn commit_interval(mut self, interval: Duration) -> Self {
         self.commit_interval = interval;
+        self
+    }
+
+    /// How often the executor beats to `{prefix}.beats` (it also beats at once when its
+    /// partitions change). Default 3 s: with the scheduler's default dead timeout of 10 s, two
+    /// lost beats are tolerated before FAILOVER routes around this executor.
+    pub fn beat_interval(mut self, interval: Duration) -> Self {
+        self.beat_interval = interval;
+        self
+    }
+
+    /// How long a rebalance waits for the runs of revoked partitions to finish before handing
+    /// them back (cancelled, no result, offsets uncommitted: the new owner runs them). Default
+    /// 10 s. The group waits meanwhile, up to Kafka's `max.poll.interval.ms` (300 s).
+    pub fn rebalance_timeout(mut self, timeout: Duration) -> Self {
+        self.rebalance_timeout = timeout;
+        self
+    }
+
+    /// Lines a run's log keeps at most (what is cut is said in a last line). Default 10 000.
+    pub fn max_log_lines(mut self, lines: usize) -> Self {
+        self.max_log_lines = lines;
+        self
+    }
+
+    /// Whether this executor runs script jobs (GLUE_SHELL, GLUE_PYTHON, GLUE_NODEJS, GLUE_PHP,
+    /// GLUE_POWERSHELL), whose code travels in the trigger. Default `true`, as in XXL-JOB.
+    /// Switched off, a script trigger gets a failure result saying so.
+    pub fn scripts(mut self, enabled: bool) -> Self {
+        self.scripts = enabled;
+        self
+    }
+
+    /// Where script handlers write the scripts they run. Default
+    /// `{temp dir}/kadence-scripts`.
+    pub fn script_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.script_dir = dir.into();
         self
     }
 
@@ -245,6 +297,11 @@ impl ExecutorBuilder {
                 )));
             }
         }
+        if self.beat_interval.is_zero() {
+            return Err(ExecutorError::Config(
+                "beat_interval must be longer than zero".to_owned(),
+            ));
+        }
         if self.max_in_flight == 0 {
             return Err(ExecutorError::Config(
                 "max_in_flight must be at least 1".to_owned(),
@@ -264,6 +321,10 @@ impl ExecutorBuilder {
                 max_concurrent_per_job: self.max_concurrent_per_job,
                 drain_timeout: self.drain_timeout,
                 commit_interval: self.commit_interval,
+                beat_interval: self.beat_interval,
+                max_log_lines: self.max_log_lines,
+                rebalance_timeout: self.rebalance_timeout,
+                script_dir: self.scripts.then_some(self.script_dir),
                 kafka_options: self.kafka_options,
             },
             handlers: Arc::new(handlers),
@@ -273,10 +334,7 @@ impl ExecutorBuilder {
 }
 
 fn default_executor_id(app: &AppName) -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "executor".to_owned());
+    let host = crate::beats::host_name();
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     format!("{app}-{host}-{}-{}", std::process::id(), &suffix[..6])
 }

@@ -19,7 +19,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use kadence_schemas::{
-    ControlCommand, ControlRecord, JobId, ResultRecord, TriggerId, TriggerRecord, codec,
+    ControlCommand, ControlRecord, ExecutorState, GlueType, JobId, ResultRecord, TriggerId,
+    TriggerRecord, codec,
 };
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{
@@ -30,20 +31,29 @@ use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::beats::{Activity, Assignment, Beats};
 use crate::builder::{ExecutorSettings, HandlerFn};
 use crate::error::ExecutorError;
+use crate::handoff::RunningRuns;
+use crate::hold::Held;
+use crate::joblog::{FLUSH_INTERVAL, JobLogger, LogShipper};
 use crate::lanes::{Active, Decision, Lanes};
 use crate::offsets::OffsetTracker;
 use crate::publisher::Publisher;
 use crate::runner::{RunOutcome, StopReason, now_ms, result_record, run_handler};
+use crate::script::script_handler;
 
 /// How many recent trigger ids are remembered to recognise redeliveries.
 const REMEMBERED_TRIGGERS: usize = 10_000;
 
-/// Commits the revoked partitions' offsets before the group moves them.
+/// Commits the revoked partitions' offsets before the group moves them, and keeps the
+/// assignment the beats report.
 struct ExecutorContext {
     tracker: Arc<Mutex<OffsetTracker>>,
     topic: String,
+    assignment: Assignment,
+    running: RunningRuns,
+    rebalance_timeout: std::time::Duration,
 }
 
 impl ClientContext for ExecutorContext {}
@@ -52,12 +62,24 @@ impl ConsumerContext for ExecutorContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(revoked) = rebalance {
             let partitions: Vec<i32> = revoked.elements().iter().map(|e| e.partition()).collect();
+            // Finish or hand back their runs before the offsets are committed (see `handoff`).
+            let handed_back = self
+                .running
+                .finish_or_hand_back(&partitions, self.rebalance_timeout);
+            if handed_back > 0 {
+                tracing::warn!(
+                    ?partitions,
+                    handed_back,
+                    "runs of revoked partitions did not finish in time; handed back to the new owner"
+                );
+            }
             let released = self
                 .tracker
                 .lock()
                 .expect("offset tracker lock")
                 .release(&partitions);
             tracing::info!(?partitions, "partitions revoked");
+            self.assignment.revoke(&partitions);
             if let Some(offsets) = offset_list(&self.topic, &released)
                 && let Err(error) = consumer.commit(&offsets, CommitMode::Sync)
             {
@@ -66,6 +88,7 @@ impl ConsumerContext for ExecutorContext {
         } else if let Rebalance::Assign(assigned) = rebalance {
             let partitions: Vec<i32> = assigned.elements().iter().map(|e| e.partition()).collect();
             tracing::info!(?partitions, "partitions assigned");
+            self.assignment.assign(&partitions);
         }
     }
 }
@@ -90,6 +113,29 @@ struct Finished {
     offset: i64,
     handled: bool,
     run: Option<(JobId, TriggerId)>,
+    /// The trigger did not run to a result here (handed back, or its partition moved before
+    /// it started): forget its id, so that it runs if the partition comes back.
+    forget: bool,
+}
+
+/// Reports ended records: marks a handled one complete in the offset tracker at once (the
+/// revocation callback commits from it while the loop waits), then tells the loop.
+#[derive(Clone)]
+struct Reporter {
+    tracker: Arc<Mutex<OffsetTracker>>,
+    loop_tx: mpsc::UnboundedSender<Finished>,
+}
+
+impl Reporter {
+    fn report(&self, finished: Finished) {
+        if finished.handled {
+            self.tracker
+                .lock()
+                .expect("offset tracker lock")
+                .complete(finished.partition, finished.offset);
+        }
+        let _ = self.loop_tx.send(finished);
+    }
 }
 
 /// A trigger ready to run (now or when its lane allows).
@@ -163,8 +209,13 @@ fn spawn_control_reader(
     Ok(())
 }
 
-/// Applies a control command to this executor's runs.
-fn apply_control(command: ControlRecord, runs: &Runs, lanes: &mut Lanes<ReadyRun>) {
+/// Applies a control command to this executor's runs (running, queued and held).
+fn apply_control(
+    command: ControlRecord,
+    runs: &Runs,
+    lanes: &mut Lanes<ReadyRun>,
+    held: &mut Held<ReadyRun>,
+) {
     match command.command {
         ControlCommand::Kill => {
             let reason = format!(
@@ -178,9 +229,11 @@ fn apply_control(command: ControlRecord, runs: &Runs, lanes: &mut Lanes<ReadyRun
             if let Some(job) = command.job_id {
                 tracing::info!(%job, "killing the job's running and queued runs");
                 refused.extend(lanes.stop_all(job, &reason));
+                refused.extend(held.take_job(job));
             }
             if let Some(trigger_id) = &command.trigger_id {
                 refused.extend(lanes.stop_trigger(trigger_id, &reason));
+                refused.extend(held.take_trigger(trigger_id));
             }
             for queued in refused {
                 runs.refuse(
@@ -199,7 +252,12 @@ struct Runs {
     executor_id: String,
     publisher: Publisher,
     hard_stop: CancellationToken,
-    finished: mpsc::UnboundedSender<Finished>,
+    finished: Reporter,
+    running: RunningRuns,
+    assignment: Assignment,
+    max_log_lines: usize,
+    /// Runs GLUE_* triggers; `None` when scripts are switched off.
+    scripts: Option<HandlerFn>,
 }
 
 impl Runs {
@@ -221,23 +279,73 @@ impl Runs {
         let executor_id = self.executor_id.clone();
         let hard_stop = self.hard_stop.clone();
         let finished = self.finished.clone();
+        let running = self.running.clone();
+        let assignment = self.assignment.clone();
+        let logger = JobLogger::new(self.max_log_lines);
+        let shipper = LogShipper::new(
+            logger.clone(),
+            Arc::clone(&ready.trigger),
+            executor_id.clone(),
+            publisher.clone(),
+            hard_stop.clone(),
+        );
         tokio::spawn(async move {
+            let (partition, offset) = (ready.partition, ready.offset);
+            if !assignment.owns(partition) {
+                // Queued or held while the group moved its partition: the new owner runs it.
+                finished.report(Finished {
+                    partition,
+                    offset,
+                    handled: false,
+                    run: Some((job, trigger_id)),
+                    forget: true,
+                });
+                return;
+            }
+            let handed_back = running.register(partition, offset, cancellation.clone());
             let started_at_ms = now_ms();
-            let outcome = run_handler(
+            let run = run_handler(
                 ready.handler,
                 Arc::clone(&ready.trigger),
                 cancellation,
                 stop_reason,
-            )
-            .await;
+                logger,
+            );
+            tokio::pin!(run);
+            let mut flush_tick = tokio::time::interval(FLUSH_INTERVAL);
+            let outcome = loop {
+                tokio::select! {
+                    outcome = &mut run => break outcome,
+                    _ = flush_tick.tick() => shipper.flush(false).await,
+                }
+            };
+            if handed_back.load(std::sync::atomic::Ordering::SeqCst) {
+                // The group moved the partition and the run did not finish in time: no result,
+                // no commit; the new owner runs the trigger.
+                running.unregister(partition, offset);
+                finished.report(Finished {
+                    partition,
+                    offset,
+                    handled: false,
+                    run: Some((job, trigger_id)),
+                    forget: true,
+                });
+                return;
+            }
+            // Every line is out before the result: a finished run's log is complete.
+            shipper.flush(true).await;
             let record = result_record(&ready.trigger, &executor_id, outcome, started_at_ms);
             let handled = publish(&publisher, &record, &hard_stop).await;
-            let _ = finished.send(Finished {
-                partition: ready.partition,
-                offset: ready.offset,
+            // Complete before unregistering: the revocation callback commits what is complete
+            // once no registered run is left.
+            finished.report(Finished {
+                partition,
+                offset,
                 handled,
                 run: Some((job, trigger_id)),
+                forget: false,
             });
+            running.unregister(partition, offset);
         });
     }
 
@@ -255,11 +363,12 @@ impl Runs {
                 now_ms(),
             );
             let handled = publish(&publisher, &record, &hard_stop).await;
-            let _ = finished.send(Finished {
+            finished.report(Finished {
                 partition,
                 offset,
                 handled,
                 run: None,
+                forget: false,
             });
         });
     }
@@ -277,11 +386,12 @@ impl Runs {
                     false
                 }
             };
-            let _ = finished.send(Finished {
+            finished.report(Finished {
                 partition: message.partition(),
                 offset: message.offset(),
                 handled,
                 run: None,
+                forget: false,
             });
         });
     }
@@ -317,6 +427,13 @@ impl RecentTriggers {
         RecentTriggers {
             seen: HashSet::new(),
             order: VecDeque::new(),
+        }
+    }
+
+    /// Forgets `id` (it did not run to a result here).
+    fn forget(&mut self, id: &TriggerId) {
+        if self.seen.remove(id) {
+            self.order.retain(|known| known != id);
         }
     }
 
@@ -359,10 +476,15 @@ pub(crate) async fn run(
         ("auto.offset.reset", "earliest"),
         ("session.timeout.ms", &session_timeout),
     ]);
+    let assignment = Assignment::default();
+    let running = RunningRuns::default();
     let consumer: StreamConsumer<ExecutorContext> = config
         .create_with_context(ExecutorContext {
             tracker: Arc::clone(&tracker),
             topic: topic.clone(),
+            assignment: assignment.clone(),
+            running: running.clone(),
+            rebalance_timeout: settings.rebalance_timeout,
         })
         .map_err(ExecutorError::kafka("create the trigger consumer"))?;
     consumer
@@ -371,11 +493,27 @@ pub(crate) async fn run(
     // Fires after the drain deadline: running handlers are cancelled and publishing gives up.
     let hard_stop = CancellationToken::new();
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel::<Finished>();
+    let publisher = Publisher::new(&settings)?;
+    let beats = Beats::new(
+        publisher.producer(),
+        settings.topics.beats(),
+        settings.executor_id.clone(),
+        settings.app.clone(),
+        handlers.keys().cloned().collect(),
+        settings.beat_interval,
+    );
     let runs = Runs {
         executor_id: settings.executor_id.clone(),
-        publisher: Publisher::new(&settings)?,
+        publisher,
         hard_stop: hard_stop.clone(),
-        finished: finished_tx,
+        finished: Reporter {
+            tracker: Arc::clone(&tracker),
+            loop_tx: finished_tx,
+        },
+        running,
+        assignment: assignment.clone(),
+        max_log_lines: settings.max_log_lines,
+        scripts: settings.script_dir.clone().map(script_handler),
     };
     let mut lanes: Lanes<ReadyRun> = Lanes::new(
         settings.max_concurrent_per_job,
@@ -386,9 +524,12 @@ pub(crate) async fn run(
     let _stop_control_reader = control_stop.clone().drop_guard();
     spawn_control_reader(&settings, control_tx, control_stop)?;
     let mut recent = RecentTriggers::new();
+    let mut held: Held<ReadyRun> = Held::default();
     let mut in_flight = 0usize;
     let mut phase = Phase::Consuming;
     let mut commit_tick = tokio::time::interval(settings.commit_interval);
+    let mut beat_tick = tokio::time::interval(settings.beat_interval);
+    beat_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let drain_deadline = tokio::time::sleep(std::time::Duration::MAX / 4);
     tokio::pin!(drain_deadline);
     tokio::pin!(shutdown);
@@ -403,19 +544,33 @@ pub(crate) async fn run(
             biased;
             Some(done) = finished_rx.recv() => {
                 in_flight -= 1;
-                if done.handled {
-                    tracker.lock().expect("offset tracker lock").complete(done.partition, done.offset);
-                }
                 if let Some((job, trigger_id)) = done.run {
+                    if done.forget {
+                        recent.forget(&trigger_id);
+                    }
                     for next in lanes.finished(job, &trigger_id) {
                         runs.start(next, &mut lanes);
                     }
                 }
             }
-            Some(command) = control_rx.recv() => apply_control(command, &runs, &mut lanes),
+            Some(command) = control_rx.recv() => apply_control(command, &runs, &mut lanes, &mut held),
+            _ = sleep_until_ms(held.next_release_ms()), if held.next_release_ms().is_some() => {
+                for ready in held.release(now_ms()) {
+                    place(ready, &runs, &mut lanes);
+                }
+            }
             _ = commit_tick.tick() => commit(&consumer, &tracker, &topic),
+            _ = beat_tick.tick() => {
+                let state = if consuming { ExecutorState::Running } else { ExecutorState::Stopping };
+                beats.send(beats.beat(state, assignment.owned(), activity(&lanes, &held)));
+            }
+            _ = assignment.changed(), if consuming => {
+                beats.send(beats.beat(ExecutorState::Running, assignment.owned(), activity(&lanes, &held)));
+            }
             _ = &mut shutdown, if consuming => {
                 tracing::info!(in_flight, "executor draining");
+                // Out of routing at once, before the drain.
+                beats.send(beats.beat(ExecutorState::Stopping, assignment.owned(), activity(&lanes, &held)));
                 phase = Phase::Draining;
                 drain_deadline.as_mut().reset(tokio::time::Instant::now() + settings.drain_timeout);
             }
@@ -430,7 +585,7 @@ pub(crate) async fn run(
                         let message = message.detach();
                         tracker.lock().expect("offset tracker lock").track(message.partition(), message.offset());
                         in_flight += 1;
-                        admit(message, &handlers, &runs, &mut recent, &mut lanes);
+                        admit(message, &handlers, &runs, &mut recent, &mut lanes, &mut held);
                     }
                     Err(error) => tracing::warn!(%error, "error while receiving triggers"),
                 }
@@ -438,17 +593,43 @@ pub(crate) async fn run(
         }
     }
     commit(&consumer, &tracker, &topic);
+    // The last word: stopping, owning nothing, running nothing.
+    beats
+        .send_and_wait(beats.beat(ExecutorState::Stopping, Vec::new(), Activity::default()))
+        .await;
     tracing::info!(executor_id = %settings.executor_id, "executor stopped");
     Ok(())
 }
 
-/// Decodes one record and applies its job's block strategy; never waits for a handler.
+/// What the beats report: running and queued jobs, held triggers counting as queued.
+fn activity(lanes: &Lanes<ReadyRun>, held: &Held<ReadyRun>) -> Activity {
+    let mut activity = lanes.activity();
+    activity.queued_jobs.extend(held.jobs().map(JobId::get));
+    activity.queued_jobs.sort_unstable();
+    activity.queued_jobs.dedup();
+    activity
+}
+
+/// Sleeps until `at_ms` (wall-clock ms since the epoch); forever when there is none.
+async fn sleep_until_ms(at_ms: Option<i64>) {
+    match at_ms {
+        Some(at_ms) => {
+            let wait = u64::try_from(at_ms.saturating_sub(now_ms())).unwrap_or(0);
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Decodes one record, then holds it until its scheduled time or places it in its job's
+/// lane at once; never waits for a handler.
 fn admit(
     message: OwnedMessage,
     handlers: &HashMap<String, HandlerFn>,
     runs: &Runs,
     recent: &mut RecentTriggers,
     lanes: &mut Lanes<ReadyRun>,
+    held: &mut Held<ReadyRun>,
 ) {
     let (partition, offset) = (message.partition(), message.offset());
     let decoded = match message.payload() {
@@ -466,15 +647,31 @@ fn admit(
     };
     if !recent.insert(&trigger.trigger_id) {
         tracing::info!(trigger_id = %trigger.trigger_id, "trigger redelivered; it already ran here, not running it twice");
-        let _ = runs.finished.send(Finished {
+        runs.finished.report(Finished {
             partition,
             offset,
             handled: true,
             run: None,
+            forget: false,
         });
         return;
     }
-    let Some(handler) = handlers.get(&trigger.handler).cloned() else {
+    let handler = if trigger.glue_type != GlueType::Bean {
+        match &runs.scripts {
+            Some(scripts) => Some(Arc::clone(scripts)),
+            None => {
+                let message = format!(
+                    "executor {} does not run scripts ({}): script handlers are switched off",
+                    runs.executor_id, trigger.glue_type
+                );
+                runs.refuse(trigger, partition, offset, message);
+                return;
+            }
+        }
+    } else {
+        handlers.get(&trigger.handler).cloned()
+    };
+    let Some(handler) = handler else {
         let mut names: Vec<&str> = handlers.keys().map(String::as_str).collect();
         names.sort_unstable();
         let message = format!(
@@ -486,14 +683,27 @@ fn admit(
         runs.refuse(trigger, partition, offset, message);
         return;
     };
-    let job = trigger.job_id;
-    let strategy = trigger.block_strategy;
+    let scheduled_at_ms = trigger.scheduled_at_ms;
     let ready = ReadyRun {
         trigger,
         handler,
         partition,
         offset,
     };
+    if scheduled_at_ms > now_ms() {
+        // Emitted ahead of its time (see `hold`): it runs at its millisecond, not before.
+        let (job, trigger_id) = (ready.trigger.job_id, ready.trigger.trigger_id.clone());
+        held.hold(scheduled_at_ms, job, trigger_id, ready);
+    } else {
+        place(ready, runs, lanes);
+    }
+}
+
+/// Applies the job's block strategy to a trigger that is due.
+fn place(ready: ReadyRun, runs: &Runs, lanes: &mut Lanes<ReadyRun>) {
+    let (partition, offset) = (ready.partition, ready.offset);
+    let job = ready.trigger.job_id;
+    let strategy = ready.trigger.block_strategy;
     match lanes.admit(job, strategy) {
         Decision::Run => runs.start(ready, lanes),
         Decision::Queue => lanes.queue(job, strategy, ready),

@@ -7,6 +7,8 @@ use std::time::Duration;
 use kadence_schemas::{JobId, TriggerId, TriggerRecord, TriggerType};
 use tokio_util::sync::CancellationToken;
 
+use crate::joblog::{DEFAULT_MAX_LOG_LINES, JobLogger};
+
 /// One run of a job, as its handler sees it.
 ///
 /// Cheap to clone. A handler that runs long should watch [`JobContext::cancelled`] (timeout,
@@ -15,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 pub struct JobContext {
     trigger: Arc<TriggerRecord>,
     cancellation: CancellationToken,
+    logger: JobLogger,
 }
 
 impl JobContext {
@@ -22,7 +25,25 @@ impl JobContext {
         JobContext {
             trigger,
             cancellation,
+            logger: JobLogger::new(DEFAULT_MAX_LOG_LINES),
         }
+    }
+
+    /// The same context writing to `logger`.
+    pub(crate) fn with_logger(mut self, logger: JobLogger) -> Self {
+        self.logger = logger;
+        self
+    }
+
+    /// Appends a line to this run's log, which an operator reads while the run goes
+    /// (`kadence job log <log id>`, XXL-JOB's rolling log). Lines are numbered from 1.
+    pub fn log(&self, line: impl AsRef<str>) {
+        self.logger.log(line);
+    }
+
+    /// This run's logger, to hand to code that writes many lines.
+    pub fn logger(&self) -> &JobLogger {
+        &self.logger
     }
 
     /// The job's parameters (XXL-JOB's `executorParam`), possibly overridden for this run.

@@ -16,6 +16,7 @@ use std::collections::{HashMap, VecDeque};
 use kadence_schemas::{BlockStrategy, JobId, TriggerId};
 use tokio_util::sync::CancellationToken;
 
+use crate::beats::Activity;
 use crate::runner::StopReason;
 
 /// What to do with a trigger that just arrived.
@@ -69,6 +70,22 @@ impl<P> Lanes<P> {
     }
 
     /// Decides what happens to a trigger of `job` carrying `strategy`.
+    /// The jobs with a run in progress and with runs queued, ascending (for beats).
+    pub(crate) fn activity(&self) -> Activity {
+        let mut activity = Activity::default();
+        for (job, lane) in &self.lanes {
+            if !lane.running.is_empty() {
+                activity.running_jobs.push(job.get());
+            }
+            if !lane.queued.is_empty() {
+                activity.queued_jobs.push(job.get());
+            }
+        }
+        activity.running_jobs.sort_unstable();
+        activity.queued_jobs.sort_unstable();
+        activity
+    }
+
     pub(crate) fn admit(&mut self, job: JobId, strategy: BlockStrategy) -> Decision {
         let lane = self.lanes.entry(job).or_default();
         let busy = !lane.running.is_empty() || !lane.queued.is_empty();

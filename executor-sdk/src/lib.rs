@@ -33,12 +33,24 @@
 //! - `consumer`: joins the consumer group `{prefix}.executor.{app}` on
 //!   `{prefix}.triggers.{app}`; the group decides which partitions (and so which triggers) this
 //!   executor owns. Every trigger runs in its own task; the loop never waits for a handler.
+//! - `handoff`: on a rebalance, runs of revoked partitions finish (and are committed) within
+//!   `rebalance_timeout`, or are handed back uncommitted to the new owner.
+//! - `hold`: a trigger that arrives before its `scheduled_at_ms` (the scheduler may emit
+//!   ahead) waits there and runs at its millisecond, never early.
 //! - `lanes`: block strategies per job (SERIAL_EXECUTION queues, DISCARD_LATER refuses,
 //!   COVER_EARLY cancels what runs and is queued, CONCURRENT runs in parallel up to a cap).
 //! - `runner`: runs a handler under the trigger's timeout (code 502 when it passes), turns a
 //!   panic into a failed run, and builds the `ResultRecord`.
+//! - `joblog`: the lines a run writes with [`JobContext::log`] go to `{prefix}.logs`, shipped
+//!   every 250 ms and before the result, bounded per run.
+//! - `script`: XXL-JOB's GLUE_* script handlers: the source from the trigger, run by its
+//!   interpreter in its own process group (killed whole on timeout, kill and exit), output
+//!   into the run's log.
 //! - `publisher`: publishes results to `{prefix}.results` and unreadable records to
 //!   `{prefix}.dlq`, waiting for the broker's acknowledgement.
+//! - `beats`: every few seconds, and at once when partitions move, an `ExecutorBeat` to
+//!   `{prefix}.beats` with the handlers, owned partitions and running/queued jobs; STOPPING
+//!   on a graceful shutdown. The scheduler's registry and FAILOVER/BUSYOVER routing read them.
 //! - `offsets`: commits a partition's offset only up to its lowest trigger whose result is
 //!   not yet published, so a crash re-runs at most the unfinished triggers (at-least-once);
 //!   redeliveries are recognised by trigger id.
@@ -48,14 +60,19 @@
 
 #![warn(missing_docs)]
 
+mod beats;
 mod builder;
 mod consumer;
 mod context;
 mod error;
+mod handoff;
+mod hold;
+mod joblog;
 mod lanes;
 mod offsets;
 mod publisher;
 mod runner;
+mod script;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -64,6 +81,7 @@ use std::sync::Arc;
 pub use builder::ExecutorBuilder;
 pub use context::{JobContext, JobError, JobResult};
 pub use error::ExecutorError;
+pub use joblog::{FLUSH_INTERVAL, JobLogger, MAX_LINE_BYTES};
 pub use offsets::OffsetTracker;
 
 use builder::{ExecutorSettings, HandlerFn, Lifecycle};

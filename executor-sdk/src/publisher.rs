@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kadence_schemas::{ResultRecord, codec, headers};
+use kadence_schemas::{LogRecord, ResultRecord, codec, headers};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -19,6 +19,7 @@ use crate::error::ExecutorError;
 pub(crate) struct Publisher {
     producer: FutureProducer,
     results_topic: String,
+    logs_topic: String,
     dlq_topic: String,
 }
 
@@ -34,8 +35,14 @@ impl Publisher {
                 .create()
                 .map_err(ExecutorError::kafka("create the result producer"))?,
             results_topic: settings.topics.results(),
+            logs_topic: settings.topics.logs(),
             dlq_topic: settings.topics.dlq(),
         })
+    }
+
+    /// The producer, shared with the beats.
+    pub(crate) fn producer(&self) -> FutureProducer {
+        self.producer.clone()
     }
 
     /// Publishes `record`, retrying retriable errors until acknowledged or `give_up` fires.
@@ -51,6 +58,25 @@ impl Publisher {
         let key = record.trigger_id.as_str();
         self.send_with_retry(give_up, || {
             FutureRecord::<str, [u8]>::to(&self.results_topic)
+                .key(key)
+                .payload(&payload)
+        })
+        .await
+    }
+
+    /// Publishes a run's log lines, retrying retriable errors until acknowledged or `give_up`.
+    pub(crate) async fn publish_log(
+        &self,
+        record: &LogRecord,
+        give_up: &CancellationToken,
+    ) -> Result<(), KafkaError> {
+        let payload = codec::encode(record).map_err(|error| {
+            tracing::error!(%error, trigger_id = %record.trigger_id, "cannot encode log lines");
+            KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage)
+        })?;
+        let key = record.trigger_id.as_str();
+        self.send_with_retry(give_up, || {
+            FutureRecord::<str, [u8]>::to(&self.logs_topic)
                 .key(key)
                 .payload(&payload)
         })

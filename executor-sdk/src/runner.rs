@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::builder::HandlerFn;
 use crate::context::JobContext;
+use crate::joblog::JobLogger;
 
 /// Now, ms since the Unix epoch.
 pub(crate) fn now_ms() -> i64 {
@@ -60,12 +61,13 @@ pub(crate) async fn run_handler(
     trigger: Arc<TriggerRecord>,
     cancellation: CancellationToken,
     stop_reason: StopReason,
+    logger: JobLogger,
 ) -> RunOutcome {
     let timeout = u64::try_from(trigger.timeout_ms)
         .ok()
         .filter(|&ms| ms > 0)
         .map(Duration::from_millis);
-    let context = JobContext::new(Arc::clone(&trigger), cancellation.clone());
+    let context = JobContext::new(Arc::clone(&trigger), cancellation.clone()).with_logger(logger);
     let mut task = tokio::spawn(handler(context));
     let deadline = async {
         match timeout {
@@ -175,6 +177,7 @@ mod tests {
             trigger(0),
             CancellationToken::new(),
             StopReason::default(),
+            JobLogger::new(100),
         )
         .await;
         assert_eq!(ok.code, 200);
@@ -185,6 +188,7 @@ mod tests {
             trigger(0),
             CancellationToken::new(),
             StopReason::default(),
+            JobLogger::new(100),
         )
         .await;
         assert_eq!(failed, RunOutcome::failure("bad params p"));
@@ -193,6 +197,7 @@ mod tests {
             trigger(0),
             CancellationToken::new(),
             StopReason::default(),
+            JobLogger::new(100),
         )
         .await;
         assert_eq!(panicked, RunOutcome::failure("handler panicked: boom"));
@@ -209,6 +214,7 @@ mod tests {
             trigger(1_500),
             token.clone(),
             StopReason::default(),
+            JobLogger::new(100),
         )
         .await;
         assert_eq!(outcome.code, 502);
@@ -240,6 +246,7 @@ mod tests {
                 trigger(0),
                 token,
                 reason,
+                JobLogger::new(100),
             ),
             stopper
         );

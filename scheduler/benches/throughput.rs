@@ -12,7 +12,11 @@
 //! its own process, and after a warm-up measures for `--seconds`:
 //! - triggers acknowledged per second (job-log rows whose broker ack landed in the window);
 //! - fire lateness = broker acknowledgement time − scheduled time (`dispatched_at_ms −
-//!   scheduled_at_ms`, both written by the scheduler), p50 / p99 / max;
+//!   scheduled_at_ms`, both written by the scheduler), p50 / p99 / max — negative when the
+//!   trigger is at the broker before its time;
+//! - each configuration twice by default (`--emit-leads-ms 0,1000`): producing at the fire
+//!   time (the baseline) and with the scheduler's default emit lead, where executors hold
+//!   each trigger until its scheduled millisecond;
 //! - the scheduler process's CPU (share of one core) and peak resident memory (VmHWM);
 //! - the raw produce rate of the same broker with the same client settings (idempotent,
 //!   acks=all, linger 2 ms) for records of the same size, so the scheduler's rate is shown
@@ -46,6 +50,7 @@ enum Backend {
 
 struct Options {
     jobs: Vec<usize>,
+    emit_leads_ms: Vec<u64>,
     seconds: u64,
     backends: Vec<Backend>,
     defined: usize,
@@ -56,6 +61,7 @@ struct Options {
 fn options() -> Options {
     let mut options = Options {
         jobs: vec![1_000, 10_000],
+        emit_leads_ms: vec![0, 1_000],
         seconds: 20,
         backends: vec![Backend::Sqlite, Backend::Postgres],
         defined: 0,
@@ -76,6 +82,12 @@ fn options() -> Options {
                     .collect()
             }
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
+            "--emit-leads-ms" => {
+                options.emit_leads_ms = value
+                    .split(',')
+                    .map(|n| n.parse().expect("--emit-leads-ms N,N"))
+                    .collect()
+            }
             "--defined" => options.defined = value.parse().expect("--defined N"),
             "--backends" => {
                 options.backends = value
@@ -398,6 +410,7 @@ async fn raw_produce_rate(brokers: &str, records: usize) -> f64 {
 
 struct Measurement {
     backend: Backend,
+    emit_lead_ms: u64,
     jobs: usize,
     defined: usize,
     acked_per_second: f64,
@@ -409,7 +422,12 @@ struct Measurement {
     raw_rate: f64,
 }
 
-async fn run_one(options: &Options, backend: Backend, jobs: usize) -> Measurement {
+async fn run_one(
+    options: &Options,
+    backend: Backend,
+    jobs: usize,
+    emit_lead_ms: u64,
+) -> Measurement {
     let database = Database::create(backend, &options.postgres).await;
     // Migrations come from the scheduler itself.
     kadence_scheduler::app::open_store(database.url(), 1)
@@ -434,6 +452,7 @@ async fn run_one(options: &Options, backend: Backend, jobs: usize) -> Measuremen
         .env("KADENCE_KAFKA__TOPIC_PREFIX", &prefix)
         .env("KADENCE_API__LISTEN", "127.0.0.1:0")
         .env("KADENCE_SCHEDULE__BATCH_SIZE", "5000")
+        .env("KADENCE_SCHEDULE__EMIT_LEAD", format!("{emit_lead_ms}ms"))
         .env("RUST_LOG", "warn,sqlx=error")
         .stdout(Stdio::null())
         .kill_on_drop(true)
@@ -472,6 +491,7 @@ async fn run_one(options: &Options, backend: Backend, jobs: usize) -> Measuremen
     );
     Measurement {
         backend,
+        emit_lead_ms,
         jobs,
         defined: jobs + options.defined,
         acked_per_second: acked.len() as f64 / options.seconds as f64,
@@ -490,11 +510,13 @@ async fn main() {
     let mut rows = Vec::new();
     for &backend in &options.backends {
         for &jobs in &options.jobs {
-            eprintln!(
-                "running {backend:?} with {jobs} jobs due every second for {} s...",
-                options.seconds
-            );
-            rows.push(run_one(&options, backend, jobs).await);
+            for &lead in &options.emit_leads_ms {
+                eprintln!(
+                    "running {backend:?} with {jobs} jobs due every second, emit lead {lead} ms, for {} s...",
+                    options.seconds
+                );
+                rows.push(run_one(&options, backend, jobs, lead).await);
+            }
         }
     }
     let payload = trigger_payload().len();
@@ -510,18 +532,19 @@ async fn main() {
     );
     println!();
     println!(
-        "| backend | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | raw produce/s | share of raw |"
+        "| backend | emit lead | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | raw produce/s | share of raw |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 
     for row in &rows {
         println!(
-            "| {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {:.0} | {:.0} % |",
+            "| {} | {} ms | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {:.0} | {:.0} % |",
             if row.backend == Backend::Sqlite {
                 "SQLite"
             } else {
                 "PostgreSQL"
             },
+            row.emit_lead_ms,
             row.jobs,
             row.defined,
             row.acked_per_second,

@@ -8,10 +8,13 @@
 //! | GET, PATCH | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) |
 //! | GET | `/api/jobs/{id}/glue` | the job's saved script versions, newest first |
 //! | POST | `/api/jobs/{id}/start`, `/stop` | schedule or unschedule a job |
-//! | POST | `/api/jobs/{id}/trigger` | fire once now, optionally with other params |
+//! | POST | `/api/jobs/{id}/trigger` | fire once now, optionally with other params and only among named `partitions` |
 //! | POST | `/api/jobs/{id}/kill` | stop the job's running and queued runs on every executor |
 //! | GET | `/api/jobs/{id}/runs` (`?limit=`) | newest runs with codes and messages |
 //! | GET | `/api/schedules/preview` | next fire times of a schedule, before saving it |
+//! | GET | `/api/runs/{log_id}/log` (`?from_line=&limit=`) | a run's log lines from a line on |
+//! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
+//! | GET | `/api/reports` (`?from=&to=&app=`) | daily running / succeeded / failed counts per job |
 //!
 //! Bad input gets a 4xx with `{"error": "…"}` saying what to fix; an internal failure is
 //! logged with its cause and answered with a bare 500.
@@ -34,9 +37,10 @@ use crate::clock::Clock;
 use crate::dispatch::PartitionDirectory;
 use crate::kafka::{ControlChannel, TopicAdmin, TopicError};
 use crate::model::{
-    App, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire, RetryBackoff, RetryPolicy,
-    RouteStrategy, Run,
+    App, ChildTriggerMode, ExecutorEntry, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire,
+    RetryBackoff, RetryPolicy, RouteStrategy, Run,
 };
+use crate::registry::Registry;
 use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
 use crate::store::{NewFire, Store, StoreError};
 
@@ -59,6 +63,8 @@ pub struct ApiState {
     pub wheel: mpsc::Sender<PendingFire>,
     /// Commands to executors (kill).
     pub control: ControlChannel,
+    /// Live executors (for listing).
+    pub registry: Arc<Registry>,
     /// Time.
     pub clock: Arc<dyn Clock>,
     /// This node (owner of manual fires).
@@ -83,6 +89,9 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/api/jobs/{id}/kill", post(kill_job))
         .route("/api/jobs/{id}/runs", get(list_runs))
         .route("/api/schedules/preview", get(preview_schedule))
+        .route("/api/executors", get(list_executors))
+        .route("/api/runs/{log_id}/log", get(read_run_log))
+        .route("/api/reports", get(list_reports))
         .with_state(state)
 }
 
@@ -296,6 +305,10 @@ pub struct NewJobRequest {
     /// Jobs fired when this one succeeds.
     #[serde(default)]
     pub child_job_ids: Option<Vec<i64>>,
+    /// For a sharded job: EACH_SHARD (default, XXL-JOB) fires the children once per succeeded
+    /// shard; ALL_SHARDS once per fire, when every shard succeeded.
+    #[serde(default)]
+    pub child_trigger_mode: Option<String>,
     /// Start the job right away.
     #[serde(default)]
     pub start: bool,
@@ -366,6 +379,10 @@ fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> {
             .into_iter()
             .map(|id| JobId::new(id).map_err(bad_request))
             .collect::<Result<_, _>>()?,
+        child_trigger_mode: parse_or(
+            request.child_trigger_mode.as_deref(),
+            ChildTriggerMode::EachShard,
+        )?,
     })
 }
 
@@ -657,15 +674,60 @@ pub struct TriggerRequest {
     /// Parameters for this run only; the job's own when absent.
     #[serde(default)]
     pub params: Option<String>,
+    /// Partitions to route among instead of all of the app's (XXL-JOB's address list): the
+    /// job's strategy chooses among these, and a SHARDING_BROADCAST job sends one shard to
+    /// each. Each must exist.
+    #[serde(default)]
+    pub partitions: Option<Vec<i32>>,
 }
 
 /// Answer of `POST /api/jobs/{id}/trigger`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct TriggerResponse {
-    /// The new run's trigger id.
+    /// The new run's trigger id (the first shard's for a broadcast).
     pub trigger_id: TriggerId,
-    /// The new run's log id.
+    /// The new run's log id (the first shard's for a broadcast).
     pub log_id: i64,
+    /// Every run the trigger created: one, or one per shard for a broadcast.
+    pub runs: Vec<TriggeredRun>,
+}
+
+/// One run created by a manual trigger.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TriggeredRun {
+    /// Its trigger id.
+    pub trigger_id: TriggerId,
+    /// Its log id.
+    pub log_id: i64,
+    /// Shard index (0 unless broadcast).
+    pub shard_index: i32,
+    /// Shard total (1 unless broadcast).
+    pub shard_total: i32,
+}
+
+/// Checks a trigger's partition override against the app's partition count.
+fn check_partitions(named: &[i32], app: &AppName, partitions: i32) -> Result<(), ApiError> {
+    if named.is_empty() {
+        return Err(ApiError::BadRequest(
+            "partitions is empty: name at least one partition, or leave it out to use all"
+                .to_owned(),
+        ));
+    }
+    for (position, &partition) in named.iter().enumerate() {
+        if !(0..partitions).contains(&partition) {
+            return Err(ApiError::BadRequest(format!(
+                "partition {partition} does not exist: app {app} has {partitions} partitions \
+                 (0 to {})",
+                partitions - 1
+            )));
+        }
+        if named[..position].contains(&partition) {
+            return Err(ApiError::BadRequest(format!(
+                "partition {partition} is named twice"
+            )));
+        }
+    }
+    Ok(())
 }
 
 async fn trigger_job(
@@ -678,8 +740,16 @@ async fn trigger_job(
     let request: TriggerRequest = optional_body(&body)?;
     let params = request.params.unwrap_or_else(|| job.spec.params.clone());
     check_params(&params)?;
+    if let Some(named) = &request.partitions {
+        let partitions = state
+            .partitions
+            .partitions(&job.spec.app)
+            .await
+            .map_err(|reason| ApiError::Internal(anyhow::anyhow!(reason)))?;
+        check_partitions(named, &job.spec.app, partitions)?;
+    }
     let now = state.clock.now_ms();
-    let fire = state
+    let fires = state
         .store
         .insert_fire(
             &job,
@@ -690,16 +760,220 @@ async fn trigger_job(
                 scheduled_at_ms: now,
                 node_id: state.node_id.clone(),
                 lease_until_ms: now + state.lease_ms,
+                partitions: request.partitions,
             },
         )
         .await?;
+    if fires.is_empty() {
+        return Err(ApiError::Conflict(
+            "a run with this trigger id exists already; trigger again".to_owned(),
+        ));
+    }
+    let runs: Vec<TriggeredRun> = fires
+        .iter()
+        .map(|fire| TriggeredRun {
+            trigger_id: fire.trigger_id.clone(),
+            log_id: fire.log_id,
+            shard_index: fire.shard_index,
+            shard_total: fire.shard_total,
+        })
+        .collect();
     let response = TriggerResponse {
-        trigger_id: fire.trigger_id.clone(),
-        log_id: fire.log_id,
+        trigger_id: runs[0].trigger_id.clone(),
+        log_id: runs[0].log_id,
+        runs,
     };
-    // The fire is durable now; if the wheel is gone (shutdown) a claim emits it later.
-    let _ = state.wheel.send(fire).await;
+    // The fires are durable now; if the wheel is gone (shutdown) a claim emits them later.
+    for fire in fires {
+        let _ = state.wheel.send(fire).await;
+    }
     Ok((StatusCode::ACCEPTED, Json(response)))
+}
+
+/// Query of `GET /api/runs/{log_id}/log`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunLogQuery {
+    /// First line wanted (1-based). Default 1.
+    pub from_line: Option<i64>,
+    /// Lines at most. Default and maximum 1000.
+    pub limit: Option<u32>,
+}
+
+/// A stretch of a run's log (XXL-JOB's `LogResult`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunLogView {
+    /// The run.
+    pub log_id: i64,
+    /// Number of the first line returned.
+    pub from_line: i64,
+    /// The lines, in order.
+    pub lines: Vec<String>,
+    /// The line to ask for next.
+    pub next_line: i64,
+    /// Whether the run has its result. Executors ship every line before the result, but lines
+    /// and results are stored by separate consumers: the last lines of a finished run may take
+    /// a moment longer to show.
+    pub finished: bool,
+}
+
+/// Lines of a run's log from `from_line` on, while it runs and after.
+async fn read_run_log(
+    State(state): State<Arc<ApiState>>,
+    Path(log_id): Path<String>,
+    Query(query): Query<RunLogQuery>,
+) -> Result<Json<RunLogView>, ApiError> {
+    let log_id: i64 = log_id
+        .parse()
+        .map_err(|_| ApiError::BadRequest(format!("log id {log_id:?} is not a number")))?;
+    let from_line = query.from_line.unwrap_or(1);
+    if from_line < 1 {
+        return Err(ApiError::BadRequest(
+            "from_line starts at 1 (lines are numbered from 1)".to_owned(),
+        ));
+    }
+    let limit = query.limit.unwrap_or(1_000).clamp(1, 1_000);
+    let run = state
+        .store
+        .get_run(log_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("run {log_id} does not exist")))?;
+    let finished = run.state == crate::model::RunState::Finished;
+    let lines = state.store.read_log_lines(log_id, from_line, limit).await?;
+    // Lines arrive in order per run, so what is stored is a prefix: no gaps to skip.
+    let next_line = lines.last().map_or(from_line, |(number, _)| number + 1);
+    Ok(Json(RunLogView {
+        log_id,
+        from_line,
+        lines: lines.into_iter().map(|(_, line)| line).collect(),
+        next_line,
+        finished,
+    }))
+}
+
+/// An optional `?app=` filter.
+fn parse_app_filter(app: Option<&str>) -> Result<Option<AppName>, ApiError> {
+    app.map(AppName::parse)
+        .transpose()
+        .map_err(|error| ApiError::BadRequest(error.to_string()))
+}
+
+/// Query of `GET /api/reports`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportQuery {
+    /// First day, `YYYY-MM-DD` (UTC). Default: 7 days ago.
+    pub from: Option<String>,
+    /// Last day, inclusive. Default: today.
+    pub to: Option<String>,
+    /// Only this app's jobs.
+    pub app: Option<String>,
+}
+
+/// One day of one job, as listed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReportView {
+    /// `YYYY-MM-DD` (UTC).
+    pub day: String,
+    /// The app.
+    pub app: String,
+    /// The job.
+    pub job_id: i64,
+    /// Runs not finished yet.
+    pub running: i64,
+    /// Runs that succeeded.
+    pub succeeded: i64,
+    /// Runs that failed.
+    pub failed: i64,
+}
+
+/// Daily run counts per app and job (XXL-JOB's dashboard report).
+async fn list_reports(
+    State(state): State<Arc<ApiState>>,
+    Query(query): Query<ReportQuery>,
+) -> Result<Json<Vec<ReportView>>, ApiError> {
+    use crate::monitors::reports::{DAY_MS, day_of};
+    let parse_day = |text: &str| {
+        chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .map(|day| {
+                day.and_hms_opt(0, 0, 0)
+                    .expect("midnight exists")
+                    .and_utc()
+                    .timestamp_millis()
+            })
+            .map_err(|_| ApiError::BadRequest(format!("day {text:?} is not YYYY-MM-DD")))
+    };
+    let today = day_of(state.clock.now_ms());
+    let from = query
+        .from
+        .as_deref()
+        .map(parse_day)
+        .transpose()?
+        .unwrap_or(today - 7 * DAY_MS);
+    let to = query
+        .to
+        .as_deref()
+        .map(parse_day)
+        .transpose()?
+        .unwrap_or(today);
+    let app = parse_app_filter(query.app.as_deref())?;
+    let reports = state
+        .store
+        .list_reports(from, to + DAY_MS, app.as_ref())
+        .await?;
+    Ok(Json(
+        reports
+            .into_iter()
+            .map(|report| ReportView {
+                day: chrono::DateTime::from_timestamp_millis(report.day_ms)
+                    .map(|day| day.format("%Y-%m-%d").to_string())
+                    .unwrap_or_default(),
+                app: report.app,
+                job_id: report.job_id,
+                running: report.running,
+                succeeded: report.succeeded,
+                failed: report.failed,
+            })
+            .collect(),
+    ))
+}
+
+/// Query of `GET /api/executors`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutorQuery {
+    /// Only this app's executors.
+    pub app: Option<String>,
+}
+
+/// An executor as listed: its latest beat, and whether it takes triggers now.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecutorView {
+    /// The registry entry.
+    #[serde(flatten)]
+    pub entry: ExecutorEntry,
+    /// RUNNING with a beat younger than the dead timeout.
+    pub live: bool,
+}
+
+/// The registry: every executor seen (dead ones until they are forgotten), with its
+/// partitions, handlers and running jobs.
+async fn list_executors(
+    State(state): State<Arc<ApiState>>,
+    Query(query): Query<ExecutorQuery>,
+) -> Result<Json<Vec<ExecutorView>>, ApiError> {
+    let app = parse_app_filter(query.app.as_deref())?;
+    let now = state.clock.now_ms();
+    let executors = state.store.list_executors(app.as_ref()).await?;
+    Ok(Json(
+        executors
+            .into_iter()
+            .map(|entry| ExecutorView {
+                live: state.registry.is_live(&entry, now),
+                entry,
+            })
+            .collect(),
+    ))
 }
 
 /// Body of `POST /api/jobs/{id}/kill`.
@@ -860,6 +1134,8 @@ pub struct JobView {
     pub glue_updated_at_ms: Option<i64>,
     /// Jobs fired when this one succeeds.
     pub child_job_ids: Vec<i64>,
+    /// EACH_SHARD or ALL_SHARDS.
+    pub child_trigger_mode: String,
     /// RUNNING or STOPPED.
     pub status: String,
     /// Latest fire written, ms.
@@ -895,6 +1171,7 @@ impl From<&Job> for JobView {
             glue_remark: job.spec.glue.remark.clone(),
             glue_updated_at_ms: job.glue_updated_at_ms,
             child_job_ids: job.spec.child_job_ids.iter().map(|id| id.get()).collect(),
+            child_trigger_mode: job.spec.child_trigger_mode.to_string(),
             status: job.status.to_string(),
             last_fire_ms: job.last_fire_ms,
             next_fire_ms: job.next_fire_ms,

@@ -30,7 +30,14 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::dispatch::{DispatchSettings, Dispatcher, PartitionDirectory, run_ack_writer};
 use crate::kafka::{ControlChannel, DeadLetters, KafkaSettings, TopicAdmin};
+use crate::logs::LogsConsumer;
+use crate::lost_runs::run_lost_run_monitor;
+use crate::monitors::alarm::Alarms;
+use crate::monitors::follow_up::FollowUp;
+use crate::monitors::reports::run_reports;
+use crate::monitors::retention::run_retention;
 use crate::preread::{PreReadSettings, PreReader, millis};
+use crate::registry::{BeatsReader, Registry, run_sweeper};
 use crate::results::ResultsConsumer;
 use crate::store::{PostgresStore, SqliteStore, Store};
 use crate::wheel::run_wheel;
@@ -142,6 +149,36 @@ impl Scheduler {
             wheel_rx,
             due_tx,
             Arc::clone(&clock),
+            schedule.emit_lead,
+            shutdown.clone(),
+        ));
+
+        let registry = Arc::new(Registry::new(config.registry.dead_timeout));
+        let beats_partitions = admin
+            .partition_count(&topics.beats())
+            .await
+            .context("reading the beats topic")?;
+        let beats = BeatsReader::new(
+            &kafka,
+            &topics,
+            beats_partitions,
+            Arc::clone(&registry),
+            Arc::clone(&store),
+            DeadLetters::new(producer.clone(), topics.dlq()),
+            Arc::clone(&clock),
+        )
+        .context("starting the beats reader")?;
+        tasks.spawn(beats.run(shutdown.clone()));
+        tasks.spawn(run_sweeper(
+            Arc::clone(&store),
+            config.registry.clone(),
+            Arc::clone(&clock),
+            shutdown.clone(),
+        ));
+        tasks.spawn(run_lost_run_monitor(
+            Arc::clone(&store),
+            config.registry.clone(),
+            Arc::clone(&clock),
             shutdown.clone(),
         ));
 
@@ -149,6 +186,7 @@ impl Scheduler {
             producer.clone(),
             topics.clone(),
             Arc::clone(&partitions),
+            Arc::clone(&registry),
             ack_tx,
             Arc::clone(&clock),
             DispatchSettings {
@@ -170,6 +208,40 @@ impl Scheduler {
         .context("starting the results consumer")?;
         tasks.spawn(results.run(shutdown.clone()));
 
+        let logs = LogsConsumer::new(
+            &kafka,
+            &topics,
+            config.kafka.session_timeout,
+            Arc::clone(&store),
+            DeadLetters::new(producer.clone(), topics.dlq()),
+            config.logs.max_lines_per_run,
+        )
+        .context("starting the logs consumer")?;
+        tasks.spawn(logs.run(shutdown.clone()));
+
+        let alarms = Arc::new(Alarms::from_config(&config.alarm).context("setting up alarms")?);
+        let follow_up = FollowUp::new(
+            Arc::clone(&store),
+            alarms,
+            wheel_tx.clone(),
+            node_id.clone(),
+            millis(schedule.lease),
+            config.monitors.clone(),
+        );
+        tasks.spawn(follow_up.run(Arc::clone(&clock), shutdown.clone()));
+        tasks.spawn(run_reports(
+            Arc::clone(&store),
+            config.monitors.report_interval,
+            Arc::clone(&clock),
+            shutdown.clone(),
+        ));
+        tasks.spawn(run_retention(
+            Arc::clone(&store),
+            config.retention.clone(),
+            Arc::clone(&clock),
+            shutdown.clone(),
+        ));
+
         let control = ControlChannel::new(producer, topics.control());
         let state = Arc::new(ApiState {
             store: Arc::clone(&store),
@@ -178,6 +250,7 @@ impl Scheduler {
             partitions,
             wheel: wheel_tx,
             control,
+            registry,
             clock,
             node_id: node_id.clone(),
             lease_ms: millis(schedule.lease),

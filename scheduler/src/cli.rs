@@ -20,13 +20,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::{
-    JobView, KillRequest, KillResponse, NewAppRequest, NewJobRequest, TriggerRequest,
-    TriggerResponse,
+    ExecutorView, JobView, KillRequest, KillResponse, NewAppRequest, NewJobRequest, RunLogView,
+    TriggerRequest, TriggerResponse,
 };
 use crate::app::Scheduler;
 use crate::clock::SystemClock;
 use crate::config::Config;
-use crate::model::{App, Run};
+use crate::model::{App, ExecutorStatus, Run};
 use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview};
 
 /// Kadence: a distributed job scheduler on Kafka.
@@ -59,6 +59,9 @@ enum Command {
     /// Jobs.
     #[command(subcommand)]
     Job(JobCommand),
+    /// Executors known from their beats.
+    #[command(subcommand)]
+    Executor(ExecutorCommand),
     /// Print the next fire times of a schedule, one RFC 3339 instant per line (no server
     /// needed). Exits non-zero with a message naming the bad field for an invalid expression.
     Preview {
@@ -81,6 +84,16 @@ enum Command {
         /// How many fire times.
         #[arg(long, default_value_t = 5)]
         count: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ExecutorCommand {
+    /// List executors with their state, partitions, handlers and running jobs.
+    List {
+        /// Only this app's executors.
+        #[arg(long)]
+        app: Option<String>,
     },
 }
 
@@ -143,6 +156,10 @@ enum JobCommand {
         /// Parameters for this run only (default: the job's).
         #[arg(long)]
         params: Option<String>,
+        /// Route only among these partitions, comma separated (XXL-JOB's address override);
+        /// a broadcast job sends one shard to each.
+        #[arg(long, value_delimiter = ',')]
+        partitions: Option<Vec<i32>>,
     },
     /// Stop a job's running and queued runs on every executor.
     Kill {
@@ -159,6 +176,18 @@ enum JobCommand {
         /// How many runs.
         #[arg(long, default_value_t = 20)]
         limit: u32,
+    },
+    /// Print a run's log (its log id is in `job runs`), from a line on; --follow keeps
+    /// printing new lines until the run has finished.
+    Log {
+        /// The run's log id.
+        log_id: i64,
+        /// First line to print (1-based).
+        #[arg(long, default_value_t = 1)]
+        from: i64,
+        /// Keep printing lines as they arrive, until the run has finished.
+        #[arg(long)]
+        follow: bool,
     },
 }
 
@@ -218,6 +247,10 @@ struct AddJob {
     /// Job fired when this one succeeds (repeat for several).
     #[arg(long = "child")]
     child_job_ids: Vec<i64>,
+    /// For a sharded job: EACH_SHARD (default) or ALL_SHARDS (children once all shards
+    /// succeeded).
+    #[arg(long)]
+    child_trigger_mode: Option<String>,
     /// Script type (GLUE_SHELL, GLUE_PYTHON, …) for a script job; needs --glue-file.
     #[arg(long, requires = "glue_file")]
     glue_type: Option<String>,
@@ -285,6 +318,35 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Job(command) => job_command(&client, command).await,
+        Command::Executor(ExecutorCommand::List { app }) => {
+            let path = match app {
+                Some(app) => format!("/api/executors?app={app}"),
+                None => "/api/executors".to_owned(),
+            };
+            let executors: Vec<ExecutorView> = client.get(&path).await?;
+            println!(
+                "{:<36} {:<16} {:<8} {:<12} {:<24} {:<16} HANDLERS",
+                "EXECUTOR", "APP", "STATE", "PARTITIONS", "LAST BEAT", "RUNNING JOBS"
+            );
+            for view in executors {
+                let executor = view.entry;
+                let state = match (view.live, executor.state) {
+                    (false, ExecutorStatus::Running) => "STALE",
+                    (_, state) => state.as_str(),
+                };
+                println!(
+                    "{:<36} {:<16} {:<8} {:<12} {:<24} {:<16} {}",
+                    executor.executor_id,
+                    executor.app,
+                    state,
+                    join_or_dash(&executor.owned_partitions),
+                    format_ms(Some(executor.last_beat_at_ms)),
+                    join_or_dash(&executor.running_jobs),
+                    join_or_dash(&executor.handlers),
+                );
+            }
+            Ok(())
+        }
         Command::Preview {
             cron,
             fix_rate,
@@ -362,6 +424,7 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
                         glue_source,
                         glue_remark: None,
                         child_job_ids: Some(add.child_job_ids),
+                        child_trigger_mode: add.child_trigger_mode,
                         start: add.start,
                     },
                 )
@@ -416,14 +479,27 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
             let job: JobView = client.post(&format!("/api/jobs/{id}/stop"), &()).await?;
             println!("job {} {}", job.id, describe_status(&job));
         }
-        JobCommand::Trigger { id, params } => {
+        JobCommand::Trigger {
+            id,
+            params,
+            partitions,
+        } => {
             let fired: TriggerResponse = client
                 .post(
                     &format!("/api/jobs/{id}/trigger"),
-                    &TriggerRequest { params },
+                    &TriggerRequest { params, partitions },
                 )
                 .await?;
-            println!("triggered {} (log id {})", fired.trigger_id, fired.log_id);
+            for run in fired.runs {
+                if run.shard_total > 1 {
+                    println!(
+                        "triggered {} (log id {}, shard {}/{})",
+                        run.trigger_id, run.log_id, run.shard_index, run.shard_total
+                    );
+                } else {
+                    println!("triggered {} (log id {})", run.trigger_id, run.log_id);
+                }
+            }
         }
         JobCommand::Kill { id, reason } => {
             let killed: KillResponse = client
@@ -431,17 +507,48 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
                 .await?;
             println!("kill requested for job {}", killed.job_id);
         }
+        JobCommand::Log {
+            log_id,
+            from,
+            follow,
+        } => {
+            let mut next = from;
+            // After the run finished, one more quiet read: its last lines may trail its result.
+            let mut quiet_after_finish = 0;
+            loop {
+                let log: RunLogView = client
+                    .get(&format!("/api/runs/{log_id}/log?from_line={next}"))
+                    .await?;
+                for line in &log.lines {
+                    println!("{line}");
+                }
+                next = log.next_line;
+                if !follow {
+                    break;
+                }
+                if log.lines.is_empty() {
+                    if log.finished {
+                        quiet_after_finish += 1;
+                        if quiet_after_finish > 1 {
+                            break;
+                        }
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+            }
+        }
         JobCommand::Runs { id, limit } => {
             let runs: Vec<Run> = client
                 .get(&format!("/api/jobs/{id}/runs?limit={limit}"))
                 .await?;
             println!(
-                "{:<40} {:<9} {:<24} {:<11} {:>4}  MESSAGE",
-                "TRIGGER ID", "TYPE", "SCHEDULED", "STATE", "CODE"
+                "{:>8} {:<40} {:<9} {:<24} {:<11} {:>4}  MESSAGE",
+                "LOG ID", "TRIGGER ID", "TYPE", "SCHEDULED", "STATE", "CODE"
             );
             for run in runs {
                 println!(
-                    "{:<40} {:<9} {:<24} {:<11} {:>4}  {}",
+                    "{:>8} {:<40} {:<9} {:<24} {:<11} {:>4}  {}",
+                    run.log_id,
                     run.trigger_id.as_str(),
                     run.trigger_type.as_str(),
                     format_ms(Some(run.scheduled_at_ms)),
@@ -559,4 +666,16 @@ impl ApiClient {
         }
         serde_json::from_str(&body).with_context(|| format!("unexpected API response: {body}"))
     }
+}
+
+/// Items joined with commas, or "-" for none.
+fn join_or_dash<T: std::fmt::Display>(items: &[T]) -> String {
+    if items.is_empty() {
+        return "-".to_owned();
+    }
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }

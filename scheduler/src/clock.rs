@@ -1,12 +1,42 @@
 //! Time as the scheduler sees it. Every loop takes its "now" from a [`Clock`] so tests can
 //! drive step functions with exact instants instead of sleeping.
 
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 /// A source of wall-clock time in milliseconds since the Unix epoch (UTC).
 pub trait Clock: Send + Sync + 'static {
     /// Now, ms since the epoch.
     fn now_ms(&self) -> i64;
+}
+
+/// Drives a step function: calls `step(now)` every `interval` until `shutdown`. A failed
+/// step is logged as `what` and simply runs again at the next tick.
+pub async fn run_every<F, Fut, E>(
+    what: &'static str,
+    interval: Duration,
+    clock: Arc<dyn Clock>,
+    shutdown: CancellationToken,
+    mut step: F,
+) where
+    F: FnMut(i64) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: Display,
+{
+    loop {
+        if let Err(error) = step(clock.now_ms()).await {
+            tracing::warn!(%error, "{what} failed; retrying");
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+    }
 }
 
 /// The system clock.

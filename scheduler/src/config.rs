@@ -39,6 +39,16 @@ pub struct Config {
     pub api: ApiConfig,
     /// The pre-read loop, wheel, dispatch and claims.
     pub schedule: ScheduleConfig,
+    /// The executor registry built from beats.
+    pub registry: RegistryConfig,
+    /// Job logs (the lines runs write).
+    pub logs: LogsConfig,
+    /// Alarms for failed runs (e-mail, webhook).
+    pub alarm: AlarmConfig,
+    /// The follow-up monitor: retries, alarms, child jobs; and reports.
+    pub monitors: MonitorConfig,
+    /// How long runs, log lines and reports are kept.
+    pub retention: RetentionConfig,
 }
 
 /// The scheduler's database.
@@ -134,6 +144,13 @@ pub struct ScheduleConfig {
     /// How long shutdown waits for deliveries in flight. Default `10s`.
     #[serde(with = "humantime_serde")]
     pub drain_timeout: Duration,
+    /// How long before its fire time a trigger is produced; executors hold it until its
+    /// scheduled time, so runs start on their millisecond even when thousands are due on the
+    /// same second (on a 2-core machine a burst of 10 000 triggers takes up to ~550 ms from
+    /// release to broker acknowledgement, see the README's benchmark). Default `1s`. `0s` produces at the fire time, for executors that do not
+    /// hold early triggers (every Kadence SDK does).
+    #[serde(with = "humantime_serde")]
+    pub emit_lead: Duration,
 }
 
 impl Default for ScheduleConfig {
@@ -147,6 +164,162 @@ impl Default for ScheduleConfig {
             claim_interval: Duration::from_secs(2),
             max_in_flight: 10_000,
             drain_timeout: Duration::from_secs(10),
+            emit_lead: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The executor registry (see [`crate::registry`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RegistryConfig {
+    /// An executor whose latest beat is older than this is dead: FAILOVER and BUSYOVER stop
+    /// routing to its partitions and the lost-run monitor may fail its runs. Default `10s`:
+    /// executors beat every 3 s, so two lost beats are tolerated, and it is well under Kafka's
+    /// default consumer session timeout (45 s), so FAILOVER moves triggers away from a crashed
+    /// executor long before the group rebalances its partitions.
+    #[serde(with = "humantime_serde")]
+    pub dead_timeout: Duration,
+    /// Pause between sweeps that mark dead executors in the database. Default `2s`.
+    #[serde(with = "humantime_serde")]
+    pub sweep_interval: Duration,
+    /// How long a dead executor stays listed before it is deleted. Default `1h`.
+    #[serde(with = "humantime_serde")]
+    pub forget_after: Duration,
+    /// A run still unfinished this long after dispatch, whose executor is dead and which no
+    /// live executor reports running or queued, is failed as lost. Default `10m` (XXL-JOB's).
+    #[serde(with = "humantime_serde")]
+    pub lost_run_after: Duration,
+}
+
+impl Default for RegistryConfig {
+    fn default() -> Self {
+        RegistryConfig {
+            dead_timeout: Duration::from_secs(10),
+            sweep_interval: Duration::from_secs(2),
+            forget_after: Duration::from_secs(3600),
+            lost_run_after: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Job logs (see [`crate::logs`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogsConfig {
+    /// Lines stored per run at most; later lines are dropped. Default 10 000 (the executor SDK
+    /// keeps as many by default and says so in a last line when it cuts).
+    pub max_lines_per_run: i64,
+}
+
+impl Default for LogsConfig {
+    fn default() -> Self {
+        LogsConfig {
+            max_lines_per_run: 10_000,
+        }
+    }
+}
+
+/// How the SMTP connection is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpTls {
+    /// Plain text (a local relay).
+    None,
+    /// STARTTLS on the submission port (587).
+    Starttls,
+    /// TLS from the first byte (465).
+    Tls,
+}
+
+/// Alarms for failed runs (see [`crate::monitors::alarm`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AlarmConfig {
+    /// SMTP server for e-mail alarms. Default none: e-mail alarms fail saying so (webhooks
+    /// still work).
+    pub smtp_host: Option<String>,
+    /// SMTP port. Default 587.
+    pub smtp_port: u16,
+    /// `none`, `starttls` or `tls`. Default `starttls`.
+    pub smtp_tls: SmtpTls,
+    /// SMTP user name, if the server wants one. Default none.
+    pub smtp_username: Option<String>,
+    /// SMTP password. Default none. Never logged.
+    pub smtp_password: Option<SecretString>,
+    /// Sender address. Default `Kadence <kadence@localhost>`.
+    pub smtp_from: String,
+    /// How long one delivery (SMTP or webhook) may take. Default `10s`.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+impl Default for AlarmConfig {
+    fn default() -> Self {
+        AlarmConfig {
+            smtp_host: None,
+            smtp_port: 587,
+            smtp_tls: SmtpTls::Starttls,
+            smtp_username: None,
+            smtp_password: None,
+            smtp_from: "Kadence <kadence@localhost>".to_owned(),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The follow-up monitor (see [`crate::monitors::follow_up`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MonitorConfig {
+    /// Pause between follow-up steps when there is nothing to do. Default `500ms`.
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    /// How long a node holds a claimed run before another may take it over (it died, or an
+    /// alarm server hangs). Default `1m`.
+    #[serde(with = "humantime_serde")]
+    pub lock: Duration,
+    /// Runs followed up per step at most. Default 200.
+    pub batch_size: u32,
+    /// Pause between recounts of the daily reports. Default `1m`.
+    #[serde(with = "humantime_serde")]
+    pub report_interval: Duration,
+}
+
+impl Default for MonitorConfig {
+    fn default() -> Self {
+        MonitorConfig {
+            interval: Duration::from_millis(500),
+            lock: Duration::from_secs(60),
+            batch_size: 200,
+            report_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Retention (see [`crate::monitors::retention`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetentionConfig {
+    /// Finished runs, their log lines and report rows older than this many days are deleted.
+    /// Default 30 (XXL-JOB's `logretentiondays`).
+    pub days: u32,
+    /// Pause between retention passes. Default `1h`.
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    /// Rows deleted per transaction. Default 1000.
+    pub batch_size: u32,
+    /// Batches per pass at most (the next pass goes on). Default 100.
+    pub max_batches: u32,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            days: 30,
+            interval: Duration::from_secs(3600),
+            batch_size: 1000,
+            max_batches: 100,
         }
     }
 }

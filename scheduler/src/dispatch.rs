@@ -28,8 +28,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::kafka::is_retriable;
-use crate::model::PendingFire;
-use crate::routing::Router;
+use crate::model::{PendingFire, RouteStrategy};
+use crate::registry::Registry;
+use crate::routing::{NoOwners, Router, all_partitions};
 use crate::store::{DispatchAck, Store};
 
 /// Partition counts of the apps' trigger topics, read from the store once per app.
@@ -102,6 +103,7 @@ pub struct Dispatcher {
     producer: FutureProducer,
     topics: Topics,
     partitions: Arc<PartitionDirectory>,
+    registry: Arc<Registry>,
     acks: mpsc::Sender<DispatchAck>,
     clock: Arc<dyn Clock>,
     settings: DispatchSettings,
@@ -114,6 +116,7 @@ impl Dispatcher {
         producer: FutureProducer,
         topics: Topics,
         partitions: Arc<PartitionDirectory>,
+        registry: Arc<Registry>,
         acks: mpsc::Sender<DispatchAck>,
         clock: Arc<dyn Clock>,
         settings: DispatchSettings,
@@ -122,6 +125,7 @@ impl Dispatcher {
             producer,
             topics,
             partitions,
+            registry,
             acks,
             clock,
             settings,
@@ -181,12 +185,7 @@ impl Dispatcher {
                 return None;
             }
         };
-        let partition = self.router.choose(
-            fire.job_id,
-            fire.route_strategy,
-            partitions,
-            self.clock.now_ms(),
-        );
+        let partition = self.choose_partition(&fire, partitions);
         let record = trigger_record(&fire, self.clock.now_ms());
         let payload = match codec::encode(&record) {
             Ok(payload) => payload,
@@ -236,6 +235,46 @@ impl Dispatcher {
         })
     }
 
+    /// The partition for `fire` among its candidates (see [`crate::routing`]).
+    fn choose_partition(&self, fire: &PendingFire, partitions: i32) -> i32 {
+        let now_ms = self.clock.now_ms();
+        let candidates = match &fire.route_partitions {
+            Some(named) => {
+                let in_range: Vec<i32> = named
+                    .iter()
+                    .copied()
+                    .filter(|partition| (0..partitions).contains(partition))
+                    .collect();
+                if in_range.len() < named.len() {
+                    // The API refuses such partitions; a row edited by hand could still hold one.
+                    tracing::error!(trigger_id = %fire.trigger_id, ?named, partitions,
+                        "trigger names partitions the app does not have; ignoring those");
+                }
+                if in_range.is_empty() {
+                    all_partitions(partitions)
+                } else {
+                    in_range
+                }
+            }
+            None => all_partitions(partitions),
+        };
+        match fire.route_strategy {
+            RouteStrategy::Failover | RouteStrategy::Busyover => {
+                let owners = self.registry.owners(&fire.app, fire.job_id, now_ms);
+                self.router.choose(
+                    fire.job_id,
+                    fire.route_strategy,
+                    &candidates,
+                    &owners,
+                    now_ms,
+                )
+            }
+            strategy => self
+                .router
+                .choose(fire.job_id, strategy, &candidates, &NoOwners, now_ms),
+        }
+    }
+
     /// Acts on a finished delivery; may return a follow-up (a retry) to keep in flight.
     async fn settle(
         &self,
@@ -244,10 +283,12 @@ impl Dispatcher {
     ) -> Option<BoxFuture<'static, Delivery>> {
         match outcome {
             Delivery::Acked { fire, partition } => {
+                let now_ms = self.clock.now_ms();
                 let ack = DispatchAck {
                     log_id: fire.log_id,
                     partition,
-                    dispatched_at_ms: self.clock.now_ms(),
+                    dispatched_at_ms: now_ms,
+                    executor_id: self.registry.owner_of(&fire.app, partition, now_ms),
                 };
                 tracing::debug!(trigger_id = %fire.trigger_id, partition,
                     lateness_ms = ack.dispatched_at_ms - fire.fire_at_ms, "trigger acknowledged");

@@ -284,6 +284,29 @@ impl DeadLetters {
         DeadLetters { producer, topic }
     }
 
+    /// Sends a consumed record that cannot be processed, with `reason`, and waits for the
+    /// broker's acknowledgement.
+    pub async fn send_message(
+        &self,
+        message: &rdkafka::message::OwnedMessage,
+        reason: &str,
+    ) -> Result<(), KafkaError> {
+        use rdkafka::message::Message;
+        tracing::warn!(topic = message.topic(), partition = message.partition(),
+            offset = message.offset(), %reason, "sending a record to the dead-letter queue");
+        self.send(
+            message.key(),
+            message.payload(),
+            RecordOrigin {
+                topic: message.topic(),
+                partition: message.partition(),
+                offset: message.offset(),
+            },
+            reason,
+        )
+        .await
+    }
+
     /// Sends one record and waits for the broker's acknowledgement.
     pub async fn send(
         &self,

@@ -9,11 +9,18 @@
 //!   and writes each as a pending job-log row (the durable half of the time wheel).
 //! - [`wheel`]: the in-memory millisecond time wheel that releases each pending fire at its time.
 //! - [`routing`]: the route strategy picks the partition of `{prefix}.triggers.{app}`.
+//! - [`registry`]: the live executors, from the beats they publish to `{prefix}.beats`;
+//!   FAILOVER and BUSYOVER route by it, `GET /api/executors` lists it.
+//! - [`monitors`]: after a run finished — retries with backoff, alarms (e-mail, webhook),
+//!   child jobs.
+//! - [`lost_runs`]: fails runs whose executor died and whose result can no longer arrive.
 //! - [`dispatch`]: builds the `TriggerRecord`, produces it with an idempotent producer, retries
 //!   retriable errors, and marks acknowledged runs dispatched in batches.
 //! - [`claims`]: takes over pending fires whose owner's lease expired (a dead node) and emits
 //!   them with the same trigger ids.
 //! - [`results`]: consumes `{prefix}.results` and completes job-log rows, first result wins.
+//! - [`logs`]: stores the lines runs write (`{prefix}.logs`) for the rolling log view;
+//!   [`consume`] holds what the scheduler's consumers share.
 //! - [`kafka`]: client settings, topic administration and the dead-letter queue.
 //! - [`api`]: the HTTP API (axum) the CLI and console use; [`cli`]: the `kadence` command.
 //! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown.
@@ -25,10 +32,15 @@ pub mod claims;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod consume;
 pub mod dispatch;
 pub mod kafka;
+pub mod logs;
+pub mod lost_runs;
 pub mod model;
+pub mod monitors;
 pub mod preread;
+pub mod registry;
 pub mod results;
 pub mod routing;
 pub mod schedule;

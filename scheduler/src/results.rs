@@ -8,19 +8,17 @@
 //! database or the DLQ is unavailable the batch is kept and retried by the next step, and
 //! nothing is committed past it: no result is lost.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use kadence_schemas::{ResultRecord, Topics, codec};
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::StreamConsumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
-use rdkafka::{Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
-use crate::kafka::{DeadLetters, KafkaSettings, RecordOrigin};
+use crate::consume::{commit_batch, receive_batch, subscribe};
+use crate::kafka::{DeadLetters, KafkaSettings};
 use crate::model::{Completion, CompletionOutcome};
 use crate::store::{Store, StoreError};
 
@@ -82,18 +80,13 @@ impl ResultsConsumer {
         dead_letters: DeadLetters,
         batch_max: usize,
     ) -> Result<ResultsConsumer, ResultsError> {
-        let group = topics.scheduler_group();
-        let session_timeout = session_timeout.as_millis().to_string();
-        let config = settings.client_config_with(&[
-            ("group.id", &group),
-            ("enable.auto.commit", "false"),
-            ("auto.offset.reset", "earliest"),
-            ("session.timeout.ms", &session_timeout),
-        ]);
-        let consumer: StreamConsumer = config.create().map_err(ResultsError::Start)?;
-        consumer
-            .subscribe(&[&topics.results()])
-            .map_err(ResultsError::Start)?;
+        let consumer = subscribe(
+            settings,
+            &topics.scheduler_group(),
+            &topics.results(),
+            session_timeout,
+        )
+        .map_err(ResultsError::Start)?;
         Ok(ResultsConsumer {
             consumer,
             store,
@@ -149,22 +142,10 @@ impl ResultsConsumer {
     }
 
     async fn receive(&self, wait: Duration) -> Result<Vec<Received>, ResultsError> {
-        let first = match tokio::time::timeout(wait, self.consumer.recv()).await {
-            Err(_) => return Ok(Vec::new()),
-            Ok(received) => received.map_err(ResultsError::Receive)?.detach(),
-        };
-        let mut batch = vec![decode(first)];
-        while batch.len() < self.batch_max {
-            match self.consumer.recv().now_or_never() {
-                Some(Ok(message)) => batch.push(decode(message.detach())),
-                Some(Err(error)) => {
-                    tracing::warn!(%error, "error while draining results; continuing with the batch");
-                    break;
-                }
-                None => break,
-            }
-        }
-        Ok(batch)
+        let batch = receive_batch(&self.consumer, wait, self.batch_max)
+            .await
+            .map_err(ResultsError::Receive)?;
+        Ok(batch.into_iter().map(decode).collect())
     }
 
     async fn write(&self) -> Result<ResultsSummary, ResultsError> {
@@ -196,19 +177,8 @@ impl ResultsConsumer {
                 },
             };
             let message = &received.message;
-            tracing::warn!(topic = message.topic(), partition = message.partition(),
-                offset = message.offset(), %reason, "sending result record to the dead-letter queue");
             self.dead_letters
-                .send(
-                    message.key(),
-                    message.payload(),
-                    RecordOrigin {
-                        topic: message.topic(),
-                        partition: message.partition(),
-                        offset: message.offset(),
-                    },
-                    &reason,
-                )
+                .send_message(message, &reason)
                 .await
                 .map_err(ResultsError::DeadLetter)?;
             summary.dead_lettered += 1;
@@ -217,23 +187,11 @@ impl ResultsConsumer {
     }
 
     fn commit(&self, batch: &[Received]) -> Result<(), ResultsError> {
-        let mut next: HashMap<(String, i32), i64> = HashMap::new();
-        for received in batch {
-            let message = &received.message;
-            let entry = next
-                .entry((message.topic().to_owned(), message.partition()))
-                .or_insert(0);
-            *entry = (*entry).max(message.offset() + 1);
-        }
-        let mut offsets = TopicPartitionList::new();
-        for ((topic, partition), offset) in next {
-            offsets
-                .add_partition_offset(&topic, partition, Offset::Offset(offset))
-                .map_err(ResultsError::Commit)?;
-        }
-        self.consumer
-            .commit(&offsets, CommitMode::Async)
-            .map_err(ResultsError::Commit)
+        commit_batch(
+            &self.consumer,
+            batch.iter().map(|received| &received.message),
+        )
+        .map_err(ResultsError::Commit)
     }
 }
 
@@ -255,6 +213,7 @@ fn to_completion(record: ResultRecord) -> Completion {
         message: record.message.map(|m| bound_message(m, MAX_MESSAGE_BYTES)),
         started_at_ms: record.started_at_ms,
         finished_at_ms: record.finished_at_ms,
+        retry_after_ms: record.retry_after_ms,
     }
 }
 

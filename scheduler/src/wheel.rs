@@ -32,18 +32,31 @@ pub struct TimeWheel {
     ready: VecDeque<PendingFire>,
     /// Every fire due at or before this instant has been released.
     cursor_ms: i64,
+    /// Fires are released this long before their fire time (see [`run_wheel`]).
+    lead_ms: i64,
 }
 
 impl TimeWheel {
-    /// An empty wheel whose time starts at `now_ms`.
+    /// An empty wheel whose time starts at `now_ms`, releasing each fire at its fire time.
     pub fn new(now_ms: i64) -> Self {
+        TimeWheel::with_lead(now_ms, 0)
+    }
+
+    /// An empty wheel that releases each fire `lead_ms` before its fire time.
+    pub fn with_lead(now_ms: i64, lead_ms: i64) -> Self {
         TimeWheel {
             slots: (0..SLOTS).map(|_| Vec::new()).collect(),
             in_slots: 0,
             overflow: BTreeMap::new(),
             ready: VecDeque::new(),
             cursor_ms: now_ms,
+            lead_ms: lead_ms.max(0),
         }
+    }
+
+    /// When `fire` leaves the wheel.
+    fn release_at(&self, fire: &PendingFire) -> i64 {
+        fire.fire_at_ms - self.lead_ms
     }
 
     /// Fires held (not yet released).
@@ -58,7 +71,7 @@ impl TimeWheel {
 
     /// Adds a fire; O(1) unless it is more than [`SLOTS`] ms ahead.
     pub fn insert(&mut self, fire: PendingFire) {
-        let at = fire.fire_at_ms;
+        let at = self.release_at(&fire);
         if at <= self.cursor_ms {
             self.ready.push_back(fire);
         } else if at - self.cursor_ms < SLOTS as i64 {
@@ -115,10 +128,11 @@ impl TimeWheel {
                 break;
             }
             for fire in entry.remove() {
-                if fire.fire_at_ms <= self.cursor_ms {
+                let at = self.release_at(&fire);
+                if at <= self.cursor_ms {
                     due.push(fire);
                 } else {
-                    self.slots[(fire.fire_at_ms & MASK) as usize].push(fire);
+                    self.slots[(at & MASK) as usize].push(fire);
                     self.in_slots += 1;
                 }
             }
@@ -126,16 +140,23 @@ impl TimeWheel {
     }
 }
 
-/// Drives a wheel: inserts fires from `incoming`, releases each at its time into `due`. A full
-/// `due` channel (dispatch is behind) holds the wheel back, which in turn holds back the
-/// pre-read loop: backpressure all the way, never a dropped fire.
+/// Drives a wheel: inserts fires from `incoming`, releases each `emit_lead` before its time
+/// into `due`. A full `due` channel (dispatch is behind) holds the wheel back, which in turn
+/// holds back the pre-read loop: backpressure all the way, never a dropped fire.
+///
+/// With a lead, the trigger reaches the broker before its scheduled time and the executor
+/// holds it until `scheduled_at_ms` (see the executor SDK): a burst of thousands of triggers
+/// due on the same second no longer queues behind itself at the broker, so each run still
+/// starts on its millisecond.
 pub async fn run_wheel(
     mut incoming: mpsc::Receiver<PendingFire>,
     due: mpsc::Sender<PendingFire>,
     clock: Arc<dyn Clock>,
+    emit_lead: Duration,
     shutdown: CancellationToken,
 ) {
-    let mut wheel = TimeWheel::new(clock.now_ms());
+    let lead_ms = i64::try_from(emit_lead.as_millis()).unwrap_or(i64::MAX);
+    let mut wheel = TimeWheel::with_lead(clock.now_ms(), lead_ms);
     loop {
         let now = clock.now_ms();
         for fire in wheel.advance(now) {
@@ -160,31 +181,9 @@ pub async fn run_wheel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RouteStrategy;
-    use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 
     fn fire(at: i64) -> PendingFire {
-        let job = JobId::new(1).unwrap();
-        PendingFire {
-            log_id: at,
-            trigger_id: TriggerId::scheduled(job, at),
-            job_id: job,
-            app: AppName::parse("demo").unwrap(),
-            handler: "h".into(),
-            params: String::new(),
-            trigger_type: TriggerType::Cron,
-            shard_index: 0,
-            shard_total: 1,
-            attempt: 0,
-            scheduled_at_ms: at,
-            fire_at_ms: at,
-            route_strategy: RouteStrategy::First,
-            block_strategy: BlockStrategy::SerialExecution,
-            timeout_ms: 0,
-            glue_type: GlueType::Bean,
-            glue_source: None,
-            glue_updated_at_ms: None,
-        }
+        PendingFire::for_test(1, at)
     }
 
     fn times(fires: &[PendingFire]) -> Vec<i64> {
@@ -206,6 +205,23 @@ mod tests {
         assert_eq!(times(&wheel.advance(1_010)), vec![1_005]);
         assert!(wheel.is_empty());
         assert_eq!(wheel.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_lead_releases_each_fire_that_much_earlier() {
+        let mut wheel = TimeWheel::with_lead(1_000, 300);
+        for at in [1_200, 1_400, 1_000 + SLOTS as i64 + 500] {
+            wheel.insert(fire(at));
+        }
+        // 1 200 is already within the lead: released at once.
+        assert_eq!(times(&wheel.advance(1_000)), vec![1_200]);
+        assert_eq!(wheel.next_deadline(), Some(1_100));
+        assert!(times(&wheel.advance(1_099)).is_empty());
+        assert_eq!(times(&wheel.advance(1_100)), vec![1_400]);
+        // The far one goes through the overflow and still leaves 300 ms early.
+        let far = 1_000 + SLOTS as i64 + 500;
+        assert!(times(&wheel.advance(far - 301)).is_empty());
+        assert_eq!(times(&wheel.advance(far - 300)), vec![far]);
     }
 
     #[test]

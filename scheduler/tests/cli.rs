@@ -167,11 +167,32 @@ async fn operators_manage_apps_and_jobs_without_sql() {
     let row = runs
         .stdout
         .lines()
-        .find(|line| line.starts_with(&trigger_id))
+        .find(|line| line.contains(&trigger_id))
         .expect("run listed");
     assert!(
         row.contains("MANUAL") && row.contains("DISPATCHED"),
         "{row}"
+    );
+    // Its log is empty (nothing ran it); the log id leads the row.
+    let log_id = row.split_whitespace().next().expect("log id");
+    let log = kadence(&api, &["job", "log", log_id]).await;
+    assert!(log.success, "{}", log.stderr);
+    assert_eq!(log.stdout, "");
+    let bad_log = kadence(&api, &["job", "log", "424242"]).await;
+    assert!(!bad_log.success);
+    assert!(
+        bad_log.stderr.contains("run 424242 does not exist"),
+        "{}",
+        bad_log.stderr
+    );
+    // No executor has beaten yet: the listing has its header only.
+    let executors = kadence(&api, &["executor", "list", "--app", "clidemo"]).await;
+    assert!(executors.success, "{}", executors.stderr);
+    assert_eq!(executors.stdout.lines().count(), 1, "{}", executors.stdout);
+    assert!(
+        executors.stdout.starts_with("EXECUTOR"),
+        "{}",
+        executors.stdout
     );
 
     let killed = kadence(&api, &["job", "kill", "1", "--reason", "maintenance"]).await;

@@ -106,6 +106,12 @@ impl TriggerId {
         TriggerId(format!("{job}-{scheduled_ms}-{shard}"))
     }
 
+    /// The id of shard `shard` of this run when it is broadcast: `{id}-{shard}` (for a
+    /// scheduled fire the same as [`TriggerId::shard`]).
+    pub fn shard_of(&self, shard: u32) -> TriggerId {
+        TriggerId(format!("{}-{shard}", self.0))
+    }
+
     /// The id of retry `attempt` of this run.
     pub fn retry(&self, attempt: u32) -> TriggerId {
         TriggerId(format!("{}-r{attempt}", self.0))
@@ -259,6 +265,10 @@ mod tests {
         let scheduled = TriggerId::scheduled(job, 1_767_225_600_000);
         assert_eq!(scheduled.as_str(), "12-1767225600000");
         assert_eq!(TriggerId::shard(job, 5_000, 3).as_str(), "12-5000-3");
+        assert_eq!(
+            TriggerId::scheduled(job, 5_000).shard_of(3),
+            TriggerId::shard(job, 5_000, 3)
+        );
         assert_eq!(scheduled.retry(2).as_str(), "12-1767225600000-r2");
         let fresh = TriggerId::fresh(job);
         assert!(

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_executor::{Executor, JobContext, JobError, JobResult};
-use kadence_scheduler::api::JobView;
+use kadence_executor::{Executor, ExecutorBuilder, JobContext, JobError, JobResult};
+use kadence_scheduler::api::{ExecutorView, JobView};
 use kadence_scheduler::app::Scheduler;
 use kadence_scheduler::clock::SystemClock;
 use kadence_scheduler::config::Config;
@@ -39,6 +39,11 @@ pub struct TestApp {
 
 /// Starts a scheduler on a fresh `backend` database with a unique topic prefix.
 pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, |_| {}).await
+}
+
+/// [`spawn_app`] with configuration changes applied after the test defaults.
+pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config)) -> TestApp {
     let database = TestDatabase::create(backend).await;
     let prefix = unique("kt");
     let brokers = brokers();
@@ -48,6 +53,7 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
     config.kafka.topic_prefix = prefix.clone();
     config.kafka.results_partitions = 2;
     config.kafka.session_timeout = SESSION_TIMEOUT;
+    configure(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock))
         .await
@@ -75,6 +81,69 @@ async fn sleep(ctx: JobContext) -> JobResult {
         _ = tokio::time::sleep(Duration::from_millis(millis)) => Ok(()),
         _ = ctx.cancelled() => Err(JobError::new("stopped early")),
     }
+}
+
+/// How often each trigger id ran a `count` handler, across the test process.
+static EXECUTIONS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, u32>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Succeeds after counting its execution (see [`executions`]).
+async fn count(ctx: JobContext) -> JobResult {
+    *EXECUTIONS
+        .lock()
+        .unwrap()
+        .entry(ctx.trigger_id().as_str().to_owned())
+        .or_default() += 1;
+    Ok(())
+}
+
+/// Counts its execution (see [`executions`]), then sleeps for `params` milliseconds,
+/// stopping early when cancelled.
+async fn slow_count(ctx: JobContext) -> JobResult {
+    count(ctx.clone()).await?;
+    sleep(ctx).await
+}
+
+/// How many times a `count` handler ran `trigger_id` in this process.
+pub fn executions(trigger_id: &str) -> u32 {
+    EXECUTIONS
+        .lock()
+        .unwrap()
+        .get(trigger_id)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Lets `chatty` runs finish (see [`release_chatty`]).
+static CHATTY_GATE: std::sync::LazyLock<tokio::sync::Semaphore> =
+    std::sync::LazyLock::new(|| tokio::sync::Semaphore::new(0));
+
+/// Logs "line 1" to "line 5", waits until the test calls [`release_chatty`], logs "line 6"
+/// and "line 7", succeeds.
+async fn chatty(ctx: JobContext) -> JobResult {
+    for n in 1..=5 {
+        ctx.log(format!("line {n}"));
+    }
+    let permit = CHATTY_GATE.acquire().await.expect("the gate stays open");
+    permit.forget();
+    ctx.log("line 6\nline 7");
+    Ok(())
+}
+
+/// Lets one waiting `chatty` run go on.
+pub fn release_chatty() {
+    CHATTY_GATE.add_permits(1);
+}
+
+/// Fails on its first two attempts, succeeds on the third.
+async fn flaky(ctx: JobContext) -> JobResult {
+    if ctx.attempt() < 2 {
+        return Err(JobError::new(format!(
+            "flaky: attempt {} fails",
+            ctx.attempt()
+        )));
+    }
+    Ok(())
 }
 
 /// Fails with a message naming its params.
@@ -135,6 +204,93 @@ impl TestApp {
         assert_eq!(status, 200, "stop job: {body}");
     }
 
+    /// Triggers a job with a request body of the test's choosing; returns status and body.
+    pub async fn trigger_with(&self, id: i64, body: Value) -> (u16, Value) {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/api/jobs/{id}/trigger"),
+            Some(body),
+        )
+        .await
+    }
+
+    /// The registry's executors of `app`.
+    pub async fn executors(&self, app: &str) -> Vec<ExecutorView> {
+        let (status, body) = self
+            .call(
+                reqwest::Method::GET,
+                &format!("/api/executors?app={app}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "executors: {body}");
+        serde_json::from_value(body).unwrap()
+    }
+
+    /// Waits until `count` live executors of `app` own its `partitions` partitions between
+    /// them, each partition once and each executor at least one, and that assignment holds
+    /// for three seconds (the group has settled: members joining one after another cause
+    /// several rebalances); returns them.
+    pub async fn wait_for_executors(
+        &self,
+        app: &str,
+        count: usize,
+        partitions: i32,
+    ) -> Vec<ExecutorView> {
+        let live = || async {
+            let mut live: Vec<ExecutorView> = self
+                .executors(app)
+                .await
+                .into_iter()
+                .filter(|view| view.live)
+                .collect();
+            live.sort_by(|a, b| a.entry.executor_id.cmp(&b.entry.executor_id));
+            live
+        };
+        let settled = |live: &[ExecutorView]| {
+            let mut owned: Vec<i32> = live
+                .iter()
+                .flat_map(|view| view.entry.owned_partitions.clone())
+                .collect();
+            owned.sort_unstable();
+            let everyone_owns = live
+                .iter()
+                .all(|view| !view.entry.owned_partitions.is_empty());
+            live.len() == count && everyone_owns && owned == (0..partitions).collect::<Vec<_>>()
+        };
+        let assignment = |views: &[ExecutorView]| -> Vec<(String, Vec<i32>)> {
+            views
+                .iter()
+                .map(|view| {
+                    (
+                        view.entry.executor_id.clone(),
+                        view.entry.owned_partitions.clone(),
+                    )
+                })
+                .collect()
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        let mut previous: Option<Vec<(String, Vec<i32>)>> = None;
+        loop {
+            let now = live().await;
+            if settled(&now) {
+                if previous.as_ref() == Some(&assignment(&now)) {
+                    return now;
+                }
+                previous = Some(assignment(&now));
+            } else {
+                previous = None;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{count} live executors of {app} never settled on its {partitions} partitions; \
+                 last seen: {:?}",
+                assignment(&now)
+            );
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+    }
+
     /// Triggers a job once; returns the trigger id.
     pub async fn trigger(&self, id: i64, params: Option<&str>) -> String {
         let (status, body) = self
@@ -175,21 +331,35 @@ impl TestApp {
         .await
     }
 
-    /// Starts an executor of `app` with handlers `ok`, `fail` and `sleep` (params: ms), at
-    /// most two CONCURRENT runs per job.
+    /// Starts an executor of `app` with handlers `ok`, `fail`, `sleep` (params: ms) and `count`
+    /// (see [`executions`]), at most two CONCURRENT runs per job.
     pub fn start_executor(&mut self, app: &str) {
-        let executor = Executor::builder()
+        self.start_executor_with(app, |builder| builder);
+    }
+
+    /// [`start_executor`](Self::start_executor) with builder settings of the test's choosing
+    /// applied last.
+    pub fn start_executor_with(
+        &mut self,
+        app: &str,
+        configure: impl FnOnce(ExecutorBuilder) -> ExecutorBuilder,
+    ) {
+        let builder = Executor::builder()
             .brokers(&self.brokers)
             .app(app)
             .topic_prefix(&self.prefix)
             .session_timeout(SESSION_TIMEOUT)
             .drain_timeout(Duration::from_secs(5))
+            .beat_interval(Duration::from_secs(1))
             .max_concurrent_per_job(2)
             .handler("ok", ok)
             .handler("fail", fail)
             .handler("sleep", sleep)
-            .build()
-            .expect("executor builds");
+            .handler("count", count)
+            .handler("chatty", chatty)
+            .handler("flaky", flaky)
+            .handler("slow_count", slow_count);
+        let executor = configure(builder).build().expect("executor builds");
         let stop = CancellationToken::new();
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
@@ -256,11 +426,16 @@ impl TestApp {
     }
 
     /// Stops executors and the scheduler.
-    pub async fn shutdown(mut self) {
+    /// Stops the executors this test started, gracefully, and waits for them.
+    pub async fn stop_executors(&mut self) {
         for (stop, task) in self.executors.drain(..) {
             stop.cancel();
             let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
         }
+    }
+
+    pub async fn shutdown(mut self) {
+        self.stop_executors().await;
         if let Some(scheduler) = self.scheduler.take() {
             scheduler.stop(Duration::from_secs(10)).await;
         }

@@ -6,6 +6,11 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod helpers;
+mod monitors;
+mod rebalance;
+mod routing;
+mod scripts;
+mod sinks;
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -134,7 +139,9 @@ async fn manual_triggers_and_missing_handlers(backend: Backend) {
     assert_eq!(missing_run.trigger_id.as_str(), missing);
     let text = missing_run.handle_msg.unwrap();
     assert!(
-        text.contains("has no handler named \"nope\" (it has: fail, ok, sleep)"),
+        text.contains(
+            "has no handler named \"nope\" (it has: chatty, count, fail, flaky, ok, sleep, slow_count)"
+        ),
         "{text}"
     );
     app.shutdown().await;
@@ -578,58 +585,176 @@ async fn a_run_on_a_killed_executor_is_redelivered_and_completed(backend: Backen
     app.shutdown().await;
 }
 
-/// Routing picks the partition of each trigger: CONSISTENT_HASH always the job's ring
-/// partition, ROUND the next partition each time.
-async fn route_strategies_pick_partitions(backend: Backend) {
-    let app = spawn_app(backend).await;
-    app.create_app("routes", 3).await;
-    for (strategy, check) in [("CONSISTENT_HASH", "same"), ("ROUND", "cycle")] {
-        let job = app
-            .create_job(json!({"app": "routes", "handler": "ok", "schedule_type": "NONE", "route_strategy": strategy}))
-            .await;
-        let mut fired = Vec::new();
-        for _ in 0..3 {
-            fired.push(app.trigger(job.id, None).await);
-            // One at a time, so the order of acknowledgement is the order of choice.
-            wait_for(Duration::from_secs(10), "dispatched", || async {
-                let runs = app.runs(job.id).await;
-                runs.iter().all(|run| run.partition.is_some()).then_some(())
-            })
-            .await;
+/// A run's log can be read from a given line while it runs (XXL-JOB's rolling log), and the
+/// rest once it finished.
+async fn a_run_log_is_read_from_line_n_while_it_runs(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("logs", 1).await;
+    app.start_executor("logs");
+    let job = app
+        .create_job(json!({"app": "logs", "handler": "chatty", "schedule_type": "NONE"}))
+        .await;
+    app.trigger(job.id, None).await;
+    let run = wait_for(Duration::from_secs(30), "the run dispatched", || async {
+        app.runs(job.id).await.into_iter().next()
+    })
+    .await;
+    let read = |from: i64| {
+        let app = &app;
+        async move {
+            let (status, body) = app
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/api/runs/{}/log?from_line={from}", run.log_id),
+                    None,
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+            body
         }
+    };
+    let running = wait_for(
+        Duration::from_secs(30),
+        "five lines while it runs",
+        || async {
+            let body = read(3).await;
+            (body["lines"].as_array().unwrap().len() == 3).then_some(body)
+        },
+    )
+    .await;
+    assert_eq!(running["lines"], json!(["line 3", "line 4", "line 5"]));
+    assert_eq!(running["next_line"], 6);
+    assert_eq!(running["finished"], false);
+
+    helpers::release_chatty();
+    app.wait_for_run(job.id, 200, Duration::from_secs(30)).await;
+    let rest = wait_for(Duration::from_secs(30), "the last lines", || async {
+        let body = read(6).await;
+        (body["lines"].as_array().unwrap().len() == 2).then_some(body)
+    })
+    .await;
+    assert_eq!(rest["lines"], json!(["line 6", "line 7"]));
+    assert_eq!(
+        (rest["next_line"].clone(), rest["finished"].clone()),
+        (json!(8), json!(true))
+    );
+    let (status, body) = app
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/runs/{}/log?from_line=1&limit=2", run.log_id),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, body["lines"].clone()),
+        (200, json!(["line 1", "line 2"]))
+    );
+    let (status, body) = app
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/runs/{}/log?from_line=0", run.log_id),
+            None,
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = app
+        .call(reqwest::Method::GET, "/api/runs/987654/log", None)
+        .await;
+    assert_eq!(status, 404, "{body}");
+    app.shutdown().await;
+}
+
+/// Triggers produced ahead of their time (`schedule.emit_lead`) reach the broker early and are
+/// held by the executor until their scheduled millisecond; a held trigger can be killed.
+async fn triggers_emitted_early_run_at_their_scheduled_millisecond(backend: Backend) {
+    let mut app = helpers::spawn_app_with(backend, |config| {
+        config.schedule.emit_lead = Duration::from_secs(3);
+    })
+    .await;
+    app.create_app("early", 1).await;
+    app.start_executor("early");
+    let job = app
+        .create_job(
+            json!({"app": "early", "handler": "ok", "schedule_type": "CRON",
+            "schedule_conf": "* * * * * ?", "start": true}),
+        )
+        .await;
+    let runs = wait_for(Duration::from_secs(60), "three runs", || async {
         let runs = app.runs(job.id).await;
-        let partitions: Vec<i32> = fired
-            .iter()
-            .map(|id| {
-                runs.iter()
-                    .find(|run| run.trigger_id.as_str() == id.as_str())
-                    .unwrap()
-                    .partition
-                    .unwrap()
-            })
-            .collect();
-        match check {
-            "same" => {
-                let expected = kadence_scheduler::routing::consistent_hash_partition(
-                    JobId::new(job.id).unwrap(),
-                    3,
-                );
-                assert_eq!(partitions, vec![expected; 3], "{strategy}");
-            }
-            _ => {
-                assert_eq!(
-                    partitions[1],
-                    (partitions[0] + 1) % 3,
-                    "{strategy}: {partitions:?}"
-                );
-                assert_eq!(
-                    partitions[2],
-                    (partitions[0] + 2) % 3,
-                    "{strategy}: {partitions:?}"
-                );
-            }
-        }
+        (finished(&runs, 200).len() >= 3).then_some(runs)
+    })
+    .await;
+    app.stop_job(job.id).await;
+    for run in finished(&runs, 200) {
+        let dispatched = run.dispatched_at_ms.unwrap();
+        let started = run.started_at_ms.unwrap();
+        assert!(
+            dispatched < run.scheduled_at_ms,
+            "acknowledged before its time: {run:?}"
+        );
+        assert!(
+            started >= run.scheduled_at_ms,
+            "never started early: {run:?}"
+        );
     }
+
+    // A held trigger is killed like a queued one.
+    let held = app
+        .create_job(
+            json!({"app": "early", "handler": "ok", "schedule_type": "CRON",
+            "schedule_conf": "* * * * * ?", "start": true}),
+        )
+        .await;
+    let first = wait_for(
+        Duration::from_secs(30),
+        "a trigger acknowledged early",
+        || async {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64;
+            app.runs(held.id)
+                .await
+                .into_iter()
+                .find(|run| run.state == RunState::Dispatched && run.scheduled_at_ms > now + 2_000)
+        },
+    )
+    .await;
+    app.stop_job(held.id).await;
+    // The executor holds it (its beats count it as queued) long before its time.
+    wait_for(Duration::from_secs(10), "the trigger held", || async {
+        app.executors("early")
+            .await
+            .iter()
+            .any(|view| view.entry.queued_jobs.contains(&held.id))
+            .then_some(())
+    })
+    .await;
+    let (status, body) = app
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/jobs/{}/kill", held.id),
+            Some(json!({"reason": "not today"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let killed = wait_for(
+        Duration::from_secs(30),
+        "the held trigger killed",
+        || async {
+            app.runs(held.id)
+                .await
+                .into_iter()
+                .find(|run| run.trigger_id == first.trigger_id && run.state == RunState::Finished)
+        },
+    )
+    .await;
+    assert_eq!(killed.handle_code, Some(500), "{killed:?}");
+    assert_eq!(killed.handle_msg.as_deref(), Some("killed: not today"));
+    assert!(
+        killed.handle_at_ms.unwrap() < killed.scheduled_at_ms,
+        "{killed:?}"
+    );
     app.shutdown().await;
 }
 
@@ -721,7 +846,8 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
 }
 
 on_both_backends!(
-    route_strategies_pick_partitions,
+    a_run_log_is_read_from_line_n_while_it_runs,
+    triggers_emitted_early_run_at_their_scheduled_millisecond,
     a_run_on_a_killed_executor_is_redelivered_and_completed,
     kill_stops_running_and_queued_runs,
     block_strategies_behave_as_in_xxl_job,

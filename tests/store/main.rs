@@ -6,6 +6,8 @@
 #[macro_use]
 #[path = "../common/mod.rs"]
 mod common;
+mod monitors;
+mod registry;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,8 +16,8 @@ use chrono_tz::Tz;
 use common::{Backend, TestDatabase};
 use kadence_scheduler::app::open_store;
 use kadence_scheduler::model::{
-    App, Completion, CompletionOutcome, Glue, JobStatus, NewJob, RetryBackoff, RetryPolicy,
-    RouteStrategy, RunState,
+    App, ChildTriggerMode, Completion, CompletionOutcome, Glue, JobStatus, NewJob, RetryBackoff,
+    RetryPolicy, RouteStrategy, RunState,
 };
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{DispatchAck, PreReadRequest, Store, StoreError};
@@ -57,6 +59,7 @@ fn every_second_job(misfire: MisfireStrategy) -> NewJob {
         retry: RetryPolicy::default(),
         glue: Glue::default(),
         child_job_ids: Vec::new(),
+        child_trigger_mode: ChildTriggerMode::EachShard,
     }
 }
 
@@ -242,6 +245,7 @@ async fn expired_leases_are_claimed_once(backend: Backend) {
             log_id: fire.log_id,
             partition: 0,
             dispatched_at_ms: T0,
+            executor_id: None,
         })
         .collect();
     store.mark_dispatched(&acks).await.unwrap();
@@ -271,6 +275,7 @@ async fn first_result_wins(backend: Backend) {
         message: Some(message.into()),
         started_at_ms: T0 + 1_001,
         finished_at_ms: T0 + 1_050,
+        retry_after_ms: None,
     };
     let unknown = Completion {
         trigger_id: TriggerId::scheduled(job, T0 + 999_000),
@@ -298,6 +303,7 @@ async fn first_result_wins(backend: Backend) {
             log_id: fire.log_id,
             partition: 2,
             dispatched_at_ms: T0 + 1_100,
+            executor_id: Some("expected-owner".to_owned()),
         }])
         .await
         .unwrap();
@@ -312,6 +318,11 @@ async fn first_result_wins(backend: Backend) {
     assert_eq!(run.handle_code, Some(500));
     assert_eq!(run.handle_msg.as_deref(), Some("boom"));
     assert_eq!(run.partition, Some(2));
+    assert_eq!(
+        run.executor_id.as_deref(),
+        Some("exec-1"),
+        "the executor that ran it, not the one expected at dispatch"
+    );
 }
 
 async fn concurrent_schedulers_write_each_fire_once(backend: Backend) {
@@ -406,6 +417,7 @@ async fn fix_delay_waits_for_the_run_to_finish(backend: Backend) {
             message: None,
             started_at_ms: T0 + 1_001,
             finished_at_ms: finished_at,
+            retry_after_ms: None,
         }])
         .await
         .unwrap();
@@ -440,6 +452,7 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
         },
         glue: script(0),
         child_job_ids: vec![parent.id],
+        child_trigger_mode: ChildTriggerMode::AllShards,
         time_zone: "Asia/Tokyo".parse().unwrap(),
         ..every_second_job(MisfireStrategy::FireOnceNow)
     };

@@ -19,7 +19,8 @@ mod sqlite;
 use kadence_schemas::{AppName, JobId};
 
 use crate::model::{
-    App, Completion, CompletionOutcome, GlueVersion, Job, JobStatus, NewJob, PendingFire, Run,
+    App, Completion, CompletionOutcome, ExecutorEntry, GlueVersion, Job, JobStatus, NewJob,
+    PendingFire, Run,
 };
 
 pub use postgres::PostgresStore;
@@ -117,16 +118,68 @@ pub struct NewFire {
     pub node_id: String,
     /// Lease end, ms.
     pub lease_until_ms: i64,
+    /// The partitions to route among instead of all of the app's (XXL-JOB's address
+    /// override); the caller checks they exist.
+    pub partitions: Option<Vec<i32>>,
 }
 
 /// The broker acknowledged a trigger: mark its run dispatched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatchAck {
     /// Job-log row id.
     pub log_id: i64,
     /// Partition the record landed in.
     pub partition: i32,
     /// Acknowledgement time, ms.
+    pub dispatched_at_ms: i64,
+    /// The live executor that owned that partition, per the registry (none when no live
+    /// executor owns it: the trigger waits there). The run's result later names the executor
+    /// that actually ran it; until then the lost-run monitor watches this one.
+    pub executor_id: Option<String>,
+}
+
+/// Consecutive log lines of one run, as an executor shipped them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLines {
+    /// The run's job-log row id.
+    pub log_id: i64,
+    /// Number of the first line (1-based).
+    pub first_line: i64,
+    /// The lines.
+    pub lines: Vec<String>,
+}
+
+/// A finished run claimed for its follow-up (retry, alarm, child jobs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedRun {
+    /// The run as it was fired (copied into a retry).
+    pub fire: PendingFire,
+    /// Its result code.
+    pub code: i32,
+    /// Its result message.
+    pub message: Option<String>,
+    /// The executor that reported it.
+    pub executor_id: Option<String>,
+    /// When the result came, ms.
+    pub finished_at_ms: Option<i64>,
+    /// The first attempt's log id, for a retry.
+    pub first_log_id: Option<i64>,
+    /// The handler's "retry after" hint, ms.
+    pub retry_after_ms: Option<i64>,
+}
+
+/// An unfinished run the lost-run monitor looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnfinishedRun {
+    /// Its trigger id.
+    pub trigger_id: kadence_schemas::TriggerId,
+    /// Its job.
+    pub job_id: JobId,
+    /// Its app.
+    pub app: AppName,
+    /// The executor expected to run it.
+    pub executor_id: String,
+    /// When the broker acknowledged its trigger, ms.
     pub dispatched_at_ms: i64,
 }
 
@@ -182,8 +235,10 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<Job, StoreError>;
 
-    /// Writes one pending fire of `job` outside the pre-read scan (manual and API triggers).
-    async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<PendingFire, StoreError>;
+    /// Writes the pending fire of one trigger of `job` outside the pre-read scan (manual, API
+    /// and child triggers): one row, or one per shard for a SHARDING_BROADCAST job. Returns
+    /// nothing if a run with this trigger id exists already (each is written once).
+    async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError>;
 
     /// One pre-read scan under the schedule lock (see [`crate::preread`]).
     async fn pre_read(&self, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError>;
@@ -211,4 +266,104 @@ pub trait Store: Send + Sync + 'static {
 
     /// The newest `limit` runs of a job, newest first.
     async fn list_runs(&self, job: JobId, limit: u32) -> Result<Vec<Run>, StoreError>;
+
+    // --- Executor registry ---
+
+    /// Records the latest beats of executors (a row per executor; an older beat than the one
+    /// stored is ignored), in one transaction.
+    async fn upsert_executors(&self, entries: &[ExecutorEntry]) -> Result<(), StoreError>;
+
+    /// The registry's executors, optionally of one app, by app and id.
+    async fn list_executors(&self, app: Option<&AppName>)
+    -> Result<Vec<ExecutorEntry>, StoreError>;
+
+    /// Marks DEAD every executor whose latest beat is older than `stale_before_ms`; returns the
+    /// ids it marked (each is marked once, whichever node sweeps first).
+    async fn mark_dead_executors(&self, stale_before_ms: i64) -> Result<Vec<String>, StoreError>;
+
+    /// Deletes DEAD executors whose latest beat is older than `dead_before_ms`.
+    async fn forget_executors(&self, dead_before_ms: i64) -> Result<u64, StoreError>;
+
+    /// One run by its log id.
+    async fn get_run(&self, log_id: i64) -> Result<Option<Run>, StoreError>;
+
+    // --- Run logs ---
+
+    /// Stores log lines, each (run, line number) once, keeping at most `max_lines_per_run`
+    /// lines per run; lines of runs that do not exist are dropped. Returns the lines stored.
+    async fn append_log_lines(
+        &self,
+        batches: &[LogLines],
+        max_lines_per_run: i64,
+    ) -> Result<u64, StoreError>;
+
+    /// Up to `limit` lines of a run's log from line `from_line` on: (line number, line).
+    async fn read_log_lines(
+        &self,
+        log_id: i64,
+        from_line: i64,
+        limit: u32,
+    ) -> Result<Vec<(i64, String)>, StoreError>;
+
+    // --- Monitors ---
+
+    /// Claims up to `limit` finished runs not yet followed up (or whose follow-up lock expired
+    /// before `now_ms`) until `locked_until_ms`; each run is claimed by one caller. A failed
+    /// run's alarm status becomes LOCKED, a succeeded one's NOT_NEEDED.
+    async fn claim_finished_runs(
+        &self,
+        now_ms: i64,
+        locked_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<FinishedRun>, StoreError>;
+
+    /// Marks a run's follow-up done with its final alarm status.
+    async fn finish_follow_up(
+        &self,
+        log_id: i64,
+        alarm_status: crate::model::AlarmStatus,
+    ) -> Result<(), StoreError>;
+
+    /// Writes a retry fire linked to the run's first attempt; `None` if it exists already.
+    async fn insert_retry(
+        &self,
+        fire: &PendingFire,
+        first_log_id: i64,
+        node_id: &str,
+        lease_ms: i64,
+        now_ms: i64,
+    ) -> Result<Option<PendingFire>, StoreError>;
+
+    /// How many distinct shards of `job`'s fire whose trigger ids start with `fire_prefix-`
+    /// succeeded (any attempt).
+    async fn succeeded_shards(&self, job: JobId, fire_prefix: &str) -> Result<i64, StoreError>;
+
+    /// Recounts the daily report rows of runs scheduled in `[from_ms, to_ms)`; returns the rows
+    /// written.
+    async fn refresh_reports(&self, from_ms: i64, to_ms: i64) -> Result<u64, StoreError>;
+
+    /// Report rows of days in `[from_ms, to_ms)`, optionally of one app, by day, app and job.
+    async fn list_reports(
+        &self,
+        from_ms: i64,
+        to_ms: i64,
+        app: Option<&AppName>,
+    ) -> Result<Vec<crate::model::DailyReport>, StoreError>;
+
+    /// Deletes up to `limit` finished runs scheduled before `before_ms`, with their log
+    /// lines; returns the runs deleted.
+    async fn delete_old_runs(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
+
+    /// Deletes up to `limit` report rows of days before `before_ms`; returns how many.
+    async fn delete_old_reports(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
+
+    // --- Executor registry (lost runs) ---
+
+    /// Up to `limit` runs dispatched before `dispatched_before_ms` to a known executor and
+    /// still without a result, oldest first.
+    async fn unfinished_runs(
+        &self,
+        dispatched_before_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<UnfinishedRun>, StoreError>;
 }

@@ -8,8 +8,8 @@ use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, Trigge
 
 use super::StoreError;
 use crate::model::{
-    App, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire, RetryBackoff, RetryPolicy,
-    RouteStrategy, Run, RunState,
+    AlarmStatus, App, ChildTriggerMode, ExecutorEntry, ExecutorStatus, Glue, GlueVersion, Job,
+    JobStatus, NewJob, PendingFire, RetryBackoff, RetryPolicy, RouteStrategy, Run, RunState,
 };
 use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
 
@@ -21,11 +21,11 @@ pub(crate) const JOB_COLUMNS: &str = "id, app, name, schedule_type, schedule_con
      misfire_strategy, route_strategy, handler, params, block_strategy, timeout_ms, status, \
      last_fire_ms, next_fire_ms, created_at_ms, updated_at_ms, author, alarm_emails, alarm_webhook, \
      retry_count, retry_backoff, retry_backoff_ms, retry_backoff_cap_ms, glue_type, glue_source, \
-     glue_remark, glue_updated_at_ms, child_job_ids";
+     glue_remark, glue_updated_at_ms, child_job_ids, child_trigger_mode";
 
 /// Columns of `jobs` that hold a job's definition, in the order [`bind_job_spec`] binds
 /// them (see `sql.rs`).
-pub(crate) const JOB_SPEC_COLUMNS: [&str; 22] = [
+pub(crate) const JOB_SPEC_COLUMNS: [&str; 23] = [
     "app",
     "name",
     "schedule_type",
@@ -48,17 +48,18 @@ pub(crate) const JOB_SPEC_COLUMNS: [&str; 22] = [
     "glue_source",
     "glue_remark",
     "child_job_ids",
+    "child_trigger_mode",
 ];
 
 /// Columns of `job_logs` that make a pending fire.
 pub(crate) const FIRE_COLUMNS: &str = "id, trigger_id, job_id, app, handler, params, trigger_type, \
      shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
-     block_strategy, timeout_ms, glue_type, glue_source, glue_updated_at_ms";
+     block_strategy, timeout_ms, glue_type, glue_source, glue_updated_at_ms, route_partitions";
 
 /// Columns of `job_logs` shown as a run.
 pub(crate) const RUN_COLUMNS: &str = "id, trigger_id, job_id, trigger_type, params, attempt, \
-     scheduled_at_ms, state, partition_no, dispatched_at_ms, executor_id, handle_code, \
-     handle_msg, handle_at_ms, handle_started_at_ms";
+     shard_index, shard_total, scheduled_at_ms, state, partition_no, dispatched_at_ms, executor_id, handle_code, \
+     handle_msg, handle_at_ms, handle_started_at_ms, first_log_id, alarm_status";
 
 /// Claims up to `$4` pending fires whose lease ended before `$3` for node `$1` until `$2`.
 /// `lock_clause` lets PostgreSQL add `FOR UPDATE SKIP LOCKED`; SQLite needs none (a single
@@ -71,6 +72,21 @@ pub(crate) fn claim_expired_sql(lock_clause: &str) -> String {
              ORDER BY lease_until_ms LIMIT $4{lock_clause}) \
          RETURNING {FIRE_COLUMNS}"
     )
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct ExecutorRow {
+    executor_id: String,
+    app: String,
+    host: String,
+    version: String,
+    handlers: String,
+    owned_partitions: String,
+    running_jobs: String,
+    queued_jobs: String,
+    state: String,
+    first_seen_at_ms: i64,
+    last_beat_at_ms: i64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -112,6 +128,7 @@ pub(crate) struct JobRow {
     glue_remark: String,
     glue_updated_at_ms: Option<i64>,
     child_job_ids: String,
+    child_trigger_mode: String,
 }
 
 impl JobRow {
@@ -146,6 +163,41 @@ pub(crate) struct FireRow {
     glue_type: String,
     glue_source: Option<String>,
     glue_updated_at_ms: Option<i64>,
+    route_partitions: Option<String>,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct FinishedRunRow {
+    #[sqlx(flatten)]
+    fire: FireRow,
+    handle_code: Option<i64>,
+    handle_msg: Option<String>,
+    executor_id: Option<String>,
+    handle_at_ms: Option<i64>,
+    first_log_id: Option<i64>,
+    retry_after_ms: Option<i64>,
+}
+
+impl TryFrom<FinishedRunRow> for crate::store::FinishedRun {
+    type Error = StoreError;
+    fn try_from(row: FinishedRunRow) -> Result<Self, StoreError> {
+        let what = format!("finished run {}", row.fire.trigger_id);
+        let code = row
+            .handle_code
+            .map(narrow)
+            .transpose()
+            .map_err(corrupt(what.clone()))?
+            .ok_or_else(|| corrupt(what)("a finished run has no result code".to_owned()))?;
+        Ok(crate::store::FinishedRun {
+            fire: PendingFire::try_from(row.fire)?,
+            code,
+            message: row.handle_msg,
+            executor_id: row.executor_id,
+            finished_at_ms: row.handle_at_ms,
+            first_log_id: row.first_log_id,
+            retry_after_ms: row.retry_after_ms,
+        })
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -164,6 +216,8 @@ pub(crate) struct RunRow {
     trigger_type: String,
     params: String,
     attempt: i64,
+    shard_index: i64,
+    shard_total: i64,
     scheduled_at_ms: i64,
     state: String,
     partition_no: Option<i64>,
@@ -173,6 +227,8 @@ pub(crate) struct RunRow {
     handle_msg: Option<String>,
     handle_at_ms: Option<i64>,
     handle_started_at_ms: Option<i64>,
+    first_log_id: Option<i64>,
+    alarm_status: String,
 }
 
 fn corrupt(what: impl Into<String>) -> impl FnOnce(String) -> StoreError {
@@ -190,6 +246,29 @@ where
 
 fn narrow(value: i64) -> Result<i32, String> {
     i32::try_from(value).map_err(|_| format!("{value} does not fit a 32-bit integer"))
+}
+
+impl TryFrom<ExecutorRow> for ExecutorEntry {
+    type Error = StoreError;
+    fn try_from(row: ExecutorRow) -> Result<ExecutorEntry, StoreError> {
+        let what = format!("executor {}", row.executor_id);
+        (|| {
+            Ok(ExecutorEntry {
+                app: parse::<AppName>(&row.app)?,
+                host: row.host,
+                version: row.version,
+                handlers: split_list(&row.handlers).map(str::to_owned).collect(),
+                owned_partitions: parse_list(&row.owned_partitions)?,
+                running_jobs: parse_list(&row.running_jobs)?,
+                queued_jobs: parse_list(&row.queued_jobs)?,
+                state: parse::<ExecutorStatus>(&row.state)?,
+                first_seen_at_ms: row.first_seen_at_ms,
+                last_beat_at_ms: row.last_beat_at_ms,
+                executor_id: row.executor_id,
+            })
+        })()
+        .map_err(corrupt(what))
+    }
 }
 
 impl TryFrom<AppRow> for App {
@@ -244,9 +323,8 @@ impl TryFrom<JobRow> for Job {
                         source: row.glue_source,
                         remark: row.glue_remark,
                     },
-                    child_job_ids: split_list(&row.child_job_ids)
-                        .map(parse::<JobId>)
-                        .collect::<Result<_, _>>()?,
+                    child_job_ids: parse_list::<JobId>(&row.child_job_ids)?,
+                    child_trigger_mode: parse::<ChildTriggerMode>(&row.child_trigger_mode)?,
                 },
                 status: parse::<JobStatus>(&row.status)?,
                 last_fire_ms: row.last_fire_ms,
@@ -284,6 +362,11 @@ impl TryFrom<FireRow> for PendingFire {
                 glue_type: parse::<GlueType>(&row.glue_type)?,
                 glue_source: row.glue_source,
                 glue_updated_at_ms: row.glue_updated_at_ms,
+                route_partitions: row
+                    .route_partitions
+                    .as_deref()
+                    .map(parse_list::<i32>)
+                    .transpose()?,
             })
         })()
         .map_err(corrupt(what))
@@ -309,6 +392,15 @@ fn split_list(text: &str) -> impl Iterator<Item = &str> {
         .filter(|item| !item.is_empty())
 }
 
+/// The items of a comma-separated column, parsed.
+pub(crate) fn parse_list<T>(text: &str) -> Result<Vec<T>, String>
+where
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    split_list(text).map(parse::<T>).collect()
+}
+
 /// A list as a comma-separated column.
 pub(crate) fn join_list<T: std::fmt::Display>(items: &[T]) -> String {
     items
@@ -330,6 +422,8 @@ impl TryFrom<RunRow> for Run {
                 trigger_type: parse::<TriggerType>(&row.trigger_type)?,
                 params: row.params,
                 attempt: narrow(row.attempt)?,
+                shard_index: narrow(row.shard_index)?,
+                shard_total: narrow(row.shard_total)?,
                 scheduled_at_ms: row.scheduled_at_ms,
                 state: parse::<RunState>(&row.state)?,
                 partition: row.partition_no.map(narrow).transpose()?,
@@ -339,6 +433,8 @@ impl TryFrom<RunRow> for Run {
                 handle_code: row.handle_code.map(narrow).transpose()?,
                 handle_msg: row.handle_msg,
                 handle_at_ms: row.handle_at_ms,
+                first_log_id: row.first_log_id,
+                alarm_status: parse::<AlarmStatus>(&row.alarm_status)?,
             })
         })()
         .map_err(corrupt(what))

@@ -74,11 +74,17 @@ macro_rules! impl_sql_store {
                 let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
                 ensure_app_exists(&mut tx, &job.app, OPERATION).await?;
                 let placeholders: Vec<String> = (1..=JOB_SPEC_COLUMNS.len()).map(|n| format!("${n}")).collect();
+                // The spec takes $1…$n; the rest follow it.
+                let n = JOB_SPEC_COLUMNS.len();
                 let sql = format!(
                     "INSERT INTO jobs ({}, status, created_at_ms, updated_at_ms, glue_updated_at_ms) \
-                     VALUES ({}, $23, $24, $24, $25) RETURNING {JOB_COLUMNS}",
+                     VALUES ({}, ${}, ${}, ${}, ${}) RETURNING {JOB_COLUMNS}",
                     JOB_SPEC_COLUMNS.join(", "),
                     placeholders.join(", "),
+                    n + 1,
+                    n + 2,
+                    n + 2,
+                    n + 3,
                 );
                 let glue_version = job.glue.source.is_some().then_some(now_ms);
                 let row: JobRow = bind_job_spec(sqlx::query_as(&sql), job)
@@ -124,10 +130,16 @@ macro_rules! impl_sql_store {
                     .enumerate()
                     .map(|(index, column)| format!("{column} = ${}", index + 1))
                     .collect();
+                let n = JOB_SPEC_COLUMNS.len();
                 let sql = format!(
-                    "UPDATE jobs SET {}, status = $23, next_fire_ms = $24, updated_at_ms = $25, \
-                     glue_updated_at_ms = $26 WHERE id = $27 RETURNING {JOB_COLUMNS}",
+                    "UPDATE jobs SET {}, status = ${}, next_fire_ms = ${}, updated_at_ms = ${}, \
+                     glue_updated_at_ms = ${} WHERE id = ${} RETURNING {JOB_COLUMNS}",
                     assignments.join(", "),
+                    n + 1,
+                    n + 2,
+                    n + 3,
+                    n + 4,
+                    n + 5,
                 );
                 let row: JobRow = bind_job_spec(sqlx::query_as(&sql), job)
                     .bind(status.as_str())
@@ -204,7 +216,7 @@ macro_rules! impl_sql_store {
                 row.map(Job::try_from).transpose()?.ok_or(StoreError::JobNotFound(id))
             }
 
-            async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<PendingFire, StoreError> {
+            async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError> {
                 let draft = PendingFire {
                     glue_type: job.spec.glue.glue_type,
                     glue_source: job.spec.glue.source.clone(),
@@ -224,16 +236,14 @@ macro_rules! impl_sql_store {
                     route_strategy: job.spec.route_strategy,
                     block_strategy: job.spec.block_strategy,
                     timeout_ms: job.spec.timeout_ms,
+                    route_partitions: fire.partitions.clone(),
                 };
                 let mut tx = self.pool.begin().await.map_err(StoreError::query("write a fire"))?;
-                let mut written =
+                let written =
                     insert_fires(&mut tx, vec![draft], &fire.node_id, fire.lease_until_ms - fire.scheduled_at_ms, fire.scheduled_at_ms)
                         .await?;
                 tx.commit().await.map_err(StoreError::query("write a fire"))?;
-                written.pop().ok_or_else(|| StoreError::CorruptRow {
-                    what: format!("fire {}", fire.trigger_id),
-                    reason: "a run with this trigger id exists already".to_owned(),
-                })
+                Ok(written)
             }
 
             async fn pre_read(&self, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError> {
@@ -307,17 +317,22 @@ macro_rules! impl_sql_store {
                 const OPERATION: &str = "mark triggers dispatched";
                 let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
                 for chunk in acks.chunks($crate::store::sql::UPDATE_CHUNK) {
-                    let mut update = sqlx::QueryBuilder::<$db>::new("WITH v(id, partition_no, dispatched_at) AS (");
+                    let mut update = sqlx::QueryBuilder::<$db>::new(
+                        "WITH v(id, partition_no, dispatched_at, executor_id) AS (",
+                    );
                     update.push_values(chunk, |mut values, ack| {
                         values
                             .push_bind(ack.log_id)
                             .push_bind(i64::from(ack.partition))
-                            .push_bind(ack.dispatched_at_ms);
+                            .push_bind(ack.dispatched_at_ms)
+                            .push_bind(ack.executor_id.clone());
                     });
-                    // A run whose result arrived first keeps state FINISHED.
+                    // A run whose result arrived first keeps state FINISHED and the executor
+                    // that ran it.
                     update.push(
                         ") UPDATE job_logs SET \
                          state = CASE WHEN job_logs.state = 'SCHEDULED' THEN 'DISPATCHED' ELSE job_logs.state END, \
+                         executor_id = COALESCE(job_logs.executor_id, v.executor_id), \
                          partition_no = v.partition_no, dispatched_at_ms = v.dispatched_at, \
                          owner_node = NULL, lease_until_ms = NULL FROM v WHERE job_logs.id = v.id",
                     );
@@ -341,7 +356,7 @@ macro_rules! impl_sql_store {
                     let completed: Option<(i64, String)> = sqlx::query_as(
                         "UPDATE job_logs SET state = 'FINISHED', executor_id = $1, handle_code = $2, \
                          handle_msg = $3, handle_started_at_ms = $4, handle_at_ms = $5, \
-                         owner_node = NULL, lease_until_ms = NULL \
+                         retry_after_ms = $7, owner_node = NULL, lease_until_ms = NULL \
                          WHERE trigger_id = $6 AND handle_code IS NULL RETURNING job_id, trigger_type",
                     )
                     .bind(&completion.executor_id)
@@ -350,6 +365,7 @@ macro_rules! impl_sql_store {
                     .bind(completion.started_at_ms)
                     .bind(completion.finished_at_ms)
                     .bind(completion.trigger_id.as_str())
+                    .bind(completion.retry_after_ms)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(StoreError::query(OPERATION))?;
@@ -399,6 +415,376 @@ macro_rules! impl_sql_store {
                 .map_err(StoreError::query("list runs"))?;
                 convert_all(rows)
             }
+
+            // --- Executor registry ---
+
+            async fn upsert_executors(
+                &self,
+                entries: &[$crate::model::ExecutorEntry],
+            ) -> Result<(), StoreError> {
+                use $crate::store::rows::join_list;
+                const OPERATION: &str = "record executor beats";
+                if entries.is_empty() {
+                    return Ok(());
+                }
+                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                for entry in entries {
+                    // Only a newer beat replaces the row: beats read late (several scheduler
+                    // nodes, a replayed topic) never roll an executor back.
+                    sqlx::query(
+                        "INSERT INTO executors (executor_id, app, host, version, handlers, \
+                         owned_partitions, running_jobs, queued_jobs, state, first_seen_at_ms, \
+                         last_beat_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) \
+                         ON CONFLICT (executor_id) DO UPDATE SET app = excluded.app, \
+                         host = excluded.host, version = excluded.version, \
+                         handlers = excluded.handlers, owned_partitions = excluded.owned_partitions, \
+                         running_jobs = excluded.running_jobs, queued_jobs = excluded.queued_jobs, \
+                         state = excluded.state, last_beat_at_ms = excluded.last_beat_at_ms \
+                         WHERE executors.last_beat_at_ms <= excluded.last_beat_at_ms",
+                    )
+                    .bind(&entry.executor_id)
+                    .bind(entry.app.as_str())
+                    .bind(&entry.host)
+                    .bind(&entry.version)
+                    .bind(join_list(&entry.handlers))
+                    .bind(join_list(&entry.owned_partitions))
+                    .bind(join_list(&entry.running_jobs))
+                    .bind(join_list(&entry.queued_jobs))
+                    .bind(entry.state.as_str())
+                    .bind(entry.last_beat_at_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))
+            }
+
+            async fn list_executors(
+                &self,
+                app: Option<&AppName>,
+            ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
+                let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(
+                    "SELECT executor_id, app, host, version, handlers, owned_partitions, \
+                     running_jobs, queued_jobs, state, first_seen_at_ms, last_beat_at_ms \
+                     FROM executors WHERE ($1 IS NULL OR app = $1) ORDER BY app, executor_id",
+                )
+                .bind(app.map(|app| app.as_str().to_owned()))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list executors"))?;
+                convert_all(rows)
+            }
+
+            async fn mark_dead_executors(
+                &self,
+                stale_before_ms: i64,
+            ) -> Result<Vec<String>, StoreError> {
+                let rows: Vec<(String,)> = sqlx::query_as(
+                    "UPDATE executors SET state = 'DEAD' \
+                     WHERE state <> 'DEAD' AND last_beat_at_ms < $1 RETURNING executor_id",
+                )
+                .bind(stale_before_ms)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("mark executors dead"))?;
+                Ok(rows.into_iter().map(|(id,)| id).collect())
+            }
+
+            async fn get_run(&self, log_id: i64) -> Result<Option<Run>, StoreError> {
+                let row: Option<RunRow> = sqlx::query_as(&format!(
+                    "SELECT {RUN_COLUMNS} FROM job_logs WHERE id = $1"
+                ))
+                .bind(log_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(StoreError::query("read a run"))?;
+                row.map(Run::try_from).transpose()
+            }
+
+            async fn append_log_lines(
+                &self,
+                batches: &[$crate::store::LogLines],
+                max_lines_per_run: i64,
+            ) -> Result<u64, StoreError> {
+                const OPERATION: &str = "store log lines";
+                let lines: Vec<(i64, i64, &str)> = batches
+                    .iter()
+                    .flat_map(|batch| {
+                        batch.lines.iter().enumerate().map(move |(index, line)| {
+                            (batch.log_id, batch.first_line + index as i64, line.as_str())
+                        })
+                    })
+                    .filter(|(_, line_no, _)| (1..=max_lines_per_run).contains(line_no))
+                    .collect();
+                let mut stored = 0;
+                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                for chunk in lines.chunks($crate::store::sql::INSERT_CHUNK) {
+                    let mut insert =
+                        sqlx::QueryBuilder::<$db>::new("WITH v(log_id, line_no, line) AS (");
+                    insert.push_values(chunk, |mut values, (log_id, line_no, line)| {
+                        values.push_bind(*log_id).push_bind(*line_no).push_bind(line.to_string());
+                    });
+                    // Lines of unknown runs are dropped by the join; repeats by the key. (SQLite
+                    // needs a WHERE before ON CONFLICT to parse INSERT … SELECT … JOIN.)
+                    insert.push(
+                        ") INSERT INTO run_log_lines (log_id, line_no, line) \
+                         SELECT v.log_id, v.line_no, v.line FROM v \
+                         JOIN job_logs ON job_logs.id = v.log_id WHERE true \
+                         ON CONFLICT (log_id, line_no) DO NOTHING",
+                    );
+                    stored += insert
+                        .build()
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?
+                        .rows_affected();
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(stored)
+            }
+
+            async fn read_log_lines(
+                &self,
+                log_id: i64,
+                from_line: i64,
+                limit: u32,
+            ) -> Result<Vec<(i64, String)>, StoreError> {
+                sqlx::query_as(
+                    "SELECT line_no, line FROM run_log_lines WHERE log_id = $1 AND line_no >= $2 \
+                     ORDER BY line_no LIMIT $3",
+                )
+                .bind(log_id)
+                .bind(from_line)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("read log lines"))
+            }
+
+            async fn unfinished_runs(
+                &self,
+                dispatched_before_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<$crate::store::UnfinishedRun>, StoreError> {
+                const OPERATION: &str = "read unfinished runs";
+                let rows: Vec<(String, String, String, i64)> = sqlx::query_as(
+                    "SELECT trigger_id, app, executor_id, dispatched_at_ms FROM job_logs \
+                     WHERE state = 'DISPATCHED' AND executor_id IS NOT NULL \
+                     AND dispatched_at_ms < $1 ORDER BY dispatched_at_ms LIMIT $2",
+                )
+                .bind(dispatched_before_ms)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                rows.into_iter()
+                    .map(|(trigger_id, app, executor_id, dispatched_at_ms)| {
+                        let corrupt = |reason: String| StoreError::CorruptRow {
+                            what: format!("run {trigger_id}"),
+                            reason,
+                        };
+                        let trigger = kadence_schemas::TriggerId::parse(&trigger_id)
+                            .map_err(|error| corrupt(error.to_string()))?;
+                        Ok($crate::store::UnfinishedRun {
+                            job_id: trigger.job_id(),
+                            trigger_id: trigger,
+                            app: AppName::parse(&app).map_err(|error| corrupt(error.to_string()))?,
+                            executor_id,
+                            dispatched_at_ms,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn forget_executors(&self, dead_before_ms: i64) -> Result<u64, StoreError> {
+                let done = sqlx::query(
+                    "DELETE FROM executors WHERE state = 'DEAD' AND last_beat_at_ms < $1",
+                )
+                .bind(dead_before_ms)
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("forget dead executors"))?;
+                Ok(done.rows_affected())
+            }
+
+            // --- Monitors ---
+
+            async fn claim_finished_runs(
+                &self,
+                now_ms: i64,
+                locked_until_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<$crate::store::FinishedRun>, StoreError> {
+                // Compare-and-set: the condition is repeated outside the subquery, so a row
+                // two nodes picked at once is claimed by one of them only.
+                let rows: Vec<$crate::store::rows::FinishedRunRow> = sqlx::query_as(&format!(
+                    "UPDATE job_logs SET follow_up = 'LOCKED', follow_up_locked_until = $1, \
+                     alarm_status = CASE WHEN handle_code = 200 THEN 'NOT_NEEDED' ELSE 'LOCKED' END \
+                     WHERE id IN (SELECT id FROM job_logs WHERE state = 'FINISHED' \
+                         AND follow_up <> 'DONE' \
+                         AND (follow_up = 'PENDING' OR follow_up_locked_until < $2) \
+                         ORDER BY id LIMIT $3) \
+                     AND follow_up <> 'DONE' AND (follow_up = 'PENDING' OR follow_up_locked_until < $2) \
+                     RETURNING {}, handle_code, handle_msg, executor_id, handle_at_ms, first_log_id, \
+                     retry_after_ms",
+                    $crate::store::rows::FIRE_COLUMNS
+                ))
+                .bind(locked_until_ms)
+                .bind(now_ms)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("claim finished runs"))?;
+                let mut runs: Vec<$crate::store::FinishedRun> = convert_all(rows)?;
+                runs.sort_by_key(|run| run.fire.log_id);
+                Ok(runs)
+            }
+
+            async fn finish_follow_up(
+                &self,
+                log_id: i64,
+                alarm_status: $crate::model::AlarmStatus,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "UPDATE job_logs SET follow_up = 'DONE', follow_up_locked_until = NULL, \
+                     alarm_status = $1 WHERE id = $2",
+                )
+                .bind(alarm_status.as_str())
+                .bind(log_id)
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("finish a run's follow-up"))?;
+                Ok(())
+            }
+
+            async fn insert_retry(
+                &self,
+                fire: &PendingFire,
+                first_log_id: i64,
+                node_id: &str,
+                lease_ms: i64,
+                now_ms: i64,
+            ) -> Result<Option<PendingFire>, StoreError> {
+                const OPERATION: &str = "write a retry";
+                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let written = insert_fires(&mut tx, vec![fire.clone()], node_id, lease_ms, now_ms).await?;
+                for retry in &written {
+                    sqlx::query("UPDATE job_logs SET first_log_id = $1 WHERE id = $2")
+                        .bind(first_log_id)
+                        .bind(retry.log_id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(written.into_iter().next())
+            }
+
+            async fn refresh_reports(&self, from_ms: i64, to_ms: i64) -> Result<u64, StoreError> {
+                // One statement: the counts are recomputed from the runs, never incremented,
+                // so a repeated or concurrent refresh writes the same numbers.
+                let done = sqlx::query(
+                    "INSERT INTO job_reports (day_ms, app, job_id, running, succeeded, failed) \
+                     SELECT (scheduled_at_ms / 86400000) * 86400000, app, job_id, \
+                     SUM(CASE WHEN state <> 'FINISHED' THEN 1 ELSE 0 END), \
+                     SUM(CASE WHEN handle_code = 200 THEN 1 ELSE 0 END), \
+                     SUM(CASE WHEN state = 'FINISHED' AND handle_code <> 200 THEN 1 ELSE 0 END) \
+                     FROM job_logs WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 \
+                     GROUP BY (scheduled_at_ms / 86400000) * 86400000, app, job_id \
+                     ON CONFLICT (day_ms, app, job_id) DO UPDATE SET running = excluded.running, \
+                     succeeded = excluded.succeeded, failed = excluded.failed",
+                )
+                .bind(from_ms)
+                .bind(to_ms)
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("refresh daily reports"))?;
+                Ok(done.rows_affected())
+            }
+
+            async fn list_reports(
+                &self,
+                from_ms: i64,
+                to_ms: i64,
+                app: Option<&AppName>,
+            ) -> Result<Vec<$crate::model::DailyReport>, StoreError> {
+                sqlx::query_as(
+                    "SELECT day_ms, app, job_id, running, succeeded, failed FROM job_reports \
+                     WHERE day_ms >= $1 AND day_ms < $2 AND ($3 IS NULL OR app = $3) \
+                     ORDER BY day_ms, app, job_id",
+                )
+                .bind(from_ms)
+                .bind(to_ms)
+                .bind(app.map(|app| app.as_str().to_owned()))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list daily reports"))
+            }
+
+            async fn delete_old_runs(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+                const OPERATION: &str = "delete old runs";
+                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let ids: Vec<(i64,)> = sqlx::query_as(
+                    "SELECT id FROM job_logs WHERE scheduled_at_ms < $1 AND state = 'FINISHED' \
+                     ORDER BY scheduled_at_ms LIMIT $2",
+                )
+                .bind(before_ms)
+                .bind(i64::from(limit))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                let mut deleted = 0;
+                for chunk in ids.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    for table in ["run_log_lines WHERE log_id", "job_logs WHERE id"] {
+                        let mut delete = sqlx::QueryBuilder::<$db>::new(format!("DELETE FROM {table} IN ("));
+                        let mut separated = delete.separated(", ");
+                        for (id,) in chunk {
+                            separated.push_bind(*id);
+                        }
+                        delete.push(")");
+                        let done = delete
+                            .build()
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(StoreError::query(OPERATION))?;
+                        if table.starts_with("job_logs") {
+                            deleted += done.rows_affected();
+                        }
+                    }
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(deleted)
+            }
+
+            async fn delete_old_reports(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+                let done = sqlx::query(
+                    "DELETE FROM job_reports WHERE (day_ms, app, job_id) IN \
+                     (SELECT day_ms, app, job_id FROM job_reports WHERE day_ms < $1 LIMIT $2)",
+                )
+                .bind(before_ms)
+                .bind(i64::from(limit))
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("delete old reports"))?;
+                Ok(done.rows_affected())
+            }
+
+            async fn succeeded_shards(
+                &self,
+                job: JobId,
+                fire_prefix: &str,
+            ) -> Result<i64, StoreError> {
+                let (count,): (i64,) = sqlx::query_as(
+                    "SELECT COUNT(DISTINCT shard_index) FROM job_logs \
+                     WHERE job_id = $1 AND trigger_id LIKE $2 AND handle_code = 200",
+                )
+                .bind(job.get())
+                .bind(format!("{fire_prefix}-%"))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(StoreError::query("count succeeded shards"))?;
+                Ok(count)
+            }
         }
 
         /// Fails with [`StoreError::UnknownApp`] unless `app` exists.
@@ -416,7 +802,7 @@ macro_rules! impl_sql_store {
             if exists { Ok(()) } else { Err(StoreError::UnknownApp(app.clone())) }
         }
 
-        /// Binds a job's definition in [`JOB_SPEC_COLUMNS`] order, as `$1`…`$22`.
+        /// Binds a job's definition in [`JOB_SPEC_COLUMNS`] order, as `$1`…`$n`.
         fn bind_job_spec<'q, O>(
             query: sqlx::query::QueryAs<'q, $db, O, <$db as sqlx::Database>::Arguments<'q>>,
             job: &NewJob,
@@ -445,6 +831,7 @@ macro_rules! impl_sql_store {
                 .bind(job.glue.source.clone())
                 .bind(job.glue.remark.clone())
                 .bind($crate::store::rows::join_list(&job.child_job_ids))
+                .bind(job.child_trigger_mode.as_str())
         }
 
         /// Saves a script version and keeps only the newest [`GLUE_VERSIONS_KEPT`].
@@ -479,6 +866,28 @@ macro_rules! impl_sql_store {
             Ok(())
         }
 
+        /// Replaces each SHARDING_BROADCAST fire by its shards ([`PendingFire::into_shards`]),
+        /// reading the partition counts of the apps concerned in the same transaction.
+        async fn expand_broadcasts(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            drafts: Vec<PendingFire>,
+        ) -> Result<Vec<PendingFire>, StoreError> {
+            if !drafts.iter().any(|fire| fire.route_strategy == $crate::model::RouteStrategy::ShardingBroadcast) {
+                return Ok(drafts);
+            }
+            let rows: Vec<(String, i64)> = sqlx::query_as("SELECT name, partitions FROM apps")
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(StoreError::query("read partition counts for a broadcast"))?;
+            let partitions: std::collections::HashMap<String, i64> = rows.into_iter().collect();
+            let mut expanded = Vec::with_capacity(drafts.len());
+            for fire in drafts {
+                let count = partitions.get(fire.app.as_str()).copied().unwrap_or(1);
+                expanded.extend(fire.into_shards(i32::try_from(count).unwrap_or(1)));
+            }
+            Ok(expanded)
+        }
+
         /// Writes fires as pending job-log rows owned by `node_id`, skipping trigger ids that
         /// exist already (a fire is written once, whoever writes it), and returns the written
         /// ones with their row ids.
@@ -489,13 +898,14 @@ macro_rules! impl_sql_store {
             lease_ms: i64,
             now_ms: i64,
         ) -> Result<Vec<PendingFire>, StoreError> {
+            let drafts = expand_broadcasts(tx, drafts).await?;
             let mut written = Vec::with_capacity(drafts.len());
             for chunk in drafts.chunks($crate::store::sql::INSERT_CHUNK) {
                 let mut insert = sqlx::QueryBuilder::<$db>::new(
                     "INSERT INTO job_logs (trigger_id, job_id, app, handler, params, trigger_type, \
                      shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
                      block_strategy, timeout_ms, state, owner_node, lease_until_ms, created_at_ms, \
-                     glue_type, glue_source, glue_updated_at_ms) ",
+                     glue_type, glue_source, glue_updated_at_ms, route_partitions) ",
                 );
                 insert.push_values(chunk, |mut values, fire| {
                     values
@@ -519,7 +929,8 @@ macro_rules! impl_sql_store {
                         .push_bind(now_ms)
                         .push_bind(fire.glue_type.as_str())
                         .push_bind(fire.glue_source.clone())
-                        .push_bind(fire.glue_updated_at_ms);
+                        .push_bind(fire.glue_updated_at_ms)
+                        .push_bind(fire.route_partitions.as_deref().map($crate::store::rows::join_list));
                 });
                 insert.push(" ON CONFLICT (trigger_id) DO NOTHING RETURNING id, trigger_id");
                 let rows: Vec<(i64, String)> = insert
@@ -623,6 +1034,7 @@ pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedS
             glue_type: job.spec.glue.glue_type,
             glue_source: job.spec.glue.source.clone(),
             glue_updated_at_ms: job.glue_updated_at_ms,
+            route_partitions: None,
         }));
         let status = if plan.next == NextFire::Never {
             tracing::info!(job_id = %job.id, "schedule has no future fire; stopping the job");

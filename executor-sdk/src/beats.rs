@@ -1,0 +1,179 @@
+//! Beats: the executor tells the scheduler it is alive, what it can run and what it runs.
+//!
+//! An `ExecutorBeat` goes to the compacted topic `{prefix}.beats` (key: executor id, so
+//! compaction keeps the latest per executor) every `beat_interval` (default 3 s), and at once
+//! when the group assigns or revokes partitions. It names the executor's handlers, the
+//! partitions of `{prefix}.triggers.{app}` it owns, and the jobs it has running and queued.
+//! The scheduler builds its registry from them: FAILOVER routes to partitions whose owner
+//! beats, BUSYOVER to owners where the job is idle, the lost-run monitor fails runs only when
+//! their executor stopped beating.
+//!
+//! A graceful shutdown sends a STOPPING beat as soon as the drain begins (the scheduler stops
+//! routing to this executor at once) and a last one, owning nothing, when it is done.
+//!
+//! Beats never hold the consumer loop: each is sent from its own task with a deadline of one
+//! interval, and one that fails is only logged — the next one carries the same news.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kadence_schemas::{AppName, ExecutorBeat, ExecutorState, codec};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+use tokio::sync::Notify;
+
+use crate::runner::now_ms;
+
+/// The partitions the group currently assigns to this executor, kept by the rebalance
+/// callbacks; a change wakes the loop so that a beat announces it at once.
+#[derive(Clone, Default)]
+pub(crate) struct Assignment {
+    partitions: Arc<Mutex<BTreeSet<i32>>>,
+    changed: Arc<Notify>,
+}
+
+impl Assignment {
+    /// Partitions added by the group.
+    pub(crate) fn assign(&self, partitions: &[i32]) {
+        self.partitions
+            .lock()
+            .expect("assignment lock")
+            .extend(partitions);
+        self.changed.notify_one();
+    }
+
+    /// Partitions taken away by the group.
+    pub(crate) fn revoke(&self, partitions: &[i32]) {
+        let mut owned = self.partitions.lock().expect("assignment lock");
+        for partition in partitions {
+            owned.remove(partition);
+        }
+        drop(owned);
+        self.changed.notify_one();
+    }
+
+    /// The partitions owned now, ascending.
+    pub(crate) fn owned(&self) -> Vec<i32> {
+        self.partitions
+            .lock()
+            .expect("assignment lock")
+            .iter()
+            .copied()
+            .collect()
+    }
+
+    /// Whether the group assigns `partition` to this executor now.
+    pub(crate) fn owns(&self, partition: i32) -> bool {
+        self.partitions
+            .lock()
+            .expect("assignment lock")
+            .contains(&partition)
+    }
+
+    /// Resolves when the assignment changed since the last call.
+    pub(crate) async fn changed(&self) {
+        self.changed.notified().await;
+    }
+}
+
+/// What a beat reports about the runs (from the block-strategy lanes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Activity {
+    /// Jobs with a run in progress.
+    pub(crate) running_jobs: Vec<i64>,
+    /// Jobs with runs queued.
+    pub(crate) queued_jobs: Vec<i64>,
+}
+
+/// Builds and sends this executor's beats.
+#[derive(Clone)]
+pub(crate) struct Beats {
+    producer: FutureProducer,
+    topic: String,
+    executor_id: String,
+    app: AppName,
+    host: String,
+    handlers: Vec<String>,
+    /// Deadline of one send: the next beat supersedes a late one.
+    send_timeout: Duration,
+}
+
+impl Beats {
+    pub(crate) fn new(
+        producer: FutureProducer,
+        topic: String,
+        executor_id: String,
+        app: AppName,
+        mut handlers: Vec<String>,
+        send_timeout: Duration,
+    ) -> Beats {
+        handlers.sort_unstable();
+        Beats {
+            producer,
+            topic,
+            executor_id,
+            app,
+            host: host_name(),
+            handlers,
+            send_timeout,
+        }
+    }
+
+    /// The beat for this instant.
+    pub(crate) fn beat(
+        &self,
+        state: ExecutorState,
+        owned_partitions: Vec<i32>,
+        activity: Activity,
+    ) -> ExecutorBeat {
+        ExecutorBeat {
+            executor_id: self.executor_id.clone(),
+            app: self.app.clone(),
+            host: self.host.clone(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            handlers: self.handlers.clone(),
+            owned_partitions,
+            running_jobs: activity.running_jobs,
+            queued_jobs: activity.queued_jobs,
+            state,
+            sent_at_ms: now_ms(),
+        }
+    }
+
+    /// Sends `beat` from its own task; a failure is logged.
+    pub(crate) fn send(&self, beat: ExecutorBeat) {
+        let beats = self.clone();
+        tokio::spawn(async move { beats.send_and_wait(beat).await });
+    }
+
+    /// Sends `beat` and waits for the broker (at most one send timeout); a failure is logged.
+    pub(crate) async fn send_and_wait(&self, beat: ExecutorBeat) {
+        let payload = match codec::encode(&beat) {
+            Ok(payload) => payload,
+            Err(error) => {
+                tracing::error!(%error, "cannot encode a beat");
+                return;
+            }
+        };
+        let record = FutureRecord::<str, [u8]>::to(&self.topic)
+            .key(&self.executor_id)
+            .payload(&payload);
+        if let Err((error, _)) = self
+            .producer
+            .send(record, Timeout::After(self.send_timeout))
+            .await
+        {
+            tracing::warn!(%error, "cannot send a beat; the next one will say the same");
+        }
+    }
+}
+
+/// This machine's host name, as beats and default executor ids show it.
+pub(crate) fn host_name() -> String {
+    gethostname::gethostname()
+        .into_string()
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_owned())
+}

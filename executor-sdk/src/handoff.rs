@@ -1,0 +1,120 @@
+//! Rebalances: when the group takes partitions away, the executor **finishes or hands back**
+//! their runs within `rebalance_timeout` (default 10 s), so that the new owner neither runs a
+//! trigger a second time nor loses one.
+//!
+//! The revocation callback (which the group waits for) blocks until every *running* run of
+//! the revoked partitions has published its result, then commits their offsets. Runs still
+//! going at the deadline are handed back: cancelled, with no result published and their
+//! offsets left uncommitted, so the new owner runs them. Triggers of revoked partitions that
+//! were only queued or held never start here (the new owner gets them), and a handed-back
+//! trigger id is forgotten, so that if the partition comes back it runs again here.
+//!
+//! The wait happens on the consumer's poll, inside librdkafka's callback, so run tasks must be
+//! able to progress meanwhile: use a multi-threaded tokio runtime (the default of
+//! `#[tokio::main]`); on a current-thread runtime every run of a revoked partition is handed
+//! back at the deadline.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+/// How often the revocation callback looks at the runs it waits for.
+const POLL: Duration = Duration::from_millis(10);
+
+/// A running run as the revocation callback sees it.
+struct RunHandle {
+    cancellation: CancellationToken,
+    handed_back: Arc<AtomicBool>,
+}
+
+/// The runs going now, by partition and offset.
+#[derive(Clone, Default)]
+pub(crate) struct RunningRuns {
+    runs: Arc<Mutex<HashMap<(i32, i64), RunHandle>>>,
+}
+
+impl RunningRuns {
+    /// Registers the run of the record at (`partition`, `offset`); the flag it returns is set
+    /// when the run is handed back.
+    pub(crate) fn register(
+        &self,
+        partition: i32,
+        offset: i64,
+        cancellation: CancellationToken,
+    ) -> Arc<AtomicBool> {
+        let handed_back = Arc::new(AtomicBool::new(false));
+        self.runs.lock().expect("running runs lock").insert(
+            (partition, offset),
+            RunHandle {
+                cancellation,
+                handed_back: Arc::clone(&handed_back),
+            },
+        );
+        handed_back
+    }
+
+    /// The run ended (its result is published, or it was handed back).
+    pub(crate) fn unregister(&self, partition: i32, offset: i64) {
+        self.runs
+            .lock()
+            .expect("running runs lock")
+            .remove(&(partition, offset));
+    }
+
+    fn running_in(&self, partitions: &[i32]) -> usize {
+        self.runs
+            .lock()
+            .expect("running runs lock")
+            .keys()
+            .filter(|(partition, _)| partitions.contains(partition))
+            .count()
+    }
+
+    /// Waits (blocking the calling thread) until no run of `partitions` is going, at most
+    /// `timeout`; then hands back what still runs. Returns how many were handed back.
+    pub(crate) fn finish_or_hand_back(&self, partitions: &[i32], timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        while self.running_in(partitions) > 0 && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+        }
+        let runs = self.runs.lock().expect("running runs lock");
+        let mut handed_back = 0;
+        for ((partition, _), handle) in runs.iter() {
+            if partitions.contains(partition) {
+                handle.handed_back.store(true, Ordering::SeqCst);
+                handle.cancellation.cancel();
+                handed_back += 1;
+            }
+        }
+        handed_back
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_for_runs_to_end_then_hands_back_the_rest() {
+        let running = RunningRuns::default();
+        let quick = running.register(0, 10, CancellationToken::new());
+        let slow_token = CancellationToken::new();
+        let slow = running.register(1, 20, slow_token.clone());
+        let other = running.register(2, 30, CancellationToken::new());
+        let ending = running.clone();
+        let ender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            ending.unregister(0, 10);
+        });
+        // Partition 0's run ends in time; partition 1's does not and is handed back.
+        let handed_back = running.finish_or_hand_back(&[0, 1], Duration::from_millis(300));
+        ender.join().unwrap();
+        assert_eq!(handed_back, 1);
+        assert!(!quick.load(Ordering::SeqCst));
+        assert!(slow.load(Ordering::SeqCst) && slow_token.is_cancelled());
+        assert!(!other.load(Ordering::SeqCst), "partition 2 stays");
+    }
+}

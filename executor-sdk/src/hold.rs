@@ -1,0 +1,122 @@
+//! Triggers that arrived before their scheduled time wait here until it comes.
+//!
+//! The scheduler may produce a trigger ahead of its time (`schedule.emit_lead`), so that a
+//! burst of thousands of triggers due on the same second is already at the executors when
+//! the second begins instead of queueing at the broker. An executor must therefore never
+//! start a run before its `scheduled_at_ms`: the consumer holds such a trigger here, and
+//! releases it to its job's block strategy at that millisecond. A held trigger counts as
+//! queued (beats report its job), can be killed, and keeps its offset uncommitted.
+
+use std::collections::BTreeMap;
+
+use kadence_schemas::{JobId, TriggerId};
+
+/// Held triggers in release order (time, then arrival).
+pub(crate) struct Held<P> {
+    by_time: BTreeMap<(i64, u64), (JobId, TriggerId, P)>,
+    arrivals: u64,
+}
+
+impl<P> Default for Held<P> {
+    fn default() -> Self {
+        Held {
+            by_time: BTreeMap::new(),
+            arrivals: 0,
+        }
+    }
+}
+
+impl<P> Held<P> {
+    /// Holds `pending` (the trigger `trigger_id` of `job`) until `release_at_ms`.
+    pub(crate) fn hold(
+        &mut self,
+        release_at_ms: i64,
+        job: JobId,
+        trigger_id: TriggerId,
+        pending: P,
+    ) {
+        self.arrivals += 1;
+        self.by_time
+            .insert((release_at_ms, self.arrivals), (job, trigger_id, pending));
+    }
+
+    /// When the next held trigger is due, if any.
+    pub(crate) fn next_release_ms(&self) -> Option<i64> {
+        self.by_time.keys().next().map(|(at, _)| *at)
+    }
+
+    /// Every trigger due at `now_ms`, in order.
+    pub(crate) fn release(&mut self, now_ms: i64) -> Vec<P> {
+        let later = self.by_time.split_off(&(now_ms + 1, 0));
+        let due = std::mem::replace(&mut self.by_time, later);
+        due.into_values().map(|(_, _, pending)| pending).collect()
+    }
+
+    /// Removes and returns every held trigger of `job` (a kill).
+    pub(crate) fn take_job(&mut self, job: JobId) -> Vec<P> {
+        let keys: Vec<(i64, u64)> = self
+            .by_time
+            .iter()
+            .filter(|(_, (held_job, _, _))| *held_job == job)
+            .map(|(key, _)| *key)
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| self.by_time.remove(&key))
+            .map(|(_, _, pending)| pending)
+            .collect()
+    }
+
+    /// Removes and returns the held trigger `trigger_id`, if held.
+    pub(crate) fn take_trigger(&mut self, trigger_id: &TriggerId) -> Option<P> {
+        let key = self
+            .by_time
+            .iter()
+            .find(|(_, (_, held, _))| held == trigger_id)
+            .map(|(key, _)| *key)?;
+        self.by_time.remove(&key).map(|(_, _, pending)| pending)
+    }
+
+    /// The jobs with a held trigger (for beats).
+    pub(crate) fn jobs(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.by_time.values().map(|(job, _, _)| *job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: i64) -> JobId {
+        JobId::new(id).unwrap()
+    }
+
+    fn trigger(job_id: i64, at: i64) -> TriggerId {
+        TriggerId::scheduled(job(job_id), at)
+    }
+
+    #[test]
+    fn releases_in_time_then_arrival_order_at_the_millisecond() {
+        let mut held = Held::default();
+        held.hold(2_000, job(1), trigger(1, 2_000), "b");
+        held.hold(1_000, job(2), trigger(2, 1_000), "a");
+        held.hold(2_000, job(3), trigger(3, 2_000), "c");
+        assert_eq!(held.next_release_ms(), Some(1_000));
+        assert!(held.release(999).is_empty());
+        assert_eq!(held.release(1_000), vec!["a"]);
+        assert_eq!(held.release(1_999), Vec::<&str>::new());
+        assert_eq!(held.release(2_000), vec!["b", "c"]);
+        assert_eq!(held.next_release_ms(), None);
+    }
+
+    #[test]
+    fn a_kill_takes_held_triggers_out() {
+        let mut held = Held::default();
+        held.hold(5_000, job(1), trigger(1, 5_000), "one");
+        held.hold(6_000, job(1), trigger(1, 6_000), "two");
+        held.hold(5_000, job(2), trigger(2, 5_000), "other");
+        assert_eq!(held.jobs().collect::<Vec<_>>().len(), 3);
+        assert_eq!(held.take_trigger(&trigger(1, 6_000)), Some("two"));
+        assert_eq!(held.take_job(job(1)), vec!["one"]);
+        assert_eq!(held.release(10_000), vec!["other"]);
+    }
+}

@@ -1,0 +1,295 @@
+//! The follow-up monitor (XXL-JOB's `JobFailMonitorHelper` and child triggering, in one
+//! place): every finished run is followed up exactly once, whichever scheduler node claims it.
+//!
+//! [`FollowUp::follow_up_once`] claims a batch of finished runs (compare-and-set on the
+//! run's `follow_up` column, with a lock that expires so a dead node's claims are taken over)
+//! and, for each:
+//! - **success**: fires the job's child jobs as PARENT triggers. For a sharded run, with the
+//!   job's `child_trigger_mode` EACH_SHARD (XXL-JOB) every succeeded shard fires them; with
+//!   ALL_SHARDS they fire once, when every shard of that fire has succeeded (in any attempt).
+//! - **failure** with retries left: writes a RETRY fire — same shard, params, partitions and
+//!   script — after the job's backoff (or the handler's "retry after", whichever is longer),
+//!   as its own job-log row linked to the first attempt, with trigger id
+//!   `{first attempt's id}-r{n}`.
+//! - **failure**: sends one alarm per failed attempt on the job's channels (e-mail,
+//!   webhook); the run's alarm status becomes SENT, FAILED or NOT_NEEDED.
+//!
+//! Child and retry trigger ids are deterministic (`{child}-p{parent log id}`, or
+//! `{child}-p{parent fire}` for a join; `…-r{n}` for retries) and written once, so a node that
+//! dies mid-way and is replaced never fires anything twice. Only an alarm may then be sent a
+//! second time: at least once, never lost.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kadence_schemas::{JobId, TriggerId, TriggerType, result_code};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::config::MonitorConfig;
+use crate::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
+use crate::monitors::alarm::{Alarm, Alarms};
+use crate::preread::millis;
+use crate::store::{FinishedRun, NewFire, Store, StoreError};
+
+/// What one step did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FollowUpSummary {
+    /// Finished runs followed up.
+    pub runs: usize,
+    /// Retry fires written.
+    pub retries: usize,
+    /// Child-job fires written.
+    pub children: usize,
+    /// Runs whose alarm was delivered.
+    pub alarms_sent: usize,
+    /// Runs whose alarm failed.
+    pub alarms_failed: usize,
+}
+
+/// Follows up finished runs (see the module docs).
+pub struct FollowUp {
+    store: Arc<dyn Store>,
+    alarms: Arc<Alarms>,
+    /// Where new fires go to be emitted now; if it is gone they are claimed after their lease.
+    wheel: mpsc::Sender<PendingFire>,
+    node_id: String,
+    lease_ms: i64,
+    config: MonitorConfig,
+}
+
+impl FollowUp {
+    /// A monitor writing fires as `node_id` with `lease_ms` leases.
+    pub fn new(
+        store: Arc<dyn Store>,
+        alarms: Arc<Alarms>,
+        wheel: mpsc::Sender<PendingFire>,
+        node_id: String,
+        lease_ms: i64,
+        config: MonitorConfig,
+    ) -> FollowUp {
+        FollowUp {
+            store,
+            alarms,
+            wheel,
+            node_id,
+            lease_ms,
+            config,
+        }
+    }
+
+    /// One step at `now_ms`.
+    pub async fn follow_up_once(&self, now_ms: i64) -> Result<FollowUpSummary, StoreError> {
+        let runs = self
+            .store
+            .claim_finished_runs(
+                now_ms,
+                now_ms + millis(self.config.lock),
+                self.config.batch_size,
+            )
+            .await?;
+        let mut summary = FollowUpSummary {
+            runs: runs.len(),
+            ..FollowUpSummary::default()
+        };
+        let mut jobs: HashMap<JobId, Option<Job>> = HashMap::new();
+        for run in runs {
+            let job = match jobs.get(&run.fire.job_id) {
+                Some(job) => job.clone(),
+                None => {
+                    let job = self.store.get_job(run.fire.job_id).await?;
+                    jobs.insert(run.fire.job_id, job.clone());
+                    job
+                }
+            };
+            let alarm_status = match &job {
+                // The job was deleted: nothing to retry, fire or tell.
+                None => AlarmStatus::NotNeeded,
+                Some(job) if run.code == result_code::SUCCESS => {
+                    summary.children += self.fire_children(job, &run, now_ms).await?;
+                    AlarmStatus::NotNeeded
+                }
+                Some(job) => {
+                    if self.retry(job, &run, now_ms).await? {
+                        summary.retries += 1;
+                    }
+                    let status = self.alarms.send(job, &Alarm::for_run(job, &run)).await;
+                    match status {
+                        AlarmStatus::Sent => summary.alarms_sent += 1,
+                        AlarmStatus::Failed => summary.alarms_failed += 1,
+                        _ => {}
+                    }
+                    status
+                }
+            };
+            self.store
+                .finish_follow_up(run.fire.log_id, alarm_status)
+                .await?;
+        }
+        Ok(summary)
+    }
+
+    /// Writes the retry of a failed `run` if the job has retries left; true if written.
+    async fn retry(&self, job: &Job, run: &FinishedRun, now_ms: i64) -> Result<bool, StoreError> {
+        let attempt = run.fire.attempt.max(0) as u32;
+        if attempt >= job.spec.retry.count {
+            return Ok(false);
+        }
+        let next = attempt + 1;
+        let delay_ms = job
+            .spec
+            .retry
+            .backoff
+            .delay_before(next)
+            .max(run.retry_after_ms.unwrap_or(0));
+        let first_id = first_attempt_id(&run.fire.trigger_id);
+        let at_ms = now_ms + delay_ms;
+        let fire = PendingFire {
+            log_id: 0,
+            trigger_id: first_id.retry(next),
+            trigger_type: TriggerType::Retry,
+            attempt: next as i32,
+            scheduled_at_ms: at_ms,
+            fire_at_ms: at_ms,
+            ..run.fire.clone()
+        };
+        let first_log_id = run.first_log_id.unwrap_or(run.fire.log_id);
+        let written = self
+            .store
+            .insert_retry(&fire, first_log_id, &self.node_id, self.lease_ms, now_ms)
+            .await?;
+        match written {
+            Some(retry) => {
+                tracing::info!(trigger_id = %retry.trigger_id, delay_ms, "failed run retried");
+                let _ = self.wheel.send(retry).await;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Fires `job`'s children after its successful `run`; returns the fires written.
+    async fn fire_children(
+        &self,
+        job: &Job,
+        run: &FinishedRun,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        if job.spec.child_job_ids.is_empty() {
+            return Ok(0);
+        }
+        let parent_key = if run.fire.shard_total > 1
+            && job.spec.child_trigger_mode == ChildTriggerMode::AllShards
+        {
+            let fire_id = fire_of_shard(&run.fire.trigger_id);
+            let succeeded = self.store.succeeded_shards(job.id, &fire_id).await?;
+            if succeeded < i64::from(run.fire.shard_total) {
+                return Ok(0);
+            }
+            // One key per parent fire (`{parent job}-{fire}`): whichever shard completes the
+            // set fires the children, once.
+            fire_id
+        } else {
+            run.fire.log_id.to_string()
+        };
+        let mut written = 0;
+        for &child_id in &job.spec.child_job_ids {
+            let Some(child) = self.store.get_job(child_id).await? else {
+                tracing::warn!(parent = %job.id, child = %child_id, "child job does not exist; not fired");
+                continue;
+            };
+            let Ok(trigger_id) = TriggerId::parse(&format!("{child_id}-p{parent_key}")) else {
+                tracing::error!(parent = %job.id, child = %child_id, %parent_key,
+                    "cannot build the child trigger id; not fired");
+                continue;
+            };
+            let fires = self
+                .store
+                .insert_fire(
+                    &child,
+                    &NewFire {
+                        trigger_id,
+                        trigger_type: TriggerType::Parent,
+                        params: child.spec.params.clone(),
+                        scheduled_at_ms: now_ms,
+                        node_id: self.node_id.clone(),
+                        lease_until_ms: now_ms + self.lease_ms,
+                        partitions: None,
+                    },
+                )
+                .await?;
+            written += fires.len();
+            for fire in fires {
+                let _ = self.wheel.send(fire).await;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Runs steps until `shutdown`; a busy step is followed at once by the next.
+    pub async fn run(self, clock: Arc<dyn Clock>, shutdown: CancellationToken) {
+        loop {
+            let pause = match self.follow_up_once(clock.now_ms()).await {
+                Ok(summary) if summary.runs as u32 >= self.config.batch_size => {
+                    std::time::Duration::ZERO
+                }
+                Ok(_) => self.config.interval,
+                Err(error) => {
+                    tracing::warn!(%error, "follow-up step failed; retrying");
+                    self.config.interval.max(std::time::Duration::from_secs(1))
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+}
+
+/// The trigger id of a run's first attempt: its own id without a `-r{n}` suffix.
+pub fn first_attempt_id(trigger_id: &TriggerId) -> TriggerId {
+    let text = trigger_id.as_str();
+    match text.rsplit_once("-r") {
+        Some((first, attempt))
+            if !attempt.is_empty() && attempt.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            TriggerId::parse(first).unwrap_or_else(|_| trigger_id.clone())
+        }
+        _ => trigger_id.clone(),
+    }
+}
+
+/// The id of the fire a shard belongs to: the first attempt's id without its `-{shard}`.
+pub fn fire_of_shard(trigger_id: &TriggerId) -> String {
+    let first = first_attempt_id(trigger_id);
+    match first.as_str().rsplit_once('-') {
+        Some((fire, shard)) if shard.bytes().all(|b| b.is_ascii_digit()) => fire.to_owned(),
+        _ => first.as_str().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> TriggerId {
+        TriggerId::parse(text).unwrap()
+    }
+
+    #[test]
+    fn retries_link_to_the_first_attempt_and_shards_to_their_fire() {
+        assert_eq!(first_attempt_id(&id("7-5000")), id("7-5000"));
+        assert_eq!(first_attempt_id(&id("7-5000-r2")), id("7-5000"));
+        assert_eq!(first_attempt_id(&id("7-5000-3-r12")), id("7-5000-3"));
+        assert_eq!(
+            first_attempt_id(&id("7-u0123456789abcdef0123456789abcdef")),
+            id("7-u0123456789abcdef0123456789abcdef")
+        );
+        assert_eq!(id("7-5000").retry(1), id("7-5000-r1"));
+        assert_eq!(fire_of_shard(&id("7-5000-3")), "7-5000");
+        assert_eq!(fire_of_shard(&id("7-5000-3-r1")), "7-5000");
+        assert_eq!(fire_of_shard(&id("7-uabc-0")), "7-uabc");
+    }
+}

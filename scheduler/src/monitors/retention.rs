@@ -1,0 +1,72 @@
+//! Retention (XXL-JOB's `logretentiondays`): finished runs, their log lines and report rows
+//! older than `retention.days` (default 30) are deleted in bounded batches
+//! (`retention.batch_size` rows per transaction, default 1 000), so the job-log tables never
+//! grow without end and no delete holds a long lock. It never takes the schedule lock, and it
+//! never deletes an unfinished run (a pending fire is never lost to retention).
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::{Clock, run_every};
+use crate::config::RetentionConfig;
+use crate::monitors::reports::{DAY_MS, day_of};
+use crate::store::{Store, StoreError};
+
+/// What one step deleted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionSummary {
+    /// Runs (with their log lines).
+    pub runs: u64,
+    /// Report rows.
+    pub reports: u64,
+}
+
+/// One step at `now_ms`: deletes batches until nothing older than the retention is left, or
+/// `max_batches` batches of each kind were deleted (the next step goes on).
+pub async fn apply_retention_once(
+    store: &dyn Store,
+    config: &RetentionConfig,
+    now_ms: i64,
+) -> Result<RetentionSummary, StoreError> {
+    let cutoff = now_ms - i64::from(config.days) * DAY_MS;
+    let mut summary = RetentionSummary::default();
+    for _ in 0..config.max_batches {
+        let deleted = store.delete_old_runs(cutoff, config.batch_size).await?;
+        summary.runs += deleted;
+        if deleted < u64::from(config.batch_size) {
+            break;
+        }
+    }
+    for _ in 0..config.max_batches {
+        let deleted = store
+            .delete_old_reports(day_of(cutoff), config.batch_size)
+            .await?;
+        summary.reports += deleted;
+        if deleted < u64::from(config.batch_size) {
+            break;
+        }
+    }
+    Ok(summary)
+}
+
+/// Applies the retention every `config.interval` until `shutdown`.
+pub async fn run_retention(
+    store: Arc<dyn Store>,
+    config: RetentionConfig,
+    clock: Arc<dyn Clock>,
+    shutdown: CancellationToken,
+) {
+    let interval = config.interval;
+    run_every("retention step", interval, clock, shutdown, |now_ms| {
+        let (store, config) = (Arc::clone(&store), config.clone());
+        async move {
+            let summary = apply_retention_once(store.as_ref(), &config, now_ms).await?;
+            if summary != RetentionSummary::default() {
+                tracing::info!(?summary, "old runs and reports deleted");
+            }
+            Ok::<(), StoreError>(())
+        }
+    })
+    .await
+}

@@ -1,0 +1,464 @@
+//! The executor registry, built from the `ExecutorBeat`s executors publish to the compacted
+//! topic `{prefix}.beats` (XXL-JOB's `xxl_job_registry`, without the HTTP calls).
+//!
+//! Every scheduler node reads the whole beats topic itself, without a consumer group (each
+//! node needs every beat for routing), starting from the beginning: compaction keeps the
+//! latest beat of each executor, so a restarted node knows the cluster at once. What it reads
+//! goes two ways:
+//! - into [`Registry`], in memory, which FAILOVER and BUSYOVER consult on every trigger
+//!   ([`Registry::owners`]) — no database read on the dispatch path;
+//! - into the `executors` table ([`crate::store::Store::upsert_executors`], newer beats only),
+//!   for listing (`GET /api/executors`, `kadence executor list`) and for the lost-run monitor.
+//!
+//! An executor is **live** while its state is RUNNING and its latest beat is younger than the
+//! dead timeout (default 10 s, see [`crate::config::RegistryConfig`]). A beat's time is the
+//! earlier of its send time and the time this node read it, so a beat replayed from the topic
+//! after a restart is not mistaken for a fresh one. A STOPPING beat (graceful shutdown) takes
+//! the executor out of routing at once. [`sweep_once`] marks stale rows DEAD in the table and
+//! forgets them after `forget_after`.
+//!
+//! When two live executors claim the same partition (the moment of a rebalance), the one with
+//! the newer beat owns it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use kadence_schemas::{AppName, ExecutorBeat, JobId, Topics, codec};
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::{Offset, TopicPartitionList};
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::{Clock, run_every};
+use crate::config::RegistryConfig;
+use crate::consume::receive_batch;
+use crate::kafka::{DeadLetters, KafkaSettings};
+use crate::model::{ExecutorEntry, ExecutorStatus};
+use crate::routing::{OwnerLookup, PartitionOwner};
+use crate::store::{Store, StoreError};
+
+/// The live view of executors, per app, from their latest beats.
+pub struct Registry {
+    dead_timeout_ms: i64,
+    apps: RwLock<HashMap<AppName, HashMap<String, ExecutorEntry>>>,
+}
+
+impl Registry {
+    /// An empty registry that considers an executor dead after `dead_timeout` without a beat.
+    pub fn new(dead_timeout: Duration) -> Registry {
+        Registry {
+            dead_timeout_ms: i64::try_from(dead_timeout.as_millis()).unwrap_or(i64::MAX),
+            apps: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Takes in an executor's beat; an older beat than the one held is ignored. Returns whether
+    /// the entry was taken.
+    pub fn observe(&self, entry: ExecutorEntry) -> bool {
+        let mut apps = self.apps.write().expect("registry lock");
+        // An executor that moved to another app (same id, restarted with other settings).
+        for (app, executors) in apps.iter_mut() {
+            if *app != entry.app {
+                executors.remove(&entry.executor_id);
+            }
+        }
+        let executors = apps.entry(entry.app.clone()).or_default();
+        match executors.get(&entry.executor_id) {
+            Some(held) if held.last_beat_at_ms > entry.last_beat_at_ms => false,
+            _ => {
+                executors.insert(entry.executor_id.clone(), entry);
+                true
+            }
+        }
+    }
+
+    /// Whether `entry` takes triggers at `now_ms`: RUNNING with a beat younger than the dead
+    /// timeout.
+    pub fn is_live(&self, entry: &ExecutorEntry, now_ms: i64) -> bool {
+        is_live(entry, now_ms, self.dead_timeout_ms)
+    }
+
+    /// The live executors of `app` at `now_ms`, by id.
+    pub fn live_executors(&self, app: &AppName, now_ms: i64) -> Vec<ExecutorEntry> {
+        let apps = self.apps.read().expect("registry lock");
+        let mut live: Vec<ExecutorEntry> = apps
+            .get(app)
+            .map(|executors| {
+                executors
+                    .values()
+                    .filter(|entry| self.is_live(entry, now_ms))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        live.sort_by(|a, b| a.executor_id.cmp(&b.executor_id));
+        live
+    }
+
+    /// The live executor owning `partition` of `app`'s trigger topic at `now_ms` (the newest
+    /// claim, as in [`Registry::owners`]).
+    pub fn owner_of(&self, app: &AppName, partition: i32, now_ms: i64) -> Option<String> {
+        self.live_executors(app, now_ms)
+            .into_iter()
+            .filter(|entry| entry.owned_partitions.contains(&partition))
+            .max_by_key(|entry| entry.last_beat_at_ms)
+            .map(|entry| entry.executor_id)
+    }
+
+    /// Who owns each partition of `app`'s trigger topic at `now_ms`, and whether `job` is busy
+    /// there: what FAILOVER and BUSYOVER route by.
+    pub fn owners(&self, app: &AppName, job: JobId, now_ms: i64) -> AppOwners {
+        let mut newest: HashMap<i32, (i64, PartitionOwner)> = HashMap::new();
+        for entry in self.live_executors(app, now_ms) {
+            let job_busy =
+                entry.running_jobs.contains(&job.get()) || entry.queued_jobs.contains(&job.get());
+            for &partition in &entry.owned_partitions {
+                let claim = (entry.last_beat_at_ms, PartitionOwner::Live { job_busy });
+                match newest.get(&partition) {
+                    Some((held, _)) if *held >= entry.last_beat_at_ms => {}
+                    _ => {
+                        newest.insert(partition, claim);
+                    }
+                }
+            }
+        }
+        AppOwners {
+            owners: newest
+                .into_iter()
+                .map(|(partition, (_, owner))| (partition, owner))
+                .collect(),
+        }
+    }
+}
+
+/// Whether `entry` takes triggers at `now_ms`: RUNNING, with a beat at most `dead_timeout_ms`
+/// old.
+pub fn is_live(entry: &ExecutorEntry, now_ms: i64, dead_timeout_ms: i64) -> bool {
+    entry.state == ExecutorStatus::Running
+        && now_ms.saturating_sub(entry.last_beat_at_ms) <= dead_timeout_ms
+}
+
+/// The owners of one app's partitions at one instant (see [`Registry::owners`]).
+#[derive(Debug, Clone, Default)]
+pub struct AppOwners {
+    owners: HashMap<i32, PartitionOwner>,
+}
+
+impl OwnerLookup for AppOwners {
+    fn owner(&self, partition: i32) -> PartitionOwner {
+        self.owners
+            .get(&partition)
+            .copied()
+            .unwrap_or(PartitionOwner::Unknown)
+    }
+}
+
+/// The registry entry a beat read at `received_at_ms` stands for.
+pub fn entry_from_beat(beat: ExecutorBeat, received_at_ms: i64) -> ExecutorEntry {
+    let state = match beat.state {
+        kadence_schemas::ExecutorState::Running => ExecutorStatus::Running,
+        kadence_schemas::ExecutorState::Stopping => ExecutorStatus::Stopping,
+    };
+    let last_beat_at_ms = beat.sent_at_ms.min(received_at_ms);
+    ExecutorEntry {
+        executor_id: beat.executor_id,
+        app: beat.app,
+        host: beat.host,
+        version: beat.version,
+        handlers: beat.handlers,
+        owned_partitions: beat.owned_partitions,
+        running_jobs: beat.running_jobs,
+        queued_jobs: beat.queued_jobs,
+        state,
+        first_seen_at_ms: last_beat_at_ms,
+        last_beat_at_ms,
+    }
+}
+
+/// A failed registry step.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The beats consumer could not be created or assigned.
+    #[error("cannot start the beats reader: {0}")]
+    Start(KafkaError),
+    /// Receiving from the broker failed.
+    #[error("cannot receive beats: {0}")]
+    Receive(KafkaError),
+    /// Writing the registry table failed; the beats are written with the next batch.
+    #[error("cannot record executor beats: {0}")]
+    Write(#[from] StoreError),
+    /// Sending an unreadable beat to the dead-letter queue failed; it is retried.
+    #[error("cannot send a beat to the dead-letter queue: {0}")]
+    DeadLetter(KafkaError),
+}
+
+/// What one beats step did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BeatsSummary {
+    /// Beats taken into the registry.
+    pub observed: usize,
+    /// Unreadable records sent to the dead-letter queue.
+    pub dead_lettered: usize,
+}
+
+/// Reads `{prefix}.beats` from the beginning into the [`Registry`] and the store.
+pub struct BeatsReader {
+    consumer: StreamConsumer,
+    registry: Arc<Registry>,
+    store: Arc<dyn Store>,
+    dead_letters: DeadLetters,
+    clock: Arc<dyn Clock>,
+    /// Entries taken into memory but not yet written to the table (a database outage).
+    unwritten: HashMap<String, ExecutorEntry>,
+    /// Unreadable records not yet in the dead-letter queue.
+    undelivered: Vec<(OwnedMessage, String)>,
+}
+
+impl BeatsReader {
+    /// Assigns every partition (`partitions` of them) of the beats topic from the beginning.
+    pub fn new(
+        settings: &KafkaSettings,
+        topics: &Topics,
+        partitions: i32,
+        registry: Arc<Registry>,
+        store: Arc<dyn Store>,
+        dead_letters: DeadLetters,
+        clock: Arc<dyn Clock>,
+    ) -> Result<BeatsReader, RegistryError> {
+        // librdkafka wants a group id even for assigned partitions; nothing is committed:
+        // every start reads the compacted topic again, which is what rebuilds the registry.
+        let group = format!("{}.scheduler.beats", topics.prefix());
+        let config = settings.client_config_with(&[
+            ("group.id", &group),
+            ("enable.auto.commit", "false"),
+            ("enable.auto.offset.store", "false"),
+        ]);
+        let consumer: StreamConsumer = config.create().map_err(RegistryError::Start)?;
+        let mut assignment = TopicPartitionList::new();
+        for partition in 0..partitions.max(1) {
+            assignment
+                .add_partition_offset(&topics.beats(), partition, Offset::Beginning)
+                .map_err(RegistryError::Start)?;
+        }
+        consumer.assign(&assignment).map_err(RegistryError::Start)?;
+        Ok(BeatsReader {
+            consumer,
+            registry,
+            store,
+            dead_letters,
+            clock,
+            unwritten: HashMap::new(),
+            undelivered: Vec::new(),
+        })
+    }
+
+    /// One step: reads what is ready (waiting up to `wait` for the first record), takes each
+    /// beat into the registry, writes the newest per executor to the table, and sends
+    /// unreadable records to the dead-letter queue. On a store or DLQ error the pending work
+    /// is kept for the next step (the in-memory registry is already current).
+    pub async fn apply_beats_once(
+        &mut self,
+        wait: Duration,
+    ) -> Result<BeatsSummary, RegistryError> {
+        let mut summary = BeatsSummary::default();
+        for message in self.receive(wait).await? {
+            let received_at_ms = self.clock.now_ms();
+            let decoded = match message.payload() {
+                None => Err("beat record has no value".to_owned()),
+                Some(bytes) => codec::decode::<ExecutorBeat>(bytes)
+                    .map_err(|error| format!("undecodable executor beat: {error}")),
+            };
+            match decoded {
+                Ok(beat) => {
+                    let entry = entry_from_beat(beat, received_at_ms);
+                    if self.registry.observe(entry.clone()) {
+                        summary.observed += 1;
+                        self.unwritten.insert(entry.executor_id.clone(), entry);
+                    }
+                }
+                Err(reason) => self.undelivered.push((message, reason)),
+            }
+        }
+        while let Some((message, reason)) = self.undelivered.first() {
+            self.dead_letters
+                .send_message(message, reason)
+                .await
+                .map_err(RegistryError::DeadLetter)?;
+            self.undelivered.remove(0);
+            summary.dead_lettered += 1;
+        }
+        if !self.unwritten.is_empty() {
+            let entries: Vec<ExecutorEntry> = self.unwritten.values().cloned().collect();
+            self.store.upsert_executors(&entries).await?;
+            self.unwritten.clear();
+        }
+        Ok(summary)
+    }
+
+    /// Runs steps until `shutdown`; errors are logged and the step retried after a pause.
+    pub async fn run(mut self, shutdown: CancellationToken) {
+        loop {
+            let step = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                step = self.apply_beats_once(Duration::from_millis(500)) => step,
+            };
+            if let Err(error) = step {
+                tracing::warn!(%error, "beats step failed; retrying");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
+
+    async fn receive(&self, wait: Duration) -> Result<Vec<OwnedMessage>, RegistryError> {
+        receive_batch(&self.consumer, wait, 1_000)
+            .await
+            .map_err(RegistryError::Receive)
+    }
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SweepSummary {
+    /// Executors newly marked DEAD.
+    pub marked_dead: Vec<String>,
+    /// Dead executors deleted from the table.
+    pub forgotten: u64,
+}
+
+/// One sweep at `now_ms`: marks executors whose beats stopped DEAD and deletes those dead for
+/// longer than `forget_after`. Safe on several nodes (each row is marked once).
+pub async fn sweep_once(
+    store: &dyn Store,
+    config: &RegistryConfig,
+    now_ms: i64,
+) -> Result<SweepSummary, StoreError> {
+    let dead_timeout_ms = i64::try_from(config.dead_timeout.as_millis()).unwrap_or(i64::MAX);
+    let forget_after_ms = i64::try_from(config.forget_after.as_millis()).unwrap_or(i64::MAX);
+    let marked_dead = store
+        .mark_dead_executors(now_ms.saturating_sub(dead_timeout_ms))
+        .await?;
+    for executor in &marked_dead {
+        tracing::warn!(executor_id = %executor, "executor stopped beating; marked dead");
+    }
+    let forgotten = store
+        .forget_executors(
+            now_ms
+                .saturating_sub(dead_timeout_ms)
+                .saturating_sub(forget_after_ms),
+        )
+        .await?;
+    Ok(SweepSummary {
+        marked_dead,
+        forgotten,
+    })
+}
+
+/// Sweeps every `config.sweep_interval` until `shutdown`.
+pub async fn run_sweeper(
+    store: Arc<dyn Store>,
+    config: RegistryConfig,
+    clock: Arc<dyn Clock>,
+    shutdown: CancellationToken,
+) {
+    let interval = config.sweep_interval;
+    run_every("registry sweep", interval, clock, shutdown, |now_ms| {
+        let (store, config) = (Arc::clone(&store), config.clone());
+        async move {
+            sweep_once(store.as_ref(), &config, now_ms)
+                .await
+                .map(|_| ())
+        }
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app() -> AppName {
+        AppName::parse("billing").unwrap()
+    }
+
+    fn entry(id: &str, partitions: &[i32], running: &[i64], beat_ms: i64) -> ExecutorEntry {
+        ExecutorEntry {
+            executor_id: id.to_owned(),
+            app: app(),
+            host: "h".to_owned(),
+            version: "1".to_owned(),
+            handlers: vec!["x".to_owned()],
+            owned_partitions: partitions.to_vec(),
+            running_jobs: running.to_vec(),
+            queued_jobs: Vec::new(),
+            state: ExecutorStatus::Running,
+            first_seen_at_ms: beat_ms,
+            last_beat_at_ms: beat_ms,
+        }
+    }
+
+    #[test]
+    fn owners_come_from_fresh_running_executors_only() {
+        let registry = Registry::new(Duration::from_secs(10));
+        let job = JobId::new(5).unwrap();
+        registry.observe(entry("a", &[0, 1], &[5], 1_000));
+        registry.observe(entry("b", &[2], &[], 1_000));
+        let owners = registry.owners(&app(), job, 11_000);
+        assert_eq!(owners.owner(0), PartitionOwner::Live { job_busy: true });
+        assert_eq!(owners.owner(2), PartitionOwner::Live { job_busy: false });
+        assert_eq!(owners.owner(3), PartitionOwner::Unknown);
+        // One millisecond past the dead timeout both are gone.
+        let owners = registry.owners(&app(), job, 11_001);
+        assert_eq!(owners.owner(0), PartitionOwner::Unknown);
+        // A STOPPING beat takes the executor out at once.
+        let mut stopping = entry("b", &[2], &[], 2_000);
+        stopping.state = ExecutorStatus::Stopping;
+        registry.observe(stopping);
+        assert_eq!(
+            registry.owners(&app(), job, 2_000).owner(2),
+            PartitionOwner::Unknown
+        );
+    }
+
+    #[test]
+    fn older_beats_never_replace_newer_ones_and_the_newest_claim_owns_a_partition() {
+        let registry = Registry::new(Duration::from_secs(10));
+        let job = JobId::new(5).unwrap();
+        assert!(registry.observe(entry("a", &[0], &[], 5_000)));
+        assert!(!registry.observe(entry("a", &[1], &[], 4_000)));
+        assert_eq!(
+            registry.live_executors(&app(), 5_000)[0].owned_partitions,
+            vec![0]
+        );
+        // During a rebalance b already claims partition 0 while a's last beat still does.
+        registry.observe(entry("b", &[0], &[5], 6_000));
+        assert_eq!(
+            registry.owners(&app(), job, 6_000).owner(0),
+            PartitionOwner::Live { job_busy: true }
+        );
+    }
+
+    #[test]
+    fn a_beat_counts_from_the_earlier_of_its_send_and_receive_times() {
+        let beat = ExecutorBeat {
+            executor_id: "e".to_owned(),
+            app: app(),
+            host: "h".to_owned(),
+            version: "1".to_owned(),
+            handlers: vec![],
+            owned_partitions: vec![0],
+            running_jobs: vec![],
+            queued_jobs: vec![],
+            state: kadence_schemas::ExecutorState::Running,
+            sent_at_ms: 1_000,
+        };
+        // Replayed long after it was sent: as old as it is.
+        assert_eq!(entry_from_beat(beat.clone(), 90_000).last_beat_at_ms, 1_000);
+        // Sent by a clock running ahead: as of when it arrived.
+        assert_eq!(entry_from_beat(beat, 400).last_beat_at_ms, 400);
+    }
+}
