@@ -118,6 +118,19 @@ struct Finished {
     forget: bool,
 }
 
+impl Finished {
+    /// A trigger left to its partition's new owner without running to a result here.
+    fn left_to_new_owner(partition: i32, offset: i64, run: (JobId, TriggerId)) -> Finished {
+        Finished {
+            partition,
+            offset,
+            handled: false,
+            run: Some(run),
+            forget: true,
+        }
+    }
+}
+
 /// Reports ended records: marks a handled one complete in the offset tracker at once (the
 /// revocation callback commits from it while the loop waits), then tells the loop.
 #[derive(Clone)]
@@ -293,13 +306,11 @@ impl Runs {
             let (partition, offset) = (ready.partition, ready.offset);
             if !assignment.owns(partition) {
                 // Queued or held while the group moved its partition: the new owner runs it.
-                finished.report(Finished {
+                finished.report(Finished::left_to_new_owner(
                     partition,
                     offset,
-                    handled: false,
-                    run: Some((job, trigger_id)),
-                    forget: true,
-                });
+                    (job, trigger_id),
+                ));
                 return;
             }
             let handed_back = running.register(partition, offset, cancellation.clone());
@@ -323,13 +334,11 @@ impl Runs {
                 // The group moved the partition and the run did not finish in time: no result,
                 // no commit; the new owner runs the trigger.
                 running.unregister(partition, offset);
-                finished.report(Finished {
+                finished.report(Finished::left_to_new_owner(
                     partition,
                     offset,
-                    handled: false,
-                    run: Some((job, trigger_id)),
-                    forget: true,
-                });
+                    (job, trigger_id),
+                ));
                 return;
             }
             // Every line is out before the result: a finished run's log is complete.
@@ -467,6 +476,14 @@ pub(crate) async fn run(
     let tracker = Arc::new(Mutex::new(OffsetTracker::default()));
     let group = settings.topics.executor_group(&settings.app);
     let session_timeout = settings.session_timeout.as_millis().to_string();
+    // Heartbeats at a tenth of the session timeout (librdkafka's default is 3 s): a member
+    // learns of a rebalance at its next heartbeat, and one that rejoins after the round closed
+    // starts another. On the development broker (tansu) three executors starting together kept
+    // passing partitions round among themselves for minutes with 3 s heartbeats, leaving one
+    // partition unowned (seen in the routing tests); with 1 s they settle.
+    let heartbeat_interval = (settings.session_timeout.as_millis() / 10)
+        .clamp(100, 3_000)
+        .to_string();
     let config = settings.client_config(&[
         ("group.id", &group),
         ("client.id", &settings.executor_id),
@@ -475,6 +492,7 @@ pub(crate) async fn run(
         // A trigger emitted before any executor joined must still run.
         ("auto.offset.reset", "earliest"),
         ("session.timeout.ms", &session_timeout),
+        ("heartbeat.interval.ms", &heartbeat_interval),
     ]);
     let assignment = Assignment::default();
     let running = RunningRuns::default();

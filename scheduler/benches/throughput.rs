@@ -24,6 +24,10 @@
 //!
 //! `--defined M` adds M idle jobs (next fire in 2099) so the memory figure holds with that
 //! many jobs defined.
+//!
+//! The scheduler's log goes to stderr at `warn`; `KADENCE_BENCH_LOG` replaces that filter, e.g.
+//! `KADENCE_BENCH_LOG=warn,kadence_scheduler::preread=debug` prints each pre-read scan with
+//! the time it spent in the store and handing fires to the wheel.
 
 use std::process::Stdio;
 use std::str::FromStr;
@@ -453,7 +457,10 @@ async fn run_one(
         .env("KADENCE_API__LISTEN", "127.0.0.1:0")
         .env("KADENCE_SCHEDULE__BATCH_SIZE", "5000")
         .env("KADENCE_SCHEDULE__EMIT_LEAD", format!("{emit_lead_ms}ms"))
-        .env("RUST_LOG", "warn,sqlx=error")
+        .env(
+            "RUST_LOG",
+            std::env::var("KADENCE_BENCH_LOG").unwrap_or_else(|_| "warn,sqlx=error".into()),
+        )
         .stdout(Stdio::null())
         .kill_on_drop(true)
         .spawn()

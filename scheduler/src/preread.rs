@@ -212,6 +212,7 @@ impl PreReader {
 
     /// One scan at `now_ms`: returns how many jobs were read and how many fires written.
     pub async fn pre_read_once(&self, now_ms: i64) -> Result<PreReadSummary, StoreError> {
+        let started = std::time::Instant::now();
         let outcome = self
             .store
             .pre_read(&crate::store::PreReadRequest {
@@ -226,12 +227,19 @@ impl PreReader {
             jobs_read: outcome.jobs_read,
             fires_written: outcome.fires.len(),
         };
+        let stored = started.elapsed();
         for fire in outcome.fires {
             // A full channel is backpressure from the wheel and dispatch: wait, never drop.
             if self.wheel.send(fire).await.is_err() {
                 break; // the wheel is gone: shutting down; the rows stay pending for a claim.
             }
         }
+        tracing::debug!(
+            ?summary,
+            store_ms = stored.as_millis() as u64,
+            handoff_ms = (started.elapsed() - stored).as_millis() as u64,
+            "pre-read scan"
+        );
         Ok(summary)
     }
 
@@ -241,7 +249,6 @@ impl PreReader {
         loop {
             let full_batch = match self.pre_read_once(clock.now_ms()).await {
                 Ok(summary) => {
-                    tracing::debug!(?summary, "pre-read scan");
                     // A full batch means more jobs are due: scan again at once.
                     summary.jobs_read >= self.settings.batch_size as usize
                 }

@@ -37,6 +37,17 @@ pub struct TestApp {
     _database: TestDatabase,
 }
 
+/// Logs of the scheduler and executors running inside the test process, when
+/// `KADENCE_TEST_LOG` holds a filter (e.g. `kadence_executor=info`); silent otherwise.
+fn init_test_log() {
+    if let Ok(filter) = std::env::var("KADENCE_TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 /// Starts a scheduler on a fresh `backend` database with a unique topic prefix.
 pub async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_with(backend, |_| {}).await
@@ -44,6 +55,7 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
 
 /// [`spawn_app`] with configuration changes applied after the test defaults.
 pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config)) -> TestApp {
+    init_test_log();
     let database = TestDatabase::create(backend).await;
     let prefix = unique("kt");
     let brokers = brokers();

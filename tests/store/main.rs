@@ -16,8 +16,8 @@ use chrono_tz::Tz;
 use common::{Backend, TestDatabase};
 use kadence_scheduler::app::open_store;
 use kadence_scheduler::model::{
-    App, ChildTriggerMode, Completion, CompletionOutcome, Glue, JobStatus, NewJob, RetryBackoff,
-    RetryPolicy, RouteStrategy, RunState,
+    App, ChildTriggerMode, Completion, CompletionOutcome, Glue, JobStatus, NewJob, PendingFire,
+    RetryBackoff, RetryPolicy, RouteStrategy, RunState,
 };
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{DispatchAck, PreReadRequest, Store, StoreError};
@@ -374,12 +374,12 @@ async fn concurrent_schedulers_write_each_fire_once(backend: Backend) {
     assert_eq!(seen.len(), 20 * 14);
 }
 
-async fn fix_delay_waits_for_the_run_to_finish(backend: Backend) {
-    let db = TestDatabase::create(backend).await;
-    let store = store_on(&db).await;
+/// A running FIX_DELAY job (30 s) with `retry`, due at T0 + 1 s, and the fires of a scan at T0.
+async fn fix_delay_job_fired(store: &dyn Store, retry: RetryPolicy) -> (JobId, Vec<PendingFire>) {
     store.create_app(&demo_app()).await.unwrap();
     let spec = NewJob {
         schedule: ScheduleSpec::parse("FIX_DELAY", "30").unwrap(),
+        retry,
         ..every_second_job(MisfireStrategy::DoNothing)
     };
     let job = store.create_job(&spec, T0).await.unwrap();
@@ -392,9 +392,16 @@ async fn fix_delay_waits_for_the_run_to_finish(backend: Backend) {
         .await
         .unwrap()
         .fires;
+    (job.id, fires)
+}
+
+async fn fix_delay_waits_for_the_run_to_finish(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let (job_id, fires) = fix_delay_job_fired(store.as_ref(), RetryPolicy::default()).await;
     assert_eq!(fires.len(), 1);
     assert_eq!(fires[0].trigger_type, TriggerType::FixDelay);
-    let waiting = store.get_job(job.id).await.unwrap().unwrap();
+    let waiting = store.get_job(job_id).await.unwrap().unwrap();
     assert_eq!(
         (waiting.status, waiting.next_fire_ms),
         (JobStatus::Running, None)
@@ -422,8 +429,65 @@ async fn fix_delay_waits_for_the_run_to_finish(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(outcome, vec![CompletionOutcome::Applied]);
-    let rescheduled = store.get_job(job.id).await.unwrap().unwrap();
+    let rescheduled = store.get_job(job_id).await.unwrap().unwrap();
     assert_eq!(rescheduled.next_fire_ms, Some(finished_at + 30_000));
+}
+
+/// A FIX_DELAY run that fails with retries left has not ended: the next fire waits for its
+/// last attempt (here the retry), and counts from that attempt's end.
+async fn fix_delay_waits_for_the_last_attempt(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let retry = RetryPolicy {
+        count: 1,
+        backoff: RetryBackoff::None,
+    };
+    let (job_id, mut fires) = fix_delay_job_fired(store.as_ref(), retry).await;
+    let first = fires.remove(0);
+    let failure = |trigger_id: &TriggerId, finished_at_ms: i64| Completion {
+        trigger_id: trigger_id.clone(),
+        executor_id: "e".into(),
+        code: 500,
+        message: Some("boom".into()),
+        started_at_ms: finished_at_ms - 100,
+        finished_at_ms,
+        retry_after_ms: None,
+    };
+    store
+        .complete_runs(&[failure(&first.trigger_id, T0 + 2_000)])
+        .await
+        .unwrap();
+    let waiting = store.get_job(job_id).await.unwrap().unwrap();
+    assert_eq!(
+        waiting.next_fire_ms, None,
+        "the failed first attempt will be retried"
+    );
+
+    // The follow-up monitor's retry of it, as it writes one.
+    let retry = PendingFire {
+        log_id: 0,
+        trigger_id: first.trigger_id.retry(1),
+        trigger_type: TriggerType::Retry,
+        attempt: 1,
+        scheduled_at_ms: T0 + 2_500,
+        fire_at_ms: T0 + 2_500,
+        ..first.clone()
+    };
+    let retry = store
+        .insert_retry(&retry, first.log_id, "node-a", 10_000, T0 + 2_100)
+        .await
+        .unwrap()
+        .expect("retry written");
+    store
+        .complete_runs(&[failure(&retry.trigger_id, T0 + 3_000)])
+        .await
+        .unwrap();
+    let rescheduled = store.get_job(job_id).await.unwrap().unwrap();
+    assert_eq!(
+        rescheduled.next_fire_ms,
+        Some(T0 + 3_000 + 30_000),
+        "retries exhausted: the delay counts from the last attempt's end"
+    );
 }
 
 async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: Backend) {
@@ -513,6 +577,7 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
 on_both_backends!(
     the_whole_job_model_round_trips_and_keeps_30_script_versions,
     fix_delay_waits_for_the_run_to_finish,
+    fix_delay_waits_for_the_last_attempt,
     apps_and_jobs_round_trip,
     pre_read_writes_each_fire_once_and_advances,
     misfire_strategies_apply_after_a_long_outage,

@@ -60,18 +60,44 @@ impl PostgresStore {
             })
     }
 
-    async fn begin_locked(&self) -> Result<Transaction<'_, Postgres>, StoreError> {
-        const OPERATION: &str = "take the schedule lock";
-        let mut tx = self
-            .pool
+    /// A transaction that will write: PostgreSQL locks rows as the statements reach them.
+    async fn begin_write(
+        &self,
+        operation: &'static str,
+    ) -> Result<Transaction<'_, Postgres>, StoreError> {
+        self.pool
             .begin()
             .await
-            .map_err(StoreError::query(OPERATION))?;
+            .map_err(StoreError::query(operation))
+    }
+
+    async fn begin_locked(&self) -> Result<Transaction<'_, Postgres>, StoreError> {
+        const OPERATION: &str = "take the schedule lock";
+        let mut tx = self.begin_write(OPERATION).await?;
         sqlx::query("SELECT name FROM schedule_lock WHERE name = 'schedule' FOR UPDATE")
             .execute(&mut *tx)
             .await
             .map_err(StoreError::query(OPERATION))?;
         Ok(tx)
+    }
+
+    /// Makes the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining
+    /// `VALUES`) join by primary key.
+    ///
+    /// With a 2 000-row batch against a table of 100 000 jobs the planner prices a hash join
+    /// over a sequential scan below 2 000 index probes, so every batch read the whole table
+    /// (and its dead tuples: jobs are updated on every fire). Measured at 100 000 fires/s that
+    /// made PostgreSQL the bottleneck. A batch is bounded and keyed, so index probes are always
+    /// the right plan; `SET LOCAL` scope keeps the hint inside this transaction.
+    async fn prefer_keyed_joins(tx: &mut Transaction<'_, Postgres>) -> Result<(), StoreError> {
+        sqlx::query(
+            "SELECT set_config('enable_hashjoin', 'off', true), \
+             set_config('enable_mergejoin', 'off', true)",
+        )
+        .execute(&mut **tx)
+        .await
+        .map_err(StoreError::query("set the plan hints of a keyed batch"))?;
+        Ok(())
     }
 }
 

@@ -2,8 +2,13 @@
 //! backend type. A backend supplies, as inherent items:
 //! - `const BACKEND: &'static str` and `fn claim_expired_sql() -> &'static str`;
 //! - `async fn apply_migrations(&self) -> Result<(), StoreError>`;
+//! - `async fn begin_write(&self, operation) -> Result<sqlx::Transaction<'_, DB>, StoreError>`:
+//!   a transaction that will write (every transaction here does);
 //! - `async fn begin_locked(&self) -> Result<sqlx::Transaction<'_, DB>, StoreError>`: a
 //!   transaction that holds the schedule lock;
+//! - `async fn prefer_keyed_joins(tx) -> Result<(), StoreError>`: whatever the backend needs
+//!   so that the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining
+//!   `VALUES`) probe the primary key rather than scan the table;
 //! - a `pool` field.
 //!
 //! A macro rather than generic code over `sqlx::Database`: the generic bounds sqlx needs for
@@ -71,7 +76,7 @@ macro_rules! impl_sql_store {
 
             async fn create_job(&self, job: &NewJob, now_ms: i64) -> Result<Job, StoreError> {
                 const OPERATION: &str = "create a job";
-                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let mut tx = self.begin_write(OPERATION).await?;
                 ensure_app_exists(&mut tx, &job.app, OPERATION).await?;
                 let placeholders: Vec<String> = (1..=JOB_SPEC_COLUMNS.len()).map(|n| format!("${n}")).collect();
                 // The spec takes $1…$n; the rest follow it.
@@ -111,7 +116,7 @@ macro_rules! impl_sql_store {
                 now_ms: i64,
             ) -> Result<Job, StoreError> {
                 const OPERATION: &str = "update a job";
-                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let mut tx = self.begin_write(OPERATION).await?;
                 ensure_app_exists(&mut tx, &job.app, OPERATION).await?;
                 let current: Option<(String, Option<String>, Option<i64>)> = sqlx::query_as(
                     "SELECT glue_type, glue_source, glue_updated_at_ms FROM jobs WHERE id = $1",
@@ -238,7 +243,7 @@ macro_rules! impl_sql_store {
                     timeout_ms: job.spec.timeout_ms,
                     route_partitions: fire.partitions.clone(),
                 };
-                let mut tx = self.pool.begin().await.map_err(StoreError::query("write a fire"))?;
+                let mut tx = self.begin_write("write a fire").await?;
                 let written =
                     insert_fires(&mut tx, vec![draft], &fire.node_id, fire.lease_until_ms - fire.scheduled_at_ms, fire.scheduled_at_ms)
                         .await?;
@@ -249,6 +254,7 @@ macro_rules! impl_sql_store {
             async fn pre_read(&self, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError> {
                 const OPERATION: &str = "pre-read due jobs";
                 let mut tx = self.begin_locked().await?;
+                Self::prefer_keyed_joins(&mut tx).await?;
                 let rows: Vec<JobRow> = sqlx::query_as(&format!(
                     "SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'RUNNING' AND next_fire_ms <= $1 \
                      ORDER BY next_fire_ms LIMIT $2"
@@ -315,7 +321,8 @@ macro_rules! impl_sql_store {
 
             async fn mark_dispatched(&self, acks: &[DispatchAck]) -> Result<(), StoreError> {
                 const OPERATION: &str = "mark triggers dispatched";
-                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let mut tx = self.begin_write(OPERATION).await?;
+                Self::prefer_keyed_joins(&mut tx).await?;
                 for chunk in acks.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let mut update = sqlx::QueryBuilder::<$db>::new(
                         "WITH v(id, partition_no, dispatched_at, executor_id) AS (",
@@ -350,14 +357,17 @@ macro_rules! impl_sql_store {
                 completions: &[Completion],
             ) -> Result<Vec<CompletionOutcome>, StoreError> {
                 const OPERATION: &str = "record results";
-                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let mut tx = self.begin_write(OPERATION).await?;
                 let mut outcomes = Vec::with_capacity(completions.len());
                 for completion in completions {
-                    let completed: Option<(i64, String)> = sqlx::query_as(
+                    // The run's trigger type is its first attempt's: a retry's own is RETRY.
+                    let completed: Option<(i64, String, i64)> = sqlx::query_as(
                         "UPDATE job_logs SET state = 'FINISHED', executor_id = $1, handle_code = $2, \
                          handle_msg = $3, handle_started_at_ms = $4, handle_at_ms = $5, \
                          retry_after_ms = $7, owner_node = NULL, lease_until_ms = NULL \
-                         WHERE trigger_id = $6 AND handle_code IS NULL RETURNING job_id, trigger_type",
+                         WHERE trigger_id = $6 AND handle_code IS NULL \
+                         RETURNING job_id, COALESCE((SELECT first_attempt.trigger_type FROM job_logs first_attempt \
+                         WHERE first_attempt.id = job_logs.first_log_id), trigger_type), attempt",
                     )
                     .bind(&completion.executor_id)
                     .bind(i64::from(completion.code))
@@ -369,17 +379,23 @@ macro_rules! impl_sql_store {
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(StoreError::query(OPERATION))?;
-                    let outcome = if let Some((job_id, trigger_type)) = completed {
-                        // FIX_DELAY: the run that the schedule fired has ended, so the next
-                        // fire is due `delay` after its end (only while the job still waits).
-                        if trigger_type == "FIX_DELAY" || trigger_type == "MISFIRE" {
+                    let outcome = if let Some((job_id, run_trigger_type, attempt)) = completed {
+                        // FIX_DELAY: once the run the schedule fired has ended for good, the next
+                        // fire is due `delay` after its end (only while the job still waits). A
+                        // failure the follow-up monitor will retry has not ended: the job waits
+                        // for its last attempt, so a retry never overlaps the next fire.
+                        if matches!(run_trigger_type.as_str(), "FIX_DELAY" | "MISFIRE") {
+                            // The same rule as the follow-up monitor's: a failure is retried
+                            // while its attempt number is below the job's retry count.
                             sqlx::query(
                                 "UPDATE jobs SET next_fire_ms = $1 + CAST(schedule_conf AS BIGINT) * 1000 \
                                  WHERE id = $2 AND schedule_type = 'FIX_DELAY' AND status = 'RUNNING' \
-                                 AND next_fire_ms IS NULL",
+                                 AND next_fire_ms IS NULL AND ($3 OR $4 >= retry_count)",
                             )
                             .bind(completion.finished_at_ms)
                             .bind(job_id)
+                            .bind(completion.code == kadence_schemas::result_code::SUCCESS)
+                            .bind(attempt)
                             .execute(&mut *tx)
                             .await
                             .map_err(StoreError::query(OPERATION))?;
@@ -427,7 +443,7 @@ macro_rules! impl_sql_store {
                 if entries.is_empty() {
                     return Ok(());
                 }
-                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let mut tx = self.begin_write(OPERATION).await?;
                 for entry in entries {
                     // Only a newer beat replaces the row: beats read late (several scheduler
                     // nodes, a replayed topic) never roll an executor back.
@@ -517,7 +533,8 @@ macro_rules! impl_sql_store {
                     .filter(|(_, line_no, _)| (1..=max_lines_per_run).contains(line_no))
                     .collect();
                 let mut stored = 0;
-                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let mut tx = self.begin_write(OPERATION).await?;
+                Self::prefer_keyed_joins(&mut tx).await?;
                 for chunk in lines.chunks($crate::store::sql::INSERT_CHUNK) {
                     let mut insert =
                         sqlx::QueryBuilder::<$db>::new("WITH v(log_id, line_no, line) AS (");
@@ -666,7 +683,7 @@ macro_rules! impl_sql_store {
                 now_ms: i64,
             ) -> Result<Option<PendingFire>, StoreError> {
                 const OPERATION: &str = "write a retry";
-                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let mut tx = self.begin_write(OPERATION).await?;
                 let written = insert_fires(&mut tx, vec![fire.clone()], node_id, lease_ms, now_ms).await?;
                 for retry in &written {
                     sqlx::query("UPDATE job_logs SET first_log_id = $1 WHERE id = $2")
@@ -723,7 +740,7 @@ macro_rules! impl_sql_store {
 
             async fn delete_old_runs(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
                 const OPERATION: &str = "delete old runs";
-                let mut tx = self.pool.begin().await.map_err(StoreError::query(OPERATION))?;
+                let mut tx = self.begin_write(OPERATION).await?;
                 let ids: Vec<(i64,)> = sqlx::query_as(
                     "SELECT id FROM job_logs WHERE scheduled_at_ms < $1 AND state = 'FINISHED' \
                      ORDER BY scheduled_at_ms LIMIT $2",

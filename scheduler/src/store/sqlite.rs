@@ -67,11 +67,32 @@ impl SqliteStore {
             })
     }
 
-    async fn begin_locked(&self) -> Result<Transaction<'_, Sqlite>, StoreError> {
+    /// A transaction that will write: `BEGIN IMMEDIATE` takes SQLite's write lock up front,
+    /// waiting in the busy handler while another connection holds it.
+    ///
+    /// A deferred transaction that reads first and writes later cannot wait: if another
+    /// connection committed meanwhile, its read snapshot is stale and the write fails at once
+    /// with `SQLITE_BUSY`. That surfaced as a manual broadcast trigger (which reads the app's
+    /// partition count, then writes its runs) failing with HTTP 500 while the scheduler marked
+    /// triggers dispatched. Every transaction of the store writes, so each starts this way.
+    async fn begin_write(
+        &self,
+        operation: &'static str,
+    ) -> Result<Transaction<'_, Sqlite>, StoreError> {
         self.pool
             .begin_with("BEGIN IMMEDIATE")
             .await
-            .map_err(StoreError::query("take the schedule lock"))
+            .map_err(StoreError::query(operation))
+    }
+
+    /// SQLite's write lock is the schedule lock.
+    async fn begin_locked(&self) -> Result<Transaction<'_, Sqlite>, StoreError> {
+        self.begin_write("take the schedule lock").await
+    }
+
+    /// SQLite's planner already probes the primary key for each row of a keyed batch.
+    async fn prefer_keyed_joins(_tx: &mut Transaction<'_, Sqlite>) -> Result<(), StoreError> {
+        Ok(())
     }
 }
 
