@@ -37,6 +37,7 @@ use crate::error::ExecutorError;
 use crate::handoff::RunningRuns;
 use crate::hold::Held;
 use crate::joblog::{FLUSH_INTERVAL, JobLogger, LogShipper};
+use crate::kafka::close_consumer;
 use crate::lanes::{Active, Decision, Lanes};
 use crate::offsets::OffsetTracker;
 use crate::publisher::Publisher;
@@ -191,10 +192,11 @@ fn spawn_control_reader(
         .assign(&assignment)
         .map_err(ExecutorError::kafka("assign the control topic"))?;
     let app = settings.app.clone();
+    let close_limit = settings.session_timeout;
     tokio::spawn(async move {
         loop {
             let received = tokio::select! {
-                _ = stop.cancelled() => return,
+                _ = stop.cancelled() => break,
                 received = consumer.recv() => received,
             };
             let message = match received {
@@ -218,6 +220,7 @@ fn spawn_control_reader(
                 ),
             }
         }
+        close_consumer(consumer, "control", close_limit).await;
     });
     Ok(())
 }
@@ -611,6 +614,13 @@ pub(crate) async fn run(
         }
     }
     commit(&consumer, &tracker, &topic);
+    // Leaving the group hands the partitions to the other executors at once.
+    close_consumer(
+        consumer,
+        "triggers",
+        settings.session_timeout + settings.rebalance_timeout,
+    )
+    .await;
     // The last word: stopping, owning nothing, running nothing.
     beats
         .send_and_wait(beats.beat(ExecutorState::Stopping, Vec::new(), Activity::default()))

@@ -10,15 +10,22 @@
 //! trigger id is forgotten, so that if the partition comes back it runs again here.
 //!
 //! The wait happens on the consumer's poll, inside librdkafka's callback, so run tasks must be
-//! able to progress meanwhile: use a multi-threaded tokio runtime (the default of
-//! `#[tokio::main]`); on a current-thread runtime every run of a revoked partition is handed
-//! back at the deadline.
+//! able to progress meanwhile: on a multi-threaded tokio runtime (the default of
+//! `#[tokio::main]`) the wait tells tokio that its thread blocks (`block_in_place`), so the
+//! runs move to the other workers even when several executors of one process revoke at once;
+//! on a current-thread runtime every run of a revoked partition is handed back at the
+//! deadline.
+//!
+//! Leaving the group for good (the executor stopping) goes through
+//! [`close_consumer`](crate::kafka::close_consumer): the consumer is closed on a thread of its
+//! own, because librdkafka's close has no deadline.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::runtime::RuntimeFlavor;
 use tokio_util::sync::CancellationToken;
 
 /// How often the revocation callback looks at the runs it waits for.
@@ -77,8 +84,16 @@ impl RunningRuns {
     /// `timeout`; then hands back what still runs. Returns how many were handed back.
     pub(crate) fn finish_or_hand_back(&self, partitions: &[i32], timeout: Duration) -> usize {
         let deadline = Instant::now() + timeout;
-        while self.running_in(partitions) > 0 && Instant::now() < deadline {
-            std::thread::sleep(POLL);
+        let wait_for_runs = || {
+            while self.running_in(partitions) > 0 && Instant::now() < deadline {
+                std::thread::sleep(POLL);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait_for_runs)
+            }
+            _ => wait_for_runs(),
         }
         let runs = self.runs.lock().expect("running runs lock");
         let mut handed_back = 0;

@@ -54,6 +54,8 @@
 //! - `offsets`: commits a partition's offset only up to its lowest trigger whose result is
 //!   not yet published, so a crash re-runs at most the unfinished triggers (at-least-once);
 //!   redeliveries are recognised by trigger id.
+//! - [`kafka`]: Kafka client behaviour the scheduler shares: which errors are retried, and
+//!   closing a consumer on a thread of its own (librdkafka's close has no deadline).
 //!
 //! Result codes follow XXL-JOB: 200 success, 500 failure (the [`JobError`] message is stored
 //! on the run), 502 timeout.
@@ -68,6 +70,7 @@ mod error;
 mod handoff;
 mod hold;
 mod joblog;
+pub mod kafka;
 mod lanes;
 mod offsets;
 mod publisher;

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::builder::ExecutorSettings;
 use crate::error::ExecutorError;
+use crate::kafka::is_retriable;
 
 /// Owns the executor's idempotent producer.
 #[derive(Clone)]
@@ -149,24 +150,4 @@ impl Publisher {
             backoff = (backoff * 2).min(Duration::from_secs(5));
         }
     }
-}
-
-fn is_retriable(error: &KafkaError) -> bool {
-    use RDKafkaErrorCode::*;
-    matches!(
-        error.rdkafka_error_code(),
-        Some(
-            MessageTimedOut
-                | QueueFull
-                | BrokerTransportFailure
-                | AllBrokersDown
-                | RequestTimedOut
-                | NetworkException
-                | LeaderNotAvailable
-                | NotLeaderForPartition
-                | NotEnoughReplicas
-                | NotEnoughReplicasAfterAppend
-                | UnknownTopicOrPartition
-        )
-    )
 }

@@ -1,5 +1,6 @@
 //! What every scheduler consumer of a Kadence topic does the same way: take a batch of what
-//! is ready, and commit past a processed batch.
+//! is ready, commit past a processed batch, and close off the runtime's threads when the
+//! scheduler stops (see [`close_consumer`]).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,6 +12,12 @@ use crate::kafka::KafkaSettings;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::{Offset, TopicPartitionList};
+
+pub use kadence_executor::kafka::close_consumer;
+
+/// How long a stopping scheduler waits for each of its consumers to leave its group: well
+/// inside the stop deadline, so that a broker that does not answer delays nothing else.
+pub const CONSUMER_CLOSE_LIMIT: Duration = Duration::from_secs(5);
 
 /// A consumer in `group` subscribed to `topic`: manual commits, from the earliest offset when
 /// the group has none (nothing produced before the group existed is skipped).

@@ -20,6 +20,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use kadence_executor::kafka::is_retriable;
 use kadence_schemas::{AppName, Topics, TriggerRecord, codec};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -27,7 +28,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::kafka::is_retriable;
 use crate::model::{PendingFire, RouteStrategy};
 use crate::registry::Registry;
 use crate::routing::{NoOwners, Router, all_partitions};

@@ -70,36 +70,6 @@ impl KafkaSettings {
     }
 }
 
-/// Whether a produce error may succeed if tried again (broker down, leader moving, queue
-/// full) rather than never (record too large, authorisation, bad configuration).
-pub fn is_retriable(error: &KafkaError) -> bool {
-    use RDKafkaErrorCode::*;
-    match error.rdkafka_error_code() {
-        Some(code) => matches!(
-            code,
-            MessageTimedOut
-                | QueueFull
-                | BrokerTransportFailure
-                | AllBrokersDown
-                | RequestTimedOut
-                | NetworkException
-                | LeaderNotAvailable
-                | NotLeaderForPartition
-                | NotEnoughReplicas
-                | NotEnoughReplicasAfterAppend
-                | UnknownTopicOrPartition
-                | UnknownPartition
-                | UnknownTopic
-                | OutOfOrderSequenceNumber
-                | InvalidProducerEpoch
-                | CoordinatorLoadInProgress
-                | CoordinatorNotAvailable
-                | NotCoordinator
-        ),
-        None => matches!(error, KafkaError::Canceled),
-    }
-}
-
 /// A topic exists with a partition count other than the one Kadence expects.
 #[derive(Debug, thiserror::Error)]
 pub enum TopicError {

@@ -20,7 +20,9 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
-use crate::consume::{commit_batch, receive_batch, subscribe};
+use crate::consume::{
+    CONSUMER_CLOSE_LIMIT, close_consumer, commit_batch, receive_batch, subscribe,
+};
 use crate::kafka::{DeadLetters, KafkaSettings};
 use crate::store::{LogLines, Store, StoreError};
 
@@ -123,17 +125,18 @@ impl LogsConsumer {
     pub async fn run(mut self, shutdown: CancellationToken) {
         loop {
             let step = tokio::select! {
-                _ = shutdown.cancelled() => return,
+                _ = shutdown.cancelled() => break,
                 step = self.store_logs_once(Duration::from_millis(500)) => step,
             };
             if let Err(error) = step {
                 tracing::warn!(%error, "logs step failed; retrying");
                 tokio::select! {
-                    _ = shutdown.cancelled() => return,
+                    _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 }
             }
         }
+        close_consumer(self.consumer, "logs", CONSUMER_CLOSE_LIMIT).await;
     }
 }
 

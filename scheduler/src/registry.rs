@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, run_every};
 use crate::config::RegistryConfig;
-use crate::consume::receive_batch;
+use crate::consume::{CONSUMER_CLOSE_LIMIT, close_consumer, receive_batch};
 use crate::kafka::{DeadLetters, KafkaSettings};
 use crate::model::{ExecutorEntry, ExecutorStatus};
 use crate::routing::{OwnerLookup, PartitionOwner};
@@ -301,17 +301,18 @@ impl BeatsReader {
     pub async fn run(mut self, shutdown: CancellationToken) {
         loop {
             let step = tokio::select! {
-                _ = shutdown.cancelled() => return,
+                _ = shutdown.cancelled() => break,
                 step = self.apply_beats_once(Duration::from_millis(500)) => step,
             };
             if let Err(error) = step {
                 tracing::warn!(%error, "beats step failed; retrying");
                 tokio::select! {
-                    _ = shutdown.cancelled() => return,
+                    _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 }
             }
         }
+        close_consumer(self.consumer, "beats", CONSUMER_CLOSE_LIMIT).await;
     }
 
     async fn receive(&self, wait: Duration) -> Result<Vec<OwnedMessage>, RegistryError> {

@@ -17,7 +17,9 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
-use crate::consume::{commit_batch, receive_batch, subscribe};
+use crate::consume::{
+    CONSUMER_CLOSE_LIMIT, close_consumer, commit_batch, receive_batch, subscribe,
+};
 use crate::kafka::{DeadLetters, KafkaSettings};
 use crate::model::{Completion, CompletionOutcome};
 use crate::store::{Store, StoreError};
@@ -139,6 +141,7 @@ impl ResultsConsumer {
         {
             tracing::warn!(%error, "results batch left unrecorded at shutdown; it will be redelivered");
         }
+        close_consumer(self.consumer, "results", CONSUMER_CLOSE_LIMIT).await;
     }
 
     async fn receive(&self, wait: Duration) -> Result<Vec<Received>, ResultsError> {

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Backend, TestDatabase, brokers, unique, wait_for};
+use common::{Backend, TestDatabase, Watchdog, brokers, unique, wait_for};
 use kadence_schemas::{TriggerRecord, codec};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -250,6 +250,7 @@ async fn check_nothing_lost(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_survivor_emits_the_pending_fires_of_a_killed_scheduler() {
+    let _watchdog = Watchdog::arm("a_survivor_emits_the_pending_fires_of_a_killed_scheduler");
     let database = TestDatabase::create(Backend::Postgres).await;
     let prefix = unique("kcrash");
     let doomed = Node::start(&database.url, &prefix, "node-doomed").await;
@@ -274,6 +275,7 @@ async fn a_survivor_emits_the_pending_fires_of_a_killed_scheduler() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lone_sqlite_scheduler_restarted_after_kill_9_loses_nothing() {
+    let _watchdog = Watchdog::arm("a_lone_sqlite_scheduler_restarted_after_kill_9_loses_nothing");
     let database = TestDatabase::create(Backend::Sqlite).await;
     let prefix = unique("kcrash");
     let first = Node::start(&database.url, &prefix, "node-first-life").await;
@@ -294,6 +296,7 @@ async fn a_lone_sqlite_scheduler_restarted_after_kill_9_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_schedulers_emit_every_fire_exactly_once() {
+    let _watchdog = Watchdog::arm("three_schedulers_emit_every_fire_exactly_once");
     let database = TestDatabase::create(Backend::Postgres).await;
     let prefix = unique("kthree");
     let first = Node::start(&database.url, &prefix, "node-1").await;

@@ -15,19 +15,83 @@ use std::time::Duration;
 use rand::Rng;
 
 /// Expands each named `async fn name(backend: Backend)` into two tests, `sqlite::name` and
-/// `postgres::name`, so every suite runs on both stores.
+/// `postgres::name`, so every suite runs on both stores, each under a [`Watchdog`].
 #[allow(unused_macros)] // not every suite runs on both backends
 macro_rules! on_both_backends {
     ($($test:ident),* $(,)?) => {
         mod sqlite {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() { super::$test(super::Backend::Sqlite).await })*
+            async fn $test() {
+                let _watchdog = crate::common::Watchdog::arm(concat!(module_path!(), "::", stringify!($test)));
+                super::$test(super::Backend::Sqlite).await
+            })*
         }
         mod postgres {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() { super::$test(super::Backend::Postgres).await })*
+            async fn $test() {
+                let _watchdog = crate::common::Watchdog::arm(concat!(module_path!(), "::", stringify!($test)));
+                super::$test(super::Backend::Postgres).await
+            })*
         }
     };
+}
+
+/// How long one test may take before its [`Watchdog`] ends the test process.
+/// `KADENCE_TEST_WATCHDOG_SECS` overrides it.
+const DEFAULT_WATCHDOG_LIMIT: Duration = Duration::from_secs(10 * 60);
+
+/// Ends the whole test process when one test runs far past any of its own deadlines.
+///
+/// Every wait in a test has a deadline, but a deadline measured by the tokio runtime cannot
+/// fire when something blocks every worker thread (a native call that never returns): the
+/// test would then hang the suite until CI's own limit, with nothing in the log to say which
+/// test or where. The watchdog runs on a plain thread, so it fires regardless: it prints the
+/// test's name and every thread's stack (through `gdb`, when installed), then aborts.
+pub struct Watchdog {
+    /// Dropping it (the test ended, passed or panicked) disconnects the watchdog's channel.
+    _test_ended: std::sync::mpsc::Sender<()>,
+}
+
+impl Watchdog {
+    pub fn arm(test: &'static str) -> Watchdog {
+        let limit = std::env::var("KADENCE_TEST_WATCHDOG_SECS")
+            .ok()
+            .and_then(|seconds| seconds.parse().ok())
+            .map(Duration::from_secs)
+            .unwrap_or(DEFAULT_WATCHDOG_LIMIT);
+        let (test_ended, ended) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if ended.recv_timeout(limit) != Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                return;
+            }
+            // Straight to the process's stderr: the test harness captures `eprintln!` of the
+            // test's threads, and that capture dies with the abort.
+            let say = |line: String| {
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            };
+            say(format!(
+                "\nWATCHDOG: test {test} still running after {limit:?}; its threads:\n"
+            ));
+            // gdb writes to our stderr itself: piping its output back here would deadlock,
+            // since gdb stops every thread of this process, the reader included.
+            let stacks = std::process::Command::new("gdb")
+                .args(["-p", &std::process::id().to_string(), "-batch", "-nx"])
+                .args(["-ex", "set pagination off", "-ex", "thread apply all bt 40"])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::io::stderr())
+                .status();
+            if let Err(error) = stacks {
+                say(format!("(no stacks: cannot run gdb: {error})\n"));
+            }
+            say(format!(
+                "WATCHDOG: aborting the test process because {test} hung\n"
+            ));
+            std::process::abort();
+        });
+        Watchdog {
+            _test_ended: test_ended,
+        }
+    }
 }
 
 /// Which store backend a test runs on.

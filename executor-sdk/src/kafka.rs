@@ -1,0 +1,74 @@
+//! Kafka client behaviour every Kadence component shares, the scheduler included: which
+//! errors are worth another try, and how a consumer is closed without stalling the runtime.
+
+use std::time::Duration;
+
+use rdkafka::consumer::{ConsumerContext, StreamConsumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+
+/// Whether a produce error may succeed if tried again (broker down, leader moving, queue
+/// full) rather than never (record too large, authorisation, bad configuration).
+pub fn is_retriable(error: &KafkaError) -> bool {
+    use RDKafkaErrorCode::*;
+    match error.rdkafka_error_code() {
+        Some(code) => matches!(
+            code,
+            MessageTimedOut
+                | QueueFull
+                | BrokerTransportFailure
+                | AllBrokersDown
+                | RequestTimedOut
+                | NetworkException
+                | LeaderNotAvailable
+                | NotLeaderForPartition
+                | NotEnoughReplicas
+                | NotEnoughReplicasAfterAppend
+                | UnknownTopicOrPartition
+                | UnknownPartition
+                | UnknownTopic
+                | OutOfOrderSequenceNumber
+                | InvalidProducerEpoch
+                | CoordinatorLoadInProgress
+                | CoordinatorNotAvailable
+                | NotCoordinator
+        ),
+        None => matches!(error, KafkaError::Canceled),
+    }
+}
+
+/// Closes `consumer` on a thread of its own, waiting for it at most `limit`.
+///
+/// Dropping an rdkafka consumer closes it: it revokes the assignment (through the rebalance
+/// callback), commits, leaves the group, and polls until librdkafka reports it closed, with
+/// no deadline of its own (rust-rdkafka issues 509 and 611: a close can wait for a group
+/// coordinator that never answers). Dropped on a tokio worker it blocks that worker meanwhile,
+/// and the runtime's timers with it once every worker is blocked, so nothing measured by the
+/// runtime, not even a shutdown deadline, could end the wait. On its own thread the close
+/// keeps the runtime free; past `limit` the caller goes on without it, logging why, and
+/// the thread finishes the close on its own or ends with the process. `what` names the
+/// consumer in the log and in the thread's name.
+pub async fn close_consumer<C>(consumer: StreamConsumer<C>, what: &'static str, limit: Duration)
+where
+    C: ConsumerContext + 'static,
+{
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+    let closing = std::thread::Builder::new()
+        .name(format!("kadence-close-{what}"))
+        .spawn(move || {
+            drop(consumer);
+            let _ = closed_tx.send(());
+        });
+    if let Err(error) = closing {
+        // The closure, and the consumer in it, were dropped on this thread instead.
+        tracing::warn!(what, %error, "cannot start a thread to close the consumer; closed it here");
+        return;
+    }
+    if tokio::time::timeout(limit, closed_rx).await.is_err() {
+        tracing::warn!(
+            what,
+            ?limit,
+            "the Kafka consumer did not close in time (group coordinator not answering?); \
+             stopping without waiting for it"
+        );
+    }
+}
