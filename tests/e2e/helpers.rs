@@ -23,6 +23,30 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::{Backend, TestDatabase, brokers, unique, wait_for};
 
+/// Creates `topic` with `partitions` on the test broker, as an operator (or another tool)
+/// would before Kadence sees it.
+pub async fn create_topic(topic: &str, partitions: i32) {
+    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        ClientConfig::new()
+            .set("bootstrap.servers", brokers())
+            .create()
+            .expect("admin client");
+    let results = admin
+        .create_topics(
+            [&rdkafka::admin::NewTopic::new(
+                topic,
+                partitions,
+                rdkafka::admin::TopicReplication::Fixed(-1),
+            )],
+            &rdkafka::admin::AdminOptions::new(),
+        )
+        .await
+        .expect("create topics");
+    for result in results {
+        result.unwrap_or_else(|(topic, code)| panic!("cannot create topic {topic}: {code}"));
+    }
+}
+
 /// Session timeout for test consumers: the broker's first group join is slow otherwise.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 

@@ -5,6 +5,7 @@
 #[macro_use]
 #[path = "../common/mod.rs"]
 mod common;
+mod closing;
 mod helpers;
 mod monitors;
 mod rebalance;
@@ -225,23 +226,8 @@ async fn bad_input_is_refused_clearly(backend: Backend) {
     let (status, _) = post("/api/apps", json!({"name": "strict", "partitions": 1})).await;
     assert_eq!(status, 409);
     // A trigger topic that exists with another partition count is reported, never guessed around.
-    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
-        rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", &app.brokers)
-            .create()
-            .unwrap();
     let topic = format!("{}.triggers.mismatch", app.prefix);
-    admin
-        .create_topics(
-            [&rdkafka::admin::NewTopic::new(
-                &topic,
-                3,
-                rdkafka::admin::TopicReplication::Fixed(-1),
-            )],
-            &rdkafka::admin::AdminOptions::new(),
-        )
-        .await
-        .unwrap();
+    helpers::create_topic(&topic, 3).await;
     let (status, body) = post("/api/apps", json!({"name": "mismatch", "partitions": 2})).await;
     assert_eq!(status, 409, "{body}");
     assert!(

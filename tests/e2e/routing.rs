@@ -394,22 +394,7 @@ async fn a_partition_count_mismatch_is_reported_at_start(backend: Backend) {
         })
         .await
         .unwrap();
-    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
-        rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", brokers())
-            .create()
-            .unwrap();
-    admin
-        .create_topics(
-            [&rdkafka::admin::NewTopic::new(
-                &format!("{prefix}.triggers.drifted"),
-                3,
-                rdkafka::admin::TopicReplication::Fixed(-1),
-            )],
-            &rdkafka::admin::AdminOptions::new(),
-        )
-        .await
-        .unwrap();
+    crate::helpers::create_topic(&format!("{prefix}.triggers.drifted"), 3).await;
     let mut config = kadence_scheduler::config::Config::default();
     config.database.url = secrecy::SecretString::from(database.url.clone());
     config.kafka.brokers = brokers();
