@@ -40,6 +40,9 @@ macro_rules! on_both_backends {
 /// `KADENCE_TEST_WATCHDOG_SECS` overrides it.
 const DEFAULT_WATCHDOG_LIMIT: Duration = Duration::from_secs(10 * 60);
 
+/// How long the watchdog lets gdb print the stacks before it aborts regardless.
+const GDB_LIMIT: Duration = Duration::from_secs(120);
+
 /// Ends the whole test process when one test runs far past any of its own deadlines.
 ///
 /// Every wait in a test has a deadline, but a deadline measured by the tokio runtime cannot
@@ -74,14 +77,28 @@ impl Watchdog {
             ));
             // gdb writes to our stderr itself: piping its output back here would deadlock,
             // since gdb stops every thread of this process, the reader included.
-            let stacks = std::process::Command::new("gdb")
+            let gdb = std::process::Command::new("gdb")
                 .args(["-p", &std::process::id().to_string(), "-batch", "-nx"])
                 .args(["-ex", "set pagination off", "-ex", "thread apply all bt 40"])
                 .stdin(std::process::Stdio::null())
                 .stdout(std::io::stderr())
-                .status();
-            if let Err(error) = stacks {
-                say(format!("(no stacks: cannot run gdb: {error})\n"));
+                .spawn();
+            match gdb {
+                Ok(mut gdb) => {
+                    // The watchdog itself must not hang: gdb gets a bounded time.
+                    let deadline = std::time::Instant::now() + GDB_LIMIT;
+                    while matches!(gdb.try_wait(), Ok(None)) && std::time::Instant::now() < deadline
+                    {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    if matches!(gdb.try_wait(), Ok(None)) {
+                        say(format!(
+                            "(gdb still running after {GDB_LIMIT:?}; stopped it)\n"
+                        ));
+                        let _ = gdb.kill();
+                    }
+                }
+                Err(error) => say(format!("(no stacks: cannot run gdb: {error})\n")),
             }
             say(format!(
                 "WATCHDOG: aborting the test process because {test} hung\n"
