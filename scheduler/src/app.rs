@@ -3,9 +3,14 @@
 //! ```text
 //!  pre-read loop ─┐                      ┌─> ack writer ─> store (DISPATCHED)
 //!  claim loop ────┼─> wheel ─> dispatch ─┤
-//!  API (trigger) ─┘                      └─> {prefix}.triggers.{app}
+//!  API (trigger) ─┘          ▲           └─> {prefix}.triggers.{app}
+//!  API (stop, edit) ─────────┴─ cancelled fires <─ cancellation poller <─ store
 //!  {prefix}.results ─> results consumer ─> store (FINISHED) / {prefix}.dlq
 //! ```
+//!
+//! The node opens three connection pools ([`StorePools`]): the scheduling loops, the
+//! background loops and the API each have their own, so a flood of API requests cannot take
+//! the connections that make fires happen on time.
 //!
 //! Shutdown is one [`CancellationToken`] fanned out to every loop plus one wait for all tasks:
 //! the loops stop taking work, dispatch drains deliveries in flight, the ack writer drains
@@ -24,11 +29,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::api::{ApiState, router};
+use crate::acks::{AckLedger, AckWriter};
+use crate::api::{ApiLimits, ApiState, router};
+use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
 use crate::clock::Clock;
-use crate::config::Config;
-use crate::dispatch::{DispatchSettings, Dispatcher, PartitionDirectory, run_ack_writer};
+use crate::config::{Config, DatabaseConfig};
+use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher, PartitionDirectory};
 use crate::kafka::{ControlChannel, DeadLetters, KafkaSettings, TopicAdmin};
 use crate::logs::LogsConsumer;
 use crate::lost_runs::run_lost_run_monitor;
@@ -39,25 +46,70 @@ use crate::monitors::retention::run_retention;
 use crate::preread::{PreReadSettings, PreReader, millis};
 use crate::registry::{BeatsReader, Registry, run_sweeper};
 use crate::results::ResultsConsumer;
-use crate::store::{PostgresStore, SqliteStore, Store};
+use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 use crate::wheel::run_wheel;
 
 /// Capacity of the channels between the loops; a full channel is backpressure.
 const CHANNEL_CAPACITY: usize = 10_000;
 
-/// Opens the store a database URL names: `sqlite:` or `postgres:`/`postgresql:`.
+/// Opens the store a database URL names (`sqlite:` or `postgres:`/`postgresql:`) with a pool
+/// of `max_connections`, and brings its schema up to date.
 pub async fn open_store(url: &str, max_connections: u32) -> anyhow::Result<Arc<dyn Store>> {
-    let store: Arc<dyn Store> = if url.starts_with("sqlite:") {
-        Arc::new(SqliteStore::connect(url, max_connections).await?)
+    let store = connect_store(url, PoolSettings::new(max_connections)).await?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// Connects to the store a database URL names, without migrating.
+async fn connect_store(url: &str, pool: PoolSettings) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(if url.starts_with("sqlite:") {
+        Arc::new(SqliteStore::connect(url, pool).await?)
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Arc::new(PostgresStore::connect(url, max_connections).await?)
+        Arc::new(PostgresStore::connect(url, pool).await?)
     } else {
         anyhow::bail!(
             "unsupported database URL scheme: use sqlite://FILE or postgres://USER@HOST/DB"
         );
-    };
-    store.migrate().await?;
-    Ok(store)
+    })
+}
+
+/// A node's three connection pools on its database (see [`DatabaseConfig`]).
+#[derive(Clone)]
+pub struct StorePools {
+    /// Pre-read, acknowledgements, claims, cancellations, results.
+    pub scheduling: Arc<dyn Store>,
+    /// Beats, log lines, follow-ups, reports, retention, lost runs.
+    pub background: Arc<dyn Store>,
+    /// HTTP requests; an operation waits at most `api_acquire_timeout` for a connection.
+    pub api: Arc<dyn Store>,
+}
+
+impl StorePools {
+    /// Opens the three pools and brings the schema up to date.
+    pub async fn open(config: &DatabaseConfig) -> anyhow::Result<StorePools> {
+        let url = config.url.expose_secret();
+        let scheduling = connect_store(url, PoolSettings::new(config.scheduling_connections))
+            .await
+            .context("opening the scheduling connection pool")?;
+        scheduling.migrate().await?;
+        let background = connect_store(url, PoolSettings::new(config.background_connections))
+            .await
+            .context("opening the background connection pool")?;
+        let api = connect_store(
+            url,
+            PoolSettings {
+                max_connections: config.api_connections,
+                acquire_timeout: config.api_acquire_timeout,
+            },
+        )
+        .await
+        .context("opening the API connection pool")?;
+        Ok(StorePools {
+            scheduling,
+            background,
+            api,
+        })
+    }
 }
 
 /// A running scheduler node.
@@ -81,12 +133,10 @@ impl Scheduler {
             .node_id
             .clone()
             .unwrap_or_else(default_node_id);
-        let store = open_store(
-            config.database.url.expose_secret(),
-            config.database.max_connections,
-        )
-        .await
-        .context("opening the database")?;
+        let pools = StorePools::open(&config.database)
+            .await
+            .context("opening the database")?;
+        let store = Arc::clone(&pools.scheduling);
         let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
         let kafka = KafkaSettings {
             brokers: config.kafka.brokers.clone(),
@@ -117,6 +167,8 @@ impl Scheduler {
         let (ack_tx, ack_rx) = mpsc::channel(CHANNEL_CAPACITY);
         let schedule = &config.schedule;
 
+        let ledger = Arc::new(AckLedger::new());
+        let cancelled = Arc::new(CancelledFires::new());
         let pre_reader = PreReader::new(
             Arc::clone(&store),
             PreReadSettings {
@@ -127,6 +179,7 @@ impl Scheduler {
             },
             wheel_tx.clone(),
         );
+        let pre_read_waker = pre_reader.waker();
         tasks.spawn(pre_reader.run(
             Arc::clone(&clock),
             schedule.pre_read_interval,
@@ -139,12 +192,21 @@ impl Scheduler {
             schedule.lease,
             schedule.batch_size,
             wheel_tx.clone(),
+            Arc::clone(&ledger),
         );
         tasks.spawn(claimer.run(
             Arc::clone(&clock),
             schedule.claim_interval,
             shutdown.clone(),
         ));
+        tasks.spawn(
+            CancellationPoller::new(Arc::clone(&store), Arc::clone(&cancelled), schedule.lease)
+                .run(
+                    Arc::clone(&clock),
+                    schedule.cancel_poll_interval,
+                    shutdown.clone(),
+                ),
+        );
         tasks.spawn(run_wheel(
             wheel_rx,
             due_tx,
@@ -163,20 +225,20 @@ impl Scheduler {
             &topics,
             beats_partitions,
             Arc::clone(&registry),
-            Arc::clone(&store),
+            Arc::clone(&pools.background),
             DeadLetters::new(producer.clone(), topics.dlq()),
             Arc::clone(&clock),
         )
         .context("starting the beats reader")?;
         tasks.spawn(beats.run(shutdown.clone()));
         tasks.spawn(run_sweeper(
-            Arc::clone(&store),
+            Arc::clone(&pools.background),
             config.registry.clone(),
             Arc::clone(&clock),
             shutdown.clone(),
         ));
         tasks.spawn(run_lost_run_monitor(
-            Arc::clone(&store),
+            Arc::clone(&pools.background),
             config.registry.clone(),
             Arc::clone(&clock),
             shutdown.clone(),
@@ -187,7 +249,11 @@ impl Scheduler {
             topics.clone(),
             Arc::clone(&partitions),
             Arc::clone(&registry),
-            ack_tx,
+            DispatchOutcomes {
+                acks: ack_tx,
+                ledger: Arc::clone(&ledger),
+                cancelled: Arc::clone(&cancelled),
+            },
             Arc::clone(&clock),
             DispatchSettings {
                 max_in_flight: schedule.max_in_flight,
@@ -195,7 +261,7 @@ impl Scheduler {
             },
         );
         tasks.spawn(dispatcher.run(due_rx, shutdown.clone()));
-        tasks.spawn(run_ack_writer(Arc::clone(&store), ack_rx, 1000));
+        tasks.spawn(AckWriter::new(Arc::clone(&store), ledger, ack_rx, 1000).run());
 
         let results = ResultsConsumer::new(
             &kafka,
@@ -212,7 +278,7 @@ impl Scheduler {
             &kafka,
             &topics,
             config.kafka.session_timeout,
-            Arc::clone(&store),
+            Arc::clone(&pools.background),
             DeadLetters::new(producer.clone(), topics.dlq()),
             config.logs.max_lines_per_run,
         )
@@ -221,7 +287,7 @@ impl Scheduler {
 
         let alarms = Arc::new(Alarms::from_config(&config.alarm).context("setting up alarms")?);
         let follow_up = FollowUp::new(
-            Arc::clone(&store),
+            Arc::clone(&pools.background),
             alarms,
             wheel_tx.clone(),
             node_id.clone(),
@@ -230,13 +296,13 @@ impl Scheduler {
         );
         tasks.spawn(follow_up.run(Arc::clone(&clock), shutdown.clone()));
         tasks.spawn(run_reports(
-            Arc::clone(&store),
+            Arc::clone(&pools.background),
             config.monitors.report_interval,
             Arc::clone(&clock),
             shutdown.clone(),
         ));
         tasks.spawn(run_retention(
-            Arc::clone(&store),
+            Arc::clone(&pools.background),
             config.retention.clone(),
             Arc::clone(&clock),
             shutdown.clone(),
@@ -244,11 +310,13 @@ impl Scheduler {
 
         let control = ControlChannel::new(producer, topics.control());
         let state = Arc::new(ApiState {
-            store: Arc::clone(&store),
+            store: Arc::clone(&pools.api),
             admin,
             topics,
             partitions,
             wheel: wheel_tx,
+            cancelled,
+            pre_read_waker,
             control,
             registry,
             clock,
@@ -256,10 +324,11 @@ impl Scheduler {
             lease_ms: millis(schedule.lease),
             pre_read_window_ms: millis(schedule.pre_read_window),
         });
+        let api_limits = ApiLimits::from(&config.api);
         let api_addr = listener.local_addr().context("reading the API address")?;
         let api_shutdown = shutdown.clone();
         tasks.spawn(async move {
-            let served = axum::serve(listener, router(state))
+            let served = axum::serve(listener, router(state, api_limits))
                 .with_graceful_shutdown(api_shutdown.cancelled_owned())
                 .await;
             if let Err(error) = served {
@@ -271,7 +340,7 @@ impl Scheduler {
         Ok(Scheduler {
             api_addr,
             node_id,
-            store,
+            store: pools.background,
             shutdown,
             tasks,
         })

@@ -5,6 +5,10 @@
 //! expires and any live node — including a restarted one — claims the row and puts it in its
 //! own wheel, where it fires at once with the **same trigger id**, so a re-emission is
 //! recognisable downstream. This is what XXL-JOB's in-memory ring cannot do.
+//!
+//! A fire this node already got acknowledged, whose DISPATCHED mark is still on its way to a
+//! slow database ([`AckLedger`]), is never emitted again: the claim only takes the row back,
+//! and the pending mark completes it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +16,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::acks::AckLedger;
 use crate::clock::Clock;
 use crate::model::PendingFire;
 use crate::preread::millis;
@@ -24,16 +29,19 @@ pub struct Claimer {
     lease: Duration,
     batch_size: u32,
     wheel: mpsc::Sender<PendingFire>,
+    ledger: Arc<AckLedger>,
 }
 
 impl Claimer {
-    /// A claimer for `node_id` feeding `wheel`.
+    /// A claimer for `node_id` feeding `wheel`, leaving alone the fires whose
+    /// acknowledgement `ledger` holds.
     pub fn new(
         store: Arc<dyn Store>,
         node_id: String,
         lease: Duration,
         batch_size: u32,
         wheel: mpsc::Sender<PendingFire>,
+        ledger: Arc<AckLedger>,
     ) -> Self {
         Claimer {
             store,
@@ -41,6 +49,7 @@ impl Claimer {
             lease,
             batch_size,
             wheel,
+            ledger,
         }
     }
 
@@ -56,8 +65,17 @@ impl Claimer {
             )
             .await?;
         let claimed = fires.len();
-        if claimed > 0 {
-            tracing::warn!(claimed, node_id = %self.node_id,
+        let (acknowledged, fires): (Vec<PendingFire>, Vec<PendingFire>) = fires
+            .into_iter()
+            .partition(|fire| self.ledger.is_unwritten(fire.log_id));
+        if !acknowledged.is_empty() {
+            tracing::info!(
+                acknowledged = acknowledged.len(),
+                "claimed fires already acknowledged by the broker; not emitting them again, their marks are being written"
+            );
+        }
+        if !fires.is_empty() {
+            tracing::warn!(claimed = fires.len(), node_id = %self.node_id,
                 "claimed pending fires whose lease expired; emitting them with their original trigger ids");
         }
         for fire in fires {

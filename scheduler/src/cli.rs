@@ -20,8 +20,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::{
-    ExecutorView, JobView, KillRequest, KillResponse, NewAppRequest, NewJobRequest, RunLogView,
-    TriggerRequest, TriggerResponse,
+    DEFAULT_PAGE_SIZE, ExecutorView, JobView, KillRequest, KillResponse, MAX_PAGE_SIZE,
+    NewAppRequest, NewJobRequest, Page, RunLogView, TriggerRequest, TriggerResponse,
 };
 use crate::app::Scheduler;
 use crate::clock::SystemClock;
@@ -118,11 +118,20 @@ enum AppCommand {
 enum JobCommand {
     /// Create a job (stopped unless --start).
     Add(Box<AddJob>),
-    /// List jobs.
+    /// List jobs, a page at a time.
     List {
         /// Only this app's jobs.
         #[arg(long)]
         app: Option<String>,
+        /// Only RUNNING or only STOPPED jobs.
+        #[arg(long)]
+        status: Option<String>,
+        /// Jobs per page (at most 1000).
+        #[arg(long, default_value_t = DEFAULT_PAGE_SIZE)]
+        limit: u32,
+        /// Start after this job id (the hint under a full page gives it).
+        #[arg(long)]
+        after: Option<String>,
     },
     /// Show one job.
     Show {
@@ -173,9 +182,12 @@ enum JobCommand {
     Runs {
         /// Job id.
         id: String,
-        /// How many runs.
+        /// How many runs (at most 1000).
         #[arg(long, default_value_t = 20)]
         limit: u32,
+        /// Only runs older than this log id (the hint under a full page gives it).
+        #[arg(long)]
+        after: Option<String>,
     },
     /// Print a run's log (its log id is in `job runs`), from a line on; --follow keeps
     /// printing new lines until the run has finished.
@@ -310,7 +322,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::App(AppCommand::List) => {
-            let apps: Vec<App> = client.get("/api/apps").await?;
+            let apps: Vec<App> = client.all("/api/apps", &[]).await?;
             println!("{:<24} {:>10}  TITLE", "APP", "PARTITIONS");
             for app in apps {
                 println!("{:<24} {:>10}  {}", app.name, app.partitions, app.title);
@@ -319,11 +331,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Job(command) => job_command(&client, command).await,
         Command::Executor(ExecutorCommand::List { app }) => {
-            let path = match app {
-                Some(app) => format!("/api/executors?app={app}"),
-                None => "/api/executors".to_owned(),
-            };
-            let executors: Vec<ExecutorView> = client.get(&path).await?;
+            let executors: Vec<ExecutorView> =
+                client.all("/api/executors", &[("app", app)]).await?;
             println!(
                 "{:<36} {:<16} {:<8} {:<12} {:<24} {:<16} HANDLERS",
                 "EXECUTOR", "APP", "STATE", "PARTITIONS", "LAST BEAT", "RUNNING JOBS"
@@ -431,17 +440,28 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
                 .await?;
             println!("created job {} ({})", job.id, describe_status(&job));
         }
-        JobCommand::List { app } => {
-            let path = match app {
-                Some(app) => format!("/api/jobs?app={app}"),
-                None => "/api/jobs".to_owned(),
-            };
-            let jobs: Vec<JobView> = client.get(&path).await?;
+        JobCommand::List {
+            app,
+            status,
+            limit,
+            after,
+        } => {
+            let page: Page<JobView> = client
+                .page(
+                    "/api/jobs",
+                    &[
+                        ("app", app.clone()),
+                        ("status", status.clone()),
+                        ("limit", Some(limit.to_string())),
+                        ("after", after),
+                    ],
+                )
+                .await?;
             println!(
                 "{:>6}  {:<16} {:<20} {:<9} {:<22} SCHEDULE",
                 "ID", "APP", "HANDLER", "STATUS", "NEXT FIRE"
             );
-            for job in jobs {
+            for job in page.items {
                 println!(
                     "{:>6}  {:<16} {:<20} {:<9} {:<22} {} {}",
                     job.id,
@@ -452,6 +472,15 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
                     job.schedule_type,
                     job.schedule_conf
                 );
+            }
+            if let Some(next) = page.next {
+                let mut more = format!("kadence job list --after {next} --limit {limit}");
+                for (flag, value) in [("--app", app), ("--status", status)] {
+                    if let Some(value) = value {
+                        more.push_str(&format!(" {flag} {value}"));
+                    }
+                }
+                println!("more: {more}");
             }
         }
         JobCommand::Show { id } => {
@@ -537,15 +566,18 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
                 }
             }
         }
-        JobCommand::Runs { id, limit } => {
-            let runs: Vec<Run> = client
-                .get(&format!("/api/jobs/{id}/runs?limit={limit}"))
+        JobCommand::Runs { id, limit, after } => {
+            let page: Page<Run> = client
+                .page(
+                    &format!("/api/jobs/{id}/runs"),
+                    &[("limit", Some(limit.to_string())), ("after", after)],
+                )
                 .await?;
             println!(
                 "{:>8} {:<40} {:<9} {:<24} {:<11} {:>4}  MESSAGE",
                 "LOG ID", "TRIGGER ID", "TYPE", "SCHEDULED", "STATE", "CODE"
             );
-            for run in runs {
+            for run in page.items {
                 println!(
                     "{:>8} {:<40} {:<9} {:<24} {:<11} {:>4}  {}",
                     run.log_id,
@@ -558,6 +590,9 @@ async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<
                         .unwrap_or_else(|| "-".into()),
                     run.handle_msg.as_deref().unwrap_or("").replace('\n', " ⏎ ")
                 );
+            }
+            if let Some(next) = page.next {
+                println!("more: kadence job runs {id} --after {next} --limit {limit}");
             }
         }
     }
@@ -634,6 +669,41 @@ impl ApiClient {
     async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
         self.send(self.http.get(format!("{}{path}", self.base)))
             .await
+    }
+
+    /// One page of a listing at `path` with the query `query` (empty values are left out).
+    async fn page<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, Option<String>)],
+    ) -> anyhow::Result<Page<T>> {
+        let query: Vec<(&str, String)> = query
+            .iter()
+            .filter_map(|(name, value)| value.clone().map(|value| (*name, value)))
+            .collect();
+        self.send(self.http.get(format!("{}{path}", self.base)).query(&query))
+            .await
+    }
+
+    /// Every item of a listing, page after page (for the short ones: apps, executors).
+    async fn all<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        filter: &[(&str, Option<String>)],
+    ) -> anyhow::Result<Vec<T>> {
+        let mut items = Vec::new();
+        let mut after = None;
+        loop {
+            let mut query = filter.to_vec();
+            query.push(("limit", Some(MAX_PAGE_SIZE.to_string())));
+            query.push(("after", after));
+            let page: Page<T> = self.page(path, &query).await?;
+            items.extend(page.items);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(items),
+            }
+        }
     }
 
     async fn post<B: Serialize, T: DeserializeOwned>(

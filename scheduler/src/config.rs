@@ -52,20 +52,41 @@ pub struct Config {
 }
 
 /// The scheduler's database.
+///
+/// The node opens three connection pools on it, so that no kind of work can take the
+/// connections another needs: `scheduling_connections` for the loops that make fires happen on
+/// time (pre-read, acknowledgements, claims, cancellations, results), `background_connections`
+/// for the rest of the node's own work (executor beats, log lines, follow-ups, reports,
+/// retention, lost runs) and `api_connections` for HTTP requests. However many clients call
+/// the API, the scheduling loops keep their connections; an API request that cannot get one
+/// within `api_acquire_timeout` is answered 503 with `Retry-After`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
     /// `sqlite://FILE` (created if missing) or `postgres://…`. Default `sqlite://kadence.db`.
     pub url: SecretString,
-    /// Connection pool size. Default 8.
-    pub max_connections: u32,
+    /// Connections of the scheduling loops (pre-read, acknowledgements, claims,
+    /// cancellations, results). Default 5: one per loop, so none waits for another.
+    pub scheduling_connections: u32,
+    /// Connections of the node's other loops (beats, log lines, follow-ups, reports,
+    /// retention, lost runs). Default 4.
+    pub background_connections: u32,
+    /// Connections of the HTTP API. Default 8.
+    pub api_connections: u32,
+    /// How long an API request waits for a connection before it is answered 503 (busy, retry
+    /// later). Default `3s`.
+    #[serde(with = "humantime_serde")]
+    pub api_acquire_timeout: Duration,
 }
 
 impl Default for DatabaseConfig {
     fn default() -> Self {
         DatabaseConfig {
             url: SecretString::from("sqlite://kadence.db"),
-            max_connections: 8,
+            scheduling_connections: 5,
+            background_connections: 4,
+            api_connections: 8,
+            api_acquire_timeout: Duration::from_secs(3),
         }
     }
 }
@@ -106,12 +127,22 @@ impl Default for KafkaConfig {
 pub struct ApiConfig {
     /// Listen address. Default `127.0.0.1:8080`.
     pub listen: SocketAddr,
+    /// Requests handled at once at most; one more is answered 503 with `Retry-After` at once
+    /// rather than queued (a queue only turns overload into timeouts). `/health` is not
+    /// counted. Default 64.
+    pub max_concurrent_requests: usize,
+    /// How long a request may take before it is answered 503 with `Retry-After`. Default
+    /// `10s`.
+    #[serde(with = "humantime_serde")]
+    pub request_timeout: Duration,
 }
 
 impl Default for ApiConfig {
     fn default() -> Self {
         ApiConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            max_concurrent_requests: 64,
+            request_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -151,6 +182,11 @@ pub struct ScheduleConfig {
     /// hold early triggers (every Kadence SDK does).
     #[serde(with = "humantime_serde")]
     pub emit_lead: Duration,
+    /// How often every node reads the fires that stops and schedule edits on other nodes
+    /// cancelled, so that it does not emit its copies of them. A fire planned before a stop
+    /// and due later than `emit_lead` + this after it is never emitted. Default `250ms`.
+    #[serde(with = "humantime_serde")]
+    pub cancel_poll_interval: Duration,
 }
 
 impl Default for ScheduleConfig {
@@ -165,6 +201,7 @@ impl Default for ScheduleConfig {
             max_in_flight: 10_000,
             drain_timeout: Duration::from_secs(10),
             emit_lead: Duration::from_secs(1),
+            cancel_poll_interval: Duration::from_millis(250),
         }
     }
 }

@@ -8,7 +8,10 @@
 //! - a fatal error (record too large, not authorised, unknown app) is logged loudly with the
 //!   trigger id and the fire stays pending in the database; when its lease ends the claim loop
 //!   hands it back here, so it is retried after the operator fixes the cause;
-//! - acknowledged triggers are marked dispatched by [`run_ack_writer`] in batches.
+//! - a fire whose job was stopped or rescheduled after it was planned is dropped, not emitted
+//!   ([`crate::cancellations`]);
+//! - acknowledged triggers are noted in the [`AckLedger`] and marked dispatched by the
+//!   [`AckWriter`](crate::acks::AckWriter) in batches.
 //!
 //! The number of deliveries in flight is bounded; when the bound is reached the loop stops
 //! taking fires, which backs up the wheel and the pre-read loop (backpressure, no loss).
@@ -27,6 +30,8 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::acks::AckLedger;
+use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
 use crate::model::{PendingFire, RouteStrategy};
 use crate::registry::Registry;
@@ -98,26 +103,36 @@ pub struct DispatchSettings {
     pub drain_timeout: Duration,
 }
 
+/// Where a dispatcher reports what happened to the fires it was given.
+pub struct DispatchOutcomes {
+    /// Acknowledged triggers, to be marked dispatched.
+    pub acks: mpsc::Sender<DispatchAck>,
+    /// Acknowledged triggers whose mark is not written yet.
+    pub ledger: Arc<AckLedger>,
+    /// Fires not to emit: their job was stopped or rescheduled after they were planned.
+    pub cancelled: Arc<CancelledFires>,
+}
+
 /// Produces trigger records for released fires.
 pub struct Dispatcher {
     producer: FutureProducer,
     topics: Topics,
     partitions: Arc<PartitionDirectory>,
     registry: Arc<Registry>,
-    acks: mpsc::Sender<DispatchAck>,
+    outcomes: DispatchOutcomes,
     clock: Arc<dyn Clock>,
     settings: DispatchSettings,
     router: Router,
 }
 
 impl Dispatcher {
-    /// A dispatcher producing with `producer` and reporting acknowledgements to `acks`.
+    /// A dispatcher producing with `producer` and reporting to `outcomes`.
     pub fn new(
         producer: FutureProducer,
         topics: Topics,
         partitions: Arc<PartitionDirectory>,
         registry: Arc<Registry>,
-        acks: mpsc::Sender<DispatchAck>,
+        outcomes: DispatchOutcomes,
         clock: Arc<dyn Clock>,
         settings: DispatchSettings,
     ) -> Self {
@@ -126,7 +141,7 @@ impl Dispatcher {
             topics,
             partitions,
             registry,
-            acks,
+            outcomes,
             clock,
             settings,
             router: Router::new(),
@@ -177,6 +192,11 @@ impl Dispatcher {
     /// Builds and enqueues the trigger record of `fire`; returns its delivery, or `None` when
     /// the fire cannot be sent at all (it stays pending).
     async fn emit(&self, fire: PendingFire, attempt: u32) -> Option<BoxFuture<'static, Delivery>> {
+        if self.outcomes.cancelled.is_cancelled(&fire) {
+            tracing::debug!(trigger_id = %fire.trigger_id,
+                "not emitting a fire cancelled by a stop or a schedule change");
+            return None;
+        }
         let partitions = match self.partitions.partitions(&fire.app).await {
             Ok(count) => count,
             Err(reason) => {
@@ -292,8 +312,11 @@ impl Dispatcher {
                 };
                 tracing::debug!(trigger_id = %fire.trigger_id, partition,
                     lateness_ms = ack.dispatched_at_ms - fire.fire_at_ms, "trigger acknowledged");
+                // Noted before it is queued: from here on no claim re-emits it, however long
+                // the database takes to record it.
+                self.outcomes.ledger.acknowledged(ack.log_id);
                 // The ack writer only stops after dispatch does; a send error means shutdown.
-                let _ = self.acks.send(ack).await;
+                let _ = self.outcomes.acks.send(ack).await;
                 None
             }
             Delivery::Failed {
@@ -357,37 +380,5 @@ pub fn trigger_record(fire: &PendingFire, emitted_at_ms: i64) -> TriggerRecord {
         glue_source: fire.glue_source.clone(),
         glue_updated_at_ms: fire.glue_updated_at_ms,
         replay_of: None,
-    }
-}
-
-/// Writes acknowledgements to the store in batches of what is ready (at most `batch_max`).
-/// A database error retries the same batch with backoff: an acknowledged trigger whose mark
-/// is lost would only be re-emitted (same trigger id) after its lease, never lost.
-pub async fn run_ack_writer(
-    store: Arc<dyn Store>,
-    mut acks: mpsc::Receiver<DispatchAck>,
-    batch_max: usize,
-) {
-    let mut batch = Vec::with_capacity(batch_max);
-    while let Some(first) = acks.recv().await {
-        batch.push(first);
-        while batch.len() < batch_max {
-            match acks.try_recv() {
-                Ok(ack) => batch.push(ack),
-                Err(_) => break,
-            }
-        }
-        let mut backoff = Duration::from_millis(50);
-        loop {
-            match store.mark_dispatched(&batch).await {
-                Ok(()) => break,
-                Err(error) => {
-                    tracing::warn!(%error, batch = batch.len(), "cannot mark triggers dispatched; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                }
-            }
-        }
-        batch.clear();
     }
 }

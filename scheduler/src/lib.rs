@@ -15,19 +15,27 @@
 //!   child jobs.
 //! - [`lost_runs`]: fails runs whose executor died and whose result can no longer arrive.
 //! - [`dispatch`]: builds the `TriggerRecord`, produces it with an idempotent producer, retries
-//!   retriable errors, and marks acknowledged runs dispatched in batches.
+//!   retriable errors, and drops fires cancelled meanwhile.
+//! - [`acks`]: marks acknowledged runs dispatched in batches, retrying until the database
+//!   takes them; until then no claim re-emits them.
+//! - [`cancellations`]: a stop or a schedule edit cancels the job's planned fires; every node
+//!   learns of it and does not emit its copies.
 //! - [`claims`]: takes over pending fires whose owner's lease expired (a dead node) and emits
 //!   them with the same trigger ids.
 //! - [`results`]: consumes `{prefix}.results` and completes job-log rows, first result wins.
 //! - [`logs`]: stores the lines runs write (`{prefix}.logs`) for the rolling log view;
 //!   [`consume`] holds what the scheduler's consumers share.
 //! - [`kafka`]: client settings, topic administration and the dead-letter queue.
-//! - [`api`]: the HTTP API (axum) the CLI and console use; [`cli`]: the `kadence` command.
-//! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown.
+//! - [`api`]: the HTTP API (axum) the CLI and console use, paginated and under load limits;
+//!   [`cli`]: the `kadence` command.
+//! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown,
+//!   and opens its three connection pools (scheduling, background, API).
 //! - [`clock`]: injectable time for the step functions.
 
+pub mod acks;
 pub mod api;
 pub mod app;
+pub mod cancellations;
 pub mod claims;
 pub mod cli;
 pub mod clock;

@@ -206,6 +206,9 @@ string_enum!(
         Dispatched => "DISPATCHED",
         /// A result arrived (first result wins).
         Finished => "FINISHED",
+        /// A fire the job's schedule planned, cancelled before any node emitted it: the job
+        /// was stopped, or its schedule changed (the message says which).
+        Cancelled => "CANCELLED",
     }
 );
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use chrono_tz::Tz;
 use kadence_schemas::{JobId, TriggerType};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
@@ -194,6 +194,7 @@ pub struct PreReader {
     store: Arc<dyn Store>,
     settings: PreReadSettings,
     wheel: mpsc::Sender<PendingFire>,
+    wake: Arc<Notify>,
 }
 
 impl PreReader {
@@ -207,7 +208,14 @@ impl PreReader {
             store,
             settings,
             wheel,
+            wake: Arc::new(Notify::new()),
         }
+    }
+
+    /// Wakes the loop for a scan now rather than at its next tick: after an edit gave a job
+    /// a new schedule whose first fire may be due within the interval.
+    pub fn waker(&self) -> Arc<Notify> {
+        Arc::clone(&self.wake)
     }
 
     /// One scan at `now_ms`: returns how many jobs were read and how many fires written.
@@ -263,6 +271,7 @@ impl PreReader {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(interval) => {}
+                _ = self.wake.notified() => {}
             }
         }
     }

@@ -260,7 +260,7 @@ impl TestApp {
             )
             .await;
         assert_eq!(status, 200, "executors: {body}");
-        serde_json::from_value(body).unwrap()
+        serde_json::from_value(body["items"].clone()).unwrap()
     }
 
     /// Waits until `count` live executors of `app` own its `partitions` partitions between
@@ -349,7 +349,7 @@ impl TestApp {
             )
             .await;
         assert_eq!(status, 200, "runs: {body}");
-        serde_json::from_value(body).unwrap()
+        serde_json::from_value(body["items"].clone()).unwrap()
     }
 
     /// Waits until `job` has a finished run with result `code`; returns it.

@@ -20,7 +20,9 @@ use kadence_scheduler::model::{
     RetryBackoff, RetryPolicy, RouteStrategy, RunState,
 };
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
-use kadence_scheduler::store::{DispatchAck, PreReadRequest, Store, StoreError};
+use kadence_scheduler::store::{
+    DispatchAck, JobFilter, PageRequest, PreReadRequest, Store, StoreError,
+};
 use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 
 /// 2026-01-01T00:00:00Z
@@ -82,7 +84,8 @@ async fn running_job(store: &dyn Store, misfire: MisfireStrategy, next_fire_ms: 
     store
         .set_job_status(job.id, JobStatus::Running, Some(next_fire_ms), T0)
         .await
-        .unwrap();
+        .unwrap()
+        .job;
     job.id
 }
 
@@ -111,7 +114,8 @@ async fn apps_and_jobs_round_trip(backend: Backend) {
     let started = store
         .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0 + 5)
         .await
-        .unwrap();
+        .unwrap()
+        .job;
     assert_eq!(
         (started.status, started.next_fire_ms),
         (JobStatus::Running, Some(T0 + 1_000))
@@ -125,7 +129,13 @@ async fn apps_and_jobs_round_trip(backend: Backend) {
     ));
     assert_eq!(
         store
-            .list_jobs(Some(&AppName::parse("demo").unwrap()))
+            .list_jobs(
+                &JobFilter {
+                    app: Some(AppName::parse("demo").unwrap()),
+                    status: None,
+                },
+                &PageRequest::first(10),
+            )
             .await
             .unwrap()
             .len(),
@@ -179,7 +189,10 @@ async fn pre_read_writes_each_fire_once_and_advances(backend: Backend) {
             .collect::<Vec<_>>(),
         vec![T0 + 6_000]
     );
-    let runs = store.list_runs(job, 100).await.unwrap();
+    let runs = store
+        .list_runs(job, &PageRequest::first(100))
+        .await
+        .unwrap();
     assert_eq!(runs.len(), 6);
     assert!(runs.iter().all(|run| run.state == RunState::Scheduled));
 }
@@ -308,7 +321,7 @@ async fn first_result_wins(backend: Backend) {
         .await
         .unwrap();
     let run = store
-        .list_runs(job, 100)
+        .list_runs(job, &PageRequest::first(100))
         .await
         .unwrap()
         .into_iter()
@@ -338,7 +351,8 @@ async fn concurrent_schedulers_write_each_fire_once(backend: Backend) {
         setup
             .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
             .await
-            .unwrap();
+            .unwrap()
+            .job;
         jobs.push(job.id);
     }
     // Three "nodes", each with its own pool, scan the same instants concurrently.
@@ -386,7 +400,8 @@ async fn fix_delay_job_fired(store: &dyn Store, retry: RetryPolicy) -> (JobId, V
     store
         .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
         .await
-        .unwrap();
+        .unwrap()
+        .job;
     let fires = store
         .pre_read(&pre_read_at(T0, "node-a"))
         .await
@@ -531,9 +546,17 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
             ..spec.clone()
         };
         store
-            .update_job(job.id, &changed, JobStatus::Stopped, None, T0 + n as i64)
+            .update_job(
+                job.id,
+                &changed,
+                JobStatus::Stopped,
+                None,
+                false,
+                T0 + n as i64,
+            )
             .await
-            .unwrap();
+            .unwrap()
+            .job;
     }
     // An edit that leaves the script alone saves no version and keeps its timestamp.
     let params_only = NewJob {
@@ -542,9 +565,17 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
         ..spec.clone()
     };
     let edited = store
-        .update_job(job.id, &params_only, JobStatus::Stopped, None, T0 + 99)
+        .update_job(
+            job.id,
+            &params_only,
+            JobStatus::Stopped,
+            None,
+            false,
+            T0 + 99,
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .job;
     assert_eq!(edited.glue_updated_at_ms, Some(T0 + 35));
     assert_eq!(edited.spec.params, "new");
     let versions = store.glue_versions(job.id).await.unwrap();
@@ -559,6 +590,7 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
             &params_only,
             JobStatus::Running,
             Some(T0 + 1_000),
+            false,
             T0,
         )
         .await

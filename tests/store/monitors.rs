@@ -15,7 +15,7 @@ use kadence_scheduler::monitors::follow_up::{FollowUp, FollowUpSummary};
 use kadence_scheduler::monitors::reports::{DAY_MS, day_of, refresh_reports_once};
 use kadence_scheduler::monitors::retention::{RetentionSummary, apply_retention_once};
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
-use kadence_scheduler::store::{LogLines, NewFire, Store};
+use kadence_scheduler::store::{LogLines, NewFire, PageRequest, Store};
 use kadence_schemas::{TriggerId, TriggerType};
 use tokio::sync::mpsc;
 
@@ -188,7 +188,11 @@ async fn failed_runs_are_retried_with_backoff_and_alarmed_once_each(backend: Bac
         (1, 0, 0)
     );
 
-    let runs = h.store.list_runs(job.id, 10).await.unwrap();
+    let runs = h
+        .store
+        .list_runs(job.id, &PageRequest::first(10))
+        .await
+        .unwrap();
     assert_eq!(runs.len(), 3);
     let linked: Vec<(i32, Option<i64>, AlarmStatus)> =
         [&first.trigger_id, &retry.trigger_id, &second.trigger_id]
@@ -364,7 +368,7 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
         .unwrap();
     let reports = h
         .store
-        .list_reports(day_of(old), T0 + DAY_MS, None)
+        .list_reports(day_of(old), T0 + DAY_MS, None, &PageRequest::first(1000))
         .await
         .unwrap();
     let counts: Vec<(i64, i64, i64, i64)> = reports
@@ -391,7 +395,7 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
     );
     let left: Vec<TriggerId> = h
         .store
-        .list_runs(job.id, 10)
+        .list_runs(job.id, &PageRequest::first(10))
         .await
         .unwrap()
         .into_iter()
@@ -408,7 +412,7 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
     );
     let reports = h
         .store
-        .list_reports(day_of(old), T0 + DAY_MS, None)
+        .list_reports(day_of(old), T0 + DAY_MS, None, &PageRequest::first(1000))
         .await
         .unwrap();
     assert_eq!(reports.len(), 1);

@@ -8,7 +8,7 @@ use kadence_scheduler::lost_runs::{LostRunsSummary, fail_lost_runs_once};
 use kadence_scheduler::model::{ExecutorEntry, ExecutorStatus, JobStatus, RouteStrategy, RunState};
 use kadence_scheduler::registry::sweep_once;
 use kadence_scheduler::schedule::MisfireStrategy;
-use kadence_scheduler::store::{DispatchAck, LogLines, NewFire};
+use kadence_scheduler::store::{DispatchAck, LogLines, NewFire, PageRequest};
 use kadence_schemas::{AppName, TriggerId, TriggerType};
 
 use super::{T0, demo_app, every_second_job, pre_read_at, store_on};
@@ -137,7 +137,8 @@ async fn broadcast_fires_become_one_row_per_partition(backend: Backend) {
     let job = store
         .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
         .await
-        .unwrap();
+        .unwrap()
+        .job;
 
     let fires = store
         .pre_read(&pre_read_at(T0 + 500 - 4_000, "node-a"))
@@ -201,7 +202,10 @@ async fn broadcast_fires_become_one_row_per_partition(backend: Backend) {
         .unwrap();
     claimed.sort_by_key(|fire| fire.shard_index);
     assert_eq!(claimed, manual);
-    let runs = store.list_runs(job.id, 100).await.unwrap();
+    let runs = store
+        .list_runs(job.id, &PageRequest::first(100))
+        .await
+        .unwrap();
     assert_eq!(runs.len(), 5);
     assert!(runs.iter().all(|run| run.state == RunState::Scheduled));
 }
@@ -283,7 +287,10 @@ async fn lost_runs_are_failed_only_when_their_result_cannot_come(backend: Backen
             failed: 1
         }
     );
-    let runs = store.list_runs(job, 100).await.unwrap();
+    let runs = store
+        .list_runs(job, &PageRequest::first(100))
+        .await
+        .unwrap();
     let lost = runs
         .iter()
         .find(|run| run.trigger_id == on_a.trigger_id)

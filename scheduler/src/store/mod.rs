@@ -77,6 +77,38 @@ impl StoreError {
     pub(crate) fn query(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
         move |source| StoreError::Query { operation, source }
     }
+
+    /// Whether the operation failed only because no connection of its pool became free in
+    /// time (the database is busy or out of reach): worth retrying later, not a bug.
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Query {
+                source: sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
+                ..
+            }
+        )
+    }
+}
+
+/// The size of a store's connection pool and how long an operation waits for a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// Connections at most.
+    pub max_connections: u32,
+    /// How long an operation waits for a free connection before it fails with a
+    /// [`StoreError::is_busy`] error.
+    pub acquire_timeout: std::time::Duration,
+}
+
+impl PoolSettings {
+    /// `max_connections` connections, waiting at most 10 s for one.
+    pub fn new(max_connections: u32) -> Self {
+        PoolSettings {
+            max_connections,
+            acquire_timeout: std::time::Duration::from_secs(10),
+        }
+    }
 }
 
 /// Parameters of one pre-read scan (see [`crate::preread`]).
@@ -121,6 +153,55 @@ pub struct NewFire {
     /// The partitions to route among instead of all of the app's (XXL-JOB's address
     /// override); the caller checks they exist.
     pub partitions: Option<Vec<i32>>,
+}
+
+/// The planned fires of one job that a stop or a schedule edit cancelled: their rows are in
+/// state CANCELLED, and copies a scheduler node still holds in its wheel must not be emitted
+/// (see [`crate::cancellations`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FireCancellation {
+    /// The job.
+    pub job_id: JobId,
+    /// The highest job-log id cancelled: every scheduled fire of the job with an id up to
+    /// this one was cancelled (later rows are fires planned after the change).
+    pub up_to_log_id: i64,
+    /// The latest lease among them, ms: after it no node holds a copy any more.
+    pub until_ms: i64,
+}
+
+/// A job as a status change or an edit left it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobChange {
+    /// The job.
+    pub job: Job,
+    /// Its planned fires the change cancelled, if any.
+    pub cancelled: Option<FireCancellation>,
+}
+
+/// Where a page of a listing starts and how long it is: keyset pagination, so a page costs
+/// the same however deep it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest<K> {
+    /// The key of the last item of the previous page; `None` for the first page.
+    pub after: Option<K>,
+    /// Items at most.
+    pub limit: u32,
+}
+
+impl<K> PageRequest<K> {
+    /// The first `limit` items.
+    pub fn first(limit: u32) -> Self {
+        PageRequest { after: None, limit }
+    }
+}
+
+/// Filters of a job listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    /// Only this app's jobs.
+    pub app: Option<AppName>,
+    /// Only jobs in this status.
+    pub status: Option<JobStatus>,
 }
 
 /// The broker acknowledged a trigger: mark its run dispatched.
@@ -202,20 +283,25 @@ pub trait Store: Send + Sync + 'static {
     /// Every app, by name.
     async fn list_apps(&self) -> Result<Vec<App>, StoreError>;
 
+    /// A page of apps by name.
+    async fn list_apps_page(&self, page: &PageRequest<String>) -> Result<Vec<App>, StoreError>;
+
     /// Creates a stopped job; [`StoreError::UnknownApp`] if its app does not exist.
     async fn create_job(&self, job: &NewJob, now_ms: i64) -> Result<Job, StoreError>;
 
     /// Replaces a job's definition, status and next fire (the API computes them with
     /// XXL-JOB's edit rules). A changed script is saved as a new glue version; the newest 30
-    /// are kept.
+    /// are kept. With `replan` (the schedule changed) the fires planned under the old schedule
+    /// and not yet emitted are cancelled in the same transaction.
     async fn update_job(
         &self,
         id: JobId,
         job: &NewJob,
         status: JobStatus,
         next_fire_ms: Option<i64>,
+        replan: bool,
         now_ms: i64,
-    ) -> Result<Job, StoreError>;
+    ) -> Result<JobChange, StoreError>;
 
     /// A job's saved script versions, newest first.
     async fn glue_versions(&self, id: JobId) -> Result<Vec<GlueVersion>, StoreError>;
@@ -223,17 +309,29 @@ pub trait Store: Send + Sync + 'static {
     /// One job by id.
     async fn get_job(&self, id: JobId) -> Result<Option<Job>, StoreError>;
 
-    /// Every job, optionally of one app, by id.
-    async fn list_jobs(&self, app: Option<&AppName>) -> Result<Vec<Job>, StoreError>;
+    /// A page of jobs matching `filter`, by id.
+    async fn list_jobs(
+        &self,
+        filter: &JobFilter,
+        page: &PageRequest<JobId>,
+    ) -> Result<Vec<Job>, StoreError>;
 
-    /// Sets a job's status and next fire (start computes it, stop clears it).
+    /// The child links of the given jobs: (job, its children), for the jobs that exist.
+    async fn child_links(&self, ids: &[JobId]) -> Result<Vec<(JobId, Vec<JobId>)>, StoreError>;
+
+    /// Sets a job's status and next fire (start computes it, stop clears it). Stopping
+    /// cancels the job's planned fires not yet emitted, in the same transaction.
     async fn set_job_status(
         &self,
         id: JobId,
         status: JobStatus,
         next_fire_ms: Option<i64>,
         now_ms: i64,
-    ) -> Result<Job, StoreError>;
+    ) -> Result<JobChange, StoreError>;
+
+    /// Cancellations whose fires some node may still hold (their lease ends after `now_ms`),
+    /// one per job.
+    async fn recent_cancellations(&self, now_ms: i64) -> Result<Vec<FireCancellation>, StoreError>;
 
     /// Writes the pending fire of one trigger of `job` outside the pre-read scan (manual, API
     /// and child triggers): one row, or one per shard for a SHARDING_BROADCAST job. Returns
@@ -264,8 +362,9 @@ pub trait Store: Send + Sync + 'static {
         completions: &[Completion],
     ) -> Result<Vec<CompletionOutcome>, StoreError>;
 
-    /// The newest `limit` runs of a job, newest first.
-    async fn list_runs(&self, job: JobId, limit: u32) -> Result<Vec<Run>, StoreError>;
+    /// A page of a job's runs, newest first: `page.after` is the log id of the last run of
+    /// the previous page (the runs listed next are older).
+    async fn list_runs(&self, job: JobId, page: &PageRequest<i64>) -> Result<Vec<Run>, StoreError>;
 
     // --- Executor registry ---
 
@@ -276,6 +375,14 @@ pub trait Store: Send + Sync + 'static {
     /// The registry's executors, optionally of one app, by app and id.
     async fn list_executors(&self, app: Option<&AppName>)
     -> Result<Vec<ExecutorEntry>, StoreError>;
+
+    /// A page of the registry's executors, optionally of one app, by app and id; the key is
+    /// (app, executor id).
+    async fn list_executors_page(
+        &self,
+        app: Option<&AppName>,
+        page: &PageRequest<(String, String)>,
+    ) -> Result<Vec<ExecutorEntry>, StoreError>;
 
     /// Marks DEAD every executor whose latest beat is older than `stale_before_ms`; returns the
     /// ids it marked (each is marked once, whichever node sweeps first).
@@ -342,16 +449,18 @@ pub trait Store: Send + Sync + 'static {
     /// written.
     async fn refresh_reports(&self, from_ms: i64, to_ms: i64) -> Result<u64, StoreError>;
 
-    /// Report rows of days in `[from_ms, to_ms)`, optionally of one app, by day, app and job.
+    /// A page of report rows of days in `[from_ms, to_ms)`, optionally of one app, by day,
+    /// app and job; the key is (day, app, job).
     async fn list_reports(
         &self,
         from_ms: i64,
         to_ms: i64,
         app: Option<&AppName>,
+        page: &PageRequest<(i64, String, i64)>,
     ) -> Result<Vec<crate::model::DailyReport>, StoreError>;
 
-    /// Deletes up to `limit` finished runs scheduled before `before_ms`, with their log
-    /// lines; returns the runs deleted.
+    /// Deletes up to `limit` finished or cancelled runs scheduled before `before_ms`, with
+    /// their log lines; returns the runs deleted.
     async fn delete_old_runs(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
 
     /// Deletes up to `limit` report rows of days before `before_ms`; returns how many.

@@ -3,8 +3,6 @@
 //! transaction; claims of expired pending fires use `SKIP LOCKED` so several nodes can claim
 //! at once without waiting on each other or taking the same row twice.
 
-use std::time::Duration;
-
 use kadence_schemas::{AppName, JobId};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -14,7 +12,10 @@ use super::rows::{
     RUN_COLUMNS, RunRow, convert_all,
 };
 use super::sql::{impl_sql_store, plan_rows};
-use super::{DispatchAck, NewFire, PreReadOutcome, PreReadRequest, StoreError};
+use super::{
+    DispatchAck, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome, PreReadRequest,
+    StoreError,
+};
 use crate::model::{
     App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire,
     Run, RunState,
@@ -30,10 +31,10 @@ impl PostgresStore {
     const BACKEND: &'static str = "postgres";
 
     /// Connects to `url`, e.g. `postgres://kadence@db.internal/kadence`.
-    pub async fn connect(url: &str, max_connections: u32) -> Result<PostgresStore, StoreError> {
+    pub async fn connect(url: &str, pool: PoolSettings) -> Result<PostgresStore, StoreError> {
         let pool = PgPoolOptions::new()
-            .max_connections(max_connections.max(1))
-            .acquire_timeout(Duration::from_secs(10))
+            .max_connections(pool.max_connections.max(1))
+            .acquire_timeout(pool.acquire_timeout)
             .connect(url)
             .await
             .map_err(|source| StoreError::Connect {

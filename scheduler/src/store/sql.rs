@@ -74,6 +74,18 @@ macro_rules! impl_sql_store {
                 convert_all(rows)
             }
 
+            async fn list_apps_page(&self, page: &PageRequest<String>) -> Result<Vec<App>, StoreError> {
+                let rows: Vec<AppRow> = sqlx::query_as(&format!(
+                    "SELECT {APP_COLUMNS} FROM apps WHERE ($1 IS NULL OR name > $1) ORDER BY name LIMIT $2"
+                ))
+                .bind(page.after.clone())
+                .bind(i64::from(page.limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list apps"))?;
+                convert_all(rows)
+            }
+
             async fn create_job(&self, job: &NewJob, now_ms: i64) -> Result<Job, StoreError> {
                 const OPERATION: &str = "create a job";
                 let mut tx = self.begin_write(OPERATION).await?;
@@ -113,8 +125,9 @@ macro_rules! impl_sql_store {
                 job: &NewJob,
                 status: JobStatus,
                 next_fire_ms: Option<i64>,
+                replan: bool,
                 now_ms: i64,
-            ) -> Result<Job, StoreError> {
+            ) -> Result<JobChange, StoreError> {
                 const OPERATION: &str = "update a job";
                 let mut tx = self.begin_write(OPERATION).await?;
                 ensure_app_exists(&mut tx, &job.app, OPERATION).await?;
@@ -158,8 +171,13 @@ macro_rules! impl_sql_store {
                 if glue_changed && job.glue.source.is_some() {
                     save_glue_version(&mut tx, id, &job.glue, now_ms).await?;
                 }
+                let cancelled = if replan {
+                    cancel_planned_fires(&mut tx, id, "the job's schedule changed", now_ms).await?
+                } else {
+                    None
+                };
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
-                Job::try_from(row)
+                Ok(JobChange { job: Job::try_from(row)?, cancelled })
             }
 
             async fn glue_versions(&self, id: JobId) -> Result<Vec<GlueVersion>, StoreError> {
@@ -184,20 +202,55 @@ macro_rules! impl_sql_store {
                 row.map(Job::try_from).transpose()
             }
 
-            async fn list_jobs(&self, app: Option<&AppName>) -> Result<Vec<Job>, StoreError> {
-                let rows: Vec<JobRow> = match app {
-                    Some(app) => sqlx::query_as(&format!(
-                        "SELECT {JOB_COLUMNS} FROM jobs WHERE app = $1 ORDER BY id"
-                    ))
-                    .bind(app.as_str())
-                    .fetch_all(&self.pool)
-                    .await,
-                    None => sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id"))
-                        .fetch_all(&self.pool)
-                        .await,
+            async fn list_jobs(
+                &self,
+                filter: &$crate::store::JobFilter,
+                page: &PageRequest<JobId>,
+            ) -> Result<Vec<Job>, StoreError> {
+                // Only the filters given become conditions, so each shape of the query has a
+                // plan that uses its index (jobs_app_id for the app, the primary key for
+                // the page) rather than one generic plan for every combination.
+                let mut query = sqlx::QueryBuilder::<$db>::new(format!("SELECT {JOB_COLUMNS} FROM jobs WHERE true"));
+                if let Some(app) = &filter.app {
+                    query.push(" AND app = ").push_bind(app.as_str().to_owned());
                 }
-                .map_err(StoreError::query("list jobs"))?;
+                if let Some(status) = filter.status {
+                    query.push(" AND status = ").push_bind(status.as_str());
+                }
+                if let Some(after) = page.after {
+                    query.push(" AND id > ").push_bind(after.get());
+                }
+                query.push(" ORDER BY id LIMIT ").push_bind(i64::from(page.limit));
+                let rows: Vec<JobRow> = query
+                    .build_query_as()
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(StoreError::query("list jobs"))?;
                 convert_all(rows)
+            }
+
+            async fn child_links(&self, ids: &[JobId]) -> Result<Vec<(JobId, Vec<JobId>)>, StoreError> {
+                let mut links = Vec::with_capacity(ids.len());
+                for chunk in ids.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut query = sqlx::QueryBuilder::<$db>::new("SELECT id, child_job_ids FROM jobs WHERE id IN (");
+                    let mut separated = query.separated(", ");
+                    for id in chunk {
+                        separated.push_bind(id.get());
+                    }
+                    query.push(")");
+                    let rows: Vec<(i64, String)> = query
+                        .build_query_as()
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(StoreError::query("read child job links"))?;
+                    for (id, children) in rows {
+                        let corrupt = |reason: String| StoreError::CorruptRow { what: format!("job {id}"), reason };
+                        let id = JobId::new(id).map_err(|error| corrupt(error.to_string()))?;
+                        let children = $crate::store::rows::parse_list::<JobId>(&children).map_err(corrupt)?;
+                        links.push((id, children));
+                    }
+                }
+                Ok(links)
             }
 
             async fn set_job_status(
@@ -206,7 +259,9 @@ macro_rules! impl_sql_store {
                 status: JobStatus,
                 next_fire_ms: Option<i64>,
                 now_ms: i64,
-            ) -> Result<Job, StoreError> {
+            ) -> Result<JobChange, StoreError> {
+                const OPERATION: &str = "change a job's status";
+                let mut tx = self.begin_write(OPERATION).await?;
                 let row: Option<JobRow> = sqlx::query_as(&format!(
                     "UPDATE jobs SET status = $1, next_fire_ms = $2, updated_at_ms = $3 \
                      WHERE id = $4 RETURNING {JOB_COLUMNS}"
@@ -215,10 +270,43 @@ macro_rules! impl_sql_store {
                 .bind(next_fire_ms)
                 .bind(now_ms)
                 .bind(id.get())
-                .fetch_optional(&self.pool)
+                .fetch_optional(&mut *tx)
                 .await
-                .map_err(StoreError::query("change a job's status"))?;
-                row.map(Job::try_from).transpose()?.ok_or(StoreError::JobNotFound(id))
+                .map_err(StoreError::query(OPERATION))?;
+                let job = row.map(Job::try_from).transpose()?.ok_or(StoreError::JobNotFound(id))?;
+                let cancelled = if status == JobStatus::Stopped {
+                    cancel_planned_fires(&mut tx, id, "the job was stopped", now_ms).await?
+                } else {
+                    None
+                };
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(JobChange { job, cancelled })
+            }
+
+            async fn recent_cancellations(
+                &self,
+                now_ms: i64,
+            ) -> Result<Vec<$crate::store::FireCancellation>, StoreError> {
+                let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
+                    "SELECT job_id, MAX(id), MAX(lease_until_ms) FROM job_logs \
+                     WHERE state = 'CANCELLED' AND lease_until_ms > $1 GROUP BY job_id",
+                )
+                .bind(now_ms)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("read recent cancellations"))?;
+                rows.into_iter()
+                    .map(|(job_id, up_to_log_id, until_ms)| {
+                        Ok($crate::store::FireCancellation {
+                            job_id: JobId::new(job_id).map_err(|error| StoreError::CorruptRow {
+                                what: format!("cancelled fire {up_to_log_id}"),
+                                reason: error.to_string(),
+                            })?,
+                            up_to_log_id,
+                            until_ms,
+                        })
+                    })
+                    .collect()
             }
 
             async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError> {
@@ -266,7 +354,11 @@ macro_rules! impl_sql_store {
                 .map_err(StoreError::query(OPERATION))?;
                 let jobs_read = rows.len();
                 let planned = plan_rows(rows, request);
-                let fires = insert_fires(&mut tx, planned.fires, &request.node_id, request.lease_ms, request.now_ms).await?;
+                // Jobs first, fires after, and only for the jobs whose advance applied: a job
+                // stopped or edited while this scan ran gets no fire from it. On PostgreSQL
+                // the advance also locks the job's row, so a stop that comes later waits for
+                // this scan and then cancels what it wrote.
+                let mut advanced = std::collections::HashSet::with_capacity(planned.advances.len());
                 // All next-fire times in one statement per chunk: one round trip, not one per job.
                 for chunk in planned.advances.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let mut update = sqlx::QueryBuilder::<$db>::new(
@@ -287,14 +379,21 @@ macro_rules! impl_sql_store {
                         ") UPDATE jobs SET next_fire_ms = v.next_fire, \
                          last_fire_ms = COALESCE(v.last_fire, jobs.last_fire_ms), status = v.status \
                          FROM v WHERE jobs.id = v.id AND jobs.status = 'RUNNING' \
-                         AND jobs.next_fire_ms = v.read_next_fire",
+                         AND jobs.next_fire_ms = v.read_next_fire RETURNING jobs.id",
                     );
-                    update
-                        .build()
-                        .execute(&mut *tx)
+                    let ids: Vec<(i64,)> = update
+                        .build_query_as()
+                        .fetch_all(&mut *tx)
                         .await
                         .map_err(StoreError::query(OPERATION))?;
+                    advanced.extend(ids.into_iter().map(|(id,)| id));
                 }
+                let fires: Vec<PendingFire> = planned
+                    .fires
+                    .into_iter()
+                    .filter(|fire| advanced.contains(&fire.job_id.get()))
+                    .collect();
+                let fires = insert_fires(&mut tx, fires, &request.node_id, request.lease_ms, request.now_ms).await?;
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 Ok(PreReadOutcome { jobs_read, fires })
             }
@@ -420,12 +519,14 @@ macro_rules! impl_sql_store {
                 Ok(outcomes)
             }
 
-            async fn list_runs(&self, job: JobId, limit: u32) -> Result<Vec<Run>, StoreError> {
+            async fn list_runs(&self, job: JobId, page: &PageRequest<i64>) -> Result<Vec<Run>, StoreError> {
                 let rows: Vec<RunRow> = sqlx::query_as(&format!(
-                    "SELECT {RUN_COLUMNS} FROM job_logs WHERE job_id = $1 ORDER BY id DESC LIMIT $2"
+                    "SELECT {RUN_COLUMNS} FROM job_logs WHERE job_id = $1 AND id < $2 \
+                     ORDER BY id DESC LIMIT $3"
                 ))
                 .bind(job.get())
-                .bind(i64::from(limit))
+                .bind(page.after.unwrap_or(i64::MAX))
+                .bind(i64::from(page.limit))
                 .fetch_all(&self.pool)
                 .await
                 .map_err(StoreError::query("list runs"))?;
@@ -488,6 +589,38 @@ macro_rules! impl_sql_store {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(StoreError::query("list executors"))?;
+                convert_all(rows)
+            }
+
+            async fn list_executors_page(
+                &self,
+                app: Option<&AppName>,
+                page: &PageRequest<(String, String)>,
+            ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
+                let mut query = sqlx::QueryBuilder::<$db>::new(
+                    "SELECT executor_id, app, host, version, handlers, owned_partitions, \
+                     running_jobs, queued_jobs, state, first_seen_at_ms, last_beat_at_ms \
+                     FROM executors WHERE true",
+                );
+                if let Some(app) = app {
+                    query.push(" AND app = ").push_bind(app.as_str().to_owned());
+                }
+                if let Some((app, executor)) = &page.after {
+                    query
+                        .push(" AND (app > ")
+                        .push_bind(app.clone())
+                        .push(" OR (app = ")
+                        .push_bind(app.clone())
+                        .push(" AND executor_id > ")
+                        .push_bind(executor.clone())
+                        .push("))");
+                }
+                query.push(" ORDER BY app, executor_id LIMIT ").push_bind(i64::from(page.limit));
+                let rows: Vec<$crate::store::rows::ExecutorRow> = query
+                    .build_query_as()
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(StoreError::query("list executors"))?;
                 convert_all(rows)
             }
 
@@ -703,7 +836,7 @@ macro_rules! impl_sql_store {
                 let done = sqlx::query(
                     "INSERT INTO job_reports (day_ms, app, job_id, running, succeeded, failed) \
                      SELECT (scheduled_at_ms / 86400000) * 86400000, app, job_id, \
-                     SUM(CASE WHEN state <> 'FINISHED' THEN 1 ELSE 0 END), \
+                     SUM(CASE WHEN state IN ('SCHEDULED', 'DISPATCHED') THEN 1 ELSE 0 END), \
                      SUM(CASE WHEN handle_code = 200 THEN 1 ELSE 0 END), \
                      SUM(CASE WHEN state = 'FINISHED' AND handle_code <> 200 THEN 1 ELSE 0 END) \
                      FROM job_logs WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 \
@@ -724,15 +857,33 @@ macro_rules! impl_sql_store {
                 from_ms: i64,
                 to_ms: i64,
                 app: Option<&AppName>,
+                page: &PageRequest<(i64, String, i64)>,
             ) -> Result<Vec<$crate::model::DailyReport>, StoreError> {
-                sqlx::query_as(
-                    "SELECT day_ms, app, job_id, running, succeeded, failed FROM job_reports \
-                     WHERE day_ms >= $1 AND day_ms < $2 AND ($3 IS NULL OR app = $3) \
-                     ORDER BY day_ms, app, job_id",
-                )
-                .bind(from_ms)
-                .bind(to_ms)
-                .bind(app.map(|app| app.as_str().to_owned()))
+                let mut query = sqlx::QueryBuilder::<$db>::new(
+                    "SELECT day_ms, app, job_id, running, succeeded, failed FROM job_reports WHERE day_ms >= ",
+                );
+                query.push_bind(from_ms).push(" AND day_ms < ").push_bind(to_ms);
+                if let Some(app) = app {
+                    query.push(" AND app = ").push_bind(app.as_str().to_owned());
+                }
+                if let Some((day, app, job)) = &page.after {
+                    // (day, app, job) > (after…), spelled out: both backends plan it on the key.
+                    query
+                        .push(" AND (day_ms > ")
+                        .push_bind(*day)
+                        .push(" OR (day_ms = ")
+                        .push_bind(*day)
+                        .push(" AND (app > ")
+                        .push_bind(app.clone())
+                        .push(" OR (app = ")
+                        .push_bind(app.clone())
+                        .push(" AND job_id > ")
+                        .push_bind(*job)
+                        .push("))))");
+                }
+                query.push(" ORDER BY day_ms, app, job_id LIMIT ").push_bind(i64::from(page.limit));
+                query
+                .build_query_as()
                 .fetch_all(&self.pool)
                 .await
                 .map_err(StoreError::query("list daily reports"))
@@ -742,7 +893,7 @@ macro_rules! impl_sql_store {
                 const OPERATION: &str = "delete old runs";
                 let mut tx = self.begin_write(OPERATION).await?;
                 let ids: Vec<(i64,)> = sqlx::query_as(
-                    "SELECT id FROM job_logs WHERE scheduled_at_ms < $1 AND state = 'FINISHED' \
+                    "SELECT id FROM job_logs WHERE scheduled_at_ms < $1 AND state IN ('FINISHED', 'CANCELLED') \
                      ORDER BY scheduled_at_ms LIMIT $2",
                 )
                 .bind(before_ms)
@@ -817,6 +968,34 @@ macro_rules! impl_sql_store {
                 .map_err(StoreError::query(operation))?
                 .is_some();
             if exists { Ok(()) } else { Err(StoreError::UnknownApp(app.clone())) }
+        }
+
+        /// Cancels the fires of `job` that its schedule planned and no node has emitted yet
+        /// (state CANCELLED, `reason` as their message). Manual, API, retry and child fires
+        /// are kept: someone asked for those. Returns what was cancelled, if anything.
+        async fn cancel_planned_fires(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            job: JobId,
+            reason: &str,
+            now_ms: i64,
+        ) -> Result<Option<$crate::store::FireCancellation>, StoreError> {
+            let cancelled: Vec<(i64, Option<i64>)> = sqlx::query_as(
+                "UPDATE job_logs SET state = 'CANCELLED', handle_msg = $2, handle_at_ms = $3, \
+                 owner_node = NULL WHERE job_id = $1 AND state = 'SCHEDULED' \
+                 AND trigger_type IN ('CRON', 'FIX_RATE', 'FIX_DELAY', 'MISFIRE') \
+                 RETURNING id, lease_until_ms",
+            )
+            .bind(job.get())
+            .bind(format!("cancelled: {reason} before this fire was emitted"))
+            .bind(now_ms)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(StoreError::query("cancel planned fires"))?;
+            Ok(cancelled.iter().map(|(id, _)| *id).max().map(|up_to_log_id| $crate::store::FireCancellation {
+                job_id: job,
+                up_to_log_id,
+                until_ms: cancelled.iter().filter_map(|(_, lease)| *lease).max().unwrap_or(now_ms),
+            }))
         }
 
         /// Binds a job's definition in [`JOB_SPEC_COLUMNS`] order, as `$1`…`$n`.
@@ -908,6 +1087,11 @@ macro_rules! impl_sql_store {
         /// Writes fires as pending job-log rows owned by `node_id`, skipping trigger ids that
         /// exist already (a fire is written once, whoever writes it), and returns the written
         /// ones with their row ids.
+        ///
+        /// A trigger id that exists only as a cancelled fire is written again: the new
+        /// schedule fires at an instant the old one had planned too, and the new fire replaces
+        /// the cancelled one. It gets a new row id, above the cancellation's, so the copy of
+        /// the cancelled fire that a wheel may hold is still recognised and dropped.
         async fn insert_fires(
             tx: &mut sqlx::Transaction<'_, $db>,
             drafts: Vec<PendingFire>,
@@ -916,7 +1100,49 @@ macro_rules! impl_sql_store {
             now_ms: i64,
         ) -> Result<Vec<PendingFire>, StoreError> {
             let drafts = expand_broadcasts(tx, drafts).await?;
+            let (mut written, existing) = insert_new_fires(tx, drafts, node_id, lease_ms, now_ms).await?;
+            if existing.is_empty() {
+                return Ok(written);
+            }
+            let mut replaced = std::collections::HashSet::new();
+            for chunk in existing.chunks($crate::store::sql::UPDATE_CHUNK) {
+                let mut delete = sqlx::QueryBuilder::<$db>::new(
+                    "DELETE FROM job_logs WHERE state = 'CANCELLED' AND trigger_id IN (",
+                );
+                let mut separated = delete.separated(", ");
+                for fire in chunk {
+                    separated.push_bind(fire.trigger_id.as_str().to_owned());
+                }
+                delete.push(") RETURNING trigger_id");
+                let rows: Vec<(String,)> = delete
+                    .build_query_as()
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query("replace cancelled fires"))?;
+                replaced.extend(rows.into_iter().map(|(trigger,)| trigger));
+            }
+            let (again, still_existing): (Vec<PendingFire>, Vec<PendingFire>) = existing
+                .into_iter()
+                .partition(|fire| replaced.contains(fire.trigger_id.as_str()));
+            for fire in &still_existing {
+                tracing::warn!(trigger_id = %fire.trigger_id, "fire exists already; not writing it twice");
+            }
+            let (rewritten, _) = insert_new_fires(tx, again, node_id, lease_ms, now_ms).await?;
+            written.extend(rewritten);
+            Ok(written)
+        }
+
+        /// Inserts fires whose trigger ids are new; returns the written ones with their row
+        /// ids, and the ones whose trigger id exists already.
+        async fn insert_new_fires(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            drafts: Vec<PendingFire>,
+            node_id: &str,
+            lease_ms: i64,
+            now_ms: i64,
+        ) -> Result<(Vec<PendingFire>, Vec<PendingFire>), StoreError> {
             let mut written = Vec::with_capacity(drafts.len());
+            let mut existing = Vec::new();
             for chunk in drafts.chunks($crate::store::sql::INSERT_CHUNK) {
                 let mut insert = sqlx::QueryBuilder::<$db>::new(
                     "INSERT INTO job_logs (trigger_id, job_id, app, handler, params, trigger_type, \
@@ -960,14 +1186,11 @@ macro_rules! impl_sql_store {
                 for fire in chunk {
                     match ids.get(fire.trigger_id.as_str()) {
                         Some(&log_id) => written.push(PendingFire { log_id, ..fire.clone() }),
-                        None => tracing::warn!(
-                            trigger_id = %fire.trigger_id,
-                            "fire exists already; not writing it twice"
-                        ),
+                        None => existing.push(fire.clone()),
                     }
                 }
             }
-            Ok(written)
+            Ok((written, existing))
         }
     };
 }

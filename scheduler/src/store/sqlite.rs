@@ -14,7 +14,10 @@ use super::rows::{
     RUN_COLUMNS, RunRow, convert_all,
 };
 use super::sql::{impl_sql_store, plan_rows};
-use super::{DispatchAck, NewFire, PreReadOutcome, PreReadRequest, StoreError};
+use super::{
+    DispatchAck, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome, PreReadRequest,
+    StoreError,
+};
 use crate::model::{
     App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire,
     Run, RunState,
@@ -31,7 +34,7 @@ impl SqliteStore {
 
     /// Opens (creating if missing) the database at `url`, e.g. `sqlite://kadence.db` or
     /// `sqlite:///var/lib/kadence/kadence.db`.
-    pub async fn connect(url: &str, max_connections: u32) -> Result<SqliteStore, StoreError> {
+    pub async fn connect(url: &str, pool: PoolSettings) -> Result<SqliteStore, StoreError> {
         let connect = |source| StoreError::Connect {
             backend: Self::BACKEND,
             source,
@@ -44,7 +47,8 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(30))
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
-            .max_connections(max_connections.max(1))
+            .max_connections(pool.max_connections.max(1))
+            .acquire_timeout(pool.acquire_timeout)
             .connect_with(options)
             .await
             .map_err(connect)?;

@@ -4,25 +4,40 @@
 //! |---|---|---|
 //! | GET | `/health` | liveness |
 //! | GET, POST | `/api/apps` | list / create apps (creates `{prefix}.triggers.{app}`) |
-//! | GET, POST | `/api/jobs` (`?app=`) | list / create jobs |
+//! | GET, POST | `/api/jobs` (`?app=&status=`) | list / create jobs |
 //! | GET, PATCH | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) |
 //! | GET | `/api/jobs/{id}/glue` | the job's saved script versions, newest first |
-//! | POST | `/api/jobs/{id}/start`, `/stop` | schedule or unschedule a job |
+//! | POST | `/api/jobs/{id}/start`, `/stop` | schedule or unschedule a job (a stop cancels its planned fires) |
 //! | POST | `/api/jobs/{id}/trigger` | fire once now, optionally with other params and only among named `partitions` |
 //! | POST | `/api/jobs/{id}/kill` | stop the job's running and queued runs on every executor |
-//! | GET | `/api/jobs/{id}/runs` (`?limit=`) | newest runs with codes and messages |
+//! | GET | `/api/jobs/{id}/runs` | newest runs with codes and messages |
 //! | GET | `/api/schedules/preview` | next fire times of a schedule, before saving it |
 //! | GET | `/api/runs/{log_id}/log` (`?from_line=&limit=`) | a run's log lines from a line on |
 //! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
 //! | GET | `/api/reports` (`?from=&to=&app=`) | daily running / succeeded / failed counts per job |
 //!
-//! Bad input gets a 4xx with `{"error": "…"}` saying what to fix; an internal failure is
-//! logged with its cause and answered with a bare 500.
+//! Every `GET` list answers a page, `{"items": [...], "next": …}`, of at most `limit` items
+//! (default 100, at most 1 000); pass `next` as `after` for the following page
+//! ([`pages`]).
+//!
+//! Bad input gets a 4xx with `{"error": "…"}` saying what to fix: 400 for an invalid value
+//! (including a NUL character in any text), 413 for a body over 512 KiB ([`body`]). A busy
+//! node answers 503 with `Retry-After` — too many requests at once, a request past its
+//! timeout, no database connection free in time ([`limits`]); the scheduling loops have their
+//! own connections, so API load never delays a fire. An internal failure is logged with its
+//! cause and answered with a bare 500.
+
+mod body;
+mod limits;
+mod pages;
+
+pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
+pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page};
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequest, Path, Query, State};
-use axum::http::StatusCode;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -31,8 +46,11 @@ use kadence_schemas::{
     TriggerType,
 };
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
+use self::body::{ApiJson, OptionalJson};
+use self::pages::{join_key, page_request, split_key};
+use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
 use crate::dispatch::PartitionDirectory;
 use crate::kafka::{ControlChannel, TopicAdmin, TopicError};
@@ -42,7 +60,7 @@ use crate::model::{
 };
 use crate::registry::Registry;
 use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
-use crate::store::{NewFire, Store, StoreError};
+use crate::store::{JobChange, JobFilter, NewFire, Store, StoreError};
 
 /// Largest `params` accepted, in bytes: params travel in every trigger record.
 pub const MAX_PARAMS_BYTES: usize = 64 * 1024;
@@ -61,6 +79,11 @@ pub struct ApiState {
     pub partitions: Arc<PartitionDirectory>,
     /// Where manual fires go to be emitted.
     pub wheel: mpsc::Sender<PendingFire>,
+    /// Fires this node must not emit; a stop or an edit served here records its
+    /// cancellation at once (other nodes read it from the store).
+    pub cancelled: Arc<CancelledFires>,
+    /// Wakes this node's pre-read loop (after an edit gave a job a new schedule).
+    pub pre_read_waker: Arc<Notify>,
     /// Commands to executors (kill).
     pub control: ControlChannel,
     /// Live executors (for listing).
@@ -75,10 +98,9 @@ pub struct ApiState {
     pub pre_read_window_ms: i64,
 }
 
-/// The API's routes over `state`.
-pub fn router(state: Arc<ApiState>) -> Router {
-    Router::new()
-        .route("/health", get(|| async { "ok" }))
+/// The API's routes over `state`, within `limits`.
+pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
+    let api = Router::new()
         .route("/api/apps", get(list_apps).post(create_app))
         .route("/api/jobs", get(list_jobs).post(create_job))
         .route("/api/jobs/{id}", get(get_job).patch(update_job))
@@ -92,6 +114,9 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/api/executors", get(list_executors))
         .route("/api/runs/{log_id}/log", get(read_run_log))
         .route("/api/reports", get(list_reports))
+        .layer(DefaultBodyLimit::max(limits.body_limit));
+    limits::with_load_limits(api, limits)
+        .route("/health", get(|| async { "ok" }))
         .with_state(state)
 }
 
@@ -107,6 +132,12 @@ pub enum ApiError {
     /// The request conflicts with what exists.
     #[error("{0}")]
     Conflict(String),
+    /// The request body is over the limit.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// The node is too busy for this request now; the client should retry after a moment.
+    #[error("service busy: {0}; retry in a moment")]
+    Unavailable(String),
     /// Something failed inside; logged, not echoed.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -123,18 +154,29 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unavailable(reason) => {
+                tracing::debug!(%reason, "API request shed");
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Internal(cause) => {
                 tracing::error!(error = format!("{cause:#}"), "API request failed");
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };
-        (
+        let mut response = (
             status,
             Json(ErrorBody {
                 error: self.to_string(),
             }),
         )
-            .into_response()
+            .into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 
@@ -144,29 +186,10 @@ impl From<StoreError> for ApiError {
             StoreError::UnknownApp(_) => ApiError::BadRequest(error.to_string()),
             StoreError::JobNotFound(_) => ApiError::NotFound(error.to_string()),
             StoreError::AppExists(_) => ApiError::Conflict(error.to_string()),
+            busy if busy.is_busy() => ApiError::Unavailable("the database is busy".to_owned()),
             other => ApiError::Internal(other.into()),
         }
     }
-}
-
-impl From<axum::extract::rejection::JsonRejection> for ApiError {
-    fn from(rejection: axum::extract::rejection::JsonRejection) -> Self {
-        ApiError::BadRequest(format!("invalid request body: {}", rejection.body_text()))
-    }
-}
-
-/// `Json` whose rejections are [`ApiError`]s, so every 4xx has the same body shape.
-#[derive(FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
-struct ApiJson<T>(T);
-
-/// A JSON body that may be left out: an empty body is `T::default()`.
-fn optional_body<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(body)
-        .map_err(|error| bad_request(format!("invalid request body: {error}")))
 }
 
 fn bad_request(error: impl std::fmt::Display) -> ApiError {
@@ -233,8 +256,27 @@ async fn create_app(
     Ok((StatusCode::CREATED, Json(app)))
 }
 
-async fn list_apps(State(state): State<Arc<ApiState>>) -> Result<Json<Vec<App>>, ApiError> {
-    Ok(Json(state.store.list_apps().await?))
+/// Query of the list endpoints without filters: a page.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// Items at most (default 100, at most 1 000).
+    pub limit: Option<u32>,
+}
+
+async fn list_apps(
+    State(state): State<Arc<ApiState>>,
+    Query(query): Query<PageQuery>,
+) -> Result<Json<Page<App>>, ApiError> {
+    let page = page_request(query.after.as_deref(), query.limit, |text| {
+        Some(text.to_owned())
+    })?;
+    let apps = state.store.list_apps_page(&page).await?;
+    Ok(Json(Page::new(apps, page.limit, |app| {
+        app.name.to_string()
+    })))
 }
 
 /// Body of `POST /api/jobs`. Optional fields take XXL-JOB's defaults.
@@ -464,11 +506,19 @@ async fn check_children(
     if children.is_empty() {
         return Ok(());
     }
-    let jobs = state.store.list_jobs(None).await?;
-    let links: std::collections::HashMap<JobId, &[JobId]> = jobs
-        .iter()
-        .map(|job| (job.id, job.spec.child_job_ids.as_slice()))
-        .collect();
+    // Only the jobs reachable from the children are read, level by level.
+    let mut links: std::collections::HashMap<JobId, Vec<JobId>> = std::collections::HashMap::new();
+    let mut asked: std::collections::HashSet<JobId> = children.iter().copied().collect();
+    let mut frontier: Vec<JobId> = asked.iter().copied().collect();
+    while !frontier.is_empty() {
+        let found = state.store.child_links(&frontier).await?;
+        frontier = found
+            .iter()
+            .flat_map(|(_, next)| next.iter().copied())
+            .filter(|id| asked.insert(*id))
+            .collect();
+        links.extend(found);
+    }
     for child in children {
         if !links.contains_key(child) {
             return Err(bad_request(format!("child job {child} does not exist")));
@@ -492,7 +542,7 @@ async fn check_children(
         if !seen.insert(last) {
             continue;
         }
-        for next in links.get(&last).copied().unwrap_or_default() {
+        for next in links.get(&last).map(Vec::as_slice).unwrap_or_default() {
             let mut longer = path.clone();
             longer.push(*next);
             stack.push(longer);
@@ -535,8 +585,11 @@ async fn get_job(
 }
 
 /// `PATCH /api/jobs/{id}`: the fields given replace the job's (the body has the shape of
-/// `POST /api/jobs`, every field optional). As in XXL-JOB, a running job whose schedule
-/// changes gets its next fire recomputed from now + the pre-read window.
+/// `POST /api/jobs`, every field optional). A running job whose schedule changes has the
+/// fires planned under the old schedule cancelled and replaced: its next fire is the new
+/// schedule's first after now, and the pre-read loop is woken to plan it. (XXL-JOB counts
+/// from now + 5 s because its ring may still hold old fires; cancelling them makes that gap
+/// unnecessary.)
 async fn update_job(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
@@ -582,17 +635,21 @@ async fn update_job(
             }
             let next = spec
                 .schedule
-                .next_after(now + state.pre_read_window_ms, spec.time_zone)
+                .next_after(now, spec.time_zone)
                 .ok_or_else(|| bad_request("the new schedule has no future fire"))?;
             (JobStatus::Running, Some(next))
         }
         (status, _) => (status, current.next_fire_ms),
     };
-    let job = state
+    let replan = schedule_changed && current.status == JobStatus::Running;
+    let change = state
         .store
-        .update_job(current.id, &spec, status, next_fire_ms, now)
+        .update_job(current.id, &spec, status, next_fire_ms, replan, now)
         .await?;
-    Ok(Json(JobView::from(&job)))
+    if replan {
+        state.pre_read_waker.notify_one();
+    }
+    Ok(Json(JobView::from(&apply_change(&state, change))))
 }
 
 async fn list_glue_versions(
@@ -604,23 +661,49 @@ async fn list_glue_versions(
 }
 
 /// Query of `GET /api/jobs`.
-#[derive(Debug, Deserialize)]
-struct JobFilter {
-    app: Option<String>,
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobQuery {
+    /// Only this app's jobs.
+    pub app: Option<String>,
+    /// Only RUNNING or only STOPPED jobs.
+    pub status: Option<String>,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// Jobs at most (default 100, at most 1 000).
+    pub limit: Option<u32>,
 }
 
 async fn list_jobs(
     State(state): State<Arc<ApiState>>,
-    Query(filter): Query<JobFilter>,
-) -> Result<Json<Vec<JobView>>, ApiError> {
-    let app = filter
-        .app
-        .as_deref()
-        .map(AppName::parse)
-        .transpose()
-        .map_err(bad_request)?;
-    let jobs = state.store.list_jobs(app.as_ref()).await?;
-    Ok(Json(jobs.iter().map(JobView::from).collect()))
+    Query(query): Query<JobQuery>,
+) -> Result<Json<Page<JobView>>, ApiError> {
+    let filter = JobFilter {
+        app: parse_app_filter(query.app.as_deref())?,
+        status: query
+            .status
+            .as_deref()
+            .map(str::parse::<JobStatus>)
+            .transpose()
+            .map_err(bad_request)?,
+    };
+    let page = page_request(query.after.as_deref(), query.limit, |text| {
+        text.parse::<JobId>().ok()
+    })?;
+    let jobs = state.store.list_jobs(&filter, &page).await?;
+    let views = jobs.iter().map(JobView::from).collect();
+    Ok(Json(Page::new(views, page.limit, |job: &JobView| {
+        job.id.to_string()
+    })))
+}
+
+/// Makes a stop's or an edit's cancellation known to this node's dispatch at once (other
+/// nodes read it from the store within `schedule.cancel_poll_interval`).
+fn apply_change(state: &ApiState, change: JobChange) -> Job {
+    if let Some(cancelled) = change.cancelled {
+        state.cancelled.record(cancelled);
+    }
+    change.job
 }
 
 /// XXL-JOB's start: the first fire is the first one after now + the pre-read window, so the
@@ -638,10 +721,11 @@ async fn start_job_now(state: &ApiState, job: Job) -> Result<Job, ApiError> {
         .schedule
         .next_after(now + state.pre_read_window_ms, job.spec.time_zone)
         .ok_or_else(|| bad_request(format!("job {}'s schedule has no future fire", job.id)))?;
-    Ok(state
+    let change = state
         .store
         .set_job_status(job.id, JobStatus::Running, Some(next), now)
-        .await?)
+        .await?;
+    Ok(apply_change(state, change))
 }
 
 async fn start_job(
@@ -660,11 +744,11 @@ async fn stop_job(
     Path(id): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
     let id = parse_job_id(&id)?;
-    let job = state
+    let change = state
         .store
         .set_job_status(id, JobStatus::Stopped, None, state.clock.now_ms())
         .await?;
-    Ok(Json(JobView::from(&job)))
+    Ok(Json(JobView::from(&apply_change(&state, change))))
 }
 
 /// Body of `POST /api/jobs/{id}/trigger`.
@@ -733,11 +817,10 @@ fn check_partitions(named: &[i32], app: &AppName, partitions: i32) -> Result<(),
 async fn trigger_job(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    // An empty body triggers with the job's own params.
+    OptionalJson(request): OptionalJson<TriggerRequest>,
 ) -> Result<(StatusCode, Json<TriggerResponse>), ApiError> {
     let job = load_job(&state, parse_job_id(&id)?).await?;
-    // An empty body triggers with the job's own params.
-    let request: TriggerRequest = optional_body(&body)?;
     let params = request.params.unwrap_or_else(|| job.spec.params.clone());
     check_params(&params)?;
     if let Some(named) = &request.partitions {
@@ -838,7 +921,10 @@ async fn read_run_log(
         .get_run(log_id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("run {log_id} does not exist")))?;
-    let finished = run.state == crate::model::RunState::Finished;
+    let finished = matches!(
+        run.state,
+        crate::model::RunState::Finished | crate::model::RunState::Cancelled
+    );
     let lines = state.store.read_log_lines(log_id, from_line, limit).await?;
     // Lines arrive in order per run, so what is stored is a prefix: no gaps to skip.
     let next_line = lines.last().map_or(from_line, |(number, _)| number + 1);
@@ -868,6 +954,10 @@ pub struct ReportQuery {
     pub to: Option<String>,
     /// Only this app's jobs.
     pub app: Option<String>,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// Rows at most (default 100, at most 1 000).
+    pub limit: Option<u32>,
 }
 
 /// One day of one job, as listed.
@@ -891,7 +981,7 @@ pub struct ReportView {
 async fn list_reports(
     State(state): State<Arc<ApiState>>,
     Query(query): Query<ReportQuery>,
-) -> Result<Json<Vec<ReportView>>, ApiError> {
+) -> Result<Json<Page<ReportView>>, ApiError> {
     use crate::monitors::reports::{DAY_MS, day_of};
     let parse_day = |text: &str| {
         chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
@@ -917,25 +1007,42 @@ async fn list_reports(
         .transpose()?
         .unwrap_or(today);
     let app = parse_app_filter(query.app.as_deref())?;
+    let page = page_request(query.after.as_deref(), query.limit, |text| {
+        let parts = split_key(text, 3)?;
+        Some((
+            parts[0].parse().ok()?,
+            parts[1].to_owned(),
+            parts[2].parse().ok()?,
+        ))
+    })?;
     let reports = state
         .store
-        .list_reports(from, to + DAY_MS, app.as_ref())
+        .list_reports(from, to + DAY_MS, app.as_ref(), &page)
         .await?;
-    Ok(Json(
-        reports
-            .into_iter()
-            .map(|report| ReportView {
-                day: chrono::DateTime::from_timestamp_millis(report.day_ms)
-                    .map(|day| day.format("%Y-%m-%d").to_string())
-                    .unwrap_or_default(),
-                app: report.app,
-                job_id: report.job_id,
-                running: report.running,
-                succeeded: report.succeeded,
-                failed: report.failed,
-            })
-            .collect(),
-    ))
+    let next = (reports.len() >= page.limit as usize)
+        .then(|| reports.last())
+        .flatten()
+        .map(|last| {
+            join_key(&[
+                &last.day_ms.to_string(),
+                &last.app,
+                &last.job_id.to_string(),
+            ])
+        });
+    let items = reports
+        .into_iter()
+        .map(|report| ReportView {
+            day: chrono::DateTime::from_timestamp_millis(report.day_ms)
+                .map(|day| day.format("%Y-%m-%d").to_string())
+                .unwrap_or_default(),
+            app: report.app,
+            job_id: report.job_id,
+            running: report.running,
+            succeeded: report.succeeded,
+            failed: report.failed,
+        })
+        .collect();
+    Ok(Json(Page { items, next }))
 }
 
 /// Query of `GET /api/executors`.
@@ -944,6 +1051,10 @@ async fn list_reports(
 pub struct ExecutorQuery {
     /// Only this app's executors.
     pub app: Option<String>,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// Executors at most (default 100, at most 1 000).
+    pub limit: Option<u32>,
 }
 
 /// An executor as listed: its latest beat, and whether it takes triggers now.
@@ -961,19 +1072,23 @@ pub struct ExecutorView {
 async fn list_executors(
     State(state): State<Arc<ApiState>>,
     Query(query): Query<ExecutorQuery>,
-) -> Result<Json<Vec<ExecutorView>>, ApiError> {
+) -> Result<Json<Page<ExecutorView>>, ApiError> {
     let app = parse_app_filter(query.app.as_deref())?;
+    let page = page_request(query.after.as_deref(), query.limit, |text| {
+        split_key(text, 2).map(|parts| (parts[0].to_owned(), parts[1].to_owned()))
+    })?;
     let now = state.clock.now_ms();
-    let executors = state.store.list_executors(app.as_ref()).await?;
-    Ok(Json(
-        executors
-            .into_iter()
-            .map(|entry| ExecutorView {
-                live: state.registry.is_live(&entry, now),
-                entry,
-            })
-            .collect(),
-    ))
+    let executors = state.store.list_executors_page(app.as_ref(), &page).await?;
+    let views = executors
+        .into_iter()
+        .map(|entry| ExecutorView {
+            live: state.registry.is_live(&entry, now),
+            entry,
+        })
+        .collect();
+    Ok(Json(Page::new(views, page.limit, |view: &ExecutorView| {
+        join_key(&[view.entry.app.as_str(), &view.entry.executor_id])
+    })))
 }
 
 /// Body of `POST /api/jobs/{id}/kill`.
@@ -990,10 +1105,9 @@ pub struct KillRequest {
 async fn kill_job(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    OptionalJson(request): OptionalJson<KillRequest>,
 ) -> Result<(StatusCode, Json<KillResponse>), ApiError> {
     let job = load_job(&state, parse_job_id(&id)?).await?;
-    let request: KillRequest = optional_body(&body)?;
     let command = ControlRecord {
         command: ControlCommand::Kill,
         app: job.spec.app.clone(),
@@ -1023,20 +1137,21 @@ pub struct KillResponse {
     pub requested_at_ms: i64,
 }
 
-/// Query of `GET /api/jobs/{id}/runs`.
-#[derive(Debug, Deserialize)]
-struct RunsQuery {
-    limit: Option<u32>,
-}
-
+/// A job's runs, newest first, a page at a time (`next` is a log id: the runs after it are
+/// older).
 async fn list_runs(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
-    Query(query): Query<RunsQuery>,
-) -> Result<Json<Vec<Run>>, ApiError> {
+    Query(query): Query<PageQuery>,
+) -> Result<Json<Page<Run>>, ApiError> {
     let job = load_job(&state, parse_job_id(&id)?).await?;
-    let limit = query.limit.unwrap_or(20).clamp(1, 1000);
-    Ok(Json(state.store.list_runs(job.id, limit).await?))
+    let page = page_request(query.after.as_deref(), query.limit, |text| {
+        text.parse::<i64>().ok()
+    })?;
+    let runs = state.store.list_runs(job.id, &page).await?;
+    Ok(Json(Page::new(runs, page.limit, |run| {
+        run.log_id.to_string()
+    })))
 }
 
 /// Query of `GET /api/schedules/preview`.
