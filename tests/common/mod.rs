@@ -181,6 +181,24 @@ impl TestDatabase {
             }
         }
     }
+
+    /// Runs SQL on the database outside any store (to stage a fault), panicking on error.
+    #[allow(dead_code)] // not every suite stages faults
+    pub async fn execute(&self, sql: &str) {
+        use sqlx::{Connection, Executor};
+        let done = if self.postgres_name.is_some() {
+            let mut connection = sqlx::PgConnection::connect(&self.url)
+                .await
+                .expect("connect to the test database");
+            connection.execute(sql).await.map(|_| ())
+        } else {
+            let mut connection = sqlx::SqliteConnection::connect(&self.url)
+                .await
+                .expect("open the test database");
+            connection.execute(sql).await.map(|_| ())
+        };
+        done.unwrap_or_else(|error| panic!("{sql}: {error}"));
+    }
 }
 
 impl Drop for TestDatabase {

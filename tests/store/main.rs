@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod monitors;
+mod operators;
 mod registry;
 
 use std::collections::HashSet;
@@ -84,8 +85,7 @@ async fn running_job(store: &dyn Store, misfire: MisfireStrategy, next_fire_ms: 
     store
         .set_job_status(job.id, JobStatus::Running, Some(next_fire_ms), T0)
         .await
-        .unwrap()
-        .job;
+        .unwrap();
     job.id
 }
 
@@ -351,8 +351,7 @@ async fn concurrent_schedulers_write_each_fire_once(backend: Backend) {
         setup
             .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
             .await
-            .unwrap()
-            .job;
+            .unwrap();
         jobs.push(job.id);
     }
     // Three "nodes", each with its own pool, scan the same instants concurrently.
@@ -400,8 +399,7 @@ async fn fix_delay_job_fired(store: &dyn Store, retry: RetryPolicy) -> (JobId, V
     store
         .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
         .await
-        .unwrap()
-        .job;
+        .unwrap();
     let fires = store
         .pre_read(&pre_read_at(T0, "node-a"))
         .await
@@ -555,8 +553,7 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
                 T0 + n as i64,
             )
             .await
-            .unwrap()
-            .job;
+            .unwrap();
     }
     // An edit that leaves the script alone saves no version and keeps its timestamp.
     let params_only = NewJob {

@@ -1,0 +1,249 @@
+//! What operators do must never lose or double a fire: a stop or a schedule edit cancels the
+//! fires planned under the old state, whichever node holds them; an acknowledgement the
+//! database refused is written later and its trigger is never emitted again meanwhile.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kadence_scheduler::acks::{AckLedger, AckWriter};
+use kadence_scheduler::cancellations::{CancellationPoller, CancelledFires};
+use kadence_scheduler::claims::Claimer;
+use kadence_scheduler::model::{JobStatus, PendingFire, RunState};
+use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
+use kadence_scheduler::store::{DispatchAck, PageRequest, Store};
+use kadence_schemas::JobId;
+use tokio::sync::mpsc;
+
+use super::{T0, every_second_job, pre_read_at, running_job, store_on};
+use crate::common::{Backend, TestDatabase};
+
+async fn runs_by_state(store: &dyn Store, job: JobId, state: RunState) -> Vec<i64> {
+    let mut scheduled: Vec<i64> = store
+        .list_runs(job, &PageRequest::first(1000))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|run| run.state == state)
+        .map(|run| run.scheduled_at_ms)
+        .collect();
+    scheduled.sort_unstable();
+    scheduled
+}
+
+/// A stop cancels the job's planned fires in its own transaction: the run list shows them
+/// cancelled, no later claim (another node, or a node started after the stop) emits them,
+/// every node learns of it for the copies in its wheel, and a restart plans new fires that
+/// pass.
+async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
+    let planned = store.pre_read(&pre_read_at(T0, "node-a")).await.unwrap().fires;
+    assert_eq!(planned.len(), 5, "T0+1 s … T0+5 s");
+
+    let change = store
+        .set_job_status(job, JobStatus::Stopped, None, T0 + 500)
+        .await
+        .unwrap();
+    let cancellation = change.cancelled.expect("the stop cancels the planned fires");
+    assert_eq!(cancellation.job_id, job);
+    assert_eq!(
+        cancellation.up_to_log_id,
+        planned.iter().map(|fire| fire.log_id).max().unwrap()
+    );
+    let cancelled = runs_by_state(&*store, job, RunState::Cancelled).await;
+    assert_eq!(cancelled, (1..=5).map(|s| T0 + s * 1_000).collect::<Vec<_>>());
+    let run = &store.list_runs(job, &PageRequest::first(1)).await.unwrap()[0];
+    assert_eq!(
+        run.handle_msg.as_deref(),
+        Some("cancelled: the job was stopped before this fire was emitted")
+    );
+
+    // Long after every lease ended, a claim (say, by a node started later) takes none.
+    let (wheel, mut claimed) = mpsc::channel(100);
+    let claimer = Claimer::new(
+        Arc::clone(&store),
+        "node-b".into(),
+        Duration::from_secs(10),
+        100,
+        wheel,
+        Arc::new(AckLedger::new()),
+    );
+    assert_eq!(claimer.claim_once(T0 + 60_000).await.unwrap(), 0);
+    assert!(claimed.try_recv().is_err());
+
+    // Another node, which holds copies in its wheel, learns of the stop from the store.
+    let elsewhere = Arc::new(CancelledFires::new());
+    let poller = CancellationPoller::new(
+        Arc::clone(&store),
+        Arc::clone(&elsewhere),
+        Duration::from_secs(10),
+    );
+    assert_eq!(poller.poll_once(T0 + 600).await.unwrap(), 1);
+    assert!(planned.iter().all(|fire| elsewhere.is_cancelled(fire)));
+
+    // Started again: new fires, planned after the stop, are not taken for cancelled ones.
+    store
+        .set_job_status(job, JobStatus::Running, Some(T0 + 7_000), T0 + 2_000)
+        .await
+        .unwrap();
+    let replanned = store
+        .pre_read(&pre_read_at(T0 + 2_000, "node-a"))
+        .await
+        .unwrap()
+        .fires;
+    assert_eq!(replanned.len(), 1, "T0+7 s");
+    assert!(!elsewhere.is_cancelled(&replanned[0]));
+    // The cancellation is forgotten once no node can hold its fires any more.
+    poller.poll_once(T0 + 60_000).await.unwrap();
+    assert!(elsewhere.is_empty());
+}
+
+/// An edit that changes a running job's schedule cancels the fires planned under the old
+/// schedule; the new schedule's fires replace them, including at instants both schedules
+/// share (same trigger id, new row).
+async fn a_schedule_edit_replaces_the_planned_fires(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
+    let planned = store.pre_read(&pre_read_at(T0, "node-a")).await.unwrap().fires;
+    assert_eq!(planned.len(), 5);
+
+    let mut every_two_seconds = every_second_job(MisfireStrategy::DoNothing);
+    every_two_seconds.schedule = ScheduleSpec::parse("CRON", "*/2 * * * * ?").unwrap();
+    let change = store
+        .update_job(
+            job,
+            &every_two_seconds,
+            JobStatus::Running,
+            Some(T0 + 2_000),
+            true,
+            T0 + 500,
+        )
+        .await
+        .unwrap();
+    let cancellation = change.cancelled.expect("the old schedule's fires are cancelled");
+    let replanned = store
+        .pre_read(&pre_read_at(T0 + 600, "node-a"))
+        .await
+        .unwrap()
+        .fires;
+    let times: Vec<i64> = replanned.iter().map(|fire| fire.scheduled_at_ms).collect();
+    assert_eq!(times, vec![T0 + 2_000, T0 + 4_000]);
+    for fire in &replanned {
+        assert!(
+            fire.log_id > cancellation.up_to_log_id,
+            "a replacement has a row of its own, above the cancellation"
+        );
+    }
+    assert_eq!(
+        runs_by_state(&*store, job, RunState::Scheduled).await,
+        vec![T0 + 2_000, T0 + 4_000]
+    );
+    assert_eq!(
+        runs_by_state(&*store, job, RunState::Cancelled).await,
+        vec![T0 + 1_000, T0 + 3_000, T0 + 5_000],
+        "the fires the new schedule does not have stay cancelled"
+    );
+
+    // An edit that keeps the schedule (params only) cancels nothing.
+    let mut params_only = every_two_seconds.clone();
+    params_only.params = "other".into();
+    let change = store
+        .update_job(job, &params_only, JobStatus::Running, Some(T0 + 6_000), false, T0 + 700)
+        .await
+        .unwrap();
+    assert_eq!(change.cancelled, None);
+    assert_eq!(
+        runs_by_state(&*store, job, RunState::Scheduled).await,
+        vec![T0 + 2_000, T0 + 4_000]
+    );
+}
+
+/// Installs (or removes) a database trigger that refuses every DISPATCHED mark: a real
+/// database error on the acknowledgement path, on either backend.
+async fn refuse_dispatched_marks(db: &TestDatabase, backend: Backend, refuse: bool) {
+    let statements: &[&str] = match (backend, refuse) {
+        (Backend::Sqlite, true) => &["CREATE TRIGGER refuse_marks BEFORE UPDATE OF state ON job_logs \
+             WHEN NEW.state = 'DISPATCHED' BEGIN SELECT RAISE(ABORT, 'marks refused'); END"],
+        (Backend::Sqlite, false) => &["DROP TRIGGER refuse_marks"],
+        (Backend::Postgres, true) => &[
+            "CREATE FUNCTION refuse_marks() RETURNS trigger AS $$ BEGIN \
+             RAISE EXCEPTION 'marks refused'; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER refuse_marks BEFORE UPDATE ON job_logs FOR EACH ROW \
+             WHEN (NEW.state = 'DISPATCHED') EXECUTE FUNCTION refuse_marks()",
+        ],
+        (Backend::Postgres, false) => &["DROP TRIGGER refuse_marks ON job_logs"],
+    };
+    for statement in statements {
+        db.execute(statement).await;
+    }
+}
+
+/// The broker acknowledged a trigger but the database refuses its mark for longer than the
+/// lease: the mark is retried until it lands, and the claim loop never emits the trigger a
+/// second time meanwhile (it would have, before the ledger).
+async fn an_unwritten_acknowledgement_is_retried_and_never_re_emitted(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
+    let fires = store.pre_read(&pre_read_at(T0, "node-a")).await.unwrap().fires;
+    let acknowledged: &PendingFire = &fires[0];
+
+    let ledger = Arc::new(AckLedger::new());
+    let (acks, acks_rx) = mpsc::channel(10);
+    let mut writer = AckWriter::new(Arc::clone(&store), Arc::clone(&ledger), acks_rx, 100);
+    refuse_dispatched_marks(&db, backend, true).await;
+    ledger.acknowledged(acknowledged.log_id);
+    acks.send(DispatchAck {
+        log_id: acknowledged.log_id,
+        partition: 0,
+        dispatched_at_ms: T0 + 1_001,
+        executor_id: None,
+    })
+    .await
+    .unwrap();
+    assert!(writer.write_once().await.is_err(), "the database refuses the mark");
+    assert_eq!(ledger.len(), 1);
+
+    // Every lease has ended (1 s after each fire): the claim takes all five rows back but
+    // emits only the four that were never acknowledged.
+    let (wheel, mut claimed) = mpsc::channel(100);
+    let claimer = Claimer::new(
+        Arc::clone(&store),
+        "node-a".into(),
+        Duration::from_secs(10),
+        100,
+        wheel,
+        Arc::clone(&ledger),
+    );
+    assert_eq!(claimer.claim_once(T0 + 30_000).await.unwrap(), 5);
+    let mut emitted = Vec::new();
+    while let Ok(fire) = claimed.try_recv() {
+        emitted.push(fire.trigger_id);
+    }
+    assert_eq!(emitted.len(), 4);
+    assert!(!emitted.contains(&acknowledged.trigger_id));
+
+    // The database takes marks again: the same batch is written, nothing is lost.
+    refuse_dispatched_marks(&db, backend, false).await;
+    assert_eq!(writer.write_once().await.unwrap(), Some(1));
+    assert!(ledger.is_empty());
+    let run = store
+        .list_runs(job, &PageRequest::first(10))
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|run| run.trigger_id == acknowledged.trigger_id)
+        .unwrap();
+    assert_eq!(run.state, RunState::Dispatched);
+    assert_eq!(run.dispatched_at_ms, Some(T0 + 1_001));
+    drop(acks);
+    assert_eq!(writer.write_once().await.unwrap(), None, "closed and drained");
+}
+
+on_both_backends!(
+    stopping_a_job_cancels_its_planned_fires,
+    a_schedule_edit_replaces_the_planned_fires,
+    an_unwritten_acknowledgement_is_retried_and_never_re_emitted,
+);
