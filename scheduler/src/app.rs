@@ -323,6 +323,7 @@ impl Scheduler {
             node_id: node_id.clone(),
             lease_ms: millis(schedule.lease),
             pre_read_window_ms: millis(schedule.pre_read_window),
+            change_settle_ms: millis(schedule.emit_lead + schedule.cancel_poll_interval),
         });
         let api_limits = ApiLimits::from(&config.api);
         let api_addr = listener.local_addr().context("reading the API address")?;

@@ -2,19 +2,27 @@
 //!
 //! The pre-read loop plans a job's fires up to the pre-read window ahead and every node keeps
 //! the ones it wrote in its in-memory wheel. A stop, or an edit that changes the schedule,
-//! cancels the job's planned fires in the same transaction (state CANCELLED, see
-//! [`Store::set_job_status`](crate::store::Store::set_job_status)); that alone keeps a claim
-//! from ever emitting them. The copies already in a wheel are dropped here, at emission:
-//! [`CancelledFires`] holds, per job, the highest cancelled job-log id, and dispatch drops a
-//! scheduled fire of that job whose id is not above it (fires planned after the change get
-//! higher ids, so they pass).
+//! takes effect `settle = emit_lead + cancel_poll_interval` after it (1.25 s by default):
 //!
-//! The node that served the stop records it at once; every node also reads the recent
-//! cancellations from the store every `schedule.cancel_poll_interval` ([`CancellationPoller`]),
-//! so a fire planned before a stop and due later than `emit_lead + cancel_poll_interval` after
-//! it is never emitted by any node. (A fire emitted ahead of its time through the emit lead is
-//! already on the broker; its executor holds it until its scheduled time and runs it. Its row
-//! then shows the result it reports.)
+//! - Fires due within the settle time are left alone: a node may have released them to the
+//!   broker already (the emit lead sends triggers ahead of their time), so cancelling them
+//!   could not be honoured everywhere, and replacing them would emit the instant twice.
+//! - Fires due later are cancelled in the change's own transaction (their rows become
+//!   CANCELLED, so no claim ever emits them, and the run list says why), and the cancellation
+//!   is recorded ([`FireCancellation`]: the job, the highest cancelled job-log id, the cutoff).
+//! - The node that served the change records it in its [`CancelledFires`] at once; every node
+//!   reads the recent ones every `cancel_poll_interval` ([`CancellationPoller`]). Dispatch
+//!   drops a scheduled fire of the job whose id is not above the cancellation's and whose time
+//!   is after its cutoff; fires planned after the change have higher ids and pass. Since a
+//!   node releases a fire `emit_lead` before its time and learns of a change within
+//!   `cancel_poll_interval`, no node emits a cancelled fire.
+//! - An edited schedule starts after the settle time too, so its fires never meet the old
+//!   schedule's kept ones; where both schedules fire at the same later instant the new fire
+//!   replaces the cancelled one (same trigger id, a new row).
+//!
+//! Should a node be unable to read the cancellations for longer (its database is out of
+//! reach), it may still emit a cancelled fire; it carries its usual trigger id, so executors
+//! recognise a second copy.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,11 +35,10 @@ use crate::clock::Clock;
 use crate::model::PendingFire;
 use crate::store::{FireCancellation, Store, StoreError};
 
-/// Per job, the cancellation that dispatch must respect: fires of the job's schedule with a
-/// job-log id up to `up_to_log_id` are not emitted.
+/// Per job, the cancellations dispatch must respect (see the module docs).
 #[derive(Default)]
 pub struct CancelledFires {
-    by_job: Mutex<HashMap<JobId, FireCancellation>>,
+    by_job: Mutex<HashMap<JobId, Vec<FireCancellation>>>,
 }
 
 impl CancelledFires {
@@ -40,20 +47,17 @@ impl CancelledFires {
         CancelledFires::default()
     }
 
-    /// Records a cancellation (merging with one known for the same job).
+    /// Records a cancellation (once, however often it is read).
     pub fn record(&self, cancellation: FireCancellation) {
         let mut by_job = self.by_job.lock().expect("cancellations lock");
-        by_job
-            .entry(cancellation.job_id)
-            .and_modify(|known| {
-                known.up_to_log_id = known.up_to_log_id.max(cancellation.up_to_log_id);
-                known.until_ms = known.until_ms.max(cancellation.until_ms);
-            })
-            .or_insert(cancellation);
+        let known = by_job.entry(cancellation.job_id).or_default();
+        if !known.contains(&cancellation) {
+            known.push(cancellation);
+        }
     }
 
-    /// Whether `fire` was cancelled: planned by the job's schedule, and written before the
-    /// job's latest stop or schedule change.
+    /// Whether `fire` was cancelled: planned by the job's schedule before a stop or a
+    /// schedule change, and due after that change's cutoff.
     pub fn is_cancelled(&self, fire: &PendingFire) -> bool {
         let planned_by_schedule = matches!(
             fire.trigger_type,
@@ -65,7 +69,11 @@ impl CancelledFires {
                 .lock()
                 .expect("cancellations lock")
                 .get(&fire.job_id)
-                .is_some_and(|cancelled| fire.log_id <= cancelled.up_to_log_id)
+                .is_some_and(|cancellations| {
+                    cancellations.iter().any(|cancelled| {
+                        fire.log_id <= cancelled.up_to_log_id && fire.fire_at_ms > cancelled.from_ms
+                    })
+                })
     }
 
     /// Forgets cancellations whose fires can no longer be held by any node: their lease ended
@@ -74,7 +82,10 @@ impl CancelledFires {
         self.by_job
             .lock()
             .expect("cancellations lock")
-            .retain(|_, cancelled| cancelled.until_ms + grace_ms > now_ms);
+            .retain(|_, cancellations| {
+                cancellations.retain(|cancelled| cancelled.until_ms + grace_ms > now_ms);
+                !cancellations.is_empty()
+            });
     }
 
     /// Jobs with a cancellation in force.
@@ -139,6 +150,7 @@ mod tests {
         FireCancellation {
             job_id: JobId::new(job).unwrap(),
             up_to_log_id,
+            from_ms: 500,
             until_ms,
         }
     }
@@ -156,6 +168,14 @@ mod tests {
     fn drops_scheduled_fires_written_before_the_change_only() {
         let cancelled = CancelledFires::new();
         cancelled.record(cancellation(1, 10, 5_000));
+        let due_before_the_cutoff = PendingFire {
+            fire_at_ms: 500,
+            ..fire(1, 4, TriggerType::Cron)
+        };
+        assert!(
+            !cancelled.is_cancelled(&due_before_the_cutoff),
+            "left alone: maybe emitted already"
+        );
         assert!(cancelled.is_cancelled(&fire(1, 10, TriggerType::Cron)));
         assert!(cancelled.is_cancelled(&fire(1, 3, TriggerType::FixRate)));
         assert!(cancelled.is_cancelled(&fire(1, 9, TriggerType::Misfire)));
@@ -175,13 +195,20 @@ mod tests {
     }
 
     #[test]
-    fn merges_and_forgets_after_the_lease_and_grace() {
+    fn keeps_each_cancellation_and_forgets_it_after_its_lease_and_grace() {
         let cancelled = CancelledFires::new();
         cancelled.record(cancellation(1, 10, 5_000));
-        cancelled.record(cancellation(1, 7, 9_000));
+        cancelled.record(cancellation(1, 10, 5_000));
+        cancelled.record(FireCancellation {
+            from_ms: 2_000,
+            ..cancellation(1, 30, 9_000)
+        });
+        // Planned after the first stop, kept by the second (due before its cutoff).
+        assert!(!cancelled.is_cancelled(&fire(1, 20, TriggerType::Cron)));
         assert!(cancelled.is_cancelled(&fire(1, 10, TriggerType::Cron)));
         cancelled.forget_before(9_500, 1_000);
-        assert_eq!(cancelled.len(), 1, "the later lease keeps it");
+        assert!(!cancelled.is_cancelled(&fire(1, 10, TriggerType::Cron)));
+        assert_eq!(cancelled.len(), 1, "the later lease keeps the second");
         cancelled.forget_before(10_000, 1_000);
         assert!(cancelled.is_empty());
     }

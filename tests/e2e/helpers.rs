@@ -56,6 +56,8 @@ pub struct TestApp {
     pub brokers: String,
     base_url: String,
     http: reqwest::Client,
+    /// The scheduler's configuration, for starting more nodes on the same database.
+    config: Config,
     scheduler: Option<Scheduler>,
     executors: Vec<(CancellationToken, JoinHandle<()>)>,
     _database: TestDatabase,
@@ -91,7 +93,7 @@ pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config
     config.kafka.session_timeout = SESSION_TIMEOUT;
     configure(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock))
+    let scheduler = Scheduler::start(config.clone(), listener, Arc::new(SystemClock))
         .await
         .expect("scheduler starts");
     TestApp {
@@ -99,6 +101,7 @@ pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config
         brokers,
         base_url: format!("http://{}", scheduler.api_addr()),
         http: reqwest::Client::new(),
+        config,
         scheduler: Some(scheduler),
         executors: Vec::new(),
         _database: database,
@@ -191,6 +194,27 @@ async fn fail(ctx: JobContext) -> JobResult {
 }
 
 impl TestApp {
+    /// Starts another scheduler node on the same database and topics; returns it with the
+    /// base URL of its API.
+    pub async fn start_node(&self) -> (Scheduler, String) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let node = Scheduler::start(self.config.clone(), listener, Arc::new(SystemClock))
+            .await
+            .expect("second scheduler starts");
+        let url = format!("http://{}", node.api_addr());
+        (node, url)
+    }
+
+    /// The test's database.
+    pub fn database(&self) -> &TestDatabase {
+        &self._database
+    }
+
+    /// The base URL of this node's API.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
     /// Sends a request; returns the status and the JSON body.
     pub async fn call(
         &self,
@@ -198,9 +222,18 @@ impl TestApp {
         path: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base_url));
+        self.call_node(&self.base_url, method, path, body).await
+    }
+
+    /// Sends a request to the node at `base_url`; returns the status and the JSON body.
+    pub async fn call_node(
+        &self,
+        base_url: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self.http.request(method, format!("{base_url}{path}"));
         if let Some(body) = body {
             request = request.json(&body);
         }
@@ -461,7 +494,39 @@ impl TestApp {
         found
     }
 
-    /// Stops executors and the scheduler.
+    /// Every trigger record on `app`'s trigger topic, read from the beginning until no record
+    /// has arrived for two seconds (the broker's high watermark can trail what it
+    /// acknowledged, so reading "to the end" is not enough).
+    pub async fn trigger_records(&self, app: &str) -> Vec<kadence_schemas::TriggerRecord> {
+        let consumer: StreamConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.brokers)
+            .set("group.id", unique("kt-reader"))
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("trigger reader");
+        let topic = format!("{}.triggers.{app}", self.prefix);
+        let metadata = consumer
+            .fetch_metadata(Some(&topic), Timeout::After(Duration::from_secs(10)))
+            .expect("trigger topic metadata");
+        let mut assignment = TopicPartitionList::new();
+        for partition in metadata.topics()[0].partitions() {
+            assignment
+                .add_partition_offset(&topic, partition.id(), Offset::Beginning)
+                .unwrap();
+        }
+        consumer
+            .assign(&assignment)
+            .expect("assign the trigger topic");
+        let mut records = Vec::new();
+        while let Ok(received) = tokio::time::timeout(Duration::from_secs(2), consumer.recv()).await
+        {
+            let message = received.expect("read a trigger");
+            let payload = message.payload().expect("a trigger has a payload");
+            records.push(kadence_schemas::codec::decode(payload).expect("a trigger record"));
+        }
+        records
+    }
+
     /// Stops the executors this test started, gracefully, and waits for them.
     pub async fn stop_executors(&mut self) {
         for (stop, task) in self.executors.drain(..) {

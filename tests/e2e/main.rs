@@ -8,6 +8,7 @@ mod common;
 mod closing;
 mod helpers;
 mod monitors;
+mod operators;
 mod rebalance;
 mod routing;
 mod scripts;

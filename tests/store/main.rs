@@ -83,7 +83,7 @@ async fn running_job(store: &dyn Store, misfire: MisfireStrategy, next_fire_ms: 
         .await
         .unwrap();
     store
-        .set_job_status(job.id, JobStatus::Running, Some(next_fire_ms), T0)
+        .set_job_status(job.id, JobStatus::Running, Some(next_fire_ms), T0, T0)
         .await
         .unwrap();
     job.id
@@ -112,7 +112,7 @@ async fn apps_and_jobs_round_trip(backend: Backend) {
     assert_eq!(job.status, JobStatus::Stopped);
     assert_eq!(store.get_job(job.id).await.unwrap(), Some(job.clone()));
     let started = store
-        .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0 + 5)
+        .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0 + 5, T0 + 5)
         .await
         .unwrap()
         .job;
@@ -123,7 +123,7 @@ async fn apps_and_jobs_round_trip(backend: Backend) {
     let missing = JobId::new(999_999).unwrap();
     assert!(matches!(
         store
-            .set_job_status(missing, JobStatus::Stopped, None, T0)
+            .set_job_status(missing, JobStatus::Stopped, None, T0, T0)
             .await,
         Err(StoreError::JobNotFound(_))
     ));
@@ -349,7 +349,7 @@ async fn concurrent_schedulers_write_each_fire_once(backend: Backend) {
             .await
             .unwrap();
         setup
-            .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
+            .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0, T0)
             .await
             .unwrap();
         jobs.push(job.id);
@@ -397,7 +397,7 @@ async fn fix_delay_job_fired(store: &dyn Store, retry: RetryPolicy) -> (JobId, V
     };
     let job = store.create_job(&spec, T0).await.unwrap();
     store
-        .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
+        .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0, T0)
         .await
         .unwrap();
     let fires = store
@@ -549,7 +549,7 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
                 &changed,
                 JobStatus::Stopped,
                 None,
-                false,
+                None,
                 T0 + n as i64,
             )
             .await
@@ -567,7 +567,7 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
             &params_only,
             JobStatus::Stopped,
             None,
-            false,
+            None,
             T0 + 99,
         )
         .await
@@ -587,7 +587,7 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
             &params_only,
             JobStatus::Running,
             Some(T0 + 1_000),
-            false,
+            None,
             T0,
         )
         .await

@@ -38,28 +38,45 @@ async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let planned = store.pre_read(&pre_read_at(T0, "node-a")).await.unwrap().fires;
+    let planned = store
+        .pre_read(&pre_read_at(T0, "node-a"))
+        .await
+        .unwrap()
+        .fires;
     assert_eq!(planned.len(), 5, "T0+1 s … T0+5 s");
 
+    // Stopped at T0 + 0.5 s, taking effect 1 s later: the fire due at T0 + 1 s may be on its
+    // way already and is left alone; the later ones are cancelled.
     let change = store
-        .set_job_status(job, JobStatus::Stopped, None, T0 + 500)
+        .set_job_status(job, JobStatus::Stopped, None, T0 + 1_500, T0 + 500)
         .await
         .unwrap();
-    let cancellation = change.cancelled.expect("the stop cancels the planned fires");
+    let cancellation = change
+        .cancelled
+        .expect("the stop cancels the planned fires");
     assert_eq!(cancellation.job_id, job);
+    assert_eq!(cancellation.from_ms, T0 + 1_500);
     assert_eq!(
         cancellation.up_to_log_id,
         planned.iter().map(|fire| fire.log_id).max().unwrap()
     );
     let cancelled = runs_by_state(&*store, job, RunState::Cancelled).await;
-    assert_eq!(cancelled, (1..=5).map(|s| T0 + s * 1_000).collect::<Vec<_>>());
+    assert_eq!(
+        cancelled,
+        (2..=5).map(|s| T0 + s * 1_000).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        runs_by_state(&*store, job, RunState::Scheduled).await,
+        vec![T0 + 1_000]
+    );
     let run = &store.list_runs(job, &PageRequest::first(1)).await.unwrap()[0];
     assert_eq!(
         run.handle_msg.as_deref(),
         Some("cancelled: the job was stopped before this fire was emitted")
     );
 
-    // Long after every lease ended, a claim (say, by a node started later) takes none.
+    // Long after every lease ended, a claim (say, by a node started later) takes only the
+    // fire that was left alone.
     let (wheel, mut claimed) = mpsc::channel(100);
     let claimer = Claimer::new(
         Arc::clone(&store),
@@ -69,7 +86,8 @@ async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
         wheel,
         Arc::new(AckLedger::new()),
     );
-    assert_eq!(claimer.claim_once(T0 + 60_000).await.unwrap(), 0);
+    assert_eq!(claimer.claim_once(T0 + 60_000).await.unwrap(), 1);
+    assert_eq!(claimed.try_recv().unwrap().scheduled_at_ms, T0 + 1_000);
     assert!(claimed.try_recv().is_err());
 
     // Another node, which holds copies in its wheel, learns of the stop from the store.
@@ -80,11 +98,22 @@ async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
         Duration::from_secs(10),
     );
     assert_eq!(poller.poll_once(T0 + 600).await.unwrap(), 1);
-    assert!(planned.iter().all(|fire| elsewhere.is_cancelled(fire)));
+    let dropped: Vec<i64> = planned
+        .iter()
+        .filter(|fire| elsewhere.is_cancelled(fire))
+        .map(|fire| fire.scheduled_at_ms)
+        .collect();
+    assert_eq!(dropped, (2..=5).map(|s| T0 + s * 1_000).collect::<Vec<_>>());
 
     // Started again: new fires, planned after the stop, are not taken for cancelled ones.
     store
-        .set_job_status(job, JobStatus::Running, Some(T0 + 7_000), T0 + 2_000)
+        .set_job_status(
+            job,
+            JobStatus::Running,
+            Some(T0 + 7_000),
+            T0 + 2_000,
+            T0 + 2_000,
+        )
         .await
         .unwrap();
     let replanned = store
@@ -106,7 +135,11 @@ async fn a_schedule_edit_replaces_the_planned_fires(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let planned = store.pre_read(&pre_read_at(T0, "node-a")).await.unwrap().fires;
+    let planned = store
+        .pre_read(&pre_read_at(T0, "node-a"))
+        .await
+        .unwrap()
+        .fires;
     assert_eq!(planned.len(), 5);
 
     let mut every_two_seconds = every_second_job(MisfireStrategy::DoNothing);
@@ -117,12 +150,14 @@ async fn a_schedule_edit_replaces_the_planned_fires(backend: Backend) {
             &every_two_seconds,
             JobStatus::Running,
             Some(T0 + 2_000),
-            true,
+            Some(T0 + 500),
             T0 + 500,
         )
         .await
         .unwrap();
-    let cancellation = change.cancelled.expect("the old schedule's fires are cancelled");
+    let cancellation = change
+        .cancelled
+        .expect("the old schedule's fires are cancelled");
     let replanned = store
         .pre_read(&pre_read_at(T0 + 600, "node-a"))
         .await
@@ -150,7 +185,14 @@ async fn a_schedule_edit_replaces_the_planned_fires(backend: Backend) {
     let mut params_only = every_two_seconds.clone();
     params_only.params = "other".into();
     let change = store
-        .update_job(job, &params_only, JobStatus::Running, Some(T0 + 6_000), false, T0 + 700)
+        .update_job(
+            job,
+            &params_only,
+            JobStatus::Running,
+            Some(T0 + 6_000),
+            None,
+            T0 + 700,
+        )
         .await
         .unwrap();
     assert_eq!(change.cancelled, None);
@@ -164,8 +206,10 @@ async fn a_schedule_edit_replaces_the_planned_fires(backend: Backend) {
 /// database error on the acknowledgement path, on either backend.
 async fn refuse_dispatched_marks(db: &TestDatabase, backend: Backend, refuse: bool) {
     let statements: &[&str] = match (backend, refuse) {
-        (Backend::Sqlite, true) => &["CREATE TRIGGER refuse_marks BEFORE UPDATE OF state ON job_logs \
-             WHEN NEW.state = 'DISPATCHED' BEGIN SELECT RAISE(ABORT, 'marks refused'); END"],
+        (Backend::Sqlite, true) => &[
+            "CREATE TRIGGER refuse_marks BEFORE UPDATE OF state ON job_logs \
+             WHEN NEW.state = 'DISPATCHED' BEGIN SELECT RAISE(ABORT, 'marks refused'); END",
+        ],
         (Backend::Sqlite, false) => &["DROP TRIGGER refuse_marks"],
         (Backend::Postgres, true) => &[
             "CREATE FUNCTION refuse_marks() RETURNS trigger AS $$ BEGIN \
@@ -187,7 +231,11 @@ async fn an_unwritten_acknowledgement_is_retried_and_never_re_emitted(backend: B
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let fires = store.pre_read(&pre_read_at(T0, "node-a")).await.unwrap().fires;
+    let fires = store
+        .pre_read(&pre_read_at(T0, "node-a"))
+        .await
+        .unwrap()
+        .fires;
     let acknowledged: &PendingFire = &fires[0];
 
     let ledger = Arc::new(AckLedger::new());
@@ -203,7 +251,10 @@ async fn an_unwritten_acknowledgement_is_retried_and_never_re_emitted(backend: B
     })
     .await
     .unwrap();
-    assert!(writer.write_once().await.is_err(), "the database refuses the mark");
+    assert!(
+        writer.write_once().await.is_err(),
+        "the database refuses the mark"
+    );
     assert_eq!(ledger.len(), 1);
 
     // Every lease has ended (1 s after each fire): the claim takes all five rows back but
@@ -239,7 +290,11 @@ async fn an_unwritten_acknowledgement_is_retried_and_never_re_emitted(backend: B
     assert_eq!(run.state, RunState::Dispatched);
     assert_eq!(run.dispatched_at_ms, Some(T0 + 1_001));
     drop(acks);
-    assert_eq!(writer.write_once().await.unwrap(), None, "closed and drained");
+    assert_eq!(
+        writer.write_once().await.unwrap(),
+        None,
+        "closed and drained"
+    );
 }
 
 on_both_backends!(

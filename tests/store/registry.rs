@@ -135,7 +135,7 @@ async fn broadcast_fires_become_one_row_per_partition(backend: Backend) {
     spec.route_strategy = RouteStrategy::ShardingBroadcast;
     let job = store.create_job(&spec, T0).await.unwrap();
     let job = store
-        .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0)
+        .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0, T0)
         .await
         .unwrap()
         .job;

@@ -96,6 +96,9 @@ pub struct ApiState {
     pub lease_ms: i64,
     /// Pre-read window, ms: a started job's first fire is computed from now + window.
     pub pre_read_window_ms: i64,
+    /// How long after a stop or a schedule edit it takes effect, ms: `emit_lead +
+    /// cancel_poll_interval` (see [`crate::cancellations`]).
+    pub change_settle_ms: i64,
 }
 
 /// The API's routes over `state`, within `limits`.
@@ -586,10 +589,11 @@ async fn get_job(
 
 /// `PATCH /api/jobs/{id}`: the fields given replace the job's (the body has the shape of
 /// `POST /api/jobs`, every field optional). A running job whose schedule changes has the
-/// fires planned under the old schedule cancelled and replaced: its next fire is the new
-/// schedule's first after now, and the pre-read loop is woken to plan it. (XXL-JOB counts
-/// from now + 5 s because its ring may still hold old fires; cancelling them makes that gap
-/// unnecessary.)
+/// fires planned under the old schedule cancelled and replaced from `emit_lead +
+/// cancel_poll_interval` after now on (fires due sooner may be on their way already, see
+/// [`crate::cancellations`]): its next fire is the new schedule's first after that, and the
+/// pre-read loop is woken to plan it. (XXL-JOB counts from now + 5 s because its ring may
+/// still hold old fires; cancelling them makes most of that gap unnecessary.)
 async fn update_job(
     State(state): State<Arc<ApiState>>,
     Path(id): Path<String>,
@@ -635,18 +639,19 @@ async fn update_job(
             }
             let next = spec
                 .schedule
-                .next_after(now, spec.time_zone)
+                .next_after(now + state.change_settle_ms, spec.time_zone)
                 .ok_or_else(|| bad_request("the new schedule has no future fire"))?;
             (JobStatus::Running, Some(next))
         }
         (status, _) => (status, current.next_fire_ms),
     };
-    let replan = schedule_changed && current.status == JobStatus::Running;
+    let replan = (schedule_changed && current.status == JobStatus::Running)
+        .then_some(now + state.change_settle_ms);
     let change = state
         .store
         .update_job(current.id, &spec, status, next_fire_ms, replan, now)
         .await?;
-    if replan {
+    if replan.is_some() {
         state.pre_read_waker.notify_one();
     }
     Ok(Json(JobView::from(&apply_change(&state, change))))
@@ -723,7 +728,7 @@ async fn start_job_now(state: &ApiState, job: Job) -> Result<Job, ApiError> {
         .ok_or_else(|| bad_request(format!("job {}'s schedule has no future fire", job.id)))?;
     let change = state
         .store
-        .set_job_status(job.id, JobStatus::Running, Some(next), now)
+        .set_job_status(job.id, JobStatus::Running, Some(next), now, now)
         .await?;
     Ok(apply_change(state, change))
 }
@@ -744,9 +749,16 @@ async fn stop_job(
     Path(id): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
     let id = parse_job_id(&id)?;
+    let now = state.clock.now_ms();
     let change = state
         .store
-        .set_job_status(id, JobStatus::Stopped, None, state.clock.now_ms())
+        .set_job_status(
+            id,
+            JobStatus::Stopped,
+            None,
+            now + state.change_settle_ms,
+            now,
+        )
         .await?;
     Ok(Json(JobView::from(&apply_change(&state, change))))
 }

@@ -162,9 +162,12 @@ pub struct NewFire {
 pub struct FireCancellation {
     /// The job.
     pub job_id: JobId,
-    /// The highest job-log id cancelled: every scheduled fire of the job with an id up to
-    /// this one was cancelled (later rows are fires planned after the change).
+    /// The highest job-log id cancelled: later rows are fires planned after the change.
     pub up_to_log_id: i64,
+    /// Fires due up to this instant were left alone (they may have been emitted already,
+    /// ahead of their time); the job's scheduled fires with ids up to `up_to_log_id` due
+    /// after it were cancelled.
+    pub from_ms: i64,
     /// The latest lease among them, ms: after it no node holds a copy any more.
     pub until_ms: i64,
 }
@@ -291,15 +294,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// Replaces a job's definition, status and next fire (the API computes them with
     /// XXL-JOB's edit rules). A changed script is saved as a new glue version; the newest 30
-    /// are kept. With `replan` (the schedule changed) the fires planned under the old schedule
-    /// and not yet emitted are cancelled in the same transaction.
+    /// are kept. With `replan: Some(from_ms)` (the schedule changed) the fires planned under
+    /// the old schedule and due after `from_ms` are cancelled in the same transaction.
     async fn update_job(
         &self,
         id: JobId,
         job: &NewJob,
         status: JobStatus,
         next_fire_ms: Option<i64>,
-        replan: bool,
+        replan: Option<i64>,
         now_ms: i64,
     ) -> Result<JobChange, StoreError>;
 
@@ -320,17 +323,19 @@ pub trait Store: Send + Sync + 'static {
     async fn child_links(&self, ids: &[JobId]) -> Result<Vec<(JobId, Vec<JobId>)>, StoreError>;
 
     /// Sets a job's status and next fire (start computes it, stop clears it). Stopping
-    /// cancels the job's planned fires not yet emitted, in the same transaction.
+    /// cancels the job's planned fires due after `cancel_from_ms`, in the same transaction
+    /// (fires due sooner may be on their way to the broker already; see
+    /// [`crate::cancellations`]).
     async fn set_job_status(
         &self,
         id: JobId,
         status: JobStatus,
         next_fire_ms: Option<i64>,
+        cancel_from_ms: i64,
         now_ms: i64,
     ) -> Result<JobChange, StoreError>;
 
-    /// Cancellations whose fires some node may still hold (their lease ends after `now_ms`),
-    /// one per job.
+    /// Cancellations whose fires some node may still hold (their lease ends after `now_ms`).
     async fn recent_cancellations(&self, now_ms: i64) -> Result<Vec<FireCancellation>, StoreError>;
 
     /// Writes the pending fire of one trigger of `job` outside the pre-read scan (manual, API

@@ -125,7 +125,7 @@ macro_rules! impl_sql_store {
                 job: &NewJob,
                 status: JobStatus,
                 next_fire_ms: Option<i64>,
-                replan: bool,
+                replan: Option<i64>,
                 now_ms: i64,
             ) -> Result<JobChange, StoreError> {
                 const OPERATION: &str = "update a job";
@@ -171,10 +171,11 @@ macro_rules! impl_sql_store {
                 if glue_changed && job.glue.source.is_some() {
                     save_glue_version(&mut tx, id, &job.glue, now_ms).await?;
                 }
-                let cancelled = if replan {
-                    cancel_planned_fires(&mut tx, id, "the job's schedule changed", now_ms).await?
-                } else {
-                    None
+                let cancelled = match replan {
+                    Some(from_ms) => {
+                        cancel_planned_fires(&mut tx, id, "the job's schedule changed", from_ms, now_ms).await?
+                    }
+                    None => None,
                 };
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 Ok(JobChange { job: Job::try_from(row)?, cancelled })
@@ -258,6 +259,7 @@ macro_rules! impl_sql_store {
                 id: JobId,
                 status: JobStatus,
                 next_fire_ms: Option<i64>,
+                cancel_from_ms: i64,
                 now_ms: i64,
             ) -> Result<JobChange, StoreError> {
                 const OPERATION: &str = "change a job's status";
@@ -275,7 +277,7 @@ macro_rules! impl_sql_store {
                 .map_err(StoreError::query(OPERATION))?;
                 let job = row.map(Job::try_from).transpose()?.ok_or(StoreError::JobNotFound(id))?;
                 let cancelled = if status == JobStatus::Stopped {
-                    cancel_planned_fires(&mut tx, id, "the job was stopped", now_ms).await?
+                    cancel_planned_fires(&mut tx, id, "the job was stopped", cancel_from_ms, now_ms).await?
                 } else {
                     None
                 };
@@ -287,22 +289,23 @@ macro_rules! impl_sql_store {
                 &self,
                 now_ms: i64,
             ) -> Result<Vec<$crate::store::FireCancellation>, StoreError> {
-                let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
-                    "SELECT job_id, MAX(id), MAX(lease_until_ms) FROM job_logs \
-                     WHERE state = 'CANCELLED' AND lease_until_ms > $1 GROUP BY job_id",
+                let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
+                    "SELECT job_id, up_to_log_id, from_ms, until_ms FROM fire_cancellations \
+                     WHERE until_ms > $1",
                 )
                 .bind(now_ms)
                 .fetch_all(&self.pool)
                 .await
                 .map_err(StoreError::query("read recent cancellations"))?;
                 rows.into_iter()
-                    .map(|(job_id, up_to_log_id, until_ms)| {
+                    .map(|(job_id, up_to_log_id, from_ms, until_ms)| {
                         Ok($crate::store::FireCancellation {
                             job_id: JobId::new(job_id).map_err(|error| StoreError::CorruptRow {
-                                what: format!("cancelled fire {up_to_log_id}"),
+                                what: format!("cancellation of job {job_id}"),
                                 reason: error.to_string(),
                             })?,
                             up_to_log_id,
+                            from_ms,
                             until_ms,
                         })
                     })
@@ -970,32 +973,59 @@ macro_rules! impl_sql_store {
             if exists { Ok(()) } else { Err(StoreError::UnknownApp(app.clone())) }
         }
 
-        /// Cancels the fires of `job` that its schedule planned and no node has emitted yet
-        /// (state CANCELLED, `reason` as their message). Manual, API, retry and child fires
-        /// are kept: someone asked for those. Returns what was cancelled, if anything.
+        /// Cancels the fires of `job` that its schedule planned, due after `from_ms`, that no
+        /// node has emitted yet (state CANCELLED, `reason` as their message). Manual, API,
+        /// retry and child fires are kept: someone asked for those. Returns what was
+        /// cancelled, if anything.
         async fn cancel_planned_fires(
             tx: &mut sqlx::Transaction<'_, $db>,
             job: JobId,
             reason: &str,
+            from_ms: i64,
             now_ms: i64,
         ) -> Result<Option<$crate::store::FireCancellation>, StoreError> {
             let cancelled: Vec<(i64, Option<i64>)> = sqlx::query_as(
                 "UPDATE job_logs SET state = 'CANCELLED', handle_msg = $2, handle_at_ms = $3, \
                  owner_node = NULL WHERE job_id = $1 AND state = 'SCHEDULED' \
                  AND trigger_type IN ('CRON', 'FIX_RATE', 'FIX_DELAY', 'MISFIRE') \
-                 RETURNING id, lease_until_ms",
+                 AND fire_at_ms > $4 RETURNING id, lease_until_ms",
             )
             .bind(job.get())
             .bind(format!("cancelled: {reason} before this fire was emitted"))
             .bind(now_ms)
+            .bind(from_ms)
             .fetch_all(&mut **tx)
             .await
             .map_err(StoreError::query("cancel planned fires"))?;
-            Ok(cancelled.iter().map(|(id, _)| *id).max().map(|up_to_log_id| $crate::store::FireCancellation {
+            let Some(up_to_log_id) = cancelled.iter().map(|(id, _)| *id).max() else {
+                return Ok(None);
+            };
+            let cancellation = $crate::store::FireCancellation {
                 job_id: job,
                 up_to_log_id,
+                from_ms,
                 until_ms: cancelled.iter().filter_map(|(_, lease)| *lease).max().unwrap_or(now_ms),
-            }))
+            };
+            // Cancellations an hour past their leases are of no use to any node: cleared here
+            // rather than by a loop of their own.
+            sqlx::query("DELETE FROM fire_cancellations WHERE until_ms < $1")
+                .bind(now_ms - 3_600_000)
+                .execute(&mut **tx)
+                .await
+                .map_err(StoreError::query("cancel planned fires"))?;
+            sqlx::query(
+                "INSERT INTO fire_cancellations (job_id, up_to_log_id, from_ms, until_ms, created_at_ms) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(job.get())
+            .bind(cancellation.up_to_log_id)
+            .bind(cancellation.from_ms)
+            .bind(cancellation.until_ms)
+            .bind(now_ms)
+            .execute(&mut **tx)
+            .await
+            .map_err(StoreError::query("cancel planned fires"))?;
+            Ok(Some(cancellation))
         }
 
         /// Binds a job's definition in [`JOB_SPEC_COLUMNS`] order, as `$1`…`$n`.

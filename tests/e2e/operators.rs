@@ -1,0 +1,342 @@
+//! What operators do, end to end: bad input is a 4xx everywhere, a busy API answers 503 with
+//! `Retry-After` (never 500), and stopping or rescheduling a job stops the fires planned
+//! under its old state on every scheduler node.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kadence_scheduler::model::{Run, RunState};
+use serde_json::json;
+
+use crate::common::Backend;
+use crate::helpers::{spawn_app, spawn_app_with};
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// A NUL character in any text is 400 naming the field (PostgreSQL cannot store it, and
+/// answered 500 before); a body over the limit is 413 on every route that takes one.
+async fn bad_input_is_a_4xx_everywhere(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create_app("strict", 1).await;
+    let job = app
+        .create_job(json!({"app": "strict", "handler": "ok", "schedule_type": "NONE"}))
+        .await;
+    let post = reqwest::Method::POST;
+    let patch = reqwest::Method::PATCH;
+    let job_path = format!("/api/jobs/{}", job.id);
+    let trigger_path = format!("/api/jobs/{}/trigger", job.id);
+    let kill_path = format!("/api/jobs/{}/kill", job.id);
+
+    let nul_cases = [
+        (
+            post.clone(),
+            "/api/jobs",
+            json!({"app": "strict", "handler": "ok", "schedule_type": "NONE", "params": "a\u{0}b"}),
+            "params",
+        ),
+        (
+            post.clone(),
+            "/api/jobs",
+            json!({"app": "strict", "handler": "o\u{0}k", "schedule_type": "NONE"}),
+            "handler",
+        ),
+        (
+            post.clone(),
+            "/api/jobs",
+            json!({"app": "strict", "handler": "ok", "schedule_type": "NONE", "author": "\u{0}"}),
+            "author",
+        ),
+        (
+            patch.clone(),
+            job_path.as_str(),
+            json!({"name": "x\u{0}"}),
+            "name",
+        ),
+        (
+            post.clone(),
+            trigger_path.as_str(),
+            json!({"params": "\u{0}"}),
+            "params",
+        ),
+        (
+            post.clone(),
+            kill_path.as_str(),
+            json!({"reason": "\u{0}"}),
+            "reason",
+        ),
+        (
+            post.clone(),
+            "/api/apps",
+            json!({"name": "other", "partitions": 1, "title": "t\u{0}"}),
+            "title",
+        ),
+    ];
+    for (method, path, body, field) in nul_cases {
+        let (status, answer) = app.call(method.clone(), path, Some(body)).await;
+        assert_eq!(status, 400, "{method} {path}: {answer}");
+        let message = answer["error"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{field} contains a NUL character")),
+            "{method} {path}: {message}"
+        );
+    }
+
+    let huge = "x".repeat(600 * 1024);
+    let too_large = [
+        (
+            post.clone(),
+            "/api/jobs",
+            json!({"app": "strict", "handler": "ok", "params": huge}),
+        ),
+        (patch.clone(), job_path.as_str(), json!({"params": huge})),
+        (
+            post.clone(),
+            "/api/apps",
+            json!({"name": "big", "partitions": 1, "title": huge}),
+        ),
+        (post.clone(), trigger_path.as_str(), json!({"params": huge})),
+        (post.clone(), kill_path.as_str(), json!({"reason": huge})),
+    ];
+    for (method, path, body) in too_large {
+        let (status, answer) = app.call(method.clone(), path, Some(body)).await;
+        assert_eq!(status, 413, "{method} {path}: {answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("request body too large"),
+            "{answer}"
+        );
+    }
+    // Nothing of the refused requests was written.
+    let (status, jobs) = app.call(reqwest::Method::GET, "/api/jobs", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(jobs["items"].as_array().unwrap().len(), 1);
+    assert_eq!(jobs["items"][0]["name"], "ok");
+    app.shutdown().await;
+}
+
+/// A database connection held by someone else makes a request slow: it is answered 503
+/// with `Retry-After` at the request timeout, a request beyond the concurrency limit is shed
+/// at once with 503, `/health` still answers, and nothing half-done remains.
+async fn a_busy_api_answers_503_with_retry_after(backend: Backend) {
+    let app = spawn_app_with(backend, |config| {
+        config.api.max_concurrent_requests = 1;
+        config.api.request_timeout = Duration::from_secs(1);
+    })
+    .await;
+    app.create_app("busy", 1).await;
+    let lock = hold_jobs_table(backend, &app.database().url).await;
+
+    let blocked = {
+        let http = reqwest::Client::new();
+        let url = format!("{}/api/jobs", app.base_url());
+        tokio::spawn(async move {
+            http.post(url)
+                .json(&json!({"app": "busy", "handler": "ok", "schedule_type": "NONE"}))
+                .send()
+                .await
+                .expect("API answers")
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let shed = reqwest::get(format!("{}/api/apps", app.base_url()))
+        .await
+        .unwrap();
+    assert_eq!(shed.status().as_u16(), 503);
+    assert_eq!(shed.headers()["retry-after"], "1");
+    let body: serde_json::Value = shed.json().await.unwrap();
+    assert_eq!(
+        body["error"],
+        "service busy: too many requests at once; retry in a moment"
+    );
+    let health = reqwest::get(format!("{}/health", app.base_url()))
+        .await
+        .unwrap();
+    assert_eq!(
+        health.status().as_u16(),
+        200,
+        "health is outside the limits"
+    );
+
+    let timed_out = blocked.await.unwrap();
+    assert_eq!(timed_out.status().as_u16(), 503);
+    assert_eq!(timed_out.headers()["retry-after"], "1");
+    let body: serde_json::Value = timed_out.json().await.unwrap();
+    assert_eq!(
+        body["error"],
+        "service busy: the request took too long; retry in a moment"
+    );
+
+    drop(lock);
+    let created = app
+        .create_job(json!({"app": "busy", "handler": "ok", "schedule_type": "NONE"}))
+        .await;
+    let (status, jobs) = app.call(reqwest::Method::GET, "/api/jobs", None).await;
+    assert_eq!(status, 200);
+    let ids: Vec<i64> = jobs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| job["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![created.id],
+        "the timed-out create left nothing behind"
+    );
+    app.shutdown().await;
+}
+
+/// A transaction that keeps writers off the `jobs` table until dropped (SQLite: the write
+/// lock; PostgreSQL: an exclusive table lock).
+async fn hold_jobs_table(backend: Backend, url: &str) -> Box<dyn std::any::Any + Send> {
+    use sqlx::{Connection, Executor};
+    match backend {
+        Backend::Sqlite => {
+            let mut connection = sqlx::SqliteConnection::connect(url).await.unwrap();
+            connection.execute("BEGIN IMMEDIATE").await.unwrap();
+            Box::new(connection)
+        }
+        Backend::Postgres => {
+            let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
+            connection
+                .execute("BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+                .await
+                .unwrap();
+            Box::new(connection)
+        }
+    }
+}
+
+/// Two scheduler nodes share the schedule. Jobs stopped through one node, while fires are
+/// planned seconds ahead and held in either node's wheel, emit nothing due more than the
+/// emit lead plus the cancellation poll after the stop (nothing at all once the leases
+/// ended: no claim takes a cancelled fire); the runs show the rest as cancelled. A job whose
+/// schedule is edited fires on the new schedule only, each instant once.
+async fn stops_and_edits_cancel_planned_fires_on_every_node(backend: Backend) {
+    let app = spawn_app_with(backend, |config| {
+        config.schedule.lease = Duration::from_secs(2);
+        config.schedule.claim_interval = Duration::from_millis(500);
+    })
+    .await;
+    let (other_node, other_url) = app.start_node().await;
+    app.create_app("ops", 1).await;
+    let mut stopped = Vec::new();
+    for _ in 0..5 {
+        let job = app
+            .create_job(json!({"app": "ops", "handler": "ok", "schedule_conf": "* * * * * ?", "start": true}))
+            .await;
+        stopped.push(job.id);
+    }
+    let edited = app
+        .create_job(
+            json!({"app": "ops", "handler": "ok", "schedule_conf": "* * * * * ?", "start": true}),
+        )
+        .await;
+    // Started jobs fire from now + the 5 s window on; let both nodes plan seconds ahead.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+
+    for job in &stopped {
+        let (status, body) = app
+            .call_node(
+                &other_url,
+                reqwest::Method::POST,
+                &format!("/api/jobs/{job}/stop"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let stop_ms = now_ms();
+    let (status, body) = app
+        .call_node(
+            &other_url,
+            reqwest::Method::PATCH,
+            &format!("/api/jobs/{}", edited.id),
+            Some(json!({"schedule_conf": "*/2 * * * * ?"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let edit_ms = now_ms();
+    // Past the window, every lease and a few claim passes.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+
+    let records = app.trigger_records("ops").await;
+    // Emit lead 1 s + cancellation poll 250 ms, and 750 ms for a slow machine.
+    let horizon = |at: i64| at + 2_000;
+    let mut per_trigger: HashMap<String, usize> = HashMap::new();
+    for record in &records {
+        *per_trigger
+            .entry(record.trigger_id.as_str().to_owned())
+            .or_default() += 1;
+        if stopped.contains(&record.job_id.get()) {
+            assert!(
+                record.scheduled_at_ms <= horizon(stop_ms),
+                "{} due {} ms after the stop was emitted",
+                record.trigger_id,
+                record.scheduled_at_ms - stop_ms
+            );
+        }
+        if record.job_id.get() == edited.id && record.scheduled_at_ms > horizon(edit_ms) {
+            assert_eq!(
+                record.scheduled_at_ms % 2_000,
+                0,
+                "{} fired on the old schedule after the edit",
+                record.trigger_id
+            );
+        }
+    }
+    let doubled: Vec<_> = per_trigger.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "emitted twice: {doubled:?}");
+    let new_schedule: Vec<i64> = records
+        .iter()
+        .filter(|record| {
+            record.job_id.get() == edited.id && record.scheduled_at_ms > horizon(edit_ms)
+        })
+        .map(|record| record.scheduled_at_ms)
+        .collect();
+    assert!(
+        new_schedule.len() >= 3,
+        "the new schedule fires: {new_schedule:?}"
+    );
+    for pair in new_schedule.windows(2) {
+        assert_eq!(
+            pair[1] - pair[0],
+            2_000,
+            "every new fire once: {new_schedule:?}"
+        );
+    }
+
+    let mut cancelled = 0;
+    for job in &stopped {
+        let runs: Vec<Run> = app.runs(*job).await;
+        for run in runs
+            .iter()
+            .filter(|run| run.scheduled_at_ms > horizon(stop_ms))
+        {
+            assert_eq!(run.state, RunState::Cancelled, "{run:?}");
+            cancelled += 1;
+        }
+    }
+    assert!(
+        cancelled >= 5,
+        "the stop found planned fires to cancel ({cancelled})"
+    );
+    other_node.stop(Duration::from_secs(10)).await;
+    app.shutdown().await;
+}
+
+on_both_backends!(
+    bad_input_is_a_4xx_everywhere,
+    a_busy_api_answers_503_with_retry_after,
+    stops_and_edits_cancel_planned_fires_on_every_node,
+);
