@@ -44,7 +44,7 @@ stop_all() {
 trap stop_all INT TERM EXIT
 
 echo "building Kadence (the first build takes a few minutes)..."
-cargo build --locked -p kadence-scheduler -p kadence-executor --example demo
+cargo build --locked -p kadence-scheduler -p kadence-executor --bin kadence --example demo
 
 if [ -n "${KADENCE_BROKERS:-}" ]; then
   brokers="$KADENCE_BROKERS"
