@@ -11,6 +11,8 @@ mod monitors;
 mod rebalance;
 mod routing;
 mod scripts;
+#[cfg(unix)]
+mod sigterm;
 mod sinks;
 
 use std::collections::HashSet;
