@@ -2,7 +2,8 @@
 # The dev stack on the embedded defaults: a broker (unless KADENCE_BROKERS names an existing
 # cluster), the scheduler on a SQLite file, and the demo executor (handlers `hello` and
 # `fail`). On first start it creates the app `demo` and a job running `hello` every 5 s.
-# Prints where the API listens; Ctrl-C stops everything it started.
+# Prints where the API listens; Ctrl-C (or SIGTERM) stops everything it started, gracefully:
+# each process gets SIGTERM and up to 45 s to drain before SIGKILL.
 #
 # Environment: KADENCE_BROKERS (use this cluster instead of starting a broker),
 # KADENCE_API_PORT (default 8080). State lives in .kadence/dev.
@@ -16,20 +17,34 @@ mkdir -p "$state"
 api_port="${KADENCE_API_PORT:-8080}"
 api="http://127.0.0.1:$api_port"
 children=()
+child_names=()
 started_broker=no
+# SIGTERM is a graceful stop for the scheduler and the executor (the executor lets its running
+# jobs finish and reports their results); this is how long they get before SIGKILL. Longer than
+# the executor's drain timeout (30 s), so that its own deadline cancels what still runs first.
+stop_timeout=45
 
 stop_all() {
   trap - INT TERM EXIT
   echo
   echo "stopping the dev stack..."
   for pid in "${children[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${children[@]}"; do wait "$pid" 2>/dev/null || true; done
+  local deadline=$((SECONDS + stop_timeout)) i pid
+  for i in "${!children[@]}"; do
+    pid=${children[$i]}
+    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "the ${child_names[$i]} (pid $pid) did not stop within ${stop_timeout}s of SIGTERM; killing it" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+  done
   if [ "$started_broker" = yes ]; then infra/broker.sh stop --state "$state/broker"; fi
 }
 trap stop_all INT TERM EXIT
 
 echo "building Kadence (the first build takes a few minutes)..."
-cargo build --locked -p kadence-scheduler -p kadence-executor --example demo
+cargo build --locked -p kadence-scheduler -p kadence-executor --bin kadence --example demo
 
 if [ -n "${KADENCE_BROKERS:-}" ]; then
   brokers="$KADENCE_BROKERS"
@@ -45,6 +60,7 @@ KADENCE_KAFKA__BROKERS="$brokers" \
 KADENCE_API__LISTEN="127.0.0.1:$api_port" \
   target/debug/kadence serve >"$state/scheduler.log" 2>&1 &
 children+=($!)
+child_names+=(scheduler)
 for _ in $(seq 1 100); do
   curl -fsS "$api/health" >/dev/null 2>&1 && break
   kill -0 "${children[0]}" 2>/dev/null || { echo "the scheduler exited; its log follows" >&2; tail -n 30 "$state/scheduler.log" >&2; exit 1; }
@@ -59,6 +75,7 @@ fi
 
 KADENCE_BROKERS="$brokers" KADENCE_APP=demo target/debug/examples/demo >"$state/executor.log" 2>&1 &
 children+=($!)
+child_names+=(executor)
 
 cat <<EOT
 

@@ -5,7 +5,7 @@
 //! ```
 //!
 //! Environment: `KADENCE_BROKERS` (default `127.0.0.1:9092`), `KADENCE_APP` (default `demo`),
-//! `KADENCE_TOPIC_PREFIX` (default `kadence`). Stops gracefully on Ctrl-C.
+//! `KADENCE_TOPIC_PREFIX` (default `kadence`). Stops gracefully on SIGTERM or Ctrl-C.
 
 use std::time::Duration;
 
@@ -72,10 +72,6 @@ async fn main() -> anyhow::Result<()> {
         executor.id(),
         executor.app()
     );
-    executor
-        .run(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    executor.run(kadence_executor::shutdown_signal()).await?;
     Ok(())
 }

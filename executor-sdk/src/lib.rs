@@ -24,7 +24,7 @@
 //!         .handler("sendReport", send_report)
 //!         .handler("importOrders", import_orders)
 //!         .build()?;
-//!     executor.run(async { tokio::signal::ctrl_c().await.ok(); }).await
+//!     executor.run(kadence_executor::shutdown_signal()).await
 //! }
 //! ```
 //!
@@ -54,6 +54,8 @@
 //! - `offsets`: commits a partition's offset only up to its lowest trigger whose result is
 //!   not yet published, so a crash re-runs at most the unfinished triggers (at-least-once);
 //!   redeliveries are recognised by trigger id.
+//! - `signal`: [`shutdown_signal`], the future to stop on: SIGTERM (what Kubernetes and
+//!   systemd send) or SIGINT, so a stop drains instead of killing runs mid-way.
 //! - [`kafka`]: Kafka client behaviour the scheduler shares: which errors are retried, and
 //!   closing a consumer on a thread of its own (librdkafka's close has no deadline).
 //!
@@ -76,6 +78,7 @@ mod offsets;
 mod publisher;
 mod runner;
 mod script;
+mod signal;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -86,6 +89,7 @@ pub use context::{JobContext, JobError, JobResult};
 pub use error::ExecutorError;
 pub use joblog::{FLUSH_INTERVAL, JobLogger, MAX_LINE_BYTES};
 pub use offsets::OffsetTracker;
+pub use signal::shutdown_signal;
 
 use builder::{ExecutorSettings, HandlerFn, Lifecycle};
 

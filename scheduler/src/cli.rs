@@ -627,29 +627,10 @@ async fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
         .with_context(|| format!("binding the API to {}", config.api.listen))?;
     let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock)).await?;
     println!("Kadence API listening on http://{}", scheduler.api_addr());
-    shutdown_signal().await;
+    kadence_executor::shutdown_signal().await;
     tracing::info!("shutting down");
     scheduler.stop(Duration::from_secs(30)).await;
     Ok(())
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("installing the SIGTERM handler");
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = terminate.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
 }
 
 /// A small client of the HTTP API that turns error bodies into readable errors.

@@ -12,6 +12,8 @@ mod operators;
 mod rebalance;
 mod routing;
 mod scripts;
+#[cfg(unix)]
+mod sigterm;
 mod sinks;
 
 use std::collections::HashSet;

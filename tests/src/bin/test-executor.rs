@@ -1,5 +1,6 @@
 //! An executor process for the fault tests: handlers `ok` and `sleep` (params: ms). It prints
-//! `started <trigger id>` when a `sleep` run begins, so a test knows when to kill it.
+//! `started <trigger id>` when a `sleep` run begins, so a test knows when to kill it. SIGTERM
+//! and SIGINT stop it gracefully, as they stop any executor built on `shutdown_signal`.
 //!
 //! Environment: `KADENCE_BROKERS`, `KADENCE_APP`, `KADENCE_TOPIC_PREFIX`, `KADENCE_EXECUTOR_ID`;
 //! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000) and `KADENCE_BEAT_INTERVAL_MS`.
@@ -55,9 +56,5 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
         .handler("sleep", sleep)
         .build()?;
     println!("ready");
-    executor
-        .run(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
+    executor.run(kadence_executor::shutdown_signal()).await
 }
