@@ -30,11 +30,10 @@ async fn runs_by_state(store: &dyn Store, job: JobId, state: RunState) -> Vec<i6
     scheduled
 }
 
-/// A stop cancels the job's planned fires in its own transaction: the run list shows them
-/// cancelled, no later claim (another node, or a node started after the stop) emits them,
-/// every node learns of it for the copies in its wheel, and a restart plans new fires that
-/// pass.
-async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
+/// A job firing every second whose fires T0+1 s … T0+5 s a scan at T0 planned.
+async fn job_with_planned_fires(
+    backend: Backend,
+) -> (TestDatabase, Arc<dyn Store>, JobId, Vec<PendingFire>) {
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
@@ -44,6 +43,15 @@ async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
         .unwrap()
         .fires;
     assert_eq!(planned.len(), 5, "T0+1 s … T0+5 s");
+    (db, store, job, planned)
+}
+
+/// A stop cancels the job's planned fires in its own transaction: the run list shows them
+/// cancelled, no later claim (another node, or a node started after the stop) emits them,
+/// every node learns of it for the copies in its wheel, and a restart plans new fires that
+/// pass.
+async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
+    let (_db, store, job, planned) = job_with_planned_fires(backend).await;
 
     // Stopped at T0 + 0.5 s, taking effect 1 s later: the fire due at T0 + 1 s may be on its
     // way already and is left alone; the later ones are cancelled.
@@ -132,15 +140,7 @@ async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
 /// schedule; the new schedule's fires replace them, including at instants both schedules
 /// share (same trigger id, new row).
 async fn a_schedule_edit_replaces_the_planned_fires(backend: Backend) {
-    let db = TestDatabase::create(backend).await;
-    let store = store_on(&db).await;
-    let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let planned = store
-        .pre_read(&pre_read_at(T0, "node-a"))
-        .await
-        .unwrap()
-        .fires;
-    assert_eq!(planned.len(), 5);
+    let (_db, store, job, _) = job_with_planned_fires(backend).await;
 
     let mut every_two_seconds = every_second_job(MisfireStrategy::DoNothing);
     every_two_seconds.schedule = ScheduleSpec::parse("CRON", "*/2 * * * * ?").unwrap();
@@ -228,14 +228,7 @@ async fn refuse_dispatched_marks(db: &TestDatabase, backend: Backend, refuse: bo
 /// lease: the mark is retried until it lands, and the claim loop never emits the trigger a
 /// second time meanwhile (it would have, before the ledger).
 async fn an_unwritten_acknowledgement_is_retried_and_never_re_emitted(backend: Backend) {
-    let db = TestDatabase::create(backend).await;
-    let store = store_on(&db).await;
-    let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let fires = store
-        .pre_read(&pre_read_at(T0, "node-a"))
-        .await
-        .unwrap()
-        .fires;
+    let (db, store, job, fires) = job_with_planned_fires(backend).await;
     let acknowledged: &PendingFire = &fires[0];
 
     let ledger = Arc::new(AckLedger::new());
