@@ -29,10 +29,15 @@
 //! `KADENCE_BENCH_LOG=warn,kadence_scheduler::preread=debug` prints each pre-read scan with
 //! the time it spent in the store and handing fires to the wheel.
 
-use std::process::Stdio;
+mod common;
+
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use common::{
+    Backend, Database, PARTITIONS, Serve, flags, load_jobs, now_ms, parse_numbers, percentile,
+    set_first_fire, sleep_until_ms,
+};
 use kadence_schemas::{
     AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerRecord, TriggerType, codec,
 };
@@ -41,16 +46,8 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::util::Timeout;
-use sqlx::{Connection, Executor, Row};
 
-const PARTITIONS: i32 = 6;
 const WARM_UP: Duration = Duration::from_secs(8);
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
 
 struct Options {
     jobs: Vec<usize>,
@@ -59,7 +56,6 @@ struct Options {
     backends: Vec<Backend>,
     defined: usize,
     brokers: String,
-    postgres: String,
 }
 
 fn options() -> Options {
@@ -69,192 +65,19 @@ fn options() -> Options {
         seconds: 20,
         backends: vec![Backend::Sqlite, Backend::Postgres],
         defined: 0,
-        brokers: std::env::var("KADENCE_BENCH_BROKERS")
-            .expect("set KADENCE_BENCH_BROKERS to a broker address (infra/bench.sh does)"),
-        postgres: std::env::var("KADENCE_BENCH_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned()),
+        brokers: common::brokers(),
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut index = 0;
-    while index < args.len() {
-        let value = args.get(index + 1).cloned().unwrap_or_default();
-        match args[index].as_str() {
-            "--jobs" => {
-                options.jobs = value
-                    .split(',')
-                    .map(|n| n.parse().expect("--jobs N,N"))
-                    .collect()
-            }
+    for (flag, value) in flags() {
+        match flag.as_str() {
+            "--jobs" => options.jobs = parse_numbers(&flag, &value),
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
-            "--emit-leads-ms" => {
-                options.emit_leads_ms = value
-                    .split(',')
-                    .map(|n| n.parse().expect("--emit-leads-ms N,N"))
-                    .collect()
-            }
+            "--emit-leads-ms" => options.emit_leads_ms = parse_numbers(&flag, &value),
             "--defined" => options.defined = value.parse().expect("--defined N"),
-            "--backends" => {
-                options.backends = value
-                    .split(',')
-                    .map(|name| match name {
-                        "sqlite" => Backend::Sqlite,
-                        "postgres" => Backend::Postgres,
-                        other => panic!("unknown backend {other}: sqlite or postgres"),
-                    })
-                    .collect()
-            }
-            "--bench" => {
-                index += 1;
-                continue;
-            }
+            "--backends" => options.backends = Backend::parse_list(&value),
             other => panic!("unknown option {other}"),
         }
-        index += 2;
     }
     options
-}
-
-/// A database for one run, dropped afterwards.
-enum Database {
-    Sqlite {
-        url: String,
-        _dir: tempfile::TempDir,
-    },
-    Postgres {
-        url: String,
-        name: String,
-        admin: String,
-    },
-}
-
-impl Database {
-    async fn create(backend: Backend, admin: &str) -> Database {
-        let suffix: u64 = rand::random();
-        match backend {
-            Backend::Sqlite => {
-                let dir = tempfile::tempdir().unwrap();
-                let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-                Database::Sqlite { url, _dir: dir }
-            }
-            Backend::Postgres => {
-                let name = format!("kadence_bench_{suffix:x}");
-                let mut connection = sqlx::PgConnection::connect(admin).await.unwrap();
-                connection
-                    .execute(format!("CREATE DATABASE {name}").as_str())
-                    .await
-                    .unwrap();
-                let base = admin.rsplit_once('/').unwrap().0;
-                Database::Postgres {
-                    url: format!("{base}/{name}"),
-                    name,
-                    admin: admin.to_owned(),
-                }
-            }
-        }
-    }
-
-    fn url(&self) -> &str {
-        match self {
-            Database::Sqlite { url, .. } | Database::Postgres { url, .. } => url,
-        }
-    }
-
-    async fn execute(&self, sql: &str) {
-        match self {
-            Database::Sqlite { url, .. } => {
-                let mut connection = sqlx::SqliteConnection::connect(url).await.unwrap();
-                sqlx::raw_sql(sql).execute(&mut connection).await.unwrap();
-            }
-            Database::Postgres { url, .. } => {
-                let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
-                sqlx::raw_sql(sql).execute(&mut connection).await.unwrap();
-            }
-        }
-    }
-
-    /// `(scheduled_at_ms, dispatched_at_ms)` of runs acknowledged within `[from, to)`.
-    async fn acknowledged(&self, from: i64, to: i64) -> Vec<(i64, i64)> {
-        let sql = "SELECT scheduled_at_ms, dispatched_at_ms FROM job_logs \
-                   WHERE dispatched_at_ms >= $1 AND dispatched_at_ms < $2";
-        match self {
-            Database::Sqlite { url, .. } => {
-                let mut connection = sqlx::SqliteConnection::connect(url).await.unwrap();
-                sqlx::query(sql)
-                    .bind(from)
-                    .bind(to)
-                    .fetch_all(&mut connection)
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(|row| (row.get(0), row.get(1)))
-                    .collect()
-            }
-            Database::Postgres { url, .. } => {
-                let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
-                sqlx::query(sql)
-                    .bind(from)
-                    .bind(to)
-                    .fetch_all(&mut connection)
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(|row| (row.get(0), row.get(1)))
-                    .collect()
-            }
-        }
-    }
-
-    async fn drop(self) {
-        if let Database::Postgres { name, admin, .. } = self {
-            let mut connection = sqlx::PgConnection::connect(&admin).await.unwrap();
-            let _ = connection
-                .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
-                .await;
-        }
-    }
-}
-
-/// Loads `due` jobs firing every second from `first_fire_ms` and `idle` jobs not due before
-/// 2099, in multi-row inserts.
-async fn load_jobs(database: &Database, due: usize, idle: usize, first_fire_ms: i64, now_ms: i64) {
-    database
-        .execute(&format!(
-            "INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ('bench', 'bench', {PARTITIONS}, {now_ms})"
-        ))
-        .await;
-    let idle_fire = 4_070_908_800_000i64; // 2099-01-01
-    let mut remaining: Vec<(&str, i64, usize)> = vec![
-        ("* * * * * ?", first_fire_ms, due),
-        ("0 0 0 1 1 ? 2099", idle_fire, idle),
-    ];
-    for (cron, next, count) in remaining.drain(..) {
-        let mut written = 0;
-        while written < count {
-            let chunk = (count - written).min(2_000);
-            let values: Vec<String> = (0..chunk)
-                .map(|_| format!(
-                    "('bench', 'bench', 'CRON', '{cron}', 'UTC', 'DO_NOTHING', 'RANDOM', 'tick', '', \
-                     'SERIAL_EXECUTION', 0, 'RUNNING', {next}, {now_ms}, {now_ms})"
-                ))
-                .collect();
-            database
-                .execute(&format!(
-                    "INSERT INTO jobs (app, name, schedule_type, schedule_conf, time_zone, misfire_strategy, \
-                     route_strategy, handler, params, block_strategy, timeout_ms, status, next_fire_ms, \
-                     created_at_ms, updated_at_ms) VALUES {}",
-                    values.join(", ")
-                ))
-                .await;
-            written += chunk;
-        }
-    }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 /// CPU ticks (user + system) and peak resident memory (KiB) of a process.
@@ -278,14 +101,6 @@ fn clock_ticks_per_second() -> f64 {
         .and_then(|out| String::from_utf8(out.stdout).ok())
         .and_then(|text| f64::from_str(text.trim()).ok())
         .unwrap_or(100.0)
-}
-
-fn percentile(sorted: &[i64], fraction: f64) -> i64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
-    sorted[rank]
 }
 
 /// A representative trigger record's encoded size.
@@ -432,63 +247,40 @@ async fn run_one(
     jobs: usize,
     emit_lead_ms: u64,
 ) -> Measurement {
-    let database = Database::create(backend, &options.postgres).await;
-    // Migrations come from the scheduler itself.
-    kadence_scheduler::app::open_store(database.url(), 1)
-        .await
-        .expect("migrate");
+    let database = Database::create(backend).await;
     let loading = Instant::now();
     load_jobs(&database, jobs, options.defined, 0, now_ms()).await;
     let load_seconds = loading.elapsed().as_secs_f64();
     // The first fire is set after loading, which can take a while for a million jobs.
     let now = now_ms();
-    let first_fire = (now / 1000 + 4) * 1000;
-    database
-        .execute(&format!(
-            "UPDATE jobs SET next_fire_ms = {first_fire} WHERE schedule_conf = '* * * * * ?'"
-        ))
-        .await;
-    let prefix = format!("kbench{:x}", rand::random::<u32>());
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kadence"))
-        .arg("serve")
-        .env("KADENCE_DATABASE__URL", database.url())
-        .env("KADENCE_KAFKA__BROKERS", &options.brokers)
-        .env("KADENCE_KAFKA__TOPIC_PREFIX", &prefix)
-        .env("KADENCE_API__LISTEN", "127.0.0.1:0")
-        .env("KADENCE_SCHEDULE__BATCH_SIZE", "5000")
-        .env("KADENCE_SCHEDULE__EMIT_LEAD", format!("{emit_lead_ms}ms"))
-        .env(
-            "RUST_LOG",
-            std::env::var("KADENCE_BENCH_LOG").unwrap_or_else(|_| "warn,sqlx=error".into()),
-        )
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start kadence serve");
-    let pid = child.id().unwrap();
+    let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
+    let serve = Serve::start(
+        &database,
+        &[
+            ("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned()),
+            ("KADENCE_SCHEDULE__EMIT_LEAD", format!("{emit_lead_ms}ms")),
+        ],
+    )
+    .await;
+    let pid = serve.pid();
     // Measure from the first fire + warm-up, for the requested seconds.
     let window_start = first_fire.max(now) + WARM_UP.as_millis() as i64;
     let window_end = window_start + options.seconds as i64 * 1000;
-    tokio::time::sleep(Duration::from_millis(
-        (window_start - now_ms()).max(0) as u64
-    ))
-    .await;
+    sleep_until_ms(window_start).await;
     let (ticks_start, _) = process_usage(pid).unwrap_or_default();
-    tokio::time::sleep(Duration::from_millis((window_end - now_ms()).max(0) as u64)).await;
+    sleep_until_ms(window_end).await;
     let (ticks_end, peak_kib) = process_usage(pid).unwrap_or_default();
     // Let acknowledgements of the window's fires land, then stop the scheduler.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    if let Some(pid) = child.id() {
-        let _ = std::process::Command::new("kill")
-            .arg(pid.to_string())
-            .status();
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
-    let acked = database.acknowledged(window_start, window_end).await;
-    let mut lateness: Vec<i64> = acked
-        .iter()
-        .map(|(scheduled, dispatched)| dispatched - scheduled)
-        .collect();
+    serve.stop().await;
+    let acked = database
+        .integers(
+            "SELECT scheduled_at_ms, dispatched_at_ms FROM job_logs \
+             WHERE dispatched_at_ms >= $1 AND dispatched_at_ms < $2",
+            &[window_start, window_end],
+        )
+        .await;
+    let mut lateness: Vec<i64> = acked.iter().map(|row| row[1] - row[0]).collect();
     lateness.sort_unstable();
     let raw_rate = raw_produce_rate(&options.brokers, (jobs * 5).clamp(50_000, 300_000)).await;
     database.drop().await;
@@ -546,11 +338,7 @@ async fn main() {
     for row in &rows {
         println!(
             "| {} | {} ms | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {:.0} | {:.0} % |",
-            if row.backend == Backend::Sqlite {
-                "SQLite"
-            } else {
-                "PostgreSQL"
-            },
+            row.backend.label(),
             row.emit_lead_ms,
             row.jobs,
             row.defined,

@@ -10,14 +10,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{Backend, TestDatabase, Watchdog, brokers, unique, wait_for};
-use kadence_schemas::{TriggerRecord, codec};
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
+use kadence_schemas::TriggerRecord;
+use kadence_tests::serve::spawn_serve;
+use kadence_tests::triggers::read_triggers;
 use serde_json::{Value, json};
 use sqlx::Connection;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const APP: &str = "crash";
@@ -32,7 +29,8 @@ struct Node {
 impl Node {
     /// Starts a scheduler process with a short lease so tests see claims within seconds.
     async fn start(database_url: &str, prefix: &str, node_id: &str) -> Node {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kadence"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kadence"));
+        command
             .arg("serve")
             .env("KADENCE_DATABASE__URL", database_url)
             .env("KADENCE_KAFKA__BROKERS", brokers())
@@ -44,22 +42,8 @@ impl Node {
             .env("KADENCE_SCHEDULE__LEASE", "2s")
             .env("KADENCE_SCHEDULE__CLAIM_INTERVAL", "500ms")
             .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn kadence serve");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let api = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.expect("read stdout") {
-                if let Some(url) = line.strip_prefix("Kadence API listening on ") {
-                    return url.to_owned();
-                }
-            }
-            panic!("kadence serve exited before listening");
-        })
-        .await
-        .expect("scheduler starts within a minute");
+            .stderr(Stdio::inherit());
+        let (child, api) = spawn_serve(command).await;
         Node { child, api }
     }
 
@@ -145,33 +129,9 @@ async fn pending_owned_by(database_url: &str, node_id: &str) -> HashSet<String> 
     trigger_ids(database_url, sql, Some(node_id)).await
 }
 
-/// Reads every trigger record of the app's topic until none arrives for three seconds.
+/// Every trigger record of the app's topic.
 async fn emitted_triggers(prefix: &str) -> Vec<TriggerRecord> {
-    let consumer: StreamConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers())
-        .set("group.id", format!("{prefix}.test-reader"))
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut assignment = TopicPartitionList::new();
-    for partition in 0..PARTITIONS {
-        assignment
-            .add_partition_offset(
-                &format!("{prefix}.triggers.{APP}"),
-                partition,
-                Offset::Beginning,
-            )
-            .unwrap();
-    }
-    consumer.assign(&assignment).unwrap();
-    let mut records = Vec::new();
-    while let Ok(received) = tokio::time::timeout(Duration::from_secs(3), consumer.recv()).await {
-        let message = received.expect("receive triggers");
-        records.push(
-            codec::decode::<TriggerRecord>(message.payload().unwrap()).expect("a trigger record"),
-        );
-    }
-    records
+    read_triggers(&brokers(), &format!("{prefix}.triggers.{APP}"), PARTITIONS).await
 }
 
 /// Checks that every fire written was emitted (in particular the `held` ones a killed node

@@ -10,6 +10,7 @@ use kadence_scheduler::app::Scheduler;
 use kadence_scheduler::clock::SystemClock;
 use kadence_scheduler::config::Config;
 use kadence_scheduler::model::Run;
+use kadence_scheduler::store::Store;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{Headers, Message};
@@ -210,9 +211,14 @@ impl TestApp {
         &self._database
     }
 
-    /// The base URL of this node's API.
-    pub fn base_url(&self) -> &str {
+    /// The API's address, e.g. `http://127.0.0.1:41234`.
+    pub fn api_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// The scheduler's store, for loading data faster than through the API.
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.scheduler.as_ref().expect("the scheduler runs").store()
     }
 
     /// Sends a request; returns the status and the JSON body.

@@ -5,6 +5,7 @@
 #[macro_use]
 #[path = "../common/mod.rs"]
 mod common;
+mod api_load;
 mod closing;
 mod helpers;
 mod monitors;

@@ -138,7 +138,7 @@ async fn a_busy_api_answers_503_with_retry_after(backend: Backend) {
 
     let blocked = {
         let http = reqwest::Client::new();
-        let url = format!("{}/api/jobs", app.base_url());
+        let url = format!("{}/api/jobs", app.api_url());
         tokio::spawn(async move {
             http.post(url)
                 .json(&json!({"app": "busy", "handler": "ok", "schedule_type": "NONE"}))
@@ -148,7 +148,7 @@ async fn a_busy_api_answers_503_with_retry_after(backend: Backend) {
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let shed = reqwest::get(format!("{}/api/apps", app.base_url()))
+    let shed = reqwest::get(format!("{}/api/apps", app.api_url()))
         .await
         .unwrap();
     assert_eq!(shed.status().as_u16(), 503);
@@ -158,7 +158,7 @@ async fn a_busy_api_answers_503_with_retry_after(backend: Backend) {
         body["error"],
         "service busy: too many requests at once; retry in a moment"
     );
-    let health = reqwest::get(format!("{}/health", app.base_url()))
+    let health = reqwest::get(format!("{}/health", app.api_url()))
         .await
         .unwrap();
     assert_eq!(

@@ -1,1 +1,23 @@
-//! End-to-end suites live in `tests/e2e/`; this library is intentionally empty.
+//! What the end-to-end suites (`tests/e2e/`, `tests/store/`) and the scheduler's own process
+//! tests and benchmarks (`scheduler/tests/crash.rs`, `scheduler/benches/`) share beyond one
+//! suite's fixtures (those live in `tests/common/`):
+//! - [`triggers`]: reads an app's trigger topic from the beginning and audits the fires of
+//!   jobs due every second: each expected second once, none twice, no misfire.
+//! - [`api_load`]: many concurrent clients listing jobs for a while, every answer tallied.
+//! - [`serve`]: `kadence serve` as a child process, ready once its API listens.
+//!
+//! They take addresses as arguments (never a test's environment), so a benchmark that starts
+//! its own broker and `kadence serve` uses them as a test does.
+
+pub mod api_load;
+pub mod serve;
+pub mod triggers;
+
+/// The value at `fraction` (0.5 = median) of `sorted`, nearest rank; the default when empty.
+pub fn percentile<T: Copy + Default>(sorted: &[T], fraction: f64) -> T {
+    if sorted.is_empty() {
+        return T::default();
+    }
+    let rank = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+    sorted[rank]
+}

@@ -1,0 +1,309 @@
+//! What the benchmarks share: command-line flags, a fresh database per run on either backend
+//! with jobs loaded straight into it, and `kadence serve` (this crate's release build) as a
+//! process of its own, as in production.
+//!
+//! Environment: `KADENCE_BENCH_BROKERS` (required; `infra/bench.sh` starts a broker and sets
+//! it), `KADENCE_BENCH_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`, the
+//! maintenance database one database per run is created from and dropped through) and
+//! `KADENCE_BENCH_LOG` (the scheduler's log filter, default `warn,sqlx=error`).
+
+#![allow(dead_code)] // each benchmark uses its own subset
+
+use std::time::Duration;
+
+use kadence_tests::serve::spawn_serve;
+use sqlx::{Connection, Executor, Row};
+use tokio::process::{Child, Command};
+
+pub use kadence_tests::percentile;
+
+/// Partitions of the benchmark app's trigger topic.
+pub const PARTITIONS: i32 = 6;
+
+/// The benchmark app's name.
+pub const APP: &str = "bench";
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// `sqlite,postgres` → both.
+    pub fn parse_list(value: &str) -> Vec<Backend> {
+        value
+            .split(',')
+            .map(|name| match name {
+                "sqlite" => Backend::Sqlite,
+                "postgres" => Backend::Postgres,
+                other => panic!("unknown backend {other}: sqlite or postgres"),
+            })
+            .collect()
+    }
+
+    /// Its name in a table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres => "PostgreSQL",
+        }
+    }
+}
+
+/// `N,N,…` → the numbers; panics naming `flag` otherwise.
+pub fn parse_numbers<T: std::str::FromStr>(flag: &str, value: &str) -> Vec<T> {
+    value
+        .split(',')
+        .map(|n| {
+            n.parse()
+                .unwrap_or_else(|_| panic!("{flag} takes numbers: {flag} N,N"))
+        })
+        .collect()
+}
+
+/// The command line as `(flag, value)` pairs. `cargo bench` adds a lone `--bench`, which is
+/// skipped.
+pub fn flags() -> Vec<(String, String)> {
+    let mut args = std::env::args().skip(1).filter(|arg| arg != "--bench");
+    let mut pairs = Vec::new();
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .unwrap_or_else(|| panic!("{flag} needs a value"));
+        pairs.push((flag, value));
+    }
+    pairs
+}
+
+/// The broker the benchmark runs against.
+pub fn brokers() -> String {
+    std::env::var("KADENCE_BENCH_BROKERS")
+        .expect("set KADENCE_BENCH_BROKERS to a broker address (infra/bench.sh does)")
+}
+
+/// The PostgreSQL maintenance database.
+pub fn postgres_admin() -> String {
+    std::env::var("KADENCE_BENCH_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A database for one run, dropped afterwards.
+pub enum Database {
+    Sqlite {
+        url: String,
+        _dir: tempfile::TempDir,
+    },
+    Postgres {
+        url: String,
+        name: String,
+        admin: String,
+    },
+}
+
+impl Database {
+    /// A fresh database with the scheduler's schema.
+    pub async fn create(backend: Backend) -> Database {
+        let suffix: u64 = rand::random();
+        let database = match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+                Database::Sqlite { url, _dir: dir }
+            }
+            Backend::Postgres => {
+                let admin = postgres_admin();
+                let name = format!("kadence_bench_{suffix:x}");
+                let mut connection = sqlx::PgConnection::connect(&admin).await.unwrap();
+                connection
+                    .execute(format!("CREATE DATABASE {name}").as_str())
+                    .await
+                    .unwrap();
+                let base = admin.rsplit_once('/').unwrap().0;
+                Database::Postgres {
+                    url: format!("{base}/{name}"),
+                    name,
+                    admin,
+                }
+            }
+        };
+        // Migrations come from the scheduler itself.
+        kadence_scheduler::app::open_store(database.url(), 1)
+            .await
+            .expect("migrate");
+        database
+    }
+
+    pub fn url(&self) -> &str {
+        match self {
+            Database::Sqlite { url, .. } | Database::Postgres { url, .. } => url,
+        }
+    }
+
+    pub async fn execute(&self, sql: &str) {
+        match self {
+            Database::Sqlite { url, .. } => {
+                let mut connection = sqlx::SqliteConnection::connect(url).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut connection).await.unwrap();
+            }
+            Database::Postgres { url, .. } => {
+                let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut connection).await.unwrap();
+            }
+        }
+    }
+
+    /// The rows `sql` selects, every column a 64-bit integer, with `$1`, `$2`, … bound to
+    /// `binds`.
+    pub async fn integers(&self, sql: &str, binds: &[i64]) -> Vec<Vec<i64>> {
+        fn columns<R: Row>(row: &R) -> Vec<i64>
+        where
+            usize: sqlx::ColumnIndex<R>,
+            for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        {
+            (0..row.len()).map(|index| row.get(index)).collect()
+        }
+        match self {
+            Database::Sqlite { url, .. } => {
+                let mut connection = sqlx::SqliteConnection::connect(url).await.unwrap();
+                let mut query = sqlx::query(sql);
+                for &bind in binds {
+                    query = query.bind(bind);
+                }
+                let rows = query.fetch_all(&mut connection).await.unwrap();
+                rows.iter().map(columns).collect()
+            }
+            Database::Postgres { url, .. } => {
+                let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
+                let mut query = sqlx::query(sql);
+                for &bind in binds {
+                    query = query.bind(bind);
+                }
+                let rows = query.fetch_all(&mut connection).await.unwrap();
+                rows.iter().map(columns).collect()
+            }
+        }
+    }
+
+    pub async fn drop(self) {
+        if let Database::Postgres { name, admin, .. } = self {
+            let mut connection = sqlx::PgConnection::connect(&admin).await.unwrap();
+            let _ = connection
+                .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                .await;
+        }
+    }
+}
+
+/// Creates the app [`APP`] with [`PARTITIONS`] partitions and loads `due` jobs firing every
+/// second from `first_fire_ms` and `idle` jobs not due before 2099, in multi-row inserts.
+/// Every job routes RANDOM and misfires DO_NOTHING (the defaults of XXL-JOB).
+pub async fn load_jobs(
+    database: &Database,
+    due: usize,
+    idle: usize,
+    first_fire_ms: i64,
+    now_ms: i64,
+) {
+    database
+        .execute(&format!(
+            "INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ('{APP}', '{APP}', {PARTITIONS}, {now_ms})"
+        ))
+        .await;
+    let idle_fire = 4_070_908_800_000i64; // 2099-01-01
+    let mut remaining: Vec<(&str, i64, usize)> = vec![
+        ("* * * * * ?", first_fire_ms, due),
+        ("0 0 0 1 1 ? 2099", idle_fire, idle),
+    ];
+    for (cron, next, count) in remaining.drain(..) {
+        let mut written = 0;
+        while written < count {
+            let chunk = (count - written).min(2_000);
+            let values: Vec<String> = (0..chunk)
+                .map(|_| format!(
+                    "('{APP}', 'bench', 'CRON', '{cron}', 'UTC', 'DO_NOTHING', 'RANDOM', 'tick', '', \
+                     'SERIAL_EXECUTION', 0, 'RUNNING', {next}, {now_ms}, {now_ms})"
+                ))
+                .collect();
+            database
+                .execute(&format!(
+                    "INSERT INTO jobs (app, name, schedule_type, schedule_conf, time_zone, misfire_strategy, \
+                     route_strategy, handler, params, block_strategy, timeout_ms, status, next_fire_ms, \
+                     created_at_ms, updated_at_ms) VALUES {}",
+                    values.join(", ")
+                ))
+                .await;
+            written += chunk;
+        }
+    }
+}
+
+/// Moves the first fire of the jobs due every second to the second after `lead` from now
+/// (loading a million jobs takes a while); returns it.
+pub async fn set_first_fire(database: &Database, lead: Duration) -> i64 {
+    let first_fire = (now_ms() + lead.as_millis() as i64) / 1000 * 1000 + 1000;
+    database
+        .execute(&format!(
+            "UPDATE jobs SET next_fire_ms = {first_fire} WHERE schedule_conf = '* * * * * ?'"
+        ))
+        .await;
+    first_fire
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// Sleeps until the wall clock reads `ms` (at once if it has passed).
+pub async fn sleep_until_ms(ms: i64) {
+    tokio::time::sleep(Duration::from_millis((ms - now_ms()).max(0) as u64)).await;
+}
+
+/// A `kadence serve` process on a fresh topic prefix; killed if dropped.
+pub struct Serve {
+    child: Child,
+    /// The topic prefix it runs with.
+    pub prefix: String,
+    /// Its API, e.g. `http://127.0.0.1:41234`.
+    pub api: String,
+}
+
+impl Serve {
+    /// Starts `kadence serve` on `database` and the benchmark broker with the defaults plus
+    /// `settings` (`KADENCE_…` variables); returns once its API listens.
+    pub async fn start(database: &Database, settings: &[(&str, String)]) -> Serve {
+        let prefix = format!("kbench{:x}", rand::random::<u32>());
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kadence"));
+        command
+            .arg("serve")
+            .env("KADENCE_DATABASE__URL", database.url())
+            .env("KADENCE_KAFKA__BROKERS", brokers())
+            .env("KADENCE_KAFKA__TOPIC_PREFIX", &prefix)
+            .env("KADENCE_API__LISTEN", "127.0.0.1:0")
+            .envs(settings.iter().map(|(name, value)| (name, value)))
+            .env(
+                "RUST_LOG",
+                std::env::var("KADENCE_BENCH_LOG").unwrap_or_else(|_| "warn,sqlx=error".into()),
+            );
+        let (child, api) = spawn_serve(command).await;
+        Serve { child, prefix, api }
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("kadence serve runs")
+    }
+
+    /// SIGTERM, then waits for the graceful stop (at most 20 s).
+    pub async fn stop(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
+    }
+}
