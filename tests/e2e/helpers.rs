@@ -500,39 +500,6 @@ impl TestApp {
         found
     }
 
-    /// Every trigger record on `app`'s trigger topic, read from the beginning until no record
-    /// has arrived for two seconds (the broker's high watermark can trail what it
-    /// acknowledged, so reading "to the end" is not enough).
-    pub async fn trigger_records(&self, app: &str) -> Vec<kadence_schemas::TriggerRecord> {
-        let consumer: StreamConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &self.brokers)
-            .set("group.id", unique("kt-reader"))
-            .set("enable.auto.commit", "false")
-            .create()
-            .expect("trigger reader");
-        let topic = format!("{}.triggers.{app}", self.prefix);
-        let metadata = consumer
-            .fetch_metadata(Some(&topic), Timeout::After(Duration::from_secs(10)))
-            .expect("trigger topic metadata");
-        let mut assignment = TopicPartitionList::new();
-        for partition in metadata.topics()[0].partitions() {
-            assignment
-                .add_partition_offset(&topic, partition.id(), Offset::Beginning)
-                .unwrap();
-        }
-        consumer
-            .assign(&assignment)
-            .expect("assign the trigger topic");
-        let mut records = Vec::new();
-        while let Ok(received) = tokio::time::timeout(Duration::from_secs(2), consumer.recv()).await
-        {
-            let message = received.expect("read a trigger");
-            let payload = message.payload().expect("a trigger has a payload");
-            records.push(kadence_schemas::codec::decode(payload).expect("a trigger record"));
-        }
-        records
-    }
-
     /// Stops the executors this test started, gracefully, and waits for them.
     pub async fn stop_executors(&mut self) {
         for (stop, task) in self.executors.drain(..) {

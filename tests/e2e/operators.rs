@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kadence_scheduler::model::{Run, RunState};
+use kadence_tests::triggers::read_triggers;
 use serde_json::json;
 
 use crate::common::Backend;
@@ -270,7 +271,8 @@ async fn stops_and_edits_cancel_planned_fires_on_every_node(backend: Backend) {
     // Past the window, every lease and a few claim passes.
     tokio::time::sleep(Duration::from_secs(10)).await;
 
-    let records = app.trigger_records("ops").await;
+    let topic = format!("{}.triggers.ops", app.prefix);
+    let records = read_triggers(&app.brokers, &topic, 1).await;
     // Emit lead 1 s + cancellation poll 250 ms, and 750 ms for a slow machine.
     let horizon = |at: i64| at + 2_000;
     let mut per_trigger: HashMap<String, usize> = HashMap::new();

@@ -49,12 +49,6 @@ impl From<&ApiConfig> for ApiLimits {
     }
 }
 
-impl Default for ApiLimits {
-    fn default() -> Self {
-        ApiLimits::from(&ApiConfig::default())
-    }
-}
-
 /// `router` with load shedding and a request timeout, both answered 503.
 pub(crate) fn with_load_limits<S>(router: Router<S>, limits: ApiLimits) -> Router<S>
 where

@@ -1031,19 +1031,15 @@ async fn list_reports(
         .store
         .list_reports(from, to + DAY_MS, app.as_ref(), &page)
         .await?;
-    let next = (reports.len() >= page.limit as usize)
-        .then(|| reports.last())
-        .flatten()
-        .map(|last| {
-            join_key(&[
-                &last.day_ms.to_string(),
-                &last.app,
-                &last.job_id.to_string(),
-            ])
-        });
-    let items = reports
-        .into_iter()
-        .map(|report| ReportView {
+    let page = Page::new(reports, page.limit, |last| {
+        join_key(&[
+            &last.day_ms.to_string(),
+            &last.app,
+            &last.job_id.to_string(),
+        ])
+    });
+    Ok(Json(page.map(|report| {
+        ReportView {
             day: chrono::DateTime::from_timestamp_millis(report.day_ms)
                 .map(|day| day.format("%Y-%m-%d").to_string())
                 .unwrap_or_default(),
@@ -1052,9 +1048,8 @@ async fn list_reports(
             running: report.running,
             succeeded: report.succeeded,
             failed: report.failed,
-        })
-        .collect();
-    Ok(Json(Page { items, next }))
+        }
+    })))
 }
 
 /// Query of `GET /api/executors`.

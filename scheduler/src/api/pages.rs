@@ -33,6 +33,16 @@ impl<T> Page<T> {
     }
 }
 
+impl<T> Page<T> {
+    /// The same page with each item converted.
+    pub(crate) fn map<U>(self, convert: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(convert).collect(),
+            next: self.next,
+        }
+    }
+}
+
 /// The `limit` of a request, checked.
 pub(crate) fn page_size(limit: Option<u32>) -> Result<u32, ApiError> {
     match limit {

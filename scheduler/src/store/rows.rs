@@ -56,6 +56,10 @@ pub(crate) const FIRE_COLUMNS: &str = "id, trigger_id, job_id, app, handler, par
      shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
      block_strategy, timeout_ms, glue_type, glue_source, glue_updated_at_ms, route_partitions";
 
+/// Columns of `executors`, in [`ExecutorRow`]'s order.
+pub(crate) const EXECUTOR_COLUMNS: &str = "executor_id, app, host, version, handlers, \
+     owned_partitions, running_jobs, queued_jobs, state, first_seen_at_ms, last_beat_at_ms";
+
 /// Columns of `job_logs` shown as a run.
 pub(crate) const RUN_COLUMNS: &str = "id, trigger_id, job_id, trigger_type, params, attempt, \
      shard_index, shard_total, scheduled_at_ms, state, partition_no, dispatched_at_ms, executor_id, handle_code, \

@@ -583,11 +583,10 @@ macro_rules! impl_sql_store {
                 &self,
                 app: Option<&AppName>,
             ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
-                let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(
-                    "SELECT executor_id, app, host, version, handlers, owned_partitions, \
-                     running_jobs, queued_jobs, state, first_seen_at_ms, last_beat_at_ms \
-                     FROM executors WHERE ($1 IS NULL OR app = $1) ORDER BY app, executor_id",
-                )
+                let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(&format!(
+                    "SELECT {} FROM executors WHERE ($1 IS NULL OR app = $1) ORDER BY app, executor_id",
+                    $crate::store::rows::EXECUTOR_COLUMNS
+                ))
                 .bind(app.map(|app| app.as_str().to_owned()))
                 .fetch_all(&self.pool)
                 .await
@@ -600,11 +599,10 @@ macro_rules! impl_sql_store {
                 app: Option<&AppName>,
                 page: &PageRequest<(String, String)>,
             ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
-                let mut query = sqlx::QueryBuilder::<$db>::new(
-                    "SELECT executor_id, app, host, version, handlers, owned_partitions, \
-                     running_jobs, queued_jobs, state, first_seen_at_ms, last_beat_at_ms \
-                     FROM executors WHERE true",
-                );
+                let mut query = sqlx::QueryBuilder::<$db>::new(format!(
+                    "SELECT {} FROM executors WHERE true",
+                    $crate::store::rows::EXECUTOR_COLUMNS
+                ));
                 if let Some(app) = app {
                     query.push(" AND app = ").push_bind(app.as_str().to_owned());
                 }
