@@ -337,8 +337,87 @@ async fn stops_and_edits_cancel_planned_fires_on_every_node(backend: Backend) {
     app.shutdown().await;
 }
 
+/// Every list is a page: `limit` bounds it, `next` passed back as `after` continues it to the
+/// end without repeating an item, filters apply to every page, and bad paging is 400.
+async fn lists_come_in_pages(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create_app("paged", 1).await;
+    app.create_app("other", 1).await;
+    let mut running = Vec::new();
+    for n in 0..5 {
+        let job = app
+            .create_job(
+                json!({"app": "paged", "handler": "ok", "schedule_conf": "0 0 3 * * ?",
+                "start": n % 2 == 0}),
+            )
+            .await;
+        if n % 2 == 0 {
+            running.push(job.id);
+        }
+    }
+    app.create_job(json!({"app": "other", "handler": "ok", "schedule_type": "NONE"}))
+        .await;
+    let pages = |query: &'static str| {
+        let app = &app;
+        async move {
+            let mut ids = Vec::new();
+            let mut pages = 0;
+            let mut after: Option<String> = None;
+            loop {
+                let path = match &after {
+                    Some(after) => format!("/api/jobs?{query}&limit=2&after={after}"),
+                    None => format!("/api/jobs?{query}&limit=2"),
+                };
+                let (status, page) = app.call(reqwest::Method::GET, &path, None).await;
+                assert_eq!(status, 200, "{page}");
+                let items = page["items"].as_array().unwrap();
+                assert!(items.len() <= 2);
+                ids.extend(items.iter().map(|job| job["id"].as_i64().unwrap()));
+                pages += 1;
+                match page["next"].as_str() {
+                    Some(next) => after = Some(next.to_owned()),
+                    None => return (ids, pages),
+                }
+            }
+        }
+    };
+    let (all, page_count) = pages("app=paged").await;
+    assert_eq!(all.len(), 5);
+    assert!(
+        all.windows(2).all(|pair| pair[0] < pair[1]),
+        "by id, none twice: {all:?}"
+    );
+    assert_eq!(page_count, 3);
+    let (running_ids, _) = pages("app=paged&status=RUNNING").await;
+    assert_eq!(running_ids, running);
+
+    let (status, runs) = app
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/jobs/{}/runs?limit=5", all[0]),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(runs["items"], json!([]));
+    assert_eq!(runs["next"], json!(null));
+    for bad in [
+        "/api/jobs?limit=0",
+        "/api/jobs?limit=1001",
+        "/api/jobs?after=x",
+        "/api/jobs?status=PAUSED",
+        "/api/executors?after=no-slash",
+        "/api/reports?after=1/2",
+    ] {
+        let (status, body) = app.call(reqwest::Method::GET, bad, None).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    app.shutdown().await;
+}
+
 on_both_backends!(
     bad_input_is_a_4xx_everywhere,
+    lists_come_in_pages,
     a_busy_api_answers_503_with_retry_after,
     stops_and_edits_cancel_planned_fires_on_every_node,
 );
