@@ -14,6 +14,16 @@ pub const DEFAULT_PAGE_SIZE: u32 = 100;
 /// Items per page at most.
 pub const MAX_PAGE_SIZE: u32 = 1_000;
 
+/// Query of the list endpoints without filters: a page.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// Items at most (default 100, at most 1 000).
+    pub limit: Option<u32>,
+}
+
 /// One page of a listing.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Page<T> {

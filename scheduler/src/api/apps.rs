@@ -1,0 +1,76 @@
+//! Apps (XXL-JOB's executor groups): create one with its trigger topic, list them.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use kadence_schemas::AppName;
+use serde::{Deserialize, Serialize};
+
+use super::body::ApiJson;
+use super::error::ApiError;
+use super::pages::{Page, PageQuery, page_request};
+use super::{ApiState, MAX_PARTITIONS, bad_request};
+use crate::kafka::TopicError;
+use crate::model::App;
+
+/// Body of `POST /api/apps`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewAppRequest {
+    /// App name: 1–64 of `A-Z a-z 0-9 _ -`.
+    pub name: String,
+    /// Partitions of its trigger topic, 1–1024: the most executors that share its triggers.
+    pub partitions: i32,
+    /// Human-readable title.
+    #[serde(default)]
+    pub title: String,
+}
+
+pub(super) async fn create_app(
+    State(state): State<Arc<ApiState>>,
+    ApiJson(request): ApiJson<NewAppRequest>,
+) -> Result<(StatusCode, Json<App>), ApiError> {
+    let name = AppName::parse(&request.name).map_err(bad_request)?;
+    if !(1..=MAX_PARTITIONS).contains(&request.partitions) {
+        return Err(bad_request(format!(
+            "partitions must be between 1 and {MAX_PARTITIONS}, not {}",
+            request.partitions
+        )));
+    }
+    if state.store.get_app(&name).await?.is_some() {
+        return Err(ApiError::Conflict(format!("app {name} exists already")));
+    }
+    // Topic first: an app must never exist without its topic.
+    state
+        .admin
+        .ensure_topic(&state.topics.triggers(&name), request.partitions, &[])
+        .await
+        .map_err(|error| match error {
+            TopicError::PartitionMismatch { .. } => ApiError::Conflict(error.to_string()),
+            other => ApiError::Internal(other.into()),
+        })?;
+    let app = App {
+        name: name.clone(),
+        title: request.title,
+        partitions: request.partitions,
+        created_at_ms: state.clock.now_ms(),
+    };
+    state.store.create_app(&app).await?;
+    state.partitions.remember(name, app.partitions);
+    Ok((StatusCode::CREATED, Json(app)))
+}
+
+pub(super) async fn list_apps(
+    State(state): State<Arc<ApiState>>,
+    Query(query): Query<PageQuery>,
+) -> Result<Json<Page<App>>, ApiError> {
+    let page = page_request(query.after.as_deref(), query.limit, |text| {
+        Some(text.to_owned())
+    })?;
+    let apps = state.store.list_apps_page(&page).await?;
+    Ok(Json(Page::new(apps, page.limit, |app| {
+        app.name.to_string()
+    })))
+}

@@ -1,0 +1,81 @@
+//! The API's one error type: 4xx with a message saying what to fix, 503 with `Retry-After`
+//! when busy, a bare 500 (logged with its cause) for anything else.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use crate::store::StoreError;
+
+/// An API failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The request is invalid; the message says how.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The thing asked for does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with what exists.
+    #[error("{0}")]
+    Conflict(String),
+    /// The request body is over the limit.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// The node is too busy for this request now; the client should retry after a moment.
+    #[error("service busy: {0}; retry in a moment")]
+    Unavailable(String),
+    /// Something failed inside; logged, not echoed.
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct ErrorBody {
+    error: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unavailable(reason) => {
+                tracing::debug!(%reason, "API request shed");
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ApiError::Internal(cause) => {
+                tracing::error!(error = format!("{cause:#}"), "API request failed");
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        };
+        let mut response = (
+            status,
+            Json(ErrorBody {
+                error: self.to_string(),
+            }),
+        )
+            .into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::UnknownApp(_) => ApiError::BadRequest(error.to_string()),
+            StoreError::JobNotFound(_) => ApiError::NotFound(error.to_string()),
+            StoreError::AppExists(_) => ApiError::Conflict(error.to_string()),
+            busy if busy.is_busy() => ApiError::Unavailable("the database is busy".to_owned()),
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! The executor registry as listed: partitions, handlers, running jobs, liveness.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use serde::{Deserialize, Serialize};
+
+use super::error::ApiError;
+use super::pages::{Page, join_key, page_request, split_key};
+use super::{ApiState, parse_app_filter};
+use crate::model::ExecutorEntry;
+
+/// Query of `GET /api/executors`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutorQuery {
+    /// Only this app's executors.
+    pub app: Option<String>,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// Executors at most (default 100, at most 1 000).
+    pub limit: Option<u32>,
+}
+
+/// An executor as listed: its latest beat, and whether it takes triggers now.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecutorView {
+    /// The registry entry.
+    #[serde(flatten)]
+    pub entry: ExecutorEntry,
+    /// RUNNING with a beat younger than the dead timeout.
+    pub live: bool,
+}
+
+/// The registry: every executor seen (dead ones until they are forgotten), with its
+/// partitions, handlers and running jobs.
+pub(super) async fn list_executors(
+    State(state): State<Arc<ApiState>>,
+    Query(query): Query<ExecutorQuery>,
+) -> Result<Json<Page<ExecutorView>>, ApiError> {
+    let app = parse_app_filter(query.app.as_deref())?;
+    let page = page_request(query.after.as_deref(), query.limit, |text| {
+        split_key(text, 2).map(|parts| (parts[0].to_owned(), parts[1].to_owned()))
+    })?;
+    let now = state.clock.now_ms();
+    let executors = state.store.list_executors_page(app.as_ref(), &page).await?;
+    let views = executors
+        .into_iter()
+        .map(|entry| ExecutorView {
+            live: state.registry.is_live(&entry, now),
+            entry,
+        })
+        .collect();
+    Ok(Json(Page::new(views, page.limit, |view: &ExecutorView| {
+        join_key(&[view.entry.app.as_str(), &view.entry.executor_id])
+    })))
+}

@@ -1,0 +1,389 @@
+//! A job's definition as the API reads it ([`NewJobRequest`], checked into a `NewJob` with
+//! XXL-JOB's defaults) and shows it ([`JobView`]).
+
+use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId};
+use serde::{Deserialize, Serialize};
+
+use super::error::ApiError;
+use super::{ApiState, MAX_PARAMS_BYTES, bad_request};
+use crate::model::{ChildTriggerMode, Glue, Job, NewJob, RetryBackoff, RetryPolicy, RouteStrategy};
+use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
+
+/// Body of `POST /api/jobs`. Optional fields take XXL-JOB's defaults.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewJobRequest {
+    /// The executor app.
+    pub app: String,
+    /// Display name; defaults to the handler name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// CRON (default), FIX_RATE, FIX_DELAY or NONE.
+    #[serde(default)]
+    pub schedule_type: Option<String>,
+    /// Cron expression, or seconds for FIX_RATE and FIX_DELAY.
+    #[serde(default)]
+    pub schedule_conf: Option<String>,
+    /// IANA time zone; default UTC.
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    /// DO_NOTHING (default) or FIRE_ONCE_NOW.
+    #[serde(default)]
+    pub misfire_strategy: Option<String>,
+    /// FIRST (default), LAST or RANDOM.
+    #[serde(default)]
+    pub route_strategy: Option<String>,
+    /// Handler name on the executors.
+    pub handler: String,
+    /// Parameters for the handler, at most 64 KiB.
+    #[serde(default)]
+    pub params: Option<String>,
+    /// SERIAL_EXECUTION (default), DISCARD_LATER, COVER_EARLY or CONCURRENT.
+    #[serde(default)]
+    pub block_strategy: Option<String>,
+    /// Run timeout in seconds; 0 or absent for none.
+    #[serde(default)]
+    pub timeout_seconds: Option<u32>,
+    /// Owner, for people.
+    #[serde(default)]
+    pub author: Option<String>,
+    /// Where failure alarms are e-mailed.
+    #[serde(default)]
+    pub alarm_emails: Option<Vec<String>>,
+    /// Where failure alarms are POSTed (http or https URL).
+    #[serde(default)]
+    pub alarm_webhook: Option<String>,
+    /// Retries of a failed run; default 0.
+    #[serde(default)]
+    pub retry_count: Option<u32>,
+    /// NONE (default), FIXED or EXPONENTIAL.
+    #[serde(default)]
+    pub retry_backoff: Option<String>,
+    /// FIXED: the delay; EXPONENTIAL: the first delay. Seconds.
+    #[serde(default)]
+    pub retry_backoff_seconds: Option<u32>,
+    /// EXPONENTIAL: the largest delay, seconds.
+    #[serde(default)]
+    pub retry_backoff_cap_seconds: Option<u32>,
+    /// BEAN (default) or GLUE_SHELL, GLUE_PYTHON, GLUE_NODEJS, GLUE_PHP, GLUE_POWERSHELL.
+    #[serde(default)]
+    pub glue_type: Option<String>,
+    /// The script, for GLUE_* types (at most 256 KiB).
+    #[serde(default)]
+    pub glue_source: Option<String>,
+    /// Note on this version of the script.
+    #[serde(default)]
+    pub glue_remark: Option<String>,
+    /// Jobs fired when this one succeeds.
+    #[serde(default)]
+    pub child_job_ids: Option<Vec<i64>>,
+    /// For a sharded job: EACH_SHARD (default, XXL-JOB) fires the children once per succeeded
+    /// shard; ALL_SHARDS once per fire, when every shard succeeded.
+    #[serde(default)]
+    pub child_trigger_mode: Option<String>,
+    /// Start the job right away.
+    #[serde(default)]
+    pub start: bool,
+}
+
+/// Largest script accepted, in bytes: scripts travel in every trigger record.
+pub const MAX_GLUE_SOURCE_BYTES: usize = 256 * 1024;
+
+pub(super) fn parse_or<T: std::str::FromStr>(value: Option<&str>, default: T) -> Result<T, ApiError>
+where
+    T::Err: std::fmt::Display,
+{
+    value.map_or(Ok(default), |raw| raw.parse::<T>().map_err(bad_request))
+}
+
+pub(super) fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> {
+    let app = AppName::parse(&request.app).map_err(bad_request)?;
+    let handler = request.handler.trim().to_owned();
+    if handler.is_empty() || handler.len() > 200 {
+        return Err(bad_request("handler must be 1 to 200 characters"));
+    }
+    let params = request.params.unwrap_or_default();
+    check_params(&params)?;
+    let name = request.name.unwrap_or_else(|| handler.clone());
+    if name.len() > 255 {
+        return Err(bad_request("name must be at most 255 characters"));
+    }
+    let schedule = ScheduleSpec::parse(
+        request.schedule_type.as_deref().unwrap_or("CRON"),
+        request.schedule_conf.as_deref().unwrap_or(""),
+    )
+    .map_err(bad_request)?;
+    Ok(NewJob {
+        app,
+        name,
+        schedule,
+        time_zone: parse_time_zone(request.time_zone.as_deref().unwrap_or("UTC"))
+            .map_err(bad_request)?,
+        misfire_strategy: parse_or(
+            request.misfire_strategy.as_deref(),
+            MisfireStrategy::DoNothing,
+        )?,
+        route_strategy: parse_or(request.route_strategy.as_deref(), RouteStrategy::First)?,
+        handler,
+        params,
+        block_strategy: parse_or(request.block_strategy.as_deref(), BlockStrategy::default())?,
+        timeout_ms: i64::from(request.timeout_seconds.unwrap_or(0)) * 1000,
+        author: request.author.unwrap_or_default(),
+        alarm_emails: parse_emails(request.alarm_emails.unwrap_or_default())?,
+        alarm_webhook: request.alarm_webhook.map(parse_webhook).transpose()?,
+        retry: RetryPolicy {
+            count: request.retry_count.unwrap_or(0),
+            backoff: RetryBackoff::from_parts(
+                request.retry_backoff.as_deref().unwrap_or("NONE"),
+                i64::from(request.retry_backoff_seconds.unwrap_or(0)) * 1000,
+                i64::from(request.retry_backoff_cap_seconds.unwrap_or(0)) * 1000,
+            )
+            .map_err(bad_request)?,
+        },
+        glue: parse_glue(
+            request.glue_type.as_deref(),
+            request.glue_source,
+            request.glue_remark.unwrap_or_default(),
+        )?,
+        child_job_ids: request
+            .child_job_ids
+            .unwrap_or_default()
+            .into_iter()
+            .map(|id| JobId::new(id).map_err(bad_request))
+            .collect::<Result<_, _>>()?,
+        child_trigger_mode: parse_or(
+            request.child_trigger_mode.as_deref(),
+            ChildTriggerMode::EachShard,
+        )?,
+    })
+}
+
+pub(super) fn parse_emails(emails: Vec<String>) -> Result<Vec<String>, ApiError> {
+    emails
+        .into_iter()
+        .map(|email| {
+            let email = email.trim().to_owned();
+            let valid = email.len() <= 254
+                && email
+                    .split_once('@')
+                    .is_some_and(|(user, domain)| !user.is_empty() && domain.contains('.'))
+                && !email.contains(|c: char| c.is_whitespace() || c == ',');
+            if valid {
+                Ok(email)
+            } else {
+                Err(bad_request(format!(
+                    "invalid alarm e-mail address {email:?}"
+                )))
+            }
+        })
+        .collect()
+}
+
+pub(super) fn parse_webhook(url: String) -> Result<String, ApiError> {
+    let url = url.trim().to_owned();
+    if (url.starts_with("http://") || url.starts_with("https://"))
+        && url.len() <= 2048
+        && !url.contains(char::is_whitespace)
+    {
+        Ok(url)
+    } else {
+        Err(bad_request(format!(
+            "invalid alarm webhook {url:?}: give an http:// or https:// URL"
+        )))
+    }
+}
+
+pub(super) fn parse_glue(
+    glue_type: Option<&str>,
+    source: Option<String>,
+    remark: String,
+) -> Result<Glue, ApiError> {
+    let glue_type: GlueType = parse_or(glue_type, GlueType::Bean)?;
+    let source = source.filter(|source| !source.trim().is_empty());
+    match (glue_type, &source) {
+        (GlueType::Bean, Some(_)) => {
+            return Err(bad_request(
+                "glue_source is only for GLUE_* types; BEAN runs the named handler",
+            ));
+        }
+        (GlueType::Bean, None) => {}
+        (_, None) => {
+            return Err(bad_request(format!(
+                "glue type {glue_type} needs a glue_source (the script)"
+            )));
+        }
+        (_, Some(script)) if script.len() > MAX_GLUE_SOURCE_BYTES => {
+            return Err(bad_request(format!(
+                "glue_source is {} bytes; the limit is {MAX_GLUE_SOURCE_BYTES} bytes",
+                script.len()
+            )));
+        }
+        _ => {}
+    }
+    Ok(Glue {
+        glue_type,
+        source,
+        remark,
+    })
+}
+
+/// Child jobs must exist, and following child links from `job` must never lead back to it.
+pub(super) async fn check_children(
+    state: &ApiState,
+    job: Option<JobId>,
+    children: &[JobId],
+) -> Result<(), ApiError> {
+    if children.is_empty() {
+        return Ok(());
+    }
+    // Only the jobs reachable from the children are read, level by level.
+    let mut links: std::collections::HashMap<JobId, Vec<JobId>> = std::collections::HashMap::new();
+    let mut asked: std::collections::HashSet<JobId> = children.iter().copied().collect();
+    let mut frontier: Vec<JobId> = asked.iter().copied().collect();
+    while !frontier.is_empty() {
+        let found = state.store.child_links(&frontier).await?;
+        frontier = found
+            .iter()
+            .flat_map(|(_, next)| next.iter().copied())
+            .filter(|id| asked.insert(*id))
+            .collect();
+        links.extend(found);
+    }
+    for child in children {
+        if !links.contains_key(child) {
+            return Err(bad_request(format!("child job {child} does not exist")));
+        }
+    }
+    let Some(job) = job else {
+        return Ok(()); // a new job has no parents yet, so its children cannot reach it
+    };
+    // Depth-first from each child; the path is reported when it returns to `job`.
+    let mut stack: Vec<Vec<JobId>> = children.iter().map(|child| vec![job, *child]).collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(path) = stack.pop() {
+        let last = *path.last().expect("paths are never empty");
+        if last == job {
+            let shown: Vec<String> = path.iter().map(ToString::to_string).collect();
+            return Err(bad_request(format!(
+                "child jobs would form a cycle: {}",
+                shown.join(" → ")
+            )));
+        }
+        if !seen.insert(last) {
+            continue;
+        }
+        for next in links.get(&last).map(Vec::as_slice).unwrap_or_default() {
+            let mut longer = path.clone();
+            longer.push(*next);
+            stack.push(longer);
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn check_params(params: &str) -> Result<(), ApiError> {
+    if params.len() > MAX_PARAMS_BYTES {
+        return Err(bad_request(format!(
+            "params are {} bytes; the limit is {MAX_PARAMS_BYTES} bytes (they travel in every \
+             trigger record: pass a reference to large data instead)",
+            params.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A job as the API shows it: enumerations as their names, times in ms since the epoch.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobView {
+    /// Id.
+    pub id: i64,
+    /// Executor app.
+    pub app: String,
+    /// Display name.
+    pub name: String,
+    /// CRON, FIX_RATE, FIX_DELAY or NONE.
+    pub schedule_type: String,
+    /// Cron expression or seconds.
+    pub schedule_conf: String,
+    /// IANA time zone.
+    pub time_zone: String,
+    /// Misfire strategy.
+    pub misfire_strategy: String,
+    /// Route strategy.
+    pub route_strategy: String,
+    /// Handler name.
+    pub handler: String,
+    /// Handler parameters.
+    pub params: String,
+    /// Block strategy.
+    pub block_strategy: String,
+    /// Timeout in seconds, 0 for none.
+    pub timeout_seconds: i64,
+    /// Owner.
+    pub author: String,
+    /// Alarm e-mail addresses.
+    pub alarm_emails: Vec<String>,
+    /// Alarm webhook URL.
+    pub alarm_webhook: Option<String>,
+    /// Retries of a failed run.
+    pub retry_count: u32,
+    /// NONE, FIXED or EXPONENTIAL.
+    pub retry_backoff: String,
+    /// Backoff delay (first delay for EXPONENTIAL), seconds.
+    pub retry_backoff_seconds: i64,
+    /// Largest EXPONENTIAL delay, seconds.
+    pub retry_backoff_cap_seconds: i64,
+    /// BEAN or a GLUE_* type.
+    pub glue_type: String,
+    /// The script, for GLUE_* types.
+    pub glue_source: Option<String>,
+    /// Note on the script's latest version.
+    pub glue_remark: String,
+    /// When the script last changed, ms.
+    pub glue_updated_at_ms: Option<i64>,
+    /// Jobs fired when this one succeeds.
+    pub child_job_ids: Vec<i64>,
+    /// EACH_SHARD or ALL_SHARDS.
+    pub child_trigger_mode: String,
+    /// RUNNING or STOPPED.
+    pub status: String,
+    /// Latest fire written, ms.
+    pub last_fire_ms: Option<i64>,
+    /// Next fire, ms.
+    pub next_fire_ms: Option<i64>,
+}
+
+impl From<&Job> for JobView {
+    fn from(job: &Job) -> Self {
+        JobView {
+            id: job.id.get(),
+            app: job.spec.app.to_string(),
+            name: job.spec.name.clone(),
+            schedule_type: job.spec.schedule.schedule_type().to_string(),
+            schedule_conf: job.spec.schedule.conf(),
+            time_zone: job.spec.time_zone.name().to_owned(),
+            misfire_strategy: job.spec.misfire_strategy.to_string(),
+            route_strategy: job.spec.route_strategy.to_string(),
+            handler: job.spec.handler.clone(),
+            params: job.spec.params.clone(),
+            block_strategy: job.spec.block_strategy.to_string(),
+            timeout_seconds: job.spec.timeout_ms / 1000,
+            author: job.spec.author.clone(),
+            alarm_emails: job.spec.alarm_emails.clone(),
+            alarm_webhook: job.spec.alarm_webhook.clone(),
+            retry_count: job.spec.retry.count,
+            retry_backoff: job.spec.retry.backoff.kind().to_owned(),
+            retry_backoff_seconds: job.spec.retry.backoff.parts().0 / 1000,
+            retry_backoff_cap_seconds: job.spec.retry.backoff.parts().1 / 1000,
+            glue_type: job.spec.glue.glue_type.to_string(),
+            glue_source: job.spec.glue.source.clone(),
+            glue_remark: job.spec.glue.remark.clone(),
+            glue_updated_at_ms: job.glue_updated_at_ms,
+            child_job_ids: job.spec.child_job_ids.iter().map(|id| id.get()).collect(),
+            child_trigger_mode: job.spec.child_trigger_mode.to_string(),
+            status: job.status.to_string(),
+            last_fire_ms: job.last_fire_ms,
+            next_fire_ms: job.next_fire_ms,
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Jobs: create, read, edit, list, start and stop (a stop or a schedule edit cancels the
+//! planned fires, see [`crate::cancellations`]).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use kadence_schemas::JobId;
+use serde::Deserialize;
+
+use super::body::ApiJson;
+use super::error::ApiError;
+use super::job_spec::{JobView, NewJobRequest, check_children, parse_new_job};
+use super::pages::{Page, page_request};
+use super::{ApiState, bad_request, load_job, parse_app_filter, parse_job_id};
+use crate::model::{GlueVersion, Job, JobStatus};
+use crate::schedule::ScheduleSpec;
+use crate::store::{JobChange, JobFilter};
+
+pub(super) async fn create_job(
+    State(state): State<Arc<ApiState>>,
+    ApiJson(request): ApiJson<NewJobRequest>,
+) -> Result<(StatusCode, Json<JobView>), ApiError> {
+    let start = request.start;
+    let spec = parse_new_job(request)?;
+    check_children(&state, None, &spec.child_job_ids).await?;
+    let mut job = state.store.create_job(&spec, state.clock.now_ms()).await?;
+    if start {
+        job = start_job_now(&state, job).await?;
+    }
+    Ok((StatusCode::CREATED, Json(JobView::from(&job))))
+}
+
+pub(super) async fn get_job(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+) -> Result<Json<JobView>, ApiError> {
+    let job = load_job(&state, parse_job_id(&id)?).await?;
+    Ok(Json(JobView::from(&job)))
+}
+
+/// `PATCH /api/jobs/{id}`: the fields given replace the job's (the body has the shape of
+/// `POST /api/jobs`, every field optional). A running job whose schedule changes has the
+/// fires planned under the old schedule cancelled and replaced from `emit_lead +
+/// cancel_poll_interval` after now on (fires due sooner may be on their way already, see
+/// [`crate::cancellations`]): its next fire is the new schedule's first after that, and the
+/// pre-read loop is woken to plan it. (XXL-JOB counts from now + 5 s because its ring may
+/// still hold old fires; cancelling them makes most of that gap unnecessary.)
+pub(super) async fn update_job(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    ApiJson(patch): ApiJson<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Json<JobView>, ApiError> {
+    let current = load_job(&state, parse_job_id(&id)?).await?;
+    let mut merged = match serde_json::to_value(JobView::from(&current)) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => {
+            return Err(ApiError::Internal(anyhow::anyhow!(
+                "job view is not an object"
+            )));
+        }
+    };
+    for read_only in [
+        "id",
+        "status",
+        "last_fire_ms",
+        "next_fire_ms",
+        "glue_updated_at_ms",
+    ] {
+        if patch.contains_key(read_only) {
+            return Err(bad_request(format!(
+                "{read_only} cannot be set; use start and stop"
+            )));
+        }
+        merged.remove(read_only);
+    }
+    merged.extend(patch);
+    let request: NewJobRequest = serde_json::from_value(serde_json::Value::Object(merged))
+        .map_err(|error| bad_request(format!("invalid request body: {error}")))?;
+    let spec = parse_new_job(request)?;
+    check_children(&state, Some(current.id), &spec.child_job_ids).await?;
+    let schedule_changed =
+        spec.schedule != current.spec.schedule || spec.time_zone != current.spec.time_zone;
+    let now = state.clock.now_ms();
+    let (status, next_fire_ms) = match (current.status, schedule_changed) {
+        (JobStatus::Running, true) => {
+            if spec.schedule == ScheduleSpec::None {
+                return Err(bad_request(
+                    "a running job cannot get schedule type NONE; stop it first",
+                ));
+            }
+            let next = spec
+                .schedule
+                .next_after(now + state.change_settle_ms, spec.time_zone)
+                .ok_or_else(|| bad_request("the new schedule has no future fire"))?;
+            (JobStatus::Running, Some(next))
+        }
+        (status, _) => (status, current.next_fire_ms),
+    };
+    let replan = (schedule_changed && current.status == JobStatus::Running)
+        .then_some(now + state.change_settle_ms);
+    let change = state
+        .store
+        .update_job(current.id, &spec, status, next_fire_ms, replan, now)
+        .await?;
+    if replan.is_some() {
+        state.pre_read_waker.notify_one();
+    }
+    Ok(Json(JobView::from(&apply_change(&state, change))))
+}
+
+pub(super) async fn list_glue_versions(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<GlueVersion>>, ApiError> {
+    let job = load_job(&state, parse_job_id(&id)?).await?;
+    Ok(Json(state.store.glue_versions(job.id).await?))
+}
+
+/// Query of `GET /api/jobs`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobQuery {
+    /// Only this app's jobs.
+    pub app: Option<String>,
+    /// Only RUNNING or only STOPPED jobs.
+    pub status: Option<String>,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// Jobs at most (default 100, at most 1 000).
+    pub limit: Option<u32>,
+}
+
+pub(super) async fn list_jobs(
+    State(state): State<Arc<ApiState>>,
+    Query(query): Query<JobQuery>,
+) -> Result<Json<Page<JobView>>, ApiError> {
+    let filter = JobFilter {
+        app: parse_app_filter(query.app.as_deref())?,
+        status: query
+            .status
+            .as_deref()
+            .map(str::parse::<JobStatus>)
+            .transpose()
+            .map_err(bad_request)?,
+    };
+    let page = page_request(query.after.as_deref(), query.limit, |text| {
+        text.parse::<JobId>().ok()
+    })?;
+    let jobs = state.store.list_jobs(&filter, &page).await?;
+    let views = jobs.iter().map(JobView::from).collect();
+    Ok(Json(Page::new(views, page.limit, |job: &JobView| {
+        job.id.to_string()
+    })))
+}
+
+/// Makes a stop's or an edit's cancellation known to this node's dispatch at once (other
+/// nodes read it from the store within `schedule.cancel_poll_interval`).
+pub(super) fn apply_change(state: &ApiState, change: JobChange) -> Job {
+    if let Some(cancelled) = change.cancelled {
+        state.cancelled.record(cancelled);
+    }
+    change.job
+}
+
+/// XXL-JOB's start: the first fire is the first one after now + the pre-read window, so the
+/// pre-read loop never sees a brand-new job as already late.
+pub(super) async fn start_job_now(state: &ApiState, job: Job) -> Result<Job, ApiError> {
+    if job.spec.schedule == ScheduleSpec::None {
+        return Err(bad_request(format!(
+            "job {} has schedule type NONE: it runs only when triggered, so it cannot be started",
+            job.id
+        )));
+    }
+    let now = state.clock.now_ms();
+    let next = job
+        .spec
+        .schedule
+        .next_after(now + state.pre_read_window_ms, job.spec.time_zone)
+        .ok_or_else(|| bad_request(format!("job {}'s schedule has no future fire", job.id)))?;
+    let change = state
+        .store
+        .set_job_status(job.id, JobStatus::Running, Some(next), now, now)
+        .await?;
+    Ok(apply_change(state, change))
+}
+
+pub(super) async fn start_job(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+) -> Result<Json<JobView>, ApiError> {
+    let job = load_job(&state, parse_job_id(&id)?).await?;
+    if job.status == JobStatus::Running {
+        return Ok(Json(JobView::from(&job)));
+    }
+    Ok(Json(JobView::from(&start_job_now(&state, job).await?)))
+}
+
+pub(super) async fn stop_job(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+) -> Result<Json<JobView>, ApiError> {
+    let id = parse_job_id(&id)?;
+    let now = state.clock.now_ms();
+    let change = state
+        .store
+        .set_job_status(
+            id,
+            JobStatus::Stopped,
+            None,
+            now + state.change_settle_ms,
+            now,
+        )
+        .await?;
+    Ok(Json(JobView::from(&apply_change(&state, change))))
+}

@@ -1,0 +1,270 @@
+//! Runs: fire a job once now, kill its runs, list them, and read a run's log.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use kadence_schemas::{AppName, ControlCommand, ControlRecord, TriggerId, TriggerType};
+use serde::{Deserialize, Serialize};
+
+use super::body::OptionalJson;
+use super::error::ApiError;
+use super::job_spec::check_params;
+use super::pages::{Page, PageQuery, page_request};
+use super::{ApiState, load_job, parse_job_id};
+use crate::model::Run;
+use crate::store::NewFire;
+
+/// Body of `POST /api/jobs/{id}/trigger`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerRequest {
+    /// Parameters for this run only; the job's own when absent.
+    #[serde(default)]
+    pub params: Option<String>,
+    /// Partitions to route among instead of all of the app's (XXL-JOB's address list): the
+    /// job's strategy chooses among these, and a SHARDING_BROADCAST job sends one shard to
+    /// each. Each must exist.
+    #[serde(default)]
+    pub partitions: Option<Vec<i32>>,
+}
+
+/// Answer of `POST /api/jobs/{id}/trigger`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TriggerResponse {
+    /// The new run's trigger id (the first shard's for a broadcast).
+    pub trigger_id: TriggerId,
+    /// The new run's log id (the first shard's for a broadcast).
+    pub log_id: i64,
+    /// Every run the trigger created: one, or one per shard for a broadcast.
+    pub runs: Vec<TriggeredRun>,
+}
+
+/// One run created by a manual trigger.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TriggeredRun {
+    /// Its trigger id.
+    pub trigger_id: TriggerId,
+    /// Its log id.
+    pub log_id: i64,
+    /// Shard index (0 unless broadcast).
+    pub shard_index: i32,
+    /// Shard total (1 unless broadcast).
+    pub shard_total: i32,
+}
+
+/// Checks a trigger's partition override against the app's partition count.
+pub(super) fn check_partitions(
+    named: &[i32],
+    app: &AppName,
+    partitions: i32,
+) -> Result<(), ApiError> {
+    if named.is_empty() {
+        return Err(ApiError::BadRequest(
+            "partitions is empty: name at least one partition, or leave it out to use all"
+                .to_owned(),
+        ));
+    }
+    for (position, &partition) in named.iter().enumerate() {
+        if !(0..partitions).contains(&partition) {
+            return Err(ApiError::BadRequest(format!(
+                "partition {partition} does not exist: app {app} has {partitions} partitions \
+                 (0 to {})",
+                partitions - 1
+            )));
+        }
+        if named[..position].contains(&partition) {
+            return Err(ApiError::BadRequest(format!(
+                "partition {partition} is named twice"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn trigger_job(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    // An empty body triggers with the job's own params.
+    OptionalJson(request): OptionalJson<TriggerRequest>,
+) -> Result<(StatusCode, Json<TriggerResponse>), ApiError> {
+    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let params = request.params.unwrap_or_else(|| job.spec.params.clone());
+    check_params(&params)?;
+    if let Some(named) = &request.partitions {
+        let partitions = state
+            .partitions
+            .partitions(&job.spec.app)
+            .await
+            .map_err(|reason| ApiError::Internal(anyhow::anyhow!(reason)))?;
+        check_partitions(named, &job.spec.app, partitions)?;
+    }
+    let now = state.clock.now_ms();
+    let fires = state
+        .store
+        .insert_fire(
+            &job,
+            &NewFire {
+                trigger_id: TriggerId::fresh(job.id),
+                trigger_type: TriggerType::Manual,
+                params,
+                scheduled_at_ms: now,
+                node_id: state.node_id.clone(),
+                lease_until_ms: now + state.lease_ms,
+                partitions: request.partitions,
+            },
+        )
+        .await?;
+    if fires.is_empty() {
+        return Err(ApiError::Conflict(
+            "a run with this trigger id exists already; trigger again".to_owned(),
+        ));
+    }
+    let runs: Vec<TriggeredRun> = fires
+        .iter()
+        .map(|fire| TriggeredRun {
+            trigger_id: fire.trigger_id.clone(),
+            log_id: fire.log_id,
+            shard_index: fire.shard_index,
+            shard_total: fire.shard_total,
+        })
+        .collect();
+    let response = TriggerResponse {
+        trigger_id: runs[0].trigger_id.clone(),
+        log_id: runs[0].log_id,
+        runs,
+    };
+    // The fires are durable now; if the wheel is gone (shutdown) a claim emits them later.
+    for fire in fires {
+        let _ = state.wheel.send(fire).await;
+    }
+    Ok((StatusCode::ACCEPTED, Json(response)))
+}
+
+/// Body of `POST /api/jobs/{id}/kill`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillRequest {
+    /// Why; shown on the killed runs.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Asks every executor of the job's app to stop the job's running and queued runs (each ends
+/// with a failure result saying it was killed). Answers once the command is on the topic.
+pub(super) async fn kill_job(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    OptionalJson(request): OptionalJson<KillRequest>,
+) -> Result<(StatusCode, Json<KillResponse>), ApiError> {
+    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let command = ControlRecord {
+        command: ControlCommand::Kill,
+        app: job.spec.app.clone(),
+        job_id: Some(job.id),
+        trigger_id: None,
+        reason: request.reason,
+        requested_at_ms: state.clock.now_ms(),
+    };
+    state.control.send(&command).await.map_err(|error| {
+        ApiError::Internal(anyhow::Error::new(error).context("publishing the kill command"))
+    })?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(KillResponse {
+            job_id: job.id.get(),
+            requested_at_ms: command.requested_at_ms,
+        }),
+    ))
+}
+
+/// Answer of `POST /api/jobs/{id}/kill`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct KillResponse {
+    /// The job.
+    pub job_id: i64,
+    /// When the command was published, ms.
+    pub requested_at_ms: i64,
+}
+
+/// A job's runs, newest first, a page at a time (`next` is a log id: the runs after it are
+/// older).
+pub(super) async fn list_runs(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    Query(query): Query<PageQuery>,
+) -> Result<Json<Page<Run>>, ApiError> {
+    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let page = page_request(query.after.as_deref(), query.limit, |text| {
+        text.parse::<i64>().ok()
+    })?;
+    let runs = state.store.list_runs(job.id, &page).await?;
+    Ok(Json(Page::new(runs, page.limit, |run| {
+        run.log_id.to_string()
+    })))
+}
+
+/// Query of `GET /api/runs/{log_id}/log`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunLogQuery {
+    /// First line wanted (1-based). Default 1.
+    pub from_line: Option<i64>,
+    /// Lines at most. Default and maximum 1000.
+    pub limit: Option<u32>,
+}
+
+/// A stretch of a run's log (XXL-JOB's `LogResult`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunLogView {
+    /// The run.
+    pub log_id: i64,
+    /// Number of the first line returned.
+    pub from_line: i64,
+    /// The lines, in order.
+    pub lines: Vec<String>,
+    /// The line to ask for next.
+    pub next_line: i64,
+    /// Whether the run has its result. Executors ship every line before the result, but lines
+    /// and results are stored by separate consumers: the last lines of a finished run may take
+    /// a moment longer to show.
+    pub finished: bool,
+}
+
+/// Lines of a run's log from `from_line` on, while it runs and after.
+pub(super) async fn read_run_log(
+    State(state): State<Arc<ApiState>>,
+    Path(log_id): Path<String>,
+    Query(query): Query<RunLogQuery>,
+) -> Result<Json<RunLogView>, ApiError> {
+    let log_id: i64 = log_id
+        .parse()
+        .map_err(|_| ApiError::BadRequest(format!("log id {log_id:?} is not a number")))?;
+    let from_line = query.from_line.unwrap_or(1);
+    if from_line < 1 {
+        return Err(ApiError::BadRequest(
+            "from_line starts at 1 (lines are numbered from 1)".to_owned(),
+        ));
+    }
+    let limit = query.limit.unwrap_or(1_000).clamp(1, 1_000);
+    let run = state
+        .store
+        .get_run(log_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("run {log_id} does not exist")))?;
+    let finished = matches!(
+        run.state,
+        crate::model::RunState::Finished | crate::model::RunState::Cancelled
+    );
+    let lines = state.store.read_log_lines(log_id, from_line, limit).await?;
+    // Lines arrive in order per run, so what is stored is a prefix: no gaps to skip.
+    let next_line = lines.last().map_or(from_line, |(number, _)| number + 1);
+    Ok(Json(RunLogView {
+        log_id,
+        from_line,
+        lines: lines.into_iter().map(|(_, line)| line).collect(),
+        next_line,
+        finished,
+    }))
+}

@@ -1,0 +1,55 @@
+//! Next fire times of a schedule, before it is saved.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use serde::{Deserialize, Serialize};
+
+use super::error::ApiError;
+use super::{ApiState, bad_request};
+use crate::schedule::{ScheduleSpec, parse_time_zone};
+
+/// Query of `GET /api/schedules/preview`.
+#[derive(Debug, Deserialize)]
+pub(super) struct PreviewQuery {
+    schedule_type: Option<String>,
+    schedule_conf: Option<String>,
+    time_zone: Option<String>,
+    /// Fires strictly after this instant, ms since the epoch; default now.
+    after_ms: Option<i64>,
+    /// How many, 1–100; default 5.
+    count: Option<usize>,
+}
+
+/// Answer of `GET /api/schedules/preview`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PreviewResponse {
+    /// Fire times, ms since the epoch.
+    pub fires_ms: Vec<i64>,
+    /// The same instants in RFC 3339, in the schedule's time zone.
+    pub fires: Vec<String>,
+}
+
+pub(super) async fn preview_schedule(
+    State(state): State<Arc<ApiState>>,
+    Query(query): Query<PreviewQuery>,
+) -> Result<Json<PreviewResponse>, ApiError> {
+    let schedule = ScheduleSpec::parse(
+        query.schedule_type.as_deref().unwrap_or("CRON"),
+        query.schedule_conf.as_deref().unwrap_or(""),
+    )
+    .map_err(bad_request)?;
+    let zone = parse_time_zone(query.time_zone.as_deref().unwrap_or("UTC")).map_err(bad_request)?;
+    let count = query.count.unwrap_or(5);
+    if !(1..=100).contains(&count) {
+        return Err(bad_request("count must be between 1 and 100"));
+    }
+    let after = query.after_ms.unwrap_or_else(|| state.clock.now_ms());
+    let fires_ms = crate::schedule::preview(&schedule, zone, after, count);
+    let fires = fires_ms
+        .iter()
+        .map(|&ms| crate::schedule::format_in_zone(ms, zone))
+        .collect();
+    Ok(Json(PreviewResponse { fires_ms, fires }))
+}
