@@ -1,0 +1,252 @@
+//! The command line: subcommands and their flags (clap).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::api::DEFAULT_PAGE_SIZE;
+
+/// Kadence: a distributed job scheduler on Kafka.
+#[derive(Debug, Parser)]
+#[command(name = "kadence", version, about)]
+pub struct Cli {
+    /// Base URL of a scheduler's HTTP API (client subcommands).
+    #[arg(
+        long,
+        global = true,
+        env = "KADENCE_API_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub(super) api: String,
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum Command {
+    /// Run a scheduler node (configuration: --config file, then KADENCE_<SECTION>__<FIELD>).
+    Serve {
+        /// TOML configuration file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Executor apps (XXL-JOB's executor groups).
+    #[command(subcommand)]
+    App(AppCommand),
+    /// Jobs.
+    #[command(subcommand)]
+    Job(JobCommand),
+    /// Executors known from their beats.
+    #[command(subcommand)]
+    Executor(ExecutorCommand),
+    /// Print the next fire times of a schedule, one RFC 3339 instant per line (no server
+    /// needed). Exits non-zero with a message naming the bad field for an invalid expression.
+    Preview {
+        /// Quartz cron expression, seconds first.
+        #[arg(
+            long,
+            conflicts_with = "fix_rate",
+            required_unless_present = "fix_rate"
+        )]
+        cron: Option<String>,
+        /// Every N seconds.
+        #[arg(long)]
+        fix_rate: Option<u32>,
+        /// IANA time zone the schedule is evaluated in; instants are printed in its offset.
+        #[arg(long, default_value = "UTC")]
+        time_zone: String,
+        /// Fires strictly after this RFC 3339 instant (default: now).
+        #[arg(long)]
+        from: Option<String>,
+        /// How many fire times.
+        #[arg(long, default_value_t = 5)]
+        count: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum ExecutorCommand {
+    /// List executors with their state, partitions, handlers and running jobs.
+    List {
+        /// Only this app's executors.
+        #[arg(long)]
+        app: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum AppCommand {
+    /// Create an app and its trigger topic.
+    Add {
+        /// App name: 1–64 of A-Z a-z 0-9 _ -.
+        name: String,
+        /// Partitions of its trigger topic: the most executors that share its triggers.
+        #[arg(long)]
+        partitions: i32,
+        /// Human-readable title.
+        #[arg(long, default_value = "")]
+        title: String,
+    },
+    /// List apps.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum JobCommand {
+    /// Create a job (stopped unless --start).
+    Add(Box<AddJob>),
+    /// List jobs, a page at a time.
+    List {
+        /// Only this app's jobs.
+        #[arg(long)]
+        app: Option<String>,
+        /// Only RUNNING or only STOPPED jobs.
+        #[arg(long)]
+        status: Option<String>,
+        /// Jobs per page (at most 1000).
+        #[arg(long, default_value_t = DEFAULT_PAGE_SIZE)]
+        limit: u32,
+        /// Start after this job id (the hint under a full page gives it).
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// Show one job.
+    Show {
+        /// Job id.
+        id: String,
+    },
+    /// Change a job: give the fields to change as JSON, in the shape of the job's JSON
+    /// (`kadence job show`), e.g. `--set '{"params": "x", "schedule_conf": "0 0 * * * ?"}'`.
+    /// A running job whose schedule changes gets its next fire recomputed.
+    Edit {
+        /// Job id.
+        id: String,
+        /// The fields to change, as a JSON object.
+        #[arg(long)]
+        set: String,
+    },
+    /// Start scheduling a job.
+    Start {
+        /// Job id.
+        id: String,
+    },
+    /// Stop scheduling a job.
+    Stop {
+        /// Job id.
+        id: String,
+    },
+    /// Fire a job once now.
+    Trigger {
+        /// Job id.
+        id: String,
+        /// Parameters for this run only (default: the job's).
+        #[arg(long)]
+        params: Option<String>,
+        /// Route only among these partitions, comma separated (XXL-JOB's address override);
+        /// a broadcast job sends one shard to each.
+        #[arg(long, value_delimiter = ',')]
+        partitions: Option<Vec<i32>>,
+    },
+    /// Stop a job's running and queued runs on every executor.
+    Kill {
+        /// Job id.
+        id: String,
+        /// Why; shown on the killed runs.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// List a job's newest runs with their result codes and messages.
+    Runs {
+        /// Job id.
+        id: String,
+        /// How many runs (at most 1000).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Only runs older than this log id (the hint under a full page gives it).
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// Print a run's log (its log id is in `job runs`), from a line on; --follow keeps
+    /// printing new lines until the run has finished.
+    Log {
+        /// The run's log id.
+        log_id: i64,
+        /// First line to print (1-based).
+        #[arg(long, default_value_t = 1)]
+        from: i64,
+        /// Keep printing lines as they arrive, until the run has finished.
+        #[arg(long)]
+        follow: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(super) struct AddJob {
+    /// Executor app.
+    #[arg(long)]
+    pub(super) app: String,
+    /// Handler name on the executors.
+    #[arg(long)]
+    pub(super) handler: String,
+    /// Quartz cron expression, seconds first (e.g. "0 */5 * * * ?").
+    #[arg(long, conflicts_with_all = ["fix_rate", "fix_delay", "manual"])]
+    pub(super) cron: Option<String>,
+    /// Fire every N seconds.
+    #[arg(long, conflicts_with_all = ["fix_delay", "manual"])]
+    pub(super) fix_rate: Option<u32>,
+    /// Fire N seconds after the previous run finished.
+    #[arg(long, conflicts_with = "manual")]
+    pub(super) fix_delay: Option<u32>,
+    /// No schedule: manual and API triggers only.
+    #[arg(long)]
+    pub(super) manual: bool,
+    /// Display name (default: the handler).
+    #[arg(long)]
+    pub(super) name: Option<String>,
+    /// Handler parameters.
+    #[arg(long)]
+    pub(super) params: Option<String>,
+    /// IANA time zone of the schedule.
+    #[arg(long, default_value = "UTC")]
+    pub(super) time_zone: String,
+    /// DO_NOTHING or FIRE_ONCE_NOW.
+    #[arg(long)]
+    pub(super) misfire: Option<String>,
+    /// FIRST, LAST or RANDOM.
+    #[arg(long)]
+    pub(super) route: Option<String>,
+    /// SERIAL_EXECUTION, DISCARD_LATER, COVER_EARLY or CONCURRENT.
+    #[arg(long)]
+    pub(super) block: Option<String>,
+    /// Timeout in seconds (0: none).
+    #[arg(long)]
+    pub(super) timeout: Option<u32>,
+    /// Owner, for people.
+    #[arg(long)]
+    pub(super) author: Option<String>,
+    /// E-mail address for failure alarms (repeat for several).
+    #[arg(long = "alarm-email")]
+    pub(super) alarm_emails: Vec<String>,
+    /// URL POSTed on failure alarms.
+    #[arg(long)]
+    pub(super) alarm_webhook: Option<String>,
+    /// Retries of a failed run.
+    #[arg(long)]
+    pub(super) retry: Option<u32>,
+    /// Job fired when this one succeeds (repeat for several).
+    #[arg(long = "child")]
+    pub(super) child_job_ids: Vec<i64>,
+    /// For a sharded job: EACH_SHARD (default) or ALL_SHARDS (children once all shards
+    /// succeeded).
+    #[arg(long)]
+    pub(super) child_trigger_mode: Option<String>,
+    /// Script type (GLUE_SHELL, GLUE_PYTHON, …) for a script job; needs --glue-file.
+    #[arg(long, requires = "glue_file")]
+    pub(super) glue_type: Option<String>,
+    /// File holding the script of a script job.
+    #[arg(long, requires = "glue_type")]
+    pub(super) glue_file: Option<PathBuf>,
+    /// Start it right away.
+    #[arg(long)]
+    pub(super) start: bool,
+}
