@@ -185,12 +185,7 @@ async fn list_jobs(
 }
 
 /// A run's log from line `from`; with `follow`, until the run has ended.
-async fn print_log(
-    client: &ApiClient,
-    log_id: i64,
-    from: i64,
-    follow: bool,
-) -> anyhow::Result<()> {
+async fn print_log(client: &ApiClient, log_id: i64, from: i64, follow: bool) -> anyhow::Result<()> {
     let mut next = from;
     // After the run finished, one more quiet read: its last lines may trail its result.
     let mut quiet_after_finish = 0;

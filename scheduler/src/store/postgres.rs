@@ -11,7 +11,8 @@ use super::rows::{
     APP_COLUMNS, AppRow, FireRow, GlueVersionRow, JOB_COLUMNS, JOB_SPEC_COLUMNS, JobRow,
     RUN_COLUMNS, RunRow, convert_all,
 };
-use super::sql::{impl_sql_store, plan_rows};
+use super::sql::impl_sql_store;
+use super::sql::planning::plan_rows;
 use super::{
     DispatchAck, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome, PreReadRequest,
     StoreError,

@@ -1,0 +1,258 @@
+//! Fires and runs in `job_logs`: the pre-read scan, manual fires and retries, dispatched
+//! marks, results (first wins) and the claim of finished runs for their follow-up.
+
+/// Generates, in the backend's file, the module `fires` of functions on `$store` that the
+/// [`Store`](crate::store::Store) implementation calls.
+macro_rules! sql_fires {
+    ($store:ty, $db:ty) => {
+        mod fires {
+            use super::*;
+
+            pub(super) async fn insert_fire(store: &$store, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError> {
+                let draft = PendingFire {
+                    glue_type: job.spec.glue.glue_type,
+                    glue_source: job.spec.glue.source.clone(),
+                    glue_updated_at_ms: job.glue_updated_at_ms,
+                    log_id: 0,
+                    trigger_id: fire.trigger_id.clone(),
+                    job_id: job.id,
+                    app: job.spec.app.clone(),
+                    handler: job.spec.handler.clone(),
+                    params: fire.params.clone(),
+                    trigger_type: fire.trigger_type,
+                    shard_index: 0,
+                    shard_total: 1,
+                    attempt: 0,
+                    scheduled_at_ms: fire.scheduled_at_ms,
+                    fire_at_ms: fire.scheduled_at_ms,
+                    route_strategy: job.spec.route_strategy,
+                    block_strategy: job.spec.block_strategy,
+                    timeout_ms: job.spec.timeout_ms,
+                    route_partitions: fire.partitions.clone(),
+                };
+                let mut tx = store.begin_write("write a fire").await?;
+                let written =
+                    insert_fires(&mut tx, vec![draft], &fire.node_id, fire.lease_until_ms - fire.scheduled_at_ms, fire.scheduled_at_ms)
+                        .await?;
+                tx.commit().await.map_err(StoreError::query("write a fire"))?;
+                Ok(written)
+            }
+
+            pub(super) async fn pre_read(store: &$store, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError> {
+                const OPERATION: &str = "pre-read due jobs";
+                let mut tx = store.begin_locked().await?;
+                <$store>::prefer_keyed_joins(&mut tx).await?;
+                let rows: Vec<JobRow> = sqlx::query_as(&format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'RUNNING' AND next_fire_ms <= $1 \
+                     ORDER BY next_fire_ms LIMIT $2"
+                ))
+                .bind(request.now_ms + request.window_ms)
+                .bind(i64::from(request.batch_size))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                let jobs_read = rows.len();
+                let planned = plan_rows(rows, request);
+                // Jobs first, fires after, and only for the jobs whose advance applied: a job
+                // stopped or edited while this scan ran gets no fire from it. On PostgreSQL
+                // the advance also locks the job's row, so a stop that comes later waits for
+                // this scan and then cancels what it wrote.
+                let mut advanced = std::collections::HashSet::with_capacity(planned.advances.len());
+                // All next-fire times in one statement per chunk: one round trip, not one per job.
+                for chunk in planned.advances.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut update = sqlx::QueryBuilder::<$db>::new(
+                        "WITH v(id, next_fire, last_fire, status, read_next_fire) AS (",
+                    );
+                    update.push_values(chunk, |mut values, advance| {
+                        values
+                            .push_bind(advance.job_id)
+                            .push_bind(advance.next_fire_ms)
+                            .push_bind(advance.last_fire_ms)
+                            .push_bind(advance.status.as_str())
+                            .push_bind(advance.read_next_fire_ms);
+                    });
+                    // Compare-and-set: a job stopped or edited while this scan ran (possible on
+                    // PostgreSQL, where the scan does not lock job rows) keeps the change; the
+                    // scan must never restart a stopped job.
+                    update.push(
+                        ") UPDATE jobs SET next_fire_ms = v.next_fire, \
+                         last_fire_ms = COALESCE(v.last_fire, jobs.last_fire_ms), status = v.status \
+                         FROM v WHERE jobs.id = v.id AND jobs.status = 'RUNNING' \
+                         AND jobs.next_fire_ms = v.read_next_fire RETURNING jobs.id",
+                    );
+                    let ids: Vec<(i64,)> = update
+                        .build_query_as()
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
+                    advanced.extend(ids.into_iter().map(|(id,)| id));
+                }
+                let fires: Vec<PendingFire> = planned
+                    .fires
+                    .into_iter()
+                    .filter(|fire| advanced.contains(&fire.job_id.get()))
+                    .collect();
+                let fires = insert_fires(&mut tx, fires, &request.node_id, request.lease_ms, request.now_ms).await?;
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(PreReadOutcome { jobs_read, fires })
+            }
+
+            pub(super) async fn mark_dispatched(store: &$store, acks: &[DispatchAck]) -> Result<(), StoreError> {
+                const OPERATION: &str = "mark triggers dispatched";
+                let mut tx = store.begin_write(OPERATION).await?;
+                <$store>::prefer_keyed_joins(&mut tx).await?;
+                for chunk in acks.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut update = sqlx::QueryBuilder::<$db>::new(
+                        "WITH v(id, partition_no, dispatched_at, executor_id) AS (",
+                    );
+                    update.push_values(chunk, |mut values, ack| {
+                        values
+                            .push_bind(ack.log_id)
+                            .push_bind(i64::from(ack.partition))
+                            .push_bind(ack.dispatched_at_ms)
+                            .push_bind(ack.executor_id.clone());
+                    });
+                    // A run whose result arrived first keeps state FINISHED and the executor
+                    // that ran it.
+                    update.push(
+                        ") UPDATE job_logs SET \
+                         state = CASE WHEN job_logs.state = 'SCHEDULED' THEN 'DISPATCHED' ELSE job_logs.state END, \
+                         executor_id = COALESCE(job_logs.executor_id, v.executor_id), \
+                         partition_no = v.partition_no, dispatched_at_ms = v.dispatched_at, \
+                         owner_node = NULL, lease_until_ms = NULL FROM v WHERE job_logs.id = v.id",
+                    );
+                    update
+                        .build()
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))
+            }
+
+            pub(super) async fn complete_runs(
+                store: &$store,
+                completions: &[Completion],
+            ) -> Result<Vec<CompletionOutcome>, StoreError> {
+                const OPERATION: &str = "record results";
+                let mut tx = store.begin_write(OPERATION).await?;
+                let mut outcomes = Vec::with_capacity(completions.len());
+                for completion in completions {
+                    // The run's trigger type is its first attempt's: a retry's own is RETRY.
+                    let completed: Option<(i64, String, i64)> = sqlx::query_as(
+                        "UPDATE job_logs SET state = 'FINISHED', executor_id = $1, handle_code = $2, \
+                         handle_msg = $3, handle_started_at_ms = $4, handle_at_ms = $5, \
+                         retry_after_ms = $7, owner_node = NULL, lease_until_ms = NULL \
+                         WHERE trigger_id = $6 AND handle_code IS NULL \
+                         RETURNING job_id, COALESCE((SELECT first_attempt.trigger_type FROM job_logs first_attempt \
+                         WHERE first_attempt.id = job_logs.first_log_id), trigger_type), attempt",
+                    )
+                    .bind(&completion.executor_id)
+                    .bind(i64::from(completion.code))
+                    .bind(completion.message.as_deref())
+                    .bind(completion.started_at_ms)
+                    .bind(completion.finished_at_ms)
+                    .bind(completion.trigger_id.as_str())
+                    .bind(completion.retry_after_ms)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
+                    let outcome = if let Some((job_id, run_trigger_type, attempt)) = completed {
+                        // FIX_DELAY: once the run the schedule fired has ended for good, the next
+                        // fire is due `delay` after its end (only while the job still waits). A
+                        // failure the follow-up monitor will retry has not ended: the job waits
+                        // for its last attempt, so a retry never overlaps the next fire.
+                        if matches!(run_trigger_type.as_str(), "FIX_DELAY" | "MISFIRE") {
+                            // The same rule as the follow-up monitor's: a failure is retried
+                            // while its attempt number is below the job's retry count.
+                            sqlx::query(
+                                "UPDATE jobs SET next_fire_ms = $1 + CAST(schedule_conf AS BIGINT) * 1000 \
+                                 WHERE id = $2 AND schedule_type = 'FIX_DELAY' AND status = 'RUNNING' \
+                                 AND next_fire_ms IS NULL AND ($3 OR $4 >= retry_count)",
+                            )
+                            .bind(completion.finished_at_ms)
+                            .bind(job_id)
+                            .bind(completion.code == kadence_schemas::result_code::SUCCESS)
+                            .bind(attempt)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(StoreError::query(OPERATION))?;
+                        }
+                        CompletionOutcome::Applied
+                    } else {
+                        let known = sqlx::query("SELECT id FROM job_logs WHERE trigger_id = $1")
+                            .bind(completion.trigger_id.as_str())
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(StoreError::query(OPERATION))?
+                            .is_some();
+                        if known {
+                            CompletionOutcome::Duplicate
+                        } else {
+                            CompletionOutcome::UnknownTrigger
+                        }
+                    };
+                    outcomes.push(outcome);
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(outcomes)
+            }
+
+            pub(super) async fn claim_finished_runs(
+                store: &$store,
+                now_ms: i64,
+                locked_until_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<$crate::store::FinishedRun>, StoreError> {
+                // Compare-and-set: the condition is repeated outside the subquery, so a row
+                // two nodes picked at once is claimed by one of them only.
+                let rows: Vec<$crate::store::rows::FinishedRunRow> = sqlx::query_as(&format!(
+                    "UPDATE job_logs SET follow_up = 'LOCKED', follow_up_locked_until = $1, \
+                     alarm_status = CASE WHEN handle_code = 200 THEN 'NOT_NEEDED' ELSE 'LOCKED' END \
+                     WHERE id IN (SELECT id FROM job_logs WHERE state = 'FINISHED' \
+                         AND follow_up <> 'DONE' \
+                         AND (follow_up = 'PENDING' OR follow_up_locked_until < $2) \
+                         ORDER BY id LIMIT $3) \
+                     AND follow_up <> 'DONE' AND (follow_up = 'PENDING' OR follow_up_locked_until < $2) \
+                     RETURNING {}, handle_code, handle_msg, executor_id, handle_at_ms, first_log_id, \
+                     retry_after_ms",
+                    $crate::store::rows::FIRE_COLUMNS
+                ))
+                .bind(locked_until_ms)
+                .bind(now_ms)
+                .bind(i64::from(limit))
+                .fetch_all(&store.pool)
+                .await
+                .map_err(StoreError::query("claim finished runs"))?;
+                let mut runs: Vec<$crate::store::FinishedRun> = convert_all(rows)?;
+                runs.sort_by_key(|run| run.fire.log_id);
+                Ok(runs)
+            }
+
+            pub(super) async fn insert_retry(
+                store: &$store,
+                fire: &PendingFire,
+                first_log_id: i64,
+                node_id: &str,
+                lease_ms: i64,
+                now_ms: i64,
+            ) -> Result<Option<PendingFire>, StoreError> {
+                const OPERATION: &str = "write a retry";
+                let mut tx = store.begin_write(OPERATION).await?;
+                let written = insert_fires(&mut tx, vec![fire.clone()], node_id, lease_ms, now_ms).await?;
+                for retry in &written {
+                    sqlx::query("UPDATE job_logs SET first_log_id = $1 WHERE id = $2")
+                        .bind(first_log_id)
+                        .bind(retry.log_id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(written.into_iter().next())
+            }
+        }
+    };
+}
+
+pub(crate) use sql_fires;

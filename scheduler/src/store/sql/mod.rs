@@ -1,0 +1,421 @@
+//! The SQL both backends share, as one macro that implements [`Store`](super::Store) for a
+//! backend type. A backend supplies, as inherent items:
+//! - `const BACKEND: &'static str` and `fn claim_expired_sql() -> &'static str`;
+//! - `async fn apply_migrations(&self) -> Result<(), StoreError>`;
+//! - `async fn begin_write(&self, operation) -> Result<sqlx::Transaction<'_, DB>, StoreError>`:
+//!   a transaction that will write (every transaction here does);
+//! - `async fn begin_locked(&self) -> Result<sqlx::Transaction<'_, DB>, StoreError>`: a
+//!   transaction that holds the schedule lock;
+//! - `async fn prefer_keyed_joins(tx) -> Result<(), StoreError>`: whatever the backend needs
+//!   so that the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining
+//!   `VALUES`) probe the primary key rather than scan the table;
+//! - a `pool` field.
+//!
+//! A macro rather than generic code over `sqlx::Database`: the generic bounds sqlx needs for
+//! shared queries are long and repeated on every function, while the SQL text is identical.
+//!
+//! The implementation is split by table: the trait's methods stay in this macro (an
+//! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
+//! functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the backend's
+//! file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
+
+pub(crate) mod fires;
+pub(crate) mod history;
+pub(crate) mod jobs;
+pub(crate) mod planning;
+pub(crate) mod registry;
+pub(crate) mod writes;
+
+/// Rows per batched `UPDATE … FROM (VALUES …)`: 4 binds each, far below both bind limits.
+pub(crate) const UPDATE_CHUNK: usize = 2_000;
+
+/// Script versions kept per job (XXL-JOB keeps 30).
+pub(crate) const GLUE_VERSIONS_KEPT: i64 = 30;
+
+/// Rows written per multi-row `INSERT`: 21 binds each stays far below SQLite's 32 766 and
+/// PostgreSQL's 65 535 bind limits.
+pub(crate) const INSERT_CHUNK: usize = 500;
+
+macro_rules! impl_sql_store {
+    ($store:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::Store for $store {
+            fn backend(&self) -> &'static str {
+                Self::BACKEND
+            }
+
+            async fn migrate(&self) -> Result<(), StoreError> {
+                self.apply_migrations().await
+            }
+
+            async fn create_app(&self, app: &App) -> Result<(), StoreError> {
+                let inserted = sqlx::query(
+                    "INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(app.name.as_str())
+                .bind(&app.title)
+                .bind(i64::from(app.partitions))
+                .bind(app.created_at_ms)
+                .execute(&self.pool)
+                .await;
+                match inserted {
+                    Ok(_) => Ok(()),
+                    Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
+                        Err(StoreError::AppExists(app.name.clone()))
+                    }
+                    Err(source) => Err(StoreError::Query { operation: "create an app", source }),
+                }
+            }
+
+            async fn get_app(&self, name: &AppName) -> Result<Option<App>, StoreError> {
+                let row: Option<AppRow> =
+                    sqlx::query_as(&format!("SELECT {APP_COLUMNS} FROM apps WHERE name = $1"))
+                        .bind(name.as_str())
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(StoreError::query("read an app"))?;
+                row.map(App::try_from).transpose()
+            }
+
+            async fn list_apps(&self) -> Result<Vec<App>, StoreError> {
+                let rows: Vec<AppRow> =
+                    sqlx::query_as(&format!("SELECT {APP_COLUMNS} FROM apps ORDER BY name"))
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(StoreError::query("list apps"))?;
+                convert_all(rows)
+            }
+
+            async fn list_apps_page(&self, page: &PageRequest<String>) -> Result<Vec<App>, StoreError> {
+                let rows: Vec<AppRow> = sqlx::query_as(&format!(
+                    "SELECT {APP_COLUMNS} FROM apps WHERE ($1 IS NULL OR name > $1) ORDER BY name LIMIT $2"
+                ))
+                .bind(page.after.clone())
+                .bind(i64::from(page.limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list apps"))?;
+                convert_all(rows)
+            }
+
+            async fn create_job(&self, job: &NewJob, now_ms: i64) -> Result<Job, StoreError> {
+                jobs::create_job(self, job, now_ms).await
+            }
+
+            async fn update_job(
+                &self,
+                id: JobId,
+                job: &NewJob,
+                status: JobStatus,
+                next_fire_ms: Option<i64>,
+                replan: Option<i64>,
+                now_ms: i64,
+            ) -> Result<JobChange, StoreError> {
+                jobs::update_job(self, id, job, status, next_fire_ms, replan, now_ms).await
+            }
+
+            async fn glue_versions(&self, id: JobId) -> Result<Vec<GlueVersion>, StoreError> {
+                let rows: Vec<GlueVersionRow> = sqlx::query_as(
+                    "SELECT glue_type, glue_source, glue_remark, created_at_ms FROM job_glue_versions \
+                     WHERE job_id = $1 ORDER BY id DESC",
+                )
+                .bind(id.get())
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list glue versions"))?;
+                convert_all(rows)
+            }
+
+            async fn get_job(&self, id: JobId) -> Result<Option<Job>, StoreError> {
+                let row: Option<JobRow> =
+                    sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+                        .bind(id.get())
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(StoreError::query("read a job"))?;
+                row.map(Job::try_from).transpose()
+            }
+
+            async fn list_jobs(
+                &self,
+                filter: &$crate::store::JobFilter,
+                page: &PageRequest<JobId>,
+            ) -> Result<Vec<Job>, StoreError> {
+                jobs::list_jobs(self, filter, page).await
+            }
+
+            async fn child_links(&self, ids: &[JobId]) -> Result<Vec<(JobId, Vec<JobId>)>, StoreError> {
+                jobs::child_links(self, ids).await
+            }
+
+            async fn set_job_status(
+                &self,
+                id: JobId,
+                status: JobStatus,
+                next_fire_ms: Option<i64>,
+                cancel_from_ms: i64,
+                now_ms: i64,
+            ) -> Result<JobChange, StoreError> {
+                jobs::set_job_status(self, id, status, next_fire_ms, cancel_from_ms, now_ms).await
+            }
+
+            async fn recent_cancellations(
+                &self,
+                now_ms: i64,
+            ) -> Result<Vec<$crate::store::FireCancellation>, StoreError> {
+                jobs::recent_cancellations(self, now_ms).await
+            }
+
+            async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError> {
+                fires::insert_fire(self, job, fire).await
+            }
+
+            async fn pre_read(&self, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError> {
+                fires::pre_read(self, request).await
+            }
+
+            async fn claim_expired_fires(
+                &self,
+                node_id: &str,
+                now_ms: i64,
+                lease_until_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<PendingFire>, StoreError> {
+                let rows: Vec<FireRow> = sqlx::query_as(Self::claim_expired_sql())
+                    .bind(node_id)
+                    .bind(lease_until_ms)
+                    .bind(now_ms)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(StoreError::query("claim expired pending fires"))?;
+                let mut fires: Vec<PendingFire> = convert_all(rows)?;
+                fires.sort_by_key(|fire| (fire.fire_at_ms, fire.log_id));
+                Ok(fires)
+            }
+
+            async fn mark_dispatched(&self, acks: &[DispatchAck]) -> Result<(), StoreError> {
+                fires::mark_dispatched(self, acks).await
+            }
+
+            async fn complete_runs(
+                &self,
+                completions: &[Completion],
+            ) -> Result<Vec<CompletionOutcome>, StoreError> {
+                fires::complete_runs(self, completions).await
+            }
+
+            async fn list_runs(&self, job: JobId, page: &PageRequest<i64>) -> Result<Vec<Run>, StoreError> {
+                let rows: Vec<RunRow> = sqlx::query_as(&format!(
+                    "SELECT {RUN_COLUMNS} FROM job_logs WHERE job_id = $1 AND id < $2 \
+                     ORDER BY id DESC LIMIT $3"
+                ))
+                .bind(job.get())
+                .bind(page.after.unwrap_or(i64::MAX))
+                .bind(i64::from(page.limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list runs"))?;
+                convert_all(rows)
+            }
+
+            // --- Executor registry ---
+
+            async fn upsert_executors(
+                &self,
+                entries: &[$crate::model::ExecutorEntry],
+            ) -> Result<(), StoreError> {
+                registry::upsert_executors(self, entries).await
+            }
+
+            async fn list_executors(
+                &self,
+                app: Option<&AppName>,
+            ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
+                let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(&format!(
+                    "SELECT {} FROM executors WHERE ($1 IS NULL OR app = $1) ORDER BY app, executor_id",
+                    $crate::store::rows::EXECUTOR_COLUMNS
+                ))
+                .bind(app.map(|app| app.as_str().to_owned()))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("list executors"))?;
+                convert_all(rows)
+            }
+
+            async fn list_executors_page(
+                &self,
+                app: Option<&AppName>,
+                page: &PageRequest<(String, String)>,
+            ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
+                registry::list_executors_page(self, app, page).await
+            }
+
+            async fn mark_dead_executors(
+                &self,
+                stale_before_ms: i64,
+            ) -> Result<Vec<String>, StoreError> {
+                let rows: Vec<(String,)> = sqlx::query_as(
+                    "UPDATE executors SET state = 'DEAD' \
+                     WHERE state <> 'DEAD' AND last_beat_at_ms < $1 RETURNING executor_id",
+                )
+                .bind(stale_before_ms)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("mark executors dead"))?;
+                Ok(rows.into_iter().map(|(id,)| id).collect())
+            }
+
+            async fn get_run(&self, log_id: i64) -> Result<Option<Run>, StoreError> {
+                let row: Option<RunRow> = sqlx::query_as(&format!(
+                    "SELECT {RUN_COLUMNS} FROM job_logs WHERE id = $1"
+                ))
+                .bind(log_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(StoreError::query("read a run"))?;
+                row.map(Run::try_from).transpose()
+            }
+
+            async fn append_log_lines(
+                &self,
+                batches: &[$crate::store::LogLines],
+                max_lines_per_run: i64,
+            ) -> Result<u64, StoreError> {
+                history::append_log_lines(self, batches, max_lines_per_run).await
+            }
+
+            async fn read_log_lines(
+                &self,
+                log_id: i64,
+                from_line: i64,
+                limit: u32,
+            ) -> Result<Vec<(i64, String)>, StoreError> {
+                sqlx::query_as(
+                    "SELECT line_no, line FROM run_log_lines WHERE log_id = $1 AND line_no >= $2 \
+                     ORDER BY line_no LIMIT $3",
+                )
+                .bind(log_id)
+                .bind(from_line)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(StoreError::query("read log lines"))
+            }
+
+            async fn unfinished_runs(
+                &self,
+                dispatched_before_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<$crate::store::UnfinishedRun>, StoreError> {
+                registry::unfinished_runs(self, dispatched_before_ms, limit).await
+            }
+
+            async fn forget_executors(&self, dead_before_ms: i64) -> Result<u64, StoreError> {
+                let done = sqlx::query(
+                    "DELETE FROM executors WHERE state = 'DEAD' AND last_beat_at_ms < $1",
+                )
+                .bind(dead_before_ms)
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("forget dead executors"))?;
+                Ok(done.rows_affected())
+            }
+
+            // --- Monitors ---
+
+            async fn claim_finished_runs(
+                &self,
+                now_ms: i64,
+                locked_until_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<$crate::store::FinishedRun>, StoreError> {
+                fires::claim_finished_runs(self, now_ms, locked_until_ms, limit).await
+            }
+
+            async fn finish_follow_up(
+                &self,
+                log_id: i64,
+                alarm_status: $crate::model::AlarmStatus,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "UPDATE job_logs SET follow_up = 'DONE', follow_up_locked_until = NULL, \
+                     alarm_status = $1 WHERE id = $2",
+                )
+                .bind(alarm_status.as_str())
+                .bind(log_id)
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("finish a run's follow-up"))?;
+                Ok(())
+            }
+
+            async fn insert_retry(
+                &self,
+                fire: &PendingFire,
+                first_log_id: i64,
+                node_id: &str,
+                lease_ms: i64,
+                now_ms: i64,
+            ) -> Result<Option<PendingFire>, StoreError> {
+                fires::insert_retry(self, fire, first_log_id, node_id, lease_ms, now_ms).await
+            }
+
+            async fn refresh_reports(&self, from_ms: i64, to_ms: i64) -> Result<u64, StoreError> {
+                history::refresh_reports(self, from_ms, to_ms).await
+            }
+
+            async fn list_reports(
+                &self,
+                from_ms: i64,
+                to_ms: i64,
+                app: Option<&AppName>,
+                page: &PageRequest<(i64, String, i64)>,
+            ) -> Result<Vec<$crate::model::DailyReport>, StoreError> {
+                history::list_reports(self, from_ms, to_ms, app, page).await
+            }
+
+            async fn delete_old_runs(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+                history::delete_old_runs(self, before_ms, limit).await
+            }
+
+            async fn delete_old_reports(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+                let done = sqlx::query(
+                    "DELETE FROM job_reports WHERE (day_ms, app, job_id) IN \
+                     (SELECT day_ms, app, job_id FROM job_reports WHERE day_ms < $1 LIMIT $2)",
+                )
+                .bind(before_ms)
+                .bind(i64::from(limit))
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("delete old reports"))?;
+                Ok(done.rows_affected())
+            }
+
+            async fn succeeded_shards(
+                &self,
+                job: JobId,
+                fire_prefix: &str,
+            ) -> Result<i64, StoreError> {
+                let (count,): (i64,) = sqlx::query_as(
+                    "SELECT COUNT(DISTINCT shard_index) FROM job_logs \
+                     WHERE job_id = $1 AND trigger_id LIKE $2 AND handle_code = 200",
+                )
+                .bind(job.get())
+                .bind(format!("{fire_prefix}-%"))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(StoreError::query("count succeeded shards"))?;
+                Ok(count)
+            }
+        }
+
+        $crate::store::sql::writes::sql_writes!($db);
+        $crate::store::sql::jobs::sql_jobs!($store, $db);
+        $crate::store::sql::fires::sql_fires!($store, $db);
+        $crate::store::sql::registry::sql_registry!($store, $db);
+        $crate::store::sql::history::sql_history!($store, $db);
+    };
+}
+
+pub(crate) use impl_sql_store;

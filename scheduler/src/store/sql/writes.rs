@@ -1,0 +1,275 @@
+//! Writes several operations share: job definitions and script versions, fires (written
+//! once by trigger id, broadcasts expanded, cancelled ones replaced), cancellations.
+
+/// Generates the shared write helpers in the backend's file.
+macro_rules! sql_writes {
+    ($db:ty) => {
+
+        /// Fails with [`StoreError::UnknownApp`] unless `app` exists.
+        async fn ensure_app_exists(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            app: &AppName,
+            operation: &'static str,
+        ) -> Result<(), StoreError> {
+            let exists = sqlx::query("SELECT name FROM apps WHERE name = $1")
+                .bind(app.as_str())
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(StoreError::query(operation))?
+                .is_some();
+            if exists { Ok(()) } else { Err(StoreError::UnknownApp(app.clone())) }
+        }
+
+        /// Cancels the fires of `job` that its schedule planned, due after `from_ms`, that no
+        /// node has emitted yet (state CANCELLED, `reason` as their message). Manual, API,
+        /// retry and child fires are kept: someone asked for those. Returns what was
+        /// cancelled, if anything.
+        async fn cancel_planned_fires(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            job: JobId,
+            reason: &str,
+            from_ms: i64,
+            now_ms: i64,
+        ) -> Result<Option<$crate::store::FireCancellation>, StoreError> {
+            let cancelled: Vec<(i64, Option<i64>)> = sqlx::query_as(
+                "UPDATE job_logs SET state = 'CANCELLED', handle_msg = $2, handle_at_ms = $3, \
+                 owner_node = NULL WHERE job_id = $1 AND state = 'SCHEDULED' \
+                 AND trigger_type IN ('CRON', 'FIX_RATE', 'FIX_DELAY', 'MISFIRE') \
+                 AND fire_at_ms > $4 RETURNING id, lease_until_ms",
+            )
+            .bind(job.get())
+            .bind(format!("cancelled: {reason} before this fire was emitted"))
+            .bind(now_ms)
+            .bind(from_ms)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(StoreError::query("cancel planned fires"))?;
+            let Some(up_to_log_id) = cancelled.iter().map(|(id, _)| *id).max() else {
+                return Ok(None);
+            };
+            let cancellation = $crate::store::FireCancellation {
+                job_id: job,
+                up_to_log_id,
+                from_ms,
+                until_ms: cancelled.iter().filter_map(|(_, lease)| *lease).max().unwrap_or(now_ms),
+            };
+            // Cancellations an hour past their leases are of no use to any node: cleared here
+            // rather than by a loop of their own.
+            sqlx::query("DELETE FROM fire_cancellations WHERE until_ms < $1")
+                .bind(now_ms - 3_600_000)
+                .execute(&mut **tx)
+                .await
+                .map_err(StoreError::query("cancel planned fires"))?;
+            sqlx::query(
+                "INSERT INTO fire_cancellations (job_id, up_to_log_id, from_ms, until_ms, created_at_ms) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(job.get())
+            .bind(cancellation.up_to_log_id)
+            .bind(cancellation.from_ms)
+            .bind(cancellation.until_ms)
+            .bind(now_ms)
+            .execute(&mut **tx)
+            .await
+            .map_err(StoreError::query("cancel planned fires"))?;
+            Ok(Some(cancellation))
+        }
+
+        /// Binds a job's definition in [`JOB_SPEC_COLUMNS`] order, as `$1`…`$n`.
+        fn bind_job_spec<'q, O>(
+            query: sqlx::query::QueryAs<'q, $db, O, <$db as sqlx::Database>::Arguments<'q>>,
+            job: &NewJob,
+        ) -> sqlx::query::QueryAs<'q, $db, O, <$db as sqlx::Database>::Arguments<'q>> {
+            let (backoff_ms, backoff_cap_ms) = job.retry.backoff.parts();
+            query
+                .bind(job.app.as_str().to_owned())
+                .bind(job.name.clone())
+                .bind(job.schedule.schedule_type().as_str())
+                .bind(job.schedule.conf())
+                .bind(job.time_zone.name())
+                .bind(job.misfire_strategy.as_str())
+                .bind(job.route_strategy.as_str())
+                .bind(job.handler.clone())
+                .bind(job.params.clone())
+                .bind(job.block_strategy.as_str())
+                .bind(job.timeout_ms)
+                .bind(job.author.clone())
+                .bind(job.alarm_emails.join(","))
+                .bind(job.alarm_webhook.clone())
+                .bind(i64::from(job.retry.count))
+                .bind(job.retry.backoff.kind())
+                .bind(backoff_ms)
+                .bind(backoff_cap_ms)
+                .bind(job.glue.glue_type.as_str())
+                .bind(job.glue.source.clone())
+                .bind(job.glue.remark.clone())
+                .bind($crate::store::rows::join_list(&job.child_job_ids))
+                .bind(job.child_trigger_mode.as_str())
+        }
+
+        /// Saves a script version and keeps only the newest [`GLUE_VERSIONS_KEPT`].
+        async fn save_glue_version(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            job: JobId,
+            glue: &Glue,
+            now_ms: i64,
+        ) -> Result<(), StoreError> {
+            const OPERATION: &str = "save a glue version";
+            sqlx::query(
+                "INSERT INTO job_glue_versions (job_id, glue_type, glue_source, glue_remark, created_at_ms) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(job.get())
+            .bind(glue.glue_type.as_str())
+            .bind(glue.source.clone().unwrap_or_default())
+            .bind(glue.remark.clone())
+            .bind(now_ms)
+            .execute(&mut **tx)
+            .await
+            .map_err(StoreError::query(OPERATION))?;
+            sqlx::query(
+                "DELETE FROM job_glue_versions WHERE job_id = $1 AND id NOT IN \
+                 (SELECT id FROM job_glue_versions WHERE job_id = $1 ORDER BY id DESC LIMIT $2)",
+            )
+            .bind(job.get())
+            .bind($crate::store::sql::GLUE_VERSIONS_KEPT)
+            .execute(&mut **tx)
+            .await
+            .map_err(StoreError::query(OPERATION))?;
+            Ok(())
+        }
+
+        /// Replaces each SHARDING_BROADCAST fire by its shards ([`PendingFire::into_shards`]),
+        /// reading the partition counts of the apps concerned in the same transaction.
+        async fn expand_broadcasts(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            drafts: Vec<PendingFire>,
+        ) -> Result<Vec<PendingFire>, StoreError> {
+            if !drafts.iter().any(|fire| fire.route_strategy == $crate::model::RouteStrategy::ShardingBroadcast) {
+                return Ok(drafts);
+            }
+            let rows: Vec<(String, i64)> = sqlx::query_as("SELECT name, partitions FROM apps")
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(StoreError::query("read partition counts for a broadcast"))?;
+            let partitions: std::collections::HashMap<String, i64> = rows.into_iter().collect();
+            let mut expanded = Vec::with_capacity(drafts.len());
+            for fire in drafts {
+                let count = partitions.get(fire.app.as_str()).copied().unwrap_or(1);
+                expanded.extend(fire.into_shards(i32::try_from(count).unwrap_or(1)));
+            }
+            Ok(expanded)
+        }
+
+        /// Writes fires as pending job-log rows owned by `node_id`, skipping trigger ids that
+        /// exist already (a fire is written once, whoever writes it), and returns the written
+        /// ones with their row ids.
+        ///
+        /// A trigger id that exists only as a cancelled fire is written again: the new
+        /// schedule fires at an instant the old one had planned too, and the new fire replaces
+        /// the cancelled one. It gets a new row id, above the cancellation's, so the copy of
+        /// the cancelled fire that a wheel may hold is still recognised and dropped.
+        async fn insert_fires(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            drafts: Vec<PendingFire>,
+            node_id: &str,
+            lease_ms: i64,
+            now_ms: i64,
+        ) -> Result<Vec<PendingFire>, StoreError> {
+            let drafts = expand_broadcasts(tx, drafts).await?;
+            let (mut written, existing) = insert_new_fires(tx, drafts, node_id, lease_ms, now_ms).await?;
+            if existing.is_empty() {
+                return Ok(written);
+            }
+            let mut replaced = std::collections::HashSet::new();
+            for chunk in existing.chunks($crate::store::sql::UPDATE_CHUNK) {
+                let mut delete = sqlx::QueryBuilder::<$db>::new(
+                    "DELETE FROM job_logs WHERE state = 'CANCELLED' AND trigger_id IN (",
+                );
+                let mut separated = delete.separated(", ");
+                for fire in chunk {
+                    separated.push_bind(fire.trigger_id.as_str().to_owned());
+                }
+                delete.push(") RETURNING trigger_id");
+                let rows: Vec<(String,)> = delete
+                    .build_query_as()
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query("replace cancelled fires"))?;
+                replaced.extend(rows.into_iter().map(|(trigger,)| trigger));
+            }
+            let (again, still_existing): (Vec<PendingFire>, Vec<PendingFire>) = existing
+                .into_iter()
+                .partition(|fire| replaced.contains(fire.trigger_id.as_str()));
+            for fire in &still_existing {
+                tracing::warn!(trigger_id = %fire.trigger_id, "fire exists already; not writing it twice");
+            }
+            let (rewritten, _) = insert_new_fires(tx, again, node_id, lease_ms, now_ms).await?;
+            written.extend(rewritten);
+            Ok(written)
+        }
+
+        /// Inserts fires whose trigger ids are new; returns the written ones with their row
+        /// ids, and the ones whose trigger id exists already.
+        async fn insert_new_fires(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            drafts: Vec<PendingFire>,
+            node_id: &str,
+            lease_ms: i64,
+            now_ms: i64,
+        ) -> Result<(Vec<PendingFire>, Vec<PendingFire>), StoreError> {
+            let mut written = Vec::with_capacity(drafts.len());
+            let mut existing = Vec::new();
+            for chunk in drafts.chunks($crate::store::sql::INSERT_CHUNK) {
+                let mut insert = sqlx::QueryBuilder::<$db>::new(
+                    "INSERT INTO job_logs (trigger_id, job_id, app, handler, params, trigger_type, \
+                     shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
+                     block_strategy, timeout_ms, state, owner_node, lease_until_ms, created_at_ms, \
+                     glue_type, glue_source, glue_updated_at_ms, route_partitions) ",
+                );
+                insert.push_values(chunk, |mut values, fire| {
+                    values
+                        .push_bind(fire.trigger_id.as_str().to_owned())
+                        .push_bind(fire.job_id.get())
+                        .push_bind(fire.app.as_str().to_owned())
+                        .push_bind(fire.handler.clone())
+                        .push_bind(fire.params.clone())
+                        .push_bind(fire.trigger_type.as_str())
+                        .push_bind(i64::from(fire.shard_index))
+                        .push_bind(i64::from(fire.shard_total))
+                        .push_bind(i64::from(fire.attempt))
+                        .push_bind(fire.scheduled_at_ms)
+                        .push_bind(fire.fire_at_ms)
+                        .push_bind(fire.route_strategy.as_str())
+                        .push_bind(fire.block_strategy.as_str())
+                        .push_bind(fire.timeout_ms)
+                        .push_bind(RunState::Scheduled.as_str())
+                        .push_bind(node_id.to_owned())
+                        .push_bind(fire.fire_at_ms.max(now_ms) + lease_ms)
+                        .push_bind(now_ms)
+                        .push_bind(fire.glue_type.as_str())
+                        .push_bind(fire.glue_source.clone())
+                        .push_bind(fire.glue_updated_at_ms)
+                        .push_bind(fire.route_partitions.as_deref().map($crate::store::rows::join_list));
+                });
+                insert.push(" ON CONFLICT (trigger_id) DO NOTHING RETURNING id, trigger_id");
+                let rows: Vec<(i64, String)> = insert
+                    .build_query_as()
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query("write pending fires"))?;
+                let ids: std::collections::HashMap<String, i64> =
+                    rows.into_iter().map(|(id, trigger)| (trigger, id)).collect();
+                for fire in chunk {
+                    match ids.get(fire.trigger_id.as_str()) {
+                        Some(&log_id) => written.push(PendingFire { log_id, ..fire.clone() }),
+                        None => existing.push(fire.clone()),
+                    }
+                }
+            }
+            Ok((written, existing))
+        }
+    };
+}
+
+pub(crate) use sql_writes;
