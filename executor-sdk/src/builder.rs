@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use kadence_kafka::KafkaSettings;
 use kadence_schemas::{AppName, Topics};
-use rdkafka::config::ClientConfig;
 use tokio::sync::OnceCell;
 
 use crate::Executor;
@@ -31,7 +31,9 @@ pub(crate) struct Lifecycle {
 /// Settings of a built executor.
 #[derive(Clone)]
 pub(crate) struct ExecutorSettings {
-    pub(crate) brokers: String,
+    /// The brokers and the user's raw librdkafka options (see
+    /// [`ExecutorBuilder::kafka_option`]).
+    pub(crate) kafka: KafkaSettings,
     pub(crate) app: AppName,
     pub(crate) topics: Topics,
     pub(crate) executor_id: String,
@@ -45,23 +47,6 @@ pub(crate) struct ExecutorSettings {
     pub(crate) rebalance_timeout: Duration,
     /// Where script handlers write scripts; `None` when scripts are switched off.
     pub(crate) script_dir: Option<std::path::PathBuf>,
-    pub(crate) kafka_options: BTreeMap<String, String>,
-}
-
-impl ExecutorSettings {
-    /// A client configuration with the brokers, the SDK's `defaults` for this client, then the
-    /// raw options, which win: a user can override any default.
-    pub(crate) fn client_config(&self, defaults: &[(&str, &str)]) -> ClientConfig {
-        let mut config = ClientConfig::new();
-        config.set("bootstrap.servers", &self.brokers);
-        for (key, value) in defaults {
-            config.set(*key, *value);
-        }
-        for (key, value) in &self.kafka_options {
-            config.set(key, value);
-        }
-        config
-    }
 }
 
 /// Builds an [`Executor`]. Required: [`brokers`](Self::brokers), [`app`](Self::app) and at
@@ -312,7 +297,10 @@ impl ExecutorBuilder {
             .unwrap_or_else(|| default_executor_id(&app));
         Ok(Executor {
             settings: ExecutorSettings {
-                brokers,
+                kafka: KafkaSettings {
+                    brokers,
+                    options: self.kafka_options,
+                },
                 app,
                 topics,
                 executor_id,
@@ -325,7 +313,6 @@ impl ExecutorBuilder {
                 max_log_lines: self.max_log_lines,
                 rebalance_timeout: self.rebalance_timeout,
                 script_dir: self.scripts.then_some(self.script_dir),
-                kafka_options: self.kafka_options,
             },
             handlers: Arc::new(handlers),
             lifecycles: self.lifecycles,

@@ -18,6 +18,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use kadence_kafka::close_consumer;
 use kadence_schemas::{
     ControlCommand, ControlRecord, ExecutorState, GlueType, JobId, ResultRecord, TriggerId,
     TriggerRecord, codec,
@@ -37,7 +38,6 @@ use crate::error::ExecutorError;
 use crate::handoff::RunningRuns;
 use crate::hold::Held;
 use crate::joblog::{FLUSH_INTERVAL, JobLogger, LogShipper};
-use crate::kafka::close_consumer;
 use crate::lanes::{Active, Decision, Lanes};
 use crate::offsets::OffsetTracker;
 use crate::publisher::Publisher;
@@ -180,7 +180,9 @@ fn spawn_control_reader(
         settings.topics.prefix(),
         settings.executor_id
     );
-    let config = settings.client_config(&[("group.id", &group), ("enable.auto.commit", "false")]);
+    let config = settings
+        .kafka
+        .client_config_with(&[("group.id", &group), ("enable.auto.commit", "false")]);
     let consumer: StreamConsumer = config
         .create()
         .map_err(ExecutorError::kafka("create the control consumer"))?;
@@ -487,7 +489,7 @@ pub(crate) async fn run(
     let heartbeat_interval = (settings.session_timeout.as_millis() / 10)
         .clamp(100, 3_000)
         .to_string();
-    let config = settings.client_config(&[
+    let config = settings.kafka.client_config_with(&[
         ("group.id", &group),
         ("client.id", &settings.executor_id),
         ("enable.auto.commit", "false"),

@@ -17,7 +17,7 @@
 //! deadline.
 //!
 //! Leaving the group for good (the executor stopping) goes through
-//! [`close_consumer`](crate::kafka::close_consumer): the consumer is closed on a thread of its
+//! [`close_consumer`](kadence_kafka::close_consumer): the consumer is closed on a thread of its
 //! own, because librdkafka's close has no deadline.
 
 use std::collections::HashMap;

@@ -54,10 +54,11 @@
 //! - `offsets`: commits a partition's offset only up to its lowest trigger whose result is
 //!   not yet published, so a crash re-runs at most the unfinished triggers (at-least-once);
 //!   redeliveries are recognised by trigger id.
-//! - `signal`: [`shutdown_signal`], the future to stop on: SIGTERM (what Kubernetes and
-//!   systemd send) or SIGINT, so a stop drains instead of killing runs mid-way.
-//! - [`kafka`]: Kafka client behaviour the scheduler shares: which errors are retried, and
-//!   closing a consumer on a thread of its own (librdkafka's close has no deadline).
+//! - [`shutdown_signal`] (from `kadence-kafka`, re-exported): the future to stop on: SIGTERM
+//!   (what Kubernetes and systemd send) or SIGINT, so a stop drains instead of killing runs
+//!   mid-way.
+//! - Kafka plumbing shared with the scheduler (client settings, retries, dead letters,
+//!   closing consumers) is the `kadence-kafka` crate, not part of this API.
 //!
 //! Result codes follow XXL-JOB: 200 success, 500 failure (the [`JobError`] message is stored
 //! on the run), 502 timeout.
@@ -72,13 +73,11 @@ mod error;
 mod handoff;
 mod hold;
 mod joblog;
-pub mod kafka;
 mod lanes;
 mod offsets;
 mod publisher;
 mod runner;
 mod script;
-mod signal;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -88,8 +87,8 @@ pub use builder::ExecutorBuilder;
 pub use context::{JobContext, JobError, JobResult};
 pub use error::ExecutorError;
 pub use joblog::{FLUSH_INTERVAL, JobLogger, MAX_LINE_BYTES};
+pub use kadence_kafka::shutdown_signal;
 pub use offsets::OffsetTracker;
-pub use signal::shutdown_signal;
 
 use builder::{ExecutorSettings, HandlerFn, Lifecycle};
 

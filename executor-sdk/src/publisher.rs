@@ -2,18 +2,16 @@
 //! read to `{prefix}.dlq`. Both wait for the broker's acknowledgement, retrying retriable
 //! errors, because an offset is committed only after its result is published.
 
-use std::time::Duration;
-
-use kadence_schemas::{LogRecord, ResultRecord, codec, headers};
+use kadence_kafka::{Backoff, RecordOrigin, dead_letter_headers, is_retriable};
+use kadence_schemas::{LogRecord, ResultRecord, codec};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, Message, OwnedHeaders, OwnedMessage};
+use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
 
 use crate::builder::ExecutorSettings;
 use crate::error::ExecutorError;
-use crate::kafka::is_retriable;
 
 /// Owns the executor's idempotent producer.
 #[derive(Clone)]
@@ -26,14 +24,10 @@ pub(crate) struct Publisher {
 
 impl Publisher {
     pub(crate) fn new(settings: &ExecutorSettings) -> Result<Publisher, ExecutorError> {
-        let config = settings.client_config(&[
-            ("enable.idempotence", "true"),
-            ("acks", "all"),
-            ("linger.ms", "2"),
-        ]);
         Ok(Publisher {
-            producer: config
-                .create()
+            producer: settings
+                .kafka
+                .idempotent_producer()
                 .map_err(ExecutorError::kafka("create the result producer"))?,
             results_topic: settings.topics.results(),
             logs_topic: settings.topics.logs(),
@@ -91,25 +85,7 @@ impl Publisher {
         reason: &str,
         give_up: &CancellationToken,
     ) -> Result<(), KafkaError> {
-        let partition = message.partition().to_string();
-        let offset = message.offset().to_string();
-        let headers = OwnedHeaders::new()
-            .insert(Header {
-                key: headers::DLQ_REASON,
-                value: Some(reason),
-            })
-            .insert(Header {
-                key: headers::DLQ_SOURCE_TOPIC,
-                value: Some(message.topic()),
-            })
-            .insert(Header {
-                key: headers::DLQ_SOURCE_PARTITION,
-                value: Some(&partition),
-            })
-            .insert(Header {
-                key: headers::DLQ_SOURCE_OFFSET,
-                value: Some(&offset),
-            });
+        let headers = dead_letter_headers(reason, RecordOrigin::of(message));
         self.send_with_retry(give_up, || {
             let mut record =
                 FutureRecord::<[u8], [u8]>::to(&self.dlq_topic).headers(headers.clone());
@@ -133,7 +109,7 @@ impl Publisher {
         K: rdkafka::message::ToBytes + ?Sized + 'a,
         P: rdkafka::message::ToBytes + ?Sized + 'a,
     {
-        let mut backoff = Duration::from_millis(50);
+        let mut backoff = Backoff::standard();
         loop {
             let error = match self.producer.send(record(), Timeout::Never).await {
                 Ok(_) => return Ok(()),
@@ -145,9 +121,8 @@ impl Publisher {
             tracing::warn!(%error, "publish failed; retrying");
             tokio::select! {
                 _ = give_up.cancelled() => return Err(error),
-                _ = tokio::time::sleep(backoff) => {}
+                _ = tokio::time::sleep(backoff.next_delay()) => {}
             }
-            backoff = (backoff * 2).min(Duration::from_secs(5));
         }
     }
 }

@@ -15,8 +15,8 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use kadence_kafka::Backoff;
 use tokio::sync::mpsc;
 
 use crate::store::{DispatchAck, Store, StoreError};
@@ -118,16 +118,15 @@ impl AckWriter {
     /// Writes until the channel closes (dispatch stopped) and every mark is written. A failed
     /// batch is retried with backoff (50 ms doubling to 5 s) for as long as it takes.
     pub async fn run(mut self) {
-        let mut backoff = Duration::from_millis(50);
+        let mut backoff = Backoff::standard();
         loop {
             match self.write_once().await {
-                Ok(Some(_)) => backoff = Duration::from_millis(50),
+                Ok(Some(_)) => backoff.reset(),
                 Ok(None) => return,
                 Err(error) => {
                     tracing::warn!(%error, batch = self.batch.len(),
                         "cannot mark acknowledged triggers dispatched; retrying (they are not emitted again meanwhile)");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    tokio::time::sleep(backoff.next_delay()).await;
                 }
             }
         }

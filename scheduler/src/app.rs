@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use kadence_kafka::{DeadLetters, KafkaSettings};
 use kadence_schemas::Topics;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
@@ -36,7 +37,7 @@ use crate::claims::Claimer;
 use crate::clock::Clock;
 use crate::config::{Config, DatabaseConfig};
 use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher, PartitionDirectory};
-use crate::kafka::{ControlChannel, DeadLetters, KafkaSettings, TopicAdmin};
+use crate::kafka::{ControlChannel, TopicAdmin};
 use crate::logs::LogsConsumer;
 use crate::lost_runs::run_lost_run_monitor;
 use crate::monitors::alarm::Alarms;

@@ -23,7 +23,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use kadence_executor::kafka::is_retriable;
+use kadence_kafka::{Backoff, is_retriable};
 use kadence_schemas::{AppName, Topics, TriggerRecord, codec};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -37,6 +37,10 @@ use crate::model::{PendingFire, RouteStrategy};
 use crate::registry::Registry;
 use crate::routing::{NoOwners, Router, all_partitions};
 use crate::store::{DispatchAck, Store};
+
+/// The pace at which one trigger the broker refused with a retriable error is sent again:
+/// 10 ms doubling to 5 s, counted per trigger.
+const BROKER_RETRY: Backoff = Backoff::new(Duration::from_millis(10), Duration::from_secs(5));
 
 /// Partition counts of the apps' trigger topics, read from the store once per app.
 pub struct PartitionDirectory {
@@ -327,7 +331,7 @@ impl Dispatcher {
                 if closing {
                     return None;
                 }
-                let backoff = Duration::from_millis((10u64 << attempt.min(9)).min(5_000));
+                let backoff = BROKER_RETRY.delay_after(attempt);
                 if attempt % 10 == 9 {
                     tracing::warn!(trigger_id = %fire.trigger_id, %error, attempt,
                         "trigger still not accepted by the broker; retrying");

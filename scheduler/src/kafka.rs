@@ -1,74 +1,21 @@
-//! Kafka plumbing shared by the scheduler's loops: client settings, the idempotent producer,
-//! topic administration and the dead-letter queue.
+//! The scheduler's own Kafka clients: topic administration (creating and checking the trigger
+//! and shared topics) and the control channel to executors. Plumbing shared with executors
+//! (client settings, the idempotent producer, retries, dead letters, batch consumers) is in
+//! the `kadence-kafka` crate.
 //!
 //! Only standard Kafka APIs are used (no transactions, no DescribeGroups), so the same code
 //! runs against Apache Kafka and the Kafka-compatible broker used in development.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_schemas::{ControlRecord, Topics, codec, headers};
+use kadence_kafka::KafkaSettings;
+use kadence_schemas::{ControlRecord, Topics, codec};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
-
-/// Connection settings for every Kafka client the scheduler makes.
-#[derive(Clone)]
-pub struct KafkaSettings {
-    /// `bootstrap.servers`.
-    pub brokers: String,
-    /// Raw librdkafka options applied to every client (the escape hatch: security, tuning).
-    /// Never logged: it may hold credentials.
-    pub options: BTreeMap<String, String>,
-}
-
-impl std::fmt::Debug for KafkaSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KafkaSettings")
-            .field("brokers", &self.brokers)
-            .field("options", &format_args!("<{} options>", self.options.len()))
-            .finish()
-    }
-}
-
-impl KafkaSettings {
-    /// A client configuration with the brokers and the raw options.
-    pub fn client_config(&self) -> ClientConfig {
-        self.client_config_with(&[])
-    }
-
-    /// A client configuration with the brokers, Kadence's `defaults` for this client, then the
-    /// raw options, which win: an operator can override any default.
-    pub fn client_config_with(&self, defaults: &[(&str, &str)]) -> ClientConfig {
-        let mut config = ClientConfig::new();
-        config.set("bootstrap.servers", &self.brokers);
-        for (key, value) in defaults {
-            config.set(*key, *value);
-        }
-        for (key, value) in &self.options {
-            config.set(key, value);
-        }
-        config
-    }
-
-    /// An idempotent producer: retries inside librdkafka never duplicate or reorder records of
-    /// a partition. `linger.ms` stays small because trigger latency matters more than batch
-    /// size at the rates a scheduler produces.
-    pub fn idempotent_producer(&self) -> Result<FutureProducer, KafkaError> {
-        self.client_config_with(&[
-            ("enable.idempotence", "true"),
-            ("acks", "all"),
-            ("linger.ms", "2"),
-            ("message.timeout.ms", "30000"),
-        ])
-        .create()
-    }
-}
 
 /// A topic exists with a partition count other than the one Kadence expects.
 #[derive(Debug, thiserror::Error)]
@@ -223,97 +170,6 @@ impl ControlChannel {
                     .payload(&payload),
                 Timeout::After(Duration::from_secs(30)),
             )
-            .await
-            .map(|_| ())
-            .map_err(|(error, _)| error)
-    }
-}
-
-/// Where a record that could not be processed came from.
-#[derive(Debug, Clone, Copy)]
-pub struct RecordOrigin<'a> {
-    /// Source topic.
-    pub topic: &'a str,
-    /// Source partition.
-    pub partition: i32,
-    /// Source offset.
-    pub offset: i64,
-}
-
-/// Sends records that cannot be processed to `{prefix}.dlq`: original key and bytes, plus
-/// headers naming the reason and the origin, so an operator can inspect and replay them.
-#[derive(Clone)]
-pub struct DeadLetters {
-    producer: FutureProducer,
-    topic: String,
-}
-
-impl DeadLetters {
-    /// A dead-letter sender producing to `topic`.
-    pub fn new(producer: FutureProducer, topic: String) -> Self {
-        DeadLetters { producer, topic }
-    }
-
-    /// Sends a consumed record that cannot be processed, with `reason`, and waits for the
-    /// broker's acknowledgement.
-    pub async fn send_message(
-        &self,
-        message: &rdkafka::message::OwnedMessage,
-        reason: &str,
-    ) -> Result<(), KafkaError> {
-        use rdkafka::message::Message;
-        tracing::warn!(topic = message.topic(), partition = message.partition(),
-            offset = message.offset(), %reason, "sending a record to the dead-letter queue");
-        self.send(
-            message.key(),
-            message.payload(),
-            RecordOrigin {
-                topic: message.topic(),
-                partition: message.partition(),
-                offset: message.offset(),
-            },
-            reason,
-        )
-        .await
-    }
-
-    /// Sends one record and waits for the broker's acknowledgement.
-    pub async fn send(
-        &self,
-        key: Option<&[u8]>,
-        payload: Option<&[u8]>,
-        origin: RecordOrigin<'_>,
-        reason: &str,
-    ) -> Result<(), KafkaError> {
-        let partition = origin.partition.to_string();
-        let offset = origin.offset.to_string();
-        let headers = OwnedHeaders::new()
-            .insert(Header {
-                key: headers::DLQ_REASON,
-                value: Some(reason),
-            })
-            .insert(Header {
-                key: headers::DLQ_SOURCE_TOPIC,
-                value: Some(origin.topic),
-            })
-            .insert(Header {
-                key: headers::DLQ_SOURCE_PARTITION,
-                value: Some(&partition),
-            })
-            .insert(Header {
-                key: headers::DLQ_SOURCE_OFFSET,
-                value: Some(&offset),
-            });
-        let mut record: FutureRecord<'_, [u8], [u8]> =
-            FutureRecord::to(&self.topic).headers(headers);
-        if let Some(key) = key {
-            record = record.key(key);
-        }
-        if let Some(payload) = payload {
-            record = record.payload(payload);
-        }
-        self.producer
-            .send(record, Timeout::Never)
             .await
             .map(|_| ())
             .map_err(|(error, _)| error)

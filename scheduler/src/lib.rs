@@ -23,9 +23,10 @@
 //! - [`claims`]: takes over pending fires whose owner's lease expired (a dead node) and emits
 //!   them with the same trigger ids.
 //! - [`results`]: consumes `{prefix}.results` and completes job-log rows, first result wins.
-//! - [`logs`]: stores the lines runs write (`{prefix}.logs`) for the rolling log view;
-//!   [`consume`] holds what the scheduler's consumers share.
-//! - [`kafka`]: client settings, topic administration and the dead-letter queue.
+//! - [`logs`]: stores the lines runs write (`{prefix}.logs`) for the rolling log view.
+//!   Results, logs and the beats reader are batch readers of `kadence_kafka::batch`.
+//! - [`kafka`]: topic administration and the control channel; the Kafka plumbing shared with
+//!   executors (client settings, retries, dead letters, batch consumers) is `kadence-kafka`.
 //! - [`api`]: the HTTP API (axum) the CLI and console use, paginated and under load limits;
 //!   [`cli`]: the `kadence` command.
 //! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown,
@@ -40,7 +41,6 @@ pub mod claims;
 pub mod cli;
 pub mod clock;
 pub mod config;
-pub mod consume;
 pub mod dispatch;
 pub mod kafka;
 pub mod logs;

@@ -14,16 +14,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kadence_kafka::{BatchConsumer, BatchStep, DeadLetters, KafkaSettings, run_steps};
 use kadence_schemas::{LogRecord, Topics, codec};
-use rdkafka::consumer::StreamConsumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
-use crate::consume::{
-    CONSUMER_CLOSE_LIMIT, close_consumer, commit_batch, receive_batch, subscribe,
-};
-use crate::kafka::{DeadLetters, KafkaSettings};
 use crate::store::{LogLines, Store, StoreError};
 
 /// A failed logs step.
@@ -57,7 +53,7 @@ pub struct LogsSummary {
 
 /// Consumes `{prefix}.logs` in group `{prefix}.scheduler.logs`.
 pub struct LogsConsumer {
-    consumer: StreamConsumer,
+    consumer: BatchConsumer,
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
     max_lines_per_run: i64,
@@ -75,8 +71,15 @@ impl LogsConsumer {
         max_lines_per_run: i64,
     ) -> Result<LogsConsumer, LogsError> {
         let group = format!("{}.logs", topics.scheduler_group());
-        let consumer = subscribe(settings, &group, &topics.logs(), session_timeout)
-            .map_err(LogsError::Start)?;
+        let consumer = BatchConsumer::subscribe(
+            settings,
+            &group,
+            &topics.logs(),
+            session_timeout,
+            "logs",
+            1_000,
+        )
+        .map_err(LogsError::Start)?;
         Ok(LogsConsumer {
             consumer,
             store,
@@ -89,7 +92,9 @@ impl LogsConsumer {
     /// One step (see the module docs). Waits up to `wait` for the first record.
     pub async fn store_logs_once(&mut self, wait: Duration) -> Result<LogsSummary, LogsError> {
         if self.unwritten.is_empty() {
-            self.unwritten = receive_batch(&self.consumer, wait, 1_000)
+            self.unwritten = self
+                .consumer
+                .receive(wait)
                 .await
                 .map_err(LogsError::Receive)?;
         }
@@ -117,26 +122,27 @@ impl LogsConsumer {
             summary.dead_lettered += 1;
         }
         let batch = std::mem::take(&mut self.unwritten);
-        commit_batch(&self.consumer, &batch).map_err(LogsError::Commit)?;
+        self.consumer.commit(&batch).map_err(LogsError::Commit)?;
         Ok(summary)
     }
 
-    /// Runs steps until `shutdown`; errors are logged and the step retried after a pause.
+    /// Runs steps until `shutdown` (see [`run_steps`]), then closes the consumer.
     pub async fn run(mut self, shutdown: CancellationToken) {
-        loop {
-            let step = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                step = self.store_logs_once(Duration::from_millis(500)) => step,
-            };
-            if let Err(error) = step {
-                tracing::warn!(%error, "logs step failed; retrying");
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                }
-            }
-        }
-        close_consumer(self.consumer, "logs", CONSUMER_CLOSE_LIMIT).await;
+        run_steps(&mut self, &shutdown).await;
+        self.consumer.close().await;
+    }
+}
+
+impl BatchStep for LogsConsumer {
+    type Summary = LogsSummary;
+    type Error = LogsError;
+
+    fn name(&self) -> &'static str {
+        "logs"
+    }
+
+    async fn step(&mut self, wait: Duration) -> Result<LogsSummary, LogsError> {
+        self.store_logs_once(wait).await
     }
 }
 

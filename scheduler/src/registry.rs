@@ -24,17 +24,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use kadence_kafka::{BatchConsumer, BatchStep, DeadLetters, KafkaSettings, run_steps};
 use kadence_schemas::{AppName, ExecutorBeat, JobId, Topics, codec};
-use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
-use rdkafka::{Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, run_every};
 use crate::config::RegistryConfig;
-use crate::consume::{CONSUMER_CLOSE_LIMIT, close_consumer, receive_batch};
-use crate::kafka::{DeadLetters, KafkaSettings};
 use crate::model::{ExecutorEntry, ExecutorStatus};
 use crate::routing::{OwnerLookup, PartitionOwner};
 use crate::store::{Store, StoreError};
@@ -205,7 +202,7 @@ pub struct BeatsSummary {
 
 /// Reads `{prefix}.beats` from the beginning into the [`Registry`] and the store.
 pub struct BeatsReader {
-    consumer: StreamConsumer,
+    consumer: BatchConsumer,
     registry: Arc<Registry>,
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
@@ -230,19 +227,15 @@ impl BeatsReader {
         // librdkafka wants a group id even for assigned partitions; nothing is committed:
         // every start reads the compacted topic again, which is what rebuilds the registry.
         let group = format!("{}.scheduler.beats", topics.prefix());
-        let config = settings.client_config_with(&[
-            ("group.id", &group),
-            ("enable.auto.commit", "false"),
-            ("enable.auto.offset.store", "false"),
-        ]);
-        let consumer: StreamConsumer = config.create().map_err(RegistryError::Start)?;
-        let mut assignment = TopicPartitionList::new();
-        for partition in 0..partitions.max(1) {
-            assignment
-                .add_partition_offset(&topics.beats(), partition, Offset::Beginning)
-                .map_err(RegistryError::Start)?;
-        }
-        consumer.assign(&assignment).map_err(RegistryError::Start)?;
+        let consumer = BatchConsumer::assign_from_beginning(
+            settings,
+            &group,
+            &topics.beats(),
+            partitions,
+            "beats",
+            1_000,
+        )
+        .map_err(RegistryError::Start)?;
         Ok(BeatsReader {
             consumer,
             registry,
@@ -297,28 +290,30 @@ impl BeatsReader {
         Ok(summary)
     }
 
-    /// Runs steps until `shutdown`; errors are logged and the step retried after a pause.
+    /// Runs steps until `shutdown` (see [`run_steps`]), then closes the consumer.
     pub async fn run(mut self, shutdown: CancellationToken) {
-        loop {
-            let step = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                step = self.apply_beats_once(Duration::from_millis(500)) => step,
-            };
-            if let Err(error) = step {
-                tracing::warn!(%error, "beats step failed; retrying");
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                }
-            }
-        }
-        close_consumer(self.consumer, "beats", CONSUMER_CLOSE_LIMIT).await;
+        run_steps(&mut self, &shutdown).await;
+        self.consumer.close().await;
     }
 
     async fn receive(&self, wait: Duration) -> Result<Vec<OwnedMessage>, RegistryError> {
-        receive_batch(&self.consumer, wait, 1_000)
+        self.consumer
+            .receive(wait)
             .await
             .map_err(RegistryError::Receive)
+    }
+}
+
+impl BatchStep for BeatsReader {
+    type Summary = BeatsSummary;
+    type Error = RegistryError;
+
+    fn name(&self) -> &'static str {
+        "beats"
+    }
+
+    async fn step(&mut self, wait: Duration) -> Result<BeatsSummary, RegistryError> {
+        self.apply_beats_once(wait).await
     }
 }
 

@@ -11,16 +11,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kadence_kafka::{BatchConsumer, BatchStep, DeadLetters, KafkaSettings, run_steps};
 use kadence_schemas::{ResultRecord, Topics, codec};
-use rdkafka::consumer::StreamConsumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
-use crate::consume::{
-    CONSUMER_CLOSE_LIMIT, close_consumer, commit_batch, receive_batch, subscribe,
-};
-use crate::kafka::{DeadLetters, KafkaSettings};
 use crate::model::{Completion, CompletionOutcome};
 use crate::store::{Store, StoreError};
 
@@ -65,10 +61,9 @@ struct Received {
 
 /// Consumes `{prefix}.results` in group `{prefix}.scheduler`.
 pub struct ResultsConsumer {
-    consumer: StreamConsumer,
+    consumer: BatchConsumer,
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
-    batch_max: usize,
     unwritten: Vec<Received>,
 }
 
@@ -82,18 +77,19 @@ impl ResultsConsumer {
         dead_letters: DeadLetters,
         batch_max: usize,
     ) -> Result<ResultsConsumer, ResultsError> {
-        let consumer = subscribe(
+        let consumer = BatchConsumer::subscribe(
             settings,
             &topics.scheduler_group(),
             &topics.results(),
             session_timeout,
+            "results",
+            batch_max,
         )
         .map_err(ResultsError::Start)?;
         Ok(ResultsConsumer {
             consumer,
             store,
             dead_letters,
-            batch_max: batch_max.max(1),
             unwritten: Vec::new(),
         })
     }
@@ -115,37 +111,22 @@ impl ResultsConsumer {
         Ok(summary)
     }
 
-    /// Runs steps until `shutdown`; errors are logged and the step retried after a pause.
+    /// Runs steps until `shutdown` (see [`run_steps`]), then records a batch it still holds
+    /// if it can and closes the consumer.
     pub async fn run(mut self, shutdown: CancellationToken) {
-        loop {
-            let step = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                step = self.complete_results_once(Duration::from_millis(500)) => step,
-            };
-            match step {
-                Ok(summary) if summary != ResultsSummary::default() => {
-                    tracing::debug!(?summary, "results recorded")
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "results step failed; retrying");
-                    tokio::select! {
-                        _ = shutdown.cancelled() => break,
-                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    }
-                }
-            }
-        }
+        run_steps(&mut self, &shutdown).await;
         if !self.unwritten.is_empty()
             && let Err(error) = self.complete_results_once(Duration::ZERO).await
         {
             tracing::warn!(%error, "results batch left unrecorded at shutdown; it will be redelivered");
         }
-        close_consumer(self.consumer, "results", CONSUMER_CLOSE_LIMIT).await;
+        self.consumer.close().await;
     }
 
     async fn receive(&self, wait: Duration) -> Result<Vec<Received>, ResultsError> {
-        let batch = receive_batch(&self.consumer, wait, self.batch_max)
+        let batch = self
+            .consumer
+            .receive(wait)
             .await
             .map_err(ResultsError::Receive)?;
         Ok(batch.into_iter().map(decode).collect())
@@ -190,11 +171,22 @@ impl ResultsConsumer {
     }
 
     fn commit(&self, batch: &[Received]) -> Result<(), ResultsError> {
-        commit_batch(
-            &self.consumer,
-            batch.iter().map(|received| &received.message),
-        )
-        .map_err(ResultsError::Commit)
+        self.consumer
+            .commit(batch.iter().map(|received| &received.message))
+            .map_err(ResultsError::Commit)
+    }
+}
+
+impl BatchStep for ResultsConsumer {
+    type Summary = ResultsSummary;
+    type Error = ResultsError;
+
+    fn name(&self) -> &'static str {
+        "results"
+    }
+
+    async fn step(&mut self, wait: Duration) -> Result<ResultsSummary, ResultsError> {
+        self.complete_results_once(wait).await
     }
 }
 

@@ -159,7 +159,7 @@ async fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
         .with_context(|| format!("binding the API to {}", config.api.listen))?;
     let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock)).await?;
     println!("Kadence API listening on http://{}", scheduler.api_addr());
-    kadence_executor::shutdown_signal().await;
+    kadence_kafka::shutdown_signal().await;
     tracing::info!("shutting down");
     scheduler.stop(Duration::from_secs(30)).await;
     Ok(())

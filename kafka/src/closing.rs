@@ -1,40 +1,8 @@
-//! Kafka client behaviour every Kadence component shares, the scheduler included: which
-//! errors are worth another try, and how a consumer is closed without stalling the runtime.
+//! Closing a consumer without stalling the runtime.
 
 use std::time::Duration;
 
 use rdkafka::consumer::{ConsumerContext, StreamConsumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-
-/// Whether a produce error may succeed if tried again (broker down, leader moving, queue
-/// full) rather than never (record too large, authorisation, bad configuration).
-pub fn is_retriable(error: &KafkaError) -> bool {
-    use RDKafkaErrorCode::*;
-    match error.rdkafka_error_code() {
-        Some(code) => matches!(
-            code,
-            MessageTimedOut
-                | QueueFull
-                | BrokerTransportFailure
-                | AllBrokersDown
-                | RequestTimedOut
-                | NetworkException
-                | LeaderNotAvailable
-                | NotLeaderForPartition
-                | NotEnoughReplicas
-                | NotEnoughReplicasAfterAppend
-                | UnknownTopicOrPartition
-                | UnknownPartition
-                | UnknownTopic
-                | OutOfOrderSequenceNumber
-                | InvalidProducerEpoch
-                | CoordinatorLoadInProgress
-                | CoordinatorNotAvailable
-                | NotCoordinator
-        ),
-        None => matches!(error, KafkaError::Canceled),
-    }
-}
 
 /// Closes `consumer` on a thread of its own, waiting for it at most `limit`.
 ///

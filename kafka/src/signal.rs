@@ -1,10 +1,10 @@
-//! The process's shutdown signal, as a future to hand to [`Executor::run`](crate::Executor::run)
-//! (or to any other service's graceful stop).
+//! The process's shutdown signal, as a future to hand to an executor's `run`
+//! or to the scheduler's `serve` (or to any other service's graceful stop).
 
 /// Completes when the process is asked to stop: SIGTERM or SIGINT (Ctrl-C) on Unix, Ctrl-C
 /// elsewhere.
 ///
-/// Pass it to [`Executor::run`](crate::Executor::run) so that a stop drains: the executor
+/// Pass it to `Executor::run` so that a stop drains: the executor
 /// stops taking triggers, lets the running handlers finish (up to the drain timeout),
 /// publishes their results, commits and leaves its group.
 ///

@@ -1,0 +1,193 @@
+//! The one shape of a batch consumer, which the scheduler's results, logs and beats readers
+//! share: take a batch of what is ready, process it, commit past it only when it is done, and
+//! retry a failed step with backoff until asked to stop; then close off the runtime.
+//!
+//! A reader implements [`BatchStep`] (one step: receive, process, commit) and hands itself to
+//! [`run_steps`]; it keeps a batch it could not finish and offers it again on the next step,
+//! so nothing is committed past an unprocessed record.
+
+use std::collections::HashMap;
+use std::fmt::{Debug, Display};
+use std::future::Future;
+use std::time::Duration;
+
+use futures::FutureExt;
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::{Offset, TopicPartitionList};
+use tokio_util::sync::CancellationToken;
+
+use crate::closing::close_consumer;
+use crate::retry::Backoff;
+use crate::settings::KafkaSettings;
+
+/// How long a stopping process waits for each batch consumer to leave its group: well inside
+/// any stop deadline, so that a broker that does not answer delays nothing else.
+pub const CONSUMER_CLOSE_LIMIT: Duration = Duration::from_secs(5);
+
+/// How long one step of [`run_steps`] waits for a first record before it returns empty.
+pub const STEP_WAIT: Duration = Duration::from_millis(500);
+
+/// A consumer read in batches with manual commits.
+pub struct BatchConsumer {
+    consumer: StreamConsumer,
+    name: &'static str,
+    max: usize,
+}
+
+impl BatchConsumer {
+    /// A consumer in `group` subscribed to `topic`: manual commits, from the earliest offset
+    /// when the group has none (nothing produced before the group existed is skipped).
+    /// Batches hold at most `max` records; `name` says which consumer in logs.
+    pub fn subscribe(
+        settings: &KafkaSettings,
+        group: &str,
+        topic: &str,
+        session_timeout: Duration,
+        name: &'static str,
+        max: usize,
+    ) -> Result<BatchConsumer, KafkaError> {
+        let session_timeout = session_timeout.as_millis().to_string();
+        let consumer: StreamConsumer = settings
+            .client_config_with(&[
+                ("group.id", group),
+                ("enable.auto.commit", "false"),
+                ("auto.offset.reset", "earliest"),
+                ("session.timeout.ms", &session_timeout),
+            ])
+            .create()?;
+        consumer.subscribe(&[topic])?;
+        Ok(BatchConsumer {
+            consumer,
+            name,
+            max: max.max(1),
+        })
+    }
+
+    /// A consumer assigned every one of `partitions` of `topic` from the beginning, outside
+    /// any group's assignment and committing nothing: every start reads the whole topic again
+    /// (a compacted topic whose latest records rebuild a state). librdkafka still wants a
+    /// `group` id.
+    pub fn assign_from_beginning(
+        settings: &KafkaSettings,
+        group: &str,
+        topic: &str,
+        partitions: i32,
+        name: &'static str,
+        max: usize,
+    ) -> Result<BatchConsumer, KafkaError> {
+        let consumer: StreamConsumer = settings
+            .client_config_with(&[
+                ("group.id", group),
+                ("enable.auto.commit", "false"),
+                ("enable.auto.offset.store", "false"),
+            ])
+            .create()?;
+        let mut assignment = TopicPartitionList::new();
+        for partition in 0..partitions.max(1) {
+            assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
+        }
+        consumer.assign(&assignment)?;
+        Ok(BatchConsumer {
+            consumer,
+            name,
+            max: max.max(1),
+        })
+    }
+
+    /// Waits up to `wait` for a first record, then takes whatever else is ready, up to the
+    /// batch size. An empty batch means nothing arrived in time.
+    pub async fn receive(&self, wait: Duration) -> Result<Vec<OwnedMessage>, KafkaError> {
+        let first = match tokio::time::timeout(wait, self.consumer.recv()).await {
+            Err(_) => return Ok(Vec::new()),
+            Ok(received) => received?.detach(),
+        };
+        let mut batch = vec![first];
+        while batch.len() < self.max {
+            match self.consumer.recv().now_or_never() {
+                Some(Ok(message)) => batch.push(message.detach()),
+                Some(Err(error)) => {
+                    tracing::warn!(consumer = self.name, %error,
+                        "error while draining a batch; continuing with it");
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(batch)
+    }
+
+    /// Commits, per partition, the offset after the last of `messages` (all processed).
+    pub fn commit<'a>(
+        &self,
+        messages: impl IntoIterator<Item = &'a OwnedMessage>,
+    ) -> Result<(), KafkaError> {
+        let mut next: HashMap<(&str, i32), i64> = HashMap::new();
+        for message in messages {
+            let entry = next
+                .entry((message.topic(), message.partition()))
+                .or_insert(0);
+            *entry = (*entry).max(message.offset() + 1);
+        }
+        if next.is_empty() {
+            return Ok(());
+        }
+        let mut offsets = TopicPartitionList::new();
+        for ((topic, partition), offset) in next {
+            offsets.add_partition_offset(topic, partition, Offset::Offset(offset))?;
+        }
+        self.consumer.commit(&offsets, CommitMode::Async)
+    }
+
+    /// Leaves the group and closes, on a thread of its own, within [`CONSUMER_CLOSE_LIMIT`].
+    pub async fn close(self) {
+        close_consumer(self.consumer, self.name, CONSUMER_CLOSE_LIMIT).await;
+    }
+}
+
+/// One step of a batch reader: receive what is ready (waiting up to `wait` for the first
+/// record), process it, commit past it. A step that fails keeps its batch for the next one.
+pub trait BatchStep: Send {
+    /// What a step did; the default value means it did nothing.
+    type Summary: Debug + Default + PartialEq + Send;
+    /// Why a step failed.
+    type Error: Display + Send;
+
+    /// Which reader, in logs.
+    fn name(&self) -> &'static str;
+
+    /// One step.
+    fn step(
+        &mut self,
+        wait: Duration,
+    ) -> impl Future<Output = Result<Self::Summary, Self::Error>> + Send;
+}
+
+/// Runs `reader`'s steps until `shutdown`: a step that did something is logged at debug, a
+/// failed one at warn and tried again after a backoff (250 ms doubling to 5 s). Returns at
+/// the shutdown; the caller finishes what it holds and closes its consumer.
+pub async fn run_steps<S: BatchStep>(reader: &mut S, shutdown: &CancellationToken) {
+    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
+    loop {
+        let step = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            step = reader.step(STEP_WAIT) => step,
+        };
+        match step {
+            Ok(summary) => {
+                backoff.reset();
+                if summary != S::Summary::default() {
+                    tracing::debug!(reader = reader.name(), ?summary, "batch processed");
+                }
+            }
+            Err(error) => {
+                tracing::warn!(reader = reader.name(), %error, "batch step failed; retrying");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(backoff.next_delay()) => {}
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Kafka plumbing the Kadence scheduler and its executors share, so that both sides classify
+//! errors, configure clients, dead-letter records and close consumers the same way.
+//!
+//! - [`settings`]: [`KafkaSettings`], the brokers plus the operator's raw librdkafka options,
+//!   merged over Kadence's defaults for each client; the idempotent producer both sides use.
+//! - [`retry`]: [`is_retriable`] (which errors may succeed when tried again) and [`Backoff`],
+//!   the one pace every retry loop waits at.
+//! - [`closing`]: [`close_consumer`], closing a consumer on a thread of its own with a limit
+//!   (librdkafka's close has no deadline and would block a runtime worker).
+//! - [`dead_letter`]: [`DeadLetters`] and the `kadence.dlq.*` headers naming why and where
+//!   from a record went to `{prefix}.dlq`.
+//! - [`batch`]: [`BatchConsumer`] and [`run_steps`], the one shape of a reader that takes a
+//!   batch, processes it and commits past it only when done.
+//! - [`signal`]: [`shutdown_signal`], the future a process stops on (SIGTERM or SIGINT).
+//!
+//! The executor SDK re-exports only [`shutdown_signal`]; the rest is internal plumbing of
+//! Kadence's own processes and not part of the SDK's API.
+
+#![warn(missing_docs)]
+
+pub mod batch;
+pub mod closing;
+pub mod dead_letter;
+pub mod retry;
+pub mod settings;
+pub mod signal;
+
+pub use batch::{BatchConsumer, BatchStep, CONSUMER_CLOSE_LIMIT, run_steps};
+pub use closing::close_consumer;
+pub use dead_letter::{DeadLetters, RecordOrigin, dead_letter_headers};
+pub use retry::{Backoff, is_retriable};
+pub use settings::KafkaSettings;
+pub use signal::shutdown_signal;
