@@ -114,7 +114,7 @@ impl CancellationPoller {
         CancellationPoller {
             store,
             cancelled,
-            grace_ms: crate::preread::millis(grace),
+            grace_ms: crate::clock::millis(grace),
         }
     }
 

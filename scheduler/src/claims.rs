@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acks::AckLedger;
 use crate::clock::Clock;
+use crate::clock::millis;
 use crate::model::PendingFire;
-use crate::preread::millis;
 use crate::store::{Store, StoreError};
 
 /// Claims expired pending fires for this node.

@@ -39,13 +39,18 @@ pub async fn run_every<F, Fut, E>(
     }
 }
 
+/// A duration in whole milliseconds, as the store and the records count time (saturating).
+pub fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// The system clock.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> i64 {
-        chrono::Utc::now().timestamp_millis()
+        kadence_schemas::now_ms()
     }
 }
 

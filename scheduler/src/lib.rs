@@ -2,9 +2,12 @@
 //!
 //! A tour, following one fire:
 //! - [`config`]: typed configuration (file, then `KADENCE_…` environment).
+//! - [`model`]: the domain nouns: apps, jobs, runs (job-log rows), pending fires, executors,
+//!   reports; [`enums`]: the enumerations users type and the error naming accepted values.
 //! - [`store`]: the [`Store`](store::Store) trait with SQLite and PostgreSQL backends: apps,
 //!   jobs and job-log rows (one per trigger, keyed by its deterministic trigger id).
 //! - [`schedule`]: Quartz cron, fixed rate and manual-only schedules, per-job time zone.
+//! - [`planning`]: pure fire planning: which fires of a due job a scan writes, misfires.
 //! - [`preread`]: `pre_read_once(now)` reads due jobs under the schedule lock, plans their fires
 //!   and writes each as a pending job-log row (the durable half of the time wheel).
 //! - [`wheel`]: the in-memory millisecond time wheel that releases each pending fire at its time.
@@ -42,11 +45,13 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod dispatch;
+pub mod enums;
 pub mod kafka;
 pub mod logs;
 pub mod lost_runs;
 pub mod model;
 pub mod monitors;
+pub mod planning;
 pub mod preread;
 pub mod registry;
 pub mod results;

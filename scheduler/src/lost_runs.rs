@@ -25,10 +25,10 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat};
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::millis;
 use crate::clock::{Clock, run_every};
 use crate::config::RegistryConfig;
 use crate::model::{Completion, CompletionOutcome, ExecutorEntry};
-use crate::preread::millis;
 use crate::registry::is_live;
 use crate::store::{Store, StoreError, UnfinishedRun};
 

@@ -8,69 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::schedule::{MisfireStrategy, ScheduleSpec};
 
-/// A value a user supplied that the model cannot accept.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ModelError {
-    /// An enumeration received a value outside its set.
-    #[error("unknown {kind} {value:?}: expected one of {expected}")]
-    UnknownValue {
-        /// What was being parsed, e.g. "route strategy".
-        kind: &'static str,
-        /// The rejected input.
-        value: String,
-        /// The accepted spellings, comma separated.
-        expected: &'static str,
-    },
-}
-
-/// Implements `FromStr`, `Display`, `as_str` and string serde for a plain enumeration whose
-/// spelling is its SCREAMING_SNAKE_CASE name.
-macro_rules! string_enum {
-    ($(#[$meta:meta])* $name:ident, $kind:literal, { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-        #[serde(try_from = "String", into = "String")]
-        pub enum $name { $($(#[$vmeta])* $variant),+ }
-
-        impl $name {
-            /// Every accepted spelling, comma separated (used in error messages).
-            pub const EXPECTED: &'static str = concat!($($text, ", "),+);
-
-            /// The canonical spelling, as stored and as shown.
-            pub fn as_str(self) -> &'static str {
-                match self { $(Self::$variant => $text),+ }
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = $crate::model::ModelError;
-            fn from_str(value: &str) -> Result<Self, Self::Err> {
-                match value.trim().to_ascii_uppercase().as_str() {
-                    $($text => Ok(Self::$variant),)+
-                    _ => Err($crate::model::ModelError::UnknownValue {
-                        kind: $kind,
-                        value: value.to_owned(),
-                        expected: Self::EXPECTED.trim_end_matches(", "),
-                    }),
-                }
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = $crate::model::ModelError;
-            fn try_from(value: String) -> Result<Self, Self::Error> { value.parse() }
-        }
-
-        impl From<$name> for String {
-            fn from(value: $name) -> String { value.as_str().to_owned() }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.as_str()) }
-        }
-    };
-}
-pub(crate) use string_enum;
+pub use crate::enums::ModelError;
+use crate::enums::string_enum;
 
 string_enum!(
     /// Whether the pre-read loop considers a job (XXL-JOB's `trigger_status`).

@@ -16,7 +16,7 @@ use chrono_tz::Tz;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 
-use crate::model::{ModelError, string_enum};
+use crate::enums::{ModelError, string_enum};
 
 string_enum!(
     /// The kind of schedule a job has.

@@ -77,7 +77,7 @@ pub const CURRENT_SOURCES: &[(&str, &str)] = &[
 
 static ENTRIES: LazyLock<Vec<CatalogEntry>> = LazyLock::new(|| {
     // Every encode and decode loads the catalog first: the earliest point to cap apache-avro.
-    crate::codec::limit_allocations();
+    crate::allocation::limit_allocations();
     CATALOG_SOURCES
         .iter()
         .map(|&(id, record, version, source)| CatalogEntry {

@@ -10,6 +10,7 @@ use apache_avro::{Schema, from_avro_datum, from_value, write_avro_datum_ref};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use crate::allocation::{MAX_ALLOCATION_BYTES, limit_allocations};
 use crate::catalog::{self, CatalogEntry};
 use crate::datum_check;
 use crate::records::{ControlRecord, ExecutorBeat, LogRecord, ResultRecord, TriggerRecord};
@@ -18,13 +19,6 @@ use crate::records::{ControlRecord, ExecutorBeat, LogRecord, ResultRecord, Trigg
 pub const MAGIC_BYTE: u8 = 0;
 /// Magic byte plus schema id.
 pub const HEADER_LEN: usize = 5;
-/// Largest length prefix (string, bytes, array or map count) apache-avro may act on.
-///
-/// apache-avro's default is 512 MiB: a garbage length prefix would make it allocate that much
-/// before noticing the input is shorter. No Kadence record comes near 16 MiB (Kafka's default
-/// message limit is 1 MiB). The codec's own structural check refuses lengths beyond the
-/// input anyway; this cap is the second line of defence.
-pub const MAX_ALLOCATION_BYTES: usize = 16 * 1024 * 1024;
 
 /// A record that could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
@@ -145,18 +139,6 @@ impl AvroRecord for ExecutorBeat {
 }
 impl AvroRecord for LogRecord {
     const RECORD: &'static str = "LogRecord";
-}
-
-/// Caps apache-avro's allocations at [`MAX_ALLOCATION_BYTES`].
-///
-/// The setting is process-wide and only the first call counts — including the implicit one
-/// apache-avro makes on its first decode with its 512 MiB default. So the catalog calls this
-/// when it is first loaded, and [`decode`] before every read; a program that calls
-/// `apache_avro::util::max_allocation_bytes` itself before touching this crate wins instead.
-/// Returns the limit in force.
-pub fn limit_allocations() -> usize {
-    // apache-avro keeps the first value it is given, so calling this repeatedly is harmless.
-    apache_avro::util::max_allocation_bytes(MAX_ALLOCATION_BYTES)
 }
 
 /// Encodes `record` as `[0, schema id (BE u32), Avro datum]`.

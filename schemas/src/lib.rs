@@ -26,6 +26,11 @@
 //!   [`ControlRecord`], [`ExecutorBeat`], [`LogRecord`] — and their enums.
 //! - [`catalog`]: every released schema version with its stable id, and the
 //!   BACKWARD_TRANSITIVE compatibility check the tests run on every change.
+//! - `allocation`: the cap on apache-avro's allocations (16 MiB), applied before any decode
+//!   (re-exported as [`codec::limit_allocations`]).
+//! - `datum_check`: the structural check a datum passes before apache-avro reads it.
+//! - [`time`]: [`now_ms`], the milliseconds since the Unix epoch that every record's times
+//!   are in.
 //! - [`codec`]: Confluent framing ([`codec::encode`], [`codec::decode`]). Decoding reads any
 //!   released version into the current type, never panics, and returns errors fit for a
 //!   dead-letter header.
@@ -51,11 +56,13 @@
 
 #![warn(missing_docs)]
 
+mod allocation;
 pub mod catalog;
 pub mod codec;
 mod datum_check;
 pub mod ids;
 pub mod records;
+pub mod time;
 pub mod topics;
 
 pub use codec::{AvroRecord, CodecError};
@@ -64,4 +71,5 @@ pub use records::{
     BlockStrategy, ControlCommand, ControlRecord, ExecutorBeat, ExecutorState, GlueType, LogRecord,
     ResultRecord, TriggerRecord, TriggerType, UnknownEnumValue, result_code,
 };
+pub use time::now_ms;
 pub use topics::{DEFAULT_PREFIX, Topics, headers};

@@ -27,10 +27,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::clock::millis;
 use crate::config::MonitorConfig;
 use crate::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
 use crate::monitors::alarm::{Alarm, Alarms};
-use crate::preread::millis;
 use crate::store::{FinishedRun, NewFire, Store, StoreError};
 
 /// What one step did.
