@@ -1,10 +1,11 @@
 //! Wiring: builds every part of a scheduler node from a [`Config`] and runs it until shutdown.
 //!
 //! ```text
-//!  pre-read loop ─┐                      ┌─> ack writer ─> store (DISPATCHED)
-//!  claim loop ────┼─> wheel ─> dispatch ─┤
-//!  API (trigger) ─┘          ▲           └─> {prefix}.triggers.{app}
-//!  API (stop, edit) ─────────┴─ cancelled fires <─ cancellation poller <─ store
+//!  pre-read loop ─┐                                    ┌─> ack writer ─> store (DISPATCHED)
+//!  claim loop ────┤                                    │
+//!  API (trigger) ─┼─> fire intake ─> wheel ─> dispatch ┤
+//!  follow-ups ────┘   (store first)           ▲        └─> {prefix}.triggers.{app}
+//!  API (stop, edit) ──────────────────────────┴─ cancelled fires <─ cancellation poller <─ store
 //!  {prefix}.results ─> results consumer ─> store (FINISHED) / {prefix}.dlq
 //! ```
 //!
@@ -24,9 +25,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kadence_kafka::{DeadLetters, KafkaSettings};
 use kadence_schemas::Topics;
+use rdkafka::producer::FutureProducer;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -37,6 +39,7 @@ use crate::claims::Claimer;
 use crate::clock::{Clock, millis};
 use crate::config::{Config, DatabaseConfig};
 use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher, PartitionDirectory};
+use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
 use crate::logs::LogsConsumer;
 use crate::lost_runs::run_lost_run_monitor;
@@ -129,222 +132,20 @@ impl Scheduler {
         listener: TcpListener,
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Scheduler> {
-        let node_id = config
-            .schedule
-            .node_id
-            .clone()
-            .unwrap_or_else(default_node_id);
-        let pools = StorePools::open(&config.database)
-            .await
-            .context("opening the database")?;
-        let store = Arc::clone(&pools.scheduling);
-        let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
-        let kafka = KafkaSettings {
-            brokers: config.kafka.brokers.clone(),
-            options: config.kafka.options.clone(),
-        };
-
-        let admin = Arc::new(TopicAdmin::new(&kafka).context("creating the Kafka admin client")?);
-        admin
-            .ensure_shared_topics(&topics, config.kafka.results_partitions)
-            .await
-            .context("creating Kadence's shared topics")?;
-        let partitions = Arc::new(PartitionDirectory::new(Arc::clone(&store)));
-        for app in store.list_apps().await.context("listing apps")? {
-            admin
-                .ensure_topic(&topics.triggers(&app.name), app.partitions, &[])
-                .await
-                .with_context(|| format!("verifying the trigger topic of app {}", app.name))?;
-            partitions.remember(app.name, app.partitions);
-        }
-
-        let producer = kafka
-            .idempotent_producer()
-            .context("creating the trigger producer")?;
-        let shutdown = CancellationToken::new();
-        let tasks = TaskTracker::new();
-        let (wheel_tx, wheel_rx) = mpsc::channel(CHANNEL_CAPACITY);
-        let (due_tx, due_rx) = mpsc::channel(CHANNEL_CAPACITY);
-        let (ack_tx, ack_rx) = mpsc::channel(CHANNEL_CAPACITY);
-        let schedule = &config.schedule;
-
-        let ledger = Arc::new(AckLedger::new());
-        let cancelled = Arc::new(CancelledFires::new());
-        let pre_reader = PreReader::new(
-            Arc::clone(&store),
-            PreReadSettings {
-                window: schedule.pre_read_window,
-                batch_size: schedule.batch_size,
-                lease: schedule.lease,
-                node_id: node_id.clone(),
-            },
-            wheel_tx.clone(),
-        );
-        let pre_read_waker = pre_reader.waker();
-        tasks.spawn(pre_reader.run(
-            Arc::clone(&clock),
-            schedule.pre_read_interval,
-            shutdown.clone(),
-        ));
-
-        let claimer = Claimer::new(
-            Arc::clone(&store),
-            node_id.clone(),
-            schedule.lease,
-            schedule.batch_size,
-            wheel_tx.clone(),
-            Arc::clone(&ledger),
-        );
-        tasks.spawn(claimer.run(
-            Arc::clone(&clock),
-            schedule.claim_interval,
-            shutdown.clone(),
-        ));
-        tasks.spawn(
-            CancellationPoller::new(Arc::clone(&store), Arc::clone(&cancelled), schedule.lease)
-                .run(
-                    Arc::clone(&clock),
-                    schedule.cancel_poll_interval,
-                    shutdown.clone(),
-                ),
-        );
-        tasks.spawn(run_wheel(
-            wheel_rx,
-            due_tx,
-            Arc::clone(&clock),
-            schedule.emit_lead,
-            shutdown.clone(),
-        ));
-
-        let registry = Arc::new(Registry::new(config.registry.dead_timeout));
-        let beats_partitions = admin
-            .partition_count(&topics.beats())
-            .await
-            .context("reading the beats topic")?;
-        let beats = BeatsReader::new(
-            &kafka,
-            &topics,
-            beats_partitions,
-            Arc::clone(&registry),
-            Arc::clone(&pools.background),
-            DeadLetters::new(producer.clone(), topics.dlq()),
-            Arc::clone(&clock),
-        )
-        .context("starting the beats reader")?;
-        tasks.spawn(beats.run(shutdown.clone()));
-        tasks.spawn(run_sweeper(
-            Arc::clone(&pools.background),
-            config.registry.clone(),
-            Arc::clone(&clock),
-            shutdown.clone(),
-        ));
-        tasks.spawn(run_lost_run_monitor(
-            Arc::clone(&pools.background),
-            config.registry.clone(),
-            Arc::clone(&clock),
-            shutdown.clone(),
-        ));
-
-        let dispatcher = Dispatcher::new(
-            producer.clone(),
-            topics.clone(),
-            Arc::clone(&partitions),
-            Arc::clone(&registry),
-            DispatchOutcomes {
-                acks: ack_tx,
-                ledger: Arc::clone(&ledger),
-                cancelled: Arc::clone(&cancelled),
-            },
-            Arc::clone(&clock),
-            DispatchSettings {
-                max_in_flight: schedule.max_in_flight,
-                drain_timeout: schedule.drain_timeout,
-            },
-        );
-        tasks.spawn(dispatcher.run(due_rx, shutdown.clone()));
-        tasks.spawn(AckWriter::new(Arc::clone(&store), ledger, ack_rx, 1000).run());
-
-        let results = ResultsConsumer::new(
-            &kafka,
-            &topics,
-            config.kafka.session_timeout,
-            Arc::clone(&store),
-            DeadLetters::new(producer.clone(), topics.dlq()),
-            1000,
-        )
-        .context("starting the results consumer")?;
-        tasks.spawn(results.run(shutdown.clone()));
-
-        let logs = LogsConsumer::new(
-            &kafka,
-            &topics,
-            config.kafka.session_timeout,
-            Arc::clone(&pools.background),
-            DeadLetters::new(producer.clone(), topics.dlq()),
-            config.logs.max_lines_per_run,
-        )
-        .context("starting the logs consumer")?;
-        tasks.spawn(logs.run(shutdown.clone()));
-
-        let alarms = Arc::new(Alarms::from_config(&config.alarm).context("setting up alarms")?);
-        let follow_up = FollowUp::new(
-            Arc::clone(&pools.background),
-            alarms,
-            wheel_tx.clone(),
-            node_id.clone(),
-            millis(schedule.lease),
-            config.monitors.clone(),
-        );
-        tasks.spawn(follow_up.run(Arc::clone(&clock), shutdown.clone()));
-        tasks.spawn(run_reports(
-            Arc::clone(&pools.background),
-            config.monitors.report_interval,
-            Arc::clone(&clock),
-            shutdown.clone(),
-        ));
-        tasks.spawn(run_retention(
-            Arc::clone(&pools.background),
-            config.retention.clone(),
-            Arc::clone(&clock),
-            shutdown.clone(),
-        ));
-
-        let control = ControlChannel::new(producer, topics.control());
-        let state = Arc::new(ApiState {
-            store: Arc::clone(&pools.api),
-            admin,
-            topics,
-            partitions,
-            wheel: wheel_tx,
-            cancelled,
-            pre_read_waker,
-            control,
-            registry,
-            clock,
-            node_id: node_id.clone(),
-            lease_ms: millis(schedule.lease),
-            pre_read_window_ms: millis(schedule.pre_read_window),
-            change_settle_ms: millis(schedule.emit_lead + schedule.cancel_poll_interval),
-        });
-        let api_limits = ApiLimits::from(&config.api);
-        let api_addr = listener.local_addr().context("reading the API address")?;
-        let api_shutdown = shutdown.clone();
-        tasks.spawn(async move {
-            let served = axum::serve(listener, router(state, api_limits))
-                .with_graceful_shutdown(api_shutdown.cancelled_owned())
-                .await;
-            if let Err(error) = served {
-                tracing::error!(%error, "API server stopped");
-            }
-        });
-        tasks.close();
-        tracing::info!(%api_addr, %node_id, backend = store.backend(), "scheduler started");
+        let node = Node::open(config, clock).await?;
+        let fire_path = node.spawn_fire_path();
+        node.spawn_readers().await?;
+        node.spawn_monitors(&fire_path)?;
+        let api_addr = node.serve_api(listener, fire_path)?;
+        node.tasks.close();
+        tracing::info!(%api_addr, node_id = %node.node_id,
+            backend = node.pools.scheduling.backend(), "scheduler started");
         Ok(Scheduler {
             api_addr,
-            node_id,
-            store: pools.background,
-            shutdown,
-            tasks,
+            node_id: node.node_id,
+            store: node.pools.background,
+            shutdown: node.shutdown,
+            tasks: node.tasks,
         })
     }
 
@@ -382,4 +183,285 @@ fn default_node_id() -> String {
         .unwrap_or_else(|| "scheduler".to_owned());
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     format!("{host}-{}-{}", std::process::id(), &suffix[..8])
+}
+
+/// What a node's parts share while [`Scheduler::start`] wires them, one step per group of
+/// loops: the fire path, the topic readers, the monitors, the API.
+struct Node {
+    config: Config,
+    node_id: String,
+    clock: Arc<dyn Clock>,
+    pools: StorePools,
+    topics: Topics,
+    kafka: KafkaSettings,
+    admin: Arc<TopicAdmin>,
+    producer: FutureProducer,
+    partitions: Arc<PartitionDirectory>,
+    registry: Arc<Registry>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+}
+
+/// Handles of the fire path that later parts write into.
+struct FirePath {
+    /// The one way into the wheel (scheduling pool); others take it `using` their own pool.
+    intake: FireIntake,
+    cancelled: Arc<CancelledFires>,
+    pre_read_waker: Arc<Notify>,
+}
+
+impl Node {
+    /// Opens the pools, creates or checks every topic, and makes the producer.
+    async fn open(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Node> {
+        let node_id = config
+            .schedule
+            .node_id
+            .clone()
+            .unwrap_or_else(default_node_id);
+        let pools = StorePools::open(&config.database)
+            .await
+            .context("opening the database")?;
+        let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
+        let kafka = KafkaSettings {
+            brokers: config.kafka.brokers.clone(),
+            options: config.kafka.options.clone(),
+        };
+        let admin = Arc::new(TopicAdmin::new(&kafka).context("creating the Kafka admin client")?);
+        admin
+            .ensure_shared_topics(&topics, config.kafka.results_partitions)
+            .await
+            .context("creating Kadence's shared topics")?;
+        let partitions = Arc::new(PartitionDirectory::new(Arc::clone(&pools.scheduling)));
+        let apps = pools.scheduling.list_apps().await.context("listing apps")?;
+        for app in apps {
+            admin
+                .ensure_topic(&topics.triggers(&app.name), app.partitions, &[])
+                .await
+                .with_context(|| format!("verifying the trigger topic of app {}", app.name))?;
+            partitions.remember(app.name, app.partitions);
+        }
+        let producer = kafka
+            .idempotent_producer()
+            .context("creating the trigger producer")?;
+        Ok(Node {
+            registry: Arc::new(Registry::new(config.registry.dead_timeout)),
+            config,
+            node_id,
+            clock,
+            pools,
+            topics,
+            kafka,
+            admin,
+            producer,
+            partitions,
+            shutdown: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        })
+    }
+
+    fn dead_letters(&self) -> DeadLetters {
+        DeadLetters::new(self.producer.clone(), self.topics.dlq())
+    }
+
+    /// The loops a fire passes through, on the scheduling pool: pre-read and claims write it
+    /// through the intake, the wheel releases it, dispatch emits it (unless a stop or an edit
+    /// cancelled it meanwhile), the ack writer marks it dispatched.
+    fn spawn_fire_path(&self) -> FirePath {
+        let schedule = &self.config.schedule;
+        let store = &self.pools.scheduling;
+        let (wheel_tx, wheel_rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let (due_tx, due_rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let (ack_tx, ack_rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let intake = FireIntake::new(
+            Arc::clone(store),
+            wheel_tx,
+            self.node_id.clone(),
+            schedule.lease,
+        );
+        let ledger = Arc::new(AckLedger::new());
+        let cancelled = Arc::new(CancelledFires::new());
+
+        let pre_reader = PreReader::new(
+            intake.clone(),
+            PreReadSettings {
+                window: schedule.pre_read_window,
+                batch_size: schedule.batch_size,
+            },
+        );
+        let pre_read_waker = pre_reader.waker();
+        self.spawn_every(schedule.pre_read_interval, |clock, every, stop| {
+            pre_reader.run(clock, every, stop)
+        });
+        let claimer = Claimer::new(intake.clone(), schedule.batch_size, Arc::clone(&ledger));
+        self.spawn_every(schedule.claim_interval, |clock, every, stop| {
+            claimer.run(clock, every, stop)
+        });
+        let poller =
+            CancellationPoller::new(Arc::clone(store), Arc::clone(&cancelled), schedule.lease);
+        self.spawn_every(schedule.cancel_poll_interval, |clock, every, stop| {
+            poller.run(clock, every, stop)
+        });
+        self.spawn_every(schedule.emit_lead, |clock, lead, stop| {
+            run_wheel(wheel_rx, due_tx, clock, lead, stop)
+        });
+
+        let dispatcher = Dispatcher::new(
+            self.producer.clone(),
+            self.topics.clone(),
+            Arc::clone(&self.partitions),
+            Arc::clone(&self.registry),
+            DispatchOutcomes {
+                acks: ack_tx,
+                ledger: Arc::clone(&ledger),
+                cancelled: Arc::clone(&cancelled),
+            },
+            Arc::clone(&self.clock),
+            DispatchSettings {
+                max_in_flight: schedule.max_in_flight,
+                drain_timeout: schedule.drain_timeout,
+            },
+        );
+        self.tasks
+            .spawn(dispatcher.run(due_rx, self.shutdown.clone()));
+        self.tasks
+            .spawn(AckWriter::new(Arc::clone(store), ledger, ack_rx, 1000).run());
+        FirePath {
+            intake,
+            cancelled,
+            pre_read_waker,
+        }
+    }
+
+    /// Spawns a loop that takes the clock, an interval and the shutdown token.
+    fn spawn_every<F, Fut>(&self, interval: Duration, start: F)
+    where
+        F: FnOnce(Arc<dyn Clock>, Duration, CancellationToken) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.tasks.spawn(start(
+            Arc::clone(&self.clock),
+            interval,
+            self.shutdown.clone(),
+        ));
+    }
+
+    /// The readers of the shared topics: beats (with the registry's sweeper and the lost-run
+    /// monitor), results on the scheduling pool, log lines.
+    async fn spawn_readers(&self) -> anyhow::Result<()> {
+        let background = &self.pools.background;
+        let beats_partitions = self
+            .admin
+            .partition_count(&self.topics.beats())
+            .await
+            .context("reading the beats topic")?;
+        let beats = BeatsReader::new(
+            &self.kafka,
+            &self.topics,
+            beats_partitions,
+            Arc::clone(&self.registry),
+            Arc::clone(background),
+            self.dead_letters(),
+            Arc::clone(&self.clock),
+        )
+        .context("starting the beats reader")?;
+        self.tasks.spawn(beats.run(self.shutdown.clone()));
+        let registry_config = &self.config.registry;
+        self.tasks.spawn(run_sweeper(
+            Arc::clone(background),
+            registry_config.clone(),
+            Arc::clone(&self.clock),
+            self.shutdown.clone(),
+        ));
+        self.tasks.spawn(run_lost_run_monitor(
+            Arc::clone(background),
+            registry_config.clone(),
+            Arc::clone(&self.clock),
+            self.shutdown.clone(),
+        ));
+
+        let session_timeout = self.config.kafka.session_timeout;
+        let results = ResultsConsumer::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(&self.pools.scheduling),
+            self.dead_letters(),
+            1000,
+        )
+        .context("starting the results consumer")?;
+        self.tasks.spawn(results.run(self.shutdown.clone()));
+        let logs = LogsConsumer::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(background),
+            self.dead_letters(),
+            self.config.logs.max_lines_per_run,
+        )
+        .context("starting the logs consumer")?;
+        self.tasks.spawn(logs.run(self.shutdown.clone()));
+        Ok(())
+    }
+
+    /// What follows a finished run, on the background pool: retries, alarms and children,
+    /// daily reports, retention.
+    fn spawn_monitors(&self, fire_path: &FirePath) -> anyhow::Result<()> {
+        let background = &self.pools.background;
+        let monitors = &self.config.monitors;
+        let alarms =
+            Arc::new(Alarms::from_config(&self.config.alarm).context("setting up alarms")?);
+        let follow_up = FollowUp::new(
+            Arc::clone(background),
+            alarms,
+            fire_path.intake.using(Arc::clone(background)),
+            monitors.clone(),
+        );
+        self.tasks
+            .spawn(follow_up.run(Arc::clone(&self.clock), self.shutdown.clone()));
+        self.tasks.spawn(run_reports(
+            Arc::clone(background),
+            monitors.report_interval,
+            Arc::clone(&self.clock),
+            self.shutdown.clone(),
+        ));
+        self.tasks.spawn(run_retention(
+            Arc::clone(background),
+            self.config.retention.clone(),
+            Arc::clone(&self.clock),
+            self.shutdown.clone(),
+        ));
+        Ok(())
+    }
+
+    /// Serves the API on `listener` with its own pool, until shutdown.
+    fn serve_api(&self, listener: TcpListener, fire_path: FirePath) -> anyhow::Result<SocketAddr> {
+        let schedule = &self.config.schedule;
+        let api_store = Arc::clone(&self.pools.api);
+        let state = Arc::new(ApiState {
+            intake: fire_path.intake.using(Arc::clone(&api_store)),
+            store: api_store,
+            admin: Arc::clone(&self.admin),
+            topics: self.topics.clone(),
+            partitions: Arc::clone(&self.partitions),
+            cancelled: fire_path.cancelled,
+            pre_read_waker: fire_path.pre_read_waker,
+            control: ControlChannel::new(self.producer.clone(), self.topics.control()),
+            registry: Arc::clone(&self.registry),
+            clock: Arc::clone(&self.clock),
+            pre_read_window_ms: millis(schedule.pre_read_window),
+            change_settle_ms: millis(schedule.emit_lead + schedule.cancel_poll_interval),
+        });
+        let api_limits = ApiLimits::from(&self.config.api);
+        let api_addr = listener.local_addr().context("reading the API address")?;
+        let api_shutdown = self.shutdown.clone();
+        self.tasks.spawn(async move {
+            let served = axum::serve(listener, router(state, api_limits))
+                .with_graceful_shutdown(api_shutdown.cancelled_owned())
+                .await;
+            if let Err(error) = served {
+                tracing::error!(%error, "API server stopped");
+            }
+        });
+        Ok(api_addr)
+    }
 }

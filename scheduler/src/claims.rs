@@ -13,77 +13,36 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::acks::AckLedger;
 use crate::clock::Clock;
-use crate::clock::millis;
-use crate::model::PendingFire;
-use crate::store::{Store, StoreError};
+use crate::intake::FireIntake;
+use crate::store::StoreError;
 
 /// Claims expired pending fires for this node.
 pub struct Claimer {
-    store: Arc<dyn Store>,
-    node_id: String,
-    lease: Duration,
+    intake: FireIntake,
     batch_size: u32,
-    wheel: mpsc::Sender<PendingFire>,
     ledger: Arc<AckLedger>,
 }
 
 impl Claimer {
-    /// A claimer for `node_id` feeding `wheel`, leaving alone the fires whose
-    /// acknowledgement `ledger` holds.
-    pub fn new(
-        store: Arc<dyn Store>,
-        node_id: String,
-        lease: Duration,
-        batch_size: u32,
-        wheel: mpsc::Sender<PendingFire>,
-        ledger: Arc<AckLedger>,
-    ) -> Self {
+    /// A claimer taking over up to `batch_size` fires a pass through `intake` (which owns
+    /// them for this node), leaving alone the fires whose acknowledgement `ledger` holds.
+    pub fn new(intake: FireIntake, batch_size: u32, ledger: Arc<AckLedger>) -> Self {
         Claimer {
-            store,
-            node_id,
-            lease,
+            intake,
             batch_size,
-            wheel,
             ledger,
         }
     }
 
     /// One claim pass at `now_ms`: returns how many fires were taken over.
     pub async fn claim_once(&self, now_ms: i64) -> Result<usize, StoreError> {
-        let fires = self
-            .store
-            .claim_expired_fires(
-                &self.node_id,
-                now_ms,
-                now_ms + millis(self.lease),
-                self.batch_size,
-            )
-            .await?;
-        let claimed = fires.len();
-        let (acknowledged, fires): (Vec<PendingFire>, Vec<PendingFire>) = fires
-            .into_iter()
-            .partition(|fire| self.ledger.is_unwritten(fire.log_id));
-        if !acknowledged.is_empty() {
-            tracing::info!(
-                acknowledged = acknowledged.len(),
-                "claimed fires already acknowledged by the broker; not emitting them again, their marks are being written"
-            );
-        }
-        if !fires.is_empty() {
-            tracing::warn!(claimed = fires.len(), node_id = %self.node_id,
-                "claimed pending fires whose lease expired; emitting them with their original trigger ids");
-        }
-        for fire in fires {
-            if self.wheel.send(fire).await.is_err() {
-                break;
-            }
-        }
-        Ok(claimed)
+        self.intake
+            .claim_expired(now_ms, self.batch_size, &self.ledger)
+            .await
     }
 
     /// Claims every `interval` until `shutdown`; a full batch claims again at once.

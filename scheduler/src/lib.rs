@@ -10,6 +10,8 @@
 //! - [`planning`]: pure fire planning: which fires of a due job a scan writes, misfires.
 //! - [`preread`]: `pre_read_once(now)` reads due jobs under the schedule lock, plans their fires
 //!   and writes each as a pending job-log row (the durable half of the time wheel).
+//! - [`intake`]: the one way into the wheel: every fire (schedule, claim, manual, retry,
+//!   child) is written durably, owned by this node under a lease, then handed over.
 //! - [`wheel`]: the in-memory millisecond time wheel that releases each pending fire at its time.
 //! - [`routing`]: the route strategy picks the partition of `{prefix}.triggers.{app}`.
 //! - [`registry`]: the live executors, from the beats they publish to `{prefix}.beats`;
@@ -46,6 +48,7 @@ pub mod clock;
 pub mod config;
 pub mod dispatch;
 pub mod enums;
+pub mod intake;
 pub mod kafka;
 pub mod logs;
 pub mod lost_runs;

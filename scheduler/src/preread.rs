@@ -6,7 +6,8 @@
 //! (pure: see [`crate::planning`] for the rules), write every
 //! planned fire as a job-log row in state `SCHEDULED` owned by this node under a lease (the
 //! durable half of the time wheel), advance the jobs' next-fire times, commit. The returned
-//! fires go into the in-memory [`TimeWheel`](crate::wheel), which emits each at its time.
+//! fires go into the in-memory [`TimeWheel`](crate::wheel) through the
+//! [`FireIntake`](crate::intake), which emits each at its time.
 //!
 //! A scan under the lock plans many fires at once (every fire of a job inside the window,
 //! where XXL-JOB wheels one per scan), so fast schedules lose nothing to the scan interval.
@@ -14,12 +15,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
-use crate::model::PendingFire;
-use crate::store::{Store, StoreError};
+use crate::intake::{FireIntake, PlannedBatch};
+use crate::store::StoreError;
 
 /// Parameters of one pre-read scan.
 #[derive(Debug, Clone)]
@@ -28,41 +29,21 @@ pub struct PreReadSettings {
     pub window: Duration,
     /// Maximum jobs read per scan.
     pub batch_size: u32,
-    /// How long a written fire stays owned by this node after its fire time before another
-    /// node may claim and emit it.
-    pub lease: Duration,
-    /// This node's identity (owner of the fires it writes).
-    pub node_id: String,
 }
 
-/// What one scan did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PreReadSummary {
-    /// Due jobs read under the lock.
-    pub jobs_read: usize,
-    /// Fires written as pending job-log rows.
-    pub fires_written: usize,
-}
-
-/// Runs pre-read scans and hands the fires to the wheel.
+/// Runs pre-read scans; the fires go into the wheel through the [`FireIntake`].
 pub struct PreReader {
-    store: Arc<dyn Store>,
+    intake: FireIntake,
     settings: PreReadSettings,
-    wheel: mpsc::Sender<PendingFire>,
     wake: Arc<Notify>,
 }
 
 impl PreReader {
-    /// A pre-reader writing through `store` and feeding `wheel`.
-    pub fn new(
-        store: Arc<dyn Store>,
-        settings: PreReadSettings,
-        wheel: mpsc::Sender<PendingFire>,
-    ) -> Self {
+    /// A pre-reader writing and admitting its fires through `intake`.
+    pub fn new(intake: FireIntake, settings: PreReadSettings) -> Self {
         PreReader {
-            store,
+            intake,
             settings,
-            wheel,
             wake: Arc::new(Notify::new()),
         }
     }
@@ -74,36 +55,22 @@ impl PreReader {
     }
 
     /// One scan at `now_ms`: returns how many jobs were read and how many fires written.
-    pub async fn pre_read_once(&self, now_ms: i64) -> Result<PreReadSummary, StoreError> {
+    pub async fn pre_read_once(&self, now_ms: i64) -> Result<PlannedBatch, StoreError> {
         let started = std::time::Instant::now();
-        let outcome = self
-            .store
-            .pre_read(&crate::store::PreReadRequest {
+        let planned = self
+            .intake
+            .plan_due(
                 now_ms,
-                window_ms: millis(self.settings.window),
-                batch_size: self.settings.batch_size,
-                node_id: self.settings.node_id.clone(),
-                lease_ms: millis(self.settings.lease),
-            })
+                millis(self.settings.window),
+                self.settings.batch_size,
+            )
             .await?;
-        let summary = PreReadSummary {
-            jobs_read: outcome.jobs_read,
-            fires_written: outcome.fires.len(),
-        };
-        let stored = started.elapsed();
-        for fire in outcome.fires {
-            // A full channel is backpressure from the wheel and dispatch: wait, never drop.
-            if self.wheel.send(fire).await.is_err() {
-                break; // the wheel is gone: shutting down; the rows stay pending for a claim.
-            }
-        }
         tracing::debug!(
-            ?summary,
-            store_ms = stored.as_millis() as u64,
-            handoff_ms = (started.elapsed() - stored).as_millis() as u64,
+            ?planned,
+            elapsed_ms = started.elapsed().as_millis() as u64,
             "pre-read scan"
         );
-        Ok(summary)
+        Ok(planned)
     }
 
     /// Scans every `interval` until `shutdown`; database errors are logged and retried on the

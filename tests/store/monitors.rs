@@ -3,9 +3,11 @@
 //! only (and once per fire for ALL_SHARDS), each run followed up once.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use kadence_scheduler::config::MonitorConfig;
 use kadence_scheduler::config::RetentionConfig;
+use kadence_scheduler::intake::FireIntake;
 use kadence_scheduler::model::{
     AlarmStatus, ChildTriggerMode, Completion, Job, NewJob, PendingFire, RetryBackoff, RetryPolicy,
     RouteStrategy, Run,
@@ -54,9 +56,12 @@ async fn harness(db: &TestDatabase) -> Harness {
     let monitor = FollowUp::new(
         Arc::clone(&store),
         Arc::new(Alarms::new(vec![Box::new(Recorder(Arc::clone(&alarms)))])),
-        wheel,
-        "node-m".to_owned(),
-        10_000,
+        FireIntake::new(
+            Arc::clone(&store),
+            wheel,
+            "node-m".to_owned(),
+            Duration::from_secs(10),
+        ),
         MonitorConfig::default(),
     );
     Harness {
@@ -304,9 +309,12 @@ async fn each_finished_run_is_followed_up_once_across_nodes(backend: Backend) {
     let other = FollowUp::new(
         Arc::clone(&h.store),
         Arc::new(Alarms::new(vec![Box::new(Recorder(Arc::clone(&h.alarms)))])),
-        wheel,
-        "node-n".to_owned(),
-        10_000,
+        FireIntake::new(
+            Arc::clone(&h.store),
+            wheel,
+            "node-n".to_owned(),
+            Duration::from_secs(10),
+        ),
         MonitorConfig::default(),
     );
     let spec = NewJob {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use kadence_scheduler::acks::{AckLedger, AckWriter};
 use kadence_scheduler::cancellations::{CancellationPoller, CancelledFires};
 use kadence_scheduler::claims::Claimer;
+use kadence_scheduler::intake::FireIntake;
 use kadence_scheduler::model::{JobStatus, PendingFire, RunState};
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{DispatchAck, PageRequest, Store};
@@ -87,11 +88,13 @@ async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
     // fire that was left alone.
     let (wheel, mut claimed) = mpsc::channel(100);
     let claimer = Claimer::new(
-        Arc::clone(&store),
-        "node-b".into(),
-        Duration::from_secs(10),
+        FireIntake::new(
+            Arc::clone(&store),
+            wheel,
+            "node-b".into(),
+            Duration::from_secs(10),
+        ),
         100,
-        wheel,
         Arc::new(AckLedger::new()),
     );
     assert_eq!(claimer.claim_once(T0 + 60_000).await.unwrap(), 1);
@@ -254,11 +257,13 @@ async fn an_unwritten_acknowledgement_is_retried_and_never_re_emitted(backend: B
     // emits only the four that were never acknowledged.
     let (wheel, mut claimed) = mpsc::channel(100);
     let claimer = Claimer::new(
-        Arc::clone(&store),
-        "node-a".into(),
-        Duration::from_secs(10),
+        FireIntake::new(
+            Arc::clone(&store),
+            wheel,
+            "node-a".into(),
+            Duration::from_secs(10),
+        ),
         100,
-        wheel,
         Arc::clone(&ledger),
     );
     // On PostgreSQL the refused transaction may hold its row lock a moment longer (its

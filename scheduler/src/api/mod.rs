@@ -65,7 +65,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use kadence_schemas::{AppName, JobId, Topics};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 use self::apps::{create_app, list_apps};
 use self::executors::list_executors;
@@ -78,8 +78,9 @@ use self::schedules::preview_schedule;
 use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
 use crate::dispatch::PartitionDirectory;
+use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
-use crate::model::{Job, PendingFire};
+use crate::model::Job;
 use crate::registry::Registry;
 use crate::store::Store;
 
@@ -98,8 +99,8 @@ pub struct ApiState {
     pub topics: Topics,
     /// Partition counts, updated when an app is created.
     pub partitions: Arc<PartitionDirectory>,
-    /// Where manual fires go to be emitted.
-    pub wheel: mpsc::Sender<PendingFire>,
+    /// Writes manual fires (through the API's pool) and hands them to the wheel.
+    pub intake: FireIntake,
     /// Fires this node must not emit; a stop or an edit served here records its
     /// cancellation at once (other nodes read it from the store).
     pub cancelled: Arc<CancelledFires>,
@@ -111,10 +112,6 @@ pub struct ApiState {
     pub registry: Arc<Registry>,
     /// Time.
     pub clock: Arc<dyn Clock>,
-    /// This node (owner of manual fires).
-    pub node_id: String,
-    /// Lease of manual fires, ms.
-    pub lease_ms: i64,
     /// Pre-read window, ms: a started job's first fire is computed from now + window.
     pub pre_read_window_ms: i64,
     /// How long after a stop or a schedule edit it takes effect, ms: `emit_lead +

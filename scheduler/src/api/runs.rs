@@ -13,8 +13,8 @@ use super::error::ApiError;
 use super::job_spec::check_params;
 use super::pages::{Page, PageQuery, page_request};
 use super::{ApiState, load_job, parse_job_id};
+use crate::intake::{FireNow, FireSource};
 use crate::model::Run;
-use crate::store::NewFire;
 
 /// Body of `POST /api/jobs/{id}/trigger`.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -101,20 +101,16 @@ pub(super) async fn trigger_job(
         check_partitions(named, &job.spec.app, partitions)?;
     }
     let now = state.clock.now_ms();
+    let manual = FireNow {
+        trigger_id: TriggerId::fresh(job.id),
+        trigger_type: TriggerType::Manual,
+        params,
+        partitions: request.partitions,
+    };
+    // Durable before the answer; if the wheel is gone (shutdown) a claim emits them later.
     let fires = state
-        .store
-        .insert_fire(
-            &job,
-            &NewFire {
-                trigger_id: TriggerId::fresh(job.id),
-                trigger_type: TriggerType::Manual,
-                params,
-                scheduled_at_ms: now,
-                node_id: state.node_id.clone(),
-                lease_until_ms: now + state.lease_ms,
-                partitions: request.partitions,
-            },
-        )
+        .intake
+        .fire_now(FireSource::Manual, &job, manual, now)
         .await?;
     if fires.is_empty() {
         return Err(ApiError::Conflict(
@@ -135,10 +131,6 @@ pub(super) async fn trigger_job(
         log_id: runs[0].log_id,
         runs,
     };
-    // The fires are durable now; if the wheel is gone (shutdown) a claim emits them later.
-    for fire in fires {
-        let _ = state.wheel.send(fire).await;
-    }
     Ok((StatusCode::ACCEPTED, Json(response)))
 }
 

@@ -23,15 +23,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kadence_schemas::{JobId, TriggerId, TriggerType, result_code};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::Clock;
-use crate::clock::millis;
+use crate::clock::{Clock, millis};
 use crate::config::MonitorConfig;
+use crate::intake::{FireIntake, FireNow, FireSource};
 use crate::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
 use crate::monitors::alarm::{Alarm, Alarms};
-use crate::store::{FinishedRun, NewFire, Store, StoreError};
+use crate::store::{FinishedRun, Store, StoreError};
 
 /// What one step did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -52,29 +51,24 @@ pub struct FollowUpSummary {
 pub struct FollowUp {
     store: Arc<dyn Store>,
     alarms: Arc<Alarms>,
-    /// Where new fires go to be emitted now; if it is gone they are claimed after their lease.
-    wheel: mpsc::Sender<PendingFire>,
-    node_id: String,
-    lease_ms: i64,
+    /// Writes retries and child fires and hands them to the wheel.
+    intake: FireIntake,
     config: MonitorConfig,
 }
 
 impl FollowUp {
-    /// A monitor writing fires as `node_id` with `lease_ms` leases.
+    /// A monitor reading runs from `store` and writing fires through `intake` (which should
+    /// write through the same pool).
     pub fn new(
         store: Arc<dyn Store>,
         alarms: Arc<Alarms>,
-        wheel: mpsc::Sender<PendingFire>,
-        node_id: String,
-        lease_ms: i64,
+        intake: FireIntake,
         config: MonitorConfig,
     ) -> FollowUp {
         FollowUp {
             store,
             alarms,
-            wheel,
-            node_id,
-            lease_ms,
+            intake,
             config,
         }
     }
@@ -155,14 +149,10 @@ impl FollowUp {
             ..run.fire.clone()
         };
         let first_log_id = run.first_log_id.unwrap_or(run.fire.log_id);
-        let written = self
-            .store
-            .insert_retry(&fire, first_log_id, &self.node_id, self.lease_ms, now_ms)
-            .await?;
+        let written = self.intake.retry(&fire, first_log_id, now_ms).await?;
         match written {
             Some(retry) => {
                 tracing::info!(trigger_id = %retry.trigger_id, delay_ms, "failed run retried");
-                let _ = self.wheel.send(retry).await;
                 Ok(true)
             }
             None => Ok(false),
@@ -204,25 +194,17 @@ impl FollowUp {
                     "cannot build the child trigger id; not fired");
                 continue;
             };
+            let child_fire = FireNow {
+                trigger_id,
+                trigger_type: TriggerType::Parent,
+                params: child.spec.params.clone(),
+                partitions: None,
+            };
             let fires = self
-                .store
-                .insert_fire(
-                    &child,
-                    &NewFire {
-                        trigger_id,
-                        trigger_type: TriggerType::Parent,
-                        params: child.spec.params.clone(),
-                        scheduled_at_ms: now_ms,
-                        node_id: self.node_id.clone(),
-                        lease_until_ms: now_ms + self.lease_ms,
-                        partitions: None,
-                    },
-                )
+                .intake
+                .fire_now(FireSource::Child, &child, child_fire, now_ms)
                 .await?;
             written += fires.len();
-            for fire in fires {
-                let _ = self.wheel.send(fire).await;
-            }
         }
         Ok(written)
     }

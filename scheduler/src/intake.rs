@@ -1,0 +1,233 @@
+//! The one way into the time wheel: every fire, whatever made it, is written durably as a
+//! pending job-log row owned by this node under a lease, and only then handed to the wheel.
+//!
+//! Fires come from five places, each a [`FireSource`]:
+//! - **Schedule**: the pre-read scan plans a batch under the schedule lock
+//!   ([`FireIntake::plan_due`], called by [`crate::preread`]);
+//! - **Claim**: fires whose owner's lease expired are taken over with their trigger ids
+//!   ([`FireIntake::claim_expired`], called by [`crate::claims`]);
+//! - **Manual**: `POST /api/jobs/{id}/trigger` ([`FireIntake::fire_now`]);
+//! - **Retry** and **Child**: the follow-up monitor after a run finished
+//!   ([`FireIntake::retry`], [`FireIntake::fire_now`]).
+//!
+//! Each write is a different store operation (a scan, a claim, an insert), but what follows is
+//! the same and lives here once: the fires go to the wheel through [`FireIntake::admit`], which
+//! waits when the wheel is full (backpressure, never a drop) and stops handing over when it is
+//! gone (shutdown: the rows stay pending and a claim emits them after their lease). What later
+//! features need of every fire (replay and backfill entering, metrics by source) hooks in there.
+//!
+//! An intake writes through the connection pool of its caller ([`FireIntake::using`]): the API
+//! writes manual fires on its own pool so that a busy API never takes the scheduling pool's
+//! connections.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kadence_schemas::{TriggerId, TriggerType};
+use tokio::sync::mpsc;
+
+use crate::acks::AckLedger;
+use crate::clock::millis;
+use crate::model::{Job, PendingFire};
+use crate::store::{NewFire, PreReadRequest, Store, StoreError};
+
+/// What made a fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FireSource {
+    /// Planned by the pre-read scan from the job's schedule (also misfires).
+    Schedule,
+    /// Taken over after its owner's lease expired.
+    Claim,
+    /// Triggered by hand (API, CLI).
+    Manual,
+    /// A failed run's retry.
+    Retry,
+    /// A child job fired by its parent's success.
+    Child,
+}
+
+/// A fire to write now, outside the schedule: a manual trigger or a child job.
+#[derive(Debug, Clone)]
+pub struct FireNow {
+    /// Its trigger id (fresh for a manual trigger, derived from the parent for a child).
+    pub trigger_id: TriggerId,
+    /// Why it fires.
+    pub trigger_type: TriggerType,
+    /// Parameters for this run.
+    pub params: String,
+    /// Partitions to route among instead of all of the app's (checked by the caller).
+    pub partitions: Option<Vec<i32>>,
+}
+
+/// What one pre-read scan read and wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedBatch {
+    /// Due jobs read under the lock.
+    pub jobs_read: usize,
+    /// Fires written as pending job-log rows and handed to the wheel.
+    pub fires_written: usize,
+}
+
+/// Writes fires durably, owned by this node, and hands them to the wheel.
+#[derive(Clone)]
+pub struct FireIntake {
+    store: Arc<dyn Store>,
+    wheel: mpsc::Sender<PendingFire>,
+    node_id: String,
+    lease_ms: i64,
+}
+
+impl FireIntake {
+    /// An intake writing through `store` as `node_id`, each fire leased for `lease` past its
+    /// time, feeding `wheel`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        wheel: mpsc::Sender<PendingFire>,
+        node_id: String,
+        lease: Duration,
+    ) -> FireIntake {
+        FireIntake {
+            store,
+            wheel,
+            node_id,
+            lease_ms: millis(lease),
+        }
+    }
+
+    /// The same intake writing through another connection pool.
+    pub fn using(&self, store: Arc<dyn Store>) -> FireIntake {
+        FireIntake {
+            store,
+            ..self.clone()
+        }
+    }
+
+    /// The node that owns the fires this intake writes.
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    /// One pre-read scan at `now_ms` (see [`crate::preread`]): plans and writes the fires of
+    /// up to `batch_size` jobs due within `window_ms`, then admits them.
+    pub async fn plan_due(
+        &self,
+        now_ms: i64,
+        window_ms: i64,
+        batch_size: u32,
+    ) -> Result<PlannedBatch, StoreError> {
+        let outcome = self
+            .store
+            .pre_read(&PreReadRequest {
+                now_ms,
+                window_ms,
+                batch_size,
+                node_id: self.node_id.clone(),
+                lease_ms: self.lease_ms,
+            })
+            .await?;
+        let planned = PlannedBatch {
+            jobs_read: outcome.jobs_read,
+            fires_written: outcome.fires.len(),
+        };
+        self.admit(FireSource::Schedule, outcome.fires).await;
+        Ok(planned)
+    }
+
+    /// Takes over up to `limit` pending fires whose lease expired before `now_ms` and admits
+    /// them with their original trigger ids, except those the broker already acknowledged
+    /// whose mark `ledger` is still writing (emitting them again would duplicate a run).
+    /// Returns how many were claimed.
+    pub async fn claim_expired(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        ledger: &AckLedger,
+    ) -> Result<usize, StoreError> {
+        let fires = self
+            .store
+            .claim_expired_fires(&self.node_id, now_ms, now_ms + self.lease_ms, limit)
+            .await?;
+        let claimed = fires.len();
+        let (acknowledged, fires): (Vec<PendingFire>, Vec<PendingFire>) = fires
+            .into_iter()
+            .partition(|fire| ledger.is_unwritten(fire.log_id));
+        if !acknowledged.is_empty() {
+            tracing::info!(
+                acknowledged = acknowledged.len(),
+                "claimed fires already acknowledged by the broker; not emitting them again, their marks are being written"
+            );
+        }
+        if !fires.is_empty() {
+            tracing::warn!(claimed = fires.len(), node_id = %self.node_id,
+                "claimed pending fires whose lease expired; emitting them with their original trigger ids");
+        }
+        self.admit(FireSource::Claim, fires).await;
+        Ok(claimed)
+    }
+
+    /// Writes `fire` of `job` due at `now_ms` (one row, or one per partition for
+    /// SHARDING_BROADCAST) and admits it. Returns the fires written: none when a run with its
+    /// trigger id exists already (a child fired twice, a manual id reused).
+    pub async fn fire_now(
+        &self,
+        source: FireSource,
+        job: &Job,
+        fire: FireNow,
+        now_ms: i64,
+    ) -> Result<Vec<PendingFire>, StoreError> {
+        let written = self
+            .store
+            .insert_fire(
+                job,
+                &NewFire {
+                    trigger_id: fire.trigger_id,
+                    trigger_type: fire.trigger_type,
+                    params: fire.params,
+                    scheduled_at_ms: now_ms,
+                    node_id: self.node_id.clone(),
+                    lease_until_ms: now_ms + self.lease_ms,
+                    partitions: fire.partitions,
+                },
+            )
+            .await?;
+        self.admit(source, written.clone()).await;
+        Ok(written)
+    }
+
+    /// Writes `retry` (the next attempt of the run whose first attempt is row `first_log_id`)
+    /// and admits it; `None` when that attempt exists already.
+    pub async fn retry(
+        &self,
+        retry: &PendingFire,
+        first_log_id: i64,
+        now_ms: i64,
+    ) -> Result<Option<PendingFire>, StoreError> {
+        let written = self
+            .store
+            .insert_retry(retry, first_log_id, &self.node_id, self.lease_ms, now_ms)
+            .await?;
+        if let Some(fire) = &written {
+            self.admit(FireSource::Retry, vec![fire.clone()]).await;
+        }
+        Ok(written)
+    }
+
+    /// Hands durable fires to the wheel, in order. A full wheel is backpressure from the wheel
+    /// and dispatch: wait, never drop. A closed one means shutdown: the rows stay pending and
+    /// a claim emits them after their lease.
+    async fn admit(&self, source: FireSource, fires: Vec<PendingFire>) {
+        if fires.is_empty() {
+            return;
+        }
+        tracing::trace!(?source, fires = fires.len(), "fires admitted to the wheel");
+        for fire in fires {
+            if self.wheel.send(fire).await.is_err() {
+                tracing::debug!(
+                    ?source,
+                    "the wheel is gone; the rest stay pending for a claim"
+                );
+                return;
+            }
+        }
+    }
+}
