@@ -16,13 +16,23 @@ TANSU_VERSION=0.6.0
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="$HOME/.cargo/bin:$PATH"
 
+broker_installed() {
+  command -v tansu >/dev/null 2>&1 && [ -f "$HOME/.cargo/.crates.toml" ] \
+    && grep -q "^\"tansu $TANSU_VERSION " "$HOME/.cargo/.crates.toml"
+}
+
 install_broker() {
-  if command -v tansu >/dev/null 2>&1 && [ -f "$HOME/.cargo/.crates.toml" ] \
-    && grep -q "^\"tansu $TANSU_VERSION " "$HOME/.cargo/.crates.toml"; then
-    return 0
+  broker_installed && return 0
+  # Several scripts may start a broker at once on a fresh machine (test suites side by
+  # side): one builds, the others wait for it on this lock instead of each building tansu.
+  mkdir -p "$HOME/.cargo"
+  exec 9>"$HOME/.cargo/.kadence-tansu-install.lock"
+  flock 9
+  if ! broker_installed; then
+    echo "broker: installing tansu $TANSU_VERSION (takes about 10 minutes the first time)..." >&2
+    cargo install tansu --version "$TANSU_VERSION" --locked --features dynostore,libsql >&2
   fi
-  echo "broker: installing tansu $TANSU_VERSION (takes about 10 minutes the first time)..." >&2
-  cargo install tansu --version "$TANSU_VERSION" --locked --features dynostore,libsql >&2
+  flock -u 9
 }
 
 free_port() {

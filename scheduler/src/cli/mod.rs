@@ -14,26 +14,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use chrono::{DateTime, Utc};
 use clap::Parser;
 
-use crate::api::{ExecutorView, NewAppRequest};
 use crate::app::Scheduler;
 use crate::clock::SystemClock;
 use crate::config::Config;
-use crate::model::{App, ExecutorStatus};
-use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview};
 
+mod apps;
 mod args;
 mod client;
+mod executors;
 mod jobs;
+mod preview;
 mod print;
 
+use apps::app_command;
 pub use args::Cli;
-use args::{AppCommand, Command, ExecutorCommand};
+use args::{Command, ExecutorCommand};
 use client::ApiClient;
+use executors::list_executors;
 use jobs::job_command;
-use print::{format_ms, join_or_dash};
+use preview::print_preview;
 
 /// Entry point of the `kadence` binary.
 pub fn main() -> ExitCode {
@@ -61,86 +62,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let client = ApiClient::new(&cli.api);
     match cli.command {
         Command::Serve { config } => serve(config).await,
-        Command::App(AppCommand::Add {
-            name,
-            partitions,
-            title,
-        }) => {
-            let app: App = client
-                .post(
-                    "/api/apps",
-                    &NewAppRequest {
-                        name,
-                        partitions,
-                        title,
-                    },
-                )
-                .await?;
-            println!(
-                "created app {} with {} partitions",
-                app.name, app.partitions
-            );
-            Ok(())
-        }
-        Command::App(AppCommand::List) => {
-            let apps: Vec<App> = client.all("/api/apps", &[]).await?;
-            println!("{:<24} {:>10}  TITLE", "APP", "PARTITIONS");
-            for app in apps {
-                println!("{:<24} {:>10}  {}", app.name, app.partitions, app.title);
-            }
-            Ok(())
-        }
+        Command::App(command) => app_command(&client, command).await,
         Command::Job(command) => job_command(&client, command).await,
-        Command::Executor(ExecutorCommand::List { app }) => {
-            let executors: Vec<ExecutorView> =
-                client.all("/api/executors", &[("app", app)]).await?;
-            println!(
-                "{:<36} {:<16} {:<8} {:<12} {:<24} {:<16} HANDLERS",
-                "EXECUTOR", "APP", "STATE", "PARTITIONS", "LAST BEAT", "RUNNING JOBS"
-            );
-            for view in executors {
-                let executor = view.entry;
-                let state = match (view.live, executor.state) {
-                    (false, ExecutorStatus::Running) => "STALE",
-                    (_, state) => state.as_str(),
-                };
-                println!(
-                    "{:<36} {:<16} {:<8} {:<12} {:<24} {:<16} {}",
-                    executor.executor_id,
-                    executor.app,
-                    state,
-                    join_or_dash(&executor.owned_partitions),
-                    format_ms(Some(executor.last_beat_at_ms)),
-                    join_or_dash(&executor.running_jobs),
-                    join_or_dash(&executor.handlers),
-                );
-            }
-            Ok(())
-        }
+        Command::Executor(ExecutorCommand::List { app }) => list_executors(&client, app).await,
         Command::Preview {
             cron,
             fix_rate,
             time_zone,
             from,
             count,
-        } => {
-            let schedule = match (cron, fix_rate) {
-                (Some(cron), _) => ScheduleSpec::parse("CRON", &cron)?,
-                (None, Some(seconds)) => ScheduleSpec::parse("FIX_RATE", &seconds.to_string())?,
-                (None, None) => anyhow::bail!("give a schedule: --cron EXPR or --fix-rate SECONDS"),
-            };
-            let zone = parse_time_zone(&time_zone)?;
-            let after = match from {
-                Some(text) => DateTime::parse_from_rfc3339(&text)
-                    .with_context(|| format!("--from {text:?} is not an RFC 3339 instant"))?
-                    .timestamp_millis(),
-                None => Utc::now().timestamp_millis(),
-            };
-            for fire in preview(&schedule, zone, after, count) {
-                println!("{}", format_in_zone(fire, zone));
-            }
-            Ok(())
-        }
+        } => print_preview(cron, fix_rate, &time_zone, from, count),
     }
 }
 

@@ -1,0 +1,37 @@
+//! `kadence app add|list`: the executor apps (XXL-JOB's executor groups) and their trigger
+//! topics' partition counts.
+
+use super::args::AppCommand;
+use super::client::ApiClient;
+use crate::api::NewAppRequest;
+use crate::model::App;
+
+/// Runs an `app` subcommand against the API.
+pub(super) async fn app_command(client: &ApiClient, command: AppCommand) -> anyhow::Result<()> {
+    match command {
+        AppCommand::Add {
+            name,
+            partitions,
+            title,
+        } => {
+            let request = NewAppRequest {
+                name,
+                partitions,
+                title,
+            };
+            let app: App = client.post("/api/apps", &request).await?;
+            println!(
+                "created app {} with {} partitions",
+                app.name, app.partitions
+            );
+        }
+        AppCommand::List => {
+            let apps: Vec<App> = client.all("/api/apps", &[]).await?;
+            println!("{:<24} {:>10}  TITLE", "APP", "PARTITIONS");
+            for app in apps {
+                println!("{:<24} {:>10}  {}", app.name, app.partitions, app.title);
+            }
+        }
+    }
+    Ok(())
+}

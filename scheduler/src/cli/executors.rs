@@ -1,0 +1,34 @@
+//! `kadence executor list`: the executors the registry knows from their beats, with the
+//! partitions each owns; a RUNNING executor whose beats stopped shows as STALE.
+
+use super::client::ApiClient;
+use super::print::{format_ms, join_or_dash};
+use crate::api::ExecutorView;
+use crate::model::ExecutorStatus;
+
+/// Prints the executors, of `app` or of every app.
+pub(super) async fn list_executors(client: &ApiClient, app: Option<String>) -> anyhow::Result<()> {
+    let executors: Vec<ExecutorView> = client.all("/api/executors", &[("app", app)]).await?;
+    println!(
+        "{:<36} {:<16} {:<8} {:<12} {:<24} {:<16} HANDLERS",
+        "EXECUTOR", "APP", "STATE", "PARTITIONS", "LAST BEAT", "RUNNING JOBS"
+    );
+    for view in executors {
+        let executor = view.entry;
+        let state = match (view.live, executor.state) {
+            (false, ExecutorStatus::Running) => "STALE",
+            (_, state) => state.as_str(),
+        };
+        println!(
+            "{:<36} {:<16} {:<8} {:<12} {:<24} {:<16} {}",
+            executor.executor_id,
+            executor.app,
+            state,
+            join_or_dash(&executor.owned_partitions),
+            format_ms(Some(executor.last_beat_at_ms)),
+            join_or_dash(&executor.running_jobs),
+            join_or_dash(&executor.handlers),
+        );
+    }
+    Ok(())
+}
