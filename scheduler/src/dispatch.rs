@@ -107,6 +107,18 @@ pub struct DispatchSettings {
     pub drain_timeout: Duration,
 }
 
+/// What one dispatch step did with the fires it was given.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DispatchSummary {
+    /// Triggers the broker acknowledged; their marks went to the ack writer.
+    pub acknowledged: usize,
+    /// Fires not emitted: cancelled by a stop or an edit, or their app unavailable or their
+    /// record unencodable (those stay pending).
+    pub not_emitted: usize,
+    /// Triggers the broker refused with a non-retriable error (they stay pending).
+    pub refused: usize,
+}
+
 /// Where a dispatcher reports what happened to the fires it was given.
 pub struct DispatchOutcomes {
     /// Acknowledged triggers, to be marked dispatched.
@@ -191,6 +203,39 @@ impl Dispatcher {
                 }
             }
         }
+    }
+
+    /// One step: emits `fires` and waits until each is settled (acknowledged, refused, or not
+    /// emitted), retrying retriable broker errors as [`run`](Self::run) does. The loop keeps
+    /// deliveries in flight across fires; this step is the same work for a known batch, for
+    /// tests and tools that drive dispatch with their own clock.
+    pub async fn dispatch_once(
+        &self,
+        fires: impl IntoIterator<Item = PendingFire>,
+    ) -> DispatchSummary {
+        let mut summary = DispatchSummary::default();
+        let mut in_flight: FuturesUnordered<BoxFuture<'static, Delivery>> = FuturesUnordered::new();
+        for fire in fires {
+            match self.emit(fire, 0).await {
+                Some(delivery) => in_flight.push(delivery),
+                None => summary.not_emitted += 1,
+            }
+        }
+        while let Some(outcome) = in_flight.next().await {
+            match &outcome {
+                Delivery::Acked { .. } => summary.acknowledged += 1,
+                Delivery::Failed { error, .. } if !is_retriable(error) => summary.refused += 1,
+                Delivery::Failed { .. } | Delivery::Retry { .. } => {}
+            }
+            let retry_of = matches!(outcome, Delivery::Retry { .. });
+            match self.settle(outcome, false).await {
+                Some(next) => in_flight.push(next),
+                // A retry that could not even be enqueued again stays pending.
+                None if retry_of => summary.not_emitted += 1,
+                None => {}
+            }
+        }
+        summary
     }
 
     /// Builds and enqueues the trigger record of `fire`; returns its delivery, or `None` when

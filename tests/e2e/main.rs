@@ -16,6 +16,7 @@ mod scripts;
 #[cfg(unix)]
 mod sigterm;
 mod sinks;
+mod steps;
 
 use std::collections::HashSet;
 use std::time::Duration;
