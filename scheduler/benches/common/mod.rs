@@ -250,12 +250,7 @@ pub async fn set_first_fire(database: &Database, lead: Duration) -> i64 {
     first_fire
 }
 
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
+pub use kadence_schemas::now_ms;
 
 /// Sleeps until the wall clock reads `ms` (at once if it has passed).
 pub async fn sleep_until_ms(ms: i64) {
