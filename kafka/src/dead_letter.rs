@@ -7,9 +7,6 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
-use tokio_util::sync::CancellationToken;
-
-use crate::retry::{Backoff, is_retriable};
 
 /// Where a record that could not be processed came from.
 #[derive(Debug, Clone, Copy)]
@@ -84,37 +81,6 @@ impl DeadLetters {
             reason,
         )
         .await
-    }
-
-    /// Like [`send_message`](Self::send_message), but retries retriable errors with
-    /// [`Backoff::standard`] until acknowledged or `give_up` is cancelled: for a caller that
-    /// cannot commit past the record until it is in the queue.
-    pub async fn send_message_until_sent(
-        &self,
-        message: &OwnedMessage,
-        reason: &str,
-        give_up: &CancellationToken,
-    ) -> Result<(), KafkaError> {
-        self.warn(message, reason);
-        let mut backoff = Backoff::standard();
-        loop {
-            let origin = RecordOrigin::of(message);
-            let error = match self
-                .send(message.key(), message.payload(), origin, reason)
-                .await
-            {
-                Ok(()) => return Ok(()),
-                Err(error) => error,
-            };
-            if !is_retriable(&error) || give_up.is_cancelled() {
-                return Err(error);
-            }
-            tracing::warn!(%error, "dead-letter publish failed; retrying");
-            tokio::select! {
-                _ = give_up.cancelled() => return Err(error),
-                _ = tokio::time::sleep(backoff.next_delay()) => {}
-            }
-        }
     }
 
     /// Sends one record and waits for the broker's acknowledgement.

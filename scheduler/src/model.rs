@@ -203,6 +203,33 @@ pub struct NewJob {
     pub child_trigger_mode: ChildTriggerMode,
 }
 
+impl NewJob {
+    /// A job of `app` running `handler` on `schedule`, everything else at XXL-JOB's defaults:
+    /// UTC, misfire DO_NOTHING, route FIRST, SERIAL_EXECUTION, no params, no timeout, no
+    /// retries, no alarms, no children, a registered (BEAN) handler.
+    pub fn new(app: AppName, name: &str, schedule: ScheduleSpec, handler: &str) -> NewJob {
+        NewJob {
+            app,
+            name: name.to_owned(),
+            schedule,
+            time_zone: chrono_tz::Tz::UTC,
+            misfire_strategy: MisfireStrategy::DoNothing,
+            route_strategy: RouteStrategy::First,
+            handler: handler.to_owned(),
+            params: String::new(),
+            block_strategy: BlockStrategy::SerialExecution,
+            timeout_ms: 0,
+            author: String::new(),
+            alarm_emails: Vec::new(),
+            alarm_webhook: None,
+            retry: RetryPolicy::default(),
+            glue: Glue::default(),
+            child_job_ids: Vec::new(),
+            child_trigger_mode: ChildTriggerMode::EachShard,
+        }
+    }
+}
+
 /// Retries of a failed run (XXL-JOB's `executorFailRetryCount`, plus an optional backoff).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RetryPolicy {

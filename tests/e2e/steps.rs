@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono_tz::Tz;
 use kadence_kafka::{DeadLetters, KafkaSettings};
 use kadence_scheduler::acks::{AckLedger, AckWriter};
 use kadence_scheduler::app::open_store;
@@ -21,16 +20,13 @@ use kadence_scheduler::dispatch::{
 };
 use kadence_scheduler::intake::FireIntake;
 use kadence_scheduler::kafka::TopicAdmin;
-use kadence_scheduler::model::{
-    App, ChildTriggerMode, Glue, JobStatus, NewJob, PendingFire, RetryPolicy, RouteStrategy,
-    RunState,
-};
+use kadence_scheduler::model::{App, JobStatus, NewJob, PendingFire, RouteStrategy, RunState};
 use kadence_scheduler::preread::{PreReadSettings, PreReader};
 use kadence_scheduler::registry::Registry;
 use kadence_scheduler::results::{ResultsConsumer, ResultsSummary};
-use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
+use kadence_scheduler::schedule::ScheduleSpec;
 use kadence_scheduler::store::{PageRequest, Store};
-use kadence_schemas::{AppName, BlockStrategy, ResultRecord, Topics, codec};
+use kadence_schemas::{AppName, ResultRecord, Topics, codec};
 use kadence_tests::triggers::read_triggers;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -219,6 +215,7 @@ async fn every_second_job(
     app: &AppName,
     next_fire_ms: i64,
 ) -> kadence_schemas::JobId {
+    let every_second = ScheduleSpec::parse("CRON", "* * * * * ?").unwrap();
     store
         .create_app(&App {
             name: app.clone(),
@@ -229,23 +226,8 @@ async fn every_second_job(
         .await
         .unwrap();
     let spec = NewJob {
-        app: app.clone(),
-        name: "tick".into(),
-        schedule: ScheduleSpec::parse("CRON", "* * * * * ?").unwrap(),
-        time_zone: Tz::UTC,
-        misfire_strategy: MisfireStrategy::DoNothing,
         route_strategy: RouteStrategy::Round,
-        handler: "ok".into(),
-        params: String::new(),
-        block_strategy: BlockStrategy::SerialExecution,
-        timeout_ms: 0,
-        author: String::new(),
-        alarm_emails: Vec::new(),
-        alarm_webhook: None,
-        retry: RetryPolicy::default(),
-        glue: Glue::default(),
-        child_job_ids: Vec::new(),
-        child_trigger_mode: ChildTriggerMode::EachShard,
+        ..NewJob::new(app.clone(), "tick", every_second, "ok")
     };
     let job = store.create_job(&spec, T0).await.unwrap();
     store

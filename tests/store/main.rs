@@ -13,18 +13,17 @@ mod registry;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use chrono_tz::Tz;
 use common::{Backend, TestDatabase};
 use kadence_scheduler::app::open_store;
 use kadence_scheduler::model::{
     App, ChildTriggerMode, Completion, CompletionOutcome, Glue, JobStatus, NewJob, PendingFire,
-    RetryBackoff, RetryPolicy, RouteStrategy, RunState,
+    RetryBackoff, RetryPolicy, RunState,
 };
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{
     DispatchAck, JobFilter, PageRequest, PreReadRequest, Store, StoreError,
 };
-use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
+use kadence_schemas::{AppName, GlueType, JobId, TriggerId, TriggerType};
 
 /// 2026-01-01T00:00:00Z
 const T0: i64 = 1_767_225_600_000;
@@ -46,23 +45,14 @@ fn demo_app() -> App {
 
 fn every_second_job(misfire: MisfireStrategy) -> NewJob {
     NewJob {
-        app: AppName::parse("demo").unwrap(),
-        name: "tick".into(),
-        schedule: ScheduleSpec::parse("CRON", "* * * * * ?").unwrap(),
-        time_zone: Tz::UTC,
         misfire_strategy: misfire,
-        route_strategy: RouteStrategy::First,
-        handler: "ok".into(),
         params: "p".into(),
-        block_strategy: BlockStrategy::SerialExecution,
-        timeout_ms: 0,
-        author: String::new(),
-        alarm_emails: Vec::new(),
-        alarm_webhook: None,
-        retry: RetryPolicy::default(),
-        glue: Glue::default(),
-        child_job_ids: Vec::new(),
-        child_trigger_mode: ChildTriggerMode::EachShard,
+        ..NewJob::new(
+            AppName::parse("demo").unwrap(),
+            "tick",
+            ScheduleSpec::parse("CRON", "* * * * * ?").unwrap(),
+            "ok",
+        )
     }
 }
 
