@@ -15,13 +15,13 @@
 //! decoded goes to `{prefix}.dlq` with the reason and is committed past: it never stops the
 //! partition.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use kadence_kafka::close_consumer;
 use kadence_schemas::{
-    ControlCommand, ControlRecord, ExecutorState, GlueType, JobId, ResultRecord, TriggerId,
-    TriggerRecord, codec,
+    ControlCommand, ControlRecord, ExecutorState, JobId, ResultRecord, TriggerId, TriggerRecord,
+    codec,
 };
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{
@@ -33,16 +33,17 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::beats::{Activity, Assignment, Beats};
-use crate::builder::{ExecutorSettings, HandlerFn};
+use crate::clock::Clock;
 use crate::error::ExecutorError;
+use crate::handler::{HandlerFn, Registry};
 use crate::handoff::RunningRuns;
 use crate::hold::Held;
 use crate::joblog::{FLUSH_INTERVAL, JobLogger, LogShipper};
 use crate::lanes::{Active, Decision, Lanes};
 use crate::offsets::OffsetTracker;
 use crate::publisher::Publisher;
-use crate::runner::{RunOutcome, StopReason, now_ms, result_record, run_handler};
-use crate::script::script_handler;
+use crate::runner::{RunOutcome, StopReason, result_record, run_handler};
+use crate::settings::ExecutorSettings;
 
 /// How many recent trigger ids are remembered to recognise redeliveries.
 const REMEMBERED_TRIGGERS: usize = 10_000;
@@ -274,8 +275,6 @@ struct Runs {
     running: RunningRuns,
     assignment: Assignment,
     max_log_lines: usize,
-    /// Runs GLUE_* triggers; `None` when scripts are switched off.
-    scripts: Option<HandlerFn>,
 }
 
 impl Runs {
@@ -319,7 +318,7 @@ impl Runs {
                 return;
             }
             let handed_back = running.register(partition, offset, cancellation.clone());
-            let started_at_ms = now_ms();
+            let started_at_ms = Clock::System.now_ms();
             let run = run_handler(
                 ready.handler,
                 Arc::clone(&ready.trigger),
@@ -348,7 +347,13 @@ impl Runs {
             }
             // Every line is out before the result: a finished run's log is complete.
             shipper.flush(true).await;
-            let record = result_record(&ready.trigger, &executor_id, outcome, started_at_ms);
+            let record = result_record(
+                &ready.trigger,
+                &executor_id,
+                outcome,
+                started_at_ms,
+                Clock::System.now_ms(),
+            );
             let handled = publish(&publisher, &record, &hard_stop).await;
             // Complete before unregistering: the revocation callback commits what is complete
             // once no registered run is left.
@@ -374,7 +379,8 @@ impl Runs {
                 &trigger,
                 &executor_id,
                 RunOutcome::failure(message),
-                now_ms(),
+                Clock::System.now_ms(),
+                Clock::System.now_ms(),
             );
             let handled = publish(&publisher, &record, &hard_stop).await;
             finished.report(Finished {
@@ -474,7 +480,7 @@ enum Phase {
 /// Runs the executor until `shutdown` resolves and the drain completes.
 pub(crate) async fn run(
     settings: ExecutorSettings,
-    handlers: Arc<HashMap<String, HandlerFn>>,
+    handlers: Arc<Registry>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ExecutorError> {
     let topic = settings.topics.triggers(&settings.app);
@@ -522,7 +528,7 @@ pub(crate) async fn run(
         settings.topics.beats(),
         settings.executor_id.clone(),
         settings.app.clone(),
-        handlers.keys().cloned().collect(),
+        handlers.names(),
         settings.beat_interval,
     );
     let runs = Runs {
@@ -536,7 +542,6 @@ pub(crate) async fn run(
         running,
         assignment: assignment.clone(),
         max_log_lines: settings.max_log_lines,
-        scripts: settings.script_dir.clone().map(script_handler),
     };
     let mut lanes: Lanes<ReadyRun> = Lanes::new(
         settings.max_concurrent_per_job,
@@ -556,7 +561,7 @@ pub(crate) async fn run(
     let drain_deadline = tokio::time::sleep(std::time::Duration::MAX / 4);
     tokio::pin!(drain_deadline);
     tokio::pin!(shutdown);
-    tracing::info!(executor_id = %settings.executor_id, %topic, handlers = handlers.len(), "executor started");
+    tracing::info!(executor_id = %settings.executor_id, %topic, handlers = handlers.names().len(), "executor started");
 
     loop {
         if matches!(phase, Phase::Draining) && in_flight == 0 {
@@ -578,7 +583,7 @@ pub(crate) async fn run(
             }
             Some(command) = control_rx.recv() => apply_control(command, &runs, &mut lanes, &mut held),
             _ = sleep_until_ms(held.next_release_ms()), if held.next_release_ms().is_some() => {
-                for ready in held.release(now_ms()) {
+                for ready in held.release(Clock::System.now_ms()) {
                     place(ready, &runs, &mut lanes);
                 }
             }
@@ -643,10 +648,7 @@ fn activity(lanes: &Lanes<ReadyRun>, held: &Held<ReadyRun>) -> Activity {
 /// Sleeps until `at_ms` (wall-clock ms since the epoch); forever when there is none.
 async fn sleep_until_ms(at_ms: Option<i64>) {
     match at_ms {
-        Some(at_ms) => {
-            let wait = u64::try_from(at_ms.saturating_sub(now_ms())).unwrap_or(0);
-            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
-        }
+        Some(at_ms) => Clock::System.sleep_until_ms(at_ms).await,
         None => std::future::pending().await,
     }
 }
@@ -655,7 +657,7 @@ async fn sleep_until_ms(at_ms: Option<i64>) {
 /// lane at once; never waits for a handler.
 fn admit(
     message: OwnedMessage,
-    handlers: &HashMap<String, HandlerFn>,
+    handlers: &Registry,
     runs: &Runs,
     recent: &mut RecentTriggers,
     lanes: &mut Lanes<ReadyRun>,
@@ -686,32 +688,12 @@ fn admit(
         });
         return;
     }
-    let handler = if trigger.glue_type != GlueType::Bean {
-        match &runs.scripts {
-            Some(scripts) => Some(Arc::clone(scripts)),
-            None => {
-                let message = format!(
-                    "executor {} does not run scripts ({}): script handlers are switched off",
-                    runs.executor_id, trigger.glue_type
-                );
-                runs.refuse(trigger, partition, offset, message);
-                return;
-            }
+    let handler = match handlers.resolve(&trigger) {
+        Ok(handler) => handler,
+        Err(message) => {
+            runs.refuse(trigger, partition, offset, message);
+            return;
         }
-    } else {
-        handlers.get(&trigger.handler).cloned()
-    };
-    let Some(handler) = handler else {
-        let mut names: Vec<&str> = handlers.keys().map(String::as_str).collect();
-        names.sort_unstable();
-        let message = format!(
-            "executor {} has no handler named {:?} (it has: {})",
-            runs.executor_id,
-            trigger.handler,
-            names.join(", ")
-        );
-        runs.refuse(trigger, partition, offset, message);
-        return;
     };
     let scheduled_at_ms = trigger.scheduled_at_ms;
     let ready = ReadyRun {
@@ -720,7 +702,7 @@ fn admit(
         partition,
         offset,
     };
-    if scheduled_at_ms > now_ms() {
+    if scheduled_at_ms > Clock::System.now_ms() {
         // Emitted ahead of its time (see `hold`): it runs at its millisecond, not before.
         let (job, trigger_id) = (ready.trigger.job_id, ready.trigger.trigger_id.clone());
         held.hold(scheduled_at_ms, job, trigger_id, ready);

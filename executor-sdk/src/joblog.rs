@@ -13,8 +13,8 @@ use std::time::Duration;
 use kadence_schemas::{LogRecord, TriggerRecord};
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::publisher::Publisher;
-use crate::runner::now_ms;
 
 /// How often a running run's new lines are shipped.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
@@ -139,7 +139,7 @@ impl LogShipper {
                 executor_id: self.executor_id.clone(),
                 first_line,
                 lines,
-                emitted_at_ms: now_ms(),
+                emitted_at_ms: Clock::System.now_ms(),
             };
             if let Err(error) = self.publisher.publish_log(&record, &self.give_up).await {
                 tracing::warn!(trigger_id = %record.trigger_id, %error, first_line,

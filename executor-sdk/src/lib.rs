@@ -67,9 +67,11 @@
 
 mod beats;
 mod builder;
+mod clock;
 mod consumer;
 mod context;
 mod error;
+mod handler;
 mod handoff;
 mod hold;
 mod joblog;
@@ -78,8 +80,8 @@ mod offsets;
 mod publisher;
 mod runner;
 mod script;
+mod settings;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -88,15 +90,14 @@ pub use context::{JobContext, JobError, JobResult};
 pub use error::ExecutorError;
 pub use joblog::{FLUSH_INTERVAL, JobLogger, MAX_LINE_BYTES};
 pub use kadence_kafka::shutdown_signal;
-pub use offsets::OffsetTracker;
 
-use builder::{ExecutorSettings, HandlerFn, Lifecycle};
+use handler::Registry;
+use settings::ExecutorSettings;
 
 /// An executor: a member of its app's consumer group that runs the registered handlers.
 pub struct Executor {
     settings: ExecutorSettings,
-    handlers: Arc<HashMap<String, HandlerFn>>,
-    lifecycles: Vec<Lifecycle>,
+    registry: Arc<Registry>,
 }
 
 impl Executor {
@@ -121,22 +122,8 @@ impl Executor {
     /// ran.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ExecutorError> {
         let result =
-            consumer::run(self.settings.clone(), Arc::clone(&self.handlers), shutdown).await;
-        self.destroy_initialized().await;
+            consumer::run(self.settings.clone(), Arc::clone(&self.registry), shutdown).await;
+        self.registry.destroy_initialized().await;
         result
-    }
-
-    /// Runs the destroy hook of every handler whose init ran; returns their names.
-    async fn destroy_initialized(&self) -> Vec<String> {
-        let mut destroyed = Vec::new();
-        for lifecycle in &self.lifecycles {
-            if lifecycle.initialized.initialized() {
-                if let Err(error) = (lifecycle.destroy)().await {
-                    tracing::warn!(handler = %lifecycle.name, %error, "destroy hook failed");
-                }
-                destroyed.push(lifecycle.name.clone());
-            }
-        }
-        destroyed
     }
 }
