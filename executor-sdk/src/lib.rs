@@ -70,6 +70,7 @@ mod builder;
 mod clock;
 mod consumer;
 mod context;
+mod dispatch;
 mod error;
 mod handler;
 mod handoff;
