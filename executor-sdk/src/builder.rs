@@ -254,6 +254,14 @@ impl ExecutorBuilder {
             registry: Arc::new(registry),
         })
     }
+
+    /// [`build`](Self::build) for an executor that never connects (the test worker): brokers
+    /// and app may be left out.
+    pub(crate) fn build_offline(mut self) -> Result<Executor, ExecutorError> {
+        self.brokers.get_or_insert_with(|| "unused:9092".to_owned());
+        self.app.get_or_insert_with(|| "test".to_owned());
+        self.build()
+    }
 }
 
 fn default_executor_id(app: &AppName) -> String {
@@ -266,6 +274,7 @@ fn default_executor_id(app: &AppName) -> String {
 mod tests {
     use super::*;
     use crate::JobResult;
+    use crate::testing::TestWorker;
 
     async fn ok(_ctx: JobContext) -> JobResult {
         Ok(())
@@ -276,55 +285,46 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let inits = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&inits);
-        let executor = ExecutorBuilder::default()
-            .brokers("b:9092")
-            .app("demo")
-            .handler_with_hooks(
-                "hooked",
-                ok,
-                move || {
-                    let attempt = counted.fetch_add(1, Ordering::SeqCst);
-                    async move {
-                        // The first init fails: that run fails and the next one tries again.
-                        if attempt == 0 {
-                            Err(JobError::new("warming up"))
-                        } else {
-                            Ok(())
+        let worker = TestWorker::new(
+            ExecutorBuilder::default()
+                .handler_with_hooks(
+                    "hooked",
+                    ok,
+                    move || {
+                        let attempt = counted.fetch_add(1, Ordering::SeqCst);
+                        async move {
+                            // The first init fails: that run fails and the next one tries again.
+                            if attempt == 0 {
+                                Err(JobError::new("warming up"))
+                            } else {
+                                Ok(())
+                            }
                         }
-                    }
-                },
-                || async { Ok(()) },
-            )
-            .handler_with_hooks(
-                "idle",
-                ok,
-                || async { Ok(()) },
-                || async { Err(JobError::new("never")) },
-            )
-            .build()
-            .unwrap();
-        let hooked = executor
-            .registry
-            .resolve(&kadence_schemas::TriggerRecord {
-                handler: "hooked".into(),
-                ..crate::context::tests_support::trigger_record()
-            })
-            .unwrap();
-        let context = || crate::context::tests_support::context();
-        let first = hooked(context()).await;
-        assert_eq!(first.unwrap_err().message(), "init hook failed: warming up");
-        hooked(context()).await.unwrap();
-        hooked(context()).await.unwrap();
+                    },
+                    || async { Ok(()) },
+                )
+                .handler_with_hooks(
+                    "idle",
+                    ok,
+                    || async { Ok(()) },
+                    || async { Err(JobError::new("never")) },
+                ),
+        )
+        .unwrap();
+        let first = worker.run(TestWorker::trigger("hooked")).await;
+        assert_eq!(
+            (first.code(), first.message()),
+            (500, Some("init hook failed: warming up"))
+        );
+        assert_eq!(worker.run(TestWorker::trigger("hooked")).await.code(), 200);
+        assert_eq!(worker.run(TestWorker::trigger("hooked")).await.code(), 200);
         assert_eq!(
             inits.load(Ordering::SeqCst),
             2,
             "init succeeds once, then never runs again"
         );
         // Only the handler whose init ran is destroyed (the idle one's destroy would fail).
-        assert_eq!(
-            executor.registry.destroy_initialized().await,
-            vec!["hooked".to_owned()]
-        );
+        assert_eq!(worker.shutdown().await, vec!["hooked".to_owned()]);
     }
 
     #[test]

@@ -68,6 +68,16 @@ impl JobLogger {
         }
     }
 
+    /// Every line not shipped yet, with the note on dropped lines: what the shipping of a
+    /// finished run sends.
+    pub(crate) fn take_all(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        while let Some((_, taken)) = self.take(true) {
+            lines.extend(taken);
+        }
+        lines
+    }
+
     /// Takes the pending lines: (number of the first, lines).
     fn take(&self, finishing: bool) -> Option<(i64, Vec<String>)> {
         let mut buffer = self.buffer.lock().expect("job log lock");

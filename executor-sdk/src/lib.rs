@@ -82,6 +82,7 @@ mod publisher;
 mod runner;
 mod script;
 mod settings;
+pub mod testing;
 
 use std::future::Future;
 use std::sync::Arc;

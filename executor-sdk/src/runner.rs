@@ -147,6 +147,7 @@ pub(crate) fn result_record(
 mod tests {
     use super::*;
     use crate::context::JobError;
+    use crate::testing::TestWorker;
 
     fn trigger(timeout_ms: i64) -> Arc<TriggerRecord> {
         Arc::new(TriggerRecord {
@@ -159,35 +160,27 @@ mod tests {
 
     #[tokio::test]
     async fn success_failure_and_panic_map_to_codes() {
-        let ok = run_handler(
-            erase(|_| async { Ok(()) }),
-            trigger(0),
-            CancellationToken::new(),
-            StopReason::default(),
-            JobLogger::new(100),
+        let worker = TestWorker::new(
+            crate::Executor::builder()
+                .handler("ok", |_: JobContext| async { Ok(()) })
+                .handler("fail", |ctx: JobContext| async move {
+                    Err(JobError::new(format!("bad params {}", ctx.params())))
+                })
+                .handler("panic", |_: JobContext| async { panic!("boom") }),
         )
-        .await;
-        assert_eq!(ok.code, 200);
-        let failed = run_handler(
-            erase(|ctx: JobContext| async move {
-                Err(JobError::new(format!("bad params {}", ctx.params())))
-            }),
-            trigger(0),
-            CancellationToken::new(),
-            StopReason::default(),
-            JobLogger::new(100),
-        )
-        .await;
-        assert_eq!(failed, RunOutcome::failure("bad params p"));
-        let panicked = run_handler(
-            erase(|_| async { panic!("boom") }),
-            trigger(0),
-            CancellationToken::new(),
-            StopReason::default(),
-            JobLogger::new(100),
-        )
-        .await;
-        assert_eq!(panicked, RunOutcome::failure("handler panicked: boom"));
+        .unwrap();
+        let ok = worker.run(TestWorker::trigger("ok")).await;
+        assert_eq!((ok.code(), ok.message()), (200, None));
+        let failed = worker.run(TestWorker::trigger("fail").params("p")).await;
+        assert_eq!(
+            (failed.code(), failed.message()),
+            (500, Some("bad params p"))
+        );
+        let panicked = worker.run(TestWorker::trigger("panic")).await;
+        assert_eq!(
+            (panicked.code(), panicked.message()),
+            (500, Some("handler panicked: boom"))
+        );
     }
 
     #[tokio::test(start_paused = true)]
