@@ -195,7 +195,12 @@ impl ExecutorBuilder {
         DFut: Future<Output = Result<(), JobError>> + Send + 'static,
     {
         let name = name.into();
-        let (erased, lifecycle) = handler::with_hooks(name.clone(), handler, init, destroy);
+        let (erased, lifecycle) = handler::with_hooks(
+            name.clone(),
+            handler::erase(handler),
+            handler::erase_hook(init),
+            handler::erase_hook(destroy),
+        );
         self.lifecycles.push(lifecycle);
         self.handlers.push((name, erased));
         self

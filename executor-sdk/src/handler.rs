@@ -39,28 +39,27 @@ pub(crate) struct Lifecycle {
     pub(crate) destroy: HookFn,
 }
 
+/// Erases an init or destroy hook.
+pub(crate) fn erase_hook<H, Fut>(hook: H) -> HookFn
+where
+    H: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+{
+    Arc::new(move || hook().boxed())
+}
+
 /// `handler` behind XXL-JOB's hooks: `init` runs once, before the first run (a failed init
 /// fails that run and is tried again on the next); the returned [`Lifecycle`] knows whether
 /// it ran, so that `destroy` runs at shutdown only then.
-pub(crate) fn with_hooks<F, Fut, I, IFut, D, DFut>(
+pub(crate) fn with_hooks(
     name: String,
-    handler: F,
-    init: I,
-    destroy: D,
-) -> (HandlerFn, Lifecycle)
-where
-    F: Fn(JobContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = JobResult> + Send + 'static,
-    I: Fn() -> IFut + Send + Sync + 'static,
-    IFut: Future<Output = Result<(), JobError>> + Send + 'static,
-    D: Fn() -> DFut + Send + Sync + 'static,
-    DFut: Future<Output = Result<(), JobError>> + Send + 'static,
-{
+    handler: HandlerFn,
+    init: HookFn,
+    destroy: HookFn,
+) -> (HandlerFn, Lifecycle) {
     let initialized: Arc<OnceCell<()>> = Arc::new(OnceCell::new());
-    let init: HookFn = Arc::new(move || init().boxed());
-    let handler = Arc::new(handler);
     let once = Arc::clone(&initialized);
-    let erased: HandlerFn = Arc::new(move |ctx| {
+    let hooked: HandlerFn = Arc::new(move |ctx| {
         let (once, init, handler) = (Arc::clone(&once), Arc::clone(&init), Arc::clone(&handler));
         async move {
             once.get_or_try_init(|| init())
@@ -73,9 +72,9 @@ where
     let lifecycle = Lifecycle {
         name,
         initialized,
-        destroy: Arc::new(move || destroy().boxed()),
+        destroy,
     };
-    (erased, lifecycle)
+    (hooked, lifecycle)
 }
 
 /// The handlers of one executor.
