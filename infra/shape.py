@@ -70,9 +70,11 @@ def source_files():
 
 
 def non_test_lines(text):
+    """The lines before the file's test module (`#[cfg(test)]` then `mod …`)."""
     lines = text.splitlines()
     for index, line in enumerate(lines):
-        if line.strip() == "#[cfg(test)]":
+        following = next((l.strip() for l in lines[index + 1 :] if l.strip()), "")
+        if line.strip() == "#[cfg(test)]" and following.startswith("mod "):
             return lines[:index]
     return lines
 

@@ -23,7 +23,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use tokio::sync::Notify;
 
-use crate::runner::now_ms;
+use crate::clock::Clock;
 
 /// The partitions the group currently assigns to this executor, kept by the rebalance
 /// callbacks; a change wakes the loop so that a beat announces it at once.
@@ -137,7 +137,8 @@ impl Beats {
             running_jobs: activity.running_jobs,
             queued_jobs: activity.queued_jobs,
             state,
-            sent_at_ms: now_ms(),
+            // The registry compares beats with its own wall clock.
+            sent_at_ms: Clock::System.now_ms(),
         }
     }
 

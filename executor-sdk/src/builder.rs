@@ -1,53 +1,19 @@
 //! [`ExecutorBuilder`]: settings and handlers, checked once in [`ExecutorBuilder::build`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use kadence_kafka::KafkaSettings;
 use kadence_schemas::{AppName, Topics};
-use tokio::sync::OnceCell;
 
 use crate::Executor;
 use crate::context::{JobContext, JobError, JobResult};
 use crate::error::ExecutorError;
-
-/// A registered handler, type-erased.
-pub(crate) type HandlerFn = Arc<dyn Fn(JobContext) -> BoxFuture<'static, JobResult> + Send + Sync>;
-
-/// A handler's init or destroy hook, type-erased.
-pub(crate) type HookFn = Arc<dyn Fn() -> BoxFuture<'static, Result<(), JobError>> + Send + Sync>;
-
-/// A handler registered with hooks: its destroy hook runs at shutdown if its init ran.
-pub(crate) struct Lifecycle {
-    pub(crate) name: String,
-    pub(crate) initialized: Arc<OnceCell<()>>,
-    pub(crate) destroy: HookFn,
-}
-
-/// Settings of a built executor.
-#[derive(Clone)]
-pub(crate) struct ExecutorSettings {
-    /// The brokers and the user's raw librdkafka options (see
-    /// [`ExecutorBuilder::kafka_option`]).
-    pub(crate) kafka: KafkaSettings,
-    pub(crate) app: AppName,
-    pub(crate) topics: Topics,
-    pub(crate) executor_id: String,
-    pub(crate) session_timeout: Duration,
-    pub(crate) max_in_flight: usize,
-    pub(crate) max_concurrent_per_job: usize,
-    pub(crate) drain_timeout: Duration,
-    pub(crate) commit_interval: Duration,
-    pub(crate) beat_interval: Duration,
-    pub(crate) max_log_lines: usize,
-    pub(crate) rebalance_timeout: Duration,
-    /// Where script handlers write scripts; `None` when scripts are switched off.
-    pub(crate) script_dir: Option<std::path::PathBuf>,
-}
+use crate::handler::{self, HandlerFn, Lifecycle, Registry};
+use crate::script::script_handler;
+use crate::settings::ExecutorSettings;
 
 /// Builds an [`Executor`]. Required: [`brokers`](Self::brokers), [`app`](Self::app) and at
 /// least one [`handler`](Self::handler).
@@ -205,8 +171,7 @@ impl ExecutorBuilder {
         F: Fn(JobContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = JobResult> + Send + 'static,
     {
-        let erased: HandlerFn = Arc::new(move |ctx| handler(ctx).boxed());
-        self.handlers.push((name.into(), erased));
+        self.handlers.push((name.into(), handler::erase(handler)));
         self
     }
 
@@ -230,26 +195,13 @@ impl ExecutorBuilder {
         DFut: Future<Output = Result<(), JobError>> + Send + 'static,
     {
         let name = name.into();
-        let initialized: Arc<OnceCell<()>> = Arc::new(OnceCell::new());
-        let init: HookFn = Arc::new(move || init().boxed());
-        let handler = Arc::new(handler);
-        let once = Arc::clone(&initialized);
-        let erased: HandlerFn = Arc::new(move |ctx| {
-            let (once, init, handler) =
-                (Arc::clone(&once), Arc::clone(&init), Arc::clone(&handler));
-            async move {
-                once.get_or_try_init(|| init())
-                    .await
-                    .map_err(|error| JobError::new(format!("init hook failed: {error}")))?;
-                handler(ctx).await
-            }
-            .boxed()
-        });
-        self.lifecycles.push(Lifecycle {
-            name: name.clone(),
-            initialized,
-            destroy: Arc::new(move || destroy().boxed()),
-        });
+        let (erased, lifecycle) = handler::with_hooks(
+            name.clone(),
+            handler::erase(handler),
+            handler::erase_hook(init),
+            handler::erase_hook(destroy),
+        );
+        self.lifecycles.push(lifecycle);
         self.handlers.push((name, erased));
         self
     }
@@ -266,22 +218,15 @@ impl ExecutorBuilder {
         let app = AppName::parse(&app).map_err(|error| ExecutorError::Config(error.to_string()))?;
         let topics = Topics::new(&self.topic_prefix)
             .map_err(|error| ExecutorError::Config(error.to_string()))?;
-        if self.handlers.is_empty() {
-            return Err(ExecutorError::Config(
-                "register at least one handler with .handler(name, fn)".to_owned(),
-            ));
-        }
-        let mut handlers = HashMap::new();
-        for (name, handler) in self.handlers {
-            if name.trim().is_empty() {
-                return Err(ExecutorError::Config("a handler name is empty".to_owned()));
-            }
-            if handlers.insert(name.clone(), handler).is_some() {
-                return Err(ExecutorError::Config(format!(
-                    "handler {name:?} is registered twice"
-                )));
-            }
-        }
+        let executor_id = self
+            .executor_id
+            .unwrap_or_else(|| default_executor_id(&app));
+        let registry = Registry::new(
+            self.handlers,
+            self.scripts.then(|| script_handler(self.script_dir)),
+            self.lifecycles,
+            executor_id.clone(),
+        )?;
         if self.beat_interval.is_zero() {
             return Err(ExecutorError::Config(
                 "beat_interval must be longer than zero".to_owned(),
@@ -292,31 +237,35 @@ impl ExecutorBuilder {
                 "max_in_flight must be at least 1".to_owned(),
             ));
         }
-        let executor_id = self
-            .executor_id
-            .unwrap_or_else(|| default_executor_id(&app));
-        Ok(Executor {
-            settings: ExecutorSettings {
-                kafka: KafkaSettings {
-                    brokers,
-                    options: self.kafka_options,
-                },
-                app,
-                topics,
-                executor_id,
-                session_timeout: self.session_timeout,
-                max_in_flight: self.max_in_flight,
-                max_concurrent_per_job: self.max_concurrent_per_job,
-                drain_timeout: self.drain_timeout,
-                commit_interval: self.commit_interval,
-                beat_interval: self.beat_interval,
-                max_log_lines: self.max_log_lines,
-                rebalance_timeout: self.rebalance_timeout,
-                script_dir: self.scripts.then_some(self.script_dir),
+        let settings = ExecutorSettings {
+            kafka: KafkaSettings {
+                brokers,
+                options: self.kafka_options,
             },
-            handlers: Arc::new(handlers),
-            lifecycles: self.lifecycles,
+            app,
+            topics,
+            executor_id,
+            session_timeout: self.session_timeout,
+            max_in_flight: self.max_in_flight,
+            max_concurrent_per_job: self.max_concurrent_per_job,
+            drain_timeout: self.drain_timeout,
+            commit_interval: self.commit_interval,
+            beat_interval: self.beat_interval,
+            max_log_lines: self.max_log_lines,
+            rebalance_timeout: self.rebalance_timeout,
+        };
+        Ok(Executor {
+            settings,
+            registry: Arc::new(registry),
         })
+    }
+
+    /// [`build`](Self::build) for an executor that never connects (the test worker): brokers
+    /// and app may be left out.
+    pub(crate) fn build_offline(mut self) -> Result<Executor, ExecutorError> {
+        self.brokers.get_or_insert_with(|| "unused:9092".to_owned());
+        self.app.get_or_insert_with(|| "test".to_owned());
+        self.build()
     }
 }
 
@@ -330,6 +279,7 @@ fn default_executor_id(app: &AppName) -> String {
 mod tests {
     use super::*;
     use crate::JobResult;
+    use crate::testing::TestWorker;
 
     async fn ok(_ctx: JobContext) -> JobResult {
         Ok(())
@@ -340,49 +290,46 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let inits = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&inits);
-        let executor = ExecutorBuilder::default()
-            .brokers("b:9092")
-            .app("demo")
-            .handler_with_hooks(
-                "hooked",
-                ok,
-                move || {
-                    let attempt = counted.fetch_add(1, Ordering::SeqCst);
-                    async move {
-                        // The first init fails: that run fails and the next one tries again.
-                        if attempt == 0 {
-                            Err(JobError::new("warming up"))
-                        } else {
-                            Ok(())
+        let worker = TestWorker::new(
+            ExecutorBuilder::default()
+                .handler_with_hooks(
+                    "hooked",
+                    ok,
+                    move || {
+                        let attempt = counted.fetch_add(1, Ordering::SeqCst);
+                        async move {
+                            // The first init fails: that run fails and the next one tries again.
+                            if attempt == 0 {
+                                Err(JobError::new("warming up"))
+                            } else {
+                                Ok(())
+                            }
                         }
-                    }
-                },
-                || async { Ok(()) },
-            )
-            .handler_with_hooks(
-                "idle",
-                ok,
-                || async { Ok(()) },
-                || async { Err(JobError::new("never")) },
-            )
-            .build()
-            .unwrap();
-        let hooked = executor.handlers.get("hooked").unwrap().clone();
-        let context = || crate::context::tests_support::context();
-        let first = hooked(context()).await;
-        assert_eq!(first.unwrap_err().message(), "init hook failed: warming up");
-        hooked(context()).await.unwrap();
-        hooked(context()).await.unwrap();
+                    },
+                    || async { Ok(()) },
+                )
+                .handler_with_hooks(
+                    "idle",
+                    ok,
+                    || async { Ok(()) },
+                    || async { Err(JobError::new("never")) },
+                ),
+        )
+        .unwrap();
+        let first = worker.run(TestWorker::trigger("hooked")).await;
+        assert_eq!(
+            (first.code(), first.message()),
+            (500, Some("init hook failed: warming up"))
+        );
+        assert_eq!(worker.run(TestWorker::trigger("hooked")).await.code(), 200);
+        assert_eq!(worker.run(TestWorker::trigger("hooked")).await.code(), 200);
         assert_eq!(
             inits.load(Ordering::SeqCst),
             2,
             "init succeeds once, then never runs again"
         );
         // Only the handler whose init ran is destroyed (the idle one's destroy would fail).
-        assert_eq!(
-            executor.destroy_initialized().await,
-            vec!["hooked".to_owned()]
-        );
+        assert_eq!(worker.shutdown().await, vec!["hooked".to_owned()]);
     }
 
     #[test]

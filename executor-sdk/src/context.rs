@@ -226,11 +226,6 @@ pub(crate) mod tests_support {
             replay_of: None,
         }
     }
-
-    /// A context for [`trigger_record`].
-    pub(crate) fn context() -> JobContext {
-        JobContext::new(Arc::new(trigger_record()), CancellationToken::new())
-    }
 }
 
 #[cfg(test)]

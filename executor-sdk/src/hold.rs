@@ -6,47 +6,70 @@
 //! start a run before its `scheduled_at_ms`: the consumer holds such a trigger here, and
 //! releases it to its job's block strategy at that millisecond. A held trigger counts as
 //! queued (beats report its job), can be killed, and keeps its offset uncommitted.
+//!
+//! "Now" comes from the [`Clock`] the hold is built with: the system clock in production, one
+//! that follows tokio's paused time in tests, so "not a millisecond early" is tested exactly.
 
 use std::collections::BTreeMap;
 
 use kadence_schemas::{JobId, TriggerId};
 
-/// Held triggers in release order (time, then arrival).
+use crate::clock::Clock;
+
+/// Held triggers in release order (time, then arrival), released by `clock`.
 pub(crate) struct Held<P> {
     by_time: BTreeMap<(i64, u64), (JobId, TriggerId, P)>,
     arrivals: u64,
-}
-
-impl<P> Default for Held<P> {
-    fn default() -> Self {
-        Held {
-            by_time: BTreeMap::new(),
-            arrivals: 0,
-        }
-    }
+    clock: Clock,
 }
 
 impl<P> Held<P> {
-    /// Holds `pending` (the trigger `trigger_id` of `job`) until `release_at_ms`.
+    pub(crate) fn new(clock: Clock) -> Self {
+        Held {
+            by_time: BTreeMap::new(),
+            arrivals: 0,
+            clock,
+        }
+    }
+
+    /// Holds `pending` (the trigger `trigger_id` of `job`) until `release_at_ms`, or hands it
+    /// back when that moment has come already: it may start at once.
     pub(crate) fn hold(
         &mut self,
         release_at_ms: i64,
         job: JobId,
         trigger_id: TriggerId,
         pending: P,
-    ) {
+    ) -> Option<P> {
+        if release_at_ms <= self.clock.now_ms() {
+            return Some(pending);
+        }
         self.arrivals += 1;
         self.by_time
             .insert((release_at_ms, self.arrivals), (job, trigger_id, pending));
+        None
     }
 
     /// When the next held trigger is due, if any.
-    pub(crate) fn next_release_ms(&self) -> Option<i64> {
+    fn next_release_ms(&self) -> Option<i64> {
         self.by_time.keys().next().map(|(at, _)| *at)
     }
 
+    /// Resolves when the next held trigger is due; never when none is held.
+    pub(crate) async fn due(&self) {
+        match self.next_release_ms() {
+            Some(at_ms) => self.clock.sleep_until_ms(at_ms).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Every trigger due now, in order.
+    pub(crate) fn release_due(&mut self) -> Vec<P> {
+        self.release(self.clock.now_ms())
+    }
+
     /// Every trigger due at `now_ms`, in order.
-    pub(crate) fn release(&mut self, now_ms: i64) -> Vec<P> {
+    fn release(&mut self, now_ms: i64) -> Vec<P> {
         let later = self.by_time.split_off(&(now_ms + 1, 0));
         let due = std::mem::replace(&mut self.by_time, later);
         due.into_values().map(|(_, _, pending)| pending).collect()
@@ -84,6 +107,10 @@ impl<P> Held<P> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use futures::FutureExt;
+
     use super::*;
 
     fn job(id: i64) -> JobId {
@@ -94,23 +121,63 @@ mod tests {
         TriggerId::scheduled(job(job_id), at)
     }
 
-    #[test]
-    fn releases_in_time_then_arrival_order_at_the_millisecond() {
-        let mut held = Held::default();
-        held.hold(2_000, job(1), trigger(1, 2_000), "b");
-        held.hold(1_000, job(2), trigger(2, 1_000), "a");
-        held.hold(2_000, job(3), trigger(3, 2_000), "c");
+    /// A clock at 0 ms, following tokio's paused time.
+    fn held<P>() -> Held<P> {
+        Held::new(Clock::following_tokio(0))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn releases_in_time_then_arrival_order_at_the_millisecond() {
+        let mut held = held();
+        assert_eq!(held.hold(2_000, job(1), trigger(1, 2_000), "b"), None);
+        assert_eq!(held.hold(1_000, job(2), trigger(2, 1_000), "a"), None);
+        assert_eq!(held.hold(2_000, job(3), trigger(3, 2_000), "c"), None);
         assert_eq!(held.next_release_ms(), Some(1_000));
         assert!(held.release(999).is_empty());
         assert_eq!(held.release(1_000), vec!["a"]);
         assert_eq!(held.release(1_999), Vec::<&str>::new());
         assert_eq!(held.release(2_000), vec!["b", "c"]);
         assert_eq!(held.next_release_ms(), None);
+        assert!(
+            held.due().now_or_never().is_none(),
+            "nothing held: never due"
+        );
     }
 
-    #[test]
-    fn a_kill_takes_held_triggers_out() {
-        let mut held = Held::default();
+    #[tokio::test(start_paused = true)]
+    async fn a_held_trigger_is_not_released_before_its_millisecond_and_is_at_it() {
+        let clock = Clock::following_tokio(0);
+        let mut held = Held::new(clock);
+        assert_eq!(held.hold(1_500, job(1), trigger(1, 1_500), "one"), None);
+        tokio::time::advance(Duration::from_millis(1_499)).await;
+        assert!(held.release_due().is_empty(), "one millisecond early");
+        assert!(
+            held.due().now_or_never().is_none(),
+            "not due one millisecond early"
+        );
+        // Waiting wakes exactly on the millisecond (tokio's paused time jumps to it).
+        held.due().await;
+        assert_eq!(clock.now_ms(), 1_500);
+        assert_eq!(held.release_due(), vec!["one"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trigger_already_due_is_handed_back_at_once() {
+        let mut held = Held::new(Clock::following_tokio(5_000));
+        assert_eq!(
+            held.hold(5_000, job(1), trigger(1, 5_000), "now"),
+            Some("now")
+        );
+        assert_eq!(
+            held.hold(4_000, job(1), trigger(1, 4_000), "late"),
+            Some("late")
+        );
+        assert_eq!(held.jobs().count(), 0, "nothing was held");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_kill_takes_held_triggers_out() {
+        let mut held = held();
         held.hold(5_000, job(1), trigger(1, 5_000), "one");
         held.hold(6_000, job(1), trigger(1, 6_000), "two");
         held.hold(5_000, job(2), trigger(2, 5_000), "other");

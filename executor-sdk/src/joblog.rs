@@ -13,8 +13,8 @@ use std::time::Duration;
 use kadence_schemas::{LogRecord, TriggerRecord};
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::publisher::Publisher;
-use crate::runner::now_ms;
 
 /// How often a running run's new lines are shipped.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
@@ -66,6 +66,16 @@ impl JobLogger {
             buffer.kept += 1;
             buffer.pending.push(bound_line(line));
         }
+    }
+
+    /// Every line not shipped yet, with the note on dropped lines: what the shipping of a
+    /// finished run sends.
+    pub(crate) fn take_all(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        while let Some((_, taken)) = self.take(true) {
+            lines.extend(taken);
+        }
+        lines
     }
 
     /// Takes the pending lines: (number of the first, lines).
@@ -139,7 +149,7 @@ impl LogShipper {
                 executor_id: self.executor_id.clone(),
                 first_line,
                 lines,
-                emitted_at_ms: now_ms(),
+                emitted_at_ms: Clock::System.now_ms(),
             };
             if let Err(error) = self.publisher.publish_log(&record, &self.give_up).await {
                 tracing::warn!(trigger_id = %record.trigger_id, %error, first_line,

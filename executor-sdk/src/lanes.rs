@@ -9,7 +9,9 @@
 //! - CONCURRENT: run in parallel, at most `concurrent_cap` at once per job; beyond that, queue.
 //!
 //! The strategy is the one each trigger carries, so an edit of the job applies from its next
-//! trigger on. The structure is pure bookkeeping; the consumer starts, fails and cancels runs.
+//! trigger on. The structure is pure bookkeeping and never reads the time;
+//! [`Dispatch`](crate::dispatch::Dispatch) turns its decisions into runs started and triggers
+//! refused, and its tests drive the strategies with real runs under tokio's paused time.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -39,9 +41,16 @@ pub(crate) struct Active {
     pub(crate) stop_reason: StopReason,
 }
 
+/// A trigger waiting in its job's lane.
+struct Queued<P> {
+    strategy: BlockStrategy,
+    trigger_id: TriggerId,
+    pending: P,
+}
+
 struct Lane<P> {
     running: Vec<Active>,
-    queued: VecDeque<(BlockStrategy, P)>,
+    queued: VecDeque<Queued<P>>,
 }
 
 impl<P> Default for Lane<P> {
@@ -69,7 +78,6 @@ impl<P> Lanes<P> {
         }
     }
 
-    /// Decides what happens to a trigger of `job` carrying `strategy`.
     /// The jobs with a run in progress and with runs queued, ascending (for beats).
     pub(crate) fn activity(&self) -> Activity {
         let mut activity = Activity::default();
@@ -86,6 +94,7 @@ impl<P> Lanes<P> {
         activity
     }
 
+    /// Decides what happens to a trigger of `job` carrying `strategy`.
     pub(crate) fn admit(&mut self, job: JobId, strategy: BlockStrategy) -> Decision {
         let lane = self.lanes.entry(job).or_default();
         let busy = !lane.running.is_empty() || !lane.queued.is_empty();
@@ -106,13 +115,19 @@ impl<P> Lanes<P> {
         }
     }
 
-    /// Queues a trigger of `job`.
-    pub(crate) fn queue(&mut self, job: JobId, strategy: BlockStrategy, pending: P) {
-        self.lanes
-            .entry(job)
-            .or_default()
-            .queued
-            .push_back((strategy, pending));
+    /// Queues the trigger `trigger_id` of `job`.
+    pub(crate) fn queue(
+        &mut self,
+        job: JobId,
+        strategy: BlockStrategy,
+        trigger_id: TriggerId,
+        pending: P,
+    ) {
+        self.lanes.entry(job).or_default().queued.push_back(Queued {
+            strategy,
+            trigger_id,
+            pending,
+        });
     }
 
     /// Records that a run of `job` started.
@@ -130,15 +145,12 @@ impl<P> Lanes<P> {
             active.stop_reason.set(reason.to_owned());
             active.cancellation.cancel();
         }
-        lane.queued.drain(..).map(|(_, pending)| pending).collect()
+        lane.queued.drain(..).map(|queued| queued.pending).collect()
     }
 
     /// Stops the one run or queued trigger `trigger_id` with `reason`; returns it if it was
     /// queued, so the caller can fail it.
-    pub(crate) fn stop_trigger(&mut self, trigger_id: &TriggerId, reason: &str) -> Option<P>
-    where
-        P: AsRef<TriggerId>,
-    {
+    pub(crate) fn stop_trigger(&mut self, trigger_id: &TriggerId, reason: &str) -> Option<P> {
         for lane in self.lanes.values_mut() {
             if let Some(active) = lane
                 .running
@@ -152,9 +164,9 @@ impl<P> Lanes<P> {
             if let Some(position) = lane
                 .queued
                 .iter()
-                .position(|(_, queued)| queued.as_ref() == trigger_id)
+                .position(|queued| &queued.trigger_id == trigger_id)
             {
-                return lane.queued.remove(position).map(|(_, queued)| queued);
+                return lane.queued.remove(position).map(|queued| queued.pending);
             }
         }
         None
@@ -177,16 +189,16 @@ impl<P> Lanes<P> {
         lane.running
             .retain(|active| &active.trigger_id != trigger_id);
         let mut ready = Vec::new();
-        while let Some((strategy, _)) = lane.queued.front() {
-            let may_start = match strategy {
+        while let Some(queued) = lane.queued.front() {
+            let may_start = match queued.strategy {
                 BlockStrategy::Concurrent => lane.running.len() + ready.len() < self.concurrent_cap,
                 _ => lane.running.is_empty() && ready.is_empty(),
             };
             if !may_start {
                 break;
             }
-            let (_, pending) = lane.queued.pop_front().expect("front exists");
-            ready.push(pending);
+            let queued = lane.queued.pop_front().expect("front exists");
+            ready.push(queued.pending);
         }
         if lane.running.is_empty() && lane.queued.is_empty() && ready.is_empty() {
             self.lanes.remove(&job);
@@ -228,7 +240,7 @@ mod tests {
                 lanes.admit(job(), BlockStrategy::SerialExecution),
                 Decision::Queue
             );
-            lanes.queue(job(), BlockStrategy::SerialExecution, n);
+            lanes.queue(job(), BlockStrategy::SerialExecution, trigger(n), n);
         }
         assert_eq!(lanes.finished(job(), &trigger(1)), vec![2]);
         lanes.started(job(), active(2));
@@ -268,7 +280,7 @@ mod tests {
         let running = active(1);
         let (token, reason) = (running.cancellation.clone(), running.stop_reason.clone());
         lanes.started(job(), running);
-        lanes.queue(job(), BlockStrategy::SerialExecution, 2);
+        lanes.queue(job(), BlockStrategy::SerialExecution, trigger(2), 2);
         assert_eq!(
             lanes.admit(job(), BlockStrategy::CoverEarly),
             Decision::Cover
@@ -296,7 +308,7 @@ mod tests {
             lanes.admit(job(), BlockStrategy::Concurrent),
             Decision::Queue
         );
-        lanes.queue(job(), BlockStrategy::Concurrent, 3);
+        lanes.queue(job(), BlockStrategy::Concurrent, trigger(3), 3);
         assert_eq!(lanes.finished(job(), &trigger(1)), vec![3]);
     }
 }

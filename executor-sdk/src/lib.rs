@@ -29,16 +29,40 @@
 //! ```
 //!
 //! # How it works
-//! - [`ExecutorBuilder`] (`builder`): settings and the handler registry, checked once.
-//! - `consumer`: joins the consumer group `{prefix}.executor.{app}` on
-//!   `{prefix}.triggers.{app}`; the group decides which partitions (and so which triggers) this
-//!   executor owns. Every trigger runs in its own task; the loop never waits for a handler.
-//! - `handoff`: on a rebalance, runs of revoked partitions finish (and are committed) within
-//!   `rebalance_timeout`, or are handed back uncommitted to the new owner.
+//!
+//! A trigger's way through the executor: `consumer` receives it → `handler` finds its handler
+//! → `dispatch` holds it (`hold`) and applies its job's block strategy (`lanes`) → `runner`
+//! runs it → `publisher` publishes its result (after its `joblog` lines) → `offsets` lets its
+//! offset be committed. Beside that way: `beats`, `handoff`, `script`.
+//!
+//! What a handler author meets:
+//! - [`ExecutorBuilder`] (`builder`): settings and handlers, checked once in `build`.
+//! - [`JobContext`], [`JobResult`], [`JobError`] (`context`): what a handler receives and
+//!   returns.
+//! - [`ExecutorError`] (`error`): why an executor could not be built or could not run.
+//! - [`testing`]: [`TestWorker`](testing::TestWorker) runs a handler for a trigger without
+//!   Kafka, through the same registry and runner, and returns the result it would publish.
+//! - [`shutdown_signal`] (from `kadence-kafka`, re-exported): the future to stop on: SIGTERM
+//!   (what Kubernetes and systemd send) or SIGINT, so a stop drains instead of killing runs
+//!   mid-way.
+//!
+//! Inside:
+//! - `settings`: `ExecutorSettings`, what a built executor runs with.
+//! - `handler`: handlers in their type-erased form, their init/destroy hooks, and the
+//!   registry that resolves a trigger's handler (or the failure saying why there is none).
+//! - `consumer`: the loop (consuming → draining → done). Joins the consumer group
+//!   `{prefix}.executor.{app}` on `{prefix}.triggers.{app}`; the group decides which
+//!   partitions (and so which triggers) this executor owns. Every trigger runs in its own
+//!   task; the loop never waits for a handler. Its files: the group and rebalance callbacks,
+//!   a run's task, the control topic (KILL), redelivery recognition.
+//! - `dispatch`: a trigger's way from admission to its start, as steps (start this run,
+//!   refuse that trigger) the consumer carries out; no Kafka in it.
 //! - `hold`: a trigger that arrives before its `scheduled_at_ms` (the scheduler may emit
 //!   ahead) waits there and runs at its millisecond, never early.
 //! - `lanes`: block strategies per job (SERIAL_EXECUTION queues, DISCARD_LATER refuses,
 //!   COVER_EARLY cancels what runs and is queued, CONCURRENT runs in parallel up to a cap).
+//! - `clock`: where "now" comes from: the system clock, or in tests one that follows tokio's
+//!   paused time, so the hold and the block strategies are tested to the millisecond.
 //! - `runner`: runs a handler under the trigger's timeout (code 502 when it passes), turns a
 //!   panic into a failed run, and builds the `ResultRecord`.
 //! - `joblog`: the lines a run writes with [`JobContext::log`] go to `{prefix}.logs`, shipped
@@ -51,12 +75,11 @@
 //! - `beats`: every few seconds, and at once when partitions move, an `ExecutorBeat` to
 //!   `{prefix}.beats` with the handlers, owned partitions and running/queued jobs; STOPPING
 //!   on a graceful shutdown. The scheduler's registry and FAILOVER/BUSYOVER routing read them.
+//! - `handoff`: on a rebalance, runs of revoked partitions finish (and are committed) within
+//!   `rebalance_timeout`, or are handed back uncommitted to the new owner.
 //! - `offsets`: commits a partition's offset only up to its lowest trigger whose result is
 //!   not yet published, so a crash re-runs at most the unfinished triggers (at-least-once);
 //!   redeliveries are recognised by trigger id.
-//! - [`shutdown_signal`] (from `kadence-kafka`, re-exported): the future to stop on: SIGTERM
-//!   (what Kubernetes and systemd send) or SIGINT, so a stop drains instead of killing runs
-//!   mid-way.
 //! - Kafka plumbing shared with the scheduler (client settings, retries, dead letters,
 //!   closing consumers) is the `kadence-kafka` crate, not part of this API.
 //!
@@ -67,9 +90,12 @@
 
 mod beats;
 mod builder;
+mod clock;
 mod consumer;
 mod context;
+mod dispatch;
 mod error;
+mod handler;
 mod handoff;
 mod hold;
 mod joblog;
@@ -78,8 +104,9 @@ mod offsets;
 mod publisher;
 mod runner;
 mod script;
+mod settings;
+pub mod testing;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -88,15 +115,14 @@ pub use context::{JobContext, JobError, JobResult};
 pub use error::ExecutorError;
 pub use joblog::{FLUSH_INTERVAL, JobLogger, MAX_LINE_BYTES};
 pub use kadence_kafka::shutdown_signal;
-pub use offsets::OffsetTracker;
 
-use builder::{ExecutorSettings, HandlerFn, Lifecycle};
+use handler::Registry;
+use settings::ExecutorSettings;
 
 /// An executor: a member of its app's consumer group that runs the registered handlers.
 pub struct Executor {
     settings: ExecutorSettings,
-    handlers: Arc<HashMap<String, HandlerFn>>,
-    lifecycles: Vec<Lifecycle>,
+    registry: Arc<Registry>,
 }
 
 impl Executor {
@@ -121,22 +147,8 @@ impl Executor {
     /// ran.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ExecutorError> {
         let result =
-            consumer::run(self.settings.clone(), Arc::clone(&self.handlers), shutdown).await;
-        self.destroy_initialized().await;
+            consumer::run(self.settings.clone(), Arc::clone(&self.registry), shutdown).await;
+        self.registry.destroy_initialized().await;
         result
-    }
-
-    /// Runs the destroy hook of every handler whose init ran; returns their names.
-    async fn destroy_initialized(&self) -> Vec<String> {
-        let mut destroyed = Vec::new();
-        for lifecycle in &self.lifecycles {
-            if lifecycle.initialized.initialized() {
-                if let Err(error) = (lifecycle.destroy)().await {
-                    tracing::warn!(handler = %lifecycle.name, %error, "destroy hook failed");
-                }
-                destroyed.push(lifecycle.name.clone());
-            }
-        }
-        destroyed
     }
 }

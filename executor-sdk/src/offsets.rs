@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 
 /// In-flight offsets per partition of one topic.
 #[derive(Debug, Default)]
-pub struct OffsetTracker {
+pub(crate) struct OffsetTracker {
     partitions: HashMap<i32, PartitionOffsets>,
 }
 
@@ -33,7 +33,7 @@ impl PartitionOffsets {
 
 impl OffsetTracker {
     /// Notes that the record at `offset` of `partition` was received and is in flight.
-    pub fn track(&mut self, partition: i32, offset: i64) {
+    pub(crate) fn track(&mut self, partition: i32, offset: i64) {
         let state = self
             .partitions
             .entry(partition)
@@ -48,7 +48,7 @@ impl OffsetTracker {
 
     /// Notes that the record at `offset` is done (its result is published). Unknown
     /// partitions (revoked meanwhile) are ignored.
-    pub fn complete(&mut self, partition: i32, offset: i64) {
+    pub(crate) fn complete(&mut self, partition: i32, offset: i64) {
         if let Some(state) = self.partitions.get_mut(&partition) {
             state.in_flight.remove(&offset);
         }
@@ -56,7 +56,7 @@ impl OffsetTracker {
 
     /// Offsets to commit now: for each partition whose committable offset moved since the
     /// last call, `(partition, offset)`. Marks them committed.
-    pub fn take_committable(&mut self) -> Vec<(i32, i64)> {
+    pub(crate) fn take_committable(&mut self) -> Vec<(i32, i64)> {
         let mut ready = Vec::new();
         for (&partition, state) in &mut self.partitions {
             let committable = state.committable();
@@ -70,7 +70,7 @@ impl OffsetTracker {
     }
 
     /// Committable offsets of `partitions` (for a revocation), forgetting them afterwards.
-    pub fn release(&mut self, partitions: &[i32]) -> Vec<(i32, i64)> {
+    pub(crate) fn release(&mut self, partitions: &[i32]) -> Vec<(i32, i64)> {
         let mut released = Vec::new();
         for partition in partitions {
             if let Some(state) = self.partitions.remove(partition) {
@@ -84,7 +84,8 @@ impl OffsetTracker {
     }
 
     /// Records in flight, over all partitions.
-    pub fn in_flight(&self) -> usize {
+    #[cfg(test)]
+    fn in_flight(&self) -> usize {
         self.partitions
             .values()
             .map(|state| state.in_flight.len())

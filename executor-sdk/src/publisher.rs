@@ -10,8 +10,8 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
 
-use crate::builder::ExecutorSettings;
 use crate::error::ExecutorError;
+use crate::settings::ExecutorSettings;
 
 /// Owns the executor's idempotent producer.
 #[derive(Clone)]

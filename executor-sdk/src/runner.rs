@@ -3,22 +3,14 @@
 //! `ResultRecord` to publish.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kadence_schemas::{ResultRecord, TriggerRecord, result_code};
 use tokio_util::sync::CancellationToken;
 
-use crate::builder::HandlerFn;
 use crate::context::JobContext;
+use crate::handler::HandlerFn;
 use crate::joblog::JobLogger;
-
-/// Now, ms since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_millis() as i64)
-        .unwrap_or_default()
-}
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,12 +119,14 @@ fn humanize(duration: Duration) -> String {
     }
 }
 
-/// The result record of `trigger` run by `executor_id`.
+/// The result record of `trigger` run by `executor_id` from `started_at_ms` to
+/// `finished_at_ms`.
 pub(crate) fn result_record(
     trigger: &TriggerRecord,
     executor_id: &str,
     outcome: RunOutcome,
     started_at_ms: i64,
+    finished_at_ms: i64,
 ) -> ResultRecord {
     ResultRecord {
         trigger_id: trigger.trigger_id.clone(),
@@ -143,7 +137,7 @@ pub(crate) fn result_record(
         code: outcome.code,
         message: outcome.message,
         started_at_ms,
-        finished_at_ms: now_ms(),
+        finished_at_ms,
         attempt: trigger.attempt,
         retry_after_ms: outcome.retry_after_ms,
     }
@@ -152,8 +146,8 @@ pub(crate) fn result_record(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::{JobError, JobResult};
-    use futures::FutureExt;
+    use crate::context::JobError;
+    use crate::testing::TestWorker;
 
     fn trigger(timeout_ms: i64) -> Arc<TriggerRecord> {
         Arc::new(TriggerRecord {
@@ -162,45 +156,31 @@ mod tests {
         })
     }
 
-    fn erase<F, Fut>(handler: F) -> HandlerFn
-    where
-        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = JobResult> + Send + 'static,
-    {
-        Arc::new(move |ctx| handler(ctx).boxed())
-    }
+    use crate::handler::erase;
 
     #[tokio::test]
     async fn success_failure_and_panic_map_to_codes() {
-        let ok = run_handler(
-            erase(|_| async { Ok(()) }),
-            trigger(0),
-            CancellationToken::new(),
-            StopReason::default(),
-            JobLogger::new(100),
+        let worker = TestWorker::new(
+            crate::Executor::builder()
+                .handler("ok", |_: JobContext| async { Ok(()) })
+                .handler("fail", |ctx: JobContext| async move {
+                    Err(JobError::new(format!("bad params {}", ctx.params())))
+                })
+                .handler("panic", |_: JobContext| async { panic!("boom") }),
         )
-        .await;
-        assert_eq!(ok.code, 200);
-        let failed = run_handler(
-            erase(|ctx: JobContext| async move {
-                Err(JobError::new(format!("bad params {}", ctx.params())))
-            }),
-            trigger(0),
-            CancellationToken::new(),
-            StopReason::default(),
-            JobLogger::new(100),
-        )
-        .await;
-        assert_eq!(failed, RunOutcome::failure("bad params p"));
-        let panicked = run_handler(
-            erase(|_| async { panic!("boom") }),
-            trigger(0),
-            CancellationToken::new(),
-            StopReason::default(),
-            JobLogger::new(100),
-        )
-        .await;
-        assert_eq!(panicked, RunOutcome::failure("handler panicked: boom"));
+        .unwrap();
+        let ok = worker.run(TestWorker::trigger("ok")).await;
+        assert_eq!((ok.code(), ok.message()), (200, None));
+        let failed = worker.run(TestWorker::trigger("fail").params("p")).await;
+        assert_eq!(
+            (failed.code(), failed.message()),
+            (500, Some("bad params p"))
+        );
+        let panicked = worker.run(TestWorker::trigger("panic")).await;
+        assert_eq!(
+            (panicked.code(), panicked.message()),
+            (500, Some("handler panicked: boom"))
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -25,8 +25,8 @@ use kadence_schemas::GlueType;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
 
-use crate::builder::HandlerFn;
 use crate::context::{JobContext, JobError, JobResult};
+use crate::handler::HandlerFn;
 
 /// How long output is still read after the script exited (its group is killed first).
 const OUTPUT_GRACE: Duration = Duration::from_secs(1);

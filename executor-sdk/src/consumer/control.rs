@@ -1,0 +1,108 @@
+//! The control topic `{prefix}.control`: operators' commands to executors (KILL).
+//!
+//! Every executor reads it from its end, without a consumer group (every executor must see
+//! every command), and forwards its own app's commands to the loop, which applies them to
+//! its runs through [`apply`]. An unreadable record is logged and skipped: commands are not
+//! replayed, so there is nothing to redeliver.
+
+use kadence_kafka::close_consumer;
+use kadence_schemas::{ControlCommand, ControlRecord, TriggerRecord, codec};
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::{Offset, TopicPartitionList};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::dispatch::{Dispatch, Step};
+use crate::error::ExecutorError;
+use crate::settings::ExecutorSettings;
+
+/// Starts reading the control topic from its end, sending this app's commands to `commands`
+/// until `stop` fires.
+pub(super) fn spawn_reader(
+    settings: &ExecutorSettings,
+    commands: mpsc::UnboundedSender<ControlRecord>,
+    stop: CancellationToken,
+) -> Result<(), ExecutorError> {
+    // librdkafka wants a group id even for assigned partitions; nothing is ever committed.
+    let group = format!(
+        "{}.control.{}",
+        settings.topics.prefix(),
+        settings.executor_id
+    );
+    let config = settings
+        .kafka
+        .client_config_with(&[("group.id", &group), ("enable.auto.commit", "false")]);
+    let consumer: StreamConsumer = config
+        .create()
+        .map_err(ExecutorError::kafka("create the control consumer"))?;
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(&settings.topics.control(), 0, Offset::End)
+        .map_err(ExecutorError::kafka("assign the control topic"))?;
+    consumer
+        .assign(&assignment)
+        .map_err(ExecutorError::kafka("assign the control topic"))?;
+    let app = settings.app.clone();
+    let close_limit = settings.session_timeout;
+    tokio::spawn(async move {
+        loop {
+            let received = tokio::select! {
+                _ = stop.cancelled() => break,
+                received = consumer.recv() => received,
+            };
+            match received {
+                Ok(message) => match decode(&message) {
+                    Some(command) if command.app == app => {
+                        let _ = commands.send(command);
+                    }
+                    _ => {}
+                },
+                Err(error) => tracing::warn!(%error, "error while reading control commands"),
+            }
+        }
+        close_consumer(consumer, "control", close_limit).await;
+    });
+    Ok(())
+}
+
+/// The command in `message`; `None` (logged) when there is none to read.
+fn decode(message: &BorrowedMessage<'_>) -> Option<ControlRecord> {
+    match message.payload().map(codec::decode::<ControlRecord>) {
+        Some(Ok(command)) => Some(command),
+        Some(Err(error)) => {
+            tracing::warn!(%error, offset = message.offset(), "skipping an unreadable control record");
+            None
+        }
+        None => {
+            tracing::warn!(
+                offset = message.offset(),
+                "skipping an empty control record"
+            );
+            None
+        }
+    }
+}
+
+/// Applies `command` to this executor's runs (running, queued and held); returns the steps
+/// that follow (the refusals of what was killed before it started).
+pub(super) fn apply<P: AsRef<TriggerRecord>>(
+    command: ControlRecord,
+    dispatch: &mut Dispatch<P>,
+) -> Vec<Step<P>> {
+    match command.command {
+        ControlCommand::Kill => {
+            let reason = format!(
+                "killed: {}",
+                command
+                    .reason
+                    .as_deref()
+                    .unwrap_or("requested by an operator")
+            );
+            if let Some(job) = command.job_id {
+                tracing::info!(%job, "killing the job's running and queued runs");
+            }
+            dispatch.kill(command.job_id, command.trigger_id.as_ref(), &reason)
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The trigger consumer as a member of the group `{prefix}.executor.{app}` ([`Group`]): its
+//! client settings, the rebalance callbacks, receiving and committing.
+//!
+//! Every record received is tracked as in flight at once; offsets are committed only up to
+//! the lowest trigger whose result is not yet published (`offsets`). When the group revokes
+//! partitions, the callback first lets their runs finish or hands them back (`handoff`), then
+//! commits what they completed synchronously, before the partitions move. Assignments and
+//! revocations also update the [`Assignment`] the beats report.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kadence_kafka::close_consumer;
+use rdkafka::client::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
+};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::{Offset, TopicPartitionList};
+
+use crate::beats::Assignment;
+use crate::error::ExecutorError;
+use crate::handoff::RunningRuns;
+use crate::offsets::OffsetTracker;
+use crate::settings::ExecutorSettings;
+
+/// This executor's membership of its app's consumer group.
+pub(super) struct Group {
+    consumer: StreamConsumer<ExecutorContext>,
+    tracker: Arc<Mutex<OffsetTracker>>,
+    topic: String,
+}
+
+impl Group {
+    /// Joins the group and subscribes to `{prefix}.triggers.{app}`. The callbacks keep
+    /// `assignment` and wait for the revoked partitions' runs in `running`.
+    pub(super) fn join(
+        settings: &ExecutorSettings,
+        assignment: Assignment,
+        running: RunningRuns,
+    ) -> Result<Group, ExecutorError> {
+        let topic = settings.topics.triggers(&settings.app);
+        let tracker = Arc::new(Mutex::new(OffsetTracker::default()));
+        let consumer: StreamConsumer<ExecutorContext> = client_config(settings)
+            .create_with_context(ExecutorContext {
+                tracker: Arc::clone(&tracker),
+                topic: topic.clone(),
+                assignment,
+                running,
+                rebalance_timeout: settings.rebalance_timeout,
+            })
+            .map_err(ExecutorError::kafka("create the trigger consumer"))?;
+        consumer
+            .subscribe(&[&topic])
+            .map_err(ExecutorError::kafka("subscribe to the trigger topic"))?;
+        Ok(Group {
+            consumer,
+            tracker,
+            topic,
+        })
+    }
+
+    /// The offset tracker, which run tasks complete their offsets in.
+    pub(super) fn tracker(&self) -> Arc<Mutex<OffsetTracker>> {
+        Arc::clone(&self.tracker)
+    }
+
+    /// The trigger topic.
+    pub(super) fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The next record, tracked as in flight.
+    pub(super) async fn recv(&self) -> Result<OwnedMessage, KafkaError> {
+        let message = self.consumer.recv().await?.detach();
+        self.tracker
+            .lock()
+            .expect("offset tracker lock")
+            .track(message.partition(), message.offset());
+        Ok(message)
+    }
+
+    /// Commits what is committable, without waiting; a failed commit is retried with the next.
+    pub(super) fn commit(&self) {
+        let ready = self
+            .tracker
+            .lock()
+            .expect("offset tracker lock")
+            .take_committable();
+        if let Some(offsets) = offset_list(&self.topic, &ready)
+            && let Err(error) = self.consumer.commit(&offsets, CommitMode::Async)
+        {
+            tracing::warn!(%error, "cannot commit offsets; they will be committed with the next ones");
+        }
+    }
+
+    /// Commits and leaves the group, which hands the partitions to the other executors at
+    /// once; gives up on a clean close after `limit`.
+    pub(super) async fn leave(self, limit: Duration) {
+        self.commit();
+        close_consumer(self.consumer, "triggers", limit).await;
+    }
+}
+
+/// The trigger consumer's librdkafka settings over the user's.
+fn client_config(settings: &ExecutorSettings) -> ClientConfig {
+    let group = settings.topics.executor_group(&settings.app);
+    let session_timeout = settings.session_timeout.as_millis().to_string();
+    // Heartbeats at a tenth of the session timeout (librdkafka's default is 3 s): a member
+    // learns of a rebalance at its next heartbeat, and one that rejoins after the round closed
+    // starts another. On the development broker (tansu) three executors starting together kept
+    // passing partitions round among themselves for minutes with 3 s heartbeats, leaving one
+    // partition unowned (seen in the routing tests); with 1 s they settle.
+    let heartbeat_interval = (settings.session_timeout.as_millis() / 10)
+        .clamp(100, 3_000)
+        .to_string();
+    settings.kafka.client_config_with(&[
+        ("group.id", &group),
+        ("client.id", &settings.executor_id),
+        ("enable.auto.commit", "false"),
+        ("enable.auto.offset.store", "false"),
+        // A trigger emitted before any executor joined must still run.
+        ("auto.offset.reset", "earliest"),
+        ("session.timeout.ms", &session_timeout),
+        ("heartbeat.interval.ms", &heartbeat_interval),
+    ])
+}
+
+/// Commits the revoked partitions' offsets before the group moves them, and keeps the
+/// assignment the beats report.
+struct ExecutorContext {
+    tracker: Arc<Mutex<OffsetTracker>>,
+    topic: String,
+    assignment: Assignment,
+    running: RunningRuns,
+    rebalance_timeout: Duration,
+}
+
+impl ClientContext for ExecutorContext {}
+
+impl ConsumerContext for ExecutorContext {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Revoke(revoked) => self.revoke(consumer, &partitions(revoked)),
+            Rebalance::Assign(assigned) => {
+                let partitions = partitions(assigned);
+                tracing::info!(?partitions, "partitions assigned");
+                self.assignment.assign(&partitions);
+            }
+            Rebalance::Error(_) => {}
+        }
+    }
+}
+
+impl ExecutorContext {
+    fn revoke(&self, consumer: &BaseConsumer<Self>, partitions: &[i32]) {
+        // Finish or hand back their runs before the offsets are committed (see `handoff`).
+        let handed_back = self
+            .running
+            .finish_or_hand_back(partitions, self.rebalance_timeout);
+        if handed_back > 0 {
+            tracing::warn!(
+                ?partitions,
+                handed_back,
+                "runs of revoked partitions did not finish in time; handed back to the new owner"
+            );
+        }
+        let released = self
+            .tracker
+            .lock()
+            .expect("offset tracker lock")
+            .release(partitions);
+        tracing::info!(?partitions, "partitions revoked");
+        self.assignment.revoke(partitions);
+        if let Some(offsets) = offset_list(&self.topic, &released)
+            && let Err(error) = consumer.commit(&offsets, CommitMode::Sync)
+        {
+            tracing::warn!(%error, "cannot commit offsets of revoked partitions");
+        }
+    }
+}
+
+fn partitions(list: &TopicPartitionList) -> Vec<i32> {
+    list.elements().iter().map(|e| e.partition()).collect()
+}
+
+fn offset_list(topic: &str, offsets: &[(i32, i64)]) -> Option<TopicPartitionList> {
+    if offsets.is_empty() {
+        return None;
+    }
+    let mut list = TopicPartitionList::new();
+    for &(partition, offset) in offsets {
+        list.add_partition_offset(topic, partition, Offset::Offset(offset))
+            .ok()?;
+    }
+    Some(list)
+}

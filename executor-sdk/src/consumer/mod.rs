@@ -1,0 +1,306 @@
+//! The consumer loop: an explicit state machine, **consuming → draining → done**.
+//!
+//! - *Consuming*: receive trigger records from `{prefix}.triggers.{app}` (group
+//!   `{prefix}.executor.{app}`) while fewer than `max_in_flight` are in flight; each is
+//!   admitted at once — decoded, recognised if redelivered, given its handler, then held or
+//!   placed in its job's lane (`dispatch`) — so a slow handler never delays other triggers.
+//!   Every run goes in its own task and reports back over a channel when it ends.
+//! - *Draining* (shutdown requested): stop receiving, wait for the records in flight until
+//!   the drain deadline, then cancel what is left (those triggers are redelivered after a
+//!   restart).
+//! - *Done*: commit the final offsets, leave the group, send the last beat.
+//!
+//! Offsets are committed only up to the lowest trigger whose result is not yet published; a
+//! record that cannot be decoded goes to `{prefix}.dlq` with the reason and is committed past:
+//! it never stops the partition.
+//!
+//! Here is the loop: one `select!` over its events, each handled by one method of `Loop`.
+//! Around it:
+//! - `group`: the trigger consumer in its group: client settings, the rebalance callbacks
+//!   (assign and revoke), receiving (tracking offsets) and committing.
+//! - `runs`: a run's task (handler, log lines, result) and the refusals and dead letters that
+//!   take the same way back to the loop.
+//! - `control`: the `{prefix}.control` reader and what a KILL does to the runs.
+//! - `dedupe`: recognising redelivered triggers by id.
+
+mod control;
+mod dedupe;
+mod group;
+mod runs;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kadence_schemas::{ControlRecord, ExecutorState, TriggerRecord, codec};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Message, OwnedMessage};
+use tokio::sync::mpsc;
+use tokio::time::{Interval, MissedTickBehavior};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::beats::{Activity, Assignment, Beats};
+use crate::clock::Clock;
+use crate::dispatch::{Dispatch, Step};
+use crate::error::ExecutorError;
+use crate::handler::Registry;
+use crate::handoff::RunningRuns;
+use crate::publisher::Publisher;
+use crate::settings::ExecutorSettings;
+use dedupe::RecentTriggers;
+use group::Group;
+use runs::{Finished, ReadyRun, Reporter, Runs};
+
+/// Runs the executor until `shutdown` resolves and the drain completes.
+pub(crate) async fn run(
+    settings: ExecutorSettings,
+    registry: Arc<Registry>,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), ExecutorError> {
+    let mut state = Loop::start(settings, registry)?;
+    let drain_deadline = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(drain_deadline);
+    tokio::pin!(shutdown);
+    while !state.drained() {
+        let consuming = matches!(state.phase, Phase::Consuming);
+        let has_room = state.in_flight < state.settings.max_in_flight;
+        tokio::select! {
+            biased;
+            Some(done) = state.finished.recv() => state.run_ended(done),
+            Some(command) = state.commands.recv() => state.control(command),
+            _ = state.dispatch.due() => state.release_due(),
+            _ = state.commit_tick.tick() => state.group.commit(),
+            _ = state.beat_tick.tick() => state.beat(),
+            _ = state.assignment.changed(), if consuming => state.beat(),
+            _ = &mut shutdown, if consuming => {
+                state.drain();
+                let deadline = tokio::time::Instant::now() + state.settings.drain_timeout;
+                drain_deadline.as_mut().reset(deadline);
+            }
+            _ = &mut drain_deadline, if !consuming => {
+                state.give_up();
+                break;
+            }
+            received = state.group.recv(), if consuming && has_room => state.receive(received),
+        }
+    }
+    state.stop().await;
+    Ok(())
+}
+
+enum Phase {
+    Consuming,
+    Draining,
+}
+
+/// The loop's state: what it owns and counts between events.
+struct Loop {
+    settings: ExecutorSettings,
+    registry: Arc<Registry>,
+    group: Group,
+    runs: Runs,
+    dispatch: Dispatch<ReadyRun>,
+    recent: RecentTriggers,
+    beats: Beats,
+    assignment: Assignment,
+    /// Ended records, from the run tasks.
+    finished: mpsc::UnboundedReceiver<Finished>,
+    /// This app's control commands, from the control reader.
+    commands: mpsc::UnboundedReceiver<ControlRecord>,
+    /// Stops the control reader when the loop ends, however it ends.
+    _control_reader: DropGuard,
+    /// Fires after the drain deadline: running handlers are cancelled and publishing gives up.
+    hard_stop: CancellationToken,
+    commit_tick: Interval,
+    beat_tick: Interval,
+    /// Records received and not yet ended (run, refused, skipped or dead-lettered).
+    in_flight: usize,
+    phase: Phase,
+}
+
+impl Loop {
+    /// Joins the group and starts the control reader.
+    fn start(settings: ExecutorSettings, registry: Arc<Registry>) -> Result<Loop, ExecutorError> {
+        let assignment = Assignment::default();
+        let running = RunningRuns::default();
+        let group = Group::join(&settings, assignment.clone(), running.clone())?;
+        let hard_stop = CancellationToken::new();
+        let (finished_tx, finished) = mpsc::unbounded_channel();
+        let publisher = Publisher::new(&settings)?;
+        let beats = Beats::new(
+            publisher.producer(),
+            settings.topics.beats(),
+            settings.executor_id.clone(),
+            settings.app.clone(),
+            registry.names(),
+            settings.beat_interval,
+        );
+        let runs = Runs {
+            executor_id: settings.executor_id.clone(),
+            publisher,
+            hard_stop: hard_stop.clone(),
+            reporter: Reporter::new(group.tracker(), finished_tx),
+            running,
+            assignment: assignment.clone(),
+            max_log_lines: settings.max_log_lines,
+            clock: Clock::System,
+        };
+        let dispatch = Dispatch::new(
+            Clock::System,
+            settings.max_concurrent_per_job,
+            settings.executor_id.clone(),
+            hard_stop.clone(),
+        );
+        let (commands_tx, commands) = mpsc::unbounded_channel();
+        let control_stop = CancellationToken::new();
+        control::spawn_reader(&settings, commands_tx, control_stop.clone())?;
+        let mut beat_tick = tokio::time::interval(settings.beat_interval);
+        beat_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        tracing::info!(executor_id = %settings.executor_id, topic = group.topic(),
+            handlers = registry.names().len(), "executor started");
+        Ok(Loop {
+            commit_tick: tokio::time::interval(settings.commit_interval),
+            beat_tick,
+            settings,
+            registry,
+            group,
+            runs,
+            dispatch,
+            recent: RecentTriggers::new(),
+            beats,
+            assignment,
+            finished,
+            commands,
+            _control_reader: control_stop.drop_guard(),
+            hard_stop,
+            in_flight: 0,
+            phase: Phase::Consuming,
+        })
+    }
+
+    /// Whether the drain is complete.
+    fn drained(&self) -> bool {
+        matches!(self.phase, Phase::Draining) && self.in_flight == 0
+    }
+
+    /// A record ended; a run's end may start what its lane queued.
+    fn run_ended(&mut self, done: Finished) {
+        self.in_flight -= 1;
+        if let Some((job, trigger_id)) = done.run {
+            if done.forget {
+                self.recent.forget(&trigger_id);
+            }
+            let steps = self.dispatch.finished(job, &trigger_id);
+            self.carry_out(steps);
+        }
+    }
+
+    fn control(&mut self, command: ControlRecord) {
+        let steps = control::apply(command, &mut self.dispatch);
+        self.carry_out(steps);
+    }
+
+    fn release_due(&mut self) {
+        let steps = self.dispatch.release_due();
+        self.carry_out(steps);
+    }
+
+    fn receive(&mut self, received: Result<OwnedMessage, KafkaError>) {
+        match received {
+            Ok(message) => {
+                self.in_flight += 1;
+                self.admit(message);
+            }
+            Err(error) => tracing::warn!(%error, "error while receiving triggers"),
+        }
+    }
+
+    /// Decodes one record, then hands it to the dispatch (held until its time or placed in
+    /// its job's lane at once); never waits for a handler.
+    fn admit(&mut self, message: OwnedMessage) {
+        let (partition, offset) = (message.partition(), message.offset());
+        let trigger = match decode(&message) {
+            Ok(trigger) => Arc::new(trigger),
+            Err(reason) => {
+                tracing::warn!(partition, offset, %reason, "sending trigger record to the dead-letter queue");
+                return self.runs.dead_letter(message, reason);
+            }
+        };
+        if !self.recent.insert(&trigger.trigger_id) {
+            tracing::info!(trigger_id = %trigger.trigger_id, "trigger redelivered; it already ran here, not running it twice");
+            return self.runs.skip_redelivered(partition, offset);
+        }
+        let handler = match self.registry.resolve(&trigger) {
+            Ok(handler) => handler,
+            Err(message) => return self.runs.refuse(trigger, partition, offset, message),
+        };
+        let ready = ReadyRun {
+            trigger,
+            handler,
+            partition,
+            offset,
+        };
+        let steps = self.dispatch.admit(ready);
+        self.carry_out(steps);
+    }
+
+    /// Starts the runs and publishes the refusals the dispatch decided.
+    fn carry_out(&self, steps: Vec<Step<ReadyRun>>) {
+        for step in steps {
+            match step {
+                Step::Start(start) => self.runs.start(start),
+                Step::Refuse(ready, message) => {
+                    self.runs
+                        .refuse(ready.trigger, ready.partition, ready.offset, message)
+                }
+            }
+        }
+    }
+
+    /// Beats the state of the phase (RUNNING while consuming, STOPPING once draining).
+    fn beat(&self) {
+        let state = match self.phase {
+            Phase::Consuming => ExecutorState::Running,
+            Phase::Draining => ExecutorState::Stopping,
+        };
+        let beat = self
+            .beats
+            .beat(state, self.assignment.owned(), self.dispatch.activity());
+        self.beats.send(beat);
+    }
+
+    fn drain(&mut self) {
+        tracing::info!(in_flight = self.in_flight, "executor draining");
+        self.phase = Phase::Draining;
+        // Out of routing at once, before the drain.
+        self.beat();
+    }
+
+    fn give_up(&self) {
+        tracing::warn!(
+            in_flight = self.in_flight,
+            "drain deadline passed; cancelling the remaining runs (they will be redelivered)"
+        );
+        self.hard_stop.cancel();
+    }
+
+    /// Commits, leaves the group and says so in a last beat.
+    async fn stop(self) {
+        let limit = self.settings.session_timeout + self.settings.rebalance_timeout;
+        self.group.leave(limit).await;
+        // The last word: stopping, owning nothing, running nothing.
+        let last = self
+            .beats
+            .beat(ExecutorState::Stopping, Vec::new(), Activity::default());
+        self.beats.send_and_wait(last).await;
+        tracing::info!(executor_id = %self.settings.executor_id, "executor stopped");
+    }
+}
+
+/// The trigger in `message`, or why there is none (the dead-letter reason).
+fn decode(message: &OwnedMessage) -> Result<TriggerRecord, String> {
+    match message.payload() {
+        None => Err("trigger record has no value".to_owned()),
+        Some(bytes) => codec::decode::<TriggerRecord>(bytes)
+            .map_err(|error| format!("undecodable trigger record: {error}")),
+    }
+}

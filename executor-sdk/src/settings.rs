@@ -1,0 +1,28 @@
+//! [`ExecutorSettings`]: what a built executor runs with, checked once by the builder and
+//! read by the parts that run it (consumer, publisher, beats). The handlers, scripts included,
+//! are the [`Registry`](crate::handler::Registry)'s.
+
+use std::time::Duration;
+
+use kadence_kafka::KafkaSettings;
+use kadence_schemas::{AppName, Topics};
+
+/// Settings of a built executor (each documented, with its default, on the
+/// [`ExecutorBuilder`](crate::ExecutorBuilder) method that sets it).
+#[derive(Clone)]
+pub(crate) struct ExecutorSettings {
+    /// The brokers and the user's raw librdkafka options (see
+    /// [`ExecutorBuilder::kafka_option`](crate::ExecutorBuilder::kafka_option)).
+    pub(crate) kafka: KafkaSettings,
+    pub(crate) app: AppName,
+    pub(crate) topics: Topics,
+    pub(crate) executor_id: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) max_in_flight: usize,
+    pub(crate) max_concurrent_per_job: usize,
+    pub(crate) drain_timeout: Duration,
+    pub(crate) commit_interval: Duration,
+    pub(crate) beat_interval: Duration,
+    pub(crate) max_log_lines: usize,
+    pub(crate) rebalance_timeout: Duration,
+}
