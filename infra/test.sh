@@ -2,7 +2,8 @@
 # The whole test suite, exactly as CI runs it (.ci/run calls this script):
 #   1. installs what is missing: rustfmt/clippy, the broker (tansu, ~10 min the first time),
 #      and starts the local PostgreSQL if it is installed but stopped;
-#   2. cargo fmt --check and cargo clippy --all-targets -D warnings;
+#   2. cargo fmt --check, the code-shape check (no file over 500 lines of non-test code, no
+#      function over 80, no module cycle) and cargo clippy --all-targets -D warnings;
 #   3. starts a broker on a free loopback port (memory storage);
 #   4. runs every test of the workspace against it, SQLite and PostgreSQL;
 #   5. stops the broker, whatever happened.
@@ -39,6 +40,9 @@ infra/broker.sh install
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "code shape (infra/shape.py --check: files, functions, module cycles)"
+python3 infra/shape.py --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
