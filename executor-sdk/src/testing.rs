@@ -43,9 +43,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_schemas::{
-    AppName, BlockStrategy, GlueType, JobId, ResultRecord, TriggerId, TriggerRecord, TriggerType,
-};
+use kadence_schemas::{AppName, BlockStrategy, JobId, TriggerId};
+/// The record types a test builds and inspects, so a handler's tests need no other crate.
+pub use kadence_schemas::{GlueType, ResultRecord, TriggerRecord, TriggerType};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
