@@ -10,6 +10,10 @@
 //! - Fires due later are cancelled in the change's own transaction (their rows become
 //!   CANCELLED, so no claim ever emits them, and the run list says why), and the cancellation
 //!   is recorded ([`FireCancellation`]: the job, the highest cancelled job-log id, the cutoff).
+//! - The node that serves the change holds a provisional cancellation of the job's fires after
+//!   the cutoff from the moment the request arrives ([`CancelledFires::provisional`]) until
+//!   it records the real one: its own dispatch never emits those fires, however long the
+//!   change's transaction takes to commit (a slow database must not reopen the window).
 //! - The node that served the change records it in its [`CancelledFires`] at once; every node
 //!   reads the recent ones every `cancel_poll_interval` ([`CancellationPoller`]). Dispatch
 //!   drops a scheduled fire of the job whose id is not above the cancellation's and whose time
@@ -41,6 +45,19 @@ pub struct CancelledFires {
     by_job: Mutex<HashMap<JobId, Vec<FireCancellation>>>,
 }
 
+/// A provisional cancellation, in force until dropped (see [`CancelledFires::provisional`]).
+#[must_use = "the provisional cancellation ends when this is dropped"]
+pub struct ProvisionalCancellation<'a> {
+    fires: &'a CancelledFires,
+    cancellation: FireCancellation,
+}
+
+impl Drop for ProvisionalCancellation<'_> {
+    fn drop(&mut self) {
+        self.fires.remove(&self.cancellation);
+    }
+}
+
 impl CancelledFires {
     /// An empty set.
     pub fn new() -> Self {
@@ -53,6 +70,35 @@ impl CancelledFires {
         let known = by_job.entry(cancellation.job_id).or_default();
         if !known.contains(&cancellation) {
             known.push(cancellation);
+        }
+    }
+
+    /// Cancels every scheduled fire of `job_id` due after `from_ms` until the returned guard
+    /// is dropped: held while a stop or an edit with that cutoff is being written, so this
+    /// node's dispatch skips the fires the change is about to cancel. The change's own
+    /// cancellation, [`record`](Self::record)ed once it commits, then stays in force; should
+    /// the change fail, dropping the guard lets the fires go again.
+    pub fn provisional(&self, job_id: JobId, from_ms: i64) -> ProvisionalCancellation<'_> {
+        let cancellation = FireCancellation {
+            job_id,
+            up_to_log_id: i64::MAX,
+            from_ms,
+            until_ms: i64::MAX,
+        };
+        self.record(cancellation);
+        ProvisionalCancellation {
+            fires: self,
+            cancellation,
+        }
+    }
+
+    fn remove(&self, cancellation: &FireCancellation) {
+        let mut by_job = self.by_job.lock().expect("cancellations lock");
+        if let Some(known) = by_job.get_mut(&cancellation.job_id) {
+            known.retain(|kept| kept != cancellation);
+            if known.is_empty() {
+                by_job.remove(&cancellation.job_id);
+            }
         }
     }
 
@@ -211,5 +257,35 @@ mod tests {
         assert_eq!(cancelled.len(), 1, "the later lease keeps the second");
         cancelled.forget_before(10_000, 1_000);
         assert!(cancelled.is_empty());
+    }
+
+    #[test]
+    fn a_provisional_cancellation_holds_while_the_change_is_written() {
+        let cancelled = CancelledFires::new();
+        let job = JobId::new(1).unwrap();
+        {
+            let _writing = cancelled.provisional(job, 500);
+            assert!(
+                cancelled.is_cancelled(&fire(1, 1_000_000, TriggerType::Cron)),
+                "every scheduled fire after the cutoff, whatever its id"
+            );
+            let due_before_the_cutoff = PendingFire {
+                fire_at_ms: 500,
+                ..fire(1, 4, TriggerType::Cron)
+            };
+            assert!(!cancelled.is_cancelled(&due_before_the_cutoff));
+            // The change commits: its own cancellation is recorded beside the provisional one.
+            cancelled.record(cancellation(1, 10, 5_000));
+        }
+        assert!(cancelled.is_cancelled(&fire(1, 10, TriggerType::Cron)));
+        assert!(
+            !cancelled.is_cancelled(&fire(1, 11, TriggerType::Cron)),
+            "planned after the change: free again once the provisional one is gone"
+        );
+        {
+            let _failed_change = cancelled.provisional(JobId::new(2).unwrap(), 500);
+        }
+        assert!(!cancelled.is_cancelled(&fire(2, 5, TriggerType::Cron)));
+        assert_eq!(cancelled.len(), 1, "nothing left of the failed change");
     }
 }

@@ -100,6 +100,7 @@ pub(super) async fn update_job(
     };
     let replan = (schedule_changed && current.status == JobStatus::Running)
         .then_some(now + state.change_settle_ms);
+    let _in_flight = replan.map(|from_ms| state.cancelled.provisional(current.id, from_ms));
     let change = state
         .store
         .update_job(current.id, &spec, status, next_fire_ms, replan, now)
@@ -203,15 +204,11 @@ pub(super) async fn stop_job(
 ) -> Result<Json<JobView>, ApiError> {
     let id = parse_job_id(&id)?;
     let now = state.clock.now_ms();
+    let cancel_from = now + state.change_settle_ms;
+    let _in_flight = state.cancelled.provisional(id, cancel_from);
     let change = state
         .store
-        .set_job_status(
-            id,
-            JobStatus::Stopped,
-            None,
-            now + state.change_settle_ms,
-            now,
-        )
+        .set_job_status(id, JobStatus::Stopped, None, cancel_from, now)
         .await?;
     Ok(Json(JobView::from(&apply_change(&state, change))))
 }
