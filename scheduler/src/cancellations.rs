@@ -129,7 +129,8 @@ impl CancelledFires {
             .lock()
             .expect("cancellations lock")
             .retain(|_, cancellations| {
-                cancellations.retain(|cancelled| cancelled.until_ms + grace_ms > now_ms);
+                cancellations
+                    .retain(|cancelled| cancelled.until_ms.saturating_add(grace_ms) > now_ms);
                 !cancellations.is_empty()
             });
     }
@@ -276,6 +277,11 @@ mod tests {
             assert!(!cancelled.is_cancelled(&due_before_the_cutoff));
             // The change commits: its own cancellation is recorded beside the provisional one.
             cancelled.record(cancellation(1, 10, 5_000));
+            cancelled.forget_before(1_000, 1_000);
+            assert!(
+                cancelled.is_cancelled(&fire(1, 1_000_000, TriggerType::Cron)),
+                "a poll's clean-up leaves the provisional one alone"
+            );
         }
         assert!(cancelled.is_cancelled(&fire(1, 10, TriggerType::Cron)));
         assert!(
