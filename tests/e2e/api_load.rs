@@ -12,6 +12,8 @@
 //! each emitted no later than a second after its time (without load: a second before). The
 //! API may shed load, but only with 503: every answer is 2xx or 503, and no request goes
 //! unanswered. Only status codes are checked; the list's body is not this test's business.
+//!
+//! On both stores: what starves is the database's connection pool.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

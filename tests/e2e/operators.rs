@@ -1,6 +1,9 @@
 //! What operators do, end to end: bad input is a 4xx everywhere, a busy API answers 503 with
 //! `Retry-After` (never 500), and stopping or rescheduling a job stops the fires planned
 //! under its old state on every scheduler node.
+//!
+//! On both stores: each test is about what the database holds or how it behaves (NUL in text,
+//! a locked table, cancelled fires, paging).
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -1,6 +1,14 @@
 //! Routing on the real broker with three executors of one app: every strategy's partition
 //! choice, the owning executor running each trigger, sharding broadcast, partition overrides
 //! and FAILOVER after a kill -9.
+//!
+//! On both stores: the executor list (the `executors` table written from beats), and the
+//! strategies that judge executors or keep per-job history — FAILOVER, BUSYOVER and the
+//! every-strategy table, which has FAILOVER and the LEAST_* strategies — whose verdicts the
+//! tests compare with the executor rows the store lists. Once, on SQLite: what needs only
+//! the app's partition count — sharding broadcast (its one row per shard is the store
+//! suite's `broadcast_fires_become_one_row_per_partition`, on both), named partitions, and
+//! the partition-count check against the broker at start.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -483,10 +491,13 @@ async fn executors_are_listed_from_their_beats(backend: Backend) {
 
 on_both_backends!(
     executors_are_listed_from_their_beats,
-    a_partition_count_mismatch_is_reported_at_start,
     every_strategy_routes_among_three_executors,
     busyover_avoids_executors_running_the_job,
+    failover_moves_off_a_killed_executor_before_the_rebalance,
+);
+
+on_sqlite_only!(
+    a_partition_count_mismatch_is_reported_at_start,
     sharding_broadcast_runs_every_shard_exactly_once,
     manual_triggers_route_among_named_partitions,
-    failover_moves_off_a_killed_executor_before_the_rebalance,
 );
