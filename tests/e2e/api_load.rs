@@ -15,11 +15,12 @@
 //!
 //! On both stores: what starves is the database's connection pool.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kadence_scheduler::config::Config;
 use kadence_schemas::JobId;
 use kadence_tests::api_load::list_jobs_under_load;
+use kadence_tests::now_ms;
 use kadence_tests::triggers::{FireAudit, read_triggers};
 use serde_json::json;
 
@@ -48,13 +49,6 @@ const MAX_LATENESS_MS: i64 = 1_000;
 /// The pending fires' lease, shortened from the default 10 s so that a fire whose
 /// acknowledgement was not recorded in time is re-emitted (and seen) seconds after the load.
 const LEASE: Duration = Duration::from_secs(3);
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_millis() as i64
-}
 
 /// Saves `count` more jobs with `template`'s definition, stopped, straight through the store:
 /// through the API they would take longer than the test.

@@ -706,10 +706,7 @@ async fn triggers_emitted_early_run_at_their_scheduled_millisecond(backend: Back
         Duration::from_secs(30),
         "a trigger acknowledged early",
         || async {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_millis() as i64;
+            let now = kadence_tests::now_ms();
             app.runs(held.id)
                 .await
                 .into_iter()

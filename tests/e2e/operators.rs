@@ -6,24 +6,15 @@
 //! a locked table, cancelled fires, paging).
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kadence_scheduler::model::{Run, RunState};
+use kadence_tests::now_ms;
 use kadence_tests::triggers::read_triggers;
 use serde_json::json;
 
 use crate::common::Backend;
 use crate::helpers::{spawn_app, spawn_app_with};
-
-fn now_ms() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
 
 /// A NUL character in any text is 400 naming the field (PostgreSQL cannot store it, and
 /// answered 500 before); a body over the limit is 413 on every route that takes one.
