@@ -498,7 +498,11 @@ async fn kill_stops_running_and_queued_runs(backend: Backend) {
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await; // the first is running, the second queued
+    // A beat shows the first running and the second queued behind it (SERIAL_EXECUTION).
+    app.wait_for_beat("blocks", "the job running and queued", |view| {
+        view.entry.running_jobs.contains(&job.id) && view.entry.queued_jobs.contains(&job.id)
+    })
+    .await;
     let (status, body) = app
         .call(
             reqwest::Method::POST,
@@ -716,12 +720,8 @@ async fn triggers_emitted_early_run_at_their_scheduled_millisecond(backend: Back
     .await;
     app.stop_job(held.id).await;
     // The executor holds it (its beats count it as queued) long before its time.
-    wait_for(Duration::from_secs(10), "the trigger held", || async {
-        app.executors("early")
-            .await
-            .iter()
-            .any(|view| view.entry.queued_jobs.contains(&held.id))
-            .then_some(())
+    app.wait_for_beat("early", "the trigger held", |view| {
+        view.entry.queued_jobs.contains(&held.id)
     })
     .await;
     let (status, body) = app

@@ -155,20 +155,9 @@ async fn busyover_avoids_executors_running_the_job(backend: Backend) {
         let partition = dispatched_partition(&app, job.id, &trigger_id).await;
         assert_eq!(partition, expected, "BUSYOVER placed trigger {trigger_id}");
         // Wait until the owner's beat says the job runs there before the next trigger.
-        wait_for(
-            Duration::from_secs(20),
-            "the owner reports the job running",
-            || async {
-                app.executors("busy")
-                    .await
-                    .iter()
-                    .any(|view| {
-                        view.entry.executor_id == owner[&partition]
-                            && view.entry.running_jobs.contains(&job.id)
-                    })
-                    .then_some(())
-            },
-        )
+        app.wait_for_beat("busy", "the owner reports the job running", |view| {
+            view.entry.executor_id == owner[&partition] && view.entry.running_jobs.contains(&job.id)
+        })
         .await;
     }
     app.call(
@@ -354,17 +343,9 @@ async fn failover_moves_off_a_killed_executor_before_the_rebalance(backend: Back
         .unwrap();
     processes[doomed].start_kill().unwrap();
     processes[doomed].wait().await.unwrap();
-    wait_for(
-        Duration::from_secs(10),
-        "the killed executor's beats go stale",
-        || async {
-            app.executors("fo")
-                .await
-                .iter()
-                .any(|view| view.entry.executor_id == owner[&0] && !view.live)
-                .then_some(())
-        },
-    )
+    app.wait_for_beat("fo", "the killed executor's beats go stale", |view| {
+        view.entry.executor_id == owner[&0] && !view.live
+    })
     .await;
     let after = app.trigger(job.id, None).await;
     let run = finished_run(&app, job.id, &after).await;
@@ -457,17 +438,9 @@ async fn executors_are_listed_from_their_beats(backend: Backend) {
         )
         .await;
     app.trigger(job.id, None).await;
-    wait_for(
-        Duration::from_secs(20),
-        "the job listed as running",
-        || async {
-            app.executors("listed")
-                .await
-                .iter()
-                .any(|view| view.entry.running_jobs == vec![job.id])
-                .then_some(())
-        },
-    )
+    app.wait_for_beat("listed", "the job listed as running", |view| {
+        view.entry.running_jobs == vec![job.id]
+    })
     .await;
     app.call(
         reqwest::Method::POST,
