@@ -90,18 +90,24 @@ async fn every_strategy_routes_among_three_executors(backend: Backend) {
             )
             .await;
         let mut placed = Vec::new();
-        // One at a time, so the order of acknowledgement is the order of choice.
+        let mut fired = Vec::new();
+        // One at a time, so the order of acknowledgement is the order of choice. The choice
+        // is made before the trigger is produced, so the next trigger need not wait for
+        // the run to finish; the runs are checked once all seven are out.
         for _ in 0..7 {
             let trigger_id = app.trigger(job.id, None).await;
-            let run = finished_run(&app, job.id, &trigger_id).await;
+            placed.push(dispatched_partition(&app, job.id, &trigger_id).await);
+            fired.push(trigger_id);
+        }
+        for (trigger_id, &partition) in fired.iter().zip(&placed) {
+            let run = finished_run(&app, job.id, trigger_id).await;
             assert_eq!(run.handle_code, Some(200), "{strategy}: {run:?}");
-            let partition = run.partition.expect("dispatched");
+            assert_eq!(run.partition, Some(partition), "{strategy}: {run:?}");
             assert_eq!(
                 run.executor_id.as_deref(),
                 Some(owner[&partition].as_str()),
                 "{strategy}: the partition's owner runs the trigger"
             );
-            placed.push(partition);
         }
         let distinct: HashSet<i32> = placed.iter().copied().collect();
         match strategy {
