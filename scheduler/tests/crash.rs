@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::{Backend, TestDatabase, Watchdog, brokers, unique, wait_for};
 use kadence_schemas::TriggerRecord;
+use kadence_tests::now_ms;
 use kadence_tests::serve::spawn_serve;
 use kadence_tests::triggers::read_triggers;
 use serde_json::{Value, json};
@@ -127,6 +128,61 @@ async fn trigger_ids(database_url: &str, sql: &str, bind: Option<&str>) -> HashS
 async fn pending_owned_by(database_url: &str, node_id: &str) -> HashSet<String> {
     let sql = "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED' AND owner_node = $1";
     trigger_ids(database_url, sql, Some(node_id)).await
+}
+
+/// The fires the broker acknowledged so far: job id → scheduled times (ms), from the
+/// trigger ids (`{job}-{scheduled_ms}`).
+async fn dispatched_fires(database_url: &str) -> HashMap<i64, Vec<i64>> {
+    let sql = "SELECT trigger_id FROM job_logs WHERE state = 'DISPATCHED'";
+    let mut fires: HashMap<i64, Vec<i64>> = HashMap::new();
+    for trigger_id in trigger_ids(database_url, sql, None).await {
+        let (job, scheduled_ms) = trigger_id
+            .split_once('-')
+            .unwrap_or_else(|| panic!("a scheduled trigger id: {trigger_id}"));
+        fires
+            .entry(job.parse().unwrap())
+            .or_default()
+            .push(scheduled_ms.parse().unwrap());
+    }
+    fires
+}
+
+/// Waits until a node has taken over from one killed at `killed_ms`: every `held` fire of
+/// the dead node was claimed and acknowledged, and every job has at least `min_fires`
+/// acknowledged fires, one of them due after anything the dead node could have planned
+/// (its pre-read window is 5 s), so the new node schedules on its own too.
+async fn wait_for_takeover(
+    database_url: &str,
+    jobs: &[i64],
+    held: &HashSet<String>,
+    killed_ms: i64,
+    min_fires: usize,
+) {
+    let pending = "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED'";
+    let beyond_the_dead_node = killed_ms + 6_000;
+    wait_for(
+        Duration::from_secs(60),
+        &format!(
+            "the killed node's {} held fires acknowledged, and {min_fires} fires of each job,              one due after {beyond_the_dead_node}",
+            held.len()
+        ),
+        || async {
+            let still_pending = trigger_ids(database_url, pending, None).await;
+            if !held.is_disjoint(&still_pending) {
+                return None;
+            }
+            let fires = dispatched_fires(database_url).await;
+            jobs.iter()
+                .all(|job| {
+                    fires.get(job).is_some_and(|times| {
+                        times.len() >= min_fires
+                            && times.iter().any(|&at| at > beyond_the_dead_node)
+                    })
+                })
+                .then_some(())
+        },
+    )
+    .await;
 }
 
 /// Every trigger record of the app's topic.
@@ -246,12 +302,12 @@ async fn a_survivor_emits_the_pending_fires_of_a_killed_scheduler() {
     .await;
     let survivor = Node::start(&database.url, &prefix, "node-survivor").await;
     doomed.kill_9().await;
+    let killed_ms = now_ms();
     // The survivor keeps scheduling and, once the dead node's leases end, emits its fires.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    let min_fires = 6;
+    wait_for_takeover(&database.url, &jobs, &held, killed_ms, min_fires).await;
     stop_jobs(&survivor, &jobs).await;
-    // Fires run from start + 5 s (the window) to the stop + 1.25 s (later ones are
-    // cancelled): at least 6 here.
-    check_nothing_lost(&database.url, &prefix, &jobs, 6, &held).await;
+    check_nothing_lost(&database.url, &prefix, &jobs, min_fires, &held).await;
     survivor.terminate().await;
 }
 
@@ -268,12 +324,17 @@ async fn a_lone_sqlite_scheduler_restarted_after_kill_9_loses_nothing() {
     })
     .await;
     first.kill_9().await;
+    let killed_ms = now_ms();
+    // The scenario: the only scheduler stays down for a while (a fixed time: it is the
+    // outage, not a wait for something to happen).
     tokio::time::sleep(Duration::from_secs(2)).await;
     let second = Node::start(&database.url, &prefix, "node-second-life").await;
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // The second life claims what the first held and schedules on; the restart's gap is
+    // filled by the claims.
+    let min_fires = 6;
+    wait_for_takeover(&database.url, &jobs, &held, killed_ms, min_fires).await;
     stop_jobs(&second, &jobs).await;
-    // From start + 5 s to the stop + 1.25 s, with the restart's gap filled by the claims.
-    check_nothing_lost(&database.url, &prefix, &jobs, 6, &held).await;
+    check_nothing_lost(&database.url, &prefix, &jobs, min_fires, &held).await;
     second.terminate().await;
 }
 
@@ -286,6 +347,10 @@ async fn three_schedulers_emit_every_fire_exactly_once() {
     let second = Node::start(&database.url, &prefix, "node-2").await;
     let third = Node::start(&database.url, &prefix, "node-3").await;
     let jobs = every_second_jobs(&first, 200).await;
+    // The scenario: a minute of fires under three nodes contending for the schedule lock,
+    // renewing and claiming leases. A fixed time, since what is checked is that in all that
+    // time no trigger id went out twice (the absence of something), which no condition
+    // can report earlier.
     tokio::time::sleep(Duration::from_secs(60)).await;
     stop_jobs(&second, &jobs).await;
     // 60 s from start + 5 s to the stop + 1.25 s (later fires are cancelled): about 56; the

@@ -1,6 +1,8 @@
 //! Fixtures shared by the suites: a fresh database per test (a SQLite file in a temporary
-//! directory, or a new PostgreSQL database dropped afterwards), random topic prefixes, and the
-//! broker address.
+//! directory, or a new PostgreSQL database dropped afterwards), random topic prefixes, the
+//! broker address, a polling wait with a deadline ([`wait_for`]), and the macros that make
+//! tests of an `async fn test(backend: Backend)`: on both stores (`on_both_backends!`) or
+//! once, on SQLite (`on_sqlite_only!`); the rule for which is which stands above them.
 //!
 //! Tests need a running Kafka-compatible broker named by `KADENCE_TEST_BROKERS`
 //! (`infra/test.sh` starts one) and PostgreSQL at `KADENCE_TEST_POSTGRES_URL` (default
@@ -14,23 +16,56 @@ use std::time::Duration;
 
 use rand::Rng;
 
+// What runs on both stores and what runs once.
+//
+// A test runs on both backends when what it proves passes through the store: scheduling
+// (pre-read, pending fires, next-fire times), results and logs recorded, stops and edits,
+// retries and alarms, the executor rows the registry lists, the API's answers that come
+// from the database. Such a test can fail on one backend only, and PostgreSQL is where
+// clusters of schedulers run.
+//
+// A test runs once, on SQLite, when its subject is the executor or the broker: block
+// strategies, kills, redelivery, rebalance hand-back, script handlers, the executor's
+// dead-letter queue, routing that only needs the partition count, topic checks at start.
+// The store only records the outcome there, and the store suite checks those writes on
+// both backends; running the test on PostgreSQL as well would repeat the same broker
+// traffic for nothing. SQLite because it is the cheaper fixture: a file, where PostgreSQL
+// needs a database created and dropped.
+//
+// Each suite file says in its `//!` doc which of its tests run where, and why.
+
 /// Expands each named `async fn name(backend: Backend)` into two tests, `sqlite::name` and
-/// `postgres::name`, so every suite runs on both stores, each under a [`Watchdog`].
+/// `postgres::name`, each under a [`Watchdog`]: for tests whose subject passes through the
+/// store (see the rule above).
 #[allow(unused_macros)] // not every suite runs on both backends
 macro_rules! on_both_backends {
     ($($test:ident),* $(,)?) => {
-        mod sqlite {
+        backend_tests!(sqlite, Sqlite, $($test),*);
+        backend_tests!(postgres, Postgres, $($test),*);
+    };
+}
+
+/// Expands each named `async fn name(backend: Backend)` into one test, `sqlite_only::name`,
+/// under a [`Watchdog`]: for tests whose subject is the executor or the broker, not the store
+/// (see the rule above). The module's name keeps them in a `sqlite` filter and says that no
+/// PostgreSQL twin exists.
+#[allow(unused_macros)] // not every suite has tests that run once
+macro_rules! on_sqlite_only {
+    ($($test:ident),* $(,)?) => {
+        backend_tests!(sqlite_only, Sqlite, $($test),*);
+    };
+}
+
+/// The module `$module` of tests, one per named `async fn`, each run on `Backend::$backend`
+/// under a [`Watchdog`] named after the test.
+#[allow(unused_macros)] // used through the two macros above
+macro_rules! backend_tests {
+    ($module:ident, $backend:ident, $($test:ident),*) => {
+        mod $module {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
                 let _watchdog = crate::common::Watchdog::arm(concat!(module_path!(), "::", stringify!($test)));
-                super::$test(super::Backend::Sqlite).await
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() {
-                let _watchdog = crate::common::Watchdog::arm(concat!(module_path!(), "::", stringify!($test)));
-                super::$test(super::Backend::Postgres).await
+                super::$test(super::Backend::$backend).await
             })*
         }
     };

@@ -366,6 +366,21 @@ impl TestApp {
         }
     }
 
+    /// Waits until the registry lists an executor of `app` for which `check` holds (what its
+    /// latest beat said, and whether it is live); panics naming `what` after 20 s. Executors
+    /// beat every second, so this is how a test sees what they are doing.
+    pub async fn wait_for_beat(
+        &self,
+        app: &str,
+        what: &str,
+        check: impl Fn(&ExecutorView) -> bool,
+    ) {
+        wait_for(Duration::from_secs(20), what, || async {
+            self.executors(app).await.iter().any(&check).then_some(())
+        })
+        .await
+    }
+
     /// Triggers a job once; returns the trigger id.
     pub async fn trigger(&self, id: i64, params: Option<&str>) -> String {
         let (status, body) = self

@@ -1,6 +1,13 @@
 //! End-to-end: a scheduler and executors in this process, the real broker, SQLite and
 //! PostgreSQL. Each test has its own topic prefix (so its own topics and group ids) and its own
 //! database.
+//!
+//! The tests in this file that schedule, record results and logs, or answer from the
+//! database (cron and FIX_DELAY fires, early emission, manual triggers, editing, bad input,
+//! the rolling log) run on both stores. Those whose subject is the executor run once, on
+//! SQLite: block strategies, kills, redelivery after a kill -9, and the dead-letter queue
+//! (the store's part there, "unknown trigger id", is the store suite's `first_result_wins`,
+//! on both). The rule is in `tests/common/mod.rs`.
 
 #[macro_use]
 #[path = "../common/mod.rs"]
@@ -492,7 +499,11 @@ async fn kill_stops_running_and_queued_runs(backend: Backend) {
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await; // the first is running, the second queued
+    // A beat shows the first running and the second queued behind it (SERIAL_EXECUTION).
+    app.wait_for_beat("blocks", "the job running and queued", |view| {
+        view.entry.running_jobs.contains(&job.id) && view.entry.queued_jobs.contains(&job.id)
+    })
+    .await;
     let (status, body) = app
         .call(
             reqwest::Method::POST,
@@ -700,10 +711,7 @@ async fn triggers_emitted_early_run_at_their_scheduled_millisecond(backend: Back
         Duration::from_secs(30),
         "a trigger acknowledged early",
         || async {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_millis() as i64;
+            let now = kadence_tests::now_ms();
             app.runs(held.id)
                 .await
                 .into_iter()
@@ -713,12 +721,8 @@ async fn triggers_emitted_early_run_at_their_scheduled_millisecond(backend: Back
     .await;
     app.stop_job(held.id).await;
     // The executor holds it (its beats count it as queued) long before its time.
-    wait_for(Duration::from_secs(10), "the trigger held", || async {
-        app.executors("early")
-            .await
-            .iter()
-            .any(|view| view.entry.queued_jobs.contains(&held.id))
-            .then_some(())
+    app.wait_for_beat("early", "the trigger held", |view| {
+        view.entry.queued_jobs.contains(&held.id)
     })
     .await;
     let (status, body) = app
@@ -839,13 +843,16 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
 on_both_backends!(
     a_run_log_is_read_from_line_n_while_it_runs,
     triggers_emitted_early_run_at_their_scheduled_millisecond,
-    a_run_on_a_killed_executor_is_redelivered_and_completed,
-    kill_stops_running_and_queued_runs,
-    block_strategies_behave_as_in_xxl_job,
     editing_jobs_follows_xxl_job_rules,
     fix_delay_counts_from_the_end_of_the_previous_run,
-    poison_records_go_to_the_dlq_and_the_partition_keeps_flowing,
     cron_jobs_fire_through_kafka_and_results_land,
     manual_triggers_and_missing_handlers,
     bad_input_is_refused_clearly,
+);
+
+on_sqlite_only!(
+    a_run_on_a_killed_executor_is_redelivered_and_completed,
+    kill_stops_running_and_queued_runs,
+    block_strategies_behave_as_in_xxl_job,
+    poison_records_go_to_the_dlq_and_the_partition_keeps_flowing,
 );

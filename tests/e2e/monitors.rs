@@ -1,5 +1,7 @@
 //! After runs finish, on the real broker: retries linked to the first attempt, one alarm per
 //! failure delivered to a local SMTP server and a local webhook, child jobs after success only.
+//!
+//! On both stores: retries, alarm states and child fires are the scheduler's writes.
 
 use std::time::Duration;
 

@@ -1,26 +1,20 @@
 //! What operators do, end to end: bad input is a 4xx everywhere, a busy API answers 503 with
 //! `Retry-After` (never 500), and stopping or rescheduling a job stops the fires planned
 //! under its old state on every scheduler node.
+//!
+//! On both stores: each test is about what the database holds or how it behaves (NUL in text,
+//! a locked table, cancelled fires, paging).
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kadence_scheduler::model::{Run, RunState};
+use kadence_tests::now_ms;
 use kadence_tests::triggers::read_triggers;
 use serde_json::json;
 
-use crate::common::Backend;
+use crate::common::{Backend, wait_for};
 use crate::helpers::{spawn_app, spawn_app_with};
-
-fn now_ms() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
 
 /// A NUL character in any text is 400 naming the field (PostgreSQL cannot store it, and
 /// answered 500 before); a body over the limit is 413 on every route that takes one.
@@ -148,6 +142,9 @@ async fn a_busy_api_answers_503_with_retry_after(backend: Backend) {
                 .expect("API answers")
         })
     };
+    // Time for the blocked request to take the only slot. A fixed wait, because the only
+    // sign of it is the API's answer, and a request sent to look would take the slot itself
+    // and get the blocked one shed instead.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let shed = reqwest::get(format!("{}/api/apps", app.api_url()))
         .await
@@ -243,8 +240,28 @@ async fn stops_and_edits_cancel_planned_fires_on_every_node(backend: Backend) {
             json!({"app": "ops", "handler": "ok", "schedule_conf": "* * * * * ?", "start": true}),
         )
         .await;
-    // Started jobs fire from now + the 5 s window on; let both nodes plan seconds ahead.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // Started jobs fire from now + the 5 s window on, and the pre-read loop plans them at
+    // once: wait until every job has a fire planned beyond where a stop can still let it out
+    // (the horizon below), so that there is something in a wheel to cancel.
+    wait_for(
+        Duration::from_secs(30),
+        "every job with a fire planned more than 4 s ahead",
+        || async {
+            let ahead = now_ms() + 4_000;
+            for job in stopped.iter().chain([&edited.id]) {
+                let planned_ahead = app
+                    .runs(*job)
+                    .await
+                    .iter()
+                    .any(|run| run.state == RunState::Scheduled && run.scheduled_at_ms > ahead);
+                if !planned_ahead {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
 
     for job in &stopped {
         let (status, body) = app
@@ -268,7 +285,10 @@ async fn stops_and_edits_cancel_planned_fires_on_every_node(backend: Backend) {
         .await;
     assert_eq!(status, 200, "{body}");
     let edit_ms = now_ms();
-    // Past the window, every lease and a few claim passes.
+    // Past the window, every lease and a few claim passes. A fixed wait: what it waits for
+    // is the absence of emissions (nothing of the stopped jobs past the horizon, nothing on
+    // the old schedule), which no condition can report; the new schedule's fires come in
+    // the same time.
     tokio::time::sleep(Duration::from_secs(10)).await;
 
     let topic = format!("{}.triggers.ops", app.prefix);

@@ -1,6 +1,9 @@
 //! Rebalances on the real broker: the runs of partitions the group moves to a new executor
 //! either finish first (and run once) or are handed back (and run by the new owner), and each
 //! trigger ends with one result.
+//!
+//! Run once, on SQLite: the subject is the executor's revocation handling and the consumer
+//! group; the store only records the results.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -111,7 +114,7 @@ async fn revoked_runs_past_the_timeout_are_handed_back(backend: Backend) {
     app.shutdown().await;
 }
 
-on_both_backends!(
+on_sqlite_only!(
     revoked_runs_finish_before_their_partitions_move,
     revoked_runs_past_the_timeout_are_handed_back,
 );

@@ -1,6 +1,14 @@
 //! Routing on the real broker with three executors of one app: every strategy's partition
 //! choice, the owning executor running each trigger, sharding broadcast, partition overrides
 //! and FAILOVER after a kill -9.
+//!
+//! On both stores: the executor list (the `executors` table written from beats), and the
+//! strategies that judge executors or keep per-job history — FAILOVER, BUSYOVER and the
+//! every-strategy table, which has FAILOVER and the LEAST_* strategies — whose verdicts the
+//! tests compare with the executor rows the store lists. Once, on SQLite: what needs only
+//! the app's partition count — sharding broadcast (its one row per shard is the store
+//! suite's `broadcast_fires_become_one_row_per_partition`, on both), named partitions, and
+//! the partition-count check against the broker at start.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -82,18 +90,24 @@ async fn every_strategy_routes_among_three_executors(backend: Backend) {
             )
             .await;
         let mut placed = Vec::new();
-        // One at a time, so the order of acknowledgement is the order of choice.
+        let mut fired = Vec::new();
+        // One at a time, so the order of acknowledgement is the order of choice. The choice
+        // is made before the trigger is produced, so the next trigger need not wait for
+        // the run to finish; the runs are checked once all seven are out.
         for _ in 0..7 {
             let trigger_id = app.trigger(job.id, None).await;
-            let run = finished_run(&app, job.id, &trigger_id).await;
+            placed.push(dispatched_partition(&app, job.id, &trigger_id).await);
+            fired.push(trigger_id);
+        }
+        for (trigger_id, &partition) in fired.iter().zip(&placed) {
+            let run = finished_run(&app, job.id, trigger_id).await;
             assert_eq!(run.handle_code, Some(200), "{strategy}: {run:?}");
-            let partition = run.partition.expect("dispatched");
+            assert_eq!(run.partition, Some(partition), "{strategy}: {run:?}");
             assert_eq!(
                 run.executor_id.as_deref(),
                 Some(owner[&partition].as_str()),
                 "{strategy}: the partition's owner runs the trigger"
             );
-            placed.push(partition);
         }
         let distinct: HashSet<i32> = placed.iter().copied().collect();
         match strategy {
@@ -147,20 +161,9 @@ async fn busyover_avoids_executors_running_the_job(backend: Backend) {
         let partition = dispatched_partition(&app, job.id, &trigger_id).await;
         assert_eq!(partition, expected, "BUSYOVER placed trigger {trigger_id}");
         // Wait until the owner's beat says the job runs there before the next trigger.
-        wait_for(
-            Duration::from_secs(20),
-            "the owner reports the job running",
-            || async {
-                app.executors("busy")
-                    .await
-                    .iter()
-                    .any(|view| {
-                        view.entry.executor_id == owner[&partition]
-                            && view.entry.running_jobs.contains(&job.id)
-                    })
-                    .then_some(())
-            },
-        )
+        app.wait_for_beat("busy", "the owner reports the job running", |view| {
+            view.entry.executor_id == owner[&partition] && view.entry.running_jobs.contains(&job.id)
+        })
         .await;
     }
     app.call(
@@ -346,17 +349,9 @@ async fn failover_moves_off_a_killed_executor_before_the_rebalance(backend: Back
         .unwrap();
     processes[doomed].start_kill().unwrap();
     processes[doomed].wait().await.unwrap();
-    wait_for(
-        Duration::from_secs(10),
-        "the killed executor's beats go stale",
-        || async {
-            app.executors("fo")
-                .await
-                .iter()
-                .any(|view| view.entry.executor_id == owner[&0] && !view.live)
-                .then_some(())
-        },
-    )
+    app.wait_for_beat("fo", "the killed executor's beats go stale", |view| {
+        view.entry.executor_id == owner[&0] && !view.live
+    })
     .await;
     let after = app.trigger(job.id, None).await;
     let run = finished_run(&app, job.id, &after).await;
@@ -449,17 +444,9 @@ async fn executors_are_listed_from_their_beats(backend: Backend) {
         )
         .await;
     app.trigger(job.id, None).await;
-    wait_for(
-        Duration::from_secs(20),
-        "the job listed as running",
-        || async {
-            app.executors("listed")
-                .await
-                .iter()
-                .any(|view| view.entry.running_jobs == vec![job.id])
-                .then_some(())
-        },
-    )
+    app.wait_for_beat("listed", "the job listed as running", |view| {
+        view.entry.running_jobs == vec![job.id]
+    })
     .await;
     app.call(
         reqwest::Method::POST,
@@ -483,10 +470,13 @@ async fn executors_are_listed_from_their_beats(backend: Backend) {
 
 on_both_backends!(
     executors_are_listed_from_their_beats,
-    a_partition_count_mismatch_is_reported_at_start,
     every_strategy_routes_among_three_executors,
     busyover_avoids_executors_running_the_job,
+    failover_moves_off_a_killed_executor_before_the_rebalance,
+);
+
+on_sqlite_only!(
+    a_partition_count_mismatch_is_reported_at_start,
     sharding_broadcast_runs_every_shard_exactly_once,
     manual_triggers_route_among_named_partitions,
-    failover_moves_off_a_killed_executor_before_the_rebalance,
 );

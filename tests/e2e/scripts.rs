@@ -1,6 +1,11 @@
 //! Script handlers (XXL-JOB's GLUE_* types) on the real broker: the script travels in the
 //! trigger, runs with params and shard arguments, its output becomes the run's log, and its
 //! whole process group dies on timeout.
+//!
+//! Run once, on SQLite: scripts run in the executor. The store only keeps the script, and
+//! its versions are checked on both stores (the store suite's
+//! `the_whole_job_model_round_trips_and_keeps_30_script_versions`, the e2e
+//! `editing_jobs_follows_xxl_job_rules`).
 
 use std::time::Duration;
 
@@ -161,7 +166,7 @@ async fn scripts_that_cannot_run_fail_clearly(backend: Backend) {
     app.shutdown().await;
 }
 
-on_both_backends!(
+on_sqlite_only!(
     shell_and_python_scripts_run_and_log_their_output,
     a_timed_out_script_takes_its_children_with_it,
     scripts_that_cannot_run_fail_clearly,

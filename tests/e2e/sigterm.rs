@@ -4,7 +4,7 @@
 //! result, the scheduler hears STOPPING, the offset is committed, and no other executor runs the
 //! trigger again.
 //!
-//! One backend is enough: what is under test is the executor process and the broker; the store
+//! Run once, on SQLite: what is under test is the executor process and the broker; the store
 //! only records the result.
 
 use std::process::{ExitStatus, Stdio};
@@ -23,7 +23,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::process::Child;
 use tokio::sync::mpsc;
 
-use crate::common::{Backend, Watchdog, unique};
+use crate::common::{Backend, unique};
 use crate::helpers::{TestApp, spawn_app};
 
 /// How long a SIGTERMed executor may take to drain a 3 s run, commit, leave its group and send
@@ -171,10 +171,8 @@ async fn committed_offset(brokers: &str, group: &str, topic: &str, partition: i3
 /// SIGTERM to an executor process in the middle of a run: the process finishes the run,
 /// publishes its result, announces STOPPING, commits past the trigger and exits 0; the next
 /// owner of the partition does not run the trigger again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_lets_the_running_run_finish_and_commits() {
-    let _watchdog = Watchdog::arm("sigterm_lets_the_running_run_finish_and_commits");
-    let app = spawn_app(Backend::Sqlite).await;
+async fn sigterm_lets_the_running_run_finish_and_commits(backend: Backend) {
+    let app = spawn_app(backend).await;
     app.create_app("term", 1).await;
     let mut first = ExecutorProcess::spawn(&app, "term", "term-first");
     let job = app
@@ -265,3 +263,5 @@ async fn sigterm_lets_the_running_run_finish_and_commits() {
     assert_eq!(runs.len(), 1, "one run: {runs:?}");
     app.shutdown().await;
 }
+
+on_sqlite_only!(sigterm_lets_the_running_run_finish_and_commits);

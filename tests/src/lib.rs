@@ -5,6 +5,7 @@
 //!   jobs due every second: each expected second once, none twice, no misfire.
 //! - [`api_load`]: many concurrent clients listing jobs for a while, every answer tallied.
 //! - [`serve`]: `kadence serve` as a child process, ready once its API listens.
+//! - [`now_ms`]: the wall clock in the records' unit.
 //!
 //! They take addresses as arguments (never a test's environment), so a benchmark that starts
 //! its own broker and `kadence serve` uses them as a test does.
@@ -12,6 +13,15 @@
 pub mod api_load;
 pub mod serve;
 pub mod triggers;
+
+/// The wall clock in milliseconds since the Unix epoch, the unit of every time in the
+/// scheduler's records and rows.
+pub fn now_ms() -> i64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970");
+    i64::try_from(since_epoch.as_millis()).expect("milliseconds fit in i64")
+}
 
 /// The value at `fraction` (0.5 = median) of `sorted`, nearest rank; the default when empty.
 pub fn percentile<T: Copy + Default>(sorted: &[T], fraction: f64) -> T {
