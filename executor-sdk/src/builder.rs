@@ -53,7 +53,7 @@ impl Default for ExecutorBuilder {
             beat_interval: Duration::from_secs(3),
             max_log_lines: crate::joblog::DEFAULT_MAX_LOG_LINES,
             rebalance_timeout: Duration::from_secs(10),
-            scripts: true,
+            scripts: false,
             script_dir: std::env::temp_dir().join("kadence-scripts"),
             kafka_options: BTreeMap::new(),
             handlers: Vec::new(),
@@ -145,8 +145,12 @@ impl ExecutorBuilder {
     }
 
     /// Whether this executor runs script jobs (GLUE_SHELL, GLUE_PYTHON, GLUE_NODEJS, GLUE_PHP,
-    /// GLUE_POWERSHELL), whose code travels in the trigger. Default `true`, as in XXL-JOB.
-    /// Switched off, a script trigger gets a failure result saying so.
+    /// GLUE_POWERSHELL), whose code travels in the trigger. Default `false`: a script job runs
+    /// whatever source its trigger carries on this host, so only an executor whose operators
+    /// mean it to run scripts (and whose trigger topic only the scheduler can write) should say
+    /// `.scripts(true)`. XXL-JOB runs them by default, which made every executor a remote
+    /// shell for whoever reached its admin or its executor port. Switched off, a script
+    /// trigger gets a failure result saying so.
     pub fn scripts(mut self, enabled: bool) -> Self {
         self.scripts = enabled;
         self

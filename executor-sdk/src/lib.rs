@@ -69,7 +69,7 @@
 //!   every 250 ms and before the result, bounded per run.
 //! - `script`: XXL-JOB's GLUE_* script handlers: the source from the trigger, run by its
 //!   interpreter in its own process group (killed whole on timeout, kill and exit), output
-//!   into the run's log.
+//!   into the run's log. Off unless the builder says `.scripts(true)`.
 //! - `publisher`: publishes results to `{prefix}.results` and unreadable records to
 //!   `{prefix}.dlq`, waiting for the broker's acknowledgement.
 //! - `beats`: every few seconds, and at once when partitions move, an `ExecutorBeat` to

@@ -343,7 +343,7 @@ mod tests {
     #[tokio::test]
     async fn script_triggers_run_or_are_refused_as_the_executor_is_set_up() {
         let script = TestWorker::trigger("").script(GlueType::GlueShell, "echo \"hello $1\"");
-        let off = worker(Executor::builder().handler("report", report).scripts(false));
+        let off = worker(Executor::builder().handler("report", report));
         let refused = off.run(script.clone().params("world")).await;
         assert_eq!(
             (refused.code(), refused.message()),
@@ -359,6 +359,7 @@ mod tests {
         let on = worker(
             Executor::builder()
                 .handler("report", report)
+                .scripts(true)
                 .script_dir(&dir),
         );
         let ran = on.run(script.params("world")).await;

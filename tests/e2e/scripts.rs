@@ -60,7 +60,7 @@ async fn log_of(app: &TestApp, run: &Run, lines: usize) -> Vec<String> {
 async fn shell_and_python_scripts_run_and_log_their_output(backend: Backend) {
     let mut app = spawn_app(backend).await;
     app.create_app("scripts", 1).await;
-    app.start_executor("scripts");
+    app.start_executor_with("scripts", |builder| builder.scripts(true));
 
     let shell = run_script(
         &app,
@@ -110,7 +110,7 @@ async fn shell_and_python_scripts_run_and_log_their_output(backend: Backend) {
 async fn a_timed_out_script_takes_its_children_with_it(backend: Backend) {
     let mut app = spawn_app(backend).await;
     app.create_app("scripts", 1).await;
-    app.start_executor("scripts");
+    app.start_executor_with("scripts", |builder| builder.scripts(true));
     let pid_file = std::env::temp_dir().join(unique("kadence-child-pid"));
     let source = format!(
         "sleep 300 &\necho $! > {}\necho started a child\nwait\n",
@@ -135,7 +135,7 @@ async fn a_timed_out_script_takes_its_children_with_it(backend: Backend) {
 async fn scripts_that_cannot_run_fail_clearly(backend: Backend) {
     let mut app = spawn_app(backend).await;
     app.create_app("scripts", 1).await;
-    app.start_executor("scripts");
+    app.start_executor_with("scripts", |builder| builder.scripts(true));
     let on_path = |program: &str| {
         std::env::var_os("PATH")
             .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
@@ -155,7 +155,8 @@ async fn scripts_that_cannot_run_fail_clearly(backend: Backend) {
     }
     app.stop_executors().await;
 
-    app.start_executor_with("scripts", |builder| builder.scripts(false));
+    // Scripts are off unless the executor says otherwise.
+    app.start_executor("scripts");
     let run = run_script(&app, "GLUE_SHELL", "echo never\n", json!({})).await;
     assert_eq!(run.handle_code, Some(500), "{run:?}");
     let message = run.handle_msg.unwrap();
