@@ -34,6 +34,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::acks::{AckLedger, AckWriter};
 use crate::api::{ApiLimits, ApiState, router};
+use crate::auth::{announce_first_admin, ensure_first_admin};
 use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
 use crate::clock::{Clock, millis};
@@ -221,6 +222,15 @@ impl Node {
         let pools = StorePools::open(&config.database)
             .await
             .context("opening the database")?;
+        announce_first_admin(
+            ensure_first_admin(
+                pools.scheduling.as_ref(),
+                config.auth.admin_password.as_ref(),
+                clock.now_ms(),
+            )
+            .await
+            .context("creating the first admin")?,
+        );
         let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
         let kafka = KafkaSettings {
             brokers: config.kafka.brokers.clone(),

@@ -49,6 +49,19 @@ pub struct Config {
     pub monitors: MonitorConfig,
     /// How long runs, log lines and reports are kept.
     pub retention: RetentionConfig,
+    /// Users and credentials.
+    pub auth: AuthConfig,
+}
+
+/// Users and credentials.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    /// The password of the first admin (user `admin`), created on the first start on a
+    /// database without users (`KADENCE_AUTH__ADMIN_PASSWORD`). Without it the first start
+    /// makes a random one and prints it once to the log. A secret: never logged. Ignored once
+    /// users exist.
+    pub admin_password: Option<SecretString>,
 }
 
 /// The scheduler's database.

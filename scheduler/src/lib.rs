@@ -37,10 +37,14 @@
 //! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown,
 //!   and opens its three connection pools (scheduling, background, API).
 //! - [`clock`]: injectable time for the step functions.
+//! - [`auth`]: passwords (Argon2id), tokens (random, stored as SHA-256) and the first admin
+//!   of a fresh database; users, grants and tokens are kept by the store's
+//!   [`Accounts`](store::Accounts) half.
 
 pub mod acks;
 pub mod api;
 pub mod app;
+pub mod auth;
 pub mod cancellations;
 pub mod claims;
 pub mod cli;

@@ -6,6 +6,7 @@
 #[macro_use]
 #[path = "../common/mod.rs"]
 mod common;
+mod accounts;
 mod monitors;
 mod operators;
 mod registry;

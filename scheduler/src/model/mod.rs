@@ -2,7 +2,8 @@
 //! executors, one file per noun:
 //! - [`job`]: apps, jobs and their strategies, retries, scripts (GLUE) and children;
 //! - [`run`]: pending fires, runs, completions, alarm status, daily reports;
-//! - [`executor`]: executors as the registry knows them.
+//! - [`executor`]: executors as the registry knows them;
+//! - [`user`]: users, their role and grants per app, and their tokens.
 //!
 //! Enumerations that users type (strategies, statuses) are parsed at the boundary: an
 //! unknown value is a [`ModelError`] that lists the accepted values, never a silent default
@@ -11,6 +12,7 @@
 pub mod executor;
 pub mod job;
 pub mod run;
+pub mod user;
 
 pub use crate::enums::ModelError;
 pub use executor::{ExecutorEntry, ExecutorStatus};
@@ -21,6 +23,7 @@ pub use job::{
 pub use run::{
     AlarmStatus, Completion, CompletionOutcome, DailyReport, PendingFire, Run, RunState,
 };
+pub use user::{Access, AppGrant, Role, TokenInfo, TokenKind, User};
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,7 @@
 //! Times are stored as UTC milliseconds since the epoch (`BIGINT`): the same on both
 //! backends, exact, and free of time-zone conversions in SQL.
 
+mod accounts;
 mod postgres;
 mod rows;
 mod sql;
@@ -23,6 +24,7 @@ use crate::model::{
     PendingFire, Run,
 };
 
+pub use accounts::{Accounts, NewToken, NewUser, UserCredentials};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -59,6 +61,9 @@ pub enum StoreError {
     /// No app has this name.
     #[error("unknown app {0}: create it first (kadence app add {0} --partitions N)")]
     UnknownApp(AppName),
+    /// A user with this name exists.
+    #[error("user {0} exists already")]
+    UserExists(String),
     /// No job has this id.
     #[error("job {0} does not exist")]
     JobNotFound(JobId),
@@ -268,9 +273,9 @@ pub struct UnfinishedRun {
 }
 
 /// The scheduler's persistence. All methods are safe to call from several scheduler
-/// processes on one database.
+/// processes on one database. Users, grants and tokens are the [`Accounts`] half.
 #[async_trait::async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: Accounts + Send + Sync + 'static {
     /// "sqlite" or "postgres".
     fn backend(&self) -> &'static str;
 

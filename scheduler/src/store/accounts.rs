@@ -1,0 +1,100 @@
+//! The accounts half of the store: users, their grants per app and their tokens, behind their
+//! own trait, [`Accounts`], which every [`Store`](super::Store) also implements. The store
+//! keeps only hashes (an Argon2id PHC string per password, the SHA-256 of each token); hashing
+//! and checking are `crate::auth`'s.
+
+use kadence_schemas::AppName;
+
+use super::StoreError;
+use crate::model::{Access, Role, TokenInfo, TokenKind, User};
+
+/// A user to create.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    /// Login name.
+    pub name: String,
+    /// The password's Argon2id PHC string.
+    pub password_hash: String,
+    /// Admin or member.
+    pub role: Role,
+}
+
+/// A token to record; the token itself is never stored.
+#[derive(Debug, Clone)]
+pub struct NewToken {
+    /// Its owner.
+    pub user_id: i64,
+    /// Session or API token.
+    pub kind: TokenKind,
+    /// Its name.
+    pub name: String,
+    /// The SHA-256 of the token, hex.
+    pub token_hash: String,
+    /// Not accepted from this instant, ms.
+    pub expires_at_ms: i64,
+}
+
+/// A user with the hash their password is checked against (for logins only).
+#[derive(Debug, Clone)]
+pub struct UserCredentials {
+    /// The user.
+    pub user: User,
+    /// Their password's Argon2id PHC string.
+    pub password_hash: String,
+}
+
+/// Users, grants and tokens.
+#[async_trait::async_trait]
+pub trait Accounts: Send + Sync {
+    /// How many users exist (none on a first start).
+    async fn count_users(&self) -> Result<i64, StoreError>;
+
+    /// Creates a user without grants; [`StoreError::UserExists`] if the name is taken.
+    async fn create_user(&self, user: &NewUser, now_ms: i64) -> Result<User, StoreError>;
+
+    /// A user and their password hash, by login name.
+    async fn user_credentials(&self, name: &str) -> Result<Option<UserCredentials>, StoreError>;
+
+    /// A user by id, with their grants.
+    async fn get_user(&self, id: i64) -> Result<Option<User>, StoreError>;
+
+    /// Every user, by name, with their grants.
+    async fn list_users(&self) -> Result<Vec<User>, StoreError>;
+
+    /// Replaces a user's password hash; false if the user does not exist.
+    async fn set_password_hash(
+        &self,
+        user_id: i64,
+        password_hash: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// Grants `access` on `app` (replacing an earlier grant there); [`StoreError::UnknownApp`]
+    /// if the app does not exist, false if the user does not.
+    async fn grant(&self, user_id: i64, app: &AppName, access: Access) -> Result<bool, StoreError>;
+
+    /// Takes back the user's grant on `app`; false if there was none.
+    async fn revoke_grant(&self, user_id: i64, app: &AppName) -> Result<bool, StoreError>;
+
+    /// Records a token.
+    async fn insert_token(&self, token: &NewToken, now_ms: i64) -> Result<TokenInfo, StoreError>;
+
+    /// The user a token (by its hash) belongs to, if the token is neither revoked nor expired
+    /// at `now_ms`, with the token.
+    async fn authenticate_token(
+        &self,
+        token_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<(User, TokenInfo)>, StoreError>;
+
+    /// A user's tokens, newest first (revoked and expired ones included, for the record).
+    async fn list_tokens(&self, user_id: i64) -> Result<Vec<TokenInfo>, StoreError>;
+
+    /// Revokes token `token_id` of `user_id`; false if no such live token.
+    async fn revoke_token(
+        &self,
+        user_id: i64,
+        token_id: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
+}

@@ -1,0 +1,317 @@
+//! The [`Accounts`](crate::store::Accounts) implementation: tables `users`, `user_grants`
+//! and `auth_tokens`, the same SQL on both backends.
+
+/// Implements [`Accounts`](crate::store::Accounts) for a backend type with a `pool` field.
+macro_rules! impl_sql_accounts {
+    ($store:ty, $db:ty) => {
+        mod accounts {
+            use kadence_schemas::AppName;
+
+            use super::*;
+            use $crate::model::{Access, AppGrant, Role, TokenInfo, TokenKind, User};
+            use $crate::store::{Accounts, NewToken, NewUser, UserCredentials};
+
+            type UserRow = (i64, String, String, String, i64);
+            type TokenRow = (i64, i64, String, String, i64, i64, Option<i64>);
+
+            const USER_COLUMNS: &str = "id, name, role, password_hash, created_at_ms";
+            const TOKEN_COLUMNS: &str =
+                "id, user_id, kind, name, created_at_ms, expires_at_ms, revoked_at_ms";
+
+            fn corrupt(what: String) -> impl FnOnce($crate::model::ModelError) -> StoreError {
+                move |error| StoreError::CorruptRow {
+                    what,
+                    reason: error.to_string(),
+                }
+            }
+
+            fn user_from(row: UserRow, grants: Vec<AppGrant>) -> Result<UserCredentials, StoreError> {
+                let (id, name, role, password_hash, created_at_ms) = row;
+                let role = role.parse::<Role>().map_err(corrupt(format!("user {id}")))?;
+                Ok(UserCredentials {
+                    user: User {
+                        id,
+                        name,
+                        role,
+                        grants,
+                        created_at_ms,
+                    },
+                    password_hash,
+                })
+            }
+
+            fn token_from(row: TokenRow) -> Result<TokenInfo, StoreError> {
+                let (id, user_id, kind, name, created_at_ms, expires_at_ms, revoked_at_ms) = row;
+                Ok(TokenInfo {
+                    id,
+                    user_id,
+                    kind: kind.parse::<TokenKind>().map_err(corrupt(format!("token {id}")))?,
+                    name,
+                    created_at_ms,
+                    expires_at_ms,
+                    revoked_at_ms,
+                })
+            }
+
+            /// Grants per user, of every user or of one.
+            async fn grants_by_user(
+                store: &$store,
+                user_id: Option<i64>,
+            ) -> Result<std::collections::HashMap<i64, Vec<AppGrant>>, StoreError> {
+                const OPERATION: &str = "read user grants";
+                let rows: Vec<(i64, String, String)> = sqlx::query_as(
+                    "SELECT user_id, app, access FROM user_grants \
+                     WHERE $1 IS NULL OR user_id = $1 ORDER BY user_id, app",
+                )
+                .bind(user_id)
+                .fetch_all(&store.pool)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                let mut grants: std::collections::HashMap<i64, Vec<AppGrant>> =
+                    std::collections::HashMap::new();
+                for (user_id, app, access) in rows {
+                    let what = || format!("grant of user {user_id} on {app}");
+                    let grant = AppGrant {
+                        app: AppName::parse(&app).map_err(|error| StoreError::CorruptRow {
+                            what: what(),
+                            reason: error.to_string(),
+                        })?,
+                        access: access.parse::<Access>().map_err(corrupt(what()))?,
+                    };
+                    grants.entry(user_id).or_default().push(grant);
+                }
+                Ok(grants)
+            }
+
+            /// Which user to read.
+            enum UserKey<'a> {
+                Name(&'a str),
+                Id(i64),
+            }
+
+            async fn read_user(
+                store: &$store,
+                key: UserKey<'_>,
+            ) -> Result<Option<UserCredentials>, StoreError> {
+                let row: Option<UserRow> = match key {
+                    UserKey::Name(name) => {
+                        sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE name = $1"))
+                            .bind(name)
+                            .fetch_optional(&store.pool)
+                            .await
+                    }
+                    UserKey::Id(id) => {
+                        sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
+                            .bind(id)
+                            .fetch_optional(&store.pool)
+                            .await
+                    }
+                }
+                .map_err(StoreError::query("read a user"))?;
+                let Some(row) = row else { return Ok(None) };
+                let mut grants = grants_by_user(store, Some(row.0)).await?;
+                let mine = grants.remove(&row.0).unwrap_or_default();
+                user_from(row, mine).map(Some)
+            }
+
+            #[async_trait::async_trait]
+            impl Accounts for $store {
+                async fn count_users(&self) -> Result<i64, StoreError> {
+                    let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users")
+                        .fetch_one(&self.pool)
+                        .await
+                        .map_err(StoreError::query("count users"))?;
+                    Ok(count)
+                }
+
+                async fn create_user(&self, user: &NewUser, now_ms: i64) -> Result<User, StoreError> {
+                    let inserted: Result<(i64,), sqlx::Error> = sqlx::query_as(
+                        "INSERT INTO users (name, password_hash, role, created_at_ms, updated_at_ms) \
+                         VALUES ($1, $2, $3, $4, $4) RETURNING id",
+                    )
+                    .bind(&user.name)
+                    .bind(&user.password_hash)
+                    .bind(user.role.as_str())
+                    .bind(now_ms)
+                    .fetch_one(&self.pool)
+                    .await;
+                    match inserted {
+                        Ok((id,)) => Ok(User {
+                            id,
+                            name: user.name.clone(),
+                            role: user.role,
+                            grants: Vec::new(),
+                            created_at_ms: now_ms,
+                        }),
+                        Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
+                            Err(StoreError::UserExists(user.name.clone()))
+                        }
+                        Err(source) => Err(StoreError::Query {
+                            operation: "create a user",
+                            source,
+                        }),
+                    }
+                }
+
+                async fn user_credentials(
+                    &self,
+                    name: &str,
+                ) -> Result<Option<UserCredentials>, StoreError> {
+                    read_user(self, UserKey::Name(name)).await
+                }
+
+                async fn get_user(&self, id: i64) -> Result<Option<User>, StoreError> {
+                    let found = read_user(self, UserKey::Id(id)).await?;
+                    Ok(found.map(|credentials| credentials.user))
+                }
+
+                async fn list_users(&self) -> Result<Vec<User>, StoreError> {
+                    let rows: Vec<UserRow> =
+                        sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users ORDER BY name"))
+                            .fetch_all(&self.pool)
+                            .await
+                            .map_err(StoreError::query("list users"))?;
+                    let mut grants = grants_by_user(self, None).await?;
+                    rows.into_iter()
+                        .map(|row| {
+                            let mine = grants.remove(&row.0).unwrap_or_default();
+                            user_from(row, mine).map(|credentials| credentials.user)
+                        })
+                        .collect()
+                }
+
+                async fn set_password_hash(
+                    &self,
+                    user_id: i64,
+                    password_hash: &str,
+                    now_ms: i64,
+                ) -> Result<bool, StoreError> {
+                    let done = sqlx::query(
+                        "UPDATE users SET password_hash = $1, updated_at_ms = $2 WHERE id = $3",
+                    )
+                    .bind(password_hash)
+                    .bind(now_ms)
+                    .bind(user_id)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(StoreError::query("change a password"))?;
+                    Ok(done.rows_affected() == 1)
+                }
+
+                async fn grant(
+                    &self,
+                    user_id: i64,
+                    app: &AppName,
+                    access: Access,
+                ) -> Result<bool, StoreError> {
+                    const OPERATION: &str = "grant access to an app";
+                    let mut tx = self.begin_write(OPERATION).await?;
+                    let app_exists: Option<(String,)> =
+                        sqlx::query_as("SELECT name FROM apps WHERE name = $1")
+                            .bind(app.as_str())
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(StoreError::query(OPERATION))?;
+                    if app_exists.is_none() {
+                        return Err(StoreError::UnknownApp(app.clone()));
+                    }
+                    let done = sqlx::query(
+                        "INSERT INTO user_grants (user_id, app, access) \
+                         SELECT id, $2, $3 FROM users WHERE id = $1 \
+                         ON CONFLICT (user_id, app) DO UPDATE SET access = excluded.access",
+                    )
+                    .bind(user_id)
+                    .bind(app.as_str())
+                    .bind(access.as_str())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
+                    tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                    Ok(done.rows_affected() == 1)
+                }
+
+                async fn revoke_grant(&self, user_id: i64, app: &AppName) -> Result<bool, StoreError> {
+                    let done = sqlx::query("DELETE FROM user_grants WHERE user_id = $1 AND app = $2")
+                        .bind(user_id)
+                        .bind(app.as_str())
+                        .execute(&self.pool)
+                        .await
+                        .map_err(StoreError::query("revoke access to an app"))?;
+                    Ok(done.rows_affected() == 1)
+                }
+
+                async fn insert_token(
+                    &self,
+                    token: &NewToken,
+                    now_ms: i64,
+                ) -> Result<TokenInfo, StoreError> {
+                    let row: TokenRow = sqlx::query_as(&format!(
+                        "INSERT INTO auth_tokens (user_id, kind, name, token_hash, created_at_ms, \
+                         expires_at_ms) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {TOKEN_COLUMNS}"
+                    ))
+                    .bind(token.user_id)
+                    .bind(token.kind.as_str())
+                    .bind(&token.name)
+                    .bind(&token.token_hash)
+                    .bind(now_ms)
+                    .bind(token.expires_at_ms)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(StoreError::query("record a token"))?;
+                    token_from(row)
+                }
+
+                async fn authenticate_token(
+                    &self,
+                    token_hash: &str,
+                    now_ms: i64,
+                ) -> Result<Option<(User, TokenInfo)>, StoreError> {
+                    let row: Option<TokenRow> = sqlx::query_as(&format!(
+                        "SELECT {TOKEN_COLUMNS} FROM auth_tokens WHERE token_hash = $1 \
+                         AND revoked_at_ms IS NULL AND expires_at_ms > $2"
+                    ))
+                    .bind(token_hash)
+                    .bind(now_ms)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(StoreError::query("check a token"))?;
+                    let Some(row) = row else { return Ok(None) };
+                    let token = token_from(row)?;
+                    Ok(self.get_user(token.user_id).await?.map(|user| (user, token)))
+                }
+
+                async fn list_tokens(&self, user_id: i64) -> Result<Vec<TokenInfo>, StoreError> {
+                    let rows: Vec<TokenRow> = sqlx::query_as(&format!(
+                        "SELECT {TOKEN_COLUMNS} FROM auth_tokens WHERE user_id = $1 ORDER BY id DESC"
+                    ))
+                    .bind(user_id)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(StoreError::query("list tokens"))?;
+                    rows.into_iter().map(token_from).collect()
+                }
+
+                async fn revoke_token(
+                    &self,
+                    user_id: i64,
+                    token_id: i64,
+                    now_ms: i64,
+                ) -> Result<bool, StoreError> {
+                    let done = sqlx::query(
+                        "UPDATE auth_tokens SET revoked_at_ms = $1 \
+                         WHERE id = $2 AND user_id = $3 AND revoked_at_ms IS NULL",
+                    )
+                    .bind(now_ms)
+                    .bind(token_id)
+                    .bind(user_id)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(StoreError::query("revoke a token"))?;
+                    Ok(done.rows_affected() == 1)
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use impl_sql_accounts;
