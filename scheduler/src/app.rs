@@ -299,21 +299,31 @@ impl Node {
             },
         );
         let pre_read_waker = pre_reader.waker();
-        self.spawn_every(schedule.pre_read_interval, |clock, every, stop| {
-            pre_reader.run(clock, every, stop)
-        });
+        self.tasks.spawn(pre_reader.run(
+            Arc::clone(&self.clock),
+            schedule.pre_read_interval,
+            self.shutdown.clone(),
+        ));
         let claimer = Claimer::new(intake.clone(), schedule.batch_size, Arc::clone(&ledger));
-        self.spawn_every(schedule.claim_interval, |clock, every, stop| {
-            claimer.run(clock, every, stop)
-        });
+        self.tasks.spawn(claimer.run(
+            Arc::clone(&self.clock),
+            schedule.claim_interval,
+            self.shutdown.clone(),
+        ));
         let poller =
             CancellationPoller::new(Arc::clone(store), Arc::clone(&cancelled), schedule.lease);
-        self.spawn_every(schedule.cancel_poll_interval, |clock, every, stop| {
-            poller.run(clock, every, stop)
-        });
-        self.spawn_every(schedule.emit_lead, |clock, lead, stop| {
-            run_wheel(wheel_rx, due_tx, clock, lead, stop)
-        });
+        self.tasks.spawn(poller.run(
+            Arc::clone(&self.clock),
+            schedule.cancel_poll_interval,
+            self.shutdown.clone(),
+        ));
+        self.tasks.spawn(run_wheel(
+            wheel_rx,
+            due_tx,
+            Arc::clone(&self.clock),
+            schedule.emit_lead,
+            self.shutdown.clone(),
+        ));
 
         let dispatcher = Dispatcher::new(
             self.producer.clone(),
@@ -340,19 +350,6 @@ impl Node {
             cancelled,
             pre_read_waker,
         }
-    }
-
-    /// Spawns a loop that takes the clock, an interval and the shutdown token.
-    fn spawn_every<F, Fut>(&self, interval: Duration, start: F)
-    where
-        F: FnOnce(Arc<dyn Clock>, Duration, CancellationToken) -> Fut,
-        Fut: std::future::Future<Output = ()> + Send + 'static,
-    {
-        self.tasks.spawn(start(
-            Arc::clone(&self.clock),
-            interval,
-            self.shutdown.clone(),
-        ));
     }
 
     /// The readers of the shared topics: beats (with the registry's sweeper and the lost-run
