@@ -90,6 +90,10 @@ pub async fn ensure_first_admin(
         return Ok(FirstAdmin::UsersExist);
     }
     let (password, outcome) = match configured {
+        Some(password) if password.expose_secret().trim().is_empty() => anyhow::bail!(
+            "auth.admin_password is empty: give the first admin a password, or leave the \
+             setting out for a random one printed to the log"
+        ),
         Some(password) => (
             password.expose_secret().to_owned(),
             FirstAdmin::CreatedWithConfiguredPassword,

@@ -179,6 +179,19 @@ async fn tokens_work_until_revoked_or_expired(backend: Backend) {
 async fn the_first_start_makes_one_admin(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
+    let blank = SecretString::from("  ");
+    let refused = ensure_first_admin(store.as_ref(), Some(&blank), T0)
+        .await
+        .expect_err("a blank configured password is refused");
+    assert!(
+        refused.to_string().contains("auth.admin_password is empty"),
+        "{refused}"
+    );
+    assert_eq!(
+        store.count_users().await.unwrap(),
+        0,
+        "and nobody is created"
+    );
     let configured = SecretString::from("from-config");
     assert_eq!(
         ensure_first_admin(store.as_ref(), Some(&configured), T0)
