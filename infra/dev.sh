@@ -5,6 +5,9 @@
 # Prints where the API listens; Ctrl-C (or SIGTERM) stops everything it started, gracefully:
 # each process gets SIGTERM and up to 45 s to drain before SIGKILL.
 #
+# The first admin's password is made on the first start and kept in
+# .kadence/dev/admin-password (mode 0600); the script logs the CLI in with it.
+#
 # Environment: KADENCE_BROKERS (use this cluster instead of starting a broker),
 # KADENCE_API_PORT (default 8080). State lives in .kadence/dev.
 set -euo pipefail
@@ -55,6 +58,12 @@ else
   echo "broker started at $brokers (log: $state/broker/broker.log)"
 fi
 
+password_file="$state/admin-password"
+if [ ! -s "$password_file" ]; then
+  (umask 077; python3 -c 'import secrets; print(secrets.token_urlsafe(18))' >"$password_file")
+fi
+
+KADENCE_AUTH__ADMIN_PASSWORD="$(cat "$password_file")" \
 KADENCE_DATABASE__URL="sqlite://$state/kadence.db" \
 KADENCE_KAFKA__BROKERS="$brokers" \
 KADENCE_API__LISTEN="127.0.0.1:$api_port" \
@@ -68,6 +77,7 @@ for _ in $(seq 1 100); do
 done
 
 export KADENCE_API_URL="$api"
+target/debug/kadence login --user admin --password-stdin <"$password_file" >/dev/null
 if ! target/debug/kadence app list | grep -q '^demo '; then
   target/debug/kadence app add demo --partitions 2 --title "Dev stack demo"
   target/debug/kadence job add --app demo --handler hello --cron "*/5 * * * * ?" --params "from the dev stack" --start
@@ -80,7 +90,8 @@ child_names+=(executor)
 cat <<EOT
 
 Kadence dev stack is running.
-  API:        $api   (export KADENCE_API_URL=$api for the CLI)
+  API:        $api   (export KADENCE_API_URL=$api for the CLI; it is logged in)
+  admin:      user admin, password in $password_file
   broker:     $brokers
   database:   $state/kadence.db
   logs:       $state/scheduler.log, $state/executor.log

@@ -43,6 +43,7 @@ use common::{
 };
 use kadence_scheduler::config::Config;
 use kadence_tests::api_load::{LoadReport, list_jobs_under_load};
+use kadence_tests::session::{TEST_ADMIN_PASSWORD, login};
 use kadence_tests::triggers::{FireAudit, read_triggers};
 
 /// From the first fire to the start of the load: the scheduler has settled.
@@ -119,7 +120,8 @@ async fn run_one(options: &Options, backend: Backend, clients: usize) -> Measure
     let load_start = now_ms();
     let duration = Duration::from_secs(options.seconds);
     let load = if clients > 0 {
-        Some(list_jobs_under_load(&serve.api, clients, duration).await)
+        let token = login(&serve.api, "admin", TEST_ADMIN_PASSWORD).await;
+        Some(list_jobs_under_load(&serve.api, &token, clients, duration).await)
     } else {
         tokio::time::sleep(duration).await;
         None

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::acks::{AckLedger, AckWriter};
-use crate::api::{ApiLimits, ApiState, router};
+use crate::api::{ApiLimits, ApiState, LoginThrottle, router};
 use crate::auth::{announce_first_admin, ensure_first_admin};
 use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
@@ -457,12 +457,18 @@ impl Node {
             clock: Arc::clone(&self.clock),
             pre_read_window_ms: millis(schedule.pre_read_window),
             change_settle_ms: millis(schedule.emit_lead + schedule.cancel_poll_interval),
+            login_throttle: LoginThrottle::new(&self.config.auth),
+            session_ttl: self.config.auth.session_ttl,
+            api_token_max_ttl: self.config.auth.api_token_max_ttl,
         });
         let api_limits = ApiLimits::from(&self.config.api);
         let api_addr = listener.local_addr().context("reading the API address")?;
         let api_shutdown = self.shutdown.clone();
         self.tasks.spawn(async move {
-            let served = axum::serve(listener, router(state, api_limits))
+            // With the peer's address, which failed logins are counted under.
+            let service =
+                router(state, api_limits).into_make_service_with_connect_info::<SocketAddr>();
+            let served = axum::serve(listener, service)
                 .with_graceful_shutdown(api_shutdown.cancelled_owned())
                 .await;
             if let Err(error) = served {

@@ -13,6 +13,7 @@ use common::{Backend, TestDatabase, Watchdog, brokers, unique, wait_for};
 use kadence_schemas::TriggerRecord;
 use kadence_tests::now_ms;
 use kadence_tests::serve::spawn_serve;
+use kadence_tests::session::{TEST_ADMIN_PASSWORD, login};
 use kadence_tests::triggers::read_triggers;
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -25,6 +26,7 @@ const PARTITIONS: i32 = 3;
 struct Node {
     child: Child,
     api: String,
+    token: String,
 }
 
 impl Node {
@@ -45,12 +47,14 @@ impl Node {
             .env("RUST_LOG", "warn")
             .stderr(Stdio::inherit());
         let (child, api) = spawn_serve(command).await;
-        Node { child, api }
+        let token = login(&api, "admin", TEST_ADMIN_PASSWORD).await;
+        Node { child, api, token }
     }
 
     async fn post(&self, path: &str, body: Value) -> Value {
         let response = reqwest::Client::new()
             .post(format!("{}{path}", self.api))
+            .bearer_auth(&self.token)
             .json(&body)
             .send()
             .await

@@ -95,7 +95,7 @@ async fn listing_jobs_under_load_keeps_every_fire_once(backend: Backend) {
         .max()
         .unwrap();
 
-    let load = list_jobs_under_load(app.api_url(), CLIENTS, LOAD).await;
+    let load = list_jobs_under_load(app.api_url(), app.admin_token(), CLIENTS, LOAD).await;
     let checked_until = now_ms() + MARGIN.as_millis() as i64;
     // A fire of the checked seconds re-emitted by a claim is in the topic by then. A fixed
     // wait: a re-emission is what must not happen, and nothing reports its absence.

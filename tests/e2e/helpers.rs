@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{Backend, TestDatabase, brokers, unique, wait_for};
+pub use kadence_tests::session::{TEST_ADMIN_PASSWORD, login};
 
 /// Creates `topic` with `partitions` on the test broker, as an operator (or another tool)
 /// would before Kadence sees it.
@@ -57,6 +58,8 @@ pub struct TestApp {
     pub brokers: String,
     base_url: String,
     http: reqwest::Client,
+    /// The first admin's session token, which [`TestApp::call`] sends.
+    admin_token: String,
     /// The scheduler's configuration, for starting more nodes on the same database.
     config: Config,
     scheduler: Option<Scheduler>,
@@ -92,15 +95,18 @@ pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config
     config.kafka.topic_prefix = prefix.clone();
     config.kafka.results_partitions = 2;
     config.kafka.session_timeout = SESSION_TIMEOUT;
+    config.auth.admin_password = Some(SecretString::from(TEST_ADMIN_PASSWORD));
     configure(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let scheduler = Scheduler::start(config.clone(), listener, Arc::new(SystemClock))
         .await
         .expect("scheduler starts");
+    let base_url = format!("http://{}", scheduler.api_addr());
     TestApp {
         prefix,
         brokers,
-        base_url: format!("http://{}", scheduler.api_addr()),
+        admin_token: login(&base_url, "admin", TEST_ADMIN_PASSWORD).await,
+        base_url,
         http: reqwest::Client::new(),
         config,
         scheduler: Some(scheduler),
@@ -221,7 +227,12 @@ impl TestApp {
         self.scheduler.as_ref().expect("the scheduler runs").store()
     }
 
-    /// Sends a request; returns the status and the JSON body.
+    /// The first admin's session token.
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// Sends a request as the first admin; returns the status and the JSON body.
     pub async fn call(
         &self,
         method: reqwest::Method,
@@ -231,7 +242,8 @@ impl TestApp {
         self.call_node(&self.base_url, method, path, body).await
     }
 
-    /// Sends a request to the node at `base_url`; returns the status and the JSON body.
+    /// Sends a request to the node at `base_url` as the first admin; returns the status and
+    /// the JSON body.
     pub async fn call_node(
         &self,
         base_url: &str,
@@ -239,7 +251,34 @@ impl TestApp {
         path: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
+        self.send(base_url, Some(&self.admin_token), method, path, body)
+            .await
+    }
+
+    /// Sends a request with `token` (none: no credentials); returns the status and the JSON
+    /// body.
+    pub async fn call_as(
+        &self,
+        token: Option<&str>,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        self.send(&self.base_url, token, method, path, body).await
+    }
+
+    async fn send(
+        &self,
+        base_url: &str,
+        token: Option<&str>,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let mut request = self.http.request(method, format!("{base_url}{path}"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
         if let Some(body) = body {
             request = request.json(&body);
         }
@@ -250,6 +289,30 @@ impl TestApp {
             status,
             serde_json::from_str(&text).unwrap_or(Value::String(text)),
         )
+    }
+
+    /// Creates a member with `grants` (app, access) and logs them in; returns their token.
+    pub async fn add_member(&self, name: &str, grants: &[(&str, &str)]) -> String {
+        let password = format!("{name}-password-1");
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                "/api/users",
+                Some(json!({"name": name, "password": password})),
+            )
+            .await;
+        assert_eq!(status, 201, "create user {name}: {body}");
+        for (app, access) in grants {
+            let (status, body) = self
+                .call(
+                    reqwest::Method::PUT,
+                    &format!("/api/users/{name}/grants/{app}"),
+                    Some(json!({ "access": access })),
+                )
+                .await;
+            assert_eq!(status, 200, "grant {access} on {app} to {name}: {body}");
+        }
+        login(&self.base_url, name, &password).await
     }
 
     pub async fn create_app(&self, name: &str, partitions: i32) {

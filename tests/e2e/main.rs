@@ -12,6 +12,7 @@
 #[macro_use]
 #[path = "../common/mod.rs"]
 mod common;
+mod access;
 mod api_load;
 mod closing;
 mod helpers;

@@ -134,8 +134,10 @@ async fn a_busy_api_answers_503_with_retry_after(backend: Backend) {
     let blocked = {
         let http = reqwest::Client::new();
         let url = format!("{}/api/jobs", app.api_url());
+        let token = app.admin_token().to_owned();
         tokio::spawn(async move {
             http.post(url)
+                .bearer_auth(token)
                 .json(&json!({"app": "busy", "handler": "ok", "schedule_type": "NONE"}))
                 .send()
                 .await
@@ -146,7 +148,10 @@ async fn a_busy_api_answers_503_with_retry_after(backend: Backend) {
     // sign of it is the API's answer, and a request sent to look would take the slot itself
     // and get the blocked one shed instead.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let shed = reqwest::get(format!("{}/api/apps", app.api_url()))
+    let shed = reqwest::Client::new()
+        .get(format!("{}/api/apps", app.api_url()))
+        .bearer_auth(app.admin_token())
+        .send()
         .await
         .unwrap();
     assert_eq!(shed.status().as_u16(), 503);

@@ -102,14 +102,20 @@ impl LoadReport {
     }
 }
 
-/// Runs `clients` clients, each sending `GET {api}/api/jobs` again as soon as it has the
-/// whole answer, until `duration` has passed; returns once every client has its last answer.
-pub async fn list_jobs_under_load(api: &str, clients: usize, duration: Duration) -> LoadReport {
+/// Runs `clients` clients, each sending `GET {api}/api/jobs` with `token` again as soon as it
+/// has the whole answer, until `duration` has passed; returns once every client has its last
+/// answer.
+pub async fn list_jobs_under_load(
+    api: &str,
+    token: &str,
+    clients: usize,
+    duration: Duration,
+) -> LoadReport {
     let started = Instant::now();
     let deadline = started + duration;
     let url = format!("{api}/api/jobs");
     let tasks: Vec<_> = (0..clients)
-        .map(|_| tokio::spawn(one_client(url.clone(), deadline)))
+        .map(|_| tokio::spawn(one_client(url.clone(), token.to_owned(), deadline)))
         .collect();
     let mut report = LoadReport::default();
     for task in tasks {
@@ -121,7 +127,7 @@ pub async fn list_jobs_under_load(api: &str, clients: usize, duration: Duration)
 }
 
 /// One client with its own connection, as a separate program would have.
-async fn one_client(url: String, deadline: Instant) -> LoadReport {
+async fn one_client(url: String, token: String, deadline: Instant) -> LoadReport {
     let http = reqwest::Client::builder()
         .timeout(REQUEST_TIMEOUT)
         .build()
@@ -129,7 +135,7 @@ async fn one_client(url: String, deadline: Instant) -> LoadReport {
     let mut report = LoadReport::default();
     while Instant::now() < deadline {
         let sent = Instant::now();
-        let answer = match http.get(&url).send().await {
+        let answer = match http.get(&url).bearer_auth(&token).send().await {
             Ok(response) => {
                 let status = response.status().as_u16();
                 let retry_after = response

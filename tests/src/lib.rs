@@ -5,6 +5,7 @@
 //!   jobs due every second: each expected second once, none twice, no misfire.
 //! - [`api_load`]: many concurrent clients listing jobs for a while, every answer tallied.
 //! - [`serve`]: `kadence serve` as a child process, ready once its API listens.
+//! - [`session`]: a login to a scheduler's API, and the admin password the suites set.
 //! - [`now_ms`]: the wall clock in the records' unit.
 //!
 //! They take addresses as arguments (never a test's environment), so a benchmark that starts
@@ -12,6 +13,7 @@
 
 pub mod api_load;
 pub mod serve;
+pub mod session;
 pub mod triggers;
 
 /// The wall clock in milliseconds since the Unix epoch, the unit of every time in the

@@ -122,7 +122,7 @@ async fn apps_and_jobs_round_trip(backend: Backend) {
         store
             .list_jobs(
                 &JobFilter {
-                    app: Some(AppName::parse("demo").unwrap()),
+                    apps: Some(vec![AppName::parse("demo").unwrap()]),
                     status: None,
                 },
                 &PageRequest::first(10),

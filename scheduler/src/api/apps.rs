@@ -9,6 +9,7 @@ use kadence_schemas::AppName;
 use serde::{Deserialize, Serialize};
 
 use super::body::ApiJson;
+use super::caller::Caller;
 use super::error::ApiError;
 use super::pages::{Page, PageQuery, page_request};
 use super::{ApiState, MAX_PARTITIONS, bad_request};
@@ -30,8 +31,11 @@ pub struct NewAppRequest {
 
 pub(super) async fn create_app(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     ApiJson(request): ApiJson<NewAppRequest>,
 ) -> Result<(StatusCode, Json<App>), ApiError> {
+    // An app is a trigger topic and a consumer group: the cluster's to give out.
+    caller.require_admin()?;
     let name = AppName::parse(&request.name).map_err(bad_request)?;
     if !(1..=MAX_PARTITIONS).contains(&request.partitions) {
         return Err(bad_request(format!(
@@ -64,12 +68,14 @@ pub(super) async fn create_app(
 
 pub(super) async fn list_apps(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Query(query): Query<PageQuery>,
 ) -> Result<Json<Page<App>>, ApiError> {
+    let apps = caller.visible_apps(None)?;
     let page = page_request(query.after.as_deref(), query.limit, |text| {
         Some(text.to_owned())
     })?;
-    let apps = state.store.list_apps_page(&page).await?;
+    let apps = state.store.list_apps_page(apps.as_deref(), &page).await?;
     Ok(Json(Page::new(apps, page.limit, |app| {
         app.name.to_string()
     })))

@@ -1,5 +1,6 @@
-//! The API's one error type: 4xx with a message saying what to fix, 503 with `Retry-After`
-//! when busy, a bare 500 (logged with its cause) for anything else.
+//! The API's one error type: 4xx with a message saying what to fix (401 with
+//! `WWW-Authenticate: Bearer`, 429 and 503 with `Retry-After`), and a bare 500, logged with
+//! its cause, for anything else.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -14,6 +15,20 @@ pub enum ApiError {
     /// The request is invalid; the message says how.
     #[error("{0}")]
     BadRequest(String),
+    /// No credentials, or ones that are wrong, expired or revoked.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The caller is known but may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Too many failed logins; try again after `retry_after_secs`.
+    #[error("{message}")]
+    TooManyRequests {
+        /// What happened and when to retry.
+        message: String,
+        /// Seconds until the next attempt is accepted.
+        retry_after_secs: u64,
+    },
     /// The thing asked for does not exist.
     #[error("{0}")]
     NotFound(String),
@@ -40,6 +55,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match &self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -52,6 +70,13 @@ impl IntoResponse for ApiError {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };
+        let retry_after = match &self {
+            ApiError::TooManyRequests {
+                retry_after_secs, ..
+            } => Some(HeaderValue::from(*retry_after_secs)),
+            ApiError::Unavailable(_) => Some(HeaderValue::from_static("1")),
+            _ => None,
+        };
         let mut response = (
             status,
             Json(ErrorBody {
@@ -59,10 +84,16 @@ impl IntoResponse for ApiError {
             }),
         )
             .into_response();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        if let Some(retry_after) = retry_after {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, retry_after);
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            // RFC 6750: say which scheme the API takes.
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }
@@ -73,7 +104,9 @@ impl From<StoreError> for ApiError {
         match error {
             StoreError::UnknownApp(_) => ApiError::BadRequest(error.to_string()),
             StoreError::JobNotFound(_) => ApiError::NotFound(error.to_string()),
-            StoreError::AppExists(_) => ApiError::Conflict(error.to_string()),
+            StoreError::AppExists(_) | StoreError::UserExists(_) => {
+                ApiError::Conflict(error.to_string())
+            }
             busy if busy.is_busy() => ApiError::Unavailable("the database is busy".to_owned()),
             other => ApiError::Internal(other.into()),
         }

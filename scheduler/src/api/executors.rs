@@ -6,6 +6,7 @@ use axum::Json;
 use axum::extract::{Query, State};
 use serde::{Deserialize, Serialize};
 
+use super::caller::Caller;
 use super::error::ApiError;
 use super::pages::{Page, join_key, page_request, split_key};
 use super::{ApiState, parse_app_filter};
@@ -37,14 +38,18 @@ pub struct ExecutorView {
 /// partitions, handlers and running jobs.
 pub(super) async fn list_executors(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Query(query): Query<ExecutorQuery>,
 ) -> Result<Json<Page<ExecutorView>>, ApiError> {
-    let app = parse_app_filter(query.app.as_deref())?;
+    let apps = caller.visible_apps(parse_app_filter(query.app.as_deref())?)?;
     let page = page_request(query.after.as_deref(), query.limit, |text| {
         split_key(text, 2).map(|parts| (parts[0].to_owned(), parts[1].to_owned()))
     })?;
     let now = state.clock.now_ms();
-    let executors = state.store.list_executors_page(app.as_ref(), &page).await?;
+    let executors = state
+        .store
+        .list_executors_page(apps.as_deref(), &page)
+        .await?;
     let views = executors
         .into_iter()
         .map(|entry| ExecutorView {

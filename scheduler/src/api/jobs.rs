@@ -6,24 +6,29 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use kadence_schemas::JobId;
+use kadence_schemas::{GlueType, JobId};
 use serde::Deserialize;
 
 use super::body::ApiJson;
+use super::caller::Caller;
 use super::error::ApiError;
 use super::job_spec::{JobView, NewJobRequest, check_children, parse_new_job};
 use super::pages::{Page, page_request};
-use super::{ApiState, bad_request, load_job, parse_app_filter, parse_job_id};
-use crate::model::{GlueVersion, Job, JobStatus};
+use super::{ApiState, bad_request, load_job_for, parse_app_filter};
+use crate::model::{Access, GlueVersion, Job, JobStatus, NewJob};
 use crate::schedule::ScheduleSpec;
 use crate::store::{JobChange, JobFilter};
 
 pub(super) async fn create_job(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     ApiJson(request): ApiJson<NewJobRequest>,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
     let start = request.start;
     let spec = parse_new_job(request)?;
+    caller.require(&spec.app, Access::Operate)?;
+    require_script_grant(&caller, &spec, None)?;
+    check_child_apps(&state, &caller, &spec).await?;
     check_children(&state, None, &spec.child_job_ids).await?;
     let mut job = state.store.create_job(&spec, state.clock.now_ms()).await?;
     if start {
@@ -34,9 +39,10 @@ pub(super) async fn create_job(
 
 pub(super) async fn get_job(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
-    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let job = load_job_for(&state, &caller, &id, Access::View).await?;
     Ok(Json(JobView::from(&job)))
 }
 
@@ -49,10 +55,11 @@ pub(super) async fn get_job(
 /// still hold old fires; cancelling them makes most of that gap unnecessary.)
 pub(super) async fn update_job(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Path(id): Path<String>,
     ApiJson(patch): ApiJson<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<Json<JobView>, ApiError> {
-    let current = load_job(&state, parse_job_id(&id)?).await?;
+    let current = load_job_for(&state, &caller, &id, Access::Operate).await?;
     let mut merged = match serde_json::to_value(JobView::from(&current)) {
         Ok(serde_json::Value::Object(fields)) => fields,
         _ => {
@@ -79,6 +86,10 @@ pub(super) async fn update_job(
     let request: NewJobRequest = serde_json::from_value(serde_json::Value::Object(merged))
         .map_err(|error| bad_request(format!("invalid request body: {error}")))?;
     let spec = parse_new_job(request)?;
+    // Moving a job to another app needs OPERATE there too.
+    caller.require(&spec.app, Access::Operate)?;
+    require_script_grant(&caller, &spec, Some(&current.spec))?;
+    check_child_apps(&state, &caller, &spec).await?;
     check_children(&state, Some(current.id), &spec.child_job_ids).await?;
     let schedule_changed =
         spec.schedule != current.spec.schedule || spec.time_zone != current.spec.time_zone;
@@ -113,9 +124,10 @@ pub(super) async fn update_job(
 
 pub(super) async fn list_glue_versions(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<GlueVersion>>, ApiError> {
-    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let job = load_job_for(&state, &caller, &id, Access::View).await?;
     Ok(Json(state.store.glue_versions(job.id).await?))
 }
 
@@ -135,10 +147,11 @@ pub struct JobQuery {
 
 pub(super) async fn list_jobs(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Query(query): Query<JobQuery>,
 ) -> Result<Json<Page<JobView>>, ApiError> {
     let filter = JobFilter {
-        app: parse_app_filter(query.app.as_deref())?,
+        apps: caller.visible_apps(parse_app_filter(query.app.as_deref())?)?,
         status: query
             .status
             .as_deref()
@@ -189,9 +202,10 @@ pub(super) async fn start_job_now(state: &ApiState, job: Job) -> Result<Job, Api
 
 pub(super) async fn start_job(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
-    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
     if job.status == JobStatus::Running {
         return Ok(Json(JobView::from(&job)));
     }
@@ -200,9 +214,12 @@ pub(super) async fn start_job(
 
 pub(super) async fn stop_job(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
-    let id = parse_job_id(&id)?;
+    let id = load_job_for(&state, &caller, &id, Access::Operate)
+        .await?
+        .id;
     let now = state.clock.now_ms();
     let cancel_from = now + state.change_settle_ms;
     let _in_flight = state.cancelled.provisional(id, cancel_from);
@@ -211,4 +228,49 @@ pub(super) async fn stop_job(
         .set_job_status(id, JobStatus::Stopped, None, cancel_from, now)
         .await?;
     Ok(Json(JobView::from(&apply_change(&state, change))))
+}
+
+/// Script source runs as shell (or Python, …) on every executor of the app, so writing it
+/// needs the SCRIPTS grant (or admin): on a new script job, and on an edit that changes a
+/// script job's type or source. Other edits of a script job need only OPERATE.
+fn require_script_grant(
+    caller: &Caller,
+    spec: &NewJob,
+    current: Option<&NewJob>,
+) -> Result<(), ApiError> {
+    if spec.glue.glue_type == GlueType::Bean {
+        return Ok(());
+    }
+    let unchanged = current.is_some_and(|current| {
+        current.glue.glue_type == spec.glue.glue_type
+            && current.glue.source == spec.glue.source
+            && current.app == spec.app
+    });
+    if unchanged {
+        return Ok(());
+    }
+    caller.require(&spec.app, Access::Scripts)
+}
+
+/// A job may name only children the caller may operate: a child fires with the parent,
+/// so naming one in another team's app would be a way to run their jobs.
+async fn check_child_apps(
+    state: &ApiState,
+    caller: &Caller,
+    spec: &NewJob,
+) -> Result<(), ApiError> {
+    for child in &spec.child_job_ids {
+        // A child that does not exist is refused by `check_children`, with the reason.
+        if let Some(job) = state.store.get_job(*child).await? {
+            caller
+                .require(&job.spec.app, Access::Operate)
+                .map_err(|_| {
+                    ApiError::Forbidden(format!(
+                        "child job {child} is in app {}, where user {} may not operate jobs",
+                        job.spec.app, caller.user.name
+                    ))
+                })?;
+        }
+    }
+    Ok(())
 }

@@ -2,7 +2,15 @@
 //!
 //! | method | path | does |
 //! |---|---|---|
-//! | GET | `/health` | liveness |
+//! | GET | `/health` | liveness (no credentials needed) |
+//! | POST | `/api/auth/login` | a session token for a user name and password (no credentials needed) |
+//! | POST | `/api/auth/logout` | revoke the token the request came with |
+//! | GET | `/api/auth/me` | the caller, with their grants |
+//! | GET, POST | `/api/tokens` | the caller's tokens / a new named API token, shown once |
+//! | DELETE | `/api/tokens/{id}` | revoke one of the caller's tokens |
+//! | GET, POST | `/api/users` | list / create users (admin) |
+//! | PUT | `/api/users/{name}/password` | set a password (admin, or the user with the present one) |
+//! | PUT, DELETE | `/api/users/{name}/grants/{app}` | grant VIEW, OPERATE or SCRIPTS on an app / take it back (admin) |
 //! | GET, POST | `/api/apps` | list / create apps (creates `{prefix}.triggers.{app}`) |
 //! | GET, POST | `/api/jobs` (`?app=&status=`) | list / create jobs |
 //! | GET, PATCH | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) |
@@ -15,6 +23,12 @@
 //! | GET | `/api/runs/{log_id}/log` (`?from_line=&limit=`) | a run's log lines from a line on |
 //! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
 //! | GET | `/api/reports` (`?from=&to=&app=`) | daily running / succeeded / failed counts per job |
+//!
+//! Every route but `/health` and the login needs `Authorization: Bearer <token>` (401
+//! without; `caller`), and checks the caller's role and grants on the app concerned (403
+//! when missing): an admin may do everything; a member sees only the apps granted to them,
+//! reads them with VIEW, changes their jobs with OPERATE, and writes script source with
+//! SCRIPTS. Failed logins are throttled per user name and client address (`throttle`).
 //!
 //! Every `GET` list answers a page, `{"items": [...], "next": …}`, of at most `limit` items
 //! (default 100, at most 1 000); pass `next` as `after` for the following page
@@ -29,12 +43,13 @@
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
 //! view shows in `job_spec`), `runs` (trigger, kill, list, log), `executors`,
-//! `reports`, `schedules`; the plumbing every route shares: `error`, `body`,
-//! `pages`, `limits`. This file holds the state, the router and the small parsers the
+//! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`; the plumbing every
+//! route shares: `caller`, `throttle`, `error`, `body`, `pages`, `limits`. This file holds the state, the router and the small parsers the
 //! resources share.
 
 mod apps;
 mod body;
+mod caller;
 mod error;
 mod executors;
 mod job_spec;
@@ -44,8 +59,13 @@ mod pages;
 mod reports;
 mod runs;
 mod schedules;
+mod sessions;
+mod throttle;
+mod tokens;
+mod users;
 
 pub use apps::NewAppRequest;
+pub use caller::Caller;
 pub use error::ApiError;
 pub use executors::{ExecutorQuery, ExecutorView};
 pub use job_spec::{JobView, MAX_GLUE_SOURCE_BYTES, NewJobRequest};
@@ -58,12 +78,18 @@ pub use runs::{
     TriggeredRun,
 };
 pub use schedules::PreviewResponse;
+pub use sessions::{IssuedToken, LoginRequest};
+pub use throttle::LoginThrottle;
+pub use tokens::NewTokenRequest;
+pub use users::{GrantRequest, MIN_PASSWORD_CHARS, NewUserRequest, PasswordRequest};
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, post, put};
 use kadence_schemas::{AppName, JobId, Topics};
 use tokio::sync::Notify;
 
@@ -75,12 +101,15 @@ use self::jobs::{
 use self::reports::list_reports;
 use self::runs::{kill_job, list_runs, read_run_log, trigger_job};
 use self::schedules::preview_schedule;
+use self::sessions::{login, logout, who_am_i};
+use self::tokens::{create_token, list_tokens, revoke_token};
+use self::users::{create_user, grant, list_users, revoke_grant, set_password};
 use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
 use crate::dispatch::PartitionDirectory;
 use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
-use crate::model::Job;
+use crate::model::{Access, Job};
 use crate::registry::Registry;
 use crate::store::Store;
 
@@ -117,11 +146,27 @@ pub struct ApiState {
     /// How long after a stop or a schedule edit it takes effect, ms: `emit_lead +
     /// cancel_poll_interval` (see [`crate::cancellations`]).
     pub change_settle_ms: i64,
+    /// Failed logins per user name and client address.
+    pub login_throttle: LoginThrottle,
+    /// How long a login's session token lasts.
+    pub session_ttl: Duration,
+    /// Longest life of an API token.
+    pub api_token_max_ttl: Duration,
 }
 
 /// The API's routes over `state`, within `limits`.
 pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
-    let api = Router::new()
+    let authenticated = Router::new()
+        .route("/api/auth/logout", post(logout))
+        .route("/api/auth/me", get(who_am_i))
+        .route("/api/tokens", get(list_tokens).post(create_token))
+        .route("/api/tokens/{id}", axum::routing::delete(revoke_token))
+        .route("/api/users", get(list_users).post(create_user))
+        .route("/api/users/{name}/password", put(set_password))
+        .route(
+            "/api/users/{name}/grants/{app}",
+            put(grant).delete(revoke_grant),
+        )
         .route("/api/apps", get(list_apps).post(create_app))
         .route("/api/jobs", get(list_jobs).post(create_job))
         .route("/api/jobs/{id}", get(get_job).patch(update_job))
@@ -135,10 +180,19 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
         .route("/api/executors", get(list_executors))
         .route("/api/runs/{log_id}/log", get(read_run_log))
         .route("/api/reports", get(list_reports))
+        // `route_layer`: only matched routes; an unknown path stays a 404.
+        .route_layer(from_fn_with_state(Arc::clone(&state), caller::authenticate));
+    let api = authenticated
+        .route("/api/auth/login", post(login))
         .layer(DefaultBodyLimit::max(limits.body_limit));
     limits::with_load_limits(api, limits)
         .route("/health", get(|| async { "ok" }))
         .with_state(state)
+}
+
+/// `now_ms` plus `ttl`, saturating.
+fn millis_from_now(now_ms: i64, ttl: Duration) -> i64 {
+    now_ms.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn bad_request(error: impl std::fmt::Display) -> ApiError {
@@ -156,6 +210,18 @@ async fn load_job(state: &ApiState, id: JobId) -> Result<Job, ApiError> {
         .get_job(id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("job {id} does not exist")))
+}
+
+/// Job `raw_id`, if the caller may do what `needed` allows in its app (403 otherwise).
+async fn load_job_for(
+    state: &ApiState,
+    caller: &Caller,
+    raw_id: &str,
+    needed: Access,
+) -> Result<Job, ApiError> {
+    let job = load_job(state, parse_job_id(raw_id)?).await?;
+    caller.require(&job.spec.app, needed)?;
+    Ok(job)
 }
 
 /// An optional `?app=` filter.

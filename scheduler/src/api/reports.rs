@@ -6,6 +6,7 @@ use axum::Json;
 use axum::extract::{Query, State};
 use serde::{Deserialize, Serialize};
 
+use super::caller::Caller;
 use super::error::ApiError;
 use super::pages::{Page, join_key, page_request, split_key};
 use super::{ApiState, parse_app_filter};
@@ -46,6 +47,7 @@ pub struct ReportView {
 /// Daily run counts per app and job (XXL-JOB's dashboard report).
 pub(super) async fn list_reports(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Query(query): Query<ReportQuery>,
 ) -> Result<Json<Page<ReportView>>, ApiError> {
     use crate::monitors::reports::{DAY_MS, day_of};
@@ -72,7 +74,7 @@ pub(super) async fn list_reports(
         .map(parse_day)
         .transpose()?
         .unwrap_or(today);
-    let app = parse_app_filter(query.app.as_deref())?;
+    let apps = caller.visible_apps(parse_app_filter(query.app.as_deref())?)?;
     let page = page_request(query.after.as_deref(), query.limit, |text| {
         let parts = split_key(text, 3)?;
         Some((
@@ -83,7 +85,7 @@ pub(super) async fn list_reports(
     })?;
     let reports = state
         .store
-        .list_reports(from, to + DAY_MS, app.as_ref(), &page)
+        .list_reports(from, to + DAY_MS, apps.as_deref(), &page)
         .await?;
     let page = Page::new(reports, page.limit, |last| {
         join_key(&[

@@ -9,12 +9,13 @@ use kadence_schemas::{AppName, ControlCommand, ControlRecord, TriggerId, Trigger
 use serde::{Deserialize, Serialize};
 
 use super::body::OptionalJson;
+use super::caller::Caller;
 use super::error::ApiError;
 use super::job_spec::check_params;
 use super::pages::{Page, PageQuery, page_request};
-use super::{ApiState, load_job, parse_job_id};
+use super::{ApiState, load_job, load_job_for};
 use crate::intake::{FireNow, FireSource};
-use crate::model::Run;
+use crate::model::{Access, Run};
 
 /// Body of `POST /api/jobs/{id}/trigger`.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -85,11 +86,12 @@ pub(super) fn check_partitions(
 
 pub(super) async fn trigger_job(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Path(id): Path<String>,
     // An empty body triggers with the job's own params.
     OptionalJson(request): OptionalJson<TriggerRequest>,
 ) -> Result<(StatusCode, Json<TriggerResponse>), ApiError> {
-    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
     let params = request.params.unwrap_or_else(|| job.spec.params.clone());
     check_params(&params)?;
     if let Some(named) = &request.partitions {
@@ -147,10 +149,11 @@ pub struct KillRequest {
 /// with a failure result saying it was killed). Answers once the command is on the topic.
 pub(super) async fn kill_job(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Path(id): Path<String>,
     OptionalJson(request): OptionalJson<KillRequest>,
 ) -> Result<(StatusCode, Json<KillResponse>), ApiError> {
-    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
     let command = ControlRecord {
         command: ControlCommand::Kill,
         app: job.spec.app.clone(),
@@ -184,10 +187,11 @@ pub struct KillResponse {
 /// older).
 pub(super) async fn list_runs(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Path(id): Path<String>,
     Query(query): Query<PageQuery>,
 ) -> Result<Json<Page<Run>>, ApiError> {
-    let job = load_job(&state, parse_job_id(&id)?).await?;
+    let job = load_job_for(&state, &caller, &id, Access::View).await?;
     let page = page_request(query.after.as_deref(), query.limit, |text| {
         text.parse::<i64>().ok()
     })?;
@@ -227,6 +231,7 @@ pub struct RunLogView {
 /// Lines of a run's log from `from_line` on, while it runs and after.
 pub(super) async fn read_run_log(
     State(state): State<Arc<ApiState>>,
+    caller: Caller,
     Path(log_id): Path<String>,
     Query(query): Query<RunLogQuery>,
 ) -> Result<Json<RunLogView>, ApiError> {
@@ -245,6 +250,9 @@ pub(super) async fn read_run_log(
         .get_run(log_id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("run {log_id} does not exist")))?;
+    // A run is its job's: readable by whoever may view the job's app.
+    let job = load_job(&state, run.job_id).await?;
+    caller.require(&job.spec.app, Access::View)?;
     let finished = matches!(
         run.state,
         crate::model::RunState::Finished | crate::model::RunState::Cancelled

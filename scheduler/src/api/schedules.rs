@@ -6,6 +6,7 @@ use axum::Json;
 use axum::extract::{Query, State};
 use serde::{Deserialize, Serialize};
 
+use super::caller::Caller;
 use super::error::ApiError;
 use super::{ApiState, bad_request};
 use crate::schedule::{ScheduleSpec, parse_time_zone};
@@ -33,6 +34,8 @@ pub struct PreviewResponse {
 
 pub(super) async fn preview_schedule(
     State(state): State<Arc<ApiState>>,
+    // Any signed-in user: a preview reads nothing of any app.
+    _caller: Caller,
     Query(query): Query<PreviewQuery>,
 ) -> Result<Json<PreviewResponse>, ApiError> {
     let schedule = ScheduleSpec::parse(

@@ -39,6 +39,24 @@ pub(super) enum Command {
     /// Executors known from their beats.
     #[command(subcommand)]
     Executor(ExecutorCommand),
+    /// Log in: asks for the password and keeps a session token in the user's config file
+    /// (mode 0600) for the other subcommands. KADENCE_TOKEN, if set, is used instead.
+    Login {
+        /// User name.
+        #[arg(long, default_value = "admin")]
+        user: String,
+        /// Read the password from the first line of standard input instead of asking.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Log out: revoke the saved session token and forget it.
+    Logout,
+    /// Users and their grants per app (admin; anyone may change their own password).
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Your API tokens, for automation (send one as KADENCE_TOKEN).
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Print the next fire times of a schedule, one RFC 3339 instant per line (no server
     /// needed). Exits non-zero with a message naming the bad field for an invalid expression.
     Preview {
@@ -71,6 +89,67 @@ pub(super) enum ExecutorCommand {
         /// Only this app's executors.
         #[arg(long)]
         app: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum UserCommand {
+    /// Create a user (asks for their password).
+    Add {
+        /// Login name: 1–64 of A-Z a-z 0-9 . _ - @.
+        name: String,
+        /// Make them an admin (everything, everywhere) instead of a member.
+        #[arg(long)]
+        admin: bool,
+        /// Read the password from the first line of standard input instead of asking.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Set a user's password (your own: asks for the present one first).
+    Passwd {
+        /// Login name.
+        name: String,
+        /// Read the passwords from standard input instead of asking: the new one on the
+        /// first line, the present one on the second (when changing your own).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Grant a member VIEW, OPERATE or SCRIPTS on an app (replacing an earlier grant there).
+    Grant {
+        /// Login name.
+        name: String,
+        /// App.
+        app: String,
+        /// VIEW (read), OPERATE (change and run jobs) or SCRIPTS (also write script source).
+        access: String,
+    },
+    /// Take back a member's grant on an app.
+    Revoke {
+        /// Login name.
+        name: String,
+        /// App.
+        app: String,
+    },
+    /// List users with their roles and grants.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum TokenCommand {
+    /// Make an API token (printed once: keep it somewhere safe).
+    Create {
+        /// What it is for, e.g. "deploy pipeline".
+        name: String,
+        /// Days until it expires (default 90).
+        #[arg(long)]
+        days: Option<u32>,
+    },
+    /// List your tokens, sessions included.
+    List,
+    /// Revoke one of your tokens.
+    Revoke {
+        /// Token id (from `token list`).
+        id: i64,
     },
 }
 

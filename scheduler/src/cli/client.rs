@@ -1,16 +1,18 @@
-//! A small client of the HTTP API that turns error bodies into readable errors and
-//! follows pages.
+//! A small client of the HTTP API that sends the caller's token (`KADENCE_TOKEN`, else the
+//! one `kadence login` saved), turns error bodies into readable errors and follows pages.
 
 use anyhow::Context as _;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::credentials::{TOKEN_VARIABLE, token_for};
 use crate::api::{MAX_PAGE_SIZE, Page};
 
 /// A small client of the HTTP API that turns error bodies into readable errors.
 pub(super) struct ApiClient {
     pub(super) base: String,
     pub(super) http: reqwest::Client,
+    token: Option<String>,
 }
 
 impl ApiClient {
@@ -18,6 +20,16 @@ impl ApiClient {
         ApiClient {
             base: base.trim_end_matches('/').to_owned(),
             http: reqwest::Client::new(),
+            token: token_for(base.trim_end_matches('/')),
+        }
+    }
+
+    /// The same API, called with `token` instead.
+    pub(super) fn with_token(&self, token: String) -> Self {
+        ApiClient {
+            base: self.base.clone(),
+            http: self.http.clone(),
+            token: Some(token),
         }
     }
 
@@ -70,10 +82,30 @@ impl ApiClient {
             .await
     }
 
+    pub(super) async fn put<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> anyhow::Result<T> {
+        self.send(self.http.put(format!("{}{path}", self.base)).json(body))
+            .await
+    }
+
+    pub(super) async fn delete<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        self.send(self.http.delete(format!("{}{path}", self.base)))
+            .await
+    }
+
+    /// Sends `request` with the caller's token; the answer's JSON, or `null` for an empty
+    /// answer (204), as `T`.
     pub(super) async fn send<T: DeserializeOwned>(
         &self,
         request: reqwest::RequestBuilder,
     ) -> anyhow::Result<T> {
+        let request = match &self.token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
         let response = request.send().await.with_context(|| {
             format!(
                 "cannot reach the Kadence API at {} (is `kadence serve` running? set --api or KADENCE_API_URL)",
@@ -87,8 +119,20 @@ impl ApiClient {
                 .ok()
                 .and_then(|value| value.get("error")?.as_str().map(str::to_owned))
                 .unwrap_or(body);
+            if status == reqwest::StatusCode::UNAUTHORIZED && self.token.is_none() {
+                anyhow::bail!(
+                    "not logged in to {}: run `kadence login` (or set {TOKEN_VARIABLE} to an API \
+                     token)",
+                    self.base
+                );
+            }
             anyhow::bail!("{message} (HTTP {})", status.as_u16());
         }
-        serde_json::from_str(&body).with_context(|| format!("unexpected API response: {body}"))
+        let body = if body.is_empty() {
+            "null"
+        } else {
+            body.as_str()
+        };
+        serde_json::from_str(body).with_context(|| format!("unexpected API response: {body}"))
     }
 }

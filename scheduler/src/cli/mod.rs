@@ -1,7 +1,11 @@
 //! The `kadence` command: `kadence serve` runs a scheduler node; every other subcommand is a
 //! client of a node's HTTP API (`--api`, or `KADENCE_API_URL`), so operators never write SQL.
 //!
+//! Every client subcommand sends a token: `KADENCE_TOKEN`, else the one `kadence login` saved
+//! (`credentials`). Login and logout are `sessions`; users and API tokens `users`.
+//!
 //! ```text
+//! kadence login --user admin
 //! kadence app add demo --partitions 3
 //! kadence job add --app demo --handler hello --cron "*/5 * * * * ?" --start
 //! kadence job trigger 1 --params '{"n": 1}'
@@ -23,10 +27,13 @@ use crate::config::Config;
 mod apps;
 mod args;
 mod client;
+mod credentials;
 mod executors;
 mod jobs;
 mod preview;
 mod print;
+mod sessions;
+mod users;
 
 use apps::app_command;
 pub use args::Cli;
@@ -35,6 +42,7 @@ use client::ApiClient;
 use executors::list_executors;
 use jobs::job_command;
 use preview::print_preview;
+use users::{token_command, user_command};
 
 /// Entry point of the `kadence` binary.
 pub fn main() -> ExitCode {
@@ -65,6 +73,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::App(command) => app_command(&client, command).await,
         Command::Job(command) => job_command(&client, command).await,
         Command::Executor(ExecutorCommand::List { app }) => list_executors(&client, app).await,
+        Command::Login {
+            user,
+            password_stdin,
+        } => sessions::login(&client, user, password_stdin).await,
+        Command::Logout => sessions::logout(&client).await,
+        Command::User(command) => user_command(&client, command).await,
+        Command::Token(command) => token_command(&client, command).await,
         Command::Preview {
             cron,
             fix_rate,

@@ -203,11 +203,14 @@ impl<K> PageRequest<K> {
     }
 }
 
+/// The apps a listing may show: `None` for all, `Some` for only these (none if empty).
+pub type AppScope<'a> = Option<&'a [AppName]>;
+
 /// Filters of a job listing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobFilter {
-    /// Only this app's jobs.
-    pub app: Option<AppName>,
+    /// Only these apps' jobs (see [`AppScope`]).
+    pub apps: Option<Vec<AppName>>,
     /// Only jobs in this status.
     pub status: Option<JobStatus>,
 }
@@ -291,8 +294,12 @@ pub trait Store: Accounts + Send + Sync + 'static {
     /// Every app, by name.
     async fn list_apps(&self) -> Result<Vec<App>, StoreError>;
 
-    /// A page of apps by name.
-    async fn list_apps_page(&self, page: &PageRequest<String>) -> Result<Vec<App>, StoreError>;
+    /// A page of the apps in `apps`, by name.
+    async fn list_apps_page(
+        &self,
+        apps: AppScope<'_>,
+        page: &PageRequest<String>,
+    ) -> Result<Vec<App>, StoreError>;
 
     /// Creates a stopped job; [`StoreError::UnknownApp`] if its app does not exist.
     async fn create_job(&self, job: &NewJob, now_ms: i64) -> Result<Job, StoreError>;
@@ -386,11 +393,11 @@ pub trait Store: Accounts + Send + Sync + 'static {
     async fn list_executors(&self, app: Option<&AppName>)
     -> Result<Vec<ExecutorEntry>, StoreError>;
 
-    /// A page of the registry's executors, optionally of one app, by app and id; the key is
-    /// (app, executor id).
+    /// A page of the registry's executors of `apps`, by app and id; the key is (app,
+    /// executor id).
     async fn list_executors_page(
         &self,
-        app: Option<&AppName>,
+        apps: AppScope<'_>,
         page: &PageRequest<(String, String)>,
     ) -> Result<Vec<ExecutorEntry>, StoreError>;
 
@@ -459,13 +466,13 @@ pub trait Store: Accounts + Send + Sync + 'static {
     /// written.
     async fn refresh_reports(&self, from_ms: i64, to_ms: i64) -> Result<u64, StoreError>;
 
-    /// A page of report rows of days in `[from_ms, to_ms)`, optionally of one app, by day,
-    /// app and job; the key is (day, app, job).
+    /// A page of report rows of days in `[from_ms, to_ms)` of `apps`, by day, app and job;
+    /// the key is (day, app, job).
     async fn list_reports(
         &self,
         from_ms: i64,
         to_ms: i64,
-        app: Option<&AppName>,
+        apps: AppScope<'_>,
         page: &PageRequest<(i64, String, i64)>,
     ) -> Result<Vec<crate::model::DailyReport>, StoreError>;
 

@@ -76,16 +76,14 @@ macro_rules! sql_history {
                 store: &$store,
                 from_ms: i64,
                 to_ms: i64,
-                app: Option<&AppName>,
+                apps: $crate::store::AppScope<'_>,
                 page: &PageRequest<(i64, String, i64)>,
             ) -> Result<Vec<$crate::model::DailyReport>, StoreError> {
                 let mut query = sqlx::QueryBuilder::<$db>::new(
                     "SELECT day_ms, app, job_id, running, succeeded, failed FROM job_reports WHERE day_ms >= ",
                 );
                 query.push_bind(from_ms).push(" AND day_ms < ").push_bind(to_ms);
-                if let Some(app) = app {
-                    query.push(" AND app = ").push_bind(app.as_str().to_owned());
-                }
+                $crate::store::sql::push_app_scope!(query, "app", apps);
                 if let Some((day, app, job)) = &page.after {
                     // (day, app, job) > (after…), spelled out: both backends plan it on the key.
                     query

@@ -112,9 +112,7 @@ macro_rules! sql_jobs {
                 // plan that uses its index (jobs_app_id for the app, the primary key for
                 // the page) rather than one generic plan for every combination.
                 let mut query = sqlx::QueryBuilder::<$db>::new(format!("SELECT {JOB_COLUMNS} FROM jobs WHERE true"));
-                if let Some(app) = &filter.app {
-                    query.push(" AND app = ").push_bind(app.as_str().to_owned());
-                }
+                $crate::store::sql::push_app_scope!(query, "app", filter.apps.as_deref());
                 if let Some(status) = filter.status {
                     query.push(" AND status = ").push_bind(status.as_str());
                 }

@@ -38,6 +38,26 @@ pub(crate) const GLUE_VERSIONS_KEPT: i64 = 30;
 /// PostgreSQL's 65 535 bind limits.
 pub(crate) const INSERT_CHUNK: usize = 500;
 
+/// `AND {column} IN (…apps)` on a `QueryBuilder` when the listing is limited to some apps
+/// (`Some`, see [`AppScope`](super::AppScope)); `AND false` when that is none at all.
+macro_rules! push_app_scope {
+    ($query:expr, $column:literal, $apps:expr) => {
+        if let Some(apps) = $apps {
+            if apps.is_empty() {
+                $query.push(" AND false");
+            } else {
+                $query.push(concat!(" AND ", $column, " IN ("));
+                let mut names = $query.separated(", ");
+                for app in apps {
+                    names.push_bind(app.as_str().to_owned());
+                }
+                names.push_unseparated(")");
+            }
+        }
+    };
+}
+pub(crate) use push_app_scope;
+
 macro_rules! impl_sql_store {
     ($store:ty, $db:ty) => {
         #[async_trait::async_trait]
@@ -88,12 +108,19 @@ macro_rules! impl_sql_store {
                 convert_all(rows)
             }
 
-            async fn list_apps_page(&self, page: &PageRequest<String>) -> Result<Vec<App>, StoreError> {
-                let rows: Vec<AppRow> = sqlx::query_as(&format!(
-                    "SELECT {APP_COLUMNS} FROM apps WHERE ($1 IS NULL OR name > $1) ORDER BY name LIMIT $2"
-                ))
-                .bind(page.after.clone())
-                .bind(i64::from(page.limit))
+            async fn list_apps_page(
+                &self,
+                apps: $crate::store::AppScope<'_>,
+                page: &PageRequest<String>,
+            ) -> Result<Vec<App>, StoreError> {
+                let mut query = sqlx::QueryBuilder::<$db>::new(format!("SELECT {APP_COLUMNS} FROM apps WHERE true"));
+                $crate::store::sql::push_app_scope!(query, "name", apps);
+                if let Some(after) = &page.after {
+                    query.push(" AND name > ").push_bind(after.clone());
+                }
+                query.push(" ORDER BY name LIMIT ").push_bind(i64::from(page.limit));
+                let rows: Vec<AppRow> = query
+                .build_query_as()
                 .fetch_all(&self.pool)
                 .await
                 .map_err(StoreError::query("list apps"))?;
@@ -247,10 +274,10 @@ macro_rules! impl_sql_store {
 
             async fn list_executors_page(
                 &self,
-                app: Option<&AppName>,
+                apps: $crate::store::AppScope<'_>,
                 page: &PageRequest<(String, String)>,
             ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
-                registry::list_executors_page(self, app, page).await
+                registry::list_executors_page(self, apps, page).await
             }
 
             async fn mark_dead_executors(
@@ -371,10 +398,10 @@ macro_rules! impl_sql_store {
                 &self,
                 from_ms: i64,
                 to_ms: i64,
-                app: Option<&AppName>,
+                apps: $crate::store::AppScope<'_>,
                 page: &PageRequest<(i64, String, i64)>,
             ) -> Result<Vec<$crate::model::DailyReport>, StoreError> {
-                history::list_reports(self, from_ms, to_ms, app, page).await
+                history::list_reports(self, from_ms, to_ms, apps, page).await
             }
 
             async fn delete_old_runs(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {

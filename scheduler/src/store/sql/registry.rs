@@ -51,16 +51,14 @@ macro_rules! sql_registry {
 
             pub(super) async fn list_executors_page(
                 store: &$store,
-                app: Option<&AppName>,
+                apps: $crate::store::AppScope<'_>,
                 page: &PageRequest<(String, String)>,
             ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
                 let mut query = sqlx::QueryBuilder::<$db>::new(format!(
                     "SELECT {} FROM executors WHERE true",
                     $crate::store::rows::EXECUTOR_COLUMNS
                 ));
-                if let Some(app) = app {
-                    query.push(" AND app = ").push_bind(app.as_str().to_owned());
-                }
+                $crate::store::sql::push_app_scope!(query, "app", apps);
                 if let Some((app, executor)) = &page.after {
                     query
                         .push(" AND (app > ")

@@ -1,0 +1,144 @@
+//! Who is calling: every route but `/health` and the login runs behind [`authenticate`],
+//! which turns the request's bearer token into a [`Caller`] (401 without one), and every
+//! handler asks the [`Caller`] whether it may do what it is about to do on the app concerned
+//! (403 if not). A handler cannot forget the first step (the layer wraps the whole router);
+//! the route-enumeration test catches one that forgets the second.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::header;
+use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use kadence_schemas::AppName;
+
+use super::ApiState;
+use super::error::ApiError;
+use crate::auth::{TOKEN_PREFIX, token_hash};
+use crate::model::{Access, Role, TokenInfo, User};
+
+/// The authenticated user of a request, and the token they came with.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The user, with their grants as they were when the request arrived.
+    pub user: User,
+    /// The token the request carried (a logout revokes it).
+    pub token: TokenInfo,
+}
+
+impl Caller {
+    /// Ok if the caller may do what `needed` allows on `app`; a 403 saying what is missing
+    /// otherwise.
+    pub fn require(&self, app: &AppName, needed: Access) -> Result<(), ApiError> {
+        if self.user.may(app, needed) {
+            return Ok(());
+        }
+        Err(ApiError::Forbidden(format!(
+            "user {} has no {} grant on app {app}: ask an admin for one",
+            self.user.name,
+            needed.as_str()
+        )))
+    }
+
+    /// Ok for an admin; a 403 for anyone else.
+    pub fn require_admin(&self) -> Result<(), ApiError> {
+        if self.user.role == Role::Admin {
+            return Ok(());
+        }
+        Err(ApiError::Forbidden(format!(
+            "only an admin may do this, and user {} is a member",
+            self.user.name
+        )))
+    }
+
+    /// The apps a listing may show: `None` for every app (an admin without a filter), else
+    /// the requested app (if the caller may view it) or every app the caller may view.
+    pub fn visible_apps(
+        &self,
+        requested: Option<AppName>,
+    ) -> Result<Option<Vec<AppName>>, ApiError> {
+        match (requested, self.user.role) {
+            (Some(app), _) => {
+                self.require(&app, Access::View)?;
+                Ok(Some(vec![app]))
+            }
+            (None, Role::Admin) => Ok(None),
+            (None, Role::Member) => Ok(Some(
+                self.user
+                    .grants
+                    .iter()
+                    .map(|grant| grant.app.clone())
+                    .collect(),
+            )),
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        // Put there by `authenticate`; missing only on a route outside its layer, which is a
+        // wiring mistake and must not pass as anonymous.
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("route outside the auth layer")))
+    }
+}
+
+/// The layer in front of every authenticated route: a valid, unexpired, unrevoked
+/// `Authorization: Bearer kdn_…` token, or 401.
+pub(super) async fn authenticate(
+    State(state): State<Arc<ApiState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match identify(&state, request.headers()).await {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn identify(state: &ApiState, headers: &axum::http::HeaderMap) -> Result<Caller, ApiError> {
+    let token = bearer_token(headers)?;
+    let found = state
+        .store
+        .authenticate_token(&token_hash(token), state.clock.now_ms())
+        .await?;
+    let (user, token) = found.ok_or_else(|| {
+        ApiError::Unauthorized(
+            "the token is unknown, expired or revoked: log in again (kadence login)".to_owned(),
+        )
+    })?;
+    Ok(Caller { user, token })
+}
+
+/// The token of an `Authorization: Bearer …` header.
+fn bearer_token(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+    let missing = || {
+        ApiError::Unauthorized(
+            "credentials needed: send `Authorization: Bearer <token>` with a token from \
+             POST /api/auth/login or an API token (kadence login)"
+                .to_owned(),
+        )
+    };
+    let value = headers.get(header::AUTHORIZATION).ok_or_else(missing)?;
+    let value = value.to_str().map_err(|_| missing())?;
+    let (scheme, token) = value.split_once(' ').ok_or_else(missing)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(missing());
+    }
+    let token = token.trim();
+    if !token.starts_with(TOKEN_PREFIX) {
+        return Err(ApiError::Unauthorized(format!(
+            "not a Kadence token: tokens start with {TOKEN_PREFIX}"
+        )));
+    }
+    Ok(token)
+}

@@ -1,0 +1,141 @@
+//! Logging in and out: `POST /api/auth/login` trades a user name and password for a session
+//! token (expiring after `auth.session_ttl`), `POST /api/auth/logout` revokes the token the
+//! request came with, `GET /api/auth/me` says who the token belongs to.
+//!
+//! A wrong name and a wrong password get the same answer, after the same work (an unknown
+//! name is checked against a dummy hash), so the login cannot be used to find user names.
+//! Failures are counted per name and per client address ([`super::throttle`]).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, LazyLock};
+
+use axum::Json;
+use axum::extract::{ConnectInfo, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::{Deserialize, Serialize};
+
+use super::body::ApiJson;
+use super::caller::Caller;
+use super::error::ApiError;
+use super::tokens::issue_token;
+use super::{ApiState, millis_from_now};
+use crate::auth::{hash_password, verify_password};
+use crate::model::{TokenKind, User};
+
+/// Body of `POST /api/auth/login`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoginRequest {
+    /// Login name.
+    pub name: String,
+    /// Password.
+    pub password: String,
+}
+
+/// Answer of a login, or of making an API token: the token is shown this once.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct IssuedToken {
+    /// The token, for `Authorization: Bearer …`. Kadence keeps only its hash.
+    pub token: String,
+    /// Its id (for listing and revoking it).
+    pub token_id: i64,
+    /// Not accepted from this instant, ms since the epoch.
+    pub expires_at_ms: i64,
+    /// Whose it is.
+    pub user: User,
+}
+
+/// What an unknown name's password is checked against, so that it costs what a known
+/// name's does.
+static DUMMY_HASH: LazyLock<String> =
+    LazyLock::new(|| hash_password("not a password anyone has").unwrap_or_default());
+
+pub(super) async fn login(
+    State(state): State<Arc<ApiState>>,
+    headers: HeaderMap,
+    ClientAddress(address): ClientAddress,
+    ApiJson(request): ApiJson<LoginRequest>,
+) -> Result<(StatusCode, Json<IssuedToken>), ApiError> {
+    let now = state.clock.now_ms();
+    if let Err(retry_after_secs) = state.login_throttle.check(&request.name, address, now) {
+        return Err(ApiError::TooManyRequests {
+            message: format!(
+                "too many failed logins for this user or from this address: try again in \
+                 {retry_after_secs} s"
+            ),
+            retry_after_secs,
+        });
+    }
+    let found = state.store.user_credentials(&request.name).await?;
+    let hash = found
+        .as_ref()
+        .map_or_else(|| DUMMY_HASH.clone(), |found| found.password_hash.clone());
+    let password = request.password;
+    // Argon2 takes tens of milliseconds of CPU on purpose: off the async workers.
+    let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .map_err(|error| ApiError::Internal(error.into()))?;
+    let Some(found) = found.filter(|_| matches) else {
+        state.login_throttle.failed(&request.name, address, now);
+        tracing::info!(user = %request.name, ?address, "failed login");
+        return Err(ApiError::Unauthorized(
+            "wrong user name or password".to_owned(),
+        ));
+    };
+    state.login_throttle.succeeded(&request.name);
+    let client = client_name(&headers, address);
+    let expires_at_ms = millis_from_now(now, state.session_ttl);
+    let issued = issue_token(
+        &state,
+        found.user,
+        TokenKind::Session,
+        client,
+        expires_at_ms,
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(issued)))
+}
+
+/// The client's IP address, when the server was started with connection info (it is, by
+/// `kadence serve`; a router driven in-process has none).
+pub(super) struct ClientAddress(Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let connection = parts.extensions.get::<ConnectInfo<SocketAddr>>();
+        Ok(ClientAddress(
+            connection.map(|ConnectInfo(address)| address.ip()),
+        ))
+    }
+}
+
+/// What a session is named after: the client's address and its `User-Agent`.
+fn client_name(headers: &HeaderMap, address: Option<IpAddr>) -> String {
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|agent| agent.to_str().ok())
+        .unwrap_or("unknown client");
+    let name = match address {
+        Some(address) => format!("{agent} from {address}"),
+        None => agent.to_owned(),
+    };
+    name.chars().take(200).collect()
+}
+
+pub(super) async fn logout(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+) -> Result<StatusCode, ApiError> {
+    state
+        .store
+        .revoke_token(caller.user.id, caller.token.id, state.clock.now_ms())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub(super) async fn who_am_i(caller: Caller) -> Json<User> {
+    Json(caller.user)
+}

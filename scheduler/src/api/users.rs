@@ -1,0 +1,200 @@
+//! Users and their grants (admins only, except that anyone may change their own password):
+//!
+//! - `GET /api/users`, `POST /api/users` (`{name, password, role}`);
+//! - `PUT /api/users/{name}/password` (`{password, current_password}`; an admin setting
+//!   someone else's needs no `current_password`);
+//! - `PUT /api/users/{name}/grants/{app}` (`{access}`), `DELETE` the same to take it back.
+//!
+//! XXL-JOB let any logged-in user reach its user management (CVE-2022-36157); here the role
+//! is checked before anything is read.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use kadence_schemas::AppName;
+use serde::{Deserialize, Serialize};
+
+use super::body::ApiJson;
+use super::caller::Caller;
+use super::error::ApiError;
+use super::{ApiState, bad_request};
+use crate::auth::{hash_password, verify_password};
+use crate::model::{Access, Role, User};
+use crate::store::NewUser;
+
+/// Shortest password accepted.
+pub const MIN_PASSWORD_CHARS: usize = 10;
+/// Longest password accepted (Argon2 hashes any length; this bounds the work per login).
+const MAX_PASSWORD_BYTES: usize = 1024;
+/// Longest user name.
+const MAX_USER_NAME_CHARS: usize = 64;
+
+/// Body of `POST /api/users`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewUserRequest {
+    /// Login name: 1–64 of `A-Z a-z 0-9 . _ - @`.
+    pub name: String,
+    /// At least 10 characters.
+    pub password: String,
+    /// `ADMIN` or `MEMBER` (default): a member has no apps until granted some.
+    #[serde(default)]
+    pub role: Option<String>,
+}
+
+/// Body of `PUT /api/users/{name}/password`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordRequest {
+    /// The new password, at least 10 characters.
+    pub password: String,
+    /// The present password: needed when users change their own.
+    #[serde(default)]
+    pub current_password: Option<String>,
+}
+
+/// Body of `PUT /api/users/{name}/grants/{app}`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantRequest {
+    /// `VIEW`, `OPERATE` or `SCRIPTS`.
+    pub access: String,
+}
+
+pub(super) async fn list_users(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+) -> Result<Json<Vec<User>>, ApiError> {
+    caller.require_admin()?;
+    Ok(Json(state.store.list_users().await?))
+}
+
+pub(super) async fn create_user(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiJson(request): ApiJson<NewUserRequest>,
+) -> Result<(StatusCode, Json<User>), ApiError> {
+    caller.require_admin()?;
+    check_user_name(&request.name)?;
+    let role = match request.role.as_deref() {
+        None => Role::Member,
+        Some(role) => role.parse::<Role>().map_err(bad_request)?,
+    };
+    let password_hash = hashed(request.password).await?;
+    let user = NewUser {
+        name: request.name,
+        password_hash,
+        role,
+    };
+    let user = state.store.create_user(&user, state.clock.now_ms()).await?;
+    Ok((StatusCode::CREATED, Json(user)))
+}
+
+pub(super) async fn set_password(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+    ApiJson(request): ApiJson<PasswordRequest>,
+) -> Result<StatusCode, ApiError> {
+    let own = caller.user.name == name;
+    if !own {
+        caller.require_admin()?;
+    }
+    let found = state
+        .store
+        .user_credentials(&name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("user {name} does not exist")))?;
+    if own {
+        // A stolen session must not be enough to take the account over for good.
+        let current = request.current_password.unwrap_or_default();
+        let hash = found.password_hash.clone();
+        let matches = tokio::task::spawn_blocking(move || verify_password(&current, &hash))
+            .await
+            .map_err(|error| ApiError::Internal(error.into()))?;
+        if !matches {
+            return Err(ApiError::Forbidden(
+                "current_password is missing or wrong: give your present password to change it"
+                    .to_owned(),
+            ));
+        }
+    }
+    let password_hash = hashed(request.password).await?;
+    state
+        .store
+        .set_password_hash(found.user.id, &password_hash, state.clock.now_ms())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub(super) async fn grant(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    Path((name, app)): Path<(String, String)>,
+    ApiJson(request): ApiJson<GrantRequest>,
+) -> Result<Json<User>, ApiError> {
+    caller.require_admin()?;
+    let app = AppName::parse(&app).map_err(bad_request)?;
+    let access = request.access.parse::<Access>().map_err(bad_request)?;
+    let user = find_user(&state, &name).await?;
+    state.store.grant(user.id, &app, access).await?;
+    reload(&state, user.id).await
+}
+
+pub(super) async fn revoke_grant(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    Path((name, app)): Path<(String, String)>,
+) -> Result<Json<User>, ApiError> {
+    caller.require_admin()?;
+    let app = AppName::parse(&app).map_err(bad_request)?;
+    let user = find_user(&state, &name).await?;
+    if !state.store.revoke_grant(user.id, &app).await? {
+        return Err(ApiError::NotFound(format!(
+            "user {name} has no grant on app {app}"
+        )));
+    }
+    reload(&state, user.id).await
+}
+
+async fn find_user(state: &ApiState, name: &str) -> Result<User, ApiError> {
+    Ok(state
+        .store
+        .user_credentials(name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("user {name} does not exist")))?
+        .user)
+}
+
+async fn reload(state: &ApiState, id: i64) -> Result<Json<User>, ApiError> {
+    let user = state.store.get_user(id).await?;
+    user.map(Json)
+        .ok_or_else(|| ApiError::NotFound(format!("user {id} no longer exists")))
+}
+
+fn check_user_name(name: &str) -> Result<(), ApiError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@');
+    if name.is_empty() || name.chars().count() > MAX_USER_NAME_CHARS || !name.chars().all(allowed) {
+        return Err(bad_request(format!(
+            "invalid user name {name:?}: use 1 to {MAX_USER_NAME_CHARS} of A-Z a-z 0-9 . _ - @"
+        )));
+    }
+    Ok(())
+}
+
+/// The Argon2id hash of an acceptable password (off the async workers: it is slow on
+/// purpose).
+async fn hashed(password: String) -> Result<String, ApiError> {
+    if password.chars().count() < MIN_PASSWORD_CHARS || password.len() > MAX_PASSWORD_BYTES {
+        return Err(bad_request(format!(
+            "the password must be at least {MIN_PASSWORD_CHARS} characters (and at most \
+             {MAX_PASSWORD_BYTES} bytes)"
+        )));
+    }
+    tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|error| ApiError::Internal(error.into()))?
+        .map_err(|error| ApiError::Internal(error.into()))
+}

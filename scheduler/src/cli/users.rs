@@ -1,0 +1,124 @@
+//! `kadence user add|passwd|grant|revoke|list` and `kadence token create|list|revoke`.
+
+use super::args::{TokenCommand, UserCommand};
+use super::client::ApiClient;
+use super::print::format_ms;
+use super::sessions::PasswordSource;
+use crate::api::{GrantRequest, IssuedToken, NewTokenRequest, NewUserRequest, PasswordRequest};
+use crate::model::{TokenInfo, User};
+
+/// Runs a `user` subcommand against the API.
+pub(super) async fn user_command(client: &ApiClient, command: UserCommand) -> anyhow::Result<()> {
+    match command {
+        UserCommand::Add {
+            name,
+            admin,
+            password_stdin,
+        } => {
+            let passwords = PasswordSource::new(password_stdin);
+            let request = NewUserRequest {
+                password: passwords.next(&format!("password for {name}: "))?,
+                name,
+                role: Some(if admin { "ADMIN" } else { "MEMBER" }.to_owned()),
+            };
+            let user: User = client.post("/api/users", &request).await?;
+            println!("created {} {}", user.role, user.name);
+        }
+        UserCommand::Passwd {
+            name,
+            password_stdin,
+        } => {
+            let passwords = PasswordSource::new(password_stdin);
+            let me: User = client.get("/api/auth/me").await?;
+            let password = passwords.next(&format!("new password for {name}: "))?;
+            let current_password = if me.name == name {
+                Some(passwords.next("your present password: ")?)
+            } else {
+                None
+            };
+            let request = PasswordRequest {
+                password,
+                current_password,
+            };
+            let () = client
+                .put(&format!("/api/users/{name}/password"), &request)
+                .await?;
+            println!("password of {name} changed");
+        }
+        UserCommand::Grant { name, app, access } => {
+            let request = GrantRequest { access };
+            let user: User = client
+                .put(&format!("/api/users/{name}/grants/{app}"), &request)
+                .await?;
+            print_users(&[user]);
+        }
+        UserCommand::Revoke { name, app } => {
+            let user: User = client
+                .delete(&format!("/api/users/{name}/grants/{app}"))
+                .await?;
+            print_users(&[user]);
+        }
+        UserCommand::List => print_users(&client.get::<Vec<User>>("/api/users").await?),
+    }
+    Ok(())
+}
+
+fn print_users(users: &[User]) {
+    println!("{:<24} {:<8} GRANTS", "USER", "ROLE");
+    for user in users {
+        let grants: Vec<String> = user
+            .grants
+            .iter()
+            .map(|grant| format!("{}:{}", grant.app, grant.access))
+            .collect();
+        let grants = if grants.is_empty() {
+            "-".to_owned()
+        } else {
+            grants.join(" ")
+        };
+        println!("{:<24} {:<8} {grants}", user.name, user.role.as_str());
+    }
+}
+
+/// Runs a `token` subcommand against the API.
+pub(super) async fn token_command(client: &ApiClient, command: TokenCommand) -> anyhow::Result<()> {
+    match command {
+        TokenCommand::Create { name, days } => {
+            let request = NewTokenRequest {
+                name,
+                expires_in_days: days,
+            };
+            let issued: IssuedToken = client.post("/api/tokens", &request).await?;
+            println!("{}", issued.token);
+            eprintln!(
+                "token {} of {} until {}: shown only now; use it as KADENCE_TOKEN or \
+                 `Authorization: Bearer …`",
+                issued.token_id,
+                issued.user.name,
+                format_ms(Some(issued.expires_at_ms))
+            );
+        }
+        TokenCommand::List => {
+            let tokens: Vec<TokenInfo> = client.get("/api/tokens").await?;
+            println!(
+                "{:>6} {:<8} {:<26} {:<26} NAME",
+                "ID", "KIND", "EXPIRES", "REVOKED"
+            );
+            for token in tokens {
+                println!(
+                    "{:>6} {:<8} {:<26} {:<26} {}",
+                    token.id,
+                    token.kind.as_str(),
+                    format_ms(Some(token.expires_at_ms)),
+                    format_ms(token.revoked_at_ms),
+                    token.name
+                );
+            }
+        }
+        TokenCommand::Revoke { id } => {
+            let () = client.delete(&format!("/api/tokens/{id}")).await?;
+            println!("token {id} revoked");
+        }
+    }
+    Ok(())
+}

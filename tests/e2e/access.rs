@@ -1,0 +1,509 @@
+//! Who may do what through the API: credentials on every route, each member confined to the
+//! apps granted to them (no IDOR), script source and child jobs by permission, logins and
+//! tokens that expire and can be revoked, failed logins throttled.
+//!
+//! [`every_route_checks_credentials_and_grants`] walks a table with one request per route of
+//! the router and proves, for each: 401 without credentials, 403 for a member who lacks the
+//! grant (or the role), and not 401/403 for the right one. The table must name every route in
+//! [`ROUTES`] (the router's), so a new route cannot slip past it.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::Backend;
+use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, login, spawn_app, spawn_app_with};
+
+/// Every route of `kadence_scheduler::api::router` (method, path template) but `/health` and
+/// the login, which need no credentials.
+const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/api/auth/logout"),
+    ("GET", "/api/auth/me"),
+    ("GET", "/api/tokens"),
+    ("POST", "/api/tokens"),
+    ("DELETE", "/api/tokens/{id}"),
+    ("GET", "/api/users"),
+    ("POST", "/api/users"),
+    ("PUT", "/api/users/{name}/password"),
+    ("PUT", "/api/users/{name}/grants/{app}"),
+    ("DELETE", "/api/users/{name}/grants/{app}"),
+    ("GET", "/api/apps"),
+    ("POST", "/api/apps"),
+    ("GET", "/api/jobs"),
+    ("POST", "/api/jobs"),
+    ("GET", "/api/jobs/{id}"),
+    ("PATCH", "/api/jobs/{id}"),
+    ("GET", "/api/jobs/{id}/glue"),
+    ("POST", "/api/jobs/{id}/start"),
+    ("POST", "/api/jobs/{id}/stop"),
+    ("POST", "/api/jobs/{id}/trigger"),
+    ("POST", "/api/jobs/{id}/kill"),
+    ("GET", "/api/jobs/{id}/runs"),
+    ("GET", "/api/schedules/preview"),
+    ("GET", "/api/executors"),
+    ("GET", "/api/runs/{log_id}/log"),
+    ("GET", "/api/reports"),
+];
+
+/// What a request needs, on app `alpha` where an app is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// Any signed-in user (listings are filtered, not refused).
+    AnyUser,
+    View,
+    Operate,
+    Admin,
+}
+
+struct Case {
+    route: (&'static str, &'static str),
+    method: Method,
+    path: String,
+    body: Option<Value>,
+    needs: Needs,
+}
+
+fn case(
+    route: (&'static str, &'static str),
+    path: &str,
+    body: Option<Value>,
+    needs: Needs,
+) -> Case {
+    Case {
+        route,
+        method: route.0.parse().unwrap(),
+        path: path.to_owned(),
+        body,
+        needs,
+    }
+}
+
+/// Apps `alpha` and `beta` with one stopped job each, a run of alpha's job, and members:
+/// OPERATE on alpha, VIEW on alpha, OPERATE on beta.
+struct Fixture {
+    alpha_job: i64,
+    beta_job: i64,
+    alpha_run: i64,
+    operator: String,
+    viewer: String,
+    outsider: String,
+}
+
+async fn fixture(app: &TestApp) -> Fixture {
+    app.create_app("alpha", 1).await;
+    app.create_app("beta", 1).await;
+    let job = |name: &str| json!({"app": name, "handler": "ok", "schedule_conf": "0 0 3 * * ?"});
+    let alpha_job = app.create_job(job("alpha")).await.id;
+    let beta_job = app.create_job(job("beta")).await.id;
+    let (status, triggered) = app.trigger_with(alpha_job, json!({})).await;
+    assert_eq!(status, 202, "{triggered}");
+    Fixture {
+        alpha_job,
+        beta_job,
+        alpha_run: triggered["log_id"].as_i64().unwrap(),
+        operator: app.add_member("op-alpha", &[("alpha", "OPERATE")]).await,
+        viewer: app.add_member("view-alpha", &[("alpha", "VIEW")]).await,
+        outsider: app.add_member("op-beta", &[("beta", "OPERATE")]).await,
+    }
+}
+
+fn cases(fixture: &Fixture) -> Vec<Case> {
+    use Needs::*;
+    let job = fixture.alpha_job;
+    let new_job = json!({"app": "alpha", "handler": "ok", "schedule_type": "NONE"});
+    vec![
+        case(ROUTES[0], "/api/auth/logout", None, AnyUser),
+        case(ROUTES[1], "/api/auth/me", None, AnyUser),
+        case(ROUTES[2], "/api/tokens", None, AnyUser),
+        case(
+            ROUTES[3],
+            "/api/tokens",
+            Some(json!({"name": "ci"})),
+            AnyUser,
+        ),
+        case(ROUTES[4], "/api/tokens/999999", None, AnyUser),
+        case(ROUTES[5], "/api/users", None, Admin),
+        case(
+            ROUTES[6],
+            "/api/users",
+            Some(json!({"name": "newcomer", "password": "newcomer-password"})),
+            Admin,
+        ),
+        case(
+            ROUTES[7],
+            "/api/users/view-alpha/password",
+            Some(json!({"password": "another-password-1"})),
+            Admin,
+        ),
+        case(
+            ROUTES[8],
+            "/api/users/view-alpha/grants/alpha",
+            Some(json!({"access": "VIEW"})),
+            Admin,
+        ),
+        case(ROUTES[9], "/api/users/op-beta/grants/beta", None, Admin),
+        case(ROUTES[10], "/api/apps", None, AnyUser),
+        case(
+            ROUTES[11],
+            "/api/apps",
+            Some(json!({"name": "gamma", "partitions": 1})),
+            Admin,
+        ),
+        case(ROUTES[12], "/api/jobs", None, AnyUser),
+        case(ROUTES[12], "/api/jobs?app=alpha", None, View),
+        case(ROUTES[13], "/api/jobs", Some(new_job), Operate),
+        case(ROUTES[14], &format!("/api/jobs/{job}"), None, View),
+        case(
+            ROUTES[15],
+            &format!("/api/jobs/{job}"),
+            Some(json!({"params": "edited"})),
+            Operate,
+        ),
+        case(ROUTES[16], &format!("/api/jobs/{job}/glue"), None, View),
+        case(ROUTES[17], &format!("/api/jobs/{job}/start"), None, Operate),
+        case(ROUTES[18], &format!("/api/jobs/{job}/stop"), None, Operate),
+        case(
+            ROUTES[19],
+            &format!("/api/jobs/{job}/trigger"),
+            None,
+            Operate,
+        ),
+        case(ROUTES[20], &format!("/api/jobs/{job}/kill"), None, Operate),
+        case(ROUTES[21], &format!("/api/jobs/{job}/runs"), None, View),
+        case(
+            ROUTES[22],
+            "/api/schedules/preview?schedule_conf=0%200%203%20*%20*%20%3F",
+            None,
+            AnyUser,
+        ),
+        case(ROUTES[23], "/api/executors", None, AnyUser),
+        case(ROUTES[23], "/api/executors?app=alpha", None, View),
+        case(
+            ROUTES[24],
+            &format!("/api/runs/{}/log", fixture.alpha_run),
+            None,
+            View,
+        ),
+        case(ROUTES[25], "/api/reports", None, AnyUser),
+        case(ROUTES[25], "/api/reports?app=alpha", None, View),
+    ]
+}
+
+/// Every route: 401 without a token (and with a made-up one), 403 for each caller who lacks
+/// what it needs, not 401/403 for one who has it.
+async fn every_route_checks_credentials_and_grants(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let fixture = fixture(&app).await;
+    let cases = cases(&fixture);
+    for route in ROUTES {
+        assert!(
+            cases.iter().any(|case| case.route == *route),
+            "route {route:?} has no case in the permission table: add one saying what it needs"
+        );
+    }
+    for case in &cases {
+        let what = format!("{} {}", case.method, case.path);
+        let forged = "kdn_0000000000000000000000000000000000000000000000000000000000000000";
+        for token in [None, Some(forged)] {
+            let (status, body) = app
+                .call_as(token, case.method.clone(), &case.path, case.body.clone())
+                .await;
+            assert_eq!(status, 401, "{what} with token {token:?}: {body}");
+        }
+        let (refused, allowed): (Vec<&str>, &str) = match case.needs {
+            Needs::AnyUser => (vec![], &fixture.outsider),
+            Needs::View => (vec![&fixture.outsider], &fixture.viewer),
+            Needs::Operate => (vec![&fixture.outsider, &fixture.viewer], &fixture.operator),
+            Needs::Admin => (vec![&fixture.operator], app.admin_token()),
+        };
+        for token in refused {
+            let (status, body) = app
+                .call_as(
+                    Some(token),
+                    case.method.clone(),
+                    &case.path,
+                    case.body.clone(),
+                )
+                .await;
+            assert_eq!(status, 403, "{what} by a member without the grant: {body}");
+            assert!(
+                body["error"].as_str().unwrap().contains("grant")
+                    || body["error"].as_str().unwrap().contains("admin"),
+                "{what}: {body}"
+            );
+        }
+        // A logout ends the token it is sent with: a fresh session of the same user.
+        let fresh;
+        let allowed = if case.route == ROUTES[0] {
+            fresh = login(app.api_url(), "op-beta", "op-beta-password-1").await;
+            fresh.as_str()
+        } else {
+            allowed
+        };
+        let (status, body) = app
+            .call_as(
+                Some(allowed),
+                case.method.clone(),
+                &case.path,
+                case.body.clone(),
+            )
+            .await;
+        assert!(
+            status != 401 && status != 403 && status < 500,
+            "{what} by a caller who may: {status} {body}"
+        );
+    }
+    let _ = fixture.beta_job;
+    app.shutdown().await;
+}
+
+/// A member's listings hold only their apps; asking for another app by name is refused.
+async fn listings_show_a_member_only_their_apps(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let fixture = fixture(&app).await;
+    let outsider = Some(fixture.outsider.as_str());
+    let (status, jobs) = app.call_as(outsider, Method::GET, "/api/jobs", None).await;
+    assert_eq!(status, 200, "{jobs}");
+    let ids: Vec<i64> = jobs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| job["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, vec![fixture.beta_job]);
+    let (_, apps) = app.call_as(outsider, Method::GET, "/api/apps", None).await;
+    let names: Vec<&str> = apps["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|app| app["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["beta"]);
+    for path in [
+        "/api/jobs?app=alpha",
+        "/api/executors?app=alpha",
+        "/api/reports?app=alpha",
+    ] {
+        let (status, body) = app.call_as(outsider, Method::GET, path, None).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert_eq!(
+            body["error"],
+            "user op-beta has no VIEW grant on app alpha: ask an admin for one"
+        );
+    }
+    // A member with no grants at all sees nothing, rather than everything.
+    let nobody = app.add_member("nobody", &[]).await;
+    let (_, jobs) = app
+        .call_as(Some(&nobody), Method::GET, "/api/jobs", None)
+        .await;
+    assert_eq!(jobs["items"], json!([]));
+    let (_, all) = app.call(Method::GET, "/api/jobs", None).await;
+    assert_eq!(
+        all["items"].as_array().unwrap().len(),
+        2,
+        "an admin sees every app"
+    );
+    app.shutdown().await;
+}
+
+/// Script source needs the SCRIPTS grant; other edits of a script job need OPERATE; a job may
+/// not name a child in an app its author may not operate.
+async fn script_source_and_children_need_their_grants(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let fixture = fixture(&app).await;
+    let operator = Some(fixture.operator.as_str());
+    let script = json!({"app": "alpha", "handler": "sh", "schedule_type": "NONE",
+        "glue_type": "GLUE_SHELL", "glue_source": "echo hi"});
+    let (status, body) = app
+        .call_as(operator, Method::POST, "/api/jobs", Some(script.clone()))
+        .await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(
+        body["error"],
+        "user op-alpha has no SCRIPTS grant on app alpha: ask an admin for one"
+    );
+
+    let scripter = app.add_member("scripter", &[("alpha", "SCRIPTS")]).await;
+    let (status, created) = app
+        .call_as(Some(&scripter), Method::POST, "/api/jobs", Some(script))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let path = format!("/api/jobs/{}", created["id"]);
+    let (status, body) = app
+        .call_as(operator, Method::PATCH, &path, Some(json!({"params": "x"})))
+        .await;
+    assert_eq!(
+        status, 200,
+        "params of a script job need only OPERATE: {body}"
+    );
+    let (status, body) = app
+        .call_as(
+            operator,
+            Method::PATCH,
+            &path,
+            Some(json!({"glue_source": "rm -rf /"})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+
+    let child_elsewhere = json!({"app": "alpha", "handler": "ok", "schedule_type": "NONE",
+        "child_job_ids": [fixture.beta_job]});
+    let (status, body) = app
+        .call_as(operator, Method::POST, "/api/jobs", Some(child_elsewhere))
+        .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("child job"),
+        "{body}"
+    );
+    app.shutdown().await;
+}
+
+/// A login gives a session token that works until logout or expiry; an API token works until
+/// revoked; neither is accepted afterwards, and a token is never shown again.
+async fn sessions_and_api_tokens_expire_and_are_revoked(backend: Backend) {
+    let app = spawn_app_with(backend, |config| {
+        config.auth.session_ttl = Duration::from_secs(2);
+    })
+    .await;
+    let me = |token: String| {
+        let app = &app;
+        async move {
+            app.call_as(Some(&token), Method::GET, "/api/auth/me", None)
+                .await
+                .0
+        }
+    };
+    let (status, body) = app
+        .call_as(
+            None,
+            Method::POST,
+            "/api/auth/login",
+            Some(json!({"name": "admin", "password": "wrong"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (401, Some("wrong user name or password"))
+    );
+    let (status, _) = app
+        .call_as(
+            None,
+            Method::POST,
+            "/api/auth/login",
+            Some(json!({"name": "nobody", "password": "wrong"})),
+        )
+        .await;
+    assert_eq!(status, 401, "an unknown name gets the same answer");
+
+    let session = login(app.api_url(), "admin", TEST_ADMIN_PASSWORD).await;
+    assert_eq!(me(session.clone()).await, 200);
+    let (status, issued) = app
+        .call_as(
+            Some(&session),
+            Method::POST,
+            "/api/tokens",
+            Some(json!({"name": "deploys", "expires_in_days": 30})),
+        )
+        .await;
+    assert_eq!(status, 201, "{issued}");
+    let api_token = issued["token"].as_str().unwrap().to_owned();
+    let (_, listed) = app
+        .call_as(Some(&session), Method::GET, "/api/tokens", None)
+        .await;
+    let listed_text = listed.to_string();
+    assert!(
+        listed_text.contains("deploys") && !listed_text.contains(&api_token),
+        "{listed}"
+    );
+
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(me(session).await, 401, "the session expired");
+    assert_eq!(me(api_token.clone()).await, 200, "the API token lives on");
+    let (status, _) = app
+        .call_as(
+            Some(&api_token),
+            Method::DELETE,
+            &format!("/api/tokens/{}", issued["token_id"]),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(me(api_token).await, 401, "the API token was revoked");
+
+    let session = login(app.api_url(), "admin", TEST_ADMIN_PASSWORD).await;
+    let (status, _) = app
+        .call_as(Some(&session), Method::POST, "/api/auth/logout", None)
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(me(session).await, 401, "logged out");
+    let (status, body) = app
+        .call_as(
+            Some(&app.admin_token().to_owned()),
+            Method::POST,
+            "/api/tokens",
+            Some(json!({"name": "forever", "expires_in_days": 100000})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    app.shutdown().await;
+}
+
+/// Too many failed logins for a user, or from an address, are answered 429 with
+/// `Retry-After`, even with the right password; other users are not affected.
+async fn failed_logins_are_throttled(backend: Backend) {
+    let app = spawn_app_with(backend, |config| {
+        config.auth.login_failures_per_user = 3;
+        config.auth.login_failures_per_address = 6;
+    })
+    .await;
+    let attempt = |name: &'static str, password: &'static str| {
+        let url = format!("{}/api/auth/login", app.api_url());
+        async move {
+            let response = reqwest::Client::new()
+                .post(url)
+                .json(&json!({"name": name, "password": password}))
+                .send()
+                .await
+                .unwrap();
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .map(|value| value.to_str().unwrap().to_owned());
+            (response.status().as_u16(), retry_after)
+        }
+    };
+    app.add_member("ann", &[]).await;
+    for _ in 0..3 {
+        assert_eq!(attempt("admin", "wrong").await.0, 401);
+    }
+    let (status, retry_after) = attempt("admin", TEST_ADMIN_PASSWORD).await;
+    assert_eq!(status, 429, "locked out, even with the right password");
+    assert!(retry_after.unwrap().parse::<u64>().unwrap() > 0);
+    assert_eq!(
+        attempt("ann", "ann-password-1").await.0,
+        201,
+        "other users log in"
+    );
+    // Three more failures under other names use up the address's six.
+    for name in ["x", "y", "z"] {
+        assert_eq!(attempt(name, "wrong").await.0, 401);
+    }
+    assert_eq!(
+        attempt("ann", "ann-password-1").await.0,
+        429,
+        "the address is locked out"
+    );
+    app.shutdown().await;
+}
+
+on_both_backends!(
+    every_route_checks_credentials_and_grants,
+    listings_show_a_member_only_their_apps,
+);
+on_sqlite_only!(
+    script_source_and_children_need_their_grants,
+    sessions_and_api_tokens_expire_and_are_revoked,
+    failed_logins_are_throttled,
+);
