@@ -438,9 +438,10 @@ async fn sessions_and_api_tokens_expire_and_are_revoked(backend: Backend) {
         .await;
     assert_eq!(status, 204);
     assert_eq!(me(session).await, 401, "logged out");
+    let fresh = login(app.api_url(), "admin", TEST_ADMIN_PASSWORD).await;
     let (status, body) = app
         .call_as(
-            Some(&app.admin_token().to_owned()),
+            Some(&fresh),
             Method::POST,
             "/api/tokens",
             Some(json!({"name": "forever", "expires_in_days": 100000})),

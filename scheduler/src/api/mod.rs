@@ -78,9 +78,9 @@ pub use runs::{
     TriggeredRun,
 };
 pub use schedules::PreviewResponse;
-pub use sessions::{IssuedToken, LoginRequest};
+pub use sessions::LoginRequest;
 pub use throttle::LoginThrottle;
-pub use tokens::NewTokenRequest;
+pub use tokens::{IssuedToken, NewTokenRequest};
 pub use users::{GrantRequest, MIN_PASSWORD_CHARS, NewUserRequest, PasswordRequest};
 
 use std::sync::Arc;

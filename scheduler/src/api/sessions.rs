@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::body::ApiJson;
 use super::caller::Caller;
 use super::error::ApiError;
-use super::tokens::issue_token;
+use super::tokens::{IssuedToken, issue_token};
 use super::{ApiState, millis_from_now};
 use crate::auth::{hash_password, verify_password};
 use crate::model::{TokenKind, User};
@@ -31,19 +31,6 @@ pub struct LoginRequest {
     pub name: String,
     /// Password.
     pub password: String,
-}
-
-/// Answer of a login, or of making an API token: the token is shown this once.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct IssuedToken {
-    /// The token, for `Authorization: Bearer …`. Kadence keeps only its hash.
-    pub token: String,
-    /// Its id (for listing and revoking it).
-    pub token_id: i64,
-    /// Not accepted from this instant, ms since the epoch.
-    pub expires_at_ms: i64,
-    /// Whose it is.
-    pub user: User,
 }
 
 /// What an unknown name's password is checked against, so that it costs what a known

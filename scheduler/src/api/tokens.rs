@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use super::body::ApiJson;
 use super::caller::Caller;
 use super::error::ApiError;
-use super::sessions::IssuedToken;
 use super::{ApiState, bad_request};
 use crate::auth::{mint_token, token_hash};
 use crate::model::{TokenInfo, TokenKind, User};
@@ -23,6 +22,19 @@ const MAX_TOKEN_NAME_CHARS: usize = 100;
 /// An API token's life when the request does not say.
 const DEFAULT_TOKEN_DAYS: u32 = 90;
 const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// Answer of a login, or of making an API token: the token is shown this once.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct IssuedToken {
+    /// The token, for `Authorization: Bearer …`. Kadence keeps only its hash.
+    pub token: String,
+    /// Its id (for listing and revoking it).
+    pub token_id: i64,
+    /// Not accepted from this instant, ms since the epoch.
+    pub expires_at_ms: i64,
+    /// Whose it is.
+    pub user: User,
+}
 
 /// Body of `POST /api/tokens`.
 #[derive(Debug, Serialize, Deserialize)]
