@@ -19,19 +19,62 @@ struct Output {
     stderr: String,
 }
 
+/// The config directory (where `kadence login` keeps tokens) of the runs of this process.
+static CONFIG_DIR: std::sync::LazyLock<tempfile::TempDir> =
+    std::sync::LazyLock::new(|| tempfile::tempdir().expect("a temporary directory"));
+
+/// Runs `kadence --api {api} {args}` with the test's config directory.
 async fn kadence(api: &str, args: &[&str]) -> Output {
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_kadence"))
+    let config_dir = CONFIG_DIR.path().to_str().unwrap();
+    kadence_with(api, args, &[("KADENCE_CONFIG_DIR", config_dir)], None).await
+}
+
+/// Runs `kadence --api {api} {args}` with `env` (and no `KADENCE_TOKEN` unless given) and
+/// `stdin`.
+async fn kadence_with(
+    api: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: Option<&str>,
+) -> Output {
+    use tokio::io::AsyncWriteExt as _;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kadence"))
         .arg("--api")
         .arg(api)
         .args(args)
-        .output()
-        .await
+        .env_remove("KADENCE_TOKEN")
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("run kadence");
+    let mut input = child.stdin.take().expect("piped stdin");
+    input
+        .write_all(stdin.unwrap_or_default().as_bytes())
+        .await
+        .expect("write stdin");
+    drop(input);
+    let output = child.wait_with_output().await.expect("run kadence");
     Output {
         success: output.status.success(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
+}
+
+const ADMIN_PASSWORD: &str = "cli-admin-password";
+
+async fn log_in(api: &str) {
+    let config_dir = CONFIG_DIR.path().to_str().unwrap();
+    let login = kadence_with(
+        api,
+        &["login", "--user", "admin", "--password-stdin"],
+        &[("KADENCE_CONFIG_DIR", config_dir)],
+        Some(&format!("{ADMIN_PASSWORD}\n")),
+    )
+    .await;
+    assert!(login.success, "{}", login.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -43,10 +86,12 @@ async fn operators_manage_apps_and_jobs_without_sql() {
     config.kafka.topic_prefix = unique("kcli");
     config.kafka.results_partitions = 1;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    config.auth.admin_password = Some(SecretString::from(ADMIN_PASSWORD));
     let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock))
         .await
         .expect("scheduler starts");
     let api = format!("http://{}", scheduler.api_addr());
+    log_in(&api).await;
 
     let created = kadence(&api, &["app", "add", "clidemo", "--partitions", "2"]).await;
     assert!(created.success, "{}", created.stderr);
@@ -278,4 +323,109 @@ async fn preview_prints_fire_times_and_names_the_bad_field() {
         "{}",
         bad_from.stderr
     );
+}
+
+/// `kadence login` keeps a token readable by its owner only, every subcommand sends it,
+/// `KADENCE_TOKEN` takes an API token instead, users and grants are managed from the CLI,
+/// and `kadence logout` ends the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_log_in_and_manage_users_and_tokens() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    let mut config = Config::default();
+    config.database.url = SecretString::from(database.url.clone());
+    config.kafka.brokers = brokers();
+    config.kafka.topic_prefix = unique("kcli");
+    config.kafka.results_partitions = 1;
+    config.auth.admin_password = Some(SecretString::from(ADMIN_PASSWORD));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock))
+        .await
+        .expect("scheduler starts");
+    let api = format!("http://{}", scheduler.api_addr());
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("kadence");
+    let env = [("KADENCE_CONFIG_DIR", dir.to_str().unwrap())];
+    let run = |args: &'static [&'static str], stdin: Option<&'static str>| {
+        let (api, env) = (api.clone(), env);
+        async move { kadence_with(&api, args, &env, stdin).await }
+    };
+
+    let anonymous = run(&["app", "list"], None).await;
+    assert!(!anonymous.success);
+    assert!(
+        anonymous.stderr.contains("not logged in to") && anonymous.stderr.contains("kadence login"),
+        "{}",
+        anonymous.stderr
+    );
+    let wrong = run(&["login", "--password-stdin"], Some("nope\n")).await;
+    assert!(!wrong.success);
+    assert!(
+        wrong.stderr.contains("wrong user name or password"),
+        "{}",
+        wrong.stderr
+    );
+    let login = run(&["login", "--password-stdin"], Some("cli-admin-password\n")).await;
+    assert!(login.success, "{}", login.stderr);
+    assert!(login.stdout.starts_with("logged in to"), "{}", login.stdout);
+    let file = dir.join("credentials.json");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the token file is its owner's only");
+
+    assert!(
+        run(&["app", "add", "ops", "--partitions", "1"], None)
+            .await
+            .success
+    );
+    let added = run(
+        &["user", "add", "ann", "--password-stdin"],
+        Some("ann-password-1\n"),
+    )
+    .await;
+    assert!(added.success, "{}", added.stderr);
+    assert_eq!(added.stdout.trim(), "created MEMBER ann");
+    let granted = run(&["user", "grant", "ann", "ops", "OPERATE"], None).await;
+    assert!(granted.success, "{}", granted.stderr);
+    let users = run(&["user", "list"], None).await;
+    assert!(
+        users
+            .stdout
+            .lines()
+            .any(|line| line.starts_with("ann ") && line.ends_with("ops:OPERATE")),
+        "{}",
+        users.stdout
+    );
+    let short = run(
+        &["user", "passwd", "ann", "--password-stdin"],
+        Some("short\n"),
+    )
+    .await;
+    assert!(
+        short.stderr.contains("at least 10 characters"),
+        "{}",
+        short.stderr
+    );
+
+    let token = run(&["token", "create", "pipeline", "--days", "7"], None).await;
+    assert!(token.success, "{}", token.stderr);
+    let token = token.stdout.trim().to_owned();
+    assert!(token.starts_with("kdn_"), "{token}");
+    let with_token =
+        kadence_with(&api, &["user", "list"], &[("KADENCE_TOKEN", &token)], None).await;
+    assert!(
+        with_token.success,
+        "KADENCE_TOKEN alone is enough: {}",
+        with_token.stderr
+    );
+
+    let logout = run(&["logout"], None).await;
+    assert!(logout.success, "{}", logout.stderr);
+    let after = run(&["app", "list"], None).await;
+    assert!(
+        !after.success && after.stderr.contains("not logged in"),
+        "{}",
+        after.stderr
+    );
+    scheduler.stop(Duration::from_secs(10)).await;
 }

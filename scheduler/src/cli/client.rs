@@ -119,7 +119,10 @@ impl ApiClient {
                 .ok()
                 .and_then(|value| value.get("error")?.as_str().map(str::to_owned))
                 .unwrap_or(body);
-            if status == reqwest::StatusCode::UNAUTHORIZED && self.token.is_none() {
+            // The API's own answer names the header; a CLI user needs the command.
+            if status == reqwest::StatusCode::UNAUTHORIZED
+                && message.starts_with("credentials needed")
+            {
                 anyhow::bail!(
                     "not logged in to {}: run `kadence login` (or set {TOKEN_VARIABLE} to an API \
                      token)",
