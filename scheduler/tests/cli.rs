@@ -419,6 +419,22 @@ async fn users_log_in_and_manage_users_and_tokens() {
         with_token.stderr
     );
 
+    let audit = run(
+        &["audit", "--user", "admin", "--target", "/api/users"],
+        None,
+    )
+    .await;
+    assert!(audit.success, "{}", audit.stderr);
+    assert!(
+        audit
+            .stdout
+            .lines()
+            .any(|line| line.contains("PUT /api/users/{name}/grants/{app}")
+                && line.contains("/api/users/ann/grants/ops")),
+        "{}",
+        audit.stdout
+    );
+
     let logout = run(&["logout"], None).await;
     assert!(logout.success, "{}", logout.stderr);
     let after = run(&["app", "list"], None).await;

@@ -44,6 +44,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/executors"),
     ("GET", "/api/runs/{log_id}/log"),
     ("GET", "/api/reports"),
+    ("GET", "/api/audit"),
 ];
 
 /// What a request needs, on app `alpha` where an app is concerned.
@@ -187,6 +188,8 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
         ),
         case(ROUTES[25], "/api/reports", None, AnyUser),
         case(ROUTES[25], "/api/reports?app=alpha", None, View),
+        case(ROUTES[26], "/api/audit", None, AnyUser),
+        case(ROUTES[26], "/api/audit?app=alpha", None, View),
     ]
 }
 
@@ -499,9 +502,102 @@ async fn failed_logins_are_throttled(backend: Backend) {
     app.shutdown().await;
 }
 
+/// Every write lands in the audit trail with who, what and the answer, job edits with the
+/// definition before and after, failed logins and refused attempts included; a member reads
+/// only the entries of the apps they may view.
+async fn writes_are_audited(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let fixture = fixture(&app).await;
+    let job = fixture.alpha_job;
+    let path = format!("/api/jobs/{job}");
+    for params in ["first", "second"] {
+        let (status, body) = app
+            .call(Method::PATCH, &path, Some(json!({ "params": params })))
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, _) = app
+        .call_as(
+            Some(&fixture.viewer),
+            Method::POST,
+            &format!("{path}/stop"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = app
+        .call_as(
+            None,
+            Method::POST,
+            "/api/auth/login",
+            Some(json!({"name": "admin", "password": "guess"})),
+        )
+        .await;
+    assert_eq!(status, 401);
+
+    let (status, trail) = app
+        .call(Method::GET, &format!("/api/audit?target={path}"), None)
+        .await;
+    assert_eq!(status, 200, "{trail}");
+    let entries = trail["items"].as_array().unwrap();
+    let summary: Vec<(String, String, u64)> = entries
+        .iter()
+        .map(|entry| {
+            (
+                entry["user_name"].as_str().unwrap().to_owned(),
+                entry["action"].as_str().unwrap().to_owned(),
+                entry["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let own = |user: &str, action: &str, status: u64| (user.to_owned(), action.to_owned(), status);
+    assert_eq!(
+        summary,
+        vec![
+            own("view-alpha", "POST /api/jobs/{id}/stop", 403),
+            own("admin", "PATCH /api/jobs/{id}", 200),
+            own("admin", "PATCH /api/jobs/{id}", 200),
+            own("admin", "POST /api/jobs/{id}/trigger", 202),
+        ],
+        "newest first"
+    );
+    assert_eq!(entries[1]["details"]["before"]["params"], "first");
+    assert_eq!(entries[1]["details"]["after"]["params"], "second");
+    assert_eq!(entries[1]["app"], "alpha");
+
+    let (_, logins) = app
+        .call(Method::GET, "/api/audit?target=/api/auth/login", None)
+        .await;
+    let failed = logins["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["status"] == 401);
+    assert_eq!(failed.unwrap()["user_name"], "admin", "{logins}");
+    let (_, seen) = app
+        .call_as(Some(&fixture.viewer), Method::GET, "/api/audit", None)
+        .await;
+    let seen = seen["items"].as_array().unwrap();
+    assert!(
+        !seen.is_empty() && seen.iter().all(|entry| entry["app"] == "alpha"),
+        "{seen:?}"
+    );
+    let (status, _) = app
+        .call_as(
+            Some(&fixture.outsider),
+            Method::GET,
+            "/api/audit?app=alpha",
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    app.shutdown().await;
+}
+
 on_both_backends!(
     every_route_checks_credentials_and_grants,
     listings_show_a_member_only_their_apps,
+    writes_are_audited,
 );
 on_sqlite_only!(
     script_source_and_children_need_their_grants,

@@ -8,8 +8,8 @@ use kadence_scheduler::auth::{
     FIRST_ADMIN, FirstAdmin, ensure_first_admin, hash_password, mint_token, token_hash,
     verify_password,
 };
-use kadence_scheduler::model::{Access, AppGrant, Role, TokenKind};
-use kadence_scheduler::store::{NewToken, NewUser, StoreError};
+use kadence_scheduler::model::{Access, AppGrant, NewAuditEntry, Role, TokenKind};
+use kadence_scheduler::store::{AuditFilter, NewToken, NewUser, PageRequest, StoreError};
 use kadence_schemas::AppName;
 
 use super::{T0, demo_app, store_on};
@@ -225,8 +225,98 @@ async fn the_first_start_makes_one_admin(backend: Backend) {
     assert!(verify_password(&password, &admin.password_hash));
 }
 
+/// The audit trail lists newest first, a page at a time, filtered by apps (none without an
+/// app for a member's scope), user, target path and below, and time.
+async fn the_audit_trail_filters_and_pages(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let demo = AppName::parse("demo").unwrap();
+    let entry = |at_ms: i64, user: &str, target: &str, app: Option<&AppName>| NewAuditEntry {
+        at_ms,
+        user_id: Some(1),
+        user_name: user.into(),
+        action: "PATCH /api/jobs/{id}".into(),
+        target: target.into(),
+        app: app.cloned(),
+        status: 200,
+        details: Some(serde_json::json!({"before": {"params": "a"}, "after": {"params": "b"}})),
+    };
+    store
+        .record_audit(&entry(T0, "ann", "/api/jobs/1", Some(&demo)))
+        .await
+        .unwrap();
+    store
+        .record_audit(&entry(T0 + 1, "bob", "/api/jobs/12", Some(&demo)))
+        .await
+        .unwrap();
+    store
+        .record_audit(&entry(T0 + 2, "ann", "/api/jobs/1/stop", Some(&demo)))
+        .await
+        .unwrap();
+    store
+        .record_audit(&entry(T0 + 3, "admin", "/api/users", None))
+        .await
+        .unwrap();
+    let list = |filter: AuditFilter, page: PageRequest<i64>| {
+        let store = &store;
+        async move {
+            let entries = store.list_audit(&filter, &page).await.unwrap();
+            entries
+                .into_iter()
+                .map(|entry| entry.entry.at_ms - T0)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        list(AuditFilter::default(), PageRequest::first(10)).await,
+        vec![3, 2, 1, 0]
+    );
+    let scoped = AuditFilter {
+        apps: Some(vec![demo.clone()]),
+        ..AuditFilter::default()
+    };
+    assert_eq!(list(scoped, PageRequest::first(10)).await, vec![2, 1, 0]);
+    let nothing = AuditFilter {
+        apps: Some(vec![]),
+        ..AuditFilter::default()
+    };
+    assert_eq!(
+        list(nothing, PageRequest::first(10)).await,
+        Vec::<i64>::new()
+    );
+    let job_one = AuditFilter {
+        target: Some("/api/jobs/1".into()),
+        ..AuditFilter::default()
+    };
+    assert_eq!(
+        list(job_one, PageRequest::first(10)).await,
+        vec![2, 0],
+        "not /api/jobs/12"
+    );
+    let ann_late = AuditFilter {
+        user_name: Some("ann".into()),
+        from_ms: Some(T0 + 1),
+        ..AuditFilter::default()
+    };
+    assert_eq!(list(ann_late, PageRequest::first(10)).await, vec![2]);
+    let first = store
+        .list_audit(&AuditFilter::default(), &PageRequest::first(2))
+        .await
+        .unwrap();
+    let next = PageRequest {
+        after: Some(first[1].id),
+        limit: 2,
+    };
+    assert_eq!(list(AuditFilter::default(), next).await, vec![1, 0]);
+    assert_eq!(
+        first[1].entry,
+        entry(T0 + 2, "ann", "/api/jobs/1/stop", Some(&demo))
+    );
+}
+
 on_both_backends!(
     users_have_unique_names_and_grants_on_existing_apps,
     tokens_work_until_revoked_or_expired,
     the_first_start_makes_one_admin,
+    the_audit_trail_filters_and_pages,
 );

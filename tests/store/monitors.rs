@@ -385,6 +385,19 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
         .collect();
     assert_eq!(counts, vec![(day_of(old), 1, 1, 1), (day_of(T0), 1, 1, 1)]);
 
+    for at_ms in [old, T0] {
+        let entry = kadence_scheduler::model::NewAuditEntry {
+            at_ms,
+            user_id: None,
+            user_name: "admin".into(),
+            action: "POST /api/jobs".into(),
+            target: "/api/jobs".into(),
+            app: None,
+            status: 201,
+            details: None,
+        };
+        h.store.record_audit(&entry).await.unwrap();
+    }
     let config = RetentionConfig {
         days: 30,
         batch_size: 1,
@@ -398,7 +411,8 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
         summary,
         RetentionSummary {
             runs: 2,
-            reports: 1
+            reports: 1,
+            audit_entries: 1,
         }
     );
     let left: Vec<TriggerId> = h

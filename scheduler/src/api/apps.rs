@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use kadence_schemas::AppName;
 use serde::{Deserialize, Serialize};
 
+use super::audit::AuditNote;
 use super::body::ApiJson;
 use super::caller::Caller;
 use super::error::ApiError;
@@ -33,7 +34,7 @@ pub(super) async fn create_app(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
     ApiJson(request): ApiJson<NewAppRequest>,
-) -> Result<(StatusCode, Json<App>), ApiError> {
+) -> Result<(StatusCode, AuditNote, Json<App>), ApiError> {
     // An app is a trigger topic and a consumer group: the cluster's to give out.
     caller.require_admin()?;
     let name = AppName::parse(&request.name).map_err(bad_request)?;
@@ -63,7 +64,8 @@ pub(super) async fn create_app(
     };
     state.store.create_app(&app).await?;
     state.partitions.remember(name, app.partitions);
-    Ok((StatusCode::CREATED, Json(app)))
+    let note = AuditNote::app(&app.name).with(serde_json::json!({ "partitions": app.partitions }));
+    Ok((StatusCode::CREATED, note, Json(app)))
 }
 
 pub(super) async fn list_apps(

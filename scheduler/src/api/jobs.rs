@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use kadence_schemas::{GlueType, JobId};
 use serde::Deserialize;
 
+use super::audit::AuditNote;
 use super::body::ApiJson;
 use super::caller::Caller;
 use super::error::ApiError;
@@ -23,7 +24,7 @@ pub(super) async fn create_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
     ApiJson(request): ApiJson<NewJobRequest>,
-) -> Result<(StatusCode, Json<JobView>), ApiError> {
+) -> Result<(StatusCode, AuditNote, Json<JobView>), ApiError> {
     let start = request.start;
     let spec = parse_new_job(request)?;
     caller.require(&spec.app, Access::Operate)?;
@@ -34,7 +35,9 @@ pub(super) async fn create_job(
     if start {
         job = start_job_now(&state, job).await?;
     }
-    Ok((StatusCode::CREATED, Json(JobView::from(&job))))
+    let view = JobView::from(&job);
+    let note = AuditNote::app(&job.spec.app).with(serde_json::json!({ "after": &view }));
+    Ok((StatusCode::CREATED, note, Json(view)))
 }
 
 pub(super) async fn get_job(
@@ -58,7 +61,7 @@ pub(super) async fn update_job(
     caller: Caller,
     Path(id): Path<String>,
     ApiJson(patch): ApiJson<serde_json::Map<String, serde_json::Value>>,
-) -> Result<Json<JobView>, ApiError> {
+) -> Result<(AuditNote, Json<JobView>), ApiError> {
     let current = load_job_for(&state, &caller, &id, Access::Operate).await?;
     let mut merged = match serde_json::to_value(JobView::from(&current)) {
         Ok(serde_json::Value::Object(fields)) => fields,
@@ -119,7 +122,11 @@ pub(super) async fn update_job(
     if replan.is_some() {
         state.pre_read_waker.notify_one();
     }
-    Ok(Json(JobView::from(&apply_change(&state, change))))
+    let after = JobView::from(&apply_change(&state, change));
+    let before = JobView::from(&current);
+    let note = AuditNote::app(&current.spec.app)
+        .with(serde_json::json!({ "before": before, "after": &after }));
+    Ok((note, Json(after)))
 }
 
 pub(super) async fn list_glue_versions(
@@ -204,22 +211,25 @@ pub(super) async fn start_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<JobView>, ApiError> {
+) -> Result<(AuditNote, Json<JobView>), ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
+    let note = AuditNote::app(&job.spec.app);
     if job.status == JobStatus::Running {
-        return Ok(Json(JobView::from(&job)));
+        return Ok((note, Json(JobView::from(&job))));
     }
-    Ok(Json(JobView::from(&start_job_now(&state, job).await?)))
+    Ok((
+        note,
+        Json(JobView::from(&start_job_now(&state, job).await?)),
+    ))
 }
 
 pub(super) async fn stop_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<JobView>, ApiError> {
-    let id = load_job_for(&state, &caller, &id, Access::Operate)
-        .await?
-        .id;
+) -> Result<(AuditNote, Json<JobView>), ApiError> {
+    let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
+    let (id, note) = (job.id, AuditNote::app(&job.spec.app));
     let now = state.clock.now_ms();
     let cancel_from = now + state.change_settle_ms;
     let _in_flight = state.cancelled.provisional(id, cancel_from);
@@ -227,7 +237,7 @@ pub(super) async fn stop_job(
         .store
         .set_job_status(id, JobStatus::Stopped, None, cancel_from, now)
         .await?;
-    Ok(Json(JobView::from(&apply_change(&state, change))))
+    Ok((note, Json(JobView::from(&apply_change(&state, change)))))
 }
 
 /// Script source runs as shell (or Python, …) on every executor of the app, so writing it

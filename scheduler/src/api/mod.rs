@@ -23,6 +23,7 @@
 //! | GET | `/api/runs/{log_id}/log` (`?from_line=&limit=`) | a run's log lines from a line on |
 //! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
 //! | GET | `/api/reports` (`?from=&to=&app=`) | daily running / succeeded / failed counts per job |
+//! | GET | `/api/audit` (`?app=&user=&target=&from_ms=&to_ms=`) | the audit trail, newest first |
 //!
 //! Every route but `/health` and the login needs `Authorization: Bearer <token>` (401
 //! without; `caller`), and checks the caller's role and grants on the app concerned (403
@@ -43,11 +44,12 @@
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
 //! view shows in `job_spec`), `runs` (trigger, kill, list, log), `executors`,
-//! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`; the plumbing every
-//! route shares: `caller`, `throttle`, `error`, `body`, `pages`, `limits`. This file holds the state, the router and the small parsers the
+//! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`, `audit`; the plumbing
+//! every route shares: `caller`, `throttle`, `error`, `body`, `pages`, `limits`. This file holds the state, the router and the small parsers the
 //! resources share.
 
 mod apps;
+mod audit;
 mod body;
 mod caller;
 mod error;
@@ -65,6 +67,7 @@ mod tokens;
 mod users;
 
 pub use apps::NewAppRequest;
+pub use audit::{AuditNote, AuditQuery};
 pub use caller::Caller;
 pub use error::ApiError;
 pub use executors::{ExecutorQuery, ExecutorView};
@@ -180,7 +183,10 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
         .route("/api/executors", get(list_executors))
         .route("/api/runs/{log_id}/log", get(read_run_log))
         .route("/api/reports", get(list_reports))
-        // `route_layer`: only matched routes; an unknown path stays a 404.
+        .route("/api/audit", get(audit::list_audit))
+        // `route_layer`: only matched routes; an unknown path stays a 404. The last added
+        // runs first: the caller is known before the write is recorded.
+        .route_layer(from_fn_with_state(Arc::clone(&state), audit::record_writes))
         .route_layer(from_fn_with_state(Arc::clone(&state), caller::authenticate));
     let api = authenticated
         .route("/api/auth/login", post(login))

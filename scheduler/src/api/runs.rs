@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use kadence_schemas::{AppName, ControlCommand, ControlRecord, TriggerId, TriggerType};
 use serde::{Deserialize, Serialize};
 
+use super::audit::AuditNote;
 use super::body::OptionalJson;
 use super::caller::Caller;
 use super::error::ApiError;
@@ -90,7 +91,7 @@ pub(super) async fn trigger_job(
     Path(id): Path<String>,
     // An empty body triggers with the job's own params.
     OptionalJson(request): OptionalJson<TriggerRequest>,
-) -> Result<(StatusCode, Json<TriggerResponse>), ApiError> {
+) -> Result<(StatusCode, AuditNote, Json<TriggerResponse>), ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
     let params = request.params.unwrap_or_else(|| job.spec.params.clone());
     check_params(&params)?;
@@ -133,7 +134,11 @@ pub(super) async fn trigger_job(
         log_id: runs[0].log_id,
         runs,
     };
-    Ok((StatusCode::ACCEPTED, Json(response)))
+    let note = AuditNote::app(&job.spec.app).with(serde_json::json!({
+        "trigger_id": &response.trigger_id,
+        "log_id": response.log_id,
+    }));
+    Ok((StatusCode::ACCEPTED, note, Json(response)))
 }
 
 /// Body of `POST /api/jobs/{id}/kill`.
@@ -152,7 +157,7 @@ pub(super) async fn kill_job(
     caller: Caller,
     Path(id): Path<String>,
     OptionalJson(request): OptionalJson<KillRequest>,
-) -> Result<(StatusCode, Json<KillResponse>), ApiError> {
+) -> Result<(StatusCode, AuditNote, Json<KillResponse>), ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
     let command = ControlRecord {
         command: ControlCommand::Kill,
@@ -165,8 +170,10 @@ pub(super) async fn kill_job(
     state.control.send(&command).await.map_err(|error| {
         ApiError::Internal(anyhow::Error::new(error).context("publishing the kill command"))
     })?;
+    let note = AuditNote::app(&job.spec.app).with(serde_json::json!({ "reason": &command.reason }));
     Ok((
         StatusCode::ACCEPTED,
+        note,
         Json(KillResponse {
             job_id: job.id.get(),
             requested_at_ms: command.requested_at_ms,

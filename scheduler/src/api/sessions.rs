@@ -15,13 +15,14 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::{Deserialize, Serialize};
 
+use super::audit::record;
 use super::body::ApiJson;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::tokens::{IssuedToken, issue_token};
 use super::{ApiState, millis_from_now};
 use crate::auth::{hash_password, verify_password};
-use crate::model::{TokenKind, User};
+use crate::model::{NewAuditEntry, TokenKind, User};
 
 /// Body of `POST /api/auth/login`.
 #[derive(Debug, Serialize, Deserialize)]
@@ -66,11 +67,21 @@ pub(super) async fn login(
     let Some(found) = found.filter(|_| matches) else {
         state.login_throttle.failed(&request.name, address, now);
         tracing::info!(user = %request.name, ?address, "failed login");
+        record_login(
+            &state,
+            None,
+            &request.name,
+            address,
+            StatusCode::UNAUTHORIZED,
+        )
+        .await;
         return Err(ApiError::Unauthorized(
             "wrong user name or password".to_owned(),
         ));
     };
     state.login_throttle.succeeded(&request.name);
+    let user_id = Some(found.user.id);
+    record_login(&state, user_id, &request.name, address, StatusCode::CREATED).await;
     let client = client_name(&headers, address);
     let expires_at_ms = millis_from_now(now, state.session_ttl);
     let issued = issue_token(
@@ -82,6 +93,28 @@ pub(super) async fn login(
     )
     .await?;
     Ok((StatusCode::CREATED, Json(issued)))
+}
+
+/// A login in the audit trail (the layer that records other writes is not in front of it).
+async fn record_login(
+    state: &ApiState,
+    user_id: Option<i64>,
+    name: &str,
+    address: Option<IpAddr>,
+    status: StatusCode,
+) {
+    let entry = NewAuditEntry {
+        at_ms: state.clock.now_ms(),
+        user_id,
+        // What was typed, bounded: it may be anything.
+        user_name: name.chars().take(64).collect(),
+        action: "POST /api/auth/login".to_owned(),
+        target: "/api/auth/login".to_owned(),
+        app: None,
+        status: status.as_u16(),
+        details: address.map(|address| serde_json::json!({ "address": address })),
+    };
+    record(state, entry).await;
 }
 
 /// The client's IP address, when the server was started with connection info (it is, by

@@ -16,6 +16,7 @@ use axum::http::StatusCode;
 use kadence_schemas::AppName;
 use serde::{Deserialize, Serialize};
 
+use super::audit::AuditNote;
 use super::body::ApiJson;
 use super::caller::Caller;
 use super::error::ApiError;
@@ -134,20 +135,21 @@ pub(super) async fn grant(
     caller: Caller,
     Path((name, app)): Path<(String, String)>,
     ApiJson(request): ApiJson<GrantRequest>,
-) -> Result<Json<User>, ApiError> {
+) -> Result<(AuditNote, Json<User>), ApiError> {
     caller.require_admin()?;
     let app = AppName::parse(&app).map_err(bad_request)?;
     let access = request.access.parse::<Access>().map_err(bad_request)?;
     let user = find_user(&state, &name).await?;
     state.store.grant(user.id, &app, access).await?;
-    reload(&state, user.id).await
+    let note = AuditNote::app(&app).with(serde_json::json!({ "user": name, "access": access }));
+    Ok((note, reload(&state, user.id).await?))
 }
 
 pub(super) async fn revoke_grant(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
     Path((name, app)): Path<(String, String)>,
-) -> Result<Json<User>, ApiError> {
+) -> Result<(AuditNote, Json<User>), ApiError> {
     caller.require_admin()?;
     let app = AppName::parse(&app).map_err(bad_request)?;
     let user = find_user(&state, &name).await?;
@@ -156,7 +158,8 @@ pub(super) async fn revoke_grant(
             "user {name} has no grant on app {app}"
         )));
     }
-    reload(&state, user.id).await
+    let note = AuditNote::app(&app).with(serde_json::json!({ "user": name }));
+    Ok((note, reload(&state, user.id).await?))
 }
 
 async fn find_user(state: &ApiState, name: &str) -> Result<User, ApiError> {

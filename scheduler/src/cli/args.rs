@@ -57,6 +57,24 @@ pub(super) enum Command {
     /// Your API tokens, for automation (send one as KADENCE_TOKEN).
     #[command(subcommand)]
     Token(TokenCommand),
+    /// The audit trail: every write through the API, newest first.
+    Audit {
+        /// Only this app's entries.
+        #[arg(long)]
+        app: Option<String>,
+        /// Only this user's entries.
+        #[arg(long)]
+        user: Option<String>,
+        /// Only entries on this API path or below it, e.g. /api/jobs/12.
+        #[arg(long)]
+        target: Option<String>,
+        /// Entries per page (at most 1000).
+        #[arg(long, default_value_t = DEFAULT_PAGE_SIZE)]
+        limit: u32,
+        /// Only entries older than this id (the hint under a full page gives it).
+        #[arg(long)]
+        after: Option<String>,
+    },
     /// Print the next fire times of a schedule, one RFC 3339 instant per line (no server
     /// needed). Exits non-zero with a message naming the bad field for an invalid expression.
     Preview {

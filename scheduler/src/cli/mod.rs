@@ -42,7 +42,7 @@ use client::ApiClient;
 use executors::list_executors;
 use jobs::job_command;
 use preview::print_preview;
-use users::{token_command, user_command};
+use users::{print_audit, token_command, user_command};
 
 /// Entry point of the `kadence` binary.
 pub fn main() -> ExitCode {
@@ -80,6 +80,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logout => sessions::logout(&client).await,
         Command::User(command) => user_command(&client, command).await,
         Command::Token(command) => token_command(&client, command).await,
+        Command::Audit {
+            app,
+            user,
+            target,
+            limit,
+            after,
+        } => {
+            let filter = [("app", app), ("user", user), ("target", target)];
+            print_audit(&client, filter, limit, after).await
+        }
         Command::Preview {
             cron,
             fix_rate,

@@ -1,11 +1,13 @@
-//! `kadence user add|passwd|grant|revoke|list` and `kadence token create|list|revoke`.
+//! `kadence user add|passwd|grant|revoke|list`, `kadence token create|list|revoke` and
+//! `kadence audit`.
 
 use super::args::{TokenCommand, UserCommand};
 use super::client::ApiClient;
 use super::print::format_ms;
 use super::sessions::PasswordSource;
+use crate::api::Page;
 use crate::api::{GrantRequest, IssuedToken, NewTokenRequest, NewUserRequest, PasswordRequest};
-use crate::model::{TokenInfo, User};
+use crate::model::{AuditEntry, TokenInfo, User};
 
 /// Runs a `user` subcommand against the API.
 pub(super) async fn user_command(client: &ApiClient, command: UserCommand) -> anyhow::Result<()> {
@@ -119,6 +121,39 @@ pub(super) async fn token_command(client: &ApiClient, command: TokenCommand) -> 
             let () = client.delete(&format!("/api/tokens/{id}")).await?;
             println!("token {id} revoked");
         }
+    }
+    Ok(())
+}
+
+/// `kadence audit`: a page of the audit trail, newest first.
+pub(super) async fn print_audit(
+    client: &ApiClient,
+    filter: [(&str, Option<String>); 3],
+    limit: u32,
+    after: Option<String>,
+) -> anyhow::Result<()> {
+    let mut query = filter.to_vec();
+    query.push(("limit", Some(limit.to_string())));
+    query.push(("after", after));
+    let page: Page<AuditEntry> = client.page("/api/audit", &query).await?;
+    println!(
+        "{:<26} {:<16} {:>6} {:<12} {:<36} TARGET",
+        "AT", "USER", "STATUS", "APP", "ACTION"
+    );
+    for AuditEntry { entry, .. } in &page.items {
+        let app = entry.app.as_ref().map_or("-", |app| app.as_str());
+        println!(
+            "{:<26} {:<16} {:>6} {:<12} {:<36} {}",
+            format_ms(Some(entry.at_ms)),
+            entry.user_name,
+            entry.status,
+            app,
+            entry.action,
+            entry.target
+        );
+    }
+    if let Some(next) = page.next {
+        println!("more: kadence audit --after {next}");
     }
     Ok(())
 }

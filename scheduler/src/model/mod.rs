@@ -3,18 +3,21 @@
 //! - [`job`]: apps, jobs and their strategies, retries, scripts (GLUE) and children;
 //! - [`run`]: pending fires, runs, completions, alarm status, daily reports;
 //! - [`executor`]: executors as the registry knows them;
-//! - [`user`]: users, their role and grants per app, and their tokens.
+//! - [`user`]: users, their role and grants per app, and their tokens;
+//! - [`audit`]: the audit trail's entries, one per write through the API.
 //!
 //! Enumerations that users type (strategies, statuses) are parsed at the boundary: an
 //! unknown value is a [`ModelError`] that lists the accepted values, never a silent default
 //! (see [`crate::enums`]). Every noun is re-exported here: `crate::model::Job`.
 
+pub mod audit;
 pub mod executor;
 pub mod job;
 pub mod run;
 pub mod user;
 
 pub use crate::enums::ModelError;
+pub use audit::{AuditEntry, NewAuditEntry};
 pub use executor::{ExecutorEntry, ExecutorStatus};
 pub use job::{
     App, ChildTriggerMode, Glue, GlueVersion, Job, JobStatus, NewJob, RetryBackoff, RetryPolicy,

@@ -1,5 +1,5 @@
-//! Retention (XXL-JOB's `logretentiondays`): finished runs, their log lines and report rows
-//! older than `retention.days` (default 30) are deleted in bounded batches
+//! Retention (XXL-JOB's `logretentiondays`): finished runs, their log lines, report rows and
+//! audit entries older than `retention.days` (default 30) are deleted in bounded batches
 //! (`retention.batch_size` rows per transaction, default 1 000), so the job-log tables never
 //! grow without end and no delete holds a long lock. It never takes the schedule lock, and it
 //! never deletes an unfinished run (a pending fire is never lost to retention).
@@ -20,6 +20,8 @@ pub struct RetentionSummary {
     pub runs: u64,
     /// Report rows.
     pub reports: u64,
+    /// Audit entries.
+    pub audit_entries: u64,
 }
 
 /// One step at `now_ms`: deletes batches until nothing older than the retention is left, or
@@ -43,6 +45,13 @@ pub async fn apply_retention_once(
             .delete_old_reports(day_of(cutoff), config.batch_size)
             .await?;
         summary.reports += deleted;
+        if deleted < u64::from(config.batch_size) {
+            break;
+        }
+    }
+    for _ in 0..config.max_batches {
+        let deleted = store.delete_old_audit(cutoff, config.batch_size).await?;
+        summary.audit_entries += deleted;
         if deleted < u64::from(config.batch_size) {
             break;
         }

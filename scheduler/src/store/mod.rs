@@ -12,6 +12,7 @@
 //! backends, exact, and free of time-zone conversions in SQL.
 
 mod accounts;
+mod audit;
 mod postgres;
 mod rows;
 mod sql;
@@ -25,6 +26,7 @@ use crate::model::{
 };
 
 pub use accounts::{Accounts, NewToken, NewUser, UserCredentials};
+pub use audit::{AuditFilter, AuditTrail};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -276,9 +278,10 @@ pub struct UnfinishedRun {
 }
 
 /// The scheduler's persistence. All methods are safe to call from several scheduler
-/// processes on one database. Users, grants and tokens are the [`Accounts`] half.
+/// processes on one database. Users, grants and tokens are the [`Accounts`] half; the audit
+/// trail the [`AuditTrail`] half.
 #[async_trait::async_trait]
-pub trait Store: Accounts + Send + Sync + 'static {
+pub trait Store: Accounts + AuditTrail + Send + Sync + 'static {
     /// "sqlite" or "postgres".
     fn backend(&self) -> &'static str;
 

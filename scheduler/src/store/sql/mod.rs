@@ -18,9 +18,11 @@
 //! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
 //! functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the backend's
 //! file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
-//! [`accounts`] implements the separate [`Accounts`](super::Accounts) trait the same way.
+//! [`accounts`] and [`audit`] implement the separate [`Accounts`](super::Accounts) and
+//! [`AuditTrail`](super::AuditTrail) traits the same way.
 
 pub(crate) mod accounts;
+pub(crate) mod audit;
 pub(crate) mod fires;
 pub(crate) mod history;
 pub(crate) mod jobs;
@@ -445,6 +447,7 @@ macro_rules! impl_sql_store {
         $crate::store::sql::registry::sql_registry!($store, $db);
         $crate::store::sql::history::sql_history!($store, $db);
         $crate::store::sql::accounts::impl_sql_accounts!($store, $db);
+        $crate::store::sql::audit::impl_sql_audit!($store, $db);
     };
 }
 

@@ -1,0 +1,39 @@
+//! The audit trail's half of the store: [`AuditTrail`], which every
+//! [`Store`](super::Store) also implements (table `audit_log`).
+
+use kadence_schemas::AppName;
+
+use super::{PageRequest, StoreError};
+use crate::model::{AuditEntry, NewAuditEntry};
+
+/// Which entries a listing shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// `None`: every entry; `Some`: only entries of these apps (so none without an app).
+    pub apps: Option<Vec<AppName>>,
+    /// Only this user's entries.
+    pub user_name: Option<String>,
+    /// Only entries on this path or below it (e.g. `/api/jobs/12`).
+    pub target: Option<String>,
+    /// Only entries at or after this instant, ms.
+    pub from_ms: Option<i64>,
+    /// Only entries before this instant, ms.
+    pub to_ms: Option<i64>,
+}
+
+/// The record of writes.
+#[async_trait::async_trait]
+pub trait AuditTrail: Send + Sync {
+    /// Records an entry.
+    async fn record_audit(&self, entry: &NewAuditEntry) -> Result<(), StoreError>;
+
+    /// A page of entries, newest first; the key is the id (the next page is older).
+    async fn list_audit(
+        &self,
+        filter: &AuditFilter,
+        page: &PageRequest<i64>,
+    ) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// Deletes up to `limit` entries older than `before_ms`; returns how many.
+    async fn delete_old_audit(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
+}
