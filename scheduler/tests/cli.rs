@@ -65,6 +65,24 @@ async fn kadence_with(
 
 const ADMIN_PASSWORD: &str = "cli-admin-password";
 
+/// A scheduler on a fresh SQLite database whose first admin has [`ADMIN_PASSWORD`]; the
+/// database (dropped with the test), the scheduler and its API's URL.
+async fn start_scheduler() -> (TestDatabase, Scheduler, String) {
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    let mut config = Config::default();
+    config.database.url = SecretString::from(database.url.clone());
+    config.kafka.brokers = brokers();
+    config.kafka.topic_prefix = unique("kcli");
+    config.kafka.results_partitions = 1;
+    config.auth.admin_password = Some(SecretString::from(ADMIN_PASSWORD));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock))
+        .await
+        .expect("scheduler starts");
+    let api = format!("http://{}", scheduler.api_addr());
+    (database, scheduler, api)
+}
+
 async fn log_in(api: &str) {
     let config_dir = CONFIG_DIR.path().to_str().unwrap();
     let login = kadence_with(
@@ -79,18 +97,7 @@ async fn log_in(api: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_manage_apps_and_jobs_without_sql() {
-    let database = TestDatabase::create(Backend::Sqlite).await;
-    let mut config = Config::default();
-    config.database.url = SecretString::from(database.url.clone());
-    config.kafka.brokers = brokers();
-    config.kafka.topic_prefix = unique("kcli");
-    config.kafka.results_partitions = 1;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    config.auth.admin_password = Some(SecretString::from(ADMIN_PASSWORD));
-    let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock))
-        .await
-        .expect("scheduler starts");
-    let api = format!("http://{}", scheduler.api_addr());
+    let (_database, scheduler, api) = start_scheduler().await;
     log_in(&api).await;
 
     let created = kadence(&api, &["app", "add", "clidemo", "--partitions", "2"]).await;
@@ -332,18 +339,7 @@ async fn preview_prints_fire_times_and_names_the_bad_field() {
 async fn users_log_in_and_manage_users_and_tokens() {
     use std::os::unix::fs::PermissionsExt as _;
 
-    let database = TestDatabase::create(Backend::Sqlite).await;
-    let mut config = Config::default();
-    config.database.url = SecretString::from(database.url.clone());
-    config.kafka.brokers = brokers();
-    config.kafka.topic_prefix = unique("kcli");
-    config.kafka.results_partitions = 1;
-    config.auth.admin_password = Some(SecretString::from(ADMIN_PASSWORD));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock))
-        .await
-        .expect("scheduler starts");
-    let api = format!("http://{}", scheduler.api_addr());
+    let (_database, scheduler, api) = start_scheduler().await;
     let home = tempfile::tempdir().unwrap();
     let dir = home.path().join("kadence");
     let env = [("KADENCE_CONFIG_DIR", dir.to_str().unwrap())];

@@ -20,8 +20,9 @@ use super::body::ApiJson;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::tokens::{IssuedToken, issue_token};
+use super::users::password_matches;
 use super::{ApiState, millis_from_now};
-use crate::auth::{hash_password, verify_password};
+use crate::auth::hash_password;
 use crate::model::{NewAuditEntry, TokenKind, User};
 
 /// Body of `POST /api/auth/login`.
@@ -59,11 +60,7 @@ pub(super) async fn login(
     let hash = found
         .as_ref()
         .map_or_else(|| DUMMY_HASH.clone(), |found| found.password_hash.clone());
-    let password = request.password;
-    // Argon2 takes tens of milliseconds of CPU on purpose: off the async workers.
-    let matches = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-        .await
-        .map_err(|error| ApiError::Internal(error.into()))?;
+    let matches = password_matches(request.password, hash).await?;
     let Some(found) = found.filter(|_| matches) else {
         state.login_throttle.failed(&request.name, address, now);
         tracing::info!(user = %request.name, ?address, "failed login");

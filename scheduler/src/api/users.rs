@@ -23,7 +23,7 @@ use super::error::ApiError;
 use super::{ApiState, bad_request};
 use crate::auth::{hash_password, verify_password};
 use crate::model::{Access, Role, User};
-use crate::store::NewUser;
+use crate::store::{NewUser, UserCredentials};
 
 /// Shortest password accepted.
 pub const MIN_PASSWORD_CHARS: usize = 10;
@@ -103,19 +103,11 @@ pub(super) async fn set_password(
     if !own {
         caller.require_admin()?;
     }
-    let found = state
-        .store
-        .user_credentials(&name)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("user {name} does not exist")))?;
+    let found = find_credentials(&state, &name).await?;
     if own {
         // A stolen session must not be enough to take the account over for good.
         let current = request.current_password.unwrap_or_default();
-        let hash = found.password_hash.clone();
-        let matches = tokio::task::spawn_blocking(move || verify_password(&current, &hash))
-            .await
-            .map_err(|error| ApiError::Internal(error.into()))?;
-        if !matches {
+        if !password_matches(current, found.password_hash.clone()).await? {
             return Err(ApiError::Forbidden(
                 "current_password is missing or wrong: give your present password to change it"
                     .to_owned(),
@@ -162,13 +154,16 @@ pub(super) async fn revoke_grant(
     Ok((note, reload(&state, user.id).await?))
 }
 
-async fn find_user(state: &ApiState, name: &str) -> Result<User, ApiError> {
-    Ok(state
+async fn find_credentials(state: &ApiState, name: &str) -> Result<UserCredentials, ApiError> {
+    state
         .store
         .user_credentials(name)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("user {name} does not exist")))?
-        .user)
+        .ok_or_else(|| ApiError::NotFound(format!("user {name} does not exist")))
+}
+
+async fn find_user(state: &ApiState, name: &str) -> Result<User, ApiError> {
+    Ok(find_credentials(state, name).await?.user)
 }
 
 async fn reload(state: &ApiState, id: i64) -> Result<Json<User>, ApiError> {
@@ -199,5 +194,12 @@ async fn hashed(password: String) -> Result<String, ApiError> {
     tokio::task::spawn_blocking(move || hash_password(&password))
         .await
         .map_err(|error| ApiError::Internal(error.into()))?
+        .map_err(|error| ApiError::Internal(error.into()))
+}
+
+/// Whether `password` matches the Argon2id `hash` (off the async workers, like [`hashed`]).
+pub(super) async fn password_matches(password: String, hash: String) -> Result<bool, ApiError> {
+    tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
         .map_err(|error| ApiError::Internal(error.into()))
 }
