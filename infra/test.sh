@@ -6,7 +6,9 @@
 #      function over 80, no module cycle) and cargo clippy --all-targets -D warnings;
 #   3. starts a broker on a free loopback port (memory storage);
 #   4. runs every test of the workspace against it, SQLite and PostgreSQL;
-#   5. stops the broker, whatever happened.
+#   5. fuzzes the HTTP API with schemathesis against a running scheduler (infra/fuzz-api.sh;
+#      installs schemathesis from PyPI when missing);
+#   6. stops the broker, whatever happened.
 # PostgreSQL: KADENCE_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test);
 # each test creates and drops its own database there.
 set -euo pipefail
@@ -61,3 +63,6 @@ echo "broker at $KADENCE_TEST_BROKERS"
 step "cargo test"
 # The end-to-end tests mostly wait on the broker and the clock, so run more than one per core.
 RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --workspace --locked
+
+step "API fuzz (schemathesis against a running scheduler)"
+infra/fuzz-api.sh --brokers "$KADENCE_TEST_BROKERS"

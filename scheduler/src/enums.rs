@@ -56,6 +56,18 @@ macro_rules! string_enum {
             fn try_from(value: String) -> Result<Self, Self::Error> { value.parse() }
         }
 
+        // The API document lists the canonical spellings (parsing also takes other cases).
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text),+]))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+
         impl From<$name> for String {
             fn from(value: $name) -> String { value.as_str().to_owned() }
         }

@@ -34,6 +34,8 @@
 //! - [`codec`]: Confluent framing ([`codec::encode`], [`codec::decode`]). Decoding reads any
 //!   released version into the current type, never panics, and returns errors fit for a
 //!   dead-letter header.
+//! - `openapi` (feature `openapi`): the OpenAPI schemas of the identifiers, for the
+//!   scheduler's API document.
 //!
 //! ```
 //! use kadence_schemas::codec::{decode, encode};
@@ -61,6 +63,8 @@ pub mod catalog;
 pub mod codec;
 mod datum_check;
 pub mod ids;
+#[cfg(feature = "openapi")]
+mod openapi;
 pub mod records;
 pub mod time;
 pub mod topics;

@@ -39,6 +39,19 @@ macro_rules! avro_enum {
             }
         }
 
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($symbol),+]))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {}
+
         impl FromStr for $name {
             type Err = UnknownEnumValue;
             /// Parses a symbol, case-insensitively.

@@ -4,8 +4,9 @@
 //!
 //! [`every_route_checks_credentials_and_grants`] walks a table with one request per route of
 //! the router and proves, for each: 401 without credentials, 403 for a member who lacks the
-//! grant (or the role), and not 401/403 for the right one. The table must name every route in
-//! [`ROUTES`] (the router's), so a new route cannot slip past it.
+//! grant (or the role), and not 401/403 for the right one. The table must name every operation
+//! of the API's OpenAPI document, which the router is built from (`utoipa_axum::routes!`), so
+//! a new route cannot slip past it.
 
 use std::time::Duration;
 
@@ -15,37 +16,31 @@ use serde_json::{Value, json};
 use crate::common::Backend;
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, login, spawn_app, spawn_app_with};
 
-/// Every route of `kadence_scheduler::api::router` (method, path template) but `/health` and
-/// the login, which need no credentials.
-const ROUTES: &[(&str, &str)] = &[
-    ("POST", "/api/auth/logout"),
-    ("GET", "/api/auth/me"),
-    ("GET", "/api/tokens"),
-    ("POST", "/api/tokens"),
-    ("DELETE", "/api/tokens/{id}"),
-    ("GET", "/api/users"),
-    ("POST", "/api/users"),
-    ("PUT", "/api/users/{name}/password"),
-    ("PUT", "/api/users/{name}/grants/{app}"),
-    ("DELETE", "/api/users/{name}/grants/{app}"),
-    ("GET", "/api/apps"),
-    ("POST", "/api/apps"),
-    ("GET", "/api/jobs"),
-    ("POST", "/api/jobs"),
-    ("GET", "/api/jobs/{id}"),
-    ("PATCH", "/api/jobs/{id}"),
-    ("GET", "/api/jobs/{id}/glue"),
-    ("POST", "/api/jobs/{id}/start"),
-    ("POST", "/api/jobs/{id}/stop"),
-    ("POST", "/api/jobs/{id}/trigger"),
-    ("POST", "/api/jobs/{id}/kill"),
-    ("GET", "/api/jobs/{id}/runs"),
-    ("GET", "/api/schedules/preview"),
-    ("GET", "/api/executors"),
-    ("GET", "/api/runs/{log_id}/log"),
-    ("GET", "/api/reports"),
-    ("GET", "/api/audit"),
-];
+/// The operations anyone may call.
+const PUBLIC: [(&str, &str); 2] = [("GET", "/health"), ("POST", "/api/auth/login")];
+
+/// Every operation of the API document the scheduler serves, as (method, path template,
+/// public): the router is built from the same annotations, so this is every route.
+async fn documented_operations(app: &TestApp) -> Vec<(String, String, bool)> {
+    let (status, document) = app
+        .call_as(None, Method::GET, "/api/openapi.json", None)
+        .await;
+    assert_eq!(
+        status, 200,
+        "the API document needs no credentials: {document}"
+    );
+    let mut operations = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in ["get", "post", "put", "patch", "delete"] {
+            if let Some(operation) = item.get(method) {
+                let public = operation["security"] == json!([]);
+                operations.push((method.to_uppercase(), path.clone(), public));
+            }
+        }
+    }
+    assert!(operations.len() > 30, "{operations:?}");
+    operations
+}
 
 /// What a request needs, on app `alpha` where an app is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,82 +109,149 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
     let job = fixture.alpha_job;
     let new_job = json!({"app": "alpha", "handler": "ok", "schedule_type": "NONE"});
     vec![
-        case(ROUTES[0], "/api/auth/logout", None, AnyUser),
-        case(ROUTES[1], "/api/auth/me", None, AnyUser),
-        case(ROUTES[2], "/api/tokens", None, AnyUser),
         case(
-            ROUTES[3],
+            ("POST", "/api/auth/logout"),
+            "/api/auth/logout",
+            None,
+            AnyUser,
+        ),
+        case(("GET", "/api/auth/me"), "/api/auth/me", None, AnyUser),
+        case(("GET", "/api/tokens"), "/api/tokens", None, AnyUser),
+        case(
+            ("POST", "/api/tokens"),
             "/api/tokens",
             Some(json!({"name": "ci"})),
             AnyUser,
         ),
-        case(ROUTES[4], "/api/tokens/999999", None, AnyUser),
-        case(ROUTES[5], "/api/users", None, Admin),
         case(
-            ROUTES[6],
+            ("DELETE", "/api/tokens/{id}"),
+            "/api/tokens/999999",
+            None,
+            AnyUser,
+        ),
+        case(
+            ("GET", "/api/users/{name}/tokens"),
+            "/api/users/op-beta/tokens",
+            None,
+            Admin,
+        ),
+        case(
+            ("DELETE", "/api/users/{name}/tokens/{id}"),
+            "/api/users/op-beta/tokens/999999",
+            None,
+            Admin,
+        ),
+        case(("GET", "/api/users"), "/api/users", None, Admin),
+        case(
+            ("POST", "/api/users"),
             "/api/users",
             Some(json!({"name": "newcomer", "password": "newcomer-password"})),
             Admin,
         ),
         case(
-            ROUTES[7],
+            ("PUT", "/api/users/{name}/password"),
             "/api/users/view-alpha/password",
             Some(json!({"password": "another-password-1"})),
             Admin,
         ),
         case(
-            ROUTES[8],
+            ("PUT", "/api/users/{name}/grants/{app}"),
             "/api/users/view-alpha/grants/alpha",
             Some(json!({"access": "VIEW"})),
             Admin,
         ),
-        case(ROUTES[9], "/api/users/op-beta/grants/beta", None, Admin),
-        case(ROUTES[10], "/api/apps", None, AnyUser),
         case(
-            ROUTES[11],
+            ("DELETE", "/api/users/{name}/grants/{app}"),
+            "/api/users/op-beta/grants/beta",
+            None,
+            Admin,
+        ),
+        case(("GET", "/api/apps"), "/api/apps", None, AnyUser),
+        case(
+            ("POST", "/api/apps"),
             "/api/apps",
             Some(json!({"name": "gamma", "partitions": 1})),
             Admin,
         ),
-        case(ROUTES[12], "/api/jobs", None, AnyUser),
-        case(ROUTES[12], "/api/jobs?app=alpha", None, View),
-        case(ROUTES[13], "/api/jobs", Some(new_job), Operate),
-        case(ROUTES[14], &format!("/api/jobs/{job}"), None, View),
+        case(("GET", "/api/jobs"), "/api/jobs", None, AnyUser),
+        case(("GET", "/api/jobs"), "/api/jobs?app=alpha", None, View),
+        case(("POST", "/api/jobs"), "/api/jobs", Some(new_job), Operate),
         case(
-            ROUTES[15],
+            ("GET", "/api/jobs/{id}"),
+            &format!("/api/jobs/{job}"),
+            None,
+            View,
+        ),
+        case(
+            ("PATCH", "/api/jobs/{id}"),
             &format!("/api/jobs/{job}"),
             Some(json!({"params": "edited"})),
             Operate,
         ),
-        case(ROUTES[16], &format!("/api/jobs/{job}/glue"), None, View),
-        case(ROUTES[17], &format!("/api/jobs/{job}/start"), None, Operate),
-        case(ROUTES[18], &format!("/api/jobs/{job}/stop"), None, Operate),
         case(
-            ROUTES[19],
+            ("GET", "/api/jobs/{id}/glue"),
+            &format!("/api/jobs/{job}/glue"),
+            None,
+            View,
+        ),
+        case(
+            ("POST", "/api/jobs/{id}/start"),
+            &format!("/api/jobs/{job}/start"),
+            None,
+            Operate,
+        ),
+        case(
+            ("POST", "/api/jobs/{id}/stop"),
+            &format!("/api/jobs/{job}/stop"),
+            None,
+            Operate,
+        ),
+        case(
+            ("POST", "/api/jobs/{id}/trigger"),
             &format!("/api/jobs/{job}/trigger"),
             None,
             Operate,
         ),
-        case(ROUTES[20], &format!("/api/jobs/{job}/kill"), None, Operate),
-        case(ROUTES[21], &format!("/api/jobs/{job}/runs"), None, View),
         case(
-            ROUTES[22],
+            ("POST", "/api/jobs/{id}/kill"),
+            &format!("/api/jobs/{job}/kill"),
+            None,
+            Operate,
+        ),
+        case(
+            ("GET", "/api/jobs/{id}/runs"),
+            &format!("/api/jobs/{job}/runs"),
+            None,
+            View,
+        ),
+        case(
+            ("GET", "/api/schedules/preview"),
             "/api/schedules/preview?schedule_conf=0%200%203%20*%20*%20%3F",
             None,
             AnyUser,
         ),
-        case(ROUTES[23], "/api/executors", None, AnyUser),
-        case(ROUTES[23], "/api/executors?app=alpha", None, View),
+        case(("GET", "/api/executors"), "/api/executors", None, AnyUser),
         case(
-            ROUTES[24],
+            ("GET", "/api/executors"),
+            "/api/executors?app=alpha",
+            None,
+            View,
+        ),
+        case(
+            ("GET", "/api/runs/{log_id}/log"),
             &format!("/api/runs/{}/log", fixture.alpha_run),
             None,
             View,
         ),
-        case(ROUTES[25], "/api/reports", None, AnyUser),
-        case(ROUTES[25], "/api/reports?app=alpha", None, View),
-        case(ROUTES[26], "/api/audit", None, AnyUser),
-        case(ROUTES[26], "/api/audit?app=alpha", None, View),
+        case(("GET", "/api/reports"), "/api/reports", None, AnyUser),
+        case(
+            ("GET", "/api/reports"),
+            "/api/reports?app=alpha",
+            None,
+            View,
+        ),
+        case(("GET", "/api/audit"), "/api/audit", None, AnyUser),
+        case(("GET", "/api/audit"), "/api/audit?app=alpha", None, View),
     ]
 }
 
@@ -199,10 +261,29 @@ async fn every_route_checks_credentials_and_grants(backend: Backend) {
     let app = spawn_app(backend).await;
     let fixture = fixture(&app).await;
     let cases = cases(&fixture);
-    for route in ROUTES {
+    let operations = documented_operations(&app).await;
+    for (method, path, public) in &operations {
+        if *public {
+            assert!(
+                PUBLIC.contains(&(method.as_str(), path.as_str())),
+                "{method} {path} is documented as public: only {PUBLIC:?} may be"
+            );
+            continue;
+        }
         assert!(
-            cases.iter().any(|case| case.route == *route),
-            "route {route:?} has no case in the permission table: add one saying what it needs"
+            cases
+                .iter()
+                .any(|case| case.route == (method.as_str(), path.as_str())),
+            "{method} {path} has no case in the permission table: add one saying what it needs"
+        );
+    }
+    for case in &cases {
+        assert!(
+            operations
+                .iter()
+                .any(|(method, path, _)| (method.as_str(), path.as_str()) == case.route),
+            "the permission table names {:?}, which the API document does not list",
+            case.route
         );
     }
     for case in &cases {
@@ -238,7 +319,7 @@ async fn every_route_checks_credentials_and_grants(backend: Backend) {
         }
         // A logout ends the token it is sent with: a fresh session of the same user.
         let fresh;
-        let allowed = if case.route == ROUTES[0] {
+        let allowed = if case.route == ("POST", "/api/auth/logout") {
             fresh = login(app.api_url(), "op-beta", "op-beta-password-1").await;
             fresh.as_str()
         } else {
@@ -454,6 +535,94 @@ async fn sessions_and_api_tokens_expire_and_are_revoked(backend: Backend) {
     app.shutdown().await;
 }
 
+/// A password change ends the user's other sessions (a user changing their own keeps the
+/// session they changed it with); API tokens live on until revoked, and an admin can list and
+/// revoke another user's tokens.
+async fn a_password_change_ends_sessions_and_admins_revoke_tokens(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let status_of = |token: String| {
+        let app = &app;
+        async move {
+            app.call_as(Some(&token), Method::GET, "/api/auth/me", None)
+                .await
+                .0
+        }
+    };
+    let first = app.add_member("carol", &[]).await;
+    let second = login(app.api_url(), "carol", "carol-password-1").await;
+    let (status, issued) = app
+        .call_as(
+            Some(&first),
+            Method::POST,
+            "/api/tokens",
+            Some(json!({"name": "nightly"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{issued}");
+    let api_token = issued["token"].as_str().unwrap().to_owned();
+
+    let (status, body) = app
+        .call_as(
+            Some(&first),
+            Method::PUT,
+            "/api/users/carol/password",
+            Some(json!({"password": "carol-password-2", "current_password": "carol-password-1"})),
+        )
+        .await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(
+        status_of(first.clone()).await,
+        200,
+        "the session it was changed with"
+    );
+    assert_eq!(
+        status_of(second.clone()).await,
+        401,
+        "another session of the user"
+    );
+    assert_eq!(
+        status_of(api_token.clone()).await,
+        200,
+        "an API token lives on"
+    );
+
+    let (status, listed) = app.call(Method::GET, "/api/users/carol/tokens", None).await;
+    assert_eq!(status, 200, "{listed}");
+    let tokens = listed.as_array().unwrap();
+    assert_eq!(tokens.len(), 3, "{listed}");
+    let revoked_sessions = tokens
+        .iter()
+        .filter(|token| token["kind"] == "SESSION" && token["revoked_at_ms"].is_i64())
+        .count();
+    assert_eq!(revoked_sessions, 1, "{listed}");
+    assert!(
+        !listed.to_string().contains(&api_token),
+        "never the secret: {listed}"
+    );
+    let path = format!("/api/users/carol/tokens/{}", issued["token_id"]);
+    let (status, body) = app.call(Method::DELETE, &path, None).await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(status_of(api_token).await, 401, "revoked by an admin");
+    let (status, _) = app.call(Method::DELETE, &path, None).await;
+    assert_eq!(status, 404, "revoked already");
+
+    let (status, body) = app
+        .call(
+            Method::PUT,
+            "/api/users/carol/password",
+            Some(json!({"password": "carol-password-3"})),
+        )
+        .await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(
+        status_of(first).await,
+        401,
+        "an admin's reset ends every session"
+    );
+    login(app.api_url(), "carol", "carol-password-3").await;
+    app.shutdown().await;
+}
+
 /// Too many failed logins for a user, or from an address, are answered 429 with
 /// `Retry-After`, even with the right password; other users are not affected.
 async fn failed_logins_are_throttled(backend: Backend) {
@@ -598,6 +767,7 @@ on_both_backends!(
     every_route_checks_credentials_and_grants,
     listings_show_a_member_only_their_apps,
     writes_are_audited,
+    a_password_change_ends_sessions_and_admins_revoke_tokens,
 );
 on_sqlite_only!(
     script_source_and_children_need_their_grants,

@@ -66,7 +66,7 @@ async fn users_have_unique_names_and_grants_on_existing_apps(backend: Backend) {
     assert!(verify_password("s3cret", &credentials.password_hash));
     assert!(
         store
-            .set_password_hash(ann.id, &hash_password("n3w").unwrap(), T0 + 1)
+            .set_password_hash(ann.id, &hash_password("n3w").unwrap(), None, T0 + 1)
             .await
             .unwrap()
     );

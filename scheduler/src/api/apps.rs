@@ -3,22 +3,23 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use kadence_schemas::AppName;
 use serde::{Deserialize, Serialize};
 
 use super::audit::AuditNote;
-use super::body::ApiJson;
+use super::body::{ApiJson, ApiQuery};
 use super::caller::Caller;
 use super::error::ApiError;
+use super::error::ErrorBody;
 use super::pages::{Page, PageQuery, page_request};
 use super::{ApiState, MAX_PARTITIONS, bad_request};
 use crate::kafka::TopicError;
 use crate::model::App;
 
 /// Body of `POST /api/apps`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAppRequest {
     /// App name: 1–64 of `A-Z a-z 0-9 _ -`.
@@ -30,6 +31,13 @@ pub struct NewAppRequest {
     pub title: String,
 }
 
+#[utoipa::path(
+    post, path = "/api/apps", tag = "apps", request_body = NewAppRequest,
+    responses(
+        (status = 201, description = "The app; its trigger topic exists", body = App),
+        (status = 409, description = "An app with this name exists", body = ErrorBody),
+    ),
+)]
 pub(super) async fn create_app(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
@@ -68,10 +76,14 @@ pub(super) async fn create_app(
     Ok((StatusCode::CREATED, note, Json(app)))
 }
 
+#[utoipa::path(
+    get, path = "/api/apps", tag = "apps", params(PageQuery),
+    responses((status = 200, description = "A page of the apps the caller may see", body = Page<App>)),
+)]
 pub(super) async fn list_apps(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Query(query): Query<PageQuery>,
+    ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<Page<App>>, ApiError> {
     let apps = caller.visible_apps(None)?;
     let page = page_request(query.after.as_deref(), query.limit, |text| {

@@ -13,13 +13,14 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{MatchedPath, Query, Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponseParts, Response, ResponseParts};
 use kadence_schemas::AppName;
 use serde::Deserialize;
 
+use super::body::ApiQuery;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::pages::{Page, page_request};
@@ -107,7 +108,8 @@ pub(super) async fn record(state: &ApiState, entry: NewAuditEntry) {
 }
 
 /// Query of `GET /api/audit`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     /// Only this app's entries.
@@ -126,10 +128,14 @@ pub struct AuditQuery {
     pub limit: Option<u32>,
 }
 
+#[utoipa::path(
+    get, path = "/api/audit", tag = "audit", params(AuditQuery),
+    responses((status = 200, description = "A page of the audit trail, newest first", body = Page<AuditEntry>)),
+)]
 pub(super) async fn list_audit(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Query(query): Query<AuditQuery>,
+    ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> Result<Json<Page<AuditEntry>>, ApiError> {
     let filter = AuditFilter {
         apps: caller.visible_apps(parse_app_filter(query.app.as_deref())?)?,

@@ -1,4 +1,6 @@
-//! Request bodies: JSON read within the body limit, refused with a 4xx that says why.
+//! What a request carries — JSON bodies, query strings, path segments — read into typed
+//! values and refused with a 4xx that says why, always in the API's `{"error": "…"}` shape
+//! (axum's own extractors answer rejections in plain text).
 //!
 //! - A body over the limit ([`ApiLimits::body_limit`](super::ApiLimits)) is 413 on every
 //!   route, whatever extractor reads it.
@@ -6,10 +8,13 @@
 //!   cannot store it in text, and no job field has a use for it, so both backends refuse it
 //!   the same way before anything is written.
 //! - Anything else that is not the expected JSON is 400 with the parser's message.
+//! - A query string or path segment that does not parse ([`ApiQuery`], [`ApiPath`]) is 400
+//!   with the parser's message (an unknown query parameter included).
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -39,6 +44,34 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
             return Ok(OptionalJson(T::default()));
         }
         parse_json(&body).map(OptionalJson)
+    }
+}
+
+/// A query string; rejections are [`ApiError`]s.
+pub(crate) struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(query)| ApiQuery(query))
+            .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
+    }
+}
+
+/// Path parameters; rejections are [`ApiError`]s.
+pub(crate) struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(path)| ApiPath(path))
+            .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
     }
 }
 

@@ -46,8 +46,10 @@ pub enum ApiError {
     Internal(#[source] anyhow::Error),
 }
 
-#[derive(Serialize, Deserialize)]
+/// The body of every 4xx answer (and of a 500, whose message is only "internal error").
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
 pub(super) struct ErrorBody {
+    /// What went wrong and what to fix.
     error: String,
 }
 

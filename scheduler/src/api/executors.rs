@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
+use super::body::ApiQuery;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::pages::{Page, join_key, page_request, split_key};
@@ -13,7 +14,8 @@ use super::{ApiState, parse_app_filter};
 use crate::model::ExecutorEntry;
 
 /// Query of `GET /api/executors`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ExecutorQuery {
     /// Only this app's executors.
@@ -25,7 +27,7 @@ pub struct ExecutorQuery {
 }
 
 /// An executor as listed: its latest beat, and whether it takes triggers now.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExecutorView {
     /// The registry entry.
     #[serde(flatten)]
@@ -36,10 +38,14 @@ pub struct ExecutorView {
 
 /// The registry: every executor seen (dead ones until they are forgotten), with its
 /// partitions, handlers and running jobs.
+#[utoipa::path(
+    get, path = "/api/executors", tag = "executors", params(ExecutorQuery),
+    responses((status = 200, description = "A page of the executors of the apps the caller may see", body = Page<ExecutorView>)),
+)]
 pub(super) async fn list_executors(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Query(query): Query<ExecutorQuery>,
+    ApiQuery(query): ApiQuery<ExecutorQuery>,
 ) -> Result<Json<Page<ExecutorView>>, ApiError> {
     let apps = caller.visible_apps(parse_app_filter(query.app.as_deref())?)?;
     let page = page_request(query.after.as_deref(), query.limit, |text| {

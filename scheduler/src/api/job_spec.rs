@@ -7,19 +7,21 @@ use serde::{Deserialize, Serialize};
 use super::error::ApiError;
 use super::{ApiState, MAX_PARAMS_BYTES, bad_request};
 use crate::model::{ChildTriggerMode, Glue, Job, NewJob, RetryBackoff, RetryPolicy, RouteStrategy};
-use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
+use crate::schedule::{MisfireStrategy, ScheduleSpec, ScheduleType, parse_time_zone};
 
 /// Body of `POST /api/jobs`. Optional fields take XXL-JOB's defaults.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewJobRequest {
     /// The executor app.
+    #[schema(value_type = AppName)]
     pub app: String,
     /// Display name; defaults to the handler name.
     #[serde(default)]
     pub name: Option<String>,
     /// CRON (default), FIX_RATE, FIX_DELAY or NONE.
     #[serde(default)]
+    #[schema(value_type = Option<ScheduleType>)]
     pub schedule_type: Option<String>,
     /// Cron expression, or seconds for FIX_RATE and FIX_DELAY.
     #[serde(default)]
@@ -29,9 +31,11 @@ pub struct NewJobRequest {
     pub time_zone: Option<String>,
     /// DO_NOTHING (default) or FIRE_ONCE_NOW.
     #[serde(default)]
+    #[schema(value_type = Option<MisfireStrategy>)]
     pub misfire_strategy: Option<String>,
-    /// FIRST (default), LAST or RANDOM.
+    /// How the partition is picked, XXL-JOB's routing strategies; default FIRST.
     #[serde(default)]
+    #[schema(value_type = Option<RouteStrategy>)]
     pub route_strategy: Option<String>,
     /// Handler name on the executors.
     pub handler: String,
@@ -40,6 +44,7 @@ pub struct NewJobRequest {
     pub params: Option<String>,
     /// SERIAL_EXECUTION (default), DISCARD_LATER, COVER_EARLY or CONCURRENT.
     #[serde(default)]
+    #[schema(value_type = Option<BlockStrategy>)]
     pub block_strategy: Option<String>,
     /// Run timeout in seconds; 0 or absent for none.
     #[serde(default)]
@@ -67,6 +72,7 @@ pub struct NewJobRequest {
     pub retry_backoff_cap_seconds: Option<u32>,
     /// BEAN (default) or GLUE_SHELL, GLUE_PYTHON, GLUE_NODEJS, GLUE_PHP, GLUE_POWERSHELL.
     #[serde(default)]
+    #[schema(value_type = Option<GlueType>)]
     pub glue_type: Option<String>,
     /// The script, for GLUE_* types (at most 256 KiB).
     #[serde(default)]
@@ -80,6 +86,7 @@ pub struct NewJobRequest {
     /// For a sharded job: EACH_SHARD (default, XXL-JOB) fires the children once per succeeded
     /// shard; ALL_SHARDS once per fire, when every shard succeeded.
     #[serde(default)]
+    #[schema(value_type = Option<ChildTriggerMode>)]
     pub child_trigger_mode: Option<String>,
     /// Start the job right away.
     #[serde(default)]
@@ -293,7 +300,7 @@ pub(super) fn check_params(params: &str) -> Result<(), ApiError> {
 }
 
 /// A job as the API shows it: enumerations as their names, times in ms since the epoch.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct JobView {
     /// Id.
     pub id: i64,

@@ -4,15 +4,16 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use kadence_schemas::{GlueType, JobId};
 use serde::Deserialize;
 
 use super::audit::AuditNote;
-use super::body::ApiJson;
+use super::body::{ApiJson, ApiPath, ApiQuery};
 use super::caller::Caller;
 use super::error::ApiError;
+use super::error::ErrorBody;
 use super::job_spec::{JobView, NewJobRequest, check_children, parse_new_job};
 use super::pages::{Page, page_request};
 use super::{ApiState, bad_request, load_job_for, parse_app_filter};
@@ -20,6 +21,13 @@ use crate::model::{Access, GlueVersion, Job, JobStatus, NewJob};
 use crate::schedule::ScheduleSpec;
 use crate::store::{JobChange, JobFilter};
 
+#[utoipa::path(
+    post, path = "/api/jobs", tag = "jobs", request_body = NewJobRequest,
+    responses(
+        (status = 201, description = "The new job", body = JobView),
+        (status = 404, description = "Its app or a child job does not exist", body = ErrorBody),
+    ),
+)]
 pub(super) async fn create_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
@@ -40,10 +48,17 @@ pub(super) async fn create_job(
     Ok((StatusCode::CREATED, note, Json(view)))
 }
 
+#[utoipa::path(
+    get, path = "/api/jobs/{id}", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job", body = JobView),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+)]
 pub(super) async fn get_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<JobView>, ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::View).await?;
     Ok(Json(JobView::from(&job)))
@@ -56,10 +71,18 @@ pub(super) async fn get_job(
 /// [`crate::cancellations`]): its next fire is the new schedule's first after that, and the
 /// pre-read loop is woken to plan it. (XXL-JOB counts from now + 5 s because its ring may
 /// still hold old fires; cancelling them makes most of that gap unnecessary.)
+#[utoipa::path(
+    patch, path = "/api/jobs/{id}", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
+    request_body(content = Object, description = "The fields of a job definition to change (those of `NewJobRequest` but `start`); the others stay as they are"),
+    responses(
+        (status = 200, description = "The job as edited", body = JobView),
+        (status = 404, description = "No such job, or a child job named does not exist", body = ErrorBody),
+    ),
+)]
 pub(super) async fn update_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(patch): ApiJson<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<(AuditNote, Json<JobView>), ApiError> {
     let current = load_job_for(&state, &caller, &id, Access::Operate).await?;
@@ -129,17 +152,25 @@ pub(super) async fn update_job(
     Ok((note, Json(after)))
 }
 
+#[utoipa::path(
+    get, path = "/api/jobs/{id}/glue", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The saved script versions, newest first", body = Vec<GlueVersion>),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+)]
 pub(super) async fn list_glue_versions(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Vec<GlueVersion>>, ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::View).await?;
     Ok(Json(state.store.glue_versions(job.id).await?))
 }
 
 /// Query of `GET /api/jobs`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct JobQuery {
     /// Only this app's jobs.
@@ -152,10 +183,14 @@ pub struct JobQuery {
     pub limit: Option<u32>,
 }
 
+#[utoipa::path(
+    get, path = "/api/jobs", tag = "jobs", params(JobQuery),
+    responses((status = 200, description = "A page of the jobs the caller may see", body = Page<JobView>)),
+)]
 pub(super) async fn list_jobs(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Query(query): Query<JobQuery>,
+    ApiQuery(query): ApiQuery<JobQuery>,
 ) -> Result<Json<Page<JobView>>, ApiError> {
     let filter = JobFilter {
         apps: caller.visible_apps(parse_app_filter(query.app.as_deref())?)?,
@@ -207,10 +242,17 @@ pub(super) async fn start_job_now(state: &ApiState, job: Job) -> Result<Job, Api
     Ok(apply_change(state, change))
 }
 
+#[utoipa::path(
+    post, path = "/api/jobs/{id}/start", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job, scheduled", body = JobView),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+)]
 pub(super) async fn start_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<(AuditNote, Json<JobView>), ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
     let note = AuditNote::app(&job.spec.app);
@@ -223,10 +265,17 @@ pub(super) async fn start_job(
     ))
 }
 
+#[utoipa::path(
+    post, path = "/api/jobs/{id}/stop", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job, unscheduled; its planned fires are cancelled", body = JobView),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+)]
 pub(super) async fn stop_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<(AuditNote, Json<JobView>), ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
     let (id, note) = (job.id, AuditNote::app(&job.spec.app));

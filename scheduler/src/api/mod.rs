@@ -3,13 +3,16 @@
 //! | method | path | does |
 //! |---|---|---|
 //! | GET | `/health` | liveness (no credentials needed) |
+//! | GET | `/api/openapi.json`, `/api/docs` | the OpenAPI document and its browsable page (no credentials needed) |
 //! | POST | `/api/auth/login` | a session token for a user name and password (no credentials needed) |
 //! | POST | `/api/auth/logout` | revoke the token the request came with |
 //! | GET | `/api/auth/me` | the caller, with their grants |
 //! | GET, POST | `/api/tokens` | the caller's tokens / a new named API token, shown once |
 //! | DELETE | `/api/tokens/{id}` | revoke one of the caller's tokens |
+//! | GET | `/api/users/{name}/tokens` | a user's tokens (admin) |
+//! | DELETE | `/api/users/{name}/tokens/{id}` | revoke one of a user's tokens (admin) |
 //! | GET, POST | `/api/users` | list / create users (admin) |
-//! | PUT | `/api/users/{name}/password` | set a password (admin, or the user with the present one) |
+//! | PUT | `/api/users/{name}/password` | set a password (admin, or the user with the present one); ends the user's other sessions |
 //! | PUT, DELETE | `/api/users/{name}/grants/{app}` | grant VIEW, OPERATE or SCRIPTS on an app / take it back (admin) |
 //! | GET, POST | `/api/apps` | list / create apps (creates `{prefix}.triggers.{app}`) |
 //! | GET, POST | `/api/jobs` (`?app=&status=`) | list / create jobs |
@@ -57,6 +60,7 @@ mod executors;
 mod job_spec;
 mod jobs;
 mod limits;
+mod openapi;
 mod pages;
 mod reports;
 mod runs;
@@ -92,21 +96,15 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{get, post, put};
 use kadence_schemas::{AppName, JobId, Topics};
 use tokio::sync::Notify;
 
-use self::apps::{create_app, list_apps};
-use self::executors::list_executors;
-use self::jobs::{
-    create_job, get_job, list_glue_versions, list_jobs, start_job, stop_job, update_job,
-};
-use self::reports::list_reports;
-use self::runs::{kill_job, list_runs, read_run_log, trigger_job};
-use self::schedules::preview_schedule;
-use self::sessions::{login, logout, who_am_i};
-use self::tokens::{create_token, list_tokens, revoke_token};
-use self::users::{create_user, grant, list_users, revoke_grant, set_password};
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+use self::openapi::ApiDocument;
 use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
 use crate::dispatch::PartitionDirectory;
@@ -157,43 +155,73 @@ pub struct ApiState {
     pub api_token_max_ttl: Duration,
 }
 
-/// The API's routes over `state`, within `limits`.
+/// The API's routes over `state`, within `limits`, with the OpenAPI document and its page.
 pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
-    let authenticated = Router::new()
-        .route("/api/auth/logout", post(logout))
-        .route("/api/auth/me", get(who_am_i))
-        .route("/api/tokens", get(list_tokens).post(create_token))
-        .route("/api/tokens/{id}", axum::routing::delete(revoke_token))
-        .route("/api/users", get(list_users).post(create_user))
-        .route("/api/users/{name}/password", put(set_password))
-        .route(
-            "/api/users/{name}/grants/{app}",
-            put(grant).delete(revoke_grant),
-        )
-        .route("/api/apps", get(list_apps).post(create_app))
-        .route("/api/jobs", get(list_jobs).post(create_job))
-        .route("/api/jobs/{id}", get(get_job).patch(update_job))
-        .route("/api/jobs/{id}/glue", get(list_glue_versions))
-        .route("/api/jobs/{id}/start", post(start_job))
-        .route("/api/jobs/{id}/stop", post(stop_job))
-        .route("/api/jobs/{id}/trigger", post(trigger_job))
-        .route("/api/jobs/{id}/kill", post(kill_job))
-        .route("/api/jobs/{id}/runs", get(list_runs))
-        .route("/api/schedules/preview", get(preview_schedule))
-        .route("/api/executors", get(list_executors))
-        .route("/api/runs/{log_id}/log", get(read_run_log))
-        .route("/api/reports", get(list_reports))
-        .route("/api/audit", get(audit::list_audit))
-        // `route_layer`: only matched routes; an unknown path stays a 404. The last added
-        // runs first: the caller is known before the write is recorded.
-        .route_layer(from_fn_with_state(Arc::clone(&state), audit::record_writes))
-        .route_layer(from_fn_with_state(Arc::clone(&state), caller::authenticate));
+    let (authenticated, _) = authenticated_routes().split_for_parts();
+    let (public, _) = public_routes().split_for_parts();
+    // `route_layer`: only matched routes; an unknown path stays a 404. The last added runs
+    // first: the caller is known before the write is recorded.
     let api = authenticated
-        .route("/api/auth/login", post(login))
+        .route_layer(from_fn_with_state(Arc::clone(&state), audit::record_writes))
+        .route_layer(from_fn_with_state(Arc::clone(&state), caller::authenticate))
+        .merge(public)
         .layer(DefaultBodyLimit::max(limits.body_limit));
     limits::with_load_limits(api, limits)
-        .route("/health", get(|| async { "ok" }))
+        .merge(SwaggerUi::new(openapi::DOCS_PATH).url(openapi::DOCUMENT_PATH, openapi_document()))
         .with_state(state)
+}
+
+/// The OpenAPI document of [`router`], as `/api/openapi.json` serves it.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    let (_, mut document) = OpenApiRouter::with_openapi(ApiDocument::openapi())
+        .merge(authenticated_routes())
+        .merge(public_routes())
+        .split_for_parts();
+    openapi::add_shared_answers(&mut document);
+    document
+}
+
+/// Every route that needs a bearer token. Each handler's `#[utoipa::path]` gives its method
+/// and path; `routes!` groups the handlers of one path.
+fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
+    OpenApiRouter::new()
+        .routes(routes!(sessions::logout))
+        .routes(routes!(sessions::who_am_i))
+        .routes(routes!(tokens::list_tokens, tokens::create_token))
+        .routes(routes!(tokens::revoke_token))
+        .routes(routes!(tokens::list_user_tokens))
+        .routes(routes!(tokens::revoke_user_token))
+        .routes(routes!(users::list_users, users::create_user))
+        .routes(routes!(users::set_password))
+        .routes(routes!(users::grant, users::revoke_grant))
+        .routes(routes!(apps::list_apps, apps::create_app))
+        .routes(routes!(jobs::list_jobs, jobs::create_job))
+        .routes(routes!(jobs::get_job, jobs::update_job))
+        .routes(routes!(jobs::list_glue_versions))
+        .routes(routes!(jobs::start_job))
+        .routes(routes!(jobs::stop_job))
+        .routes(routes!(runs::trigger_job))
+        .routes(routes!(runs::kill_job))
+        .routes(routes!(runs::list_runs))
+        .routes(routes!(schedules::preview_schedule))
+        .routes(routes!(executors::list_executors))
+        .routes(routes!(runs::read_run_log))
+        .routes(routes!(reports::list_reports))
+        .routes(routes!(audit::list_audit))
+}
+
+/// The routes anyone may call (marked public in the document by `openapi`).
+fn public_routes() -> OpenApiRouter<Arc<ApiState>> {
+    OpenApiRouter::new()
+        .routes(routes!(sessions::login))
+        .routes(routes!(health))
+}
+
+/// Liveness: the node's HTTP server answers.
+#[utoipa::path(get, path = "/health", tag = "health",
+    responses((status = 200, description = "The node is up", body = String, example = "ok")))]
+async fn health() -> &'static str {
+    "ok"
 }
 
 /// `now_ms` plus `ttl`, saturating.

@@ -15,7 +15,8 @@ pub const DEFAULT_PAGE_SIZE: u32 = 100;
 pub const MAX_PAGE_SIZE: u32 = 1_000;
 
 /// Query of the list endpoints without filters: a page.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
     /// The `next` of the previous page.
@@ -25,7 +26,7 @@ pub struct PageQuery {
 }
 
 /// One page of a listing.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Page<T> {
     /// The items, in the listing's order.
     pub items: Vec<T>,

@@ -3,16 +3,18 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
+use super::body::ApiQuery;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::pages::{Page, join_key, page_request, split_key};
 use super::{ApiState, parse_app_filter};
 
 /// Query of `GET /api/reports`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ReportQuery {
     /// First day, `YYYY-MM-DD` (UTC). Default: 7 days ago.
@@ -28,7 +30,7 @@ pub struct ReportQuery {
 }
 
 /// One day of one job, as listed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReportView {
     /// `YYYY-MM-DD` (UTC).
     pub day: String,
@@ -45,10 +47,14 @@ pub struct ReportView {
 }
 
 /// Daily run counts per app and job (XXL-JOB's dashboard report).
+#[utoipa::path(
+    get, path = "/api/reports", tag = "reports", params(ReportQuery),
+    responses((status = 200, description = "A page of daily counts per job", body = Page<ReportView>)),
+)]
 pub(super) async fn list_reports(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Query(query): Query<ReportQuery>,
+    ApiQuery(query): ApiQuery<ReportQuery>,
 ) -> Result<Json<Page<ReportView>>, ApiError> {
     use crate::monitors::reports::{DAY_MS, day_of};
     let parse_day = |text: &str| {

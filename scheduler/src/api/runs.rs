@@ -3,15 +3,16 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use kadence_schemas::{AppName, ControlCommand, ControlRecord, TriggerId, TriggerType};
+use kadence_schemas::{AppName, ControlCommand, ControlRecord, JobId, TriggerId, TriggerType};
 use serde::{Deserialize, Serialize};
 
 use super::audit::AuditNote;
-use super::body::OptionalJson;
+use super::body::{ApiPath, ApiQuery, OptionalJson};
 use super::caller::Caller;
 use super::error::ApiError;
+use super::error::ErrorBody;
 use super::job_spec::check_params;
 use super::pages::{Page, PageQuery, page_request};
 use super::{ApiState, load_job, load_job_for};
@@ -19,7 +20,7 @@ use crate::intake::{FireNow, FireSource};
 use crate::model::{Access, Run};
 
 /// Body of `POST /api/jobs/{id}/trigger`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TriggerRequest {
     /// Parameters for this run only; the job's own when absent.
@@ -33,7 +34,7 @@ pub struct TriggerRequest {
 }
 
 /// Answer of `POST /api/jobs/{id}/trigger`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TriggerResponse {
     /// The new run's trigger id (the first shard's for a broadcast).
     pub trigger_id: TriggerId,
@@ -44,7 +45,7 @@ pub struct TriggerResponse {
 }
 
 /// One run created by a manual trigger.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TriggeredRun {
     /// Its trigger id.
     pub trigger_id: TriggerId,
@@ -85,10 +86,18 @@ pub(super) fn check_partitions(
     Ok(())
 }
 
+#[utoipa::path(
+    post, path = "/api/jobs/{id}/trigger", tag = "runs", params(("id" = JobId, Path, description = "The job's id")),
+    request_body(content = Option<TriggerRequest>, description = "Optional: other params, or only some partitions"),
+    responses(
+        (status = 202, description = "Written durably; the trigger goes out at once", body = TriggerResponse),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+)]
 pub(super) async fn trigger_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     // An empty body triggers with the job's own params.
     OptionalJson(request): OptionalJson<TriggerRequest>,
 ) -> Result<(StatusCode, AuditNote, Json<TriggerResponse>), ApiError> {
@@ -142,7 +151,7 @@ pub(super) async fn trigger_job(
 }
 
 /// Body of `POST /api/jobs/{id}/kill`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillRequest {
     /// Why; shown on the killed runs.
@@ -152,10 +161,18 @@ pub struct KillRequest {
 
 /// Asks every executor of the job's app to stop the job's running and queued runs (each ends
 /// with a failure result saying it was killed). Answers once the command is on the topic.
+#[utoipa::path(
+    post, path = "/api/jobs/{id}/kill", tag = "runs", params(("id" = JobId, Path, description = "The job's id")),
+    request_body(content = Option<KillRequest>, description = "Optional: a reason"),
+    responses(
+        (status = 202, description = "The kill command is on the control topic", body = KillResponse),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+)]
 pub(super) async fn kill_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     OptionalJson(request): OptionalJson<KillRequest>,
 ) -> Result<(StatusCode, AuditNote, Json<KillResponse>), ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
@@ -182,7 +199,7 @@ pub(super) async fn kill_job(
 }
 
 /// Answer of `POST /api/jobs/{id}/kill`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct KillResponse {
     /// The job.
     pub job_id: i64,
@@ -192,11 +209,18 @@ pub struct KillResponse {
 
 /// A job's runs, newest first, a page at a time (`next` is a log id: the runs after it are
 /// older).
+#[utoipa::path(
+    get, path = "/api/jobs/{id}/runs", tag = "runs", params(("id" = JobId, Path, description = "The job's id"), PageQuery),
+    responses(
+        (status = 200, description = "A page of the job's runs, newest first", body = Page<Run>),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+)]
 pub(super) async fn list_runs(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(id): Path<String>,
-    Query(query): Query<PageQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<PageQuery>,
 ) -> Result<Json<Page<Run>>, ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::View).await?;
     let page = page_request(query.after.as_deref(), query.limit, |text| {
@@ -209,7 +233,8 @@ pub(super) async fn list_runs(
 }
 
 /// Query of `GET /api/runs/{log_id}/log`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct RunLogQuery {
     /// First line wanted (1-based). Default 1.
@@ -219,7 +244,7 @@ pub struct RunLogQuery {
 }
 
 /// A stretch of a run's log (XXL-JOB's `LogResult`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunLogView {
     /// The run.
     pub log_id: i64,
@@ -236,11 +261,19 @@ pub struct RunLogView {
 }
 
 /// Lines of a run's log from `from_line` on, while it runs and after.
+#[utoipa::path(
+    get, path = "/api/runs/{log_id}/log", tag = "runs",
+    params(("log_id" = i64, Path, description = "The run's log id"), RunLogQuery),
+    responses(
+        (status = 200, description = "The run's log lines from a line on", body = RunLogView),
+        (status = 404, description = "No such run", body = ErrorBody),
+    ),
+)]
 pub(super) async fn read_run_log(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(log_id): Path<String>,
-    Query(query): Query<RunLogQuery>,
+    ApiPath(log_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<RunLogQuery>,
 ) -> Result<Json<RunLogView>, ApiError> {
     let log_id: i64 = log_id
         .parse()

@@ -3,16 +3,18 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
+use super::body::ApiQuery;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::{ApiState, bad_request};
 use crate::schedule::{ScheduleSpec, parse_time_zone};
 
 /// Query of `GET /api/schedules/preview`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(super) struct PreviewQuery {
     schedule_type: Option<String>,
     schedule_conf: Option<String>,
@@ -24,7 +26,7 @@ pub(super) struct PreviewQuery {
 }
 
 /// Answer of `GET /api/schedules/preview`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PreviewResponse {
     /// Fire times, ms since the epoch.
     pub fires_ms: Vec<i64>,
@@ -32,11 +34,15 @@ pub struct PreviewResponse {
     pub fires: Vec<String>,
 }
 
+#[utoipa::path(
+    get, path = "/api/schedules/preview", tag = "schedules", params(PreviewQuery),
+    responses((status = 200, description = "The next fire times", body = PreviewResponse)),
+)]
 pub(super) async fn preview_schedule(
     State(state): State<Arc<ApiState>>,
     // Any signed-in user: a preview reads nothing of any app.
     _caller: Caller,
-    Query(query): Query<PreviewQuery>,
+    ApiQuery(query): ApiQuery<PreviewQuery>,
 ) -> Result<Json<PreviewResponse>, ApiError> {
     let schedule = ScheduleSpec::parse(
         query.schedule_type.as_deref().unwrap_or("CRON"),

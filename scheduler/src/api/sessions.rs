@@ -19,6 +19,7 @@ use super::audit::record;
 use super::body::ApiJson;
 use super::caller::Caller;
 use super::error::ApiError;
+use super::error::ErrorBody;
 use super::tokens::{IssuedToken, issue_token};
 use super::users::password_matches;
 use super::{ApiState, millis_from_now};
@@ -26,7 +27,7 @@ use crate::auth::hash_password;
 use crate::model::{NewAuditEntry, TokenKind, User};
 
 /// Body of `POST /api/auth/login`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoginRequest {
     /// Login name.
@@ -40,6 +41,14 @@ pub struct LoginRequest {
 static DUMMY_HASH: LazyLock<String> =
     LazyLock::new(|| hash_password("not a password anyone has").unwrap_or_default());
 
+#[utoipa::path(
+    post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
+    responses(
+        (status = 201, description = "A session token, shown once", body = IssuedToken),
+        (status = 401, description = "Wrong user name or password", body = ErrorBody),
+        (status = 429, description = "Too many failed logins: retry after Retry-After seconds", body = ErrorBody),
+    ),
+)]
 pub(super) async fn login(
     State(state): State<Arc<ApiState>>,
     headers: HeaderMap,
@@ -142,6 +151,10 @@ fn client_name(headers: &HeaderMap, address: Option<IpAddr>) -> String {
     name.chars().take(200).collect()
 }
 
+#[utoipa::path(
+    post, path = "/api/auth/logout", tag = "auth",
+    responses((status = 204, description = "The token the request came with is revoked")),
+)]
 pub(super) async fn logout(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
@@ -153,6 +166,10 @@ pub(super) async fn logout(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(
+    get, path = "/api/auth/me", tag = "auth",
+    responses((status = 200, description = "The caller, with their grants", body = User)),
+)]
 pub(super) async fn who_am_i(caller: Caller) -> Json<User> {
     Json(caller.user)
 }

@@ -5,13 +5,15 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
-use super::body::ApiJson;
+use super::body::{ApiJson, ApiPath};
 use super::caller::Caller;
 use super::error::ApiError;
+use super::error::ErrorBody;
+use super::users::find_user;
 use super::{ApiState, bad_request};
 use crate::auth::{mint_token, token_hash};
 use crate::model::{TokenInfo, TokenKind, User};
@@ -24,7 +26,7 @@ const DEFAULT_TOKEN_DAYS: u32 = 90;
 const DAY_MS: i64 = 24 * 3600 * 1000;
 
 /// Answer of a login, or of making an API token: the token is shown this once.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IssuedToken {
     /// The token, for `Authorization: Bearer …`. Kadence keeps only its hash.
     pub token: String,
@@ -37,7 +39,7 @@ pub struct IssuedToken {
 }
 
 /// Body of `POST /api/tokens`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTokenRequest {
     /// What the token is for (e.g. "deploy pipeline"), 1–100 characters.
@@ -75,6 +77,10 @@ pub(super) async fn issue_token(
     })
 }
 
+#[utoipa::path(
+    post, path = "/api/tokens", tag = "tokens", request_body = NewTokenRequest,
+    responses((status = 201, description = "The new token, shown once", body = IssuedToken)),
+)]
 pub(super) async fn create_token(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
@@ -103,6 +109,10 @@ pub(super) async fn create_token(
     Ok((StatusCode::CREATED, Json(issued)))
 }
 
+#[utoipa::path(
+    get, path = "/api/tokens", tag = "tokens",
+    responses((status = 200, description = "The caller's tokens (never their secrets)", body = Vec<TokenInfo>)),
+)]
 pub(super) async fn list_tokens(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
@@ -110,22 +120,74 @@ pub(super) async fn list_tokens(
     Ok(Json(state.store.list_tokens(caller.user.id).await?))
 }
 
+#[utoipa::path(
+    delete, path = "/api/tokens/{id}", tag = "tokens",
+    params(("id" = i64, Path, description = "The token's id")),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 404, description = "The caller has no such token", body = ErrorBody),
+    ),
+)]
 pub(super) async fn revoke_token(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    let id: i64 = id
+    revoke(&state, caller.user.id, &id).await
+}
+
+/// Revokes token `raw_id` of user `user_id`: 404 unless it is theirs and live.
+async fn revoke(state: &ApiState, user_id: i64, raw_id: &str) -> Result<StatusCode, ApiError> {
+    let id: i64 = raw_id
         .parse()
-        .map_err(|_| bad_request(format!("invalid token id {id:?}: use a number")))?;
+        .map_err(|_| bad_request(format!("invalid token id {raw_id:?}: use a number")))?;
     let revoked = state
         .store
-        .revoke_token(caller.user.id, id, state.clock.now_ms())
+        .revoke_token(user_id, id, state.clock.now_ms())
         .await?;
     if !revoked {
         return Err(ApiError::NotFound(format!(
-            "you have no live token {id} (kadence token list)"
+            "no live token {id} of this user (kadence token list)"
         )));
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(
+    get, path = "/api/users/{name}/tokens", tag = "tokens",
+    params(("name" = String, Path, description = "The user's name")),
+    responses(
+        (status = 200, description = "The user's tokens (never their secrets)", body = Vec<TokenInfo>),
+        (status = 404, description = "No such user", body = ErrorBody),
+    ),
+)]
+pub(super) async fn list_user_tokens(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<Vec<TokenInfo>>, ApiError> {
+    caller.require_admin()?;
+    let user = find_user(&state, &name).await?;
+    Ok(Json(state.store.list_tokens(user.id).await?))
+}
+
+#[utoipa::path(
+    delete, path = "/api/users/{name}/tokens/{id}", tag = "tokens",
+    params(
+        ("name" = String, Path, description = "The user's name"),
+        ("id" = i64, Path, description = "The token's id"),
+    ),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 404, description = "No such user, or no such live token of theirs", body = ErrorBody),
+    ),
+)]
+pub(super) async fn revoke_user_token(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiPath((name, id)): ApiPath<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    let user = find_user(&state, &name).await?;
+    revoke(&state, user.id, &id).await
 }

@@ -11,15 +11,16 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use kadence_schemas::AppName;
 use serde::{Deserialize, Serialize};
 
 use super::audit::AuditNote;
-use super::body::ApiJson;
+use super::body::{ApiJson, ApiPath};
 use super::caller::Caller;
 use super::error::ApiError;
+use super::error::ErrorBody;
 use super::{ApiState, bad_request};
 use crate::auth::{hash_password, verify_password};
 use crate::model::{Access, Role, User};
@@ -33,7 +34,7 @@ const MAX_PASSWORD_BYTES: usize = 1024;
 const MAX_USER_NAME_CHARS: usize = 64;
 
 /// Body of `POST /api/users`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewUserRequest {
     /// Login name: 1–64 of `A-Z a-z 0-9 . _ - @`.
@@ -46,7 +47,7 @@ pub struct NewUserRequest {
 }
 
 /// Body of `PUT /api/users/{name}/password`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasswordRequest {
     /// The new password, at least 10 characters.
@@ -57,13 +58,17 @@ pub struct PasswordRequest {
 }
 
 /// Body of `PUT /api/users/{name}/grants/{app}`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrantRequest {
     /// `VIEW`, `OPERATE` or `SCRIPTS`.
     pub access: String,
 }
 
+#[utoipa::path(
+    get, path = "/api/users", tag = "users",
+    responses((status = 200, description = "Every user with their grants", body = Vec<User>)),
+)]
 pub(super) async fn list_users(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
@@ -72,6 +77,13 @@ pub(super) async fn list_users(
     Ok(Json(state.store.list_users().await?))
 }
 
+#[utoipa::path(
+    post, path = "/api/users", tag = "users", request_body = NewUserRequest,
+    responses(
+        (status = 201, description = "The new user", body = User),
+        (status = 409, description = "A user with this name exists", body = ErrorBody),
+    ),
+)]
 pub(super) async fn create_user(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
@@ -93,10 +105,18 @@ pub(super) async fn create_user(
     Ok((StatusCode::CREATED, Json(user)))
 }
 
+#[utoipa::path(
+    put, path = "/api/users/{name}/password", tag = "users", request_body = PasswordRequest,
+    params(("name" = String, Path, description = "The user's name")),
+    responses(
+        (status = 204, description = "Changed; the user's other sessions are revoked"),
+        (status = 404, description = "No such user", body = ErrorBody),
+    ),
+)]
 pub(super) async fn set_password(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     ApiJson(request): ApiJson<PasswordRequest>,
 ) -> Result<StatusCode, ApiError> {
     let own = caller.user.name == name;
@@ -115,17 +135,36 @@ pub(super) async fn set_password(
         }
     }
     let password_hash = hashed(request.password).await?;
+    // The caller's own session survives their own change; every other session of the user
+    // ends, so that one taken under the old password is worth nothing now.
+    let keep_session = own.then_some(caller.token.id);
     state
         .store
-        .set_password_hash(found.user.id, &password_hash, state.clock.now_ms())
+        .set_password_hash(
+            found.user.id,
+            &password_hash,
+            keep_session,
+            state.clock.now_ms(),
+        )
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(
+    put, path = "/api/users/{name}/grants/{app}", tag = "users", request_body = GrantRequest,
+    params(
+        ("name" = String, Path, description = "The user's name"),
+        ("app" = AppName, Path, description = "The app"),
+    ),
+    responses(
+        (status = 200, description = "The user with the grant", body = User),
+        (status = 404, description = "No such user or app", body = ErrorBody),
+    ),
+)]
 pub(super) async fn grant(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path((name, app)): Path<(String, String)>,
+    ApiPath((name, app)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<GrantRequest>,
 ) -> Result<(AuditNote, Json<User>), ApiError> {
     caller.require_admin()?;
@@ -137,10 +176,21 @@ pub(super) async fn grant(
     Ok((note, reload(&state, user.id).await?))
 }
 
+#[utoipa::path(
+    delete, path = "/api/users/{name}/grants/{app}", tag = "users",
+    params(
+        ("name" = String, Path, description = "The user's name"),
+        ("app" = AppName, Path, description = "The app"),
+    ),
+    responses(
+        (status = 200, description = "The user without the grant", body = User),
+        (status = 404, description = "No such user, or no grant on this app", body = ErrorBody),
+    ),
+)]
 pub(super) async fn revoke_grant(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    Path((name, app)): Path<(String, String)>,
+    ApiPath((name, app)): ApiPath<(String, String)>,
 ) -> Result<(AuditNote, Json<User>), ApiError> {
     caller.require_admin()?;
     let app = AppName::parse(&app).map_err(bad_request)?;
@@ -162,7 +212,7 @@ async fn find_credentials(state: &ApiState, name: &str) -> Result<UserCredential
         .ok_or_else(|| ApiError::NotFound(format!("user {name} does not exist")))
 }
 
-async fn find_user(state: &ApiState, name: &str) -> Result<User, ApiError> {
+pub(super) async fn find_user(state: &ApiState, name: &str) -> Result<User, ApiError> {
     Ok(find_credentials(state, name).await?.user)
 }
 

@@ -75,6 +75,9 @@ pub(super) enum Command {
         #[arg(long)]
         after: Option<String>,
     },
+    /// Print the API's OpenAPI 3 document (JSON), as a node serves it at /api/openapi.json
+    /// (no server needed).
+    Openapi,
     /// Print the next fire times of a schedule, one RFC 3339 instant per line (no server
     /// needed). Exits non-zero with a message naming the bad field for an invalid expression.
     Preview {
@@ -162,12 +165,19 @@ pub(super) enum TokenCommand {
         #[arg(long)]
         days: Option<u32>,
     },
-    /// List your tokens, sessions included.
-    List,
-    /// Revoke one of your tokens.
+    /// List your tokens, sessions included (or, for an admin, another user's).
+    List {
+        /// Another user's tokens (admin).
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Revoke one of your tokens (or, for an admin, another user's).
     Revoke {
         /// Token id (from `token list`).
         id: i64,
+        /// The user the token belongs to, if not you (admin).
+        #[arg(long)]
+        user: Option<String>,
     },
 }
 

@@ -90,6 +90,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let filter = [("app", app), ("user", user), ("target", target)];
             print_audit(&client, filter, limit, after).await
         }
+        Command::Openapi => {
+            let document = crate::api::openapi_document().to_pretty_json()?;
+            println!("{document}");
+            Ok(())
+        }
         Command::Preview {
             cron,
             fix_rate,

@@ -100,8 +100,8 @@ pub(super) async fn token_command(client: &ApiClient, command: TokenCommand) -> 
                 format_ms(Some(issued.expires_at_ms))
             );
         }
-        TokenCommand::List => {
-            let tokens: Vec<TokenInfo> = client.get("/api/tokens").await?;
+        TokenCommand::List { user } => {
+            let tokens: Vec<TokenInfo> = client.get(&tokens_path(user.as_deref())).await?;
             println!(
                 "{:>6} {:<8} {:<26} {:<26} NAME",
                 "ID", "KIND", "EXPIRES", "REVOKED"
@@ -117,12 +117,22 @@ pub(super) async fn token_command(client: &ApiClient, command: TokenCommand) -> 
                 );
             }
         }
-        TokenCommand::Revoke { id } => {
-            let () = client.delete(&format!("/api/tokens/{id}")).await?;
+        TokenCommand::Revoke { id, user } => {
+            let () = client
+                .delete(&format!("{}/{id}", tokens_path(user.as_deref())))
+                .await?;
             println!("token {id} revoked");
         }
     }
     Ok(())
+}
+
+/// The tokens of `user`, or the caller's own.
+fn tokens_path(user: Option<&str>) -> String {
+    match user {
+        Some(name) => format!("/api/users/{name}/tokens"),
+        None => "/api/tokens".to_owned(),
+    }
 }
 
 /// `kadence audit`: a page of the audit trail, newest first.

@@ -4,7 +4,7 @@ use kadence_schemas::AppName;
 use serde::{Deserialize, Serialize};
 
 /// An entry to record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewAuditEntry {
     /// When the request was answered, ms since the epoch.
     pub at_ms: i64,
@@ -25,7 +25,7 @@ pub struct NewAuditEntry {
 }
 
 /// A recorded entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AuditEntry {
     /// Its id; newer entries have larger ids.
     pub id: i64,

@@ -18,7 +18,7 @@ string_enum!(
 );
 
 /// One executor as the registry knows it from its latest beat.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExecutorEntry {
     /// The executor's id (unique per process).
     pub executor_id: String,

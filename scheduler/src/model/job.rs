@@ -59,7 +59,7 @@ string_enum!(
 );
 
 /// An executor app (XXL-JOB's executor group): one trigger topic with a fixed partition count.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct App {
     /// Name, also the suffix of the trigger topic.
     pub name: AppName,
@@ -231,7 +231,7 @@ pub struct Glue {
 }
 
 /// One saved version of a job's script.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GlueVersion {
     /// Script type.
     pub glue_type: GlueType,

@@ -24,7 +24,7 @@ string_enum!(
 );
 
 /// One day's counts of one job's runs (UTC days, by scheduled time).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct DailyReport {
     /// The day's midnight, UTC, ms since the epoch.
     pub day_ms: i64,
@@ -58,7 +58,7 @@ string_enum!(
 );
 
 /// A job-log row: one trigger of a job and, once known, its outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Run {
     /// Row id (the `log_id` carried in trigger and result records).
     pub log_id: i64,

@@ -45,7 +45,7 @@ impl Access {
 }
 
 /// One app a member may use, and how.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AppGrant {
     /// The app.
     pub app: AppName,
@@ -54,7 +54,7 @@ pub struct AppGrant {
 }
 
 /// A user as the API shows them: never their password or its hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct User {
     /// The user's id.
     pub id: i64,
@@ -90,7 +90,7 @@ string_enum!(
 );
 
 /// A token as its owner lists it: never the token itself, which is shown once when made.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TokenInfo {
     /// The token's id (for revoking it).
     pub id: i64,

@@ -61,11 +61,15 @@ pub trait Accounts: Send + Sync {
     /// Every user, by name, with their grants.
     async fn list_users(&self) -> Result<Vec<User>, StoreError>;
 
-    /// Replaces a user's password hash; false if the user does not exist.
+    /// Replaces a user's password hash and, in the same transaction, revokes the user's live
+    /// session tokens but `keep_session` (the session of a user changing their own password):
+    /// whoever held a session under the old password is logged out. API tokens stay; they are
+    /// revoked one by one. False if the user does not exist.
     async fn set_password_hash(
         &self,
         user_id: i64,
         password_hash: &str,
+        keep_session: Option<i64>,
         now_ms: i64,
     ) -> Result<bool, StoreError>;
 

@@ -184,17 +184,33 @@ macro_rules! impl_sql_accounts {
                     &self,
                     user_id: i64,
                     password_hash: &str,
+                    keep_session: Option<i64>,
                     now_ms: i64,
                 ) -> Result<bool, StoreError> {
+                    const OPERATION: &str = "change a password";
+                    let mut tx = self.begin_write(OPERATION).await?;
                     let done = sqlx::query(
                         "UPDATE users SET password_hash = $1, updated_at_ms = $2 WHERE id = $3",
                     )
                     .bind(password_hash)
                     .bind(now_ms)
                     .bind(user_id)
-                    .execute(&self.pool)
+                    .execute(&mut *tx)
                     .await
-                    .map_err(StoreError::query("change a password"))?;
+                    .map_err(StoreError::query(OPERATION))?;
+                    sqlx::query(
+                        "UPDATE auth_tokens SET revoked_at_ms = $1 \
+                         WHERE user_id = $2 AND kind = $3 AND revoked_at_ms IS NULL \
+                         AND id <> $4",
+                    )
+                    .bind(now_ms)
+                    .bind(user_id)
+                    .bind(TokenKind::Session.as_str())
+                    .bind(keep_session.unwrap_or(0))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
+                    tx.commit().await.map_err(StoreError::query(OPERATION))?;
                     Ok(done.rows_affected() == 1)
                 }
 

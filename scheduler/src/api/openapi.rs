@@ -1,0 +1,263 @@
+//! The API's OpenAPI 3 document, generated from the code: every handler carries a
+//! `#[utoipa::path]` naming its method, path, parameters, body and answers, and the router
+//! is built from those annotations (`utoipa_axum::routes!`), so a route cannot exist without
+//! its entry in the document. The route-enumeration access test reads the operations from
+//! the served document.
+//!
+//! Served without credentials at `/api/openapi.json`, with a browsable Swagger UI at
+//! `/api/docs` whose files are compiled into the binary (nothing is fetched at build time or
+//! at run time). The document describes the API, which is the same for every installation
+//! and holds no data, so — like `/health` — reading it needs no token; calling the operations
+//! it lists does.
+//!
+//! [`ApiDocument`] holds what no handler says: the title, the bearer scheme required by
+//! default ([`BearerScheme`]) and the tags; [`add_shared_answers`] adds, to the assembled
+//! document, the answers the layers around the handlers give on every operation.
+
+use utoipa::openapi::path::{HttpMethod, Operation};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{OpenApi, RefOr, Response, ResponseBuilder, content::ContentBuilder};
+use utoipa::{Modify, PartialSchema};
+
+use super::error::ErrorBody;
+
+/// Where the document is served.
+pub const DOCUMENT_PATH: &str = "/api/openapi.json";
+/// Where the browsable page is served.
+pub const DOCS_PATH: &str = "/api/docs";
+/// The name of the bearer security scheme in the document.
+const BEARER: &str = "bearer";
+/// Operations anyone may call: they declare an empty security requirement.
+pub(super) const PUBLIC_OPERATIONS: [(&str, HttpMethod); 2] = [
+    ("/health", HttpMethod::Get),
+    ("/api/auth/login", HttpMethod::Post),
+];
+
+/// The parts of the document no handler carries.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "Kadence scheduler API",
+        description = "Jobs, runs, apps, executors, users and tokens of a Kadence scheduler. \
+            Every operation but `/health` and the login needs `Authorization: Bearer <token>` \
+            (a session token from `POST /api/auth/login` or an API token). Bad input is a 4xx \
+            with `{\"error\": \"…\"}` saying what to fix."
+    ),
+    security(("bearer" = [])),
+    modifiers(&BearerScheme),
+    tags(
+        (name = "auth", description = "Login, logout, who am I"),
+        (name = "tokens", description = "Named API tokens for automation"),
+        (name = "users", description = "Users and their grants per app (admin)"),
+        (name = "apps", description = "Executor apps and their trigger topics"),
+        (name = "jobs", description = "Job definitions, start and stop"),
+        (name = "runs", description = "Trigger, kill, runs and their logs"),
+        (name = "executors", description = "The executor registry"),
+        (name = "reports", description = "Daily counts per job"),
+        (name = "audit", description = "Who changed what"),
+        (name = "schedules", description = "Schedule previews"),
+        (name = "health", description = "Liveness"),
+    )
+)]
+pub(super) struct ApiDocument;
+
+/// Declares the bearer scheme the document requires by default.
+pub(super) struct BearerScheme;
+
+impl Modify for BearerScheme {
+    fn modify(&self, openapi: &mut OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            BEARER,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("A session token (login) or an API token"))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Marks the public operations (an empty security requirement) and adds to every operation
+/// of `openapi` the answers the layers around the handlers may give: 401 and 403
+/// (authenticated operations), 400 (an operation with parameters or a body), 413 (a body over
+/// the limit), 503 (a busy node) and 500. Called on the assembled document: a `Modify` runs
+/// before the routes' operations are merged in.
+pub(super) fn add_shared_answers(openapi: &mut OpenApi) {
+    for (path, item) in openapi.paths.paths.iter_mut() {
+        for (method, operation) in operations(item) {
+            let public = PUBLIC_OPERATIONS.contains(&(path.as_str(), method));
+            if public {
+                operation.security = Some(Vec::new());
+            }
+            let has_input = operation.request_body.is_some()
+                || operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
+            let shared = [
+                (
+                    "400",
+                    has_input,
+                    "Invalid input: the message says what to fix",
+                ),
+                (
+                    "401",
+                    !public,
+                    "No token, or a wrong, expired or revoked one",
+                ),
+                (
+                    "403",
+                    !public,
+                    "The caller lacks the role or grant the message names",
+                ),
+                (
+                    "413",
+                    operation.request_body.is_some(),
+                    "The body is over 512 KiB",
+                ),
+                (
+                    "503",
+                    true,
+                    "The node is busy: retry after Retry-After seconds",
+                ),
+                ("500", true, "An internal failure, logged by the scheduler"),
+            ];
+            for (status, applies, description) in shared {
+                if applies {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| error_answer(description));
+                }
+            }
+        }
+    }
+}
+
+/// An answer carrying [`ErrorBody`].
+pub(super) fn error_answer(description: &str) -> RefOr<Response> {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(ErrorBody::schema()))
+                .build(),
+        )
+        .build()
+        .into()
+}
+
+fn operations(
+    item: &mut utoipa::openapi::path::PathItem,
+) -> impl Iterator<Item = (HttpMethod, &mut Operation)> {
+    [
+        (HttpMethod::Get, &mut item.get),
+        (HttpMethod::Post, &mut item.post),
+        (HttpMethod::Put, &mut item.put),
+        (HttpMethod::Patch, &mut item.patch),
+        (HttpMethod::Delete, &mut item.delete),
+    ]
+    .into_iter()
+    .filter_map(|(method, operation)| operation.as_mut().map(|operation| (method, operation)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::api::openapi_document;
+
+    fn document() -> Value {
+        serde_json::to_value(openapi_document()).unwrap()
+    }
+
+    #[test]
+    fn only_health_and_the_login_are_public() {
+        let document = document();
+        let mut public = Vec::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let responses = &operation["responses"];
+                if operation["security"] == json!([]) {
+                    public.push(format!("{method} {path}"));
+                } else {
+                    assert!(
+                        responses.get("401").is_some(),
+                        "{method} {path}: {responses}"
+                    );
+                    assert!(
+                        responses.get("403").is_some(),
+                        "{method} {path}: {responses}"
+                    );
+                }
+                assert!(responses.get("503").is_some(), "{method} {path}");
+                assert!(
+                    operation["tags"].as_array().is_some(),
+                    "{method} {path} has a tag"
+                );
+            }
+        }
+        public.sort();
+        assert_eq!(public, ["get /health", "post /api/auth/login"]);
+        assert_eq!(document["security"], json!([{"bearer": []}]));
+        assert_eq!(
+            document["components"]["securitySchemes"]["bearer"]["scheme"],
+            "bearer"
+        );
+    }
+
+    #[test]
+    fn bodies_and_identifiers_carry_their_schemas() {
+        let document = document();
+        let schemas = &document["components"]["schemas"];
+        for name in [
+            "JobView",
+            "NewJobRequest",
+            "Run",
+            "User",
+            "ErrorBody",
+            "AuditEntry",
+        ] {
+            assert!(schemas.get(name).is_some(), "{name} in {schemas}");
+        }
+        let get_job = &document["paths"]["/api/jobs/{id}"]["get"];
+        let job_id = &get_job["parameters"][0]["schema"]["$ref"];
+        assert_eq!(job_id, "#/components/schemas/JobId", "{get_job}");
+        assert_eq!(schemas["JobId"]["minimum"], 1);
+        let mut references = Vec::new();
+        collect_references(&document, &mut references);
+        for reference in references {
+            let name = reference.trim_start_matches("#/components/schemas/");
+            assert!(
+                schemas.get(name).is_some(),
+                "{reference} resolves to nothing"
+            );
+        }
+        let route_strategy = &schemas["NewJobRequest"]["properties"]["route_strategy"];
+        assert!(
+            route_strategy.to_string().contains("RouteStrategy"),
+            "{route_strategy}"
+        );
+        assert!(
+            schemas["RouteStrategy"]["enum"]
+                .to_string()
+                .contains("CONSISTENT_HASH")
+        );
+    }
+
+    fn collect_references(value: &Value, into: &mut Vec<String>) {
+        match value {
+            Value::Object(fields) => {
+                if let Some(Value::String(reference)) = fields.get("$ref") {
+                    into.push(reference.clone());
+                }
+                fields
+                    .values()
+                    .for_each(|field| collect_references(field, into));
+            }
+            Value::Array(items) => items.iter().for_each(|item| collect_references(item, into)),
+            _ => {}
+        }
+    }
+}
