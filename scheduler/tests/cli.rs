@@ -414,6 +414,29 @@ async fn users_log_in_and_manage_users_and_tokens() {
         "KADENCE_TOKEN alone is enough: {}",
         with_token.stderr
     );
+    let listed = run(&["token", "list", "--user", "admin"], None).await;
+    assert!(listed.success, "{}", listed.stderr);
+    let pipeline = listed
+        .stdout
+        .lines()
+        .find(|line| line.ends_with(" pipeline"))
+        .unwrap_or_else(|| panic!("the admin's tokens list it: {}", listed.stdout));
+    let id = pipeline.split_whitespace().next().unwrap();
+    let revoke = ["token", "revoke", id, "--user", "admin"];
+    let revoked = kadence_with(&api, &revoke, &env, None).await;
+    assert!(revoked.success, "{}", revoked.stderr);
+    let refused = kadence_with(&api, &["user", "list"], &[("KADENCE_TOKEN", &token)], None).await;
+    assert!(
+        !refused.success && refused.stderr.contains("401"),
+        "a revoked token: {}",
+        refused.stderr
+    );
+
+    let document = run(&["openapi"], None).await;
+    assert!(document.success, "{}", document.stderr);
+    let document: serde_json::Value = serde_json::from_str(&document.stdout).unwrap();
+    assert!(document["openapi"].as_str().unwrap().starts_with("3."));
+    assert!(document["paths"]["/api/users/{name}/tokens/{id}"]["delete"].is_object());
 
     let audit = run(
         &["audit", "--user", "admin", "--target", "/api/users"],

@@ -150,7 +150,7 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
         ),
         case(
             ("PUT", "/api/users/{name}/password"),
-            "/api/users/view-alpha/password",
+            "/api/users/newcomer/password",
             Some(json!({"password": "another-password-1"})),
             Admin,
         ),
