@@ -39,6 +39,15 @@ async fn documented_operations(app: &TestApp) -> Vec<(String, String, bool)> {
         }
     }
     assert!(operations.len() > 30, "{operations:?}");
+    // The browsable page comes from the binary and points at the same document.
+    let (status, page) = app.call_as(None, Method::GET, "/api/docs/", None).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.as_str().unwrap().contains("swagger-ui"), "{page}");
+    let (status, script) = app
+        .call_as(None, Method::GET, "/api/docs/swagger-initializer.js", None)
+        .await;
+    assert_eq!(status, 200, "{script}");
+    assert!(script.as_str().unwrap().contains("/api/openapi.json"), "{script}");
     operations
 }
 
