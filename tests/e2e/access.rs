@@ -45,6 +45,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/runs/{log_id}/log"),
     ("GET", "/api/reports"),
     ("GET", "/api/audit"),
+    ("GET", "/api/signing-keys"),
+    ("POST", "/api/signing-keys/rotate"),
+    ("POST", "/api/signing-keys/{id}/retire"),
 ];
 
 /// What a request needs, on app `alpha` where an app is concerned.
@@ -190,6 +193,10 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
         case(ROUTES[25], "/api/reports?app=alpha", None, View),
         case(ROUTES[26], "/api/audit", None, AnyUser),
         case(ROUTES[26], "/api/audit?app=alpha", None, View),
+        case(ROUTES[27], "/api/signing-keys", None, AnyUser),
+        case(ROUTES[28], "/api/signing-keys/rotate", None, Admin),
+        // An unknown key: the admin's answer is 404, after the role check.
+        case(ROUTES[29], "/api/signing-keys/0000/retire", None, Admin),
     ]
 }
 

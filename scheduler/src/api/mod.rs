@@ -24,6 +24,9 @@
 //! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
 //! | GET | `/api/reports` (`?from=&to=&app=`) | daily running / succeeded / failed counts per job |
 //! | GET | `/api/audit` (`?app=&user=&target=&from_ms=&to_ms=`) | the audit trail, newest first |
+//! | GET | `/api/signing-keys` | the keys triggers are signed with: public halves, which one signs now |
+//! | POST | `/api/signing-keys/rotate` | a new signing key, used by every node within `signing.key_refresh_interval` (admin) |
+//! | POST | `/api/signing-keys/{id}/retire` | stop a key being used; never the only active one (admin) |
 //!
 //! Every route but `/health` and the login needs `Authorization: Bearer <token>` (401
 //! without; `caller`), and checks the caller's role and grants on the app concerned (403
@@ -44,8 +47,9 @@
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
 //! view shows in `job_spec`), `runs` (trigger, kill, list, log), `executors`,
-//! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`, `audit`; the plumbing
-//! every route shares: `caller`, `throttle`, `error`, `body`, `pages`, `limits`. This file holds the state, the router and the small parsers the
+//! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`, `audit`,
+//! `signing_keys`; the plumbing every route shares: `caller`, `throttle`, `error`, `body`,
+//! `pages`, `limits`. This file holds the state, the router and the small parsers the
 //! resources share.
 
 mod apps;
@@ -62,6 +66,7 @@ mod reports;
 mod runs;
 mod schedules;
 mod sessions;
+mod signing_keys;
 mod throttle;
 mod tokens;
 mod users;
@@ -82,6 +87,7 @@ pub use runs::{
 };
 pub use schedules::PreviewResponse;
 pub use sessions::LoginRequest;
+pub use signing_keys::SigningKeyView;
 pub use throttle::LoginThrottle;
 pub use tokens::{IssuedToken, NewTokenRequest};
 pub use users::{GrantRequest, MIN_PASSWORD_CHARS, NewUserRequest, PasswordRequest};
@@ -105,6 +111,7 @@ use self::reports::list_reports;
 use self::runs::{kill_job, list_runs, read_run_log, trigger_job};
 use self::schedules::preview_schedule;
 use self::sessions::{login, logout, who_am_i};
+use self::signing_keys::{list_signing_keys, retire_signing_key, rotate_signing_key};
 use self::tokens::{create_token, list_tokens, revoke_token};
 use self::users::{create_user, grant, list_users, revoke_grant, set_password};
 use crate::cancellations::CancelledFires;
@@ -184,6 +191,9 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
         .route("/api/runs/{log_id}/log", get(read_run_log))
         .route("/api/reports", get(list_reports))
         .route("/api/audit", get(audit::list_audit))
+        .route("/api/signing-keys", get(list_signing_keys))
+        .route("/api/signing-keys/rotate", post(rotate_signing_key))
+        .route("/api/signing-keys/{id}/retire", post(retire_signing_key))
         // `route_layer`: only matched routes; an unknown path stays a 404. The last added
         // runs first: the caller is known before the write is recorded.
         .route_layer(from_fn_with_state(Arc::clone(&state), audit::record_writes))
