@@ -468,7 +468,28 @@ async fn users_log_in_and_manage_users_and_tokens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_list_rotate_and_retire_signing_keys() {
     let (_database, scheduler, api) = start_scheduler().await;
-    log_in(&api).await;
+    // A config directory of its own: `kadence login`s of tests running at once would write
+    // the same credentials file.
+    let home = tempfile::tempdir().unwrap();
+    let env = [("KADENCE_CONFIG_DIR", home.path().to_str().unwrap())];
+    let kadence = |api: &str, args: &[&str]| {
+        let (api, args) = (
+            api.to_owned(),
+            args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        );
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            kadence_with(&api, &args, &env, None).await
+        }
+    };
+    let login = kadence_with(
+        &api,
+        &["login", "--password-stdin"],
+        &env,
+        Some(&format!("{ADMIN_PASSWORD}\n")),
+    )
+    .await;
+    assert!(login.success, "{}", login.stderr);
     // KEY, PUBLIC KEY, CREATED, RETIRED ("-" while active), and "*" on the signing key.
     let keys = |listed: &Output| -> Vec<Vec<String>> {
         listed
