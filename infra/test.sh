@@ -4,7 +4,8 @@
 #      and starts the local PostgreSQL if it is installed but stopped;
 #   2. cargo fmt --check, the code-shape check (no file over 500 lines of non-test code, no
 #      function over 80, no module cycle) and cargo clippy --all-targets -D warnings;
-#   3. starts a broker on a free loopback port (memory storage);
+#   3. installs the Python tools the tests use when missing (confluent-kafka, fastavro) and
+#      starts a broker on a free loopback port (memory storage);
 #   4. runs every test of the workspace against it, SQLite and PostgreSQL;
 #   5. fuzzes the HTTP API with schemathesis against a running scheduler (infra/fuzz-api.sh;
 #      installs schemathesis from PyPI when missing);
@@ -48,6 +49,16 @@ python3 infra/shape.py --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "Python test tools (PyPI, when missing)"
+# The registry test decodes records with confluent-kafka's stock AvroDeserializer.
+# confluent-kafka 2.13.0: later releases need a certifi newer than the mirrors here carry.
+python_tools=("confluent-kafka[avro,schemaregistry]==2.13.0" "fastavro==1.13.1")
+if ! python3 -c 'import confluent_kafka, fastavro, sys
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+sys.exit(confluent_kafka.version()[0] != "2.13.0" or fastavro.__version__ != "1.13.1")' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check "${python_tools[@]}"
+fi
 
 step "starting a broker for the tests"
 state=$(mktemp -d "${TMPDIR:-/tmp}/kadence-test-broker.XXXXXX")

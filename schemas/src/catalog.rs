@@ -122,6 +122,21 @@ pub fn latest(record: &str) -> Option<&'static CatalogEntry> {
         .max_by_key(|entry| entry.version)
 }
 
+/// The released version of `record` whose schema is `avsc`, compared in Avro's Parsing
+/// Canonical Form (formatting, docs and defaults aside), as a schema registry looks a schema
+/// up; `Err` with the parser's message if `avsc` is not a valid schema.
+pub fn released_version_of(
+    record: &str,
+    avsc: &str,
+) -> Result<Option<&'static CatalogEntry>, String> {
+    let wanted = Schema::parse_str(avsc)
+        .map_err(|error| error.to_string())?
+        .canonical_form();
+    Ok(ENTRIES
+        .iter()
+        .find(|entry| entry.record == record && entry.schema.canonical_form() == wanted))
+}
+
 /// The current (reader) schema of `record`, from `schemas/avro/<record>.avsc`.
 pub fn current_schema(record: &str) -> Option<&'static Schema> {
     CURRENT

@@ -266,3 +266,23 @@ fn every_record_enum_and_field_has_a_doc() {
         assert_documented(&serde_json::from_str(entry.source).unwrap(), &path);
     }
 }
+
+#[test]
+fn a_released_schema_is_found_however_it_is_formatted() {
+    for entry in catalog::entries() {
+        // Compact, without docs: what a registry client sends is rarely the file's bytes.
+        let mut json: serde_json::Value = serde_json::from_str(entry.source).unwrap();
+        json.as_object_mut().unwrap().remove("doc");
+        let found = catalog::released_version_of(entry.record, &json.to_string()).unwrap();
+        assert_eq!(
+            found.map(|found| found.id),
+            Some(entry.id),
+            "{}",
+            entry.record
+        );
+        let elsewhere = catalog::released_version_of("NoSuchRecord", entry.source).unwrap();
+        assert!(elsewhere.is_none());
+    }
+    let error = catalog::released_version_of("TriggerRecord", "{\"type\": \"nonsense\"}");
+    assert!(error.is_err(), "{error:?}");
+}

@@ -19,6 +19,7 @@ mod helpers;
 mod monitors;
 mod operators;
 mod rebalance;
+mod registry;
 mod routing;
 mod scripts;
 mod signing;

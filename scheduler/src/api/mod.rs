@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | GET | `/health` | liveness (no credentials needed) |
 //! | GET | `/api/openapi.json`, `/api/docs` | the OpenAPI document and its browsable page (no credentials needed) |
+//! | GET, POST | `/registry/…` | the schema catalog in the Confluent Schema Registry's read API shape (no credentials needed) |
 //! | POST | `/api/auth/login` | a session token for a user name and password (no credentials needed) |
 //! | POST | `/api/auth/logout` | revoke the token the request came with |
 //! | GET | `/api/auth/me` | the caller, with their grants |
@@ -66,6 +67,7 @@ mod jobs;
 mod limits;
 mod openapi;
 mod pages;
+mod registry;
 mod reports;
 mod runs;
 mod schedules;
@@ -172,7 +174,10 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
         .route_layer(from_fn_with_state(Arc::clone(&state), caller::authenticate))
         .merge(public)
         .layer(DefaultBodyLimit::max(limits.body_limit));
+    // Liveness stays outside the load limits: a busy node is alive.
+    let (health, _) = health_routes().split_for_parts();
     limits::with_load_limits(api, limits)
+        .merge(health)
         .merge(SwaggerUi::new(openapi::DOCS_PATH).url(openapi::DOCUMENT_PATH, openapi_document()))
         .with_state(state)
 }
@@ -182,6 +187,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
     let (_, mut document) = OpenApiRouter::with_openapi(ApiDocument::openapi())
         .merge(authenticated_routes())
         .merge(public_routes())
+        .merge(health_routes())
         .split_for_parts();
     openapi::add_shared_answers(&mut document);
     document
@@ -223,7 +229,18 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
 fn public_routes() -> OpenApiRouter<Arc<ApiState>> {
     OpenApiRouter::new()
         .routes(routes!(sessions::login))
-        .routes(routes!(health))
+        .routes(routes!(registry::schema_by_id))
+        .routes(routes!(registry::versions_of_id))
+        .routes(routes!(registry::list_subjects))
+        .routes(routes!(registry::list_versions))
+        .routes(routes!(registry::get_version))
+        .routes(routes!(registry::look_up_schema))
+        .routes(routes!(registry::registry_config))
+}
+
+/// `/health`, the one route outside the load limits.
+fn health_routes() -> OpenApiRouter<Arc<ApiState>> {
+    OpenApiRouter::new().routes(routes!(health))
 }
 
 /// Liveness: the node's HTTP server answers.

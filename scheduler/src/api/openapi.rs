@@ -28,10 +28,17 @@ pub const DOCS_PATH: &str = "/api/docs";
 /// The name of the bearer security scheme in the document.
 const BEARER: &str = "bearer";
 /// Operations anyone may call: they declare an empty security requirement.
-pub(super) const PUBLIC_OPERATIONS: [(&str, HttpMethod); 2] = [
+const PUBLIC_OPERATIONS: [(&str, HttpMethod); 2] = [
     ("/health", HttpMethod::Get),
     ("/api/auth/login", HttpMethod::Post),
 ];
+/// Paths under which every operation is public: the schema registry (see `registry`).
+const PUBLIC_PREFIX: &str = "/registry/";
+
+/// Whether anyone may call `method` on `path`.
+fn is_public(path: &str, method: HttpMethod) -> bool {
+    path.starts_with(PUBLIC_PREFIX) || PUBLIC_OPERATIONS.contains(&(path, method))
+}
 
 /// The parts of the document no handler carries.
 #[derive(utoipa::OpenApi)]
@@ -58,6 +65,7 @@ pub(super) const PUBLIC_OPERATIONS: [(&str, HttpMethod); 2] = [
         (name = "schedules", description = "Schedule previews"),
         (name = "signing-keys", description = "The keys trigger and control records are signed with"),
         (name = "health", description = "Liveness"),
+        (name = "schema-registry", description = "The record schemas, in the Confluent Schema Registry's read API shape"),
     )
 )]
 pub(super) struct ApiDocument;
@@ -88,7 +96,7 @@ impl Modify for BearerScheme {
 pub(super) fn add_shared_answers(openapi: &mut OpenApi) {
     for (path, item) in openapi.paths.paths.iter_mut() {
         for (method, operation) in operations(item) {
-            let public = PUBLIC_OPERATIONS.contains(&(path.as_str(), method));
+            let public = is_public(path, method);
             if public {
                 operation.security = Some(Vec::new());
             }
@@ -199,6 +207,7 @@ mod tests {
                 );
             }
         }
+        public.retain(|operation| !operation.contains(" /registry/"));
         public.sort();
         assert_eq!(public, ["get /health", "post /api/auth/login"]);
         assert_eq!(document["security"], json!([{"bearer": []}]));
