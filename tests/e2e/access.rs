@@ -47,7 +47,10 @@ async fn documented_operations(app: &TestApp) -> Vec<(String, String, bool)> {
         .call_as(None, Method::GET, "/api/docs/swagger-initializer.js", None)
         .await;
     assert_eq!(status, 200, "{script}");
-    assert!(script.as_str().unwrap().contains("/api/openapi.json"), "{script}");
+    assert!(
+        script.as_str().unwrap().contains("/api/openapi.json"),
+        "{script}"
+    );
     operations
 }
 
