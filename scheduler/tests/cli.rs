@@ -63,6 +63,30 @@ async fn kadence_with(
     }
 }
 
+/// Runs `kadence --api {api} {args}` with its standard output a pipe whose reader has gone
+/// before it writes (as under `| head -1` once `head` has its line).
+async fn kadence_into_closed_pipe(api: &str, args: &[&str]) -> Output {
+    let config_dir = CONFIG_DIR.path().to_str().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kadence"))
+        .arg("--api")
+        .arg(api)
+        .args(args)
+        .env_remove("KADENCE_TOKEN")
+        .env("KADENCE_CONFIG_DIR", config_dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run kadence");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().await.expect("run kadence");
+    Output {
+        success: output.status.success(),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 const ADMIN_PASSWORD: &str = "cli-admin-password";
 
 /// A scheduler on a fresh SQLite database whose first admin has [`ADMIN_PASSWORD`]; the
@@ -260,6 +284,15 @@ async fn operators_manage_apps_and_jobs_without_sql() {
 
     let listed = kadence(&api, &["job", "list", "--app", "clidemo"]).await;
     assert_eq!(listed.stdout.lines().count(), 3, "{}", listed.stdout);
+    // `kadence job list | head -1`: a reader that went away ends the command quietly.
+    for args in [&["job", "list"][..], &["job", "runs", "1"], &["openapi"]] {
+        let piped = kadence_into_closed_pipe(&api, args).await;
+        assert!(
+            piped.success && piped.stderr.is_empty(),
+            "{args:?} into a closed pipe: {}",
+            piped.stderr
+        );
+    }
     let unreachable = kadence("http://127.0.0.1:9", &["job", "list"]).await;
     assert!(!unreachable.success);
     assert!(

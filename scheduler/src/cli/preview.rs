@@ -3,6 +3,7 @@
 use anyhow::Context as _;
 use chrono::DateTime;
 
+use super::print::outln;
 use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview};
 
 /// Prints the `count` fires of a cron or fixed-rate schedule after `from` (RFC 3339, default
@@ -27,7 +28,7 @@ pub(super) fn print_preview(
         None => kadence_schemas::now_ms(),
     };
     for fire in preview(&schedule, zone, after, count) {
-        println!("{}", format_in_zone(fire, zone));
+        outln!("{}", format_in_zone(fire, zone))?;
     }
     Ok(())
 }
