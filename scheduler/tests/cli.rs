@@ -261,6 +261,35 @@ async fn operators_manage_apps_and_jobs_without_sql() {
         "{}",
         bad_log.stderr
     );
+    // A full page of runs says it shows the newest only, and how to see older ones.
+    let again = kadence(&api, &["job", "trigger", "1"]).await;
+    assert!(again.success, "{}", again.stderr);
+    let newest = kadence(&api, &["job", "runs", "1", "--limit", "1"]).await;
+    assert!(newest.success, "{}", newest.stderr);
+    let hint = newest.stdout.lines().last().unwrap_or_default();
+    let older = hint
+        .strip_prefix("more: these are the newest 1 runs; for older ones: kadence ")
+        .unwrap_or_else(|| panic!("a hint under a full page: {}", newest.stdout));
+    assert!(!newest.stdout.contains(&trigger_id), "{}", newest.stdout);
+    let older: Vec<&str> = older.split_whitespace().collect();
+    assert_eq!(&older[..3], ["job", "runs", "1"], "{hint}");
+    let older = kadence(&api, &older).await;
+    assert!(older.success, "{}", older.stderr);
+    assert!(older.stdout.contains(&trigger_id), "{}", older.stdout);
+    assert!(
+        older
+            .stdout
+            .contains("more: for older runs: kadence job runs 1 --after "),
+        "{}",
+        older.stdout
+    );
+    let all = kadence(&api, &["job", "runs", "1"]).await;
+    assert!(
+        !all.stdout.contains("more:"),
+        "not a full page: {}",
+        all.stdout
+    );
+
     // No executor has beaten yet: the listing has its header only.
     let executors = kadence(&api, &["executor", "list", "--app", "clidemo"]).await;
     assert!(executors.success, "{}", executors.stderr);

@@ -262,11 +262,12 @@ pub(super) enum JobCommand {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// List a job's newest runs with their result codes and messages.
+    /// List a job's newest runs with their result codes and messages; a full page ends with
+    /// the command for older ones.
     Runs {
         /// Job id.
         id: String,
-        /// How many runs (at most 1000).
+        /// How many runs, newest first (at most 1000).
         #[arg(long, default_value_t = 20)]
         limit: u32,
         /// Only runs older than this log id (the hint under a full page gives it).

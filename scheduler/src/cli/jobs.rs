@@ -220,13 +220,15 @@ async fn print_log(client: &ApiClient, log_id: i64, from: i64, follow: bool) -> 
     Ok(())
 }
 
-/// A job's runs, newest first, a page at a time.
+/// A job's runs, newest first, a page at a time. A full page says that older runs exist and
+/// how to list them: without it, the newest 20 looked like all there were.
 async fn list_runs(
     client: &ApiClient,
     id: &str,
     limit: u32,
     after: Option<String>,
 ) -> anyhow::Result<()> {
+    let first_page = after.is_none();
     let page: Page<Run> = client
         .page(
             &format!("/api/jobs/{id}/runs"),
@@ -257,7 +259,12 @@ async fn list_runs(
         )?;
     }
     if let Some(next) = page.next {
-        outln!("more: kadence job runs {id} --after {next} --limit {limit}")?;
+        let shown = if first_page {
+            format!("these are the newest {limit} runs; for older ones: ")
+        } else {
+            "for older runs: ".to_owned()
+        };
+        outln!("more: {shown}kadence job runs {id} --after {next} --limit {limit}")?;
     }
     Ok(())
 }
