@@ -208,6 +208,9 @@ async fn operators_manage_apps_and_jobs_without_sql() {
             "0 0 3 ? * MON-FRI",
             "--time-zone",
             "Europe/Berlin",
+            // Any case, as the API takes it.
+            "--route",
+            "consistent_hash",
             "--start",
         ],
     )
@@ -391,6 +394,53 @@ async fn preview_prints_fire_times_and_names_the_bad_field() {
         bad_from.stderr.contains("not an RFC 3339 instant"),
         "{}",
         bad_from.stderr
+    );
+}
+
+/// `kadence job add --help` lists every accepted value of the enumerated flags, taken from the
+/// enums themselves, and a value outside them is refused before any request.
+#[tokio::test]
+async fn job_add_help_lists_every_strategy() {
+    use kadence_scheduler::model::RouteStrategy;
+
+    let unused_api = "http://127.0.0.1:9";
+    let help = kadence(unused_api, &["job", "add", "--help"]).await;
+    assert!(help.success, "{}", help.stderr);
+    let route = help
+        .stdout
+        .split("--route <ROUTE>")
+        .nth(1)
+        .and_then(|rest| rest.split("--block").next())
+        .unwrap_or_else(|| panic!("--route in the help: {}", help.stdout));
+    assert_eq!(RouteStrategy::ALL.len(), 10);
+    for strategy in RouteStrategy::ALL {
+        assert!(route.contains(strategy.as_str()), "{strategy}: {route}");
+    }
+    for value in ["DISCARD_LATER", "FIRE_ONCE_NOW", "ALL_SHARDS"] {
+        assert!(help.stdout.contains(value), "{value}: {}", help.stdout);
+    }
+    let bad = kadence(
+        unused_api,
+        &[
+            "job",
+            "add",
+            "--app",
+            "a",
+            "--handler",
+            "h",
+            "--manual",
+            "--route",
+            "NEAREST",
+        ],
+    )
+    .await;
+    assert!(!bad.success);
+    assert!(
+        bad.stderr
+            .contains("invalid value 'NEAREST' for '--route <ROUTE>'")
+            && bad.stderr.contains("SHARDING_BROADCAST"),
+        "{}",
+        bad.stderr
     );
 }
 
