@@ -278,6 +278,37 @@ pub fn preview(schedule: &ScheduleSpec, zone: Tz, after_ms: i64, count: usize) -
     fires
 }
 
+/// Why a preview of `count` fires after `after_ms` found only `fires`, or `None` when it found
+/// them all. No fire at all means the schedule never fires (after `after_ms`): a job cannot be
+/// saved with a cron expression that never fires again.
+pub fn preview_shortfall(
+    schedule: &ScheduleSpec,
+    zone: Tz,
+    after_ms: i64,
+    fires: &[i64],
+    count: usize,
+) -> Option<String> {
+    if fires.len() >= count {
+        return None;
+    }
+    let note = match (schedule, fires.last()) {
+        (ScheduleSpec::None, _) => {
+            "schedule type NONE never fires on its own: manual, API and child triggers only"
+                .to_owned()
+        }
+        (ScheduleSpec::Cron(cron), None) => format!(
+            "{:?} never fires after {}: a day no month has (such as 30 in February) or only \
+             past years",
+            cron.as_str(),
+            format_in_zone(after_ms, zone)
+        ),
+        (_, Some(&last)) => format!("no fire after {}", format_in_zone(last, zone)),
+        // Fixed rates and delays always have a next fire.
+        (_, None) => format!("no fire after {}", format_in_zone(after_ms, zone)),
+    };
+    Some(note)
+}
+
 /// `ms` as RFC 3339 with the offset `zone` has at that instant (e.g.
 /// `2026-01-05T09:30:00+01:00`).
 pub fn format_in_zone(ms: i64, zone: Tz) -> String {
@@ -424,6 +455,37 @@ mod tests {
             err.to_string().contains("field 4 (day-of-month) \"L-31\""),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_schedule_that_never_fires_says_so() {
+        let after = ms("2026-01-01T00:00:00Z");
+        for expression in ["0 0 0 30 2 ?", "0 0 0 L-30 2 ?", "0 0 0 1 1 ? 2020"] {
+            let spec = ScheduleSpec::parse("CRON", expression).unwrap();
+            let started = std::time::Instant::now();
+            assert_eq!(spec.next_after(after, Tz::UTC), None, "{expression}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(2),
+                "{expression} took {:?} to give up",
+                started.elapsed()
+            );
+            let note = preview_shortfall(&spec, Tz::UTC, after, &[], 5).unwrap();
+            assert!(
+                note.starts_with(&format!(
+                    "{expression:?} never fires after 2026-01-01T00:00:00+00:00"
+                )),
+                "{note}"
+            );
+        }
+        let once = ScheduleSpec::parse("CRON", "0 0 0 1 1 ? 2027").unwrap();
+        let fires = preview(&once, Tz::UTC, after, 3);
+        assert_eq!(
+            preview_shortfall(&once, Tz::UTC, after, &fires, 3).as_deref(),
+            Some("no fire after 2027-01-01T00:00:00+00:00")
+        );
+        assert_eq!(preview_shortfall(&once, Tz::UTC, after, &fires, 1), None);
+        let manual = preview_shortfall(&ScheduleSpec::None, Tz::UTC, after, &[], 1).unwrap();
+        assert!(manual.contains("NONE never fires on its own"), "{manual}");
     }
 
     #[test]

@@ -162,6 +162,28 @@ async fn operators_manage_apps_and_jobs_without_sql() {
         "{}",
         bad_cron.stderr
     );
+    // A schedule that can never fire is refused when the job is saved, not kept silently.
+    let never = kadence(
+        &api,
+        &[
+            "job",
+            "add",
+            "--app",
+            "clidemo",
+            "--handler",
+            "h",
+            "--cron",
+            "0 0 0 30 2 ?",
+        ],
+    )
+    .await;
+    assert!(!never.success);
+    assert!(
+        never.stderr.contains("\"0 0 0 30 2 ?\" never fires after")
+            && never.stderr.contains("(HTTP 400)"),
+        "{}",
+        never.stderr
+    );
     let no_schedule = kadence(&api, &["job", "add", "--app", "clidemo", "--handler", "h"]).await;
     assert!(!no_schedule.success);
     assert!(
@@ -395,6 +417,71 @@ async fn preview_prints_fire_times_and_names_the_bad_field() {
         "{}",
         bad_from.stderr
     );
+    // A schedule that never fires says so and fails, rather than printing nothing.
+    let never = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--cron",
+            "0 0 0 30 2 ?",
+            "--from",
+            "2026-01-01T00:00:00Z",
+        ],
+    )
+    .await;
+    assert!(!never.success);
+    assert_eq!(never.stdout, "");
+    assert!(
+        never
+            .stderr
+            .starts_with("error: \"0 0 0 30 2 ?\" never fires after 2026-01-01T00:00:00+00:00"),
+        "{}",
+        never.stderr
+    );
+    // One that runs out prints what it has, and says it ends there.
+    let last = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--cron",
+            "0 0 0 1 1 ? 2027",
+            "--from",
+            "2026-01-01T00:00:00Z",
+        ],
+    )
+    .await;
+    assert!(last.success, "{}", last.stderr);
+    assert_eq!(last.stdout, "2027-01-01T00:00:00+00:00\n");
+    assert_eq!(last.stderr, "no fire after 2027-01-01T00:00:00+00:00\n");
+    // Quartz's L (Saturday) and L-n, which once fired never and were refused.
+    let saturdays = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--cron",
+            "0 0 12 ? * L",
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--count",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(saturdays.stdout, "2026-01-03T12:00:00+00:00\n");
+    let before_last = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--cron",
+            "0 15 10 L-2 * ?",
+            "--from",
+            "2026-02-01T00:00:00Z",
+            "--count",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(before_last.stdout, "2026-02-26T10:15:00+00:00\n");
 }
 
 /// `kadence job add --help` lists every accepted value of the enumerated flags, taken from the
