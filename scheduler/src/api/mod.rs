@@ -159,6 +159,7 @@ pub struct ApiState {
 pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
     let (authenticated, _) = authenticated_routes().split_for_parts();
     let (public, _) = public_routes().split_for_parts();
+    let (liveness, _) = liveness_routes().split_for_parts();
     // `route_layer`: only matched routes; an unknown path stays a 404. The last added runs
     // first: the caller is known before the write is recorded.
     let api = authenticated
@@ -167,6 +168,9 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
         .merge(public)
         .layer(DefaultBodyLimit::max(limits.body_limit));
     limits::with_load_limits(api, limits)
+        // Outside the load limits: a busy node is alive, and a liveness probe answered 503
+        // would have it restarted for being busy.
+        .merge(liveness)
         .merge(SwaggerUi::new(openapi::DOCS_PATH).url(openapi::DOCUMENT_PATH, openapi_document()))
         .with_state(state)
 }
@@ -176,6 +180,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
     let (_, mut document) = OpenApiRouter::with_openapi(ApiDocument::openapi())
         .merge(authenticated_routes())
         .merge(public_routes())
+        .merge(liveness_routes())
         .split_for_parts();
     openapi::add_shared_answers(&mut document);
     document
@@ -210,11 +215,14 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(audit::list_audit))
 }
 
-/// The routes anyone may call (marked public in the document by `openapi`).
+/// The routes anyone may call (marked public in the document by `openapi`), but `/health`.
 fn public_routes() -> OpenApiRouter<Arc<ApiState>> {
-    OpenApiRouter::new()
-        .routes(routes!(sessions::login))
-        .routes(routes!(health))
+    OpenApiRouter::new().routes(routes!(sessions::login))
+}
+
+/// `/health`, public too, and outside the load limits (see [`router`]).
+fn liveness_routes() -> OpenApiRouter<Arc<ApiState>> {
+    OpenApiRouter::new().routes(routes!(health))
 }
 
 /// Liveness: the node's HTTP server answers.
