@@ -8,6 +8,11 @@
 # The first admin's password is made on the first start and kept in
 # .kadence/dev/admin-password (mode 0600); the script logs the CLI in with it.
 #
+# The scheduler signs every trigger; the demo executor trusts the scheduler's active signing
+# keys (KADENCE_TRUSTED_KEYS, read from `kadence key list` at start), so it runs only triggers
+# the scheduler signed. After `kadence key rotate`, restart the stack so the executor learns
+# the new key.
+#
 # Environment: KADENCE_BROKERS (use this cluster instead of starting a broker),
 # KADENCE_API_PORT (default 8080). State lives in .kadence/dev.
 set -euo pipefail
@@ -83,7 +88,16 @@ if ! target/debug/kadence app list | grep -q '^demo '; then
   target/debug/kadence job add --app demo --handler hello --cron "*/5 * * * * ?" --params "from the dev stack" --start
 fi
 
-KADENCE_BROKERS="$brokers" KADENCE_APP=demo target/debug/examples/demo >"$state/executor.log" 2>&1 &
+# Public keys of the active signing keys (RETIRED is "-"), comma separated.
+trusted_keys=$(target/debug/kadence key list | awk 'NR > 1 && $4 == "-" { print $2 }' | paste -sd, -)
+if [ -z "$trusted_keys" ]; then
+  echo "the scheduler listed no active signing key; its log follows" >&2
+  tail -n 30 "$state/scheduler.log" >&2
+  exit 1
+fi
+
+KADENCE_BROKERS="$brokers" KADENCE_APP=demo KADENCE_TRUSTED_KEYS="$trusted_keys" \
+  target/debug/examples/demo >"$state/executor.log" 2>&1 &
 children+=($!)
 child_names+=(executor)
 
@@ -92,6 +106,7 @@ cat <<EOT
 Kadence dev stack is running.
   API:        $api   (export KADENCE_API_URL=$api for the CLI; it is logged in)
   admin:      user admin, password in $password_file
+  signing:    the executor trusts $trusted_keys
   broker:     $brokers
   database:   $state/kadence.db
   logs:       $state/scheduler.log, $state/executor.log

@@ -5,7 +5,9 @@
 //! ```
 //!
 //! Environment: `KADENCE_BROKERS` (default `127.0.0.1:9092`), `KADENCE_APP` (default `demo`),
-//! `KADENCE_TOPIC_PREFIX` (default `kadence`). Stops gracefully on SIGTERM or Ctrl-C.
+//! `KADENCE_TOPIC_PREFIX` (default `kadence`), `KADENCE_TRUSTED_KEYS` (the scheduler's public
+//! signing keys, from `kadence key list`, separated by commas: only triggers they signed run;
+//! unset, nothing is verified). Stops gracefully on SIGTERM or Ctrl-C.
 
 use std::time::Duration;
 
@@ -48,7 +50,14 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let env =
         |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
-    let executor = Executor::builder()
+    let mut builder = Executor::builder();
+    // Every active key during a rotation (the old and the new), so no trigger is refused.
+    for key in env("KADENCE_TRUSTED_KEYS", "").split(',').map(str::trim) {
+        if !key.is_empty() {
+            builder = builder.trusted_key(key);
+        }
+    }
+    let executor = builder
         .brokers(env("KADENCE_BROKERS", "127.0.0.1:9092"))
         .app(env("KADENCE_APP", "demo"))
         .topic_prefix(env("KADENCE_TOPIC_PREFIX", "kadence"))

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_kafka::KafkaSettings;
+use kadence_kafka::{KafkaSettings, PublicKey, TrustedKeys};
 use kadence_schemas::{AppName, Topics};
 
 use crate::Executor;
@@ -32,7 +32,9 @@ pub struct ExecutorBuilder {
     max_log_lines: usize,
     rebalance_timeout: Duration,
     scripts: bool,
+    allow_unverified_scripts: bool,
     script_dir: std::path::PathBuf,
+    trusted_keys: Vec<String>,
     kafka_options: BTreeMap<String, String>,
     handlers: Vec<(String, HandlerFn)>,
     lifecycles: Vec<Lifecycle>,
@@ -54,7 +56,9 @@ impl Default for ExecutorBuilder {
             max_log_lines: crate::joblog::DEFAULT_MAX_LOG_LINES,
             rebalance_timeout: Duration::from_secs(10),
             scripts: false,
+            allow_unverified_scripts: false,
             script_dir: std::env::temp_dir().join("kadence-scripts"),
+            trusted_keys: Vec::new(),
             kafka_options: BTreeMap::new(),
             handlers: Vec::new(),
             lifecycles: Vec::new(),
@@ -151,8 +155,36 @@ impl ExecutorBuilder {
     /// `.scripts(true)`. XXL-JOB runs them by default, which made every executor a remote
     /// shell for whoever reached its admin or its executor port. Switched off, a script
     /// trigger gets a failure result saying so.
+    ///
+    /// Scripts need at least one [`trusted_key`](Self::trusted_key) (so only triggers the
+    /// scheduler signed run), or [`allow_unverified_scripts`](Self::allow_unverified_scripts);
+    /// [`build`](Self::build) fails otherwise.
     pub fn scripts(mut self, enabled: bool) -> Self {
         self.scripts = enabled;
+        self
+    }
+
+    /// Lets [`scripts(true)`](Self::scripts) run without any trusted key, so unsigned
+    /// triggers run scripts too: only for a trusted network where nobody but the scheduler can
+    /// write the trigger topic (and its ACLs say so). Prefer [`trusted_key`](Self::trusted_key).
+    pub fn allow_unverified_scripts(mut self) -> Self {
+        self.allow_unverified_scripts = true;
+        self
+    }
+
+    /// Trusts the scheduler key whose public half is `base64_public_key` (the base64 of its 32
+    /// bytes, as `kadence key list` shows it). Repeatable: during a key rotation give both the
+    /// old and the new key.
+    ///
+    /// With at least one trusted key, every trigger and control record must carry a valid
+    /// signature by one of them (`kadence.signature.key` and `kadence.signature` headers,
+    /// over the record's exact bytes on its topic); one that is unsigned, signed by another
+    /// key, changed after signing or copied from another topic never runs: a trigger goes to
+    /// `{prefix}.dlq` with the reason, a control record is logged and ignored. Without any,
+    /// nothing is verified (the executor says so in a warning when it starts). A key that is
+    /// not valid base64 of an Ed25519 public key fails [`build`](Self::build).
+    pub fn trusted_key(mut self, base64_public_key: impl Into<String>) -> Self {
+        self.trusted_keys.push(base64_public_key.into());
         self
     }
 
@@ -225,6 +257,22 @@ impl ExecutorBuilder {
         let executor_id = self
             .executor_id
             .unwrap_or_else(|| default_executor_id(&app));
+        let trusted_keys = self
+            .trusted_keys
+            .iter()
+            .map(|text| PublicKey::parse(text))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| ExecutorError::Config(format!("trusted_key: {error}")))?;
+        let trusted_keys = TrustedKeys::new(trusted_keys);
+        if self.scripts && trusted_keys.is_empty() && !self.allow_unverified_scripts {
+            return Err(ExecutorError::Config(
+                "scripts(true) runs the source that triggers carry, so it needs at least one \
+                 trusted_key (the scheduler's public key, from `kadence key list`) to run only \
+                 signed triggers; on a trusted network, allow_unverified_scripts() runs \
+                 unsigned ones too"
+                    .to_owned(),
+            ));
+        }
         let registry = Registry::new(
             self.handlers,
             self.scripts.then(|| script_handler(self.script_dir)),
@@ -248,6 +296,7 @@ impl ExecutorBuilder {
             },
             app,
             topics,
+            trusted_keys,
             executor_id,
             session_timeout: self.session_timeout,
             max_in_flight: self.max_in_flight,
@@ -265,10 +314,12 @@ impl ExecutorBuilder {
     }
 
     /// [`build`](Self::build) for an executor that never connects (the test worker): brokers
-    /// and app may be left out.
+    /// and app may be left out, and scripts need no trusted key (it reads no topic: the test
+    /// hands it its triggers).
     pub(crate) fn build_offline(mut self) -> Result<Executor, ExecutorError> {
         self.brokers.get_or_insert_with(|| "unused:9092".to_owned());
         self.app.get_or_insert_with(|| "test".to_owned());
+        self.allow_unverified_scripts = true;
         self.build()
     }
 }
@@ -371,5 +422,40 @@ mod tests {
             .build()
             .expect("valid");
         assert_eq!(built.id(), "e-1");
+    }
+
+    #[test]
+    fn scripts_need_a_trusted_key_unless_allowed_unverified() {
+        let base = || {
+            ExecutorBuilder::default()
+                .brokers("b:9092")
+                .app("demo")
+                .handler("ok", ok)
+        };
+        let unverified = base().scripts(true).build();
+        assert!(
+            matches!(&unverified, Err(ExecutorError::Config(m)) if m.contains("needs at least one trusted_key")),
+            "{:?}",
+            unverified.err()
+        );
+        assert!(
+            base()
+                .scripts(true)
+                .allow_unverified_scripts()
+                .build()
+                .is_ok()
+        );
+        let key = kadence_kafka::RecordSigner::generate()
+            .unwrap()
+            .public_key()
+            .to_base64();
+        let verified = base().scripts(true).trusted_key(&key).build().unwrap();
+        assert_eq!(verified.settings.trusted_keys.key_ids().len(), 1);
+        let bad = base().trusted_key("not a key").build();
+        assert!(
+            matches!(&bad, Err(ExecutorError::Config(m)) if m.starts_with("trusted_key: invalid Ed25519 public key")),
+            "{:?}",
+            bad.err()
+        );
     }
 }

@@ -30,7 +30,8 @@
 //!
 //! # How it works
 //!
-//! A trigger's way through the executor: `consumer` receives it → `handler` finds its handler
+//! A trigger's way through the executor: `consumer` receives it (and, when the executor
+//! trusts scheduler keys, verifies its signature first) → `handler` finds its handler
 //! → `dispatch` holds it (`hold`) and applies its job's block strategy (`lanes`) → `runner`
 //! runs it → `publisher` publishes its result (after its `joblog` lines) → `offsets` lets its
 //! offset be committed. Beside that way: `beats`, `handoff`, `script`.
@@ -55,6 +56,19 @@
 //!   partitions (and so which triggers) this executor owns. Every trigger runs in its own
 //!   task; the loop never waits for a handler. Its files: the group and rebalance callbacks,
 //!   a run's task, the control topic (KILL), redelivery recognition.
+//!
+//! # Signed triggers
+//!
+//! The scheduler signs every trigger and control record (Ed25519; key id and signature in
+//! the `kadence.signature.key` and `kadence.signature` headers, over the record's exact bytes
+//! on its topic). Give the executor the scheduler's public key, from `kadence key list`, with
+//! [`ExecutorBuilder::trusted_key`] (twice during a key rotation), and it runs only records
+//! signed by a trusted key: a trigger that is unsigned, signed by another key, changed after
+//! signing or copied from another topic goes to `{prefix}.dlq` with the reason instead, and
+//! such a control record is logged and ignored. Without a trusted key nothing is verified and
+//! the executor warns so when it starts; script jobs then need
+//! [`ExecutorBuilder::allow_unverified_scripts`]. The checking itself is `kadence-kafka`'s
+//! `signing` module, shared with the scheduler.
 //! - `dispatch`: a trigger's way from admission to its start, as steps (start this run,
 //!   refuse that trigger) the consumer carries out; no Kafka in it.
 //! - `hold`: a trigger that arrives before its `scheduled_at_ms` (the scheduler may emit

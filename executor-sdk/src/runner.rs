@@ -87,6 +87,17 @@ pub(crate) async fn run_handler(
             return RunOutcome::failure(reason);
         }
     };
+    // A run stopped from outside (kill, COVER_EARLY) ends with the reason it was stopped for,
+    // even when its handler saw the cancellation and returned first: one `cancel()` wakes the
+    // handler's task and this select together, and a handler that returns at once (its own
+    // "stopped early" error, or `Ok`) is often done before the select is polled again, when
+    // both branches are ready and the select picks one at random. The reason is set before
+    // the token is cancelled, so it is there whenever the cancellation is.
+    if cancellation.is_cancelled()
+        && let Some(reason) = stop_reason.take()
+    {
+        return RunOutcome::failure(reason);
+    }
     match joined {
         Ok(Ok(())) => RunOutcome {
             code: result_code::SUCCESS,
@@ -234,5 +245,41 @@ mod tests {
             outcome,
             RunOutcome::failure("covered by trigger 3-2000 (COVER_EARLY)")
         );
+    }
+
+    /// A handler that watches its cancellation and returns its own error at once still ends
+    /// with the kill's reason, however the handler's task and the runner are scheduled (on a
+    /// multi-threaded runtime both wake on the same `cancel()`; before, the handler's own
+    /// message won about half the time).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_killed_run_ends_with_the_kill_even_when_its_handler_returns_first() {
+        for _ in 0..200 {
+            let token = CancellationToken::new();
+            let reason = StopReason::default();
+            let started = Arc::new(tokio::sync::Notify::new());
+            let handler = {
+                let started = Arc::clone(&started);
+                erase(move |ctx: JobContext| {
+                    let started = Arc::clone(&started);
+                    async move {
+                        started.notify_one();
+                        ctx.cancelled().await;
+                        Err(JobError::new("stopped early"))
+                    }
+                })
+            };
+            let run = tokio::spawn(run_handler(
+                handler,
+                trigger(0),
+                token.clone(),
+                reason.clone(),
+                JobLogger::new(100),
+            ));
+            started.notified().await;
+            reason.set("killed: stuck on a lock".to_owned());
+            token.cancel();
+            let outcome = run.await.unwrap();
+            assert_eq!(outcome, RunOutcome::failure("killed: stuck on a lock"));
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kadence_kafka::KafkaSettings;
+use kadence_kafka::{KafkaSettings, TrustedKeys};
 use kadence_schemas::{AppName, Topics};
 
 /// Settings of a built executor (each documented, with its default, on the
@@ -16,6 +16,8 @@ pub(crate) struct ExecutorSettings {
     pub(crate) kafka: KafkaSettings,
     pub(crate) app: AppName,
     pub(crate) topics: Topics,
+    /// The scheduler keys whose signatures are accepted; empty: records are not verified.
+    pub(crate) trusted_keys: TrustedKeys,
     pub(crate) executor_id: String,
     pub(crate) session_timeout: Duration,
     pub(crate) max_in_flight: usize,

@@ -12,8 +12,12 @@
 //! - [`batch`]: [`BatchConsumer`] and [`run_steps`], the one shape of a reader that takes a
 //!   batch, processes it and commits past it only when done.
 //! - [`signal`]: [`shutdown_signal`], the future a process stops on (SIGTERM or SIGINT).
+//! - [`signing`]: Ed25519 signatures of trigger and control records, bound to their topic:
+//!   [`RecordSigner`] (the scheduler signs every record it produces) and [`TrustedKeys`]
+//!   (executors verify before they read a record, and refuse it saying why: [`VerifyError`]).
 //!
-//! The executor SDK re-exports only [`shutdown_signal`]; the rest is internal plumbing of
+//! The executor SDK re-exports only [`shutdown_signal`] (its builder takes trusted keys as
+//! base64 text, parsed with [`PublicKey::parse`]); the rest is internal plumbing of
 //! Kadence's own processes and not part of the SDK's API.
 
 #![warn(missing_docs)]
@@ -24,6 +28,7 @@ pub mod dead_letter;
 pub mod retry;
 pub mod settings;
 pub mod signal;
+pub mod signing;
 
 pub use batch::{BatchConsumer, BatchStep, CONSUMER_CLOSE_LIMIT, run_steps};
 pub use closing::close_consumer;
@@ -31,3 +36,4 @@ pub use dead_letter::{DeadLetters, RecordOrigin, dead_letter_headers};
 pub use retry::{Backoff, is_retriable};
 pub use settings::KafkaSettings;
 pub use signal::shutdown_signal;
+pub use signing::{KeyError, PublicKey, RecordSigner, TrustedKeys, VerifyError};

@@ -9,6 +9,9 @@
 //!  {prefix}.results ─> results consumer ─> store (FINISHED) / {prefix}.dlq
 //! ```
 //!
+//! Dispatch and the control channel produce through one [`SignedProducer`]: every trigger
+//! and control record is signed with the node's current key, refreshed from the store.
+//!
 //! The node opens three connection pools ([`StorePools`]): the scheduling loops, the
 //! background loops and the API each have their own, so a flood of API requests cannot take
 //! the connections that make fires happen on time.
@@ -51,6 +54,7 @@ use crate::monitors::retention::run_retention;
 use crate::preread::{PreReadSettings, PreReader};
 use crate::registry::{BeatsReader, Registry, run_sweeper};
 use crate::results::ResultsConsumer;
+use crate::signer::{SignedProducer, Signer, run_refresh};
 use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 use crate::wheel::run_wheel;
 
@@ -197,6 +201,7 @@ struct Node {
     kafka: KafkaSettings,
     admin: Arc<TopicAdmin>,
     producer: FutureProducer,
+    signed: SignedProducer,
     partitions: Arc<PartitionDirectory>,
     registry: Arc<Registry>,
     shutdown: CancellationToken,
@@ -253,7 +258,11 @@ impl Node {
         let producer = kafka
             .idempotent_producer()
             .context("creating the trigger producer")?;
+        let signer = Signer::load(pools.scheduling.as_ref(), clock.now_ms())
+            .await
+            .context("loading the signing key")?;
         Ok(Node {
+            signed: SignedProducer::new(producer.clone(), Arc::new(signer)),
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
             config,
             node_id,
@@ -326,7 +335,7 @@ impl Node {
         ));
 
         let dispatcher = Dispatcher::new(
-            self.producer.clone(),
+            self.signed.clone(),
             self.topics.clone(),
             Arc::clone(&self.partitions),
             Arc::clone(&self.registry),
@@ -411,9 +420,15 @@ impl Node {
     }
 
     /// What follows a finished run, on the background pool: retries, alarms and children,
-    /// daily reports, retention.
+    /// daily reports, retention; and the signing key's refresh.
     fn spawn_monitors(&self, fire_path: &FirePath) -> anyhow::Result<()> {
         let background = &self.pools.background;
+        self.tasks.spawn(run_refresh(
+            Arc::clone(self.signed.signer()),
+            Arc::clone(background) as Arc<dyn crate::store::SigningKeys>,
+            self.config.signing.key_refresh_interval,
+            self.shutdown.clone(),
+        ));
         let monitors = &self.config.monitors;
         let alarms =
             Arc::new(Alarms::from_config(&self.config.alarm).context("setting up alarms")?);
@@ -452,7 +467,7 @@ impl Node {
             partitions: Arc::clone(&self.partitions),
             cancelled: fire_path.cancelled,
             pre_read_waker: fire_path.pre_read_waker,
-            control: ControlChannel::new(self.producer.clone(), self.topics.control()),
+            control: ControlChannel::new(self.signed.clone(), self.topics.control()),
             registry: Arc::clone(&self.registry),
             clock: Arc::clone(&self.clock),
             pre_read_window_ms: millis(schedule.pre_read_window),

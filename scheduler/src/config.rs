@@ -51,6 +51,8 @@ pub struct Config {
     pub retention: RetentionConfig,
     /// Users and credentials.
     pub auth: AuthConfig,
+    /// The keys triggers and control records are signed with (see [`crate::signer`]).
+    pub signing: crate::signer::SigningConfig,
 }
 
 /// Users and credentials.
@@ -449,11 +451,13 @@ mod tests {
             )?;
             jail.set_env("KADENCE_KAFKA__BROKERS", "b1:9092,b2:9092");
             jail.set_env("KADENCE_SCHEDULE__LEASE", "1m");
+            jail.set_env("KADENCE_SIGNING__KEY_REFRESH_INTERVAL", "2s");
             jail.set_env("KADENCE_API_URL", "http://ignored"); // the CLI's, not a setting
             let config = Config::load(Some(Path::new("kadence.toml"))).expect("loads");
             assert_eq!(config.schedule.pre_read_window, Duration::from_secs(3));
             assert_eq!(config.schedule.batch_size, 50);
             assert_eq!(config.schedule.lease, Duration::from_secs(60));
+            assert_eq!(config.signing.key_refresh_interval, Duration::from_secs(2));
             assert_eq!(config.kafka.brokers, "b1:9092,b2:9092");
             assert_eq!(config.kafka.topic_prefix, "kadence");
             assert!(

@@ -13,6 +13,10 @@
 //! - acknowledged triggers are noted in the [`AckLedger`] and marked dispatched by the
 //!   [`AckWriter`](crate::acks::AckWriter) in batches.
 //!
+//! Every trigger is signed on its way out ([`SignedProducer`]): the signature covers the
+//! record's exact bytes on its topic, so executors that trust the scheduler's key run it and
+//! nothing else.
+//!
 //! The number of deliveries in flight is bounded; when the bound is reached the loop stops
 //! taking fires, which backs up the wheel and the pre-read loop (backpressure, no loss).
 
@@ -26,7 +30,6 @@ use futures::{FutureExt, StreamExt};
 use kadence_kafka::{Backoff, is_retriable};
 use kadence_schemas::{AppName, Topics, TriggerRecord, codec};
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +39,7 @@ use crate::clock::Clock;
 use crate::model::{PendingFire, RouteStrategy};
 use crate::registry::Registry;
 use crate::routing::{NoOwners, Router, all_partitions};
+use crate::signer::SignedProducer;
 use crate::store::{DispatchAck, Store};
 
 /// The pace at which one trigger the broker refused with a retriable error is sent again:
@@ -131,7 +135,7 @@ pub struct DispatchOutcomes {
 
 /// Produces trigger records for released fires.
 pub struct Dispatcher {
-    producer: FutureProducer,
+    producer: SignedProducer,
     topics: Topics,
     partitions: Arc<PartitionDirectory>,
     registry: Arc<Registry>,
@@ -142,9 +146,9 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// A dispatcher producing with `producer` and reporting to `outcomes`.
+    /// A dispatcher producing signed triggers with `producer` and reporting to `outcomes`.
     pub fn new(
-        producer: FutureProducer,
+        producer: SignedProducer,
         topics: Topics,
         partitions: Arc<PartitionDirectory>,
         registry: Arc<Registry>,
@@ -266,12 +270,9 @@ impl Dispatcher {
         };
         let key = fire.job_id.to_string();
         let topic = self.topics.triggers(&fire.app);
-        let sent = self.producer.send_result(
-            FutureRecord::to(&topic)
-                .key(&key)
-                .payload(&payload)
-                .partition(partition),
-        );
+        let sent = self
+            .producer
+            .send_result(&topic, &key, &payload, Some(partition));
         Some(match sent {
             Ok(delivery) => async move {
                 match delivery.await {
@@ -293,7 +294,7 @@ impl Dispatcher {
             }
             .boxed(),
             // Not enqueued (a full local queue is retriable): settle like a failed delivery.
-            Err((error, _)) => async move {
+            Err(error) => async move {
                 Delivery::Failed {
                     fire,
                     error,

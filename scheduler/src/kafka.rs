@@ -1,5 +1,6 @@
 //! The scheduler's own Kafka clients: topic administration (creating and checking the trigger
-//! and shared topics) and the control channel to executors. Plumbing shared with executors
+//! and shared topics) and the control channel to executors, whose records are signed like
+//! triggers ([`SignedProducer`]). Plumbing shared with executors
 //! (client settings, the idempotent producer, retries, dead letters, batch consumers) is in
 //! the `kadence-kafka` crate.
 //!
@@ -14,8 +15,9 @@ use kadence_schemas::{ControlRecord, Topics, codec};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
+
+use crate::signer::SignedProducer;
 
 /// A topic exists with a partition count other than the one Kadence expects.
 #[derive(Debug, thiserror::Error)]
@@ -146,16 +148,16 @@ impl TopicAdmin {
     }
 }
 
-/// Publishes commands for executors to `{prefix}.control` (key: app).
+/// Publishes signed commands for executors to `{prefix}.control` (key: app).
 #[derive(Clone)]
 pub struct ControlChannel {
-    producer: FutureProducer,
+    producer: SignedProducer,
     topic: String,
 }
 
 impl ControlChannel {
     /// A channel producing to `topic`.
-    pub fn new(producer: FutureProducer, topic: String) -> Self {
+    pub fn new(producer: SignedProducer, topic: String) -> Self {
         ControlChannel { producer, topic }
     }
 
@@ -165,13 +167,11 @@ impl ControlChannel {
             .map_err(|_| KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage))?;
         self.producer
             .send(
-                FutureRecord::to(&self.topic)
-                    .key(command.app.as_str())
-                    .payload(&payload),
-                Timeout::After(Duration::from_secs(30)),
+                &self.topic,
+                command.app.as_str(),
+                &payload,
+                Duration::from_secs(30),
             )
             .await
-            .map(|_| ())
-            .map_err(|(error, _)| error)
     }
 }

@@ -22,6 +22,9 @@
 //! - [`lost_runs`]: fails runs whose executor died and whose result can no longer arrive.
 //! - [`dispatch`]: builds the `TriggerRecord`, produces it with an idempotent producer, retries
 //!   retriable errors, and drops fires cancelled meanwhile.
+//! - [`signer`]: every trigger and control record is signed (Ed25519, headers) with the
+//!   cluster's newest key, kept in the store ([`SigningKeys`](store::SigningKeys)) and
+//!   refreshed on every node, so executors that trust its public key refuse forgeries.
 //! - [`acks`]: marks acknowledged runs dispatched in batches, retrying until the database
 //!   takes them; until then no claim re-emits them.
 //! - [`cancellations`]: a stop or a schedule edit cancels the job's planned fires; every node
@@ -66,5 +69,6 @@ pub mod registry;
 pub mod results;
 pub mod routing;
 pub mod schedule;
+pub mod signer;
 pub mod store;
 pub mod wheel;

@@ -663,3 +663,106 @@ async fn users_log_in_and_manage_users_and_tokens() {
     );
     scheduler.stop(Duration::from_secs(10)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_list_rotate_and_retire_signing_keys() {
+    let (_database, scheduler, api) = start_scheduler().await;
+    // A config directory of its own: `kadence login`s of tests running at once would write
+    // the same credentials file.
+    let home = tempfile::tempdir().unwrap();
+    let env = [("KADENCE_CONFIG_DIR", home.path().to_str().unwrap())];
+    let kadence = |api: &str, args: &[&str]| {
+        let (api, args) = (
+            api.to_owned(),
+            args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        );
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            kadence_with(&api, &args, &env, None).await
+        }
+    };
+    let login = kadence_with(
+        &api,
+        &["login", "--password-stdin"],
+        &env,
+        Some(&format!("{ADMIN_PASSWORD}\n")),
+    )
+    .await;
+    assert!(login.success, "{}", login.stderr);
+    // KEY, PUBLIC KEY, CREATED, RETIRED ("-" while active), and "*" on the signing key.
+    let keys = |listed: &Output| -> Vec<Vec<String>> {
+        listed
+            .stdout
+            .lines()
+            .skip(1)
+            .map(|line| line.split_whitespace().map(str::to_owned).collect())
+            .collect()
+    };
+
+    let listed = kadence(&api, &["key", "list"]).await;
+    assert!(listed.success, "{}", listed.stderr);
+    assert!(listed.stdout.starts_with("KEY "), "{}", listed.stdout);
+    let first = keys(&listed);
+    assert_eq!(
+        first.len(),
+        1,
+        "the first start made one key: {}",
+        listed.stdout
+    );
+    let (old_id, old_public) = (first[0][0].clone(), first[0][1].clone());
+    assert_eq!(old_id.len(), 16);
+    assert!(
+        kadence_kafka::PublicKey::parse(&old_public).is_ok(),
+        "{old_public}"
+    );
+    assert_eq!((first[0][3].as_str(), first[0][4].as_str()), ("-", "*"));
+
+    let only = kadence(&api, &["key", "retire", &old_id]).await;
+    assert!(!only.success);
+    assert!(
+        only.stderr.contains("the only active one") && only.stderr.contains("HTTP 409"),
+        "{}",
+        only.stderr
+    );
+
+    let rotated = kadence(&api, &["key", "rotate"]).await;
+    assert!(rotated.success, "{}", rotated.stderr);
+    assert!(
+        rotated
+            .stderr
+            .contains("add its public key to every executor"),
+        "{}",
+        rotated.stderr
+    );
+    let new_id = keys(&rotated)[0][0].clone();
+    assert_ne!(new_id, old_id);
+    let after = keys(&kadence(&api, &["key", "list"]).await);
+    let marks: Vec<(&str, &str)> = after
+        .iter()
+        .map(|key| (key[0].as_str(), key.last().unwrap().as_str()))
+        .collect();
+    assert_eq!(marks.len(), 2, "{after:?}");
+    assert_eq!(
+        marks[0],
+        (new_id.as_str(), "*"),
+        "the new key signs: {after:?}"
+    );
+    assert_eq!(after[1][0], old_id);
+
+    let retired = kadence(&api, &["key", "retire", &old_id]).await;
+    assert!(retired.success, "{}", retired.stderr);
+    assert!(
+        retired
+            .stdout
+            .starts_with(&format!("key {old_id} retired at 20")),
+        "{}",
+        retired.stdout
+    );
+    let unknown = kadence(&api, &["key", "retire", "ffffffffffffffff"]).await;
+    assert!(
+        !unknown.success && unknown.stderr.contains("HTTP 404"),
+        "{}",
+        unknown.stderr
+    );
+    scheduler.stop(Duration::from_secs(10)).await;
+}

@@ -93,6 +93,12 @@ pub mod headers {
     pub const DLQ_SOURCE_PARTITION: &str = "kadence.dlq.partition";
     /// The offset a dead-lettered record came from.
     pub const DLQ_SOURCE_OFFSET: &str = "kadence.dlq.offset";
+    /// The id of the scheduler key that signed a trigger or control record (16 hex digits:
+    /// the first 8 bytes of the SHA-256 of its Ed25519 public key).
+    pub const SIGNATURE_KEY: &str = "kadence.signature.key";
+    /// The Ed25519 signature of a trigger or control record, base64 (standard, padded), over
+    /// `kadence-trigger-v1\n{topic}\n{value bytes}`.
+    pub const SIGNATURE: &str = "kadence.signature";
 }
 
 #[cfg(test)]

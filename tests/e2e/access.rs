@@ -264,6 +264,25 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
         ),
         case(("GET", "/api/audit"), "/api/audit", None, AnyUser),
         case(("GET", "/api/audit"), "/api/audit?app=alpha", None, View),
+        case(
+            ("GET", "/api/signing-keys"),
+            "/api/signing-keys",
+            None,
+            AnyUser,
+        ),
+        case(
+            ("POST", "/api/signing-keys/rotate"),
+            "/api/signing-keys/rotate",
+            None,
+            Admin,
+        ),
+        // An unknown key: the admin's answer is 404, after the role check.
+        case(
+            ("POST", "/api/signing-keys/{id}/retire"),
+            "/api/signing-keys/0000/retire",
+            None,
+            Admin,
+        ),
     ]
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kadence_executor::{Executor, ExecutorBuilder, JobContext, JobError, JobResult};
-use kadence_scheduler::api::{ExecutorView, JobView};
+use kadence_scheduler::api::{ExecutorView, JobView, SigningKeyView};
 use kadence_scheduler::app::Scheduler;
 use kadence_scheduler::clock::SystemClock;
 use kadence_scheduler::config::Config;
@@ -289,6 +289,23 @@ impl TestApp {
             status,
             serde_json::from_str(&text).unwrap_or(Value::String(text)),
         )
+    }
+
+    /// The signing keys (`GET /api/signing-keys`), newest first.
+    pub async fn signing_keys(&self) -> Vec<SigningKeyView> {
+        let (status, body) = self
+            .call(reqwest::Method::GET, "/api/signing-keys", None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_value(body).expect("signing keys")
+    }
+
+    /// The public key (base64) of the key the scheduler signs with now, for an executor's
+    /// `trusted_key`.
+    pub async fn signing_public_key(&self) -> String {
+        let keys = self.signing_keys().await;
+        let signing = keys.into_iter().find(|key| key.signing);
+        signing.expect("a signing key").public_key
     }
 
     /// Creates a member with `grants` (app, access) and logs them in; returns their token.

@@ -21,6 +21,7 @@ mod operators;
 mod rebalance;
 mod routing;
 mod scripts;
+mod signing;
 #[cfg(unix)]
 mod sigterm;
 mod sinks;

@@ -1,6 +1,7 @@
 //! Script handlers (XXL-JOB's GLUE_* types) on the real broker: the script travels in the
 //! trigger, runs with params and shard arguments, its output becomes the run's log, and its
-//! whole process group dies on timeout.
+//! whole process group dies on timeout. The executors trust the scheduler's signing key, as
+//! an executor that runs scripts must.
 //!
 //! Run once, on SQLite: scripts run in the executor. The store only keeps the script, and
 //! its versions are checked on both stores (the store suite's
@@ -60,7 +61,8 @@ async fn log_of(app: &TestApp, run: &Run, lines: usize) -> Vec<String> {
 async fn shell_and_python_scripts_run_and_log_their_output(backend: Backend) {
     let mut app = spawn_app(backend).await;
     app.create_app("scripts", 1).await;
-    app.start_executor_with("scripts", |builder| builder.scripts(true));
+    let key = app.signing_public_key().await;
+    app.start_executor_with("scripts", |builder| builder.scripts(true).trusted_key(key));
 
     let shell = run_script(
         &app,
@@ -110,7 +112,8 @@ async fn shell_and_python_scripts_run_and_log_their_output(backend: Backend) {
 async fn a_timed_out_script_takes_its_children_with_it(backend: Backend) {
     let mut app = spawn_app(backend).await;
     app.create_app("scripts", 1).await;
-    app.start_executor_with("scripts", |builder| builder.scripts(true));
+    let key = app.signing_public_key().await;
+    app.start_executor_with("scripts", |builder| builder.scripts(true).trusted_key(key));
     let pid_file = std::env::temp_dir().join(unique("kadence-child-pid"));
     let source = format!(
         "sleep 300 &\necho $! > {}\necho started a child\nwait\n",
@@ -135,7 +138,8 @@ async fn a_timed_out_script_takes_its_children_with_it(backend: Backend) {
 async fn scripts_that_cannot_run_fail_clearly(backend: Backend) {
     let mut app = spawn_app(backend).await;
     app.create_app("scripts", 1).await;
-    app.start_executor_with("scripts", |builder| builder.scripts(true));
+    let key = app.signing_public_key().await;
+    app.start_executor_with("scripts", |builder| builder.scripts(true).trusted_key(key));
     let on_path = |program: &str| {
         std::env::var_os("PATH")
             .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_kafka::{DeadLetters, KafkaSettings};
+use kadence_kafka::{DeadLetters, KafkaSettings, RecordSigner};
 use kadence_scheduler::acks::{AckLedger, AckWriter};
 use kadence_scheduler::app::open_store;
 use kadence_scheduler::cancellations::CancelledFires;
@@ -25,6 +25,7 @@ use kadence_scheduler::preread::{PreReadSettings, PreReader};
 use kadence_scheduler::registry::Registry;
 use kadence_scheduler::results::{ResultsConsumer, ResultsSummary};
 use kadence_scheduler::schedule::ScheduleSpec;
+use kadence_scheduler::signer::{SignedProducer, Signer};
 use kadence_scheduler::store::{PageRequest, Store};
 use kadence_schemas::{AppName, ResultRecord, Topics, codec};
 use kadence_tests::triggers::read_triggers;
@@ -85,8 +86,9 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
     clock.set(T0 + 3_000);
     let (acks, ack_rx) = mpsc::channel(100);
     let ledger = Arc::new(AckLedger::new());
+    let signer = Signer::new(RecordSigner::generate().unwrap());
     let dispatcher = Dispatcher::new(
-        kafka.idempotent_producer().unwrap(),
+        SignedProducer::new(kafka.idempotent_producer().unwrap(), Arc::new(signer)),
         topics.clone(),
         Arc::new(PartitionDirectory::new(Arc::clone(&store))),
         Arc::new(Registry::new(Duration::from_secs(10))),

@@ -10,6 +10,7 @@ mod accounts;
 mod monitors;
 mod operators;
 mod registry;
+mod signing;
 
 use std::collections::HashSet;
 use std::sync::Arc;

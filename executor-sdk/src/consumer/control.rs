@@ -4,8 +4,14 @@
 //! every command), and forwards its own app's commands to the loop, which applies them to
 //! its runs through [`apply`]. An unreadable record is logged and skipped: commands are not
 //! replayed, so there is nothing to redeliver.
+//!
+//! An executor that trusts scheduler keys verifies every control record before it reads it,
+//! as it does triggers; one that fails (unsigned, unknown key, bad signature, malformed
+//! header) is logged as a warning with the reason and ignored, never applied. It is not
+//! dead-lettered: every executor of every app reads every control record, so each would
+//! write its own copy to `{prefix}.dlq`, and a refused command has nothing to retry.
 
-use kadence_kafka::close_consumer;
+use kadence_kafka::{TrustedKeys, close_consumer};
 use kadence_schemas::{ControlCommand, ControlRecord, TriggerRecord, codec};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Message};
@@ -44,6 +50,7 @@ pub(super) fn spawn_reader(
         .assign(&assignment)
         .map_err(ExecutorError::kafka("assign the control topic"))?;
     let app = settings.app.clone();
+    let trusted = settings.trusted_keys.clone();
     let close_limit = settings.session_timeout;
     tokio::spawn(async move {
         loop {
@@ -52,6 +59,7 @@ pub(super) fn spawn_reader(
                 received = consumer.recv() => received,
             };
             match received {
+                Ok(message) if !trusted.is_empty() && verified(&trusted, &message).is_none() => {}
                 Ok(message) => match decode(&message) {
                     Some(command) if command.app == app => {
                         let _ = commands.send(command);
@@ -64,6 +72,18 @@ pub(super) fn spawn_reader(
         close_consumer(consumer, "control", close_limit).await;
     });
     Ok(())
+}
+
+/// The key that signed `message`; `None` (logged) when it is not signed by a trusted key.
+fn verified(trusted: &TrustedKeys, message: &BorrowedMessage<'_>) -> Option<String> {
+    match trusted.verify_message(message) {
+        Ok(key_id) => Some(key_id),
+        Err(error) => {
+            tracing::warn!(offset = message.offset(), %error,
+                "ignoring a control record that fails signature verification");
+            None
+        }
+    }
 }
 
 /// The command in `message`; `None` (logged) when there is none to read.

@@ -2,8 +2,9 @@
 //!
 //! - *Consuming*: receive trigger records from `{prefix}.triggers.{app}` (group
 //!   `{prefix}.executor.{app}`) while fewer than `max_in_flight` are in flight; each is
-//!   admitted at once — decoded, recognised if redelivered, given its handler, then held or
-//!   placed in its job's lane (`dispatch`) — so a slow handler never delays other triggers.
+//!   admitted at once — its signature verified (when the executor trusts scheduler keys),
+//!   decoded, recognised if redelivered, given its handler, then held or placed in its job's
+//!   lane (`dispatch`) — so a slow handler never delays other triggers.
 //!   Every run goes in its own task and reports back over a channel when it ends.
 //! - *Draining* (shutdown requested): stop receiving, wait for the records in flight until
 //!   the drain deadline, then cancel what is left (those triggers are redelivered after a
@@ -11,8 +12,10 @@
 //! - *Done*: commit the final offsets, leave the group, send the last beat.
 //!
 //! Offsets are committed only up to the lowest trigger whose result is not yet published; a
-//! record that cannot be decoded goes to `{prefix}.dlq` with the reason and is committed past:
-//! it never stops the partition.
+//! record that fails verification (unsigned, unknown key, bad signature, malformed signature
+//! header) or cannot be decoded goes to `{prefix}.dlq` with the reason and is committed past:
+//! it never runs, and it never stops the partition. Verification comes first, so not even
+//! the decoder sees a record the scheduler did not sign.
 //!
 //! Here is the loop: one `select!` over its events, each handled by one method of `Loop`.
 //! Around it:
@@ -156,7 +159,15 @@ impl Loop {
         let mut beat_tick = tokio::time::interval(settings.beat_interval);
         beat_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         tracing::info!(executor_id = %settings.executor_id, topic = group.topic(),
-            handlers = registry.names().len(), "executor started");
+            handlers = registry.names().len(),
+            trusted_keys = ?settings.trusted_keys.key_ids(), "executor started");
+        if settings.trusted_keys.is_empty() {
+            tracing::warn!(
+                topic = group.topic(),
+                "no trusted scheduler key (ExecutorBuilder::trusted_key): triggers and control \
+                 records are not verified, so whoever can write these topics runs handlers here"
+            );
+        }
         Ok(Loop {
             commit_tick: tokio::time::interval(settings.commit_interval),
             beat_tick,
@@ -214,10 +225,18 @@ impl Loop {
         }
     }
 
-    /// Decodes one record, then hands it to the dispatch (held until its time or placed in
-    /// its job's lane at once); never waits for a handler.
+    /// Verifies and decodes one record, then hands it to the dispatch (held until its time or
+    /// placed in its job's lane at once); never waits for a handler.
     fn admit(&mut self, message: OwnedMessage) {
         let (partition, offset) = (message.partition(), message.offset());
+        let trusted = &self.settings.trusted_keys;
+        if !trusted.is_empty()
+            && let Err(error) = trusted.verify_message(&message)
+        {
+            let reason = format!("refused trigger record: {error}");
+            tracing::warn!(partition, offset, %reason, "sending trigger record to the dead-letter queue");
+            return self.runs.dead_letter(message, reason);
+        }
         let trigger = match decode(&message) {
             Ok(trigger) => Arc::new(trigger),
             Err(reason) => {

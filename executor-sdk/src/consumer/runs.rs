@@ -5,7 +5,8 @@
 //! while it goes and once more at the end, then publishes the result — lines first, so a
 //! reader who sees the run finished sees all of its lines — and reports back to the loop
 //! ([`Finished`]). Refusals (no handler, DISCARD_LATER, covered, killed before starting) and
-//! dead letters take the same way back, without a run.
+//! dead letters (records refused by signature verification, undecodable ones) take the same
+//! way back, without a run.
 //!
 //! A run whose partition the group moved away ends without a result: its offset stays
 //! uncommitted, and the new owner runs the trigger (see `handoff`).
@@ -207,7 +208,8 @@ impl Runs {
             .report(Finished::without_run(partition, offset, true));
     }
 
-    /// Sends an undecodable record to the dead-letter queue.
+    /// Sends a record that must not run (unverifiable or undecodable) to the dead-letter
+    /// queue, with `reason`.
     pub(super) fn dead_letter(&self, message: OwnedMessage, reason: String) {
         let runs = self.clone();
         tokio::spawn(async move {

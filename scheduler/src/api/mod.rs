@@ -27,6 +27,9 @@
 //! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
 //! | GET | `/api/reports` (`?from=&to=&app=`) | daily running / succeeded / failed counts per job |
 //! | GET | `/api/audit` (`?app=&user=&target=&from_ms=&to_ms=`) | the audit trail, newest first |
+//! | GET | `/api/signing-keys` | the keys triggers are signed with: public halves, which one signs now |
+//! | POST | `/api/signing-keys/rotate` | a new signing key, used by every node within `signing.key_refresh_interval` (admin) |
+//! | POST | `/api/signing-keys/{id}/retire` | stop a key being used; never the only active one (admin) |
 //!
 //! Every route but `/health` and the login needs `Authorization: Bearer <token>` (401
 //! without; `caller`), and checks the caller's role and grants on the app concerned (403
@@ -47,8 +50,9 @@
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
 //! view shows in `job_spec`), `runs` (trigger, kill, list, log), `executors`,
-//! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`, `audit`; the plumbing
-//! every route shares: `caller`, `throttle`, `error`, `body`, `pages`, `limits`. This file holds the state, the router and the small parsers the
+//! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`, `audit`,
+//! `signing_keys`; the plumbing every route shares: `caller`, `throttle`, `error`, `body`,
+//! `pages`, `limits`. This file holds the state, the router and the small parsers the
 //! resources share.
 
 mod apps;
@@ -66,6 +70,7 @@ mod reports;
 mod runs;
 mod schedules;
 mod sessions;
+mod signing_keys;
 mod throttle;
 mod tokens;
 mod users;
@@ -86,6 +91,7 @@ pub use runs::{
 };
 pub use schedules::PreviewResponse;
 pub use sessions::LoginRequest;
+pub use signing_keys::SigningKeyView;
 pub use throttle::LoginThrottle;
 pub use tokens::{IssuedToken, NewTokenRequest};
 pub use users::{GrantRequest, MIN_PASSWORD_CHARS, NewUserRequest, PasswordRequest};
@@ -213,6 +219,9 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(runs::read_run_log))
         .routes(routes!(reports::list_reports))
         .routes(routes!(audit::list_audit))
+        .routes(routes!(signing_keys::list_signing_keys))
+        .routes(routes!(signing_keys::rotate_signing_key))
+        .routes(routes!(signing_keys::retire_signing_key))
 }
 
 /// The routes anyone may call (marked public in the document by `openapi`), but `/health`.

@@ -56,6 +56,7 @@ pub(super) const PUBLIC_OPERATIONS: [(&str, HttpMethod); 2] = [
         (name = "reports", description = "Daily counts per job"),
         (name = "audit", description = "Who changed what"),
         (name = "schedules", description = "Schedule previews"),
+        (name = "signing-keys", description = "The keys trigger and control records are signed with"),
         (name = "health", description = "Liveness"),
     )
 )]

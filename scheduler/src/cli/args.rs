@@ -67,6 +67,10 @@ pub(super) enum Command {
     /// Your API tokens, for automation (send one as KADENCE_TOKEN).
     #[command(subcommand)]
     Token(TokenCommand),
+    /// The keys triggers and control records are signed with (executors trust their public
+    /// halves).
+    #[command(subcommand)]
+    Key(KeyCommand),
     /// The audit trail: every write through the API, newest first.
     Audit {
         /// Only this app's entries.
@@ -188,6 +192,21 @@ pub(super) enum TokenCommand {
         /// The user the token belongs to, if not you (admin).
         #[arg(long)]
         user: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum KeyCommand {
+    /// List the signing keys: id, public key (for executors' trusted keys), created,
+    /// retired, and which one signs now.
+    List,
+    /// Make a new signing key (admin): every scheduler node signs with it within
+    /// signing.key_refresh_interval. Give executors its public key first thing.
+    Rotate,
+    /// Stop using a signing key (admin); the only active key cannot be retired.
+    Retire {
+        /// Key id (from `key list`).
+        id: String,
     },
 }
 

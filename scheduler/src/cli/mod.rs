@@ -2,7 +2,8 @@
 //! client of a node's HTTP API (`--api`, or `KADENCE_API_URL`), so operators never write SQL.
 //!
 //! Every client subcommand sends a token: `KADENCE_TOKEN`, else the one `kadence login` saved
-//! (`credentials`). Login and logout are `sessions`; users and API tokens `users`.
+//! (`credentials`). Login and logout are `sessions`; users and API tokens `users`; signing
+//! keys `keys`.
 //!
 //! ```text
 //! kadence login --user admin
@@ -35,6 +36,7 @@ mod client;
 mod credentials;
 mod executors;
 mod jobs;
+mod keys;
 mod preview;
 mod print;
 mod sessions;
@@ -46,6 +48,7 @@ use args::{Command, ExecutorCommand};
 use client::ApiClient;
 use executors::list_executors;
 use jobs::job_command;
+use keys::key_command;
 use preview::print_preview;
 use print::{OutputError, outln};
 use users::{print_audit, token_command, user_command};
@@ -90,6 +93,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logout => sessions::logout(&client).await,
         Command::User(command) => user_command(&client, command).await,
         Command::Token(command) => token_command(&client, command).await,
+        Command::Key(command) => key_command(&client, command).await,
         Command::Audit {
             app,
             user,

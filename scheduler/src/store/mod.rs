@@ -13,8 +13,10 @@
 
 mod accounts;
 mod audit;
+mod error;
 mod postgres;
 mod rows;
+mod signing;
 mod sql;
 mod sqlite;
 
@@ -27,76 +29,10 @@ use crate::model::{
 
 pub use accounts::{Accounts, NewToken, NewUser, UserCredentials};
 pub use audit::{AuditFilter, AuditTrail};
+pub use error::StoreError;
 pub use postgres::PostgresStore;
+pub use signing::{NewSigningKey, RetireOutcome, SigningKeyInfo, SigningKeys, StoredSigningKey};
 pub use sqlite::SqliteStore;
-
-/// A failed store operation.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The database could not be opened or reached.
-    #[error("cannot connect to the {backend} database: {source}")]
-    Connect {
-        /// "sqlite" or "postgres".
-        backend: &'static str,
-        /// The driver's error.
-        source: sqlx::Error,
-    },
-    /// Applying the schema migrations failed.
-    #[error("cannot apply the {backend} schema migrations: {source}")]
-    Migrate {
-        /// "sqlite" or "postgres".
-        backend: &'static str,
-        /// The migrator's error.
-        source: sqlx::migrate::MigrateError,
-    },
-    /// A query failed; `operation` names what was being done.
-    #[error("database error while trying to {operation}: {source}")]
-    Query {
-        /// What the store was doing, e.g. "create a job".
-        operation: &'static str,
-        /// The driver's error.
-        source: sqlx::Error,
-    },
-    /// An app with this name exists already.
-    #[error("app {0} exists already")]
-    AppExists(AppName),
-    /// No app has this name.
-    #[error("unknown app {0}: create it first (kadence app add {0} --partitions N)")]
-    UnknownApp(AppName),
-    /// A user with this name exists.
-    #[error("user {0} exists already")]
-    UserExists(String),
-    /// No job has this id.
-    #[error("job {0} does not exist")]
-    JobNotFound(JobId),
-    /// A stored row holds a value the scheduler cannot read (edited by hand, or written by a
-    /// newer version).
-    #[error("stored {what} cannot be read: {reason}")]
-    CorruptRow {
-        /// Which row, e.g. "job 12".
-        what: String,
-        /// Why.
-        reason: String,
-    },
-}
-
-impl StoreError {
-    pub(crate) fn query(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
-        move |source| StoreError::Query { operation, source }
-    }
-
-    /// Whether the operation failed only because no connection of its pool became free in
-    /// time (the database is busy or out of reach): worth retrying later, not a bug.
-    pub fn is_busy(&self) -> bool {
-        matches!(
-            self,
-            StoreError::Query {
-                source: sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
-                ..
-            }
-        )
-    }
-}
 
 /// The size of a store's connection pool and how long an operation waits for a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,9 +215,9 @@ pub struct UnfinishedRun {
 
 /// The scheduler's persistence. All methods are safe to call from several scheduler
 /// processes on one database. Users, grants and tokens are the [`Accounts`] half; the audit
-/// trail the [`AuditTrail`] half.
+/// trail the [`AuditTrail`] half; the keys triggers are signed with the [`SigningKeys`] half.
 #[async_trait::async_trait]
-pub trait Store: Accounts + AuditTrail + Send + Sync + 'static {
+pub trait Store: Accounts + AuditTrail + SigningKeys + Send + Sync + 'static {
     /// "sqlite" or "postgres".
     fn backend(&self) -> &'static str;
 

@@ -18,8 +18,9 @@
 //! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
 //! functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the backend's
 //! file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
-//! [`accounts`] and [`audit`] implement the separate [`Accounts`](super::Accounts) and
-//! [`AuditTrail`](super::AuditTrail) traits the same way.
+//! [`accounts`], [`audit`] and [`signing`] implement the separate
+//! [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail) and
+//! [`SigningKeys`](super::SigningKeys) traits the same way.
 
 pub(crate) mod accounts;
 pub(crate) mod audit;
@@ -28,6 +29,7 @@ pub(crate) mod history;
 pub(crate) mod jobs;
 pub(crate) mod planning;
 pub(crate) mod registry;
+pub(crate) mod signing;
 pub(crate) mod writes;
 
 /// Rows per batched `UPDATE … FROM (VALUES …)`: 4 binds each, far below both bind limits.
@@ -448,6 +450,7 @@ macro_rules! impl_sql_store {
         $crate::store::sql::history::sql_history!($store, $db);
         $crate::store::sql::accounts::impl_sql_accounts!($store, $db);
         $crate::store::sql::audit::impl_sql_audit!($store, $db);
+        $crate::store::sql::signing::impl_sql_signing!($store, $db);
     };
 }
 

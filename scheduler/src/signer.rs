@@ -1,0 +1,234 @@
+//! Signing what the scheduler produces for executors: every trigger record (dispatch) and
+//! every control record (kill) leaves the node through a [`SignedProducer`], which adds the
+//! key id and the Ed25519 signature of the record's exact value bytes on its topic as
+//! headers (`kadence_kafka::signing` has the format). Executors that trust the public key
+//! refuse anything else, so a trigger topic is safe to share with whoever may only read it.
+//!
+//! The keys live in the database ([`SigningKeys`]): every node of a cluster signs with the
+//! same key, the newest one not retired. The first node to start on a database without a key
+//! makes one (several starting at once still make one). A [`Signer`] holds the key in use
+//! behind a lock taken only to clone an `Arc`, and [`Signer::refresh_once`] — run every
+//! `signing.key_refresh_interval` by [`run_refresh`] — swaps in the newest key after a
+//! rotation (`POST /api/signing-keys/rotate`), so all nodes sign with it within that
+//! interval. The private key never leaves the database and this process; `Debug` never shows
+//! it.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use kadence_kafka::{KeyError, RecordSigner};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{NewSigningKey, SigningKeys, StoreError, StoredSigningKey};
+
+/// How the nodes keep their signing key current (see [`crate::signer`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SigningConfig {
+    /// How often a node reads the newest signing key from the database: after
+    /// `kadence key rotate`, every node signs with the new key within this. Default `10s`.
+    #[serde(with = "humantime_serde")]
+    pub key_refresh_interval: Duration,
+}
+
+impl Default for SigningConfig {
+    fn default() -> Self {
+        SigningConfig {
+            key_refresh_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The signing key could not be made, read or used.
+#[derive(Debug, thiserror::Error)]
+pub enum SignerError {
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A new key could not be made.
+    #[error(transparent)]
+    NewKey(#[from] KeyError),
+    /// A stored key is not a valid Ed25519 key (edited by hand?).
+    #[error("stored signing key {key_id} cannot be read: {source}; retire it (kadence key retire)")]
+    CorruptKey {
+        /// The key.
+        key_id: String,
+        /// Why.
+        source: KeyError,
+    },
+}
+
+/// A fresh key and the record of it for the store.
+pub fn new_signing_key() -> Result<(RecordSigner, NewSigningKey), KeyError> {
+    let signer = RecordSigner::generate()?;
+    let record = NewSigningKey {
+        key_id: signer.key_id().to_owned(),
+        public_key: signer.public_key().to_base64(),
+        private_key: SecretString::from(signer.private_base64()),
+    };
+    Ok((signer, record))
+}
+
+fn signer_of(stored: &StoredSigningKey) -> Result<RecordSigner, SignerError> {
+    let signer =
+        RecordSigner::from_base64(stored.private_key.expose_secret()).map_err(|source| {
+            SignerError::CorruptKey {
+                key_id: stored.info.key_id.clone(),
+                source,
+            }
+        })?;
+    if signer.key_id() != stored.info.key_id {
+        return Err(SignerError::CorruptKey {
+            key_id: stored.info.key_id.clone(),
+            source: KeyError::Invalid {
+                what: "private",
+                text: "<hidden>".to_owned(),
+                reason: format!("it belongs to key {}, not to this row", signer.key_id()),
+            },
+        });
+    }
+    Ok(signer)
+}
+
+/// The key this node signs with now.
+#[derive(Debug)]
+pub struct Signer {
+    current: RwLock<Arc<RecordSigner>>,
+}
+
+impl Signer {
+    /// A signer with a fixed `key` (tests and tools; a node loads its key with
+    /// [`Signer::load`]).
+    pub fn new(key: RecordSigner) -> Signer {
+        Signer {
+            current: RwLock::new(Arc::new(key)),
+        }
+    }
+
+    /// The newest active key of the database, made there first if it has none.
+    pub async fn load(store: &dyn SigningKeys, now_ms: i64) -> Result<Signer, SignerError> {
+        let (_, candidate) = new_signing_key()?;
+        let stored = store.ensure_signing_key(&candidate, now_ms).await?;
+        let signer = signer_of(&stored)?;
+        if stored.info.key_id == candidate.key_id {
+            tracing::info!(key_id = signer.key_id(), public_key = %stored.info.public_key,
+                "made the first signing key: give executors this public key (kadence key list)");
+        }
+        Ok(Signer::new(signer))
+    }
+
+    /// The key in use.
+    pub fn current(&self) -> Arc<RecordSigner> {
+        // A poisoned lock still holds a whole key: the swap is one assignment.
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Switches to the database's newest active key if it is another; returns whether it did.
+    pub async fn refresh_once(&self, store: &dyn SigningKeys) -> Result<bool, SignerError> {
+        let Some(stored) = store.newest_signing_key().await? else {
+            // Only a hand-edited table has no active key (the last one cannot be retired).
+            tracing::warn!(
+                key_id = self.current().key_id(),
+                "the database holds no active signing key; signing with the last one read"
+            );
+            return Ok(false);
+        };
+        if stored.info.key_id == self.current().key_id() {
+            return Ok(false);
+        }
+        let signer = Arc::new(signer_of(&stored)?);
+        tracing::info!(
+            key_id = signer.key_id(),
+            "signing with a new key from now on"
+        );
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = signer;
+        Ok(true)
+    }
+}
+
+/// Runs [`Signer::refresh_once`] every `interval` until `shutdown`.
+pub async fn run_refresh(
+    signer: Arc<Signer>,
+    store: Arc<dyn SigningKeys>,
+    interval: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        if let Err(error) = signer.refresh_once(store.as_ref()).await {
+            tracing::warn!(%error, "cannot refresh the signing key; signing with the one in use");
+        }
+    }
+}
+
+/// The producer of trigger and control records: every record it sends is signed with the
+/// node's current key, and it offers no way to send one unsigned.
+#[derive(Clone)]
+pub struct SignedProducer {
+    producer: FutureProducer,
+    signer: Arc<Signer>,
+}
+
+impl SignedProducer {
+    /// Signs what `producer` sends with `signer`'s key.
+    pub fn new(producer: FutureProducer, signer: Arc<Signer>) -> Self {
+        SignedProducer { producer, signer }
+    }
+
+    /// The signer.
+    pub fn signer(&self) -> &Arc<Signer> {
+        &self.signer
+    }
+
+    /// Enqueues a signed record (to `partition`, or where the partitioner puts it) and
+    /// returns its delivery; fails at once when it cannot be enqueued (a full local queue is
+    /// retriable).
+    pub fn send_result(
+        &self,
+        topic: &str,
+        key: &str,
+        payload: &[u8],
+        partition: Option<i32>,
+    ) -> Result<DeliveryFuture, KafkaError> {
+        let headers = self.signer.current().headers(topic, payload);
+        let mut record = FutureRecord::to(topic)
+            .key(key)
+            .payload(payload)
+            .headers(headers);
+        if let Some(partition) = partition {
+            record = record.partition(partition);
+        }
+        self.producer
+            .send_result(record)
+            .map_err(|(error, _)| error)
+    }
+
+    /// Sends a signed record and waits for the broker's acknowledgement, at most `timeout`
+    /// to enqueue it.
+    pub async fn send(
+        &self,
+        topic: &str,
+        key: &str,
+        payload: &[u8],
+        timeout: Duration,
+    ) -> Result<(), KafkaError> {
+        let headers = self.signer.current().headers(topic, payload);
+        let record = FutureRecord::to(topic)
+            .key(key)
+            .payload(payload)
+            .headers(headers);
+        self.producer
+            .send(record, Timeout::After(timeout))
+            .await
+            .map(|_| ())
+            .map_err(|(error, _)| error)
+    }
+}

@@ -1,0 +1,71 @@
+//! Why a store operation failed: [`StoreError`], one enum for both backends.
+
+use kadence_schemas::{AppName, JobId};
+
+/// A failed store operation.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or reached.
+    #[error("cannot connect to the {backend} database: {source}")]
+    Connect {
+        /// "sqlite" or "postgres".
+        backend: &'static str,
+        /// The driver's error.
+        source: sqlx::Error,
+    },
+    /// Applying the schema migrations failed.
+    #[error("cannot apply the {backend} schema migrations: {source}")]
+    Migrate {
+        /// "sqlite" or "postgres".
+        backend: &'static str,
+        /// The migrator's error.
+        source: sqlx::migrate::MigrateError,
+    },
+    /// A query failed; `operation` names what was being done.
+    #[error("database error while trying to {operation}: {source}")]
+    Query {
+        /// What the store was doing, e.g. "create a job".
+        operation: &'static str,
+        /// The driver's error.
+        source: sqlx::Error,
+    },
+    /// An app with this name exists already.
+    #[error("app {0} exists already")]
+    AppExists(AppName),
+    /// No app has this name.
+    #[error("unknown app {0}: create it first (kadence app add {0} --partitions N)")]
+    UnknownApp(AppName),
+    /// A user with this name exists.
+    #[error("user {0} exists already")]
+    UserExists(String),
+    /// No job has this id.
+    #[error("job {0} does not exist")]
+    JobNotFound(JobId),
+    /// A stored row holds a value the scheduler cannot read (edited by hand, or written by a
+    /// newer version).
+    #[error("stored {what} cannot be read: {reason}")]
+    CorruptRow {
+        /// Which row, e.g. "job 12".
+        what: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn query(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+        move |source| StoreError::Query { operation, source }
+    }
+
+    /// Whether the operation failed only because no connection of its pool became free in
+    /// time (the database is busy or out of reach): worth retrying later, not a bug.
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Query {
+                source: sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
+                ..
+            }
+        )
+    }
+}
