@@ -28,6 +28,9 @@ macro_rules! string_enum {
         pub enum $name { $($(#[$vmeta])* $variant),+ }
 
         impl $name {
+            /// Every value, in declaration order (the CLI lists them in `--help`).
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
             /// Every accepted spelling, comma separated (used in error messages).
             pub const EXPECTED: &'static str = concat!($($text, ", "),+);
 

@@ -6,7 +6,8 @@
 //!   reports; [`enums`]: the enumerations users type and the error naming accepted values.
 //! - [`store`]: the [`Store`](store::Store) trait with SQLite and PostgreSQL backends: apps,
 //!   jobs and job-log rows (one per trigger, keyed by its deterministic trigger id).
-//! - [`schedule`]: Quartz cron, fixed rate and manual-only schedules, per-job time zone.
+//! - [`schedule`]: Quartz cron, fixed rate and manual-only schedules, per-job time zone;
+//!   `quartz` handles the Quartz forms the `croner` crate lacks (`L` as day-of-week, `L-n`).
 //! - [`planning`]: pure fire planning: which fires of a due job a scan writes, misfires.
 //! - [`preread`]: `pre_read_once(now)` reads due jobs under the schedule lock, plans their fires
 //!   and writes each as a pending job-log row (the durable half of the time wheel).
@@ -63,6 +64,7 @@ pub mod model;
 pub mod monitors;
 pub mod planning;
 pub mod preread;
+mod quartz;
 pub mod registry;
 pub mod results;
 pub mod routing;

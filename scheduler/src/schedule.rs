@@ -1,22 +1,21 @@
 //! Schedule maths: parsing a schedule (type + configuration) and computing fire times.
 //!
 //! CRON expressions use Quartz syntax as XXL-JOB users write it: seconds first, an optional
-//! year, `?`, names, `L`, `W` and `#`. They are evaluated with the `croner` crate rather than
-//! `cron`: `cron` cannot express `L`, `W` or `#`, which XXL-JOB users rely on, while
-//! `croner` has a Quartz mode (required seconds, optional year, Quartz weekday numbering
-//! 1 = Sunday … 7 = Saturday). Every expression is evaluated in the job's IANA time zone and the
-//! result is stored and compared as UTC milliseconds.
+//! year, `?`, names, `L` (`L-n`), `W` and `#`. They are evaluated with the `croner` crate
+//! rather than `cron`: `cron` cannot express `L`, `W` or `#`, which XXL-JOB users rely on,
+//! while `croner` has a Quartz mode (required seconds, optional year, Quartz weekday numbering
+//! 1 = Sunday … 7 = Saturday). The Quartz forms croner lacks (`L` alone as day-of-week, `L-n`
+//! as day-of-month) are handled around it by `crate::quartz`. Every expression is evaluated in
+//! the job's IANA time zone and the result is stored and compared as UTC milliseconds.
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
+use crate::enums::{ModelError, string_enum};
+use crate::quartz::QuartzCron;
 use chrono::TimeZone;
 use chrono_tz::Tz;
-use croner::Cron;
-use croner::parser::{CronParser, Seconds, Year};
-
-use crate::enums::{ModelError, string_enum};
 
 string_enum!(
     /// The kind of schedule a job has.
@@ -74,7 +73,7 @@ pub enum ScheduleError {
 #[derive(Clone)]
 pub struct CronSpec {
     expression: String,
-    cron: Arc<Cron>,
+    cron: Arc<QuartzCron>,
 }
 
 impl CronSpec {
@@ -101,13 +100,10 @@ impl CronSpec {
                 cron,
             });
         }
-        let cron =
-            quartz_parser()
-                .parse(expression)
-                .map_err(|error| ScheduleError::InvalidCron {
-                    expression: expression.to_owned(),
-                    reason: explain_cron_error(expression, &error.to_string()),
-                })?;
+        let cron = QuartzCron::parse(expression).map_err(|error| ScheduleError::InvalidCron {
+            expression: expression.to_owned(),
+            reason: explain_cron_error(expression, &error.to_string()),
+        })?;
         let cron = Arc::new(cron);
         if let Ok(mut cache) = parsed_crons().lock() {
             cache.insert(expression.to_owned(), Arc::clone(&cron));
@@ -127,8 +123,7 @@ impl CronSpec {
     pub fn next_after(&self, after_ms: i64, zone: Tz) -> Option<i64> {
         let after = zone.timestamp_millis_opt(after_ms).single()?;
         self.cron
-            .find_next_occurrence(&after, false)
-            .ok()
+            .next_after(&after)
             .map(|next| next.timestamp_millis())
     }
 }
@@ -140,11 +135,12 @@ const PARSED_CRONS_KEPT: usize = 4_096;
 /// Parsed expressions by text. Every pre-read scan turns each due job row back into a
 /// [`ScheduleSpec`]; at 100 000 fires/s parsing the same few expressions again was a tenth of
 /// the scheduler's CPU (measured with `perf`, see the README's benchmark section).
-fn parsed_crons() -> &'static std::sync::Mutex<hashlink::LruCache<String, Arc<Cron>>> {
-    static PARSED: std::sync::LazyLock<std::sync::Mutex<hashlink::LruCache<String, Arc<Cron>>>> =
-        std::sync::LazyLock::new(|| {
-            std::sync::Mutex::new(hashlink::LruCache::new(PARSED_CRONS_KEPT))
-        });
+fn parsed_crons() -> &'static std::sync::Mutex<hashlink::LruCache<String, Arc<QuartzCron>>> {
+    static PARSED: std::sync::LazyLock<
+        std::sync::Mutex<hashlink::LruCache<String, Arc<QuartzCron>>>,
+    > = std::sync::LazyLock::new(|| {
+        std::sync::Mutex::new(hashlink::LruCache::new(PARSED_CRONS_KEPT))
+    });
     &PARSED
 }
 
@@ -159,17 +155,6 @@ const CRON_FIELDS: [&str; 7] = [
     "year",
 ];
 
-fn quartz_parser() -> CronParser {
-    CronParser::builder()
-        .seconds(Seconds::Required)
-        .year(Year::Optional)
-        .alternative_weekdays(true)
-        // Quartz's `X/N` (start at X, every N: XXL-JOB's ubiquitous `0/5`), which croner
-        // rejects by default.
-        .sloppy_ranges(true)
-        .build()
-}
-
 /// Names the field that makes `expression` invalid: each field is tried alone, with every
 /// other field a wildcard, and the first one that fails on its own is the culprit.
 fn explain_cron_error(expression: &str, parser_message: &str) -> String {
@@ -177,7 +162,7 @@ fn explain_cron_error(expression: &str, parser_message: &str) -> String {
     for (index, field) in fields.iter().enumerate() {
         let mut probe = vec!["*"; fields.len()];
         probe[index] = field;
-        if let Err(error) = quartz_parser().parse(&probe.join(" ")) {
+        if let Err(error) = QuartzCron::parse(&probe.join(" ")) {
             return format!(
                 "field {} ({}) {field:?} is invalid: {error}",
                 index + 1,
@@ -293,6 +278,37 @@ pub fn preview(schedule: &ScheduleSpec, zone: Tz, after_ms: i64, count: usize) -
     fires
 }
 
+/// Why a preview of `count` fires after `after_ms` found only `fires`, or `None` when it found
+/// them all. No fire at all means the schedule never fires (after `after_ms`): a job cannot be
+/// saved with a cron expression that never fires again.
+pub fn preview_shortfall(
+    schedule: &ScheduleSpec,
+    zone: Tz,
+    after_ms: i64,
+    fires: &[i64],
+    count: usize,
+) -> Option<String> {
+    if fires.len() >= count {
+        return None;
+    }
+    let note = match (schedule, fires.last()) {
+        (ScheduleSpec::None, _) => {
+            "schedule type NONE never fires on its own: manual, API and child triggers only"
+                .to_owned()
+        }
+        (ScheduleSpec::Cron(cron), None) => format!(
+            "{:?} never fires after {}: a day no month has (such as 30 in February) or only \
+             past years",
+            cron.as_str(),
+            format_in_zone(after_ms, zone)
+        ),
+        (_, Some(&last)) => format!("no fire after {}", format_in_zone(last, zone)),
+        // Fixed rates and delays always have a next fire.
+        (_, None) => format!("no fire after {}", format_in_zone(after_ms, zone)),
+    };
+    Some(note)
+}
+
 /// `ms` as RFC 3339 with the offset `zone` has at that instant (e.g.
 /// `2026-01-05T09:30:00+01:00`).
 pub fn format_in_zone(ms: i64, zone: Tz) -> String {
@@ -352,6 +368,124 @@ mod tests {
             .next_after(ms("2026-01-01T00:00:00Z"), Tz::UTC)
             .unwrap();
         assert_eq!(next, ms("2026-01-16T12:00:00Z"));
+    }
+
+    fn fires(expression: &str, after: &str, count: usize) -> Vec<i64> {
+        let spec = ScheduleSpec::parse("CRON", expression).unwrap();
+        preview(&spec, Tz::UTC, ms(after), count)
+    }
+
+    #[test]
+    fn l_alone_as_day_of_week_is_saturday() {
+        // Quartz: L in day-of-week is 7, Saturday. 2026-01-01 is a Thursday.
+        assert_eq!(
+            fires("0 0 12 ? * L", "2026-01-01T00:00:00Z", 3),
+            vec![
+                ms("2026-01-03T12:00:00Z"),
+                ms("2026-01-10T12:00:00Z"),
+                ms("2026-01-17T12:00:00Z")
+            ]
+        );
+        // In a list too, and the last Friday (6L) keeps its meaning beside it.
+        assert_eq!(
+            fires("0 0 12 ? * 2,l", "2026-01-01T00:00:00Z", 2),
+            vec![ms("2026-01-03T12:00:00Z"), ms("2026-01-05T12:00:00Z")]
+        );
+        assert_eq!(
+            fires("0 0 12 ? * 6L", "2026-01-01T00:00:00Z", 1),
+            vec![ms("2026-01-30T12:00:00Z")]
+        );
+    }
+
+    #[test]
+    fn l_minus_n_is_n_days_before_the_last_day_of_the_month() {
+        // 31, 28 (2026 is not a leap year), 31, 30 days.
+        assert_eq!(
+            fires("0 15 10 L-2 * ?", "2026-01-01T00:00:00Z", 4),
+            vec![
+                ms("2026-01-29T10:15:00Z"),
+                ms("2026-02-26T10:15:00Z"),
+                ms("2026-03-29T10:15:00Z"),
+                ms("2026-04-28T10:15:00Z")
+            ]
+        );
+        // February of a leap year has 29 days.
+        assert_eq!(
+            fires("0 15 10 L-2 * ?", "2028-02-01T00:00:00Z", 1),
+            vec![ms("2028-02-27T10:15:00Z")]
+        );
+        // Later the same day, then the next month's.
+        assert_eq!(
+            fires("0 15 10 L-2 * ?", "2026-01-29T10:15:00Z", 1),
+            vec![ms("2026-02-26T10:15:00Z")]
+        );
+        // Every second of that day, and none of the day before.
+        assert_eq!(
+            fires("* * * L-2 * ?", "2026-02-25T23:59:58Z", 2),
+            vec![ms("2026-02-26T00:00:00Z"), ms("2026-02-26T00:00:01Z")]
+        );
+        // L-30 only exists in 31-day months; L-28 in February only in leap years.
+        assert_eq!(
+            fires("0 0 0 L-30 * ?", "2026-01-01T00:00:00Z", 2),
+            vec![ms("2026-03-01T00:00:00Z"), ms("2026-05-01T00:00:00Z")]
+        );
+        assert_eq!(
+            fires("0 0 0 L-28 2 ?", "2026-01-01T00:00:00Z", 2),
+            vec![ms("2028-02-01T00:00:00Z"), ms("2032-02-01T00:00:00Z")]
+        );
+        // L-nW: the weekday nearest it. 2026-05-29 is a Friday, 2026-03-29 a Sunday.
+        assert_eq!(
+            fires("0 0 9 L-2W 3 ?", "2026-01-01T00:00:00Z", 1),
+            vec![ms("2026-03-30T09:00:00Z")]
+        );
+    }
+
+    #[test]
+    fn l_minus_n_is_refused_where_quartz_refuses_it() {
+        for (expression, problem) in [
+            ("0 0 0 L-31 * ?", "from 0 to 30"),
+            ("0 0 0 1,L-2 * ?", "whole day-of-month field"),
+            ("0 0 0 L-2 * MON", "whole day-of-month field"),
+        ] {
+            let err = ScheduleSpec::parse("CRON", expression).unwrap_err();
+            assert!(err.to_string().contains(problem), "{expression}: {err}");
+        }
+        let err = ScheduleSpec::parse("CRON", "0 0 0 L-31 * ?").unwrap_err();
+        assert!(
+            err.to_string().contains("field 4 (day-of-month) \"L-31\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_schedule_that_never_fires_says_so() {
+        let after = ms("2026-01-01T00:00:00Z");
+        for expression in ["0 0 0 30 2 ?", "0 0 0 L-30 2 ?", "0 0 0 1 1 ? 2020"] {
+            let spec = ScheduleSpec::parse("CRON", expression).unwrap();
+            let started = std::time::Instant::now();
+            assert_eq!(spec.next_after(after, Tz::UTC), None, "{expression}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(2),
+                "{expression} took {:?} to give up",
+                started.elapsed()
+            );
+            let note = preview_shortfall(&spec, Tz::UTC, after, &[], 5).unwrap();
+            assert!(
+                note.starts_with(&format!(
+                    "{expression:?} never fires after 2026-01-01T00:00:00+00:00"
+                )),
+                "{note}"
+            );
+        }
+        let once = ScheduleSpec::parse("CRON", "0 0 0 1 1 ? 2027").unwrap();
+        let fires = preview(&once, Tz::UTC, after, 3);
+        assert_eq!(
+            preview_shortfall(&once, Tz::UTC, after, &fires, 3).as_deref(),
+            Some("no fire after 2027-01-01T00:00:00+00:00")
+        );
+        assert_eq!(preview_shortfall(&once, Tz::UTC, after, &fires, 1), None);
+        let manual = preview_shortfall(&ScheduleSpec::None, Tz::UTC, after, &[], 1).unwrap();
+        assert!(manual.contains("NONE never fires on its own"), "{manual}");
     }
 
     #[test]

@@ -63,6 +63,30 @@ async fn kadence_with(
     }
 }
 
+/// Runs `kadence --api {api} {args}` with its standard output a pipe whose reader has gone
+/// before it writes (as under `| head -1` once `head` has its line).
+async fn kadence_into_closed_pipe(api: &str, args: &[&str]) -> Output {
+    let config_dir = CONFIG_DIR.path().to_str().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kadence"))
+        .arg("--api")
+        .arg(api)
+        .args(args)
+        .env_remove("KADENCE_TOKEN")
+        .env("KADENCE_CONFIG_DIR", config_dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run kadence");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().await.expect("run kadence");
+    Output {
+        success: output.status.success(),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 const ADMIN_PASSWORD: &str = "cli-admin-password";
 
 /// A scheduler on a fresh SQLite database whose first admin has [`ADMIN_PASSWORD`]; the
@@ -138,6 +162,28 @@ async fn operators_manage_apps_and_jobs_without_sql() {
         "{}",
         bad_cron.stderr
     );
+    // A schedule that can never fire is refused when the job is saved, not kept silently.
+    let never = kadence(
+        &api,
+        &[
+            "job",
+            "add",
+            "--app",
+            "clidemo",
+            "--handler",
+            "h",
+            "--cron",
+            "0 0 0 30 2 ?",
+        ],
+    )
+    .await;
+    assert!(!never.success);
+    assert!(
+        never.stderr.contains("\"0 0 0 30 2 ?\" never fires after")
+            && never.stderr.contains("(HTTP 400)"),
+        "{}",
+        never.stderr
+    );
     let no_schedule = kadence(&api, &["job", "add", "--app", "clidemo", "--handler", "h"]).await;
     assert!(!no_schedule.success);
     assert!(
@@ -184,6 +230,9 @@ async fn operators_manage_apps_and_jobs_without_sql() {
             "0 0 3 ? * MON-FRI",
             "--time-zone",
             "Europe/Berlin",
+            // Any case, as the API takes it.
+            "--route",
+            "consistent_hash",
             "--start",
         ],
     )
@@ -237,6 +286,35 @@ async fn operators_manage_apps_and_jobs_without_sql() {
         "{}",
         bad_log.stderr
     );
+    // A full page of runs says it shows the newest only, and how to see older ones.
+    let again = kadence(&api, &["job", "trigger", "1"]).await;
+    assert!(again.success, "{}", again.stderr);
+    let newest = kadence(&api, &["job", "runs", "1", "--limit", "1"]).await;
+    assert!(newest.success, "{}", newest.stderr);
+    let hint = newest.stdout.lines().last().unwrap_or_default();
+    let older = hint
+        .strip_prefix("more: these are the newest 1 runs; for older ones: kadence ")
+        .unwrap_or_else(|| panic!("a hint under a full page: {}", newest.stdout));
+    assert!(!newest.stdout.contains(&trigger_id), "{}", newest.stdout);
+    let older: Vec<&str> = older.split_whitespace().collect();
+    assert_eq!(&older[..3], ["job", "runs", "1"], "{hint}");
+    let older = kadence(&api, &older).await;
+    assert!(older.success, "{}", older.stderr);
+    assert!(older.stdout.contains(&trigger_id), "{}", older.stdout);
+    assert!(
+        older
+            .stdout
+            .contains("more: for older runs: kadence job runs 1 --after "),
+        "{}",
+        older.stdout
+    );
+    let all = kadence(&api, &["job", "runs", "1"]).await;
+    assert!(
+        !all.stdout.contains("more:"),
+        "not a full page: {}",
+        all.stdout
+    );
+
     // No executor has beaten yet: the listing has its header only.
     let executors = kadence(&api, &["executor", "list", "--app", "clidemo"]).await;
     assert!(executors.success, "{}", executors.stderr);
@@ -260,6 +338,15 @@ async fn operators_manage_apps_and_jobs_without_sql() {
 
     let listed = kadence(&api, &["job", "list", "--app", "clidemo"]).await;
     assert_eq!(listed.stdout.lines().count(), 3, "{}", listed.stdout);
+    // `kadence job list | head -1`: a reader that went away ends the command quietly.
+    for args in [&["job", "list"][..], &["job", "runs", "1"], &["openapi"]] {
+        let piped = kadence_into_closed_pipe(&api, args).await;
+        assert!(
+            piped.success && piped.stderr.is_empty(),
+            "{args:?} into a closed pipe: {}",
+            piped.stderr
+        );
+    }
     let unreachable = kadence("http://127.0.0.1:9", &["job", "list"]).await;
     assert!(!unreachable.success);
     assert!(
@@ -329,6 +416,118 @@ async fn preview_prints_fire_times_and_names_the_bad_field() {
         bad_from.stderr.contains("not an RFC 3339 instant"),
         "{}",
         bad_from.stderr
+    );
+    // A schedule that never fires says so and fails, rather than printing nothing.
+    let never = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--cron",
+            "0 0 0 30 2 ?",
+            "--from",
+            "2026-01-01T00:00:00Z",
+        ],
+    )
+    .await;
+    assert!(!never.success);
+    assert_eq!(never.stdout, "");
+    assert!(
+        never
+            .stderr
+            .starts_with("error: \"0 0 0 30 2 ?\" never fires after 2026-01-01T00:00:00+00:00"),
+        "{}",
+        never.stderr
+    );
+    // One that runs out prints what it has, and says it ends there.
+    let last = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--cron",
+            "0 0 0 1 1 ? 2027",
+            "--from",
+            "2026-01-01T00:00:00Z",
+        ],
+    )
+    .await;
+    assert!(last.success, "{}", last.stderr);
+    assert_eq!(last.stdout, "2027-01-01T00:00:00+00:00\n");
+    assert_eq!(last.stderr, "no fire after 2027-01-01T00:00:00+00:00\n");
+    // Quartz's L (Saturday) and L-n, which once fired never and were refused.
+    let saturdays = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--cron",
+            "0 0 12 ? * L",
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--count",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(saturdays.stdout, "2026-01-03T12:00:00+00:00\n");
+    let before_last = kadence(
+        unused_api,
+        &[
+            "preview",
+            "--cron",
+            "0 15 10 L-2 * ?",
+            "--from",
+            "2026-02-01T00:00:00Z",
+            "--count",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(before_last.stdout, "2026-02-26T10:15:00+00:00\n");
+}
+
+/// `kadence job add --help` lists every accepted value of the enumerated flags, taken from the
+/// enums themselves, and a value outside them is refused before any request.
+#[tokio::test]
+async fn job_add_help_lists_every_strategy() {
+    use kadence_scheduler::model::RouteStrategy;
+
+    let unused_api = "http://127.0.0.1:9";
+    let help = kadence(unused_api, &["job", "add", "--help"]).await;
+    assert!(help.success, "{}", help.stderr);
+    let route = help
+        .stdout
+        .split("--route <ROUTE>")
+        .nth(1)
+        .and_then(|rest| rest.split("--block").next())
+        .unwrap_or_else(|| panic!("--route in the help: {}", help.stdout));
+    assert_eq!(RouteStrategy::ALL.len(), 10);
+    for strategy in RouteStrategy::ALL {
+        assert!(route.contains(strategy.as_str()), "{strategy}: {route}");
+    }
+    for value in ["DISCARD_LATER", "FIRE_ONCE_NOW", "ALL_SHARDS"] {
+        assert!(help.stdout.contains(value), "{value}: {}", help.stdout);
+    }
+    let bad = kadence(
+        unused_api,
+        &[
+            "job",
+            "add",
+            "--app",
+            "a",
+            "--handler",
+            "h",
+            "--manual",
+            "--route",
+            "NEAREST",
+        ],
+    )
+    .await;
+    assert!(!bad.success);
+    assert!(
+        bad.stderr
+            .contains("invalid value 'NEAREST' for '--route <ROUTE>'")
+            && bad.stderr.contains("SHARDING_BROADCAST"),
+        "{}",
+        bad.stderr
     );
 }
 

@@ -1,6 +1,6 @@
-//! What operators do, end to end: bad input is a 4xx everywhere, a busy API answers 503 with
-//! `Retry-After` (never 500), and stopping or rescheduling a job stops the fires planned
-//! under its old state on every scheduler node.
+//! What operators do, end to end: bad input is a 4xx everywhere (a schedule that never fires
+//! included), a busy API answers 503 with `Retry-After` (never 500), and stopping or
+//! rescheduling a job stops the fires planned under its old state on every scheduler node.
 //!
 //! On both stores: each test is about what the database holds or how it behaves (NUL in text,
 //! a locked table, cancelled fires, paging).
@@ -111,6 +111,56 @@ async fn bad_input_is_a_4xx_everywhere(backend: Backend) {
             "{answer}"
         );
     }
+    // A cron expression that never fires is refused when saved (created or edited), and
+    // its preview says why instead of listing nothing.
+    let never = "0 0 0 30 2 ?";
+    for (method, path, body) in [
+        (
+            post.clone(),
+            "/api/jobs",
+            json!({"app": "strict", "handler": "ok", "schedule_conf": never}),
+        ),
+        (
+            patch.clone(),
+            job_path.as_str(),
+            json!({"schedule_type": "CRON", "schedule_conf": never}),
+        ),
+    ] {
+        let (status, answer) = app.call(method.clone(), path, Some(body)).await;
+        assert_eq!(status, 400, "{method} {path}: {answer}");
+        let message = answer["error"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{never:?} never fires after ")),
+            "{method} {path}: {message}"
+        );
+    }
+    let (status, preview) = app
+        .call(
+            reqwest::Method::GET,
+            "/api/schedules/preview?schedule_conf=0%200%200%2030%202%20%3F&after_ms=0",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{preview}");
+    assert_eq!(preview["fires"], json!([]));
+    assert_eq!(preview["never_fires"], json!(true));
+    assert_eq!(
+        preview["message"].as_str().unwrap_or_default(),
+        format!(
+            "{never:?} never fires after 1970-01-01T00:00:00+00:00: a day no month has \
+             (such as 30 in February) or only past years"
+        )
+    );
+    let (_, preview) = app
+        .call(
+            reqwest::Method::GET,
+            "/api/schedules/preview?schedule_conf=0%200%2012%20%3F%20*%20L&after_ms=0&count=1",
+            None,
+        )
+        .await;
+    assert_eq!(preview["fires"], json!(["1970-01-03T12:00:00+00:00"]));
+    assert_eq!(preview["never_fires"], json!(false));
+    assert_eq!(preview["message"], json!(null));
     // Nothing of the refused requests was written.
     let (status, jobs) = app.call(reqwest::Method::GET, "/api/jobs", None).await;
     assert_eq!(status, 200);

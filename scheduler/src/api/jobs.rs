@@ -18,9 +18,11 @@ use super::job_spec::{JobView, NewJobRequest, check_children, parse_new_job};
 use super::pages::{Page, page_request};
 use super::{ApiState, bad_request, load_job_for, parse_app_filter};
 use crate::model::{Access, GlueVersion, Job, JobStatus, NewJob};
-use crate::schedule::ScheduleSpec;
+use crate::schedule::{ScheduleSpec, preview_shortfall};
 use crate::store::{JobChange, JobFilter};
 
+/// `POST /api/jobs`. A cron expression that never fires again (30 February, only past
+/// years) is refused with 400: the job would wait for ever with nothing saying why.
 #[utoipa::path(
     post, path = "/api/jobs", tag = "jobs", request_body = NewJobRequest,
     responses(
@@ -35,6 +37,7 @@ pub(super) async fn create_job(
 ) -> Result<(StatusCode, AuditNote, Json<JobView>), ApiError> {
     let start = request.start;
     let spec = parse_new_job(request)?;
+    require_a_fire(&spec, state.clock.now_ms())?;
     caller.require(&spec.app, Access::Operate)?;
     require_script_grant(&caller, &spec, None)?;
     check_child_apps(&state, &caller, &spec).await?;
@@ -120,6 +123,9 @@ pub(super) async fn update_job(
     let schedule_changed =
         spec.schedule != current.spec.schedule || spec.time_zone != current.spec.time_zone;
     let now = state.clock.now_ms();
+    if schedule_changed {
+        require_a_fire(&spec, now)?;
+    }
     let (status, next_fire_ms) = match (current.status, schedule_changed) {
         (JobStatus::Running, true) => {
             if spec.schedule == ScheduleSpec::None {
@@ -209,6 +215,21 @@ pub(super) async fn list_jobs(
     Ok(Json(Page::new(views, page.limit, |job: &JobView| {
         job.id.to_string()
     })))
+}
+
+/// Refuses a cron expression with no fire after `now_ms`. Checked when a schedule is saved,
+/// not when it is read back, so a job whose last year has passed still loads and lists.
+fn require_a_fire(spec: &NewJob, now_ms: i64) -> Result<(), ApiError> {
+    let ScheduleSpec::Cron(_) = spec.schedule else {
+        return Ok(());
+    };
+    match spec.schedule.next_after(now_ms, spec.time_zone) {
+        Some(_) => Ok(()),
+        None => Err(bad_request(
+            preview_shortfall(&spec.schedule, spec.time_zone, now_ms, &[], 1)
+                .unwrap_or_else(|| "the schedule never fires".to_owned()),
+        )),
+    }
 }
 
 /// Makes a stop's or an edit's cancellation known to this node's dispatch at once (other

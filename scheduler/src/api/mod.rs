@@ -174,7 +174,8 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
         .route_layer(from_fn_with_state(Arc::clone(&state), caller::authenticate))
         .merge(public)
         .layer(DefaultBodyLimit::max(limits.body_limit));
-    // Liveness stays outside the load limits: a busy node is alive.
+    // Liveness stays outside the load limits: a busy node is alive, and a liveness probe
+    // answered 503 would have it restarted for being busy.
     let (health, _) = health_routes().split_for_parts();
     limits::with_load_limits(api, limits)
         .merge(health)
@@ -225,7 +226,8 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(signing_keys::retire_signing_key))
 }
 
-/// The routes anyone may call (marked public in the document by `openapi`).
+/// The routes anyone may call (marked public in the document by `openapi`) but `/health`:
+/// the login and the schema registry.
 fn public_routes() -> OpenApiRouter<Arc<ApiState>> {
     OpenApiRouter::new()
         .routes(routes!(sessions::login))

@@ -10,7 +10,7 @@ use super::body::ApiQuery;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::{ApiState, bad_request};
-use crate::schedule::{ScheduleSpec, parse_time_zone};
+use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview, preview_shortfall};
 
 /// Query of `GET /api/schedules/preview`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -28,15 +28,23 @@ pub(super) struct PreviewQuery {
 /// Answer of `GET /api/schedules/preview`.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PreviewResponse {
-    /// Fire times, ms since the epoch.
+    /// Fire times, ms since the epoch: `count` of them, fewer when the schedule runs out.
     pub fires_ms: Vec<i64>,
     /// The same instants in RFC 3339, in the schedule's time zone.
     pub fires: Vec<String>,
+    /// No fire at all after `after_ms` (`fires` is empty): a NONE schedule, or a cron
+    /// expression that never fires, which a job cannot be saved with.
+    pub never_fires: bool,
+    /// Why there are fewer fires than `count`, e.g. `"0 0 0 30 2 ?" never fires after …`;
+    /// null when there are `count`.
+    pub message: Option<String>,
 }
 
+/// The next fire times of a schedule, before a job is saved with it. A schedule that never
+/// fires answers 200 with no fires, `never_fires` and a message saying so.
 #[utoipa::path(
     get, path = "/api/schedules/preview", tag = "schedules", params(PreviewQuery),
-    responses((status = 200, description = "The next fire times", body = PreviewResponse)),
+    responses((status = 200, description = "The next fire times, or why there are fewer", body = PreviewResponse)),
 )]
 pub(super) async fn preview_schedule(
     State(state): State<Arc<ApiState>>,
@@ -55,10 +63,15 @@ pub(super) async fn preview_schedule(
         return Err(bad_request("count must be between 1 and 100"));
     }
     let after = query.after_ms.unwrap_or_else(|| state.clock.now_ms());
-    let fires_ms = crate::schedule::preview(&schedule, zone, after, count);
+    let fires_ms = preview(&schedule, zone, after, count);
     let fires = fires_ms
         .iter()
-        .map(|&ms| crate::schedule::format_in_zone(ms, zone))
+        .map(|&ms| format_in_zone(ms, zone))
         .collect();
-    Ok(Json(PreviewResponse { fires_ms, fires }))
+    Ok(Json(PreviewResponse {
+        never_fires: fires_ms.is_empty(),
+        message: preview_shortfall(&schedule, zone, after, &fires_ms, count),
+        fires_ms,
+        fires,
+    }))
 }

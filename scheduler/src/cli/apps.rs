@@ -3,6 +3,7 @@
 
 use super::args::AppCommand;
 use super::client::ApiClient;
+use super::print::outln;
 use crate::api::NewAppRequest;
 use crate::model::App;
 
@@ -20,16 +21,17 @@ pub(super) async fn app_command(client: &ApiClient, command: AppCommand) -> anyh
                 title,
             };
             let app: App = client.post("/api/apps", &request).await?;
-            println!(
+            outln!(
                 "created app {} with {} partitions",
-                app.name, app.partitions
-            );
+                app.name,
+                app.partitions
+            )?;
         }
         AppCommand::List => {
             let apps: Vec<App> = client.all("/api/apps", &[]).await?;
-            println!("{:<24} {:>10}  TITLE", "APP", "PARTITIONS");
+            outln!("{:<24} {:>10}  TITLE", "APP", "PARTITIONS")?;
             for app in apps {
-                println!("{:<24} {:>10}  {}", app.name, app.partitions, app.title);
+                outln!("{:<24} {:>10}  {}", app.name, app.partitions, app.title)?;
             }
         }
     }

@@ -2,9 +2,19 @@
 
 use std::path::PathBuf;
 
+use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand};
+use kadence_schemas::BlockStrategy;
 
 use crate::api::DEFAULT_PAGE_SIZE;
+use crate::model::{ChildTriggerMode, RouteStrategy};
+use crate::schedule::MisfireStrategy;
+
+/// The values a flag accepts, taken from the enum itself so that `--help` lists them all and
+/// cannot fall behind it; any case, as the API takes them.
+fn one_of<T: Copy>(all: &'static [T], name: fn(T) -> &'static str) -> PossibleValuesParser {
+    PossibleValuesParser::new(all.iter().map(|&value| name(value)))
+}
 
 /// Kadence: a distributed job scheduler on Kafka.
 #[derive(Debug, Parser)]
@@ -281,11 +291,12 @@ pub(super) enum JobCommand {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// List a job's newest runs with their result codes and messages.
+    /// List a job's newest runs with their result codes and messages; a full page ends with
+    /// the command for older ones.
     Runs {
         /// Job id.
         id: String,
-        /// How many runs (at most 1000).
+        /// How many runs, newest first (at most 1000).
         #[arg(long, default_value_t = 20)]
         limit: u32,
         /// Only runs older than this log id (the hint under a full page gives it).
@@ -335,14 +346,15 @@ pub(super) struct AddJob {
     /// IANA time zone of the schedule.
     #[arg(long, default_value = "UTC")]
     pub(super) time_zone: String,
-    /// DO_NOTHING or FIRE_ONCE_NOW.
-    #[arg(long)]
+    /// What to do with fires missed while the schedulers were down (default DO_NOTHING).
+    #[arg(long, value_parser = one_of(MisfireStrategy::ALL, MisfireStrategy::as_str), ignore_case = true)]
     pub(super) misfire: Option<String>,
-    /// FIRST, LAST or RANDOM.
-    #[arg(long)]
+    /// How the partition, hence the executor, is picked (default FIRST).
+    #[arg(long, value_parser = one_of(RouteStrategy::ALL, RouteStrategy::as_str), ignore_case = true)]
     pub(super) route: Option<String>,
-    /// SERIAL_EXECUTION, DISCARD_LATER, COVER_EARLY or CONCURRENT.
-    #[arg(long)]
+    /// What an executor does with a trigger while the job still runs (default
+    /// SERIAL_EXECUTION).
+    #[arg(long, value_parser = one_of(BlockStrategy::ALL, BlockStrategy::as_str), ignore_case = true)]
     pub(super) block: Option<String>,
     /// Timeout in seconds (0: none).
     #[arg(long)]
@@ -364,7 +376,7 @@ pub(super) struct AddJob {
     pub(super) child_job_ids: Vec<i64>,
     /// For a sharded job: EACH_SHARD (default) or ALL_SHARDS (children once all shards
     /// succeeded).
-    #[arg(long)]
+    #[arg(long, value_parser = one_of(ChildTriggerMode::ALL, ChildTriggerMode::as_str), ignore_case = true)]
     pub(super) child_trigger_mode: Option<String>,
     /// Script type (GLUE_SHELL, GLUE_PYTHON, …) for a script job; needs --glue-file.
     #[arg(long, requires = "glue_file")]

@@ -4,7 +4,7 @@ use anyhow::Context as _;
 
 use super::args::{AddJob, JobCommand};
 use super::client::ApiClient;
-use super::print::{describe_status, format_ms};
+use super::print::{describe_status, format_ms, outln};
 use crate::api::{
     JobView, KillRequest, KillResponse, NewJobRequest, Page, RunLogView, TriggerRequest,
     TriggerResponse,
@@ -22,7 +22,7 @@ pub(super) async fn job_command(client: &ApiClient, command: JobCommand) -> anyh
         } => list_jobs(client, app, status, limit, after).await?,
         JobCommand::Show { id } => {
             let job: JobView = client.get(&format!("/api/jobs/{id}")).await?;
-            println!("{}", serde_json::to_string_pretty(&job)?);
+            outln!("{}", serde_json::to_string_pretty(&job)?)?;
         }
         JobCommand::Edit { id, set } => {
             let changes: serde_json::Value = serde_json::from_str(&set)
@@ -35,15 +35,15 @@ pub(super) async fn job_command(client: &ApiClient, command: JobCommand) -> anyh
                         .json(&changes),
                 )
                 .await?;
-            println!("job {} updated ({})", job.id, describe_status(&job));
+            outln!("job {} updated ({})", job.id, describe_status(&job))?;
         }
         JobCommand::Start { id } => {
             let job: JobView = client.post(&format!("/api/jobs/{id}/start"), &()).await?;
-            println!("job {} {}", job.id, describe_status(&job));
+            outln!("job {} {}", job.id, describe_status(&job))?;
         }
         JobCommand::Stop { id } => {
             let job: JobView = client.post(&format!("/api/jobs/{id}/stop"), &()).await?;
-            println!("job {} {}", job.id, describe_status(&job));
+            outln!("job {} {}", job.id, describe_status(&job))?;
         }
         JobCommand::Trigger {
             id,
@@ -58,12 +58,15 @@ pub(super) async fn job_command(client: &ApiClient, command: JobCommand) -> anyh
                 .await?;
             for run in fired.runs {
                 if run.shard_total > 1 {
-                    println!(
+                    outln!(
                         "triggered {} (log id {}, shard {}/{})",
-                        run.trigger_id, run.log_id, run.shard_index, run.shard_total
-                    );
+                        run.trigger_id,
+                        run.log_id,
+                        run.shard_index,
+                        run.shard_total
+                    )?;
                 } else {
-                    println!("triggered {} (log id {})", run.trigger_id, run.log_id);
+                    outln!("triggered {} (log id {})", run.trigger_id, run.log_id)?;
                 }
             }
         }
@@ -71,7 +74,7 @@ pub(super) async fn job_command(client: &ApiClient, command: JobCommand) -> anyh
             let killed: KillResponse = client
                 .post(&format!("/api/jobs/{id}/kill"), &KillRequest { reason })
                 .await?;
-            println!("kill requested for job {}", killed.job_id);
+            outln!("kill requested for job {}", killed.job_id)?;
         }
         JobCommand::Log {
             log_id,
@@ -133,7 +136,7 @@ async fn add_job(client: &ApiClient, add: AddJob) -> anyhow::Result<()> {
             },
         )
         .await?;
-    println!("created job {} ({})", job.id, describe_status(&job));
+    outln!("created job {} ({})", job.id, describe_status(&job))?;
     Ok(())
 }
 
@@ -156,12 +159,16 @@ async fn list_jobs(
             ],
         )
         .await?;
-    println!(
+    outln!(
         "{:>6}  {:<16} {:<20} {:<9} {:<22} SCHEDULE",
-        "ID", "APP", "HANDLER", "STATUS", "NEXT FIRE"
-    );
+        "ID",
+        "APP",
+        "HANDLER",
+        "STATUS",
+        "NEXT FIRE"
+    )?;
     for job in page.items {
-        println!(
+        outln!(
             "{:>6}  {:<16} {:<20} {:<9} {:<22} {} {}",
             job.id,
             job.app,
@@ -170,7 +177,7 @@ async fn list_jobs(
             format_ms(job.next_fire_ms),
             job.schedule_type,
             job.schedule_conf
-        );
+        )?;
     }
     if let Some(next) = page.next {
         let mut more = format!("kadence job list --after {next} --limit {limit}");
@@ -179,7 +186,7 @@ async fn list_jobs(
                 more.push_str(&format!(" {flag} {value}"));
             }
         }
-        println!("more: {more}");
+        outln!("more: {more}")?;
     }
     Ok(())
 }
@@ -194,7 +201,7 @@ async fn print_log(client: &ApiClient, log_id: i64, from: i64, follow: bool) -> 
             .get(&format!("/api/runs/{log_id}/log?from_line={next}"))
             .await?;
         for line in &log.lines {
-            println!("{line}");
+            outln!("{line}")?;
         }
         next = log.next_line;
         if !follow {
@@ -213,25 +220,32 @@ async fn print_log(client: &ApiClient, log_id: i64, from: i64, follow: bool) -> 
     Ok(())
 }
 
-/// A job's runs, newest first, a page at a time.
+/// A job's runs, newest first, a page at a time. A full page says that older runs exist and
+/// how to list them: without it, the newest 20 looked like all there were.
 async fn list_runs(
     client: &ApiClient,
     id: &str,
     limit: u32,
     after: Option<String>,
 ) -> anyhow::Result<()> {
+    let first_page = after.is_none();
     let page: Page<Run> = client
         .page(
             &format!("/api/jobs/{id}/runs"),
             &[("limit", Some(limit.to_string())), ("after", after)],
         )
         .await?;
-    println!(
+    outln!(
         "{:>8} {:<40} {:<9} {:<24} {:<11} {:>4}  MESSAGE",
-        "LOG ID", "TRIGGER ID", "TYPE", "SCHEDULED", "STATE", "CODE"
-    );
+        "LOG ID",
+        "TRIGGER ID",
+        "TYPE",
+        "SCHEDULED",
+        "STATE",
+        "CODE"
+    )?;
     for run in page.items {
-        println!(
+        outln!(
             "{:>8} {:<40} {:<9} {:<24} {:<11} {:>4}  {}",
             run.log_id,
             run.trigger_id.as_str(),
@@ -242,10 +256,15 @@ async fn list_runs(
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "-".into()),
             run.handle_msg.as_deref().unwrap_or("").replace('\n', " ⏎ ")
-        );
+        )?;
     }
     if let Some(next) = page.next {
-        println!("more: kadence job runs {id} --after {next} --limit {limit}");
+        let shown = if first_page {
+            format!("these are the newest {limit} runs; for older ones: ")
+        } else {
+            "for older runs: ".to_owned()
+        };
+        outln!("more: {shown}kadence job runs {id} --after {next} --limit {limit}")?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use super::args::KeyCommand;
 use super::client::ApiClient;
-use super::print::format_ms;
+use super::print::{OutputError, format_ms, outln};
 use crate::api::SigningKeyView;
 
 /// Runs a `key` subcommand against the API.
@@ -10,11 +10,11 @@ pub(super) async fn key_command(client: &ApiClient, command: KeyCommand) -> anyh
     match command {
         KeyCommand::List => {
             let keys: Vec<SigningKeyView> = client.get("/api/signing-keys").await?;
-            print_keys(&keys);
+            print_keys(&keys)?;
         }
         KeyCommand::Rotate => {
             let key: SigningKeyView = client.post("/api/signing-keys/rotate", &()).await?;
-            print_keys(std::slice::from_ref(&key));
+            print_keys(std::slice::from_ref(&key))?;
             eprintln!(
                 "every scheduler node signs with key {} within signing.key_refresh_interval: \
                  add its public key to every executor's trusted keys now, and retire the old \
@@ -26,30 +26,34 @@ pub(super) async fn key_command(client: &ApiClient, command: KeyCommand) -> anyh
             let key: SigningKeyView = client
                 .post(&format!("/api/signing-keys/{id}/retire"), &())
                 .await?;
-            println!(
+            outln!(
                 "key {} retired at {}",
                 key.key_id,
                 format_ms(key.retired_at_ms)
-            );
+            )?;
         }
     }
     Ok(())
 }
 
 /// One line per key: id, public key, created, retired, and `*` on the one signing now.
-fn print_keys(keys: &[SigningKeyView]) {
-    println!(
+fn print_keys(keys: &[SigningKeyView]) -> Result<(), OutputError> {
+    outln!(
         "{:<16} {:<44} {:<26} {:<26} SIGNING",
-        "KEY", "PUBLIC KEY", "CREATED", "RETIRED"
-    );
+        "KEY",
+        "PUBLIC KEY",
+        "CREATED",
+        "RETIRED"
+    )?;
     for key in keys {
-        println!(
+        outln!(
             "{:<16} {:<44} {:<26} {:<26} {}",
             key.key_id,
             key.public_key,
             format_ms(Some(key.created_at_ms)),
             format_ms(key.retired_at_ms),
             if key.signing { "*" } else { "" }
-        );
+        )?;
     }
+    Ok(())
 }

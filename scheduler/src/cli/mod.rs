@@ -12,6 +12,11 @@
 //! kadence job trigger 1 --params '{"n": 1}'
 //! kadence job runs 1
 //! ```
+//!
+//! Output goes through `print::outln!`, never `println!`: a reader that stops early
+//! (`kadence job list | head -1`) ends the command quietly instead of a panic (see `print`).
+
+#![deny(clippy::print_stdout)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +50,7 @@ use executors::list_executors;
 use jobs::job_command;
 use keys::key_command;
 use preview::print_preview;
+use print::{OutputError, outln};
 use users::{print_audit, token_command, user_command};
 
 /// Entry point of the `kadence` binary.
@@ -62,6 +68,10 @@ pub fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of our output has all it wanted (`| head -1`): not a failure.
+        Err(error) if matches!(error.downcast_ref(), Some(OutputError::Closed)) => {
+            ExitCode::SUCCESS
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
@@ -96,7 +106,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Openapi => {
             let document = crate::api::openapi_document().to_pretty_json()?;
-            println!("{document}");
+            outln!("{document}")?;
             Ok(())
         }
         Command::Preview {
@@ -123,7 +133,10 @@ async fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding the API to {}", config.api.listen))?;
     let scheduler = Scheduler::start(config, listener, Arc::new(SystemClock)).await?;
-    println!("Kadence API listening on http://{}", scheduler.api_addr());
+    // For whoever started the node; one that stopped reading its output does not stop it.
+    if let Err(error) = outln!("Kadence API listening on http://{}", scheduler.api_addr()) {
+        tracing::warn!(%error, "cannot print the API's address");
+    }
     kadence_kafka::shutdown_signal().await;
     tracing::info!("shutting down");
     scheduler.stop(Duration::from_secs(30)).await;

@@ -3,10 +3,13 @@
 use anyhow::Context as _;
 use chrono::DateTime;
 
-use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview};
+use super::print::outln;
+use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview, preview_shortfall};
 
 /// Prints the `count` fires of a cron or fixed-rate schedule after `from` (RFC 3339, default
-/// now), evaluated and shown in `time_zone`.
+/// now), evaluated and shown in `time_zone`, one per line. Fewer fires than asked are followed
+/// by a note on standard error saying why; a schedule that never fires is an error (a job
+/// cannot be saved with it), so a script sees a failure rather than empty output.
 pub(super) fn print_preview(
     cron: Option<String>,
     fix_rate: Option<u32>,
@@ -26,8 +29,14 @@ pub(super) fn print_preview(
             .timestamp_millis(),
         None => kadence_schemas::now_ms(),
     };
-    for fire in preview(&schedule, zone, after, count) {
-        println!("{}", format_in_zone(fire, zone));
+    let fires = preview(&schedule, zone, after, count);
+    for &fire in &fires {
+        outln!("{}", format_in_zone(fire, zone))?;
+    }
+    match preview_shortfall(&schedule, zone, after, &fires, count) {
+        Some(why) if fires.is_empty() => anyhow::bail!(why),
+        Some(why) => eprintln!("{why}"),
+        None => {}
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 
 use super::client::ApiClient;
 use super::credentials::{SavedLogin, TOKEN_VARIABLE, forget_login, save_login};
-use super::print::format_ms;
+use super::print::{format_ms, outln};
 use crate::api::{IssuedToken, LoginRequest};
 
 /// Reads passwords: from the terminal, one prompt each, or the lines of standard input.
@@ -60,21 +60,21 @@ pub(super) async fn login(
             expires_at_ms: issued.expires_at_ms,
         },
     )?;
-    println!(
+    outln!(
         "logged in to {} as {} ({}) until {}; token kept in {}",
         client.base,
         issued.user.name,
         issued.user.role,
         format_ms(Some(issued.expires_at_ms)),
         path.display()
-    );
+    )?;
     Ok(())
 }
 
 /// `kadence logout`: revokes the saved token on the server, then forgets it.
 pub(super) async fn logout(client: &ApiClient) -> anyhow::Result<()> {
     let Some(saved) = forget_login(&client.base)? else {
-        println!("not logged in to {}", client.base);
+        outln!("not logged in to {}", client.base)?;
         return Ok(());
     };
     let revoked: anyhow::Result<()> = client
@@ -82,12 +82,12 @@ pub(super) async fn logout(client: &ApiClient) -> anyhow::Result<()> {
         .post("/api/auth/logout", &serde_json::json!({}))
         .await;
     match revoked {
-        Ok(()) => println!("logged out of {} ({})", client.base, saved.user),
+        Ok(()) => outln!("logged out of {} ({})", client.base, saved.user)?,
         // Forgotten here either way; an expired token is no loss.
-        Err(error) => println!(
+        Err(error) => outln!(
             "forgot the token for {}; the server said: {error:#}",
             client.base
-        ),
+        )?,
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use super::args::{TokenCommand, UserCommand};
 use super::client::ApiClient;
-use super::print::format_ms;
+use super::print::{OutputError, format_ms, outln};
 use super::sessions::PasswordSource;
 use crate::api::Page;
 use crate::api::{GrantRequest, IssuedToken, NewTokenRequest, NewUserRequest, PasswordRequest};
@@ -24,7 +24,7 @@ pub(super) async fn user_command(client: &ApiClient, command: UserCommand) -> an
                 role: Some(if admin { "ADMIN" } else { "MEMBER" }.to_owned()),
             };
             let user: User = client.post("/api/users", &request).await?;
-            println!("created {} {}", user.role, user.name);
+            outln!("created {} {}", user.role, user.name)?;
         }
         UserCommand::Passwd {
             name,
@@ -45,28 +45,28 @@ pub(super) async fn user_command(client: &ApiClient, command: UserCommand) -> an
             let () = client
                 .put(&format!("/api/users/{name}/password"), &request)
                 .await?;
-            println!("password of {name} changed");
+            outln!("password of {name} changed")?;
         }
         UserCommand::Grant { name, app, access } => {
             let request = GrantRequest { access };
             let user: User = client
                 .put(&format!("/api/users/{name}/grants/{app}"), &request)
                 .await?;
-            print_users(&[user]);
+            print_users(&[user])?;
         }
         UserCommand::Revoke { name, app } => {
             let user: User = client
                 .delete(&format!("/api/users/{name}/grants/{app}"))
                 .await?;
-            print_users(&[user]);
+            print_users(&[user])?;
         }
-        UserCommand::List => print_users(&client.get::<Vec<User>>("/api/users").await?),
+        UserCommand::List => print_users(&client.get::<Vec<User>>("/api/users").await?)?,
     }
     Ok(())
 }
 
-fn print_users(users: &[User]) {
-    println!("{:<24} {:<8} GRANTS", "USER", "ROLE");
+fn print_users(users: &[User]) -> Result<(), OutputError> {
+    outln!("{:<24} {:<8} GRANTS", "USER", "ROLE")?;
     for user in users {
         let grants: Vec<String> = user
             .grants
@@ -78,8 +78,9 @@ fn print_users(users: &[User]) {
         } else {
             grants.join(" ")
         };
-        println!("{:<24} {:<8} {grants}", user.name, user.role.as_str());
+        outln!("{:<24} {:<8} {grants}", user.name, user.role.as_str())?;
     }
+    Ok(())
 }
 
 /// Runs a `token` subcommand against the API.
@@ -91,7 +92,7 @@ pub(super) async fn token_command(client: &ApiClient, command: TokenCommand) -> 
                 expires_in_days: days,
             };
             let issued: IssuedToken = client.post("/api/tokens", &request).await?;
-            println!("{}", issued.token);
+            outln!("{}", issued.token)?;
             eprintln!(
                 "token {} of {} until {}: shown only now; use it as KADENCE_TOKEN or \
                  `Authorization: Bearer …`",
@@ -102,26 +103,29 @@ pub(super) async fn token_command(client: &ApiClient, command: TokenCommand) -> 
         }
         TokenCommand::List { user } => {
             let tokens: Vec<TokenInfo> = client.get(&tokens_path(user.as_deref())).await?;
-            println!(
+            outln!(
                 "{:>6} {:<8} {:<26} {:<26} NAME",
-                "ID", "KIND", "EXPIRES", "REVOKED"
-            );
+                "ID",
+                "KIND",
+                "EXPIRES",
+                "REVOKED"
+            )?;
             for token in tokens {
-                println!(
+                outln!(
                     "{:>6} {:<8} {:<26} {:<26} {}",
                     token.id,
                     token.kind.as_str(),
                     format_ms(Some(token.expires_at_ms)),
                     format_ms(token.revoked_at_ms),
                     token.name
-                );
+                )?;
             }
         }
         TokenCommand::Revoke { id, user } => {
             let () = client
                 .delete(&format!("{}/{id}", tokens_path(user.as_deref())))
                 .await?;
-            println!("token {id} revoked");
+            outln!("token {id} revoked")?;
         }
     }
     Ok(())
@@ -146,13 +150,17 @@ pub(super) async fn print_audit(
     query.push(("limit", Some(limit.to_string())));
     query.push(("after", after));
     let page: Page<AuditEntry> = client.page("/api/audit", &query).await?;
-    println!(
+    outln!(
         "{:<26} {:<16} {:>6} {:<12} {:<36} TARGET",
-        "AT", "USER", "STATUS", "APP", "ACTION"
-    );
+        "AT",
+        "USER",
+        "STATUS",
+        "APP",
+        "ACTION"
+    )?;
     for AuditEntry { entry, .. } in &page.items {
         let app = entry.app.as_ref().map_or("-", |app| app.as_str());
-        println!(
+        outln!(
             "{:<26} {:<16} {:>6} {:<12} {:<36} {}",
             format_ms(Some(entry.at_ms)),
             entry.user_name,
@@ -160,10 +168,10 @@ pub(super) async fn print_audit(
             app,
             entry.action,
             entry.target
-        );
+        )?;
     }
     if let Some(next) = page.next {
-        println!("more: kadence audit --after {next}");
+        outln!("more: kadence audit --after {next}")?;
     }
     Ok(())
 }
