@@ -31,6 +31,7 @@ pub struct ExecutorBuilder {
     beat_interval: Duration,
     max_log_lines: usize,
     rebalance_timeout: Duration,
+    kill_memory: Duration,
     scripts: bool,
     allow_unverified_scripts: bool,
     script_dir: std::path::PathBuf,
@@ -55,6 +56,7 @@ impl Default for ExecutorBuilder {
             beat_interval: Duration::from_secs(3),
             max_log_lines: crate::joblog::DEFAULT_MAX_LOG_LINES,
             rebalance_timeout: Duration::from_secs(10),
+            kill_memory: Duration::from_secs(24 * 3600),
             scripts: false,
             allow_unverified_scripts: false,
             script_dir: std::env::temp_dir().join("kadence-scripts"),
@@ -139,6 +141,16 @@ impl ExecutorBuilder {
     /// 10 s. The group waits meanwhile, up to Kafka's `max.poll.interval.ms` (300 s).
     pub fn rebalance_timeout(mut self, timeout: Duration) -> Self {
         self.rebalance_timeout = timeout;
+        self
+    }
+
+    /// How long a KILL is remembered: a trigger emitted before a KILL of its job (or naming
+    /// its run) is refused as killed when it arrives within this time, even if no executor
+    /// was up when the KILL was sent (a starting executor reads the control commands of
+    /// this span before its first trigger). Default 24 h; make it at least as long as
+    /// triggers may wait in the topic.
+    pub fn kill_memory(mut self, memory: Duration) -> Self {
+        self.kill_memory = memory;
         self
     }
 
@@ -306,6 +318,7 @@ impl ExecutorBuilder {
             beat_interval: self.beat_interval,
             max_log_lines: self.max_log_lines,
             rebalance_timeout: self.rebalance_timeout,
+            kill_memory: self.kill_memory,
         };
         Ok(Executor {
             settings,

@@ -27,4 +27,5 @@ pub(crate) struct ExecutorSettings {
     pub(crate) beat_interval: Duration,
     pub(crate) max_log_lines: usize,
     pub(crate) rebalance_timeout: Duration,
+    pub(crate) kill_memory: Duration,
 }

@@ -541,6 +541,66 @@ async fn kill_stops_running_and_queued_runs(backend: Backend) {
     app.shutdown().await;
 }
 
+/// A KILL sent while no executor is up covers the triggers emitted before it: they are
+/// refused as killed when an executor comes, and a trigger emitted after the KILL runs.
+async fn a_kill_sent_while_no_executor_is_up_still_covers_its_triggers(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("down", 1).await;
+    let job = app
+        .create_job(json!({"app": "down", "handler": "count", "schedule_type": "NONE"}))
+        .await;
+    let before = [
+        app.trigger(job.id, None).await,
+        app.trigger(job.id, None).await,
+    ];
+    wait_for(
+        Duration::from_secs(10),
+        "both triggers dispatched",
+        || async {
+            let runs = app.runs(job.id).await;
+            (runs.len() == 2 && runs.iter().all(|run| run.state == RunState::Dispatched))
+                .then_some(())
+        },
+    )
+    .await;
+    let (status, body) = app
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/jobs/{}/kill", job.id),
+            Some(json!({"reason": "sent while down"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    // Emitted after the KILL: not covered.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let after = app.trigger(job.id, None).await;
+
+    app.start_executor("down");
+    let runs = wait_for(Duration::from_secs(30), "three results", || async {
+        let runs = app.runs(job.id).await;
+        runs.iter()
+            .all(|run| run.handle_code.is_some())
+            .then_some(runs)
+    })
+    .await;
+    let run = |id: &str| {
+        runs.iter()
+            .find(|run| run.trigger_id.as_str() == id)
+            .unwrap()
+    };
+    for id in &before {
+        assert_eq!(run(id).handle_code, Some(500), "{:?}", run(id));
+        assert_eq!(
+            run(id).handle_msg.as_deref(),
+            Some("killed: sent while down")
+        );
+        assert_eq!(helpers::executions(id), 0, "{id} never ran");
+    }
+    assert_eq!(run(&after).handle_code, Some(200), "{:?}", run(&after));
+    assert_eq!(helpers::executions(&after), 1);
+    app.shutdown().await;
+}
+
 /// kill -9 of an executor in the middle of a run: the trigger is redelivered to another
 /// executor of the group, which completes it; the run ends with one final result.
 async fn a_run_on_a_killed_executor_is_redelivered_and_completed(backend: Backend) {
@@ -856,6 +916,7 @@ on_both_backends!(
 on_sqlite_only!(
     a_run_on_a_killed_executor_is_redelivered_and_completed,
     kill_stops_running_and_queued_runs,
+    a_kill_sent_while_no_executor_is_up_still_covers_its_triggers,
     block_strategies_behave_as_in_xxl_job,
     poison_records_go_to_the_dlq_and_the_partition_keeps_flowing,
 );

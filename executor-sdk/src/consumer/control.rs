@@ -1,9 +1,14 @@
 //! The control topic `{prefix}.control`: operators' commands to executors (KILL).
 //!
-//! Every executor reads it from its end, without a consumer group (every executor must see
-//! every command), and forwards its own app's commands to the loop, which applies them to
-//! its runs through [`apply`]. An unreadable record is logged and skipped: commands are not
-//! replayed, so there is nothing to redeliver.
+//! Every executor reads it without a consumer group (every executor must see every command)
+//! and forwards its own app's commands to the loop, which applies them to its runs and
+//! remembers them (`kills`) through [`apply`]. A starting executor reads it from its
+//! beginning, keeping the commands of the last `kill_memory`, and says when it has caught
+//! up with the end ([`ControlEvent::CaughtUp`]): the loop takes no trigger before that, so a
+//! KILL sent while no executor was up still covers the triggers emitted before it. If the
+//! end cannot be learnt or reached within the session timeout, the reader says it caught up
+//! anyway (logged) rather than keep the executor idle. An unreadable record is logged and
+//! skipped: there is nothing to redeliver.
 //!
 //! An executor that trusts scheduler keys verifies every control record before it reads it,
 //! as it does triggers; one that fails (unsigned, unknown key, bad signature, malformed
@@ -11,23 +16,36 @@
 //! dead-lettered: every executor of every app reads every control record, so each would
 //! write its own copy to `{prefix}.dlq`, and a refused command has nothing to retry.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use kadence_kafka::{TrustedKeys, close_consumer};
-use kadence_schemas::{ControlCommand, ControlRecord, TriggerRecord, codec};
+use kadence_schemas::{ControlCommand, ControlRecord, TriggerRecord, codec, now_ms};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::kills::RememberedKills;
 use crate::dispatch::{Dispatch, Step};
 use crate::error::ExecutorError;
 use crate::settings::ExecutorSettings;
 
-/// Starts reading the control topic from its end, sending this app's commands to `commands`
-/// until `stop` fires.
+/// What the control reader tells the loop.
+#[derive(Debug)]
+pub(super) enum ControlEvent {
+    /// A command for this executor's app.
+    Command(ControlRecord),
+    /// Every command sent before this executor started has been read.
+    CaughtUp,
+}
+
+/// Starts reading the control topic from its beginning, sending this app's commands of the
+/// last `kill_memory` to `events` until `stop` fires.
 pub(super) fn spawn_reader(
     settings: &ExecutorSettings,
-    commands: mpsc::UnboundedSender<ControlRecord>,
+    events: mpsc::UnboundedSender<ControlEvent>,
     stop: CancellationToken,
 ) -> Result<(), ExecutorError> {
     // librdkafka wants a group id even for assigned partitions; nothing is ever committed.
@@ -42,36 +60,119 @@ pub(super) fn spawn_reader(
     let consumer: StreamConsumer = config
         .create()
         .map_err(ExecutorError::kafka("create the control consumer"))?;
+    let topic = settings.topics.control();
     let mut assignment = TopicPartitionList::new();
     assignment
-        .add_partition_offset(&settings.topics.control(), 0, Offset::End)
+        .add_partition_offset(&topic, 0, Offset::Beginning)
         .map_err(ExecutorError::kafka("assign the control topic"))?;
     consumer
         .assign(&assignment)
         .map_err(ExecutorError::kafka("assign the control topic"))?;
-    let app = settings.app.clone();
-    let trusted = settings.trusted_keys.clone();
-    let close_limit = settings.session_timeout;
-    tokio::spawn(async move {
+    let reader = Reader {
+        consumer: Arc::new(consumer),
+        topic,
+        app: settings.app.clone(),
+        trusted: settings.trusted_keys.clone(),
+        memory_ms: i64::try_from(settings.kill_memory.as_millis()).unwrap_or(i64::MAX),
+        patience: settings.session_timeout,
+        events,
+    };
+    tokio::spawn(reader.run(stop));
+    Ok(())
+}
+
+struct Reader {
+    consumer: Arc<StreamConsumer>,
+    topic: String,
+    app: kadence_schemas::AppName,
+    trusted: TrustedKeys,
+    memory_ms: i64,
+    /// How long catching up may take before the loop is let go anyway.
+    patience: Duration,
+    events: mpsc::UnboundedSender<ControlEvent>,
+}
+
+impl Reader {
+    async fn run(self, stop: CancellationToken) {
+        let mut end = self.end_offset().await;
+        if end.is_none_or(|end| end <= 0) {
+            self.caught_up(&mut end);
+        }
+        let patience = tokio::time::sleep(self.patience);
+        tokio::pin!(patience);
         loop {
             let received = tokio::select! {
                 _ = stop.cancelled() => break,
-                received = consumer.recv() => received,
+                _ = &mut patience, if end.is_some() => {
+                    tracing::warn!(topic = %self.topic,
+                        "control commands not read to their end in time; taking triggers anyway");
+                    self.caught_up(&mut end);
+                    continue;
+                }
+                received = self.consumer.recv() => received,
             };
             match received {
-                Ok(message) if !trusted.is_empty() && verified(&trusted, &message).is_none() => {}
-                Ok(message) => match decode(&message) {
-                    Some(command) if command.app == app => {
-                        let _ = commands.send(command);
+                Ok(message) => {
+                    self.forward(&message);
+                    if end.is_some_and(|end| message.offset() + 1 >= end) {
+                        self.caught_up(&mut end);
                     }
-                    _ => {}
-                },
+                }
                 Err(error) => tracing::warn!(%error, "error while reading control commands"),
             }
         }
-        close_consumer(consumer, "control", close_limit).await;
-    });
-    Ok(())
+        let limit = self.patience;
+        if let Ok(consumer) = Arc::try_unwrap(self.consumer) {
+            close_consumer(consumer, "control", limit).await;
+        }
+    }
+
+    /// The offset after the last command sent before now; `None` if it cannot be learnt.
+    async fn end_offset(&self) -> Option<i64> {
+        let (consumer, topic, timeout) = (
+            Arc::clone(&self.consumer),
+            self.topic.clone(),
+            self.patience,
+        );
+        let watermarks =
+            tokio::task::spawn_blocking(move || consumer.fetch_watermarks(&topic, 0, timeout))
+                .await;
+        match watermarks {
+            Ok(Ok((_, high))) => Some(high),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "cannot learn the end of the control topic");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot learn the end of the control topic");
+                None
+            }
+        }
+    }
+
+    /// Tells the loop that the commands sent before the start are read; `end` becomes `None`
+    /// so that it is said once.
+    fn caught_up(&self, end: &mut Option<i64>) {
+        *end = None;
+        let _ = self.events.send(ControlEvent::CaughtUp);
+    }
+
+    /// Sends this app's command in `message` to the loop if it is signed (when keys are
+    /// trusted) and recent enough to remember.
+    fn forward(&self, message: &BorrowedMessage<'_>) {
+        if !self.trusted.is_empty() && verified(&self.trusted, message).is_none() {
+            return;
+        }
+        match decode(message) {
+            Some(command)
+                if command.app == self.app
+                    && command.requested_at_ms >= now_ms() - self.memory_ms =>
+            {
+                let _ = self.events.send(ControlEvent::Command(command));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The key that signed `message`; `None` (logged) when it is not signed by a trusted key.
@@ -104,11 +205,14 @@ fn decode(message: &BorrowedMessage<'_>) -> Option<ControlRecord> {
     }
 }
 
-/// Applies `command` to this executor's runs (running, queued and held); returns the steps
-/// that follow (the refusals of what was killed before it started).
+/// Applies `command` to this executor's runs (running, queued and held) and remembers it
+/// for the triggers it covers that have not arrived yet; returns the steps that follow (the
+/// refusals of what was killed before it started).
 pub(super) fn apply<P: AsRef<TriggerRecord>>(
     command: ControlRecord,
     dispatch: &mut Dispatch<P>,
+    kills: &mut RememberedKills,
+    now_ms: i64,
 ) -> Vec<Step<P>> {
     match command.command {
         ControlCommand::Kill => {
@@ -122,6 +226,7 @@ pub(super) fn apply<P: AsRef<TriggerRecord>>(
             if let Some(job) = command.job_id {
                 tracing::info!(%job, "killing the job's running and queued runs");
             }
+            kills.remember(&command, &reason, now_ms);
             dispatch.kill(command.job_id, command.trigger_id.as_ref(), &reason)
         }
     }

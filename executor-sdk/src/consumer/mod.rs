@@ -23,18 +23,21 @@
 //!   (assign and revoke), receiving (tracking offsets) and committing.
 //! - `runs`: a run's task (handler, log lines, result) and the refusals and dead letters that
 //!   take the same way back to the loop.
-//! - `control`: the `{prefix}.control` reader and what a KILL does to the runs.
+//! - `control`: the `{prefix}.control` reader and what a KILL does to the runs; the loop
+//!   takes no trigger before the reader has caught up with the commands sent before start.
+//! - `kills`: the KILLs remembered for the triggers they cover that arrive later.
 //! - `dedupe`: recognising redelivered triggers by id.
 
 mod control;
 mod dedupe;
 mod group;
+mod kills;
 mod runs;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_schemas::{ControlRecord, ExecutorState, TriggerRecord, codec};
+use kadence_schemas::{ExecutorState, TriggerRecord, codec};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio::sync::mpsc;
@@ -49,8 +52,10 @@ use crate::handler::Registry;
 use crate::handoff::RunningRuns;
 use crate::publisher::Publisher;
 use crate::settings::ExecutorSettings;
+use control::ControlEvent;
 use dedupe::RecentTriggers;
 use group::Group;
+use kills::RememberedKills;
 use runs::{Finished, ReadyRun, Reporter, Runs};
 
 /// Runs the executor until `shutdown` resolves and the drain completes.
@@ -69,7 +74,7 @@ pub(crate) async fn run(
         tokio::select! {
             biased;
             Some(done) = state.finished.recv() => state.run_ended(done),
-            Some(command) = state.commands.recv() => state.control(command),
+            Some(event) = state.commands.recv() => state.control(event),
             _ = state.dispatch.due() => state.release_due(),
             _ = state.commit_tick.tick() => state.group.commit(),
             _ = state.beat_tick.tick() => state.beat(),
@@ -83,7 +88,8 @@ pub(crate) async fn run(
                 state.give_up();
                 break;
             }
-            received = state.group.recv(), if consuming && has_room => state.receive(received),
+            received = state.group.recv(), if consuming && has_room && state.control_caught_up
+                => state.receive(received),
         }
     }
     state.stop().await;
@@ -108,7 +114,12 @@ struct Loop {
     /// Ended records, from the run tasks.
     finished: mpsc::UnboundedReceiver<Finished>,
     /// This app's control commands, from the control reader.
-    commands: mpsc::UnboundedReceiver<ControlRecord>,
+    commands: mpsc::UnboundedReceiver<ControlEvent>,
+    /// Whether the control reader has read the commands sent before the start: until then
+    /// no trigger is taken, so none runs that a KILL sent while no executor was up covers.
+    control_caught_up: bool,
+    /// KILLs remembered for the triggers they cover that arrive later.
+    kills: RememberedKills,
     /// Stops the control reader when the loop ends, however it ends.
     _control_reader: DropGuard,
     /// Fires after the drain deadline: running handlers are cancelled and publishing gives up.
@@ -154,6 +165,9 @@ impl Loop {
             hard_stop.clone(),
         );
         let (commands_tx, commands) = mpsc::unbounded_channel();
+        let kills = RememberedKills::new(
+            i64::try_from(settings.kill_memory.as_millis()).unwrap_or(i64::MAX),
+        );
         let control_stop = CancellationToken::new();
         control::spawn_reader(&settings, commands_tx, control_stop.clone())?;
         let mut beat_tick = tokio::time::interval(settings.beat_interval);
@@ -181,6 +195,8 @@ impl Loop {
             assignment,
             finished,
             commands,
+            control_caught_up: false,
+            kills,
             _control_reader: control_stop.drop_guard(),
             hard_stop,
             in_flight: 0,
@@ -205,9 +221,18 @@ impl Loop {
         }
     }
 
-    fn control(&mut self, command: ControlRecord) {
-        let steps = control::apply(command, &mut self.dispatch);
-        self.carry_out(steps);
+    fn control(&mut self, event: ControlEvent) {
+        match event {
+            ControlEvent::Command(command) => {
+                let now_ms = kadence_schemas::now_ms();
+                let steps = control::apply(command, &mut self.dispatch, &mut self.kills, now_ms);
+                self.carry_out(steps);
+            }
+            ControlEvent::CaughtUp => {
+                tracing::info!("control commands read up to the start; taking triggers");
+                self.control_caught_up = true;
+            }
+        }
     }
 
     fn release_due(&mut self) {
@@ -247,6 +272,11 @@ impl Loop {
         if !self.recent.insert(&trigger.trigger_id) {
             tracing::info!(trigger_id = %trigger.trigger_id, "trigger redelivered; it already ran here, not running it twice");
             return self.runs.skip_redelivered(partition, offset);
+        }
+        if let Some(reason) = self.kills.covering(&trigger, kadence_schemas::now_ms()) {
+            tracing::info!(trigger_id = %trigger.trigger_id, %reason,
+                "a KILL sent before this trigger arrived covers it; not running it");
+            return self.runs.refuse(trigger, partition, offset, reason);
         }
         let handler = match self.registry.resolve(&trigger) {
             Ok(handler) => handler,
