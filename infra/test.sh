@@ -3,9 +3,12 @@
 #   1. installs what is missing: rustfmt/clippy, the broker (tansu, ~10 min the first time),
 #      and starts the local PostgreSQL if it is installed but stopped;
 #   2. cargo fmt --check, the code-shape check (no file over 500 lines of non-test code, no
-#      function over 80, no module cycle) and cargo clippy --all-targets -D warnings;
-#   3. installs the Python tools the tests use when missing (confluent-kafka, fastavro) and
-#      starts a broker on a free loopback port (memory storage);
+#      function over 80, no module cycle), the dashboards being generate.py's output, and
+#      cargo clippy --all-targets -D warnings; installs Debian's prometheus (and promtool)
+#      when missing and checks the alert rules;
+#   3. installs the Python tools the tests use when missing (confluent-kafka, fastavro), the
+#      reference Python executor in a virtual environment of its own (infra/python-executor.sh)
+#      and runs its unit tests, and starts a broker on a free loopback port (memory storage);
 #   4. runs every test of the workspace against it, SQLite and PostgreSQL;
 #   5. fuzzes the HTTP API with schemathesis against a running scheduler (infra/fuzz-api.sh;
 #      installs schemathesis from PyPI when missing);
@@ -47,6 +50,9 @@ cargo fmt --all -- --check
 step "code shape (infra/shape.py --check: files, functions, module cycles)"
 python3 infra/shape.py --check
 
+step "dashboards: generated, and the alert rules valid"
+python3 dashboards/generate.py --check
+
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
@@ -59,6 +65,20 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 sys.exit(confluent_kafka.version()[0] != "2.13.0" or fastavro.__version__ != "1.13.1")' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check "${python_tools[@]}"
 fi
+
+step "Prometheus (Debian's prometheus and promtool, when missing)"
+# The dashboards and alert rules are checked against a real Prometheus (tests/e2e/prometheus.rs).
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus
+fi
+promtool check rules dashboards/alerts.yml
+
+step "reference Python executor (executors/python): install, unit tests"
+# The conformance suite (tests/e2e/conformance) runs it as a process beside the Rust one.
+KADENCE_TEST_PYTHON_EXECUTOR=$(infra/python-executor.sh)
+export KADENCE_TEST_PYTHON_EXECUTOR
+(cd executors/python && "$KADENCE_TEST_PYTHON_EXECUTOR" -m unittest discover --start-directory tests --top-level-directory . --quiet)
 
 step "starting a broker for the tests"
 state=$(mktemp -d "${TMPDIR:-/tmp}/kadence-test-broker.XXXXXX")

@@ -39,6 +39,7 @@ pub struct ExecutorBuilder {
     kafka_options: BTreeMap<String, String>,
     handlers: Vec<(String, HandlerFn)>,
     lifecycles: Vec<Lifecycle>,
+    metrics_address: Option<std::net::SocketAddr>,
 }
 
 impl Default for ExecutorBuilder {
@@ -64,6 +65,7 @@ impl Default for ExecutorBuilder {
             kafka_options: BTreeMap::new(),
             handlers: Vec::new(),
             lifecycles: Vec::new(),
+            metrics_address: None,
         }
     }
 }
@@ -207,6 +209,14 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Serves the executor's Prometheus metrics on `GET /metrics` at `address` (port 0: any
+    /// free port, logged at start). Default: not served. Every name and label is in the
+    /// README's metrics section; the run fails to start if the address is taken.
+    pub fn metrics_address(mut self, address: std::net::SocketAddr) -> Self {
+        self.metrics_address = Some(address);
+        self
+    }
+
     /// A raw librdkafka option for every client (security, tuning).
     pub fn kafka_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.kafka_options.insert(key.into(), value.into());
@@ -319,6 +329,7 @@ impl ExecutorBuilder {
             max_log_lines: self.max_log_lines,
             rebalance_timeout: self.rebalance_timeout,
             kill_memory: self.kill_memory,
+            metrics_address: self.metrics_address,
         };
         Ok(Executor {
             settings,

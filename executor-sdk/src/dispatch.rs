@@ -115,6 +115,16 @@ impl<P: AsRef<TriggerRecord>> Dispatch<P> {
         refused.into_iter().map(refuse).collect()
     }
 
+    /// How many triggers are held until their time.
+    pub(crate) fn held_count(&self) -> usize {
+        self.held.len()
+    }
+
+    /// How many held triggers `matches` says yes to.
+    pub(crate) fn held_matching(&self, matches: impl Fn(&P) -> bool) -> usize {
+        self.held.count_matching(matches)
+    }
+
     /// What the beats report: running and queued jobs, held triggers counting as queued.
     pub(crate) fn activity(&self) -> Activity {
         let mut activity = self.lanes.activity();

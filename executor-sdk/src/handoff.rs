@@ -44,6 +44,16 @@ pub(crate) struct RunningRuns {
 }
 
 impl RunningRuns {
+    /// How many runs of `partition` are going.
+    pub(crate) fn count_on(&self, partition: i32) -> usize {
+        self.runs
+            .lock()
+            .expect("running runs lock")
+            .keys()
+            .filter(|(run_partition, _)| *run_partition == partition)
+            .count()
+    }
+
     /// Registers the run of the record at (`partition`, `offset`); the flag it returns is set
     /// when the run is handed back.
     pub(crate) fn register(

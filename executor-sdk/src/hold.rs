@@ -50,6 +50,11 @@ impl<P> Held<P> {
         None
     }
 
+    /// How many triggers are held.
+    pub(crate) fn len(&self) -> usize {
+        self.by_time.len()
+    }
+
     /// When the next held trigger is due, if any.
     fn next_release_ms(&self) -> Option<i64> {
         self.by_time.keys().next().map(|(at, _)| *at)
@@ -97,6 +102,14 @@ impl<P> Held<P> {
             .find(|(_, (_, held, _))| held == trigger_id)
             .map(|(key, _)| *key)?;
         self.by_time.remove(&key).map(|(_, _, pending)| pending)
+    }
+
+    /// How many held triggers `matches` says yes to.
+    pub(crate) fn count_matching(&self, matches: impl Fn(&P) -> bool) -> usize {
+        self.by_time
+            .values()
+            .filter(|(_, _, pending)| matches(pending))
+            .count()
     }
 
     /// The jobs with a held trigger (for beats).

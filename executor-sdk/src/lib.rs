@@ -91,6 +91,9 @@
 //!   on a graceful shutdown. The scheduler's registry and FAILOVER/BUSYOVER routing read them.
 //! - `handoff`: on a rebalance, runs of revoked partitions finish (and are committed) within
 //!   `rebalance_timeout`, or are handed back uncommitted to the new owner.
+//! - `metrics`: every Prometheus metric the executor counts (trigger-to-start, run durations,
+//!   outcomes, held/queued/running, rebalances, hand-backs, consumer lag), served on
+//!   `/metrics` when the builder gives an address.
 //! - `offsets`: commits a partition's offset only up to its lowest trigger whose result is
 //!   not yet published, so a crash re-runs at most the unfinished triggers (at-least-once);
 //!   redeliveries are recognised by trigger id.
@@ -114,6 +117,7 @@ mod handoff;
 mod hold;
 mod joblog;
 mod lanes;
+mod metrics;
 mod offsets;
 mod publisher;
 mod runner;

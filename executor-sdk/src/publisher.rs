@@ -2,6 +2,8 @@
 //! read to `{prefix}.dlq`. Both wait for the broker's acknowledgement, retrying retriable
 //! errors, because an offset is committed only after its result is published.
 
+use std::sync::Arc;
+
 use kadence_kafka::{Backoff, RecordOrigin, dead_letter_headers, is_retriable};
 use kadence_schemas::{LogRecord, ResultRecord, codec};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -11,6 +13,7 @@ use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ExecutorError;
+use crate::metrics::ExecutorMetrics;
 use crate::settings::ExecutorSettings;
 
 /// Owns the executor's idempotent producer.
@@ -20,11 +23,16 @@ pub(crate) struct Publisher {
     results_topic: String,
     logs_topic: String,
     dlq_topic: String,
+    metrics: Arc<ExecutorMetrics>,
 }
 
 impl Publisher {
-    pub(crate) fn new(settings: &ExecutorSettings) -> Result<Publisher, ExecutorError> {
+    pub(crate) fn new(
+        settings: &ExecutorSettings,
+        metrics: Arc<ExecutorMetrics>,
+    ) -> Result<Publisher, ExecutorError> {
         Ok(Publisher {
+            metrics,
             producer: settings
                 .kafka
                 .idempotent_producer()
@@ -51,7 +59,7 @@ impl Publisher {
             KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage)
         })?;
         let key = record.trigger_id.as_str();
-        self.send_with_retry(give_up, || {
+        self.send_with_retry("results", give_up, || {
             FutureRecord::<str, [u8]>::to(&self.results_topic)
                 .key(key)
                 .payload(&payload)
@@ -70,7 +78,7 @@ impl Publisher {
             KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage)
         })?;
         let key = record.trigger_id.as_str();
-        self.send_with_retry(give_up, || {
+        self.send_with_retry("logs", give_up, || {
             FutureRecord::<str, [u8]>::to(&self.logs_topic)
                 .key(key)
                 .payload(&payload)
@@ -86,7 +94,7 @@ impl Publisher {
         give_up: &CancellationToken,
     ) -> Result<(), KafkaError> {
         let headers = dead_letter_headers(reason, RecordOrigin::of(message));
-        self.send_with_retry(give_up, || {
+        self.send_with_retry("dlq", give_up, || {
             let mut record =
                 FutureRecord::<[u8], [u8]>::to(&self.dlq_topic).headers(headers.clone());
             if let Some(key) = message.key() {
@@ -100,8 +108,11 @@ impl Publisher {
         .await
     }
 
+    /// Sends `record` until acknowledged, retrying retriable errors (counted under `topic`,
+    /// the kind of topic) until `give_up` fires.
     async fn send_with_retry<'a, K, P>(
         &'a self,
+        topic: &'static str,
         give_up: &CancellationToken,
         record: impl Fn() -> FutureRecord<'a, K, P>,
     ) -> Result<(), KafkaError>
@@ -118,7 +129,11 @@ impl Publisher {
             if !is_retriable(&error) || give_up.is_cancelled() {
                 return Err(error);
             }
-            tracing::warn!(%error, "publish failed; retrying");
+            tracing::warn!(%error, topic, "publish failed; retrying");
+            self.metrics
+                .publish_retries
+                .with_label_values(&[topic])
+                .inc();
             tokio::select! {
                 _ = give_up.cancelled() => return Err(error),
                 _ = tokio::time::sleep(backoff.next_delay()) => {}

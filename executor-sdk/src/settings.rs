@@ -28,4 +28,6 @@ pub(crate) struct ExecutorSettings {
     pub(crate) max_log_lines: usize,
     pub(crate) rebalance_timeout: Duration,
     pub(crate) kill_memory: Duration,
+    /// Where `GET /metrics` is served; `None`: not served.
+    pub(crate) metrics_address: Option<std::net::SocketAddr>,
 }

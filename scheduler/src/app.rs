@@ -47,10 +47,10 @@ use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
 use crate::logs::LogsConsumer;
 use crate::lost_runs::run_lost_run_monitor;
-use crate::monitors::alarm::Alarms;
-use crate::monitors::follow_up::FollowUp;
-use crate::monitors::reports::run_reports;
-use crate::monitors::retention::run_retention;
+use crate::metrics::SchedulerMetrics;
+use crate::monitors::{
+    alarm::Alarms, follow_up::FollowUp, reports::run_reports, retention::run_retention,
+};
 use crate::preread::{PreReadSettings, PreReader};
 use crate::registry::{BeatsReader, Registry, run_sweeper};
 use crate::results::ResultsConsumer;
@@ -204,6 +204,7 @@ struct Node {
     signed: SignedProducer,
     partitions: Arc<PartitionDirectory>,
     registry: Arc<Registry>,
+    metrics: Arc<SchedulerMetrics>,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 }
@@ -264,6 +265,7 @@ impl Node {
         Ok(Node {
             signed: SignedProducer::new(producer.clone(), Arc::new(signer)),
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
+            metrics: Arc::new(SchedulerMetrics::new()),
             config,
             node_id,
             clock,
@@ -296,10 +298,10 @@ impl Node {
             wheel_tx,
             self.node_id.clone(),
             schedule.lease,
-        );
+        )
+        .with_metrics(Arc::clone(&self.metrics));
         let ledger = Arc::new(AckLedger::new());
         let cancelled = Arc::new(CancelledFires::new());
-
         let pre_reader = PreReader::new(
             intake.clone(),
             PreReadSettings {
@@ -349,7 +351,8 @@ impl Node {
                 max_in_flight: schedule.max_in_flight,
                 drain_timeout: schedule.drain_timeout,
             },
-        );
+        )
+        .with_metrics(Arc::clone(&self.metrics));
         self.tasks
             .spawn(dispatcher.run(due_rx, self.shutdown.clone()));
         self.tasks
@@ -392,6 +395,7 @@ impl Node {
             Arc::clone(background),
             registry_config.clone(),
             Arc::clone(&self.clock),
+            Arc::clone(&self.metrics),
             self.shutdown.clone(),
         ));
 
@@ -404,7 +408,8 @@ impl Node {
             self.dead_letters(),
             1000,
         )
-        .context("starting the results consumer")?;
+        .context("starting the results consumer")?
+        .with_metrics(Arc::clone(&self.metrics));
         self.tasks.spawn(results.run(self.shutdown.clone()));
         let logs = LogsConsumer::new(
             &self.kafka,

@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acks::AckLedger;
 use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
+use crate::metrics::{SchedulerMetrics, seconds};
 use crate::model::{PendingFire, RouteStrategy};
 use crate::registry::Registry;
 use crate::routing::{NoOwners, Router, all_partitions};
@@ -143,6 +144,7 @@ pub struct Dispatcher {
     clock: Arc<dyn Clock>,
     settings: DispatchSettings,
     router: Router,
+    metrics: Arc<SchedulerMetrics>,
 }
 
 impl Dispatcher {
@@ -165,7 +167,13 @@ impl Dispatcher {
             clock,
             settings,
             router: Router::new(),
+            metrics: Arc::default(),
         }
+    }
+
+    /// The same dispatcher counting into `metrics`.
+    pub fn with_metrics(self, metrics: Arc<SchedulerMetrics>) -> Self {
+        Dispatcher { metrics, ..self }
     }
 
     /// Dispatches fires from `due` until it closes or `shutdown` fires, then waits for the
@@ -362,6 +370,7 @@ impl Dispatcher {
                 };
                 tracing::debug!(trigger_id = %fire.trigger_id, partition,
                     lateness_ms = ack.dispatched_at_ms - fire.fire_at_ms, "trigger acknowledged");
+                self.count_acknowledged(&fire, now_ms);
                 // Noted before it is queued: from here on no claim re-emits it, however long
                 // the database takes to record it.
                 self.outcomes.ledger.acknowledged(ack.log_id);
@@ -406,6 +415,22 @@ impl Dispatcher {
                 self.emit(fire, attempt).await
             }
         }
+    }
+}
+
+impl Dispatcher {
+    /// Counts an acknowledged trigger and its lateness: from the time it was scheduled for
+    /// (a misfire's original time, so that late fires show as late) to now.
+    fn count_acknowledged(&self, fire: &PendingFire, now_ms: i64) {
+        let app = fire.app.as_str();
+        self.metrics
+            .triggers_emitted
+            .with_label_values(&[app, fire.trigger_type.as_str()])
+            .inc();
+        self.metrics
+            .fire_lateness
+            .with_label_values(&[app])
+            .observe(seconds(now_ms - fire.scheduled_at_ms));
     }
 }
 

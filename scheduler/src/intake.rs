@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 
 use crate::acks::AckLedger;
 use crate::clock::millis;
+use crate::metrics::SchedulerMetrics;
 use crate::model::{Job, PendingFire};
 use crate::store::{NewFire, PreReadRequest, Store, StoreError};
 
@@ -44,6 +45,19 @@ pub enum FireSource {
     Retry,
     /// A child job fired by its parent's success.
     Child,
+}
+
+impl FireSource {
+    /// The source as a metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            FireSource::Schedule => "schedule",
+            FireSource::Claim => "claim",
+            FireSource::Manual => "manual",
+            FireSource::Retry => "retry",
+            FireSource::Child => "child",
+        }
+    }
 }
 
 /// A fire to write now, outside the schedule: a manual trigger or a child job.
@@ -75,6 +89,7 @@ pub struct FireIntake {
     wheel: mpsc::Sender<PendingFire>,
     node_id: String,
     lease_ms: i64,
+    metrics: Arc<SchedulerMetrics>,
 }
 
 impl FireIntake {
@@ -91,7 +106,18 @@ impl FireIntake {
             wheel,
             node_id,
             lease_ms: millis(lease),
+            metrics: Arc::default(),
         }
+    }
+
+    /// The same intake counting into `metrics`.
+    pub fn with_metrics(self, metrics: Arc<SchedulerMetrics>) -> FireIntake {
+        FireIntake { metrics, ..self }
+    }
+
+    /// The metrics this intake counts into.
+    pub fn metrics(&self) -> &Arc<SchedulerMetrics> {
+        &self.metrics
     }
 
     /// The same intake writing through another connection pool.
@@ -129,6 +155,14 @@ impl FireIntake {
             jobs_read: outcome.jobs_read,
             fires_written: outcome.fires.len(),
         };
+        for misfire in &outcome.misfires {
+            tracing::warn!(job_id = %misfire.job_id, strategy = misfire.strategy.as_str(),
+                "fire missed by more than the pre-read window; misfire strategy applied");
+            self.metrics
+                .misfires
+                .with_label_values(&[misfire.app.as_str(), misfire.strategy.as_str()])
+                .inc();
+        }
         self.admit(FireSource::Schedule, outcome.fires).await;
         Ok(planned)
     }
@@ -148,6 +182,7 @@ impl FireIntake {
             .claim_expired_fires(&self.node_id, now_ms, now_ms + self.lease_ms, limit)
             .await?;
         let claimed = fires.len();
+        self.metrics.lease_claims.inc_by(claimed as u64);
         let (acknowledged, fires): (Vec<PendingFire>, Vec<PendingFire>) = fires
             .into_iter()
             .partition(|fire| ledger.is_unwritten(fire.log_id));
@@ -220,6 +255,16 @@ impl FireIntake {
             return;
         }
         tracing::trace!(?source, fires = fires.len(), "fires admitted to the wheel");
+        for fire in &fires {
+            self.metrics
+                .fires_planned
+                .with_label_values(&[
+                    fire.app.as_str(),
+                    fire.trigger_type.as_str(),
+                    source.label(),
+                ])
+                .inc();
+        }
         for fire in fires {
             if self.wheel.send(fire).await.is_err() {
                 tracing::debug!(

@@ -40,6 +40,8 @@
 //!   [`cli`]: the `kadence` command.
 //! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown,
 //!   and opens its three connection pools (scheduling, background, API).
+//! - [`metrics`]: every Prometheus metric the node exports on `GET /metrics`, names and
+//!   labels in one place.
 //! - [`clock`]: injectable time for the step functions.
 //! - [`auth`]: passwords (Argon2id), tokens (random, stored as SHA-256) and the first admin
 //!   of a fresh database; users, grants and tokens are kept by the store's
@@ -60,6 +62,7 @@ pub mod intake;
 pub mod kafka;
 pub mod logs;
 pub mod lost_runs;
+pub mod metrics;
 pub mod model;
 pub mod monitors;
 pub mod planning;

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::millis;
 use crate::clock::{Clock, run_every};
 use crate::config::RegistryConfig;
+use crate::metrics::SchedulerMetrics;
 use crate::model::{Completion, CompletionOutcome, ExecutorEntry};
 use crate::registry::is_live;
 use crate::store::{Store, StoreError, UnfinishedRun};
@@ -142,18 +143,21 @@ fn format_ms(ms: i64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
-/// Runs a step every `config.sweep_interval` until `shutdown`.
+/// Runs a step every `config.sweep_interval` until `shutdown`, counting the runs it fails
+/// into `metrics`.
 pub async fn run_lost_run_monitor(
     store: Arc<dyn Store>,
     config: RegistryConfig,
     clock: Arc<dyn Clock>,
+    metrics: Arc<SchedulerMetrics>,
     shutdown: CancellationToken,
 ) {
     let interval = config.sweep_interval;
     run_every("lost-run step", interval, clock, shutdown, |now_ms| {
-        let (store, config) = (Arc::clone(&store), config.clone());
+        let (store, config, metrics) = (Arc::clone(&store), config.clone(), Arc::clone(&metrics));
         async move {
             let summary = fail_lost_runs_once(store.as_ref(), &config, now_ms).await?;
+            metrics.lost_runs.inc_by(summary.failed as u64);
             if summary.failed > 0 {
                 tracing::info!(?summary, "lost runs failed");
             }

@@ -60,6 +60,8 @@ pub struct JobPlan {
     pub fires: Vec<PlannedFire>,
     /// What comes after them.
     pub next: NextFire,
+    /// Whether a fire was missed by more than the window, so the misfire strategy applied.
+    pub missed: bool,
 }
 
 /// A running job whose next fire falls inside the pre-read window, as the store reads it.
@@ -91,7 +93,8 @@ pub fn plan_job(job: &DueJob, now_ms: i64, window_ms: i64) -> JobPlan {
         ScheduleSpec::FixRate { .. } => TriggerType::FixRate,
         _ => TriggerType::Cron,
     };
-    let mut cursor = if now_ms > job.next_fire_ms + window_ms {
+    let missed = now_ms > job.next_fire_ms + window_ms;
+    let mut cursor = if missed {
         if job.misfire_strategy == MisfireStrategy::FireOnceNow {
             fires.push(PlannedFire {
                 scheduled_at_ms: job.next_fire_ms,
@@ -118,6 +121,7 @@ pub fn plan_job(job: &DueJob, now_ms: i64, window_ms: i64) -> JobPlan {
     JobPlan {
         fires,
         next: cursor.map_or(NextFire::Never, NextFire::At),
+        missed,
     }
 }
 
@@ -129,6 +133,7 @@ fn plan_fix_delay(job: &DueJob, delay_ms: i64, now_ms: i64, window_ms: i64) -> J
         return JobPlan {
             fires: Vec::new(),
             next: NextFire::At(job.next_fire_ms),
+            missed: false,
         };
     }
     let missed = now_ms > job.next_fire_ms + window_ms;
@@ -147,12 +152,14 @@ fn plan_fix_delay(job: &DueJob, delay_ms: i64, now_ms: i64, window_ms: i64) -> J
             return JobPlan {
                 fires: Vec::new(),
                 next: NextFire::At(now_ms + delay_ms),
+                missed: true,
             };
         }
     };
     JobPlan {
         fires: vec![fire],
         next: NextFire::AfterCompletion,
+        missed,
     }
 }
 

@@ -57,6 +57,7 @@ impl PreReader {
     /// One scan at `now_ms`: returns how many jobs were read and how many fires written.
     pub async fn pre_read_once(&self, now_ms: i64) -> Result<PlannedBatch, StoreError> {
         let started = std::time::Instant::now();
+        let metrics = self.intake.metrics();
         let planned = self
             .intake
             .plan_due(
@@ -64,7 +65,15 @@ impl PreReader {
                 millis(self.settings.window),
                 self.settings.batch_size,
             )
-            .await?;
+            .await
+            .inspect_err(|_| metrics.pre_read_failures.inc())?;
+        metrics
+            .pre_read_scan_duration
+            .observe(started.elapsed().as_secs_f64());
+        metrics.pre_read_jobs_read.inc_by(planned.jobs_read as u64);
+        metrics
+            .pre_read_fires_written
+            .inc_by(planned.fires_written as u64);
         tracing::debug!(
             ?planned,
             elapsed_ms = started.elapsed().as_millis() as u64,

@@ -94,6 +94,28 @@ impl Registry {
         live
     }
 
+    /// Per app known to the registry: its live executors and the distinct partitions they
+    /// own at `now_ms` (for the metrics).
+    pub fn liveness(&self, now_ms: i64) -> Vec<(AppName, usize, usize)> {
+        let apps: Vec<AppName> = self
+            .apps
+            .read()
+            .expect("registry lock")
+            .keys()
+            .cloned()
+            .collect();
+        apps.into_iter()
+            .map(|app| {
+                let live = self.live_executors(&app, now_ms);
+                let owned: std::collections::BTreeSet<i32> = live
+                    .iter()
+                    .flat_map(|entry| entry.owned_partitions.iter().copied())
+                    .collect();
+                (app, live.len(), owned.len())
+            })
+            .collect()
+    }
+
     /// The live executor owning `partition` of `app`'s trigger topic at `now_ms` (the newest
     /// claim, as in [`Registry::owners`]).
     pub fn owner_of(&self, app: &AppName, partition: i32, now_ms: i64) -> Option<String> {

@@ -12,11 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kadence_kafka::{BatchConsumer, BatchStep, DeadLetters, KafkaSettings, run_steps};
-use kadence_schemas::{ResultRecord, Topics, codec};
+use kadence_schemas::{AppName, ResultRecord, Topics, codec};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::SchedulerMetrics;
 use crate::model::{Completion, CompletionOutcome};
 use crate::store::{Store, StoreError};
 
@@ -56,7 +57,9 @@ pub struct ResultsSummary {
 
 struct Received {
     message: OwnedMessage,
-    decoded: Result<Completion, String>,
+    /// The completion and the app it is for, or why the record goes to the DLQ: the kind of
+    /// reason (a metric label) and the reason.
+    decoded: Result<(Completion, AppName), (&'static str, String)>,
 }
 
 /// Consumes `{prefix}.results` in group `{prefix}.scheduler`.
@@ -65,6 +68,7 @@ pub struct ResultsConsumer {
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
     unwritten: Vec<Received>,
+    metrics: Arc<SchedulerMetrics>,
 }
 
 impl ResultsConsumer {
@@ -91,7 +95,13 @@ impl ResultsConsumer {
             store,
             dead_letters,
             unwritten: Vec::new(),
+            metrics: Arc::default(),
         })
+    }
+
+    /// The same consumer counting into `metrics`.
+    pub fn with_metrics(self, metrics: Arc<SchedulerMetrics>) -> Self {
+        ResultsConsumer { metrics, ..self }
     }
 
     /// One step (see the module docs). Waits up to `wait` for the first record.
@@ -136,27 +146,37 @@ impl ResultsConsumer {
         let completions: Vec<Completion> = self
             .unwritten
             .iter()
-            .filter_map(|received| received.decoded.as_ref().ok().cloned())
+            .filter_map(|received| received.decoded.as_ref().ok())
+            .map(|(completion, _)| completion.clone())
             .collect();
         let outcomes = self.store.complete_runs(&completions).await?;
         let mut summary = ResultsSummary::default();
         let mut outcomes = outcomes.into_iter();
         for received in &self.unwritten {
-            let reason = match &received.decoded {
-                Err(reason) => reason.clone(),
-                Ok(completion) => match outcomes.next() {
+            let (kind, reason) = match &received.decoded {
+                Err((kind, reason)) => (*kind, reason.clone()),
+                Ok((completion, app)) => match outcomes.next() {
                     Some(CompletionOutcome::Applied) => {
                         summary.applied += 1;
+                        let code = completion.code.to_string();
+                        self.metrics
+                            .results
+                            .with_label_values(&[app.as_str(), code.as_str()])
+                            .inc();
                         continue;
                     }
                     Some(CompletionOutcome::Duplicate) => {
                         tracing::debug!(trigger_id = %completion.trigger_id, "duplicate result ignored");
                         summary.duplicates += 1;
+                        self.metrics.duplicate_results.inc();
                         continue;
                     }
-                    Some(CompletionOutcome::UnknownTrigger) | None => format!(
-                        "result for unknown trigger id {}: no job-log row has it",
-                        completion.trigger_id
+                    Some(CompletionOutcome::UnknownTrigger) | None => (
+                        "unknown_trigger",
+                        format!(
+                            "result for unknown trigger id {}: no job-log row has it",
+                            completion.trigger_id
+                        ),
                     ),
                 },
             };
@@ -166,6 +186,10 @@ impl ResultsConsumer {
                 .await
                 .map_err(ResultsError::DeadLetter)?;
             summary.dead_lettered += 1;
+            self.metrics
+                .dead_letters
+                .with_label_values(&["results", kind])
+                .inc();
         }
         Ok(summary)
     }
@@ -192,12 +216,31 @@ impl BatchStep for ResultsConsumer {
 
 fn decode(message: OwnedMessage) -> Received {
     let decoded = match message.payload() {
-        None => Err("result record has no value".to_owned()),
+        None => Err(("no_value", "result record has no value".to_owned())),
         Some(bytes) => codec::decode::<ResultRecord>(bytes)
-            .map(to_completion)
-            .map_err(|error| format!("undecodable result record: {error}")),
+            .map_err(|error| ("undecodable", format!("undecodable result record: {error}")))
+            .and_then(|record| {
+                let app = record.app.clone();
+                checked_completion(record)
+                    .map(|completion| (completion, app))
+                    .map_err(|reason| ("wrong_job", reason))
+            }),
     };
     Received { message, decoded }
+}
+
+/// The completion a result asks for, after the checks that need no database: the result
+/// must name the job its trigger id belongs to (the leading number of every trigger id), so
+/// an executor that mixes up its fields cannot complete another job's run.
+fn checked_completion(record: ResultRecord) -> Result<Completion, String> {
+    let trigger_job = record.trigger_id.job_id();
+    if record.job_id != trigger_job {
+        return Err(format!(
+            "result for trigger {} names job {}, but the trigger belongs to job {trigger_job}",
+            record.trigger_id, record.job_id
+        ));
+    }
+    Ok(to_completion(record))
 }
 
 fn to_completion(record: ResultRecord) -> Completion {

@@ -42,11 +42,16 @@ pub enum CodecError {
     },
     /// The schema id is not in the catalog.
     #[error(
-        "unknown schema id {id}: the record was written by a newer Kadence (upgrade this reader) or not by Kadence"
+        "unknown schema id {id}: this reader accepts {expected} ids {accepted}; the record was \
+         written by a newer Kadence (upgrade this reader) or not by Kadence"
     )]
     UnknownSchemaId {
         /// The id.
         id: u32,
+        /// The record asked for.
+        expected: &'static str,
+        /// The ids of `expected` this reader decodes, comma separated, oldest first.
+        accepted: String,
     },
     /// The schema id belongs to another record type.
     #[error(
@@ -178,11 +183,25 @@ pub fn split_frame(bytes: &[u8]) -> Result<(u32, &[u8]), CodecError> {
     }
 }
 
+/// The released ids of `record`, comma separated, oldest first: what a reader accepts.
+fn accepted_ids(record: &str) -> String {
+    catalog::entries()
+        .iter()
+        .filter(|entry| entry.record == record)
+        .map(|entry| entry.id.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Decodes a framed record written with any released version of `R`'s schema.
 pub fn decode<R: AvroRecord>(bytes: &[u8]) -> Result<R, CodecError> {
     limit_allocations();
     let (id, mut payload) = split_frame(bytes)?;
-    let entry = catalog::schema_for_id(id).ok_or(CodecError::UnknownSchemaId { id })?;
+    let entry = catalog::schema_for_id(id).ok_or_else(|| CodecError::UnknownSchemaId {
+        id,
+        expected: R::RECORD,
+        accepted: accepted_ids(R::RECORD),
+    })?;
     if entry.record != R::RECORD {
         return Err(CodecError::WrongRecordType {
             id,

@@ -236,10 +236,17 @@ fn malformed_frames_are_refused_with_a_clear_error() {
     );
     let mut unknown = encode(&trigger(false)).unwrap();
     unknown[1..5].copy_from_slice(&999_999u32.to_be_bytes());
+    let error = decode::<TriggerRecord>(&unknown).unwrap_err();
     assert!(matches!(
-        decode::<TriggerRecord>(&unknown),
-        Err(CodecError::UnknownSchemaId { id: 999_999 })
+        error,
+        CodecError::UnknownSchemaId { id: 999_999, .. }
     ));
+    // The dead-letter reason names what this reader would have accepted.
+    assert_eq!(
+        error.to_string(),
+        "unknown schema id 999999: this reader accepts TriggerRecord ids 1001; the record was \
+         written by a newer Kadence (upgrade this reader) or not by Kadence"
+    );
     let result_bytes = encode(&result(false)).unwrap();
     let error = decode::<TriggerRecord>(&result_bytes).unwrap_err();
     assert_eq!(

@@ -17,7 +17,11 @@ use crate::common::Backend;
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, login, spawn_app, spawn_app_with};
 
 /// The operations anyone may call, besides the schema registry's (under [`PUBLIC_PREFIX`]).
-const PUBLIC: [(&str, &str); 2] = [("GET", "/health"), ("POST", "/api/auth/login")];
+const PUBLIC: [(&str, &str); 3] = [
+    ("GET", "/health"),
+    ("GET", "/metrics"),
+    ("POST", "/api/auth/login"),
+];
 /// Where every operation is public: the record schemas, the same as the repository's.
 const PUBLIC_PREFIX: &str = "/registry/";
 
@@ -229,6 +233,12 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
         case(
             ("POST", "/api/jobs/{id}/kill"),
             &format!("/api/jobs/{job}/kill"),
+            None,
+            Operate,
+        ),
+        case(
+            ("POST", "/api/runs/{log_id}/kill"),
+            &format!("/api/runs/{}/kill", fixture.alpha_run),
             None,
             Operate,
         ),

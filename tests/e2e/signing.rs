@@ -41,7 +41,7 @@ async fn scheduler_key(app: &TestApp) -> RecordSigner {
 }
 
 /// A trigger of the `count` handler for `job` of `app`, with its own trigger id.
-fn count_trigger(app: &str, job: i64, n: i64) -> TriggerRecord {
+pub(crate) fn count_trigger(app: &str, job: i64, n: i64) -> TriggerRecord {
     let job = JobId::new(job).unwrap();
     TriggerRecord {
         trigger_id: TriggerId::scheduled(job, 1_000 + n),

@@ -18,11 +18,13 @@ use rdkafka::consumer::{
 };
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::statistics::Statistics;
 use rdkafka::{Offset, TopicPartitionList};
 
 use crate::beats::Assignment;
 use crate::error::ExecutorError;
 use crate::handoff::RunningRuns;
+use crate::metrics::ExecutorMetrics;
 use crate::offsets::OffsetTracker;
 use crate::settings::ExecutorSettings;
 
@@ -40,6 +42,7 @@ impl Group {
         settings: &ExecutorSettings,
         assignment: Assignment,
         running: RunningRuns,
+        metrics: Arc<ExecutorMetrics>,
     ) -> Result<Group, ExecutorError> {
         let topic = settings.topics.triggers(&settings.app);
         let tracker = Arc::new(Mutex::new(OffsetTracker::default()));
@@ -50,6 +53,7 @@ impl Group {
                 assignment,
                 running,
                 rebalance_timeout: settings.rebalance_timeout,
+                metrics,
             })
             .map_err(ExecutorError::kafka("create the trigger consumer"))?;
         consumer
@@ -125,6 +129,8 @@ fn client_config(settings: &ExecutorSettings) -> ClientConfig {
         ("auto.offset.reset", "earliest"),
         ("session.timeout.ms", &session_timeout),
         ("heartbeat.interval.ms", &heartbeat_interval),
+        // The client's statistics carry each partition's lag, for the metrics.
+        ("statistics.interval.ms", "5000"),
     ])
 }
 
@@ -136,9 +142,25 @@ struct ExecutorContext {
     assignment: Assignment,
     running: RunningRuns,
     rebalance_timeout: Duration,
+    metrics: Arc<ExecutorMetrics>,
 }
 
-impl ClientContext for ExecutorContext {}
+impl ClientContext for ExecutorContext {
+    /// Sets the lag gauge of every partition this executor consumes; the client reports
+    /// `-1` for a partition it does not (the gauge is then removed).
+    fn stats(&self, statistics: Statistics) {
+        let Some(topic) = statistics.topics.get(&self.topic) else {
+            return;
+        };
+        for (&partition, state) in &topic.partitions {
+            // librdkafka lists an internal partition -1 for records not yet partitioned.
+            if partition >= 0 {
+                let lag = (state.consumer_lag >= 0).then_some(state.consumer_lag);
+                self.metrics.record_lag(partition, lag);
+            }
+        }
+    }
+}
 
 impl ConsumerContext for ExecutorContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -146,6 +168,10 @@ impl ConsumerContext for ExecutorContext {
             Rebalance::Revoke(revoked) => self.revoke(consumer, &partitions(revoked)),
             Rebalance::Assign(assigned) => {
                 let partitions = partitions(assigned);
+                self.metrics
+                    .rebalances
+                    .with_label_values(&["assigned"])
+                    .inc();
                 tracing::info!(?partitions, "partitions assigned");
                 self.assignment.assign(&partitions);
             }
@@ -160,6 +186,11 @@ impl ExecutorContext {
         let handed_back = self
             .running
             .finish_or_hand_back(partitions, self.rebalance_timeout);
+        self.metrics
+            .rebalances
+            .with_label_values(&["revoked"])
+            .inc();
+        self.metrics.hand_backs.inc_by(handed_back as u64);
         if handed_back > 0 {
             tracing::warn!(
                 ?partitions,

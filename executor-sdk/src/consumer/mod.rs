@@ -37,6 +37,7 @@ mod runs;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kadence_kafka::VerifyError;
 use kadence_schemas::{ExecutorState, TriggerRecord, codec};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
@@ -50,6 +51,7 @@ use crate::dispatch::{Dispatch, Step};
 use crate::error::ExecutorError;
 use crate::handler::Registry;
 use crate::handoff::RunningRuns;
+use crate::metrics::ExecutorMetrics;
 use crate::publisher::Publisher;
 use crate::settings::ExecutorSettings;
 use control::ControlEvent;
@@ -64,7 +66,18 @@ pub(crate) async fn run(
     registry: Arc<Registry>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ExecutorError> {
-    let mut state = Loop::start(settings, registry)?;
+    let metrics = Arc::new(ExecutorMetrics::new(settings.app.as_str()));
+    // The endpoint answers until the executor has stopped, last beat included.
+    let metrics_stop = CancellationToken::new();
+    let _stop_serving_metrics = metrics_stop.clone().drop_guard();
+    if let Some(address) = settings.metrics_address {
+        crate::metrics::serve(Arc::clone(&metrics), address, metrics_stop)
+            .await
+            .map_err(|error| {
+                ExecutorError::Config(format!("cannot serve metrics on {address}: {error}"))
+            })?;
+    }
+    let mut state = Loop::start(settings, registry, metrics)?;
     let drain_deadline = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(drain_deadline);
     tokio::pin!(shutdown);
@@ -120,6 +133,8 @@ struct Loop {
     control_caught_up: bool,
     /// KILLs remembered for the triggers they cover that arrive later.
     kills: RememberedKills,
+    /// What the executor counts.
+    metrics: Arc<ExecutorMetrics>,
     /// Stops the control reader when the loop ends, however it ends.
     _control_reader: DropGuard,
     /// Fires after the drain deadline: running handlers are cancelled and publishing gives up.
@@ -133,13 +148,22 @@ struct Loop {
 
 impl Loop {
     /// Joins the group and starts the control reader.
-    fn start(settings: ExecutorSettings, registry: Arc<Registry>) -> Result<Loop, ExecutorError> {
+    fn start(
+        settings: ExecutorSettings,
+        registry: Arc<Registry>,
+        metrics: Arc<ExecutorMetrics>,
+    ) -> Result<Loop, ExecutorError> {
         let assignment = Assignment::default();
         let running = RunningRuns::default();
-        let group = Group::join(&settings, assignment.clone(), running.clone())?;
+        let group = Group::join(
+            &settings,
+            assignment.clone(),
+            running.clone(),
+            Arc::clone(&metrics),
+        )?;
         let hard_stop = CancellationToken::new();
         let (finished_tx, finished) = mpsc::unbounded_channel();
-        let publisher = Publisher::new(&settings)?;
+        let publisher = Publisher::new(&settings, Arc::clone(&metrics))?;
         let beats = Beats::new(
             publisher.producer(),
             settings.topics.beats(),
@@ -157,6 +181,7 @@ impl Loop {
             assignment: assignment.clone(),
             max_log_lines: settings.max_log_lines,
             clock: Clock::System,
+            metrics: Arc::clone(&metrics),
         };
         let dispatch = Dispatch::new(
             Clock::System,
@@ -172,16 +197,7 @@ impl Loop {
         control::spawn_reader(&settings, commands_tx, control_stop.clone())?;
         let mut beat_tick = tokio::time::interval(settings.beat_interval);
         beat_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        tracing::info!(executor_id = %settings.executor_id, topic = group.topic(),
-            handlers = registry.names().len(),
-            trusted_keys = ?settings.trusted_keys.key_ids(), "executor started");
-        if settings.trusted_keys.is_empty() {
-            tracing::warn!(
-                topic = group.topic(),
-                "no trusted scheduler key (ExecutorBuilder::trusted_key): triggers and control \
-                 records are not verified, so whoever can write these topics runs handlers here"
-            );
-        }
+        announce_start(&settings, &registry, group.topic());
         Ok(Loop {
             commit_tick: tokio::time::interval(settings.commit_interval),
             beat_tick,
@@ -197,6 +213,7 @@ impl Loop {
             commands,
             control_caught_up: false,
             kills,
+            metrics,
             _control_reader: control_stop.drop_guard(),
             hard_stop,
             in_flight: 0,
@@ -258,18 +275,21 @@ impl Loop {
         if !trusted.is_empty()
             && let Err(error) = trusted.verify_message(&message)
         {
+            self.count_dead_letter(refusal_kind(&error));
             let reason = format!("refused trigger record: {error}");
             tracing::warn!(partition, offset, %reason, "sending trigger record to the dead-letter queue");
             return self.runs.dead_letter(message, reason);
         }
         let trigger = match decode(&message) {
             Ok(trigger) => Arc::new(trigger),
-            Err(reason) => {
+            Err((kind, reason)) => {
+                self.count_dead_letter(kind);
                 tracing::warn!(partition, offset, %reason, "sending trigger record to the dead-letter queue");
                 return self.runs.dead_letter(message, reason);
             }
         };
         if !self.recent.insert(&trigger.trigger_id) {
+            self.metrics.redeliveries.inc();
             tracing::info!(trigger_id = %trigger.trigger_id, "trigger redelivered; it already ran here, not running it twice");
             return self.runs.skip_redelivered(partition, offset);
         }
@@ -305,16 +325,31 @@ impl Loop {
         }
     }
 
-    /// Beats the state of the phase (RUNNING while consuming, STOPPING once draining).
+    /// Beats the state of the phase (RUNNING while consuming, STOPPING once draining), and
+    /// sets the gauges of what is held, queued and running to what the beat says.
     fn beat(&self) {
         let state = match self.phase {
             Phase::Consuming => ExecutorState::Running,
             Phase::Draining => ExecutorState::Stopping,
         };
-        let beat = self
-            .beats
-            .beat(state, self.assignment.owned(), self.dispatch.activity());
+        let activity = self.dispatch.activity();
+        self.metrics.held.set(self.dispatch.held_count() as i64);
+        self.metrics
+            .queued_jobs
+            .set(activity.queued_jobs.len() as i64);
+        self.metrics.running.set(activity.running_jobs.len() as i64);
+        let held = |partition| {
+            self.dispatch
+                .held_matching(|ready| ready.partition == partition)
+        };
+        self.metrics
+            .update_expected_waits(held, |partition| self.runs.running.count_on(partition));
+        let beat = self.beats.beat(state, self.assignment.owned(), activity);
         self.beats.send(beat);
+    }
+
+    fn count_dead_letter(&self, kind: &str) {
+        self.metrics.dead_letters.with_label_values(&[kind]).inc();
     }
 
     fn drain(&mut self) {
@@ -345,11 +380,40 @@ impl Loop {
     }
 }
 
-/// The trigger in `message`, or why there is none (the dead-letter reason).
-fn decode(message: &OwnedMessage) -> Result<TriggerRecord, String> {
+/// Logs the start, warning when nothing is verified.
+fn announce_start(settings: &ExecutorSettings, registry: &Registry, topic: &str) {
+    tracing::info!(executor_id = %settings.executor_id, topic,
+        handlers = registry.names().len(),
+        trusted_keys = ?settings.trusted_keys.key_ids(), "executor started");
+    if settings.trusted_keys.is_empty() {
+        tracing::warn!(
+            topic,
+            "no trusted scheduler key (ExecutorBuilder::trusted_key): triggers and control \
+             records are not verified, so whoever can write these topics runs handlers here"
+        );
+    }
+}
+
+/// The trigger in `message`, or why there is none: the kind of reason (a metric label) and
+/// the dead-letter reason.
+fn decode(message: &OwnedMessage) -> Result<TriggerRecord, (&'static str, String)> {
     match message.payload() {
-        None => Err("trigger record has no value".to_owned()),
-        Some(bytes) => codec::decode::<TriggerRecord>(bytes)
-            .map_err(|error| format!("undecodable trigger record: {error}")),
+        None => Err(("no_value", "trigger record has no value".to_owned())),
+        Some(bytes) => codec::decode::<TriggerRecord>(bytes).map_err(|error| {
+            (
+                "undecodable",
+                format!("undecodable trigger record: {error}"),
+            )
+        }),
+    }
+}
+
+/// The kind of a signature refusal, as a metric label.
+fn refusal_kind(error: &VerifyError) -> &'static str {
+    match error {
+        VerifyError::Unsigned => "unsigned",
+        VerifyError::UnknownKey { .. } => "unknown_key",
+        VerifyError::BadSignature { .. } => "bad_signature",
+        VerifyError::Malformed { .. } => "malformed_signature",
     }
 }

@@ -26,6 +26,7 @@ use crate::dispatch::Start;
 use crate::handler::HandlerFn;
 use crate::handoff::RunningRuns;
 use crate::joblog::{FLUSH_INTERVAL, JobLogger, LogShipper};
+use crate::metrics::{ExecutorMetrics, handler_label, outcome_of, seconds};
 use crate::offsets::OffsetTracker;
 use crate::publisher::Publisher;
 use crate::runner::{RunOutcome, result_record, run_handler};
@@ -120,6 +121,7 @@ pub(super) struct Runs {
     pub(super) assignment: Assignment,
     pub(super) max_log_lines: usize,
     pub(super) clock: Clock,
+    pub(super) metrics: Arc<ExecutorMetrics>,
 }
 
 impl Runs {
@@ -145,6 +147,11 @@ impl Runs {
             .running
             .register(partition, offset, cancellation.clone());
         let started_at_ms = self.clock.now_ms();
+        let handler = handler_label(&ready.trigger).to_owned();
+        self.metrics
+            .trigger_to_start
+            .with_label_values(&[handler.as_str()])
+            .observe(seconds(started_at_ms - ready.trigger.scheduled_at_ms));
         let logger = JobLogger::new(self.max_log_lines);
         let shipper = LogShipper::new(
             logger.clone(),
@@ -173,6 +180,13 @@ impl Runs {
             started_at_ms,
             finished_at_ms,
         );
+        self.metrics
+            .run_duration
+            .with_label_values(&[handler.as_str()])
+            .observe(seconds(finished_at_ms - started_at_ms));
+        self.metrics
+            .record_run(partition, finished_at_ms - started_at_ms);
+        self.count_result(&handler, &record);
         let handled = self.publish(&record).await;
         // Complete before unregistering: the revocation callback commits what is complete
         // once no registered run is left.
@@ -196,6 +210,7 @@ impl Runs {
             let now_ms = runs.clock.now_ms();
             let outcome = RunOutcome::failure(message);
             let record = result_record(&trigger, &runs.executor_id, outcome, now_ms, now_ms);
+            runs.count_result(handler_label(&trigger), &record);
             let handled = runs.publish(&record).await;
             runs.reporter
                 .report(Finished::without_run(partition, offset, handled));
@@ -228,6 +243,15 @@ impl Runs {
             runs.reporter
                 .report(Finished::without_run(partition, offset, handled));
         });
+    }
+
+    /// Counts the answer `record` to a trigger of `handler` by its outcome.
+    fn count_result(&self, handler: &str, record: &ResultRecord) {
+        let outcome = outcome_of(record.code, record.message.as_deref());
+        self.metrics
+            .results
+            .with_label_values(&[handler, outcome])
+            .inc();
     }
 
     /// Publishes a result; false (logged) when it could not be.

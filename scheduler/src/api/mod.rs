@@ -3,6 +3,7 @@
 //! | method | path | does |
 //! |---|---|---|
 //! | GET | `/health` | liveness (no credentials needed) |
+//! | GET | `/metrics` | Prometheus metrics (no credentials needed; see `crate::metrics`) |
 //! | GET | `/api/openapi.json`, `/api/docs` | the OpenAPI document and its browsable page (no credentials needed) |
 //! | GET, POST | `/registry/…` | the schema catalog in the Confluent Schema Registry's read API shape (no credentials needed) |
 //! | POST | `/api/auth/login` | a session token for a user name and password (no credentials needed) |
@@ -25,6 +26,7 @@
 //! | GET | `/api/jobs/{id}/runs` | newest runs with codes and messages |
 //! | GET | `/api/schedules/preview` | next fire times of a schedule, before saving it |
 //! | GET | `/api/runs/{log_id}/log` (`?from_line=&limit=`) | a run's log lines from a line on |
+//! | POST | `/api/runs/{log_id}/kill` | stop one run: running, queued, or not yet at an executor |
 //! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
 //! | GET | `/api/reports` (`?from=&to=&app=`) | daily running / succeeded / failed counts per job |
 //! | GET | `/api/audit` (`?app=&user=&target=&from_ms=&to_ms=`) | the audit trail, newest first |
@@ -32,7 +34,7 @@
 //! | POST | `/api/signing-keys/rotate` | a new signing key, used by every node within `signing.key_refresh_interval` (admin) |
 //! | POST | `/api/signing-keys/{id}/retire` | stop a key being used; never the only active one (admin) |
 //!
-//! Every route but `/health` and the login needs `Authorization: Bearer <token>` (401
+//! Every route but `/health`, `/metrics` and the login needs `Authorization: Bearer <token>` (401
 //! without; `caller`), and checks the caller's role and grants on the app concerned (403
 //! when missing): an admin may do everything; a member sees only the apps granted to them,
 //! reads them with VIEW, changes their jobs with OPERATE, and writes script source with
@@ -88,8 +90,8 @@ pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
 pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, PageQuery};
 pub use reports::{ReportQuery, ReportView};
 pub use runs::{
-    KillRequest, KillResponse, RunLogQuery, RunLogView, TriggerRequest, TriggerResponse,
-    TriggeredRun,
+    KillRequest, KillResponse, RunKillResponse, RunLogQuery, RunLogView, TriggerRequest,
+    TriggerResponse, TriggeredRun,
 };
 pub use schedules::PreviewResponse;
 pub use sessions::LoginRequest;
@@ -215,6 +217,7 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(jobs::stop_job))
         .routes(routes!(runs::trigger_job))
         .routes(routes!(runs::kill_job))
+        .routes(routes!(runs::kill_run))
         .routes(routes!(runs::list_runs))
         .routes(routes!(schedules::preview_schedule))
         .routes(routes!(executors::list_executors))
@@ -240,9 +243,44 @@ fn public_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(registry::registry_config))
 }
 
-/// `/health`, the one route outside the load limits.
+/// `/health` and `/metrics`, the routes outside the load limits.
 fn health_routes() -> OpenApiRouter<Arc<ApiState>> {
-    OpenApiRouter::new().routes(routes!(health))
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(metrics))
+}
+
+/// This node's Prometheus metrics (see `crate::metrics` for every name and label). Public,
+/// like `/health`, so that Prometheus scrapes it without a token: it holds counts, app and
+/// handler names, no job data.
+#[utoipa::path(get, path = "/metrics", tag = "health",
+    responses((status = 200, description = "The metrics in Prometheus's text format",
+        body = String, content_type = "text/plain")))]
+async fn metrics(
+    axum::extract::State(state): axum::extract::State<Arc<ApiState>>,
+) -> ([(axum::http::header::HeaderName, &'static str); 1], String) {
+    let metrics = state.intake.metrics();
+    // The registry's view at the scrape, so an app whose executors all left reads zero.
+    metrics.live_executors.reset();
+    metrics.owned_partitions.reset();
+    for (app, live, owned) in state.registry.liveness(state.clock.now_ms()) {
+        let app = [app.as_str()];
+        metrics
+            .live_executors
+            .with_label_values(&app)
+            .set(live as i64);
+        metrics
+            .owned_partitions
+            .with_label_values(&app)
+            .set(owned as i64);
+    }
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        metrics.render(),
+    )
 }
 
 /// Liveness: the node's HTTP server answers.

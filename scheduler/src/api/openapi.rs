@@ -28,10 +28,14 @@ pub const DOCS_PATH: &str = "/api/docs";
 /// The name of the bearer security scheme in the document.
 const BEARER: &str = "bearer";
 /// Operations anyone may call: they declare an empty security requirement.
-const PUBLIC_OPERATIONS: [(&str, HttpMethod); 2] = [
+const PUBLIC_OPERATIONS: [(&str, HttpMethod); 3] = [
     ("/health", HttpMethod::Get),
+    ("/metrics", HttpMethod::Get),
     ("/api/auth/login", HttpMethod::Post),
 ];
+/// Operations outside the load limits, which a busy node still answers: liveness and the
+/// metrics that show why it is busy.
+const NEVER_SHED: [&str; 2] = ["/health", "/metrics"];
 /// Paths under which every operation is public: the schema registry (see `registry`).
 const PUBLIC_PREFIX: &str = "/registry/";
 
@@ -123,10 +127,9 @@ pub(super) fn add_shared_answers(openapi: &mut OpenApi) {
                     operation.request_body.is_some(),
                     "The body is over 512 KiB",
                 ),
-                // `/health` is outside the load limits (a busy node is alive).
                 (
                     "503",
-                    path != "/health",
+                    !NEVER_SHED.contains(&path.as_str()),
                     "The node is busy: retry after Retry-After seconds",
                 ),
                 ("500", true, "An internal failure, logged by the scheduler"),
@@ -201,7 +204,7 @@ mod tests {
                         "{method} {path}: {responses}"
                     );
                 }
-                let sheds = path != "/health";
+                let sheds = !super::NEVER_SHED.contains(&path.as_str());
                 assert_eq!(responses.get("503").is_some(), sheds, "{method} {path}");
                 assert!(
                     operation["tags"].as_array().is_some(),
@@ -211,7 +214,10 @@ mod tests {
         }
         public.retain(|operation| !operation.contains(" /registry/"));
         public.sort();
-        assert_eq!(public, ["get /health", "post /api/auth/login"]);
+        assert_eq!(
+            public,
+            ["get /health", "get /metrics", "post /api/auth/login"]
+        );
         assert_eq!(document["security"], json!([{"bearer": []}]));
         assert_eq!(
             document["components"]["securitySchemes"]["bearer"]["scheme"],

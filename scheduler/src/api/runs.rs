@@ -1,4 +1,5 @@
-//! Runs: fire a job once now, kill its runs, list them, and read a run's log.
+//! Runs: fire a job once now, kill its runs (all of a job's, or one), list them, and read a
+//! run's log.
 
 use std::sync::Arc;
 
@@ -207,6 +208,86 @@ pub struct KillResponse {
     pub requested_at_ms: i64,
 }
 
+/// Answer of `POST /api/runs/{log_id}/kill`.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunKillResponse {
+    /// The run.
+    pub log_id: i64,
+    /// Its trigger id, which the kill command names.
+    pub trigger_id: TriggerId,
+    /// When the command was published, ms.
+    pub requested_at_ms: i64,
+}
+
+/// Asks the executors of the run's app to stop this one run (XXL-JOB's kill on a log row):
+/// running, it is cancelled; queued or held, it is dropped; not yet at an executor, it is
+/// refused when it arrives. It ends with a failure result saying it was killed. A run that
+/// already has its result is a conflict.
+#[utoipa::path(
+    post, path = "/api/runs/{log_id}/kill", tag = "runs",
+    params(("log_id" = i64, Path, description = "The run's log id")),
+    request_body(content = Option<KillRequest>, description = "Optional: a reason"),
+    responses(
+        (status = 202, description = "The kill command is on the control topic", body = RunKillResponse),
+        (status = 404, description = "No such run", body = ErrorBody),
+        (status = 409, description = "The run has finished", body = ErrorBody),
+    ),
+)]
+pub(super) async fn kill_run(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiPath(log_id): ApiPath<String>,
+    OptionalJson(request): OptionalJson<KillRequest>,
+) -> Result<(StatusCode, AuditNote, Json<RunKillResponse>), ApiError> {
+    let run = load_run(&state, &log_id).await?;
+    let job = load_job(&state, run.job_id).await?;
+    caller.require(&job.spec.app, Access::Operate)?;
+    if matches!(
+        run.state,
+        crate::model::RunState::Finished | crate::model::RunState::Cancelled
+    ) {
+        return Err(ApiError::Conflict(format!(
+            "run {} has finished: there is nothing to kill",
+            run.log_id
+        )));
+    }
+    let command = ControlRecord {
+        command: ControlCommand::Kill,
+        app: job.spec.app.clone(),
+        job_id: None,
+        trigger_id: Some(run.trigger_id.clone()),
+        reason: request.reason,
+        requested_at_ms: state.clock.now_ms(),
+    };
+    state.control.send(&command).await.map_err(|error| {
+        ApiError::Internal(anyhow::Error::new(error).context("publishing the kill command"))
+    })?;
+    let note = AuditNote::app(&job.spec.app).with(serde_json::json!({
+        "trigger_id": run.trigger_id.as_str(), "reason": &command.reason,
+    }));
+    Ok((
+        StatusCode::ACCEPTED,
+        note,
+        Json(RunKillResponse {
+            log_id: run.log_id,
+            trigger_id: run.trigger_id,
+            requested_at_ms: command.requested_at_ms,
+        }),
+    ))
+}
+
+/// The run whose log id is `log_id` (path text), or 400/404.
+async fn load_run(state: &ApiState, log_id: &str) -> Result<Run, ApiError> {
+    let id: i64 = log_id
+        .parse()
+        .map_err(|_| ApiError::BadRequest(format!("log id {log_id:?} is not a number")))?;
+    state
+        .store
+        .get_run(id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("run {id} does not exist")))
+}
+
 /// A job's runs, newest first, a page at a time (`next` is a log id: the runs after it are
 /// older).
 #[utoipa::path(
@@ -275,9 +356,8 @@ pub(super) async fn read_run_log(
     ApiPath(log_id): ApiPath<String>,
     ApiQuery(query): ApiQuery<RunLogQuery>,
 ) -> Result<Json<RunLogView>, ApiError> {
-    let log_id: i64 = log_id
-        .parse()
-        .map_err(|_| ApiError::BadRequest(format!("log id {log_id:?} is not a number")))?;
+    let run = load_run(&state, &log_id).await?;
+    let log_id = run.log_id;
     let from_line = query.from_line.unwrap_or(1);
     if from_line < 1 {
         return Err(ApiError::BadRequest(
@@ -285,11 +365,6 @@ pub(super) async fn read_run_log(
         ));
     }
     let limit = query.limit.unwrap_or(1_000).clamp(1, 1_000);
-    let run = state
-        .store
-        .get_run(log_id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("run {log_id} does not exist")))?;
     // A run is its job's: readable by whoever may view the job's app.
     let job = load_job(&state, run.job_id).await?;
     caller.require(&job.spec.app, Access::View)?;

@@ -291,6 +291,14 @@ pub(super) enum JobCommand {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Stop one run: running, queued, or not yet at an executor.
+    KillRun {
+        /// The run's log id, as `kadence job runs` shows it.
+        log_id: i64,
+        /// Why; shown on the killed run.
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// List a job's newest runs with their result codes and messages; a full page ends with
     /// the command for older ones.
     Runs {

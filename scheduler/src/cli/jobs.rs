@@ -6,8 +6,8 @@ use super::args::{AddJob, JobCommand};
 use super::client::ApiClient;
 use super::print::{describe_status, format_ms, outln};
 use crate::api::{
-    JobView, KillRequest, KillResponse, NewJobRequest, Page, RunLogView, TriggerRequest,
-    TriggerResponse,
+    JobView, KillRequest, KillResponse, NewJobRequest, Page, RunKillResponse, RunLogView,
+    TriggerRequest, TriggerResponse,
 };
 use crate::model::Run;
 
@@ -70,6 +70,7 @@ pub(super) async fn job_command(client: &ApiClient, command: JobCommand) -> anyh
                 }
             }
         }
+        JobCommand::KillRun { log_id, reason } => kill_run(client, log_id, reason).await?,
         JobCommand::Kill { id, reason } => {
             let killed: KillResponse = client
                 .post(&format!("/api/jobs/{id}/kill"), &KillRequest { reason })
@@ -83,6 +84,19 @@ pub(super) async fn job_command(client: &ApiClient, command: JobCommand) -> anyh
         } => print_log(client, log_id, from, follow).await?,
         JobCommand::Runs { id, limit, after } => list_runs(client, &id, limit, after).await?,
     }
+    Ok(())
+}
+
+/// Asks the executors to stop the run `log_id`.
+async fn kill_run(client: &ApiClient, log_id: i64, reason: Option<String>) -> anyhow::Result<()> {
+    let killed: RunKillResponse = client
+        .post(&format!("/api/runs/{log_id}/kill"), &KillRequest { reason })
+        .await?;
+    outln!(
+        "kill requested for run {} ({})",
+        killed.log_id,
+        killed.trigger_id
+    )?;
     Ok(())
 }
 

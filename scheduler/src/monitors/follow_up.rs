@@ -109,6 +109,11 @@ impl FollowUp {
                         summary.retries += 1;
                     }
                     let status = self.alarms.send(job, &Alarm::for_run(job, &run)).await;
+                    self.intake
+                        .metrics()
+                        .alarms
+                        .with_label_values(&[job.spec.app.as_str(), status.as_str()])
+                        .inc();
                     match status {
                         AlarmStatus::Sent => summary.alarms_sent += 1,
                         AlarmStatus::Failed => summary.alarms_failed += 1,

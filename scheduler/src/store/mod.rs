@@ -76,6 +76,19 @@ pub struct PreReadOutcome {
     pub jobs_read: usize,
     /// Fires written, in time order per job.
     pub fires: Vec<PendingFire>,
+    /// Jobs whose fire was missed by more than the window (the misfire strategy applied).
+    pub misfires: Vec<Misfire>,
+}
+
+/// A job whose fire a scan found missed by more than the pre-read window.
+#[derive(Debug, Clone)]
+pub struct Misfire {
+    /// The job.
+    pub job_id: kadence_schemas::JobId,
+    /// Its app.
+    pub app: kadence_schemas::AppName,
+    /// What was done: skipped (DO_NOTHING) or fired once now (FIRE_ONCE_NOW).
+    pub strategy: crate::schedule::MisfireStrategy,
 }
 
 /// A fire to write outside the pre-read scan (manual and API triggers).

@@ -1,27 +1,71 @@
-//! An executor process for the fault tests: handlers `ok` and `sleep` (params: ms). It prints
-//! `started <trigger id>` when a `sleep` run begins, so a test knows when to kill it. SIGTERM
-//! and SIGINT stop it gracefully, as they stop any executor built on `shutdown_signal`.
+//! The Rust executor process of the fault tests and the conformance suite. The reference
+//! Python executor's demo (`python -m kadence_executor.demo`) has the same interface, so the
+//! conformance suite drives either the same way:
+//!
+//! - Handlers: `ok` succeeds; `sleep` (params: ms) waits that long or until cancelled, then
+//!   fails with `stopped early`; `fail` fails with its params as the message (`failed on
+//!   purpose` when empty); `log` (params: n) writes the job log lines `line 1` … `line n`;
+//!   `shard` writes the line `shard {index} of {total}`.
+//! - Standard output: `ready` once built, then `started <trigger id>` as every run begins, so
+//!   a test knows when to stop or kill it and counts how often a trigger ran.
+//! - SIGTERM and SIGINT stop it gracefully, as they stop any executor built on
+//!   `shutdown_signal`.
 //!
 //! Environment: `KADENCE_BROKERS`, `KADENCE_APP`, `KADENCE_TOPIC_PREFIX`, `KADENCE_EXECUTOR_ID`;
-//! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000) and `KADENCE_BEAT_INTERVAL_MS`.
+//! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_BEAT_INTERVAL_MS` (default
+//! 3000) and `KADENCE_TRUSTED_KEYS` (scheduler public keys, comma separated; none: nothing is
+//! verified).
 
 use std::io::Write;
 use std::time::Duration;
 
 use kadence_executor::{Executor, JobContext, JobError, JobResult};
 
-async fn ok(_ctx: JobContext) -> JobResult {
+/// Says on standard output that the run of `ctx` began.
+fn announce(ctx: &JobContext) {
+    println!("started {}", ctx.trigger_id());
+    std::io::stdout().flush().ok();
+}
+
+async fn ok(ctx: JobContext) -> JobResult {
+    announce(&ctx);
     Ok(())
 }
 
 async fn sleep(ctx: JobContext) -> JobResult {
-    println!("started {}", ctx.trigger_id());
-    std::io::stdout().flush().ok();
+    announce(&ctx);
     let millis: u64 = ctx.params().trim().parse()?;
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_millis(millis)) => Ok(()),
         _ = ctx.cancelled() => Err(JobError::new("stopped early")),
     }
+}
+
+async fn fail(ctx: JobContext) -> JobResult {
+    announce(&ctx);
+    match ctx.params() {
+        "" => Err(JobError::new("failed on purpose")),
+        message => Err(JobError::new(message)),
+    }
+}
+
+async fn log(ctx: JobContext) -> JobResult {
+    announce(&ctx);
+    let lines: u32 = ctx.params().trim().parse()?;
+    for line in 1..=lines {
+        ctx.log(format!("line {line}"));
+    }
+    Ok(())
+}
+
+async fn shard(ctx: JobContext) -> JobResult {
+    announce(&ctx);
+    ctx.log(format!(
+        "shard {} of {}",
+        ctx.shard_index(),
+        ctx.shard_total()
+    ));
+    Ok(())
 }
 
 /// A duration in ms from the environment, or `default`.
@@ -39,7 +83,7 @@ fn millis_from_env(name: &str, default: u64) -> u64 {
 #[tokio::main]
 async fn main() -> Result<(), kadence_executor::ExecutorError> {
     let env = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} is required"));
-    let executor = Executor::builder()
+    let mut builder = Executor::builder()
         .brokers(env("KADENCE_BROKERS"))
         .app(env("KADENCE_APP"))
         .topic_prefix(env("KADENCE_TOPIC_PREFIX"))
@@ -54,7 +98,15 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
         )))
         .handler("ok", ok)
         .handler("sleep", sleep)
-        .build()?;
+        .handler("fail", fail)
+        .handler("log", log)
+        .handler("shard", shard);
+    let trusted_keys = std::env::var("KADENCE_TRUSTED_KEYS").unwrap_or_default();
+    for key in trusted_keys.split(',').filter(|key| !key.trim().is_empty()) {
+        builder = builder.trusted_key(key.trim());
+    }
+    let executor = builder.build()?;
     println!("ready");
+    std::io::stdout().flush().ok();
     executor.run(kadence_executor::shutdown_signal()).await
 }

@@ -94,7 +94,12 @@ macro_rules! sql_fires {
                     .collect();
                 let fires = insert_fires(&mut tx, fires, &request.node_id, request.lease_ms, request.now_ms).await?;
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
-                Ok(PreReadOutcome { jobs_read, fires })
+                let misfires = planned
+                    .misfires
+                    .into_iter()
+                    .filter(|misfire| advanced.contains(&misfire.job_id.get()))
+                    .collect();
+                Ok(PreReadOutcome { jobs_read, fires, misfires })
             }
 
             pub(super) async fn mark_dispatched(store: &$store, acks: &[DispatchAck]) -> Result<(), StoreError> {

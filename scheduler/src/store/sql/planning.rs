@@ -2,8 +2,8 @@
 
 use crate::model::{Job, JobStatus, PendingFire};
 use crate::planning::{DueJob, NextFire, plan_job};
-use crate::store::PreReadRequest;
 use crate::store::rows::JobRow;
+use crate::store::{Misfire, PreReadRequest};
 
 /// A job's next-fire bookkeeping after a scan.
 pub(crate) struct JobAdvance {
@@ -19,6 +19,8 @@ pub(crate) struct JobAdvance {
 pub(crate) struct PlannedScan {
     pub(crate) fires: Vec<PendingFire>,
     pub(crate) advances: Vec<JobAdvance>,
+    /// Jobs whose misfire strategy applied.
+    pub(crate) misfires: Vec<Misfire>,
 }
 
 /// Plans every due row (see [`plan_job`]). A row that cannot be read stops its job, loudly,
@@ -27,6 +29,7 @@ pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedS
     let mut scan = PlannedScan {
         fires: Vec::new(),
         advances: Vec::with_capacity(rows.len()),
+        misfires: Vec::new(),
     };
     for row in rows {
         let row_id = row.id();
@@ -56,6 +59,13 @@ pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedS
             next_fire_ms,
         };
         let plan = plan_job(&due, request.now_ms, request.window_ms);
+        if plan.missed {
+            scan.misfires.push(Misfire {
+                job_id: job.id,
+                app: job.spec.app.clone(),
+                strategy: job.spec.misfire_strategy,
+            });
+        }
         let next_fire_ms = plan.next.at();
         let last_fire_ms = plan.fires.last().map(|fire| fire.scheduled_at_ms);
         scan.fires.extend(plan.fires.iter().map(|fire| PendingFire {

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Writes Kadence's Grafana dashboards (dashboards/*.json) from the panel lists below.
+
+The JSON files are what Grafana loads (dashboards/provisioning/ points at this directory);
+this script is how they are changed: edit a panel here, run `python3 dashboards/generate.py`,
+commit both. The test command checks that the files are this script's output and evaluates
+every panel's query against a real Prometheus scraping a scheduler and executors
+(infra/prometheus-check.sh).
+
+Every dashboard takes its data source as the template variable `datasource` and the apps to
+show as `app` (multi-select, from the scheduler's metrics). Queries use `$__rate_interval`.
+"""
+
+import json
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+APP = 'app=~"$app"'
+
+
+def panel(title, exprs, unit="short", kind="timeseries", description=""):
+    """A panel: `exprs` is a list of (PromQL, legend)."""
+    return {
+        "type": kind,
+        "title": title,
+        "description": description,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": [
+            {
+                "refId": chr(ord("A") + index),
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "expr": expr,
+                "legendFormat": legend,
+            }
+            for index, (expr, legend) in enumerate(exprs)
+        ],
+    }
+
+
+def quantiles(metric, by, selector=APP):
+    return [
+        (
+            f"histogram_quantile({q}, sum by (le, {by}) "
+            f"(rate({metric}_bucket{{{selector}}}[$__rate_interval])))",
+            f"p{int(q * 100)} {{{{{by}}}}}",
+        )
+        for q in (0.5, 0.99)
+    ]
+
+
+OVERVIEW = [
+    panel("Triggers emitted /s", [(
+        f"sum by (app) (rate(kadence_scheduler_triggers_emitted_total{{{APP}}}[$__rate_interval]))",
+        "{{app}}")], "ops"),
+    panel("Success rate", [(
+        f'sum by (app) (rate(kadence_scheduler_results_total{{{APP},code="200"}}[$__rate_interval]))'
+        f" / sum by (app) (rate(kadence_scheduler_results_total{{{APP}}}[$__rate_interval]))",
+        "{{app}}")], "percentunit"),
+    panel("Fire lateness (scheduled → acknowledged)",
+          quantiles("kadence_scheduler_fire_lateness_seconds", "app"), "s"),
+    panel("Trigger to start (scheduled → handler start)",
+          quantiles("kadence_executor_trigger_to_start_seconds", "app"), "s"),
+    panel("Failures /s by code", [(
+        f'sum by (app, code) (rate(kadence_scheduler_results_total{{{APP},code!="200"}}[$__rate_interval]))',
+        "{{app}} {{code}}")], "ops"),
+    panel("Dead letters /s", [
+        ("sum by (source, reason) (rate(kadence_scheduler_dead_letters_total[$__rate_interval]))",
+         "scheduler {{source}} {{reason}}"),
+        (f"sum by (app, reason) (rate(kadence_executor_dead_letters_total{{{APP}}}[$__rate_interval]))",
+         "executor {{app}} {{reason}}"),
+    ], "ops"),
+    panel("Live executors", [
+        (f"sum by (app) (kadence_scheduler_live_executors{{{APP}}})", "{{app}}")]),
+]
+
+SCHEDULER = [
+    panel("Pre-read scan duration",
+          [(f"histogram_quantile({q}, sum by (le) (rate("
+            "kadence_scheduler_pre_read_scan_duration_seconds_bucket[$__rate_interval])))",
+            f"p{int(q * 100)}") for q in (0.5, 0.99)], "s"),
+    panel("Jobs read and fires written per second", [
+        ("rate(kadence_scheduler_pre_read_jobs_read_total[$__rate_interval])", "jobs read"),
+        ("rate(kadence_scheduler_pre_read_fires_written_total[$__rate_interval])", "fires written"),
+    ], "ops"),
+    panel("Fires planned /s by source", [(
+        f"sum by (source) (rate(kadence_scheduler_fires_planned_total{{{APP}}}[$__rate_interval]))",
+        "{{source}}")], "ops"),
+    panel("Lease claims and scan failures", [
+        ("increase(kadence_scheduler_lease_claims_total[$__rate_interval])", "claims"),
+        ("increase(kadence_scheduler_pre_read_failures_total[$__rate_interval])", "scan failures"),
+    ]),
+    panel("Misfires by strategy", [(
+        f"sum by (app, strategy) (increase(kadence_scheduler_misfires_total{{{APP}}}[$__rate_interval]))",
+        "{{app}} {{strategy}}")]),
+    panel("Duplicate results and lost runs", [
+        ("increase(kadence_scheduler_duplicate_results_total[$__rate_interval])", "duplicates"),
+        ("increase(kadence_scheduler_lost_runs_total[$__rate_interval])", "lost runs"),
+    ]),
+    panel("Alarms by outcome", [(
+        f"sum by (outcome) (increase(kadence_scheduler_alarms_total{{{APP}}}[$__rate_interval]))",
+        "{{outcome}}")]),
+]
+
+EXECUTORS = [
+    panel("Expected wait of the newest trigger", [(
+        f"max by (app, partition) (kadence_executor_expected_wait_seconds{{{APP}}})",
+        "{{app}} p{{partition}}")], "s",
+        description="Triggers not started ahead of it times the recent mean run duration, over "
+                    "the runs going at once: how late the next trigger will start. The "
+                    "KadenceWillMissWindow alert fires on it before runs start late."),
+    panel("Consumer lag by partition", [(
+        f"max by (app, partition) (kadence_executor_consumer_lag{{{APP}}})",
+        "{{app}} p{{partition}}")]),
+    panel("Running, queued, held", [
+        (f"sum by (app) (kadence_executor_running_jobs{{{APP}}})", "running {{app}}"),
+        (f"sum by (app) (kadence_executor_queued_jobs{{{APP}}})", "queued {{app}}"),
+        (f"sum by (app) (kadence_executor_held_triggers{{{APP}}})", "held {{app}}"),
+    ]),
+    panel("Run duration by handler",
+          quantiles("kadence_executor_run_duration_seconds", "handler"), "s"),
+    panel("Outcomes /s", [(
+        f"sum by (outcome) (rate(kadence_executor_results_total{{{APP}}}[$__rate_interval]))",
+        "{{outcome}}")], "ops"),
+    panel("Rebalances and hand-backs", [
+        (f"sum by (change) (increase(kadence_executor_rebalances_total{{{APP}}}[$__rate_interval]))",
+         "{{change}}"),
+        (f"sum (increase(kadence_executor_hand_backs_total{{{APP}}}[$__rate_interval]))",
+         "handed back"),
+    ]),
+    panel("Publish retries", [(
+        f"sum by (topic) (increase(kadence_executor_publish_retries_total{{{APP}}}[$__rate_interval]))",
+        "{{topic}}")]),
+]
+
+HANDLER = [
+    panel("Runs /s by outcome", [(
+        f'sum by (outcome) (rate(kadence_executor_results_total{{{APP},handler=~"$handler"}}[$__rate_interval]))',
+        "{{outcome}}")], "ops"),
+    panel("Run duration",
+          quantiles("kadence_executor_run_duration_seconds", "handler",
+                    f'{APP},handler=~"$handler"'), "s"),
+    panel("Trigger to start",
+          quantiles("kadence_executor_trigger_to_start_seconds", "handler",
+                    f'{APP},handler=~"$handler"'), "s"),
+]
+
+
+def variable(name, query, label):
+    return {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "query": {"query": query, "refId": name},
+        "definition": query,
+        "multi": True,
+        "includeAll": True,
+        "allValue": ".*",
+        "current": {"text": "All", "value": "$__all"},
+        "refresh": 2,
+    }
+
+
+def dashboard(uid, title, panels, extra_variables=()):
+    for index, item in enumerate(panels):
+        item["id"] = index + 1
+        item["gridPos"] = {"h": 8, "w": 12, "x": (index % 2) * 12, "y": (index // 2) * 8}
+    return {
+        "uid": uid,
+        "title": title,
+        "tags": ["kadence"],
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "time": {"from": "now-1h", "to": "now"},
+        "refresh": "30s",
+        "templating": {"list": [
+            {"name": "datasource", "label": "Data source", "type": "datasource",
+             "query": "prometheus"},
+            variable("app", "label_values(kadence_scheduler_triggers_emitted_total, app)", "App"),
+            *extra_variables,
+        ]},
+        "panels": panels,
+    }
+
+
+DASHBOARDS = {
+    "overview.json": dashboard("kadence-overview", "Kadence: overview", OVERVIEW),
+    "scheduler.json": dashboard("kadence-scheduler", "Kadence: scheduler internals", SCHEDULER),
+    "executors.json": dashboard("kadence-executors", "Kadence: executors", EXECUTORS),
+    "handler.json": dashboard(
+        "kadence-handler", "Kadence: one handler", HANDLER,
+        [variable("handler", 'label_values(kadence_executor_results_total{app=~"$app"}, handler)',
+                  "Handler")],
+    ),
+}
+
+
+def rendered():
+    return {name: json.dumps(board, indent=2) + "\n" for name, board in DASHBOARDS.items()}
+
+
+def main(argv):
+    """Writes the dashboards; with --check, only says (exit 1) which differ from the files."""
+    stale = [name for name, text in rendered().items()
+             if not (HERE / name).exists() or (HERE / name).read_text() != text]
+    if "--check" in argv:
+        for name in stale:
+            print(f"dashboards/{name} is not generate.py's output: run python3 dashboards/generate.py")
+        return 1 if stale else 0
+    for name, text in rendered().items():
+        (HERE / name).write_text(text)
+        print(f"wrote dashboards/{name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,22 @@
+"""The reference Python executor of Kadence: register plain functions as handlers by name,
+and the executor runs them when the scheduler triggers their jobs.
+
+It implements the executor contract of ``schemas/PROTOCOL.md`` in full, on confluent-kafka
+and fastavro. The tour:
+
+- ``executor``: ``Executor`` (settings, handlers, ``run``) and ``Settings``.
+- ``consumer``: the loop: group membership, admission, commits, beats, rebalances, drain.
+- ``dispatch``: hold until the scheduled millisecond, block strategies, KILL bookkeeping,
+  redelivery recognition; pure, tested without Kafka.
+- ``runs``: one run: handler thread, timeout, stop reasons, job log, result record.
+- ``control``: the control topic reader (KILL), caught up before the first trigger.
+- ``publishing``: results, logs, dead letters and beats through one idempotent producer.
+- ``offsets``: commit only up to the lowest unanswered trigger.
+- ``codec``: Confluent-framed Avro with the packaged schemas; ``signing``: Ed25519 checks.
+- ``demo``: the executor the conformance suite drives (``python -m kadence_executor.demo``).
+"""
+
+from .executor import Executor, Settings
+from .runs import JobContext, JobFailed
+
+__all__ = ["Executor", "JobContext", "JobFailed", "Settings"]

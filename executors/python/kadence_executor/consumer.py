@@ -1,0 +1,366 @@
+"""The consumer loop (PROTOCOL.md sections 1, 4, 7 and 9): consuming, then draining, then done.
+
+One thread (the caller of ``Loop.run``) owns the consumer and the bookkeeping (``dispatch``):
+it polls trigger records once the control reader has caught up, admits each (verify, decode,
+recognise redeliveries and remembered KILLs, find the handler), holds it or applies its block
+strategy, releases held triggers at their millisecond, commits every second and beats every
+few seconds. Runs, refusals and dead letters each go in a thread of their own, publish their
+answer and report back through ``_report``; the loop never waits for a handler.
+
+Offsets are committed only up to the lowest trigger not yet answered (``offsets``). When the
+group revokes partitions, the callback lets their running runs finish within the rebalance
+timeout and commits them; the rest are handed back without a result, and triggers of revoked
+partitions that were only queued or held never start here.
+"""
+
+import logging
+import queue
+import socket
+import threading
+import time
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from . import codec
+from .control import ControlReader
+from .dispatch import Dispatch, RecentTriggers, RememberedKills, Refuse, Start, kill_message
+from .offsets import OffsetTracker
+from .publishing import Publisher
+from .runs import SHUTDOWN_MESSAGE, JobLogger, log_records, now_ms, result_record, run_handler
+from .signing import VerifyError
+
+log = logging.getLogger("kadence_executor")
+VERSION = "python-0.1.0"
+
+
+class Pending:
+    """A received trigger on its way: the record and where it came from."""
+
+    def __init__(self, trigger, partition, offset):
+        self.trigger, self.partition, self.offset = trigger, partition, offset
+
+
+class Loop:
+    def __init__(self, settings, handlers, stopping):
+        self.s = settings
+        self.handlers = handlers
+        self.stopping = stopping
+        self.topic = f"{settings.topic_prefix}.triggers.{settings.app}"
+        self.lock = threading.RLock()
+        self.events = queue.SimpleQueue()
+        self.dispatch = Dispatch(settings.executor_id, settings.max_concurrent_per_job)
+        self.recent = RecentTriggers()
+        self.kills = RememberedKills(settings.kill_memory_ms)
+        self.tracker = OffsetTracker()
+        self.owned = set()
+        self.running = {}  # (partition, offset) -> [stop, handed back]
+        self.in_flight = 0
+        self.hard_stop = threading.Event()
+        self.caught_up = threading.Event()
+        self.beat_now = True
+        self.paused = False
+        self.publisher = Publisher(settings.client_config(), settings.topic_prefix)
+        self.consumer = Consumer(self._consumer_config())
+
+    def _consumer_config(self):
+        config = self.s.client_config()
+        config.update(
+            {
+                "group.id": f"{self.s.topic_prefix}.executor.{self.s.app}",
+                "client.id": self.s.executor_id,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": self.s.session_timeout_ms,
+                "heartbeat.interval.ms": max(100, min(3000, self.s.session_timeout_ms // 10)),
+            }
+        )
+        config.update(self.s.kafka_options)
+        return config
+
+    # The loop.
+
+    def run(self):
+        if not self.s.trusted_keys:
+            log.warning(
+                "no trusted scheduler key: triggers and control records are not verified, so "
+                "whoever can write these topics runs handlers here"
+            )
+        control = ControlReader(self.s, self._on_command, self.caught_up.set)
+        control.start()
+        self.consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        next_commit = next_beat = time.monotonic()
+        drain_deadline = None
+        try:
+            while True:
+                self._handle_events()
+                self._carry_out(self.dispatch.release_due(now_ms()))
+                if drain_deadline is None and self.stopping.is_set():
+                    drain_deadline = time.monotonic() + self.s.drain_timeout_s
+                    log.info("draining %d triggers in flight", self.in_flight)
+                    self.beat_now = True
+                draining = drain_deadline is not None
+                if draining and self.in_flight == 0:
+                    break
+                if draining and time.monotonic() >= drain_deadline:
+                    self._give_up()
+                    break
+                self._poll(draining)
+                if time.monotonic() >= next_commit:
+                    self._commit()
+                    next_commit = time.monotonic() + self.s.commit_interval_s
+                if self.beat_now or time.monotonic() >= next_beat:
+                    self._beat("STOPPING" if draining else "RUNNING")
+                    next_beat = time.monotonic() + self.s.beat_interval_s
+        finally:
+            self._finish(control)
+
+    def _poll(self, draining):
+        """Receives one record when one may be taken; otherwise only serves the group."""
+        may_take = self.caught_up.is_set() and not draining
+        full = self.in_flight >= self.s.max_in_flight
+        self._pause(not may_take or full)
+        if not self.caught_up.is_set():
+            time.sleep(0.02)
+            return
+        release = self.dispatch.next_release_ms()
+        wait = 0.02 if release is None else max(0.0, min(0.02, (release - now_ms()) / 1000))
+        message = self.consumer.poll(wait)
+        if message is None or draining:
+            # One fetched before the pause took effect stays uncommitted: redelivered later.
+            return
+        if message.error():
+            log.warning("error while receiving triggers: %s", message.error())
+            return
+        self._admit(message)
+
+    def _pause(self, pause):
+        if pause == self.paused:
+            return
+        assignment = self.consumer.assignment()
+        if pause:
+            self.consumer.pause(assignment)
+        else:
+            self.consumer.resume(assignment)
+        self.paused = pause
+
+    def _give_up(self):
+        log.warning("drain deadline passed; cancelling the remaining runs (redelivered later)")
+        self.hard_stop.set()
+        with self.lock:
+            for stop, _ in self.running.values():
+                stop.stop(SHUTDOWN_MESSAGE)
+
+    def _finish(self, control):
+        self._commit()
+        self.consumer.close()
+        control.stopped.set()
+        control.join(timeout=5)
+        self.owned = set()
+        self.publisher.beat(self._beat_record("STOPPING", [], []))
+        self.publisher.close()
+        log.info("executor %s stopped", self.s.executor_id)
+
+    # Admission.
+
+    def _admit(self, message):
+        partition, offset = message.partition(), message.offset()
+        with self.lock:
+            self.tracker.track(partition, offset)
+            self.in_flight += 1
+        if self.s.trusted_keys:
+            try:
+                self.s.trusted_keys.verify(self.topic, message.value(), message.headers())
+            except VerifyError as error:
+                return self._dead_letter(message, f"refused trigger record: {error}")
+        if message.value() is None:
+            return self._dead_letter(message, "trigger record has no value")
+        try:
+            trigger = codec.decode("TriggerRecord", message.value())
+        except codec.CodecError as error:
+            return self._dead_letter(message, f"undecodable trigger record: {error}")
+        pending = Pending(trigger, partition, offset)
+        if not self.recent.insert(trigger["trigger_id"]):
+            log.info("trigger %s redelivered; it ran here already", trigger["trigger_id"])
+            return self._report(pending, handled=True)
+        killed = self.kills.covering(trigger, now_ms())
+        if killed is not None:
+            return self._spawn(self._refuse, pending, killed)
+        refusal = self._no_handler(trigger)
+        if refusal is not None:
+            return self._spawn(self._refuse, pending, refusal)
+        self._carry_out(self.dispatch.admit(pending, now_ms()))
+
+    def _no_handler(self, trigger):
+        executor = self.s.executor_id
+        if trigger["glue_type"] != "BEAN":
+            return (
+                f"executor {executor} does not run scripts ({trigger['glue_type']}): "
+                "script handlers are switched off"
+            )
+        if trigger["handler"] not in self.handlers:
+            names = ", ".join(sorted(self.handlers))
+            return f'executor {executor} has no handler named "{trigger["handler"]}" (it has: {names})'
+        return None
+
+    def _carry_out(self, steps):
+        for step in steps:
+            if isinstance(step, Start):
+                self._spawn(self._run, step.pending, step.stop)
+            elif isinstance(step, Refuse):
+                self._spawn(self._refuse, step.pending, step.message)
+
+    @staticmethod
+    def _spawn(target, *args):
+        threading.Thread(target=target, args=args, daemon=True).start()
+
+    # Answers, each in a thread of its own.
+
+    def _run(self, pending, stop):
+        key = (pending.partition, pending.offset)
+        with self.lock:
+            if pending.partition not in self.owned:
+                # Queued or held while the group moved its partition: the new owner runs it.
+                return self._report(pending, handled=False, ran=True, forget=True)
+            self.running[key] = [stop, False]
+        trigger = pending.trigger
+        started = now_ms()
+        logger = JobLogger(self.s.max_log_lines)
+
+        def ship(final):
+            first, lines = logger.take(final)
+            for record in log_records(trigger, self.s.executor_id, first, lines):
+                self.publisher.publish_log(record, self.hard_stop)
+
+        handler = self.handlers[trigger["handler"]]
+        code, message, retry = run_handler(handler, trigger, stop, logger, ship)
+        with self.lock:
+            handed_back = self.running[key][1]
+            if handed_back:
+                del self.running[key]
+        if handed_back:
+            return self._report(pending, handled=False, ran=True, forget=True)
+        ship(True)
+        result = result_record(trigger, self.s.executor_id, code, message, started, now_ms(), retry)
+        handled = self.publisher.publish_result(result, self.hard_stop)
+        self._report(pending, handled=handled, ran=True)
+        with self.lock:
+            del self.running[key]
+
+    def _refuse(self, pending, message):
+        at = now_ms()
+        result = result_record(pending.trigger, self.s.executor_id, 500, message, at, at)
+        self._report(pending, handled=self.publisher.publish_result(result, self.hard_stop))
+
+    def _dead_letter(self, message, reason):
+        log.warning("sending trigger record at %s/%s to the DLQ: %s",
+                    message.partition(), message.offset(), reason)
+
+        def send():
+            handled = self.publisher.dead_letter(message, reason, self.hard_stop)
+            self._report(Pending(None, message.partition(), message.offset()), handled=handled)
+
+        self._spawn(send)
+
+    def _report(self, pending, handled, ran=False, forget=False):
+        """A record is done with: complete its offset at once if it was answered (the
+        revocation callback commits from the tracker), then tell the loop."""
+        if handled:
+            with self.lock:
+                self.tracker.complete(pending.partition, pending.offset)
+        self.events.put((pending, ran, forget))
+
+    def _handle_events(self):
+        while True:
+            try:
+                event = self.events.get_nowait()
+            except queue.Empty:
+                return
+            if event[0] == "command":
+                self._apply_kill(event[1])
+                continue
+            pending, ran, forget = event
+            self.in_flight -= 1
+            if ran:
+                trigger = pending.trigger
+                if forget:
+                    self.recent.forget(trigger["trigger_id"])
+                self._carry_out(self.dispatch.finished(trigger["job_id"], trigger["trigger_id"]))
+
+    # Control, group, commits, beats.
+
+    def _on_command(self, command):
+        self.events.put(("command", command))
+
+    def _apply_kill(self, command):
+        if command["command"] != "KILL":
+            return
+        reason = kill_message(command)
+        self.kills.remember(command, reason, now_ms())
+        self._carry_out(self.dispatch.kill(command["job_id"], command["trigger_id"], reason))
+
+    def _on_assign(self, _consumer, partitions):
+        ids = [p.partition for p in partitions if p.topic == self.topic]
+        log.info("partitions assigned: %s", ids)
+        with self.lock:
+            self.owned.update(ids)
+        self.paused = False
+        self.beat_now = True
+
+    def _on_revoke(self, consumer, partitions):
+        ids = {p.partition for p in partitions if p.topic == self.topic}
+        deadline = time.monotonic() + self.s.rebalance_timeout_s
+        while time.monotonic() < deadline and self._running_on(ids):
+            time.sleep(0.01)
+        with self.lock:
+            for (partition, _), entry in self.running.items():
+                if partition in ids:
+                    entry[1] = True  # handed back: no result, no commit
+                    entry[0].stop("handed back to the partition's new owner")
+            released = self.tracker.release(ids)
+            self.owned -= ids
+        if released:
+            try:
+                consumer.commit(offsets=self._offsets(released), asynchronous=False)
+            except KafkaException as error:
+                log.warning("cannot commit offsets of revoked partitions: %s", error)
+        log.info("partitions revoked: %s", sorted(ids))
+        self.paused = False
+        self.beat_now = True
+
+    def _running_on(self, partitions):
+        with self.lock:
+            return any(key[0] in partitions for key in self.running)
+
+    def _commit(self):
+        with self.lock:
+            ready = self.tracker.take_committable()
+        if ready:
+            try:
+                self.consumer.commit(offsets=self._offsets(ready), asynchronous=False)
+            except KafkaException as error:
+                log.warning("cannot commit offsets; they go with the next ones: %s", error)
+
+    def _offsets(self, ready):
+        return [TopicPartition(self.topic, partition, offset) for partition, offset in ready]
+
+    def _beat(self, state):
+        self.beat_now = False
+        running, queued = self.dispatch.activity()
+        with self.lock:
+            owned = sorted(self.owned)
+        self.publisher.beat(self._beat_record(state, owned, running, queued))
+
+    def _beat_record(self, state, owned, running, queued=()):
+        return {
+            "executor_id": self.s.executor_id,
+            "app": self.s.app,
+            "host": socket.gethostname(),
+            "version": VERSION,
+            "handlers": sorted(self.handlers),
+            "owned_partitions": owned,
+            "running_jobs": list(running),
+            "queued_jobs": list(queued),
+            "state": state,
+            "sent_at_ms": now_ms(),
+        }

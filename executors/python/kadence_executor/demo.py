@@ -1,0 +1,87 @@
+"""The demo executor, with the same interface as the Rust ``test-executor``
+(``tests/src/bin/test-executor.rs``), so that the conformance suite drives either the same way.
+
+- Handlers: ``ok`` succeeds; ``sleep`` (params: ms) waits that long or until cancelled, then
+  fails with ``stopped early``; ``fail`` fails with its params as the message (``failed on
+  purpose`` when empty); ``log`` (params: n) writes the job log lines ``line 1`` ... ``line n``;
+  ``shard`` writes the line ``shard {index} of {total}``.
+- Standard output: ``ready`` once built, then ``started <trigger id>`` as every run begins.
+- SIGTERM and SIGINT stop it gracefully (exit code 0).
+
+Environment: ``KADENCE_BROKERS``, ``KADENCE_APP``, ``KADENCE_TOPIC_PREFIX``,
+``KADENCE_EXECUTOR_ID``; optional ``KADENCE_SESSION_TIMEOUT_MS`` (default 6000),
+``KADENCE_BEAT_INTERVAL_MS`` (default 3000) and ``KADENCE_TRUSTED_KEYS`` (scheduler public
+keys, comma separated; none: nothing is verified).
+"""
+
+import logging
+import os
+import sys
+import threading
+
+from . import Executor, JobFailed
+
+
+# Handlers run in threads of their own: one line at a time, never two interleaved.
+_STDOUT = threading.Lock()
+
+
+def announce(ctx):
+    with _STDOUT:
+        sys.stdout.write(f"started {ctx.trigger_id}\n")
+        sys.stdout.flush()
+
+
+def ok(ctx):
+    announce(ctx)
+
+
+def sleep(ctx):
+    announce(ctx)
+    if ctx.cancelled.wait(int(ctx.params.strip()) / 1000):
+        raise JobFailed("stopped early")
+
+
+def fail(ctx):
+    announce(ctx)
+    raise JobFailed(ctx.params or "failed on purpose")
+
+
+def log(ctx):
+    announce(ctx)
+    for line in range(1, int(ctx.params.strip()) + 1):
+        ctx.log(f"line {line}")
+
+
+def shard(ctx):
+    announce(ctx)
+    ctx.log(f"shard {ctx.shard_index} of {ctx.shard_total}")
+
+
+def main():
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    env = os.environ
+
+    def required(name):
+        if name not in env:
+            sys.exit(f"{name} is required")
+        return env[name]
+
+    keys = [key for key in env.get("KADENCE_TRUSTED_KEYS", "").split(",") if key.strip()]
+    executor = Executor(
+        brokers=required("KADENCE_BROKERS"),
+        app=required("KADENCE_APP"),
+        topic_prefix=required("KADENCE_TOPIC_PREFIX"),
+        executor_id=required("KADENCE_EXECUTOR_ID"),
+        session_timeout_ms=int(env.get("KADENCE_SESSION_TIMEOUT_MS", "6000")),
+        beat_interval_s=int(env.get("KADENCE_BEAT_INTERVAL_MS", "3000")) / 1000,
+        trusted_keys=keys,
+    )
+    for name, function in (("ok", ok), ("sleep", sleep), ("fail", fail), ("log", log), ("shard", shard)):
+        executor.handler(name, function)
+    print("ready", flush=True)
+    executor.run()
+
+
+if __name__ == "__main__":
+    main()

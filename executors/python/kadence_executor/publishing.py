@@ -1,0 +1,118 @@
+"""Publishing what the executor produces (PROTOCOL.md sections 6 and 8): results, log lines,
+dead letters and beats, through one idempotent producer.
+
+Results, log lines and dead letters wait for the broker's acknowledgement, retrying retriable
+errors, because a trigger's offset is committed only once its answer is out. Beats do not
+wait: the next one carries the same news.
+"""
+
+import logging
+import threading
+import time
+
+from confluent_kafka import KafkaError, Producer
+
+from . import codec
+
+log = logging.getLogger("kadence_executor")
+
+DLQ_REASON = "kadence.dlq.reason"
+DLQ_TOPIC = "kadence.dlq.topic"
+DLQ_PARTITION = "kadence.dlq.partition"
+DLQ_OFFSET = "kadence.dlq.offset"
+
+
+class Publisher:
+    """Owns the producer and a thread that serves its delivery reports."""
+
+    def __init__(self, client_config, prefix):
+        config = dict(client_config)
+        config.update({"enable.idempotence": True, "acks": "all", "linger.ms": 2})
+        self.producer = Producer(config)
+        self.results_topic = f"{prefix}.results"
+        self.logs_topic = f"{prefix}.logs"
+        self.beats_topic = f"{prefix}.beats"
+        self.dlq_topic = f"{prefix}.dlq"
+        self._closed = threading.Event()
+        self._poller = threading.Thread(target=self._serve_reports, daemon=True)
+        self._poller.start()
+
+    def _serve_reports(self):
+        while not self._closed.is_set():
+            self.producer.poll(0.05)
+
+    def send(self, topic, key, value, give_up, headers=None):
+        """Sends until the broker acknowledges (True) or a non-retriable error or `give_up`
+        (an Event) stops it (False, logged)."""
+        backoff = 0.1
+        while True:
+            delivered = threading.Event()
+            outcome = {}
+
+            def report(error, _message, outcome=outcome, delivered=delivered):
+                outcome["error"] = error
+                delivered.set()
+
+            try:
+                self.producer.produce(
+                    topic, value=value, key=key, headers=headers, on_delivery=report
+                )
+            except BufferError:
+                outcome["error"] = KafkaError(KafkaError._QUEUE_FULL)
+                delivered.set()
+            while not delivered.wait(0.05):
+                if give_up.is_set():
+                    return False
+            error = outcome["error"]
+            if error is None:
+                return True
+            if not _retriable(error) or give_up.is_set():
+                log.error("cannot publish to %s: %s", topic, error)
+                return False
+            log.warning("publish to %s failed (%s); retrying", topic, error)
+            if give_up.wait(backoff):
+                return False
+            backoff = min(backoff * 2, 5.0)
+
+    def publish_result(self, result, give_up):
+        value = codec.encode("ResultRecord", result)
+        return self.send(self.results_topic, result["trigger_id"], value, give_up)
+
+    def publish_log(self, record, give_up):
+        value = codec.encode("LogRecord", record)
+        return self.send(self.logs_topic, record["trigger_id"], value, give_up)
+
+    def dead_letter(self, message, reason, give_up):
+        """Sends a record that cannot be taken to the DLQ, with its key, bytes and origin."""
+        headers = [
+            (DLQ_REASON, reason.encode()),
+            (DLQ_TOPIC, message.topic().encode()),
+            (DLQ_PARTITION, str(message.partition()).encode()),
+            (DLQ_OFFSET, str(message.offset()).encode()),
+        ]
+        return self.send(self.dlq_topic, message.key(), message.value(), give_up, headers)
+
+    def beat(self, beat):
+        """Sends a beat without waiting for it."""
+        try:
+            value = codec.encode("ExecutorBeat", beat)
+            self.producer.produce(self.beats_topic, value=value, key=beat["executor_id"])
+        except (BufferError, codec.CodecError) as error:
+            log.warning("cannot send a beat: %s", error)
+
+    def close(self, timeout_s=10.0):
+        """Delivers what is queued (the last beat), then stops serving reports."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.producer) and time.monotonic() < deadline:
+            self.producer.flush(0.1)
+        self._closed.set()
+        self._poller.join()
+
+
+def _retriable(error):
+    return error.retriable() or error.code() in (
+        KafkaError._QUEUE_FULL,
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+    )

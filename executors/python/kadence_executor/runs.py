@@ -1,0 +1,161 @@
+"""One run (PROTOCOL.md sections 4 and 6): the handler in a thread of its own, under the
+trigger's timeout and its stop (KILL, COVER_EARLY, shutdown), its log lines shipped every
+250 ms and always before its result, and exactly one result.
+
+Python cannot stop a thread from outside: a run that is stopped or times out is answered at
+once, and its handler sees ``ctx.cancelled`` set and should return soon; nothing it does
+afterwards is reported.
+"""
+
+import threading
+import time
+
+LOG_FLUSH_INTERVAL_S = 0.25
+MAX_LINE_BYTES = 4096
+LINES_PER_RECORD = 500
+SHUTDOWN_MESSAGE = "run was cancelled: the executor is shutting down"
+
+
+def now_ms():
+    return time.time_ns() // 1_000_000
+
+
+class JobFailed(Exception):
+    """Raised by a handler to fail its run with this message; ``retry_after_ms`` hints when a
+    retry makes sense."""
+
+    def __init__(self, message, retry_after_ms=None):
+        super().__init__(message)
+        self.retry_after_ms = retry_after_ms
+
+
+class JobLogger:
+    """A run's log: lines kept up to a limit (what is cut is said in a last line)."""
+
+    def __init__(self, max_lines):
+        self.max_lines = max_lines
+        self._lock = threading.Lock()
+        self._pending = []
+        self._next_line = 1
+        self._kept = 0
+        self._dropped = 0
+
+    def log(self, line):
+        line = str(line).rstrip("\n")
+        encoded = line.encode()
+        if len(encoded) > MAX_LINE_BYTES:
+            line = encoded[:MAX_LINE_BYTES].decode(errors="ignore")
+        with self._lock:
+            if self._kept >= self.max_lines:
+                self._dropped += 1
+                return
+            self._kept += 1
+            self._pending.append(line)
+
+    def take(self, final):
+        """(first line number, lines) written since the last take; the final take says how
+        many lines were cut."""
+        with self._lock:
+            if final and self._dropped:
+                self._pending.append(
+                    f"[{self._dropped} more lines cut: a run keeps at most {self.max_lines}]"
+                )
+                self._dropped = 0
+            first, lines = self._next_line, self._pending
+            self._pending = []
+            self._next_line += len(lines)
+            return first, lines
+
+
+class JobContext:
+    """What a handler receives."""
+
+    def __init__(self, trigger, logger, cancelled):
+        self._trigger = trigger
+        self._logger = logger
+        #: Set when the run is stopped (kill, COVER_EARLY, timeout, shutdown).
+        self.cancelled = cancelled
+
+    params = property(lambda self: self._trigger["params"])
+    shard_index = property(lambda self: self._trigger["shard_index"])
+    shard_total = property(lambda self: self._trigger["shard_total"])
+    trigger_id = property(lambda self: self._trigger["trigger_id"])
+    job_id = property(lambda self: self._trigger["job_id"])
+    log_id = property(lambda self: self._trigger["log_id"])
+    attempt = property(lambda self: self._trigger["attempt"])
+    scheduled_at_ms = property(lambda self: self._trigger["scheduled_at_ms"])
+
+    def log(self, line):
+        """Appends a line to the run's log."""
+        self._logger.log(line)
+
+
+def result_record(trigger, executor_id, code, message, started_ms, finished_ms, retry=None):
+    return {
+        "trigger_id": trigger["trigger_id"],
+        "log_id": trigger["log_id"],
+        "job_id": trigger["job_id"],
+        "app": trigger["app"],
+        "executor_id": executor_id,
+        "code": code,
+        "message": message,
+        "started_at_ms": started_ms,
+        "finished_at_ms": finished_ms,
+        "attempt": trigger["attempt"],
+        "retry_after_ms": retry,
+    }
+
+
+def humanize(millis):
+    return f"{millis // 1000} s" if millis % 1000 == 0 else f"{millis} ms"
+
+
+def run_handler(handler, trigger, stop, logger, ship_logs):
+    """Runs `handler` for `trigger` until it ends, `stop` fires or the timeout passes; returns
+    (code, message, retry_after_ms). `ship_logs` is called every 250 ms meanwhile."""
+    outcome = {}
+
+    def call():
+        try:
+            handler(JobContext(trigger, logger, stop.event))
+            outcome["answer"] = (200, None, None)
+        except JobFailed as error:
+            outcome["answer"] = (500, str(error), error.retry_after_ms)
+        except Exception as error:  # a handler's crash is its run's failure
+            outcome["answer"] = (500, str(error) or type(error).__name__, None)
+        finally:
+            stop.wake.set()
+
+    threading.Thread(target=call, daemon=True, name=f"run-{trigger['trigger_id']}").start()
+    timeout_ms = trigger["timeout_ms"]
+    deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms > 0 else None
+    next_flush = time.monotonic() + LOG_FLUSH_INTERVAL_S
+    while True:
+        until = next_flush if deadline is None else min(next_flush, deadline)
+        stop.wake.wait(max(0.0, until - time.monotonic()))
+        # A run stopped from outside ends with the reason it was stopped for, even when its
+        # handler saw the cancellation and returned first.
+        if stop.event.is_set():
+            return 500, stop.reason or SHUTDOWN_MESSAGE, None
+        if "answer" in outcome:
+            return outcome["answer"]
+        if deadline is not None and time.monotonic() >= deadline:
+            stop.event.set()
+            return 502, f"run timed out after {humanize(timeout_ms)} and was cancelled", None
+        if time.monotonic() >= next_flush:
+            ship_logs(False)
+            next_flush += LOG_FLUSH_INTERVAL_S
+
+
+def log_records(trigger, executor_id, first, lines):
+    """The LogRecords of `lines` numbered from `first`, at most 500 lines each."""
+    for start in range(0, len(lines), LINES_PER_RECORD):
+        yield {
+            "trigger_id": trigger["trigger_id"],
+            "log_id": trigger["log_id"],
+            "job_id": trigger["job_id"],
+            "executor_id": executor_id,
+            "first_line": first + start,
+            "lines": lines[start : start + LINES_PER_RECORD],
+            "emitted_at_ms": now_ms(),
+        }

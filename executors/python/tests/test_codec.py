@@ -1,0 +1,75 @@
+"""The codec against the repository's schemas and the protocol's rules."""
+
+import pathlib
+import unittest
+
+from kadence_executor import codec
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[3]
+PACKAGED = pathlib.Path(codec.__file__).parent / "avro"
+
+
+def trigger(**changes):
+    record = {
+        "trigger_id": "7-1000", "log_id": 3, "job_id": 7, "app": "billing",
+        "handler": "report", "params": "p", "shard_index": 0, "shard_total": 1,
+        "block_strategy": "SERIAL_EXECUTION", "timeout_ms": 0, "trigger_type": "CRON",
+        "scheduled_at_ms": 1000, "emitted_at_ms": 900, "attempt": 0, "glue_type": "BEAN",
+        "glue_source": None, "glue_updated_at_ms": None, "replay_of": None,
+    }
+    record.update(changes)
+    return record
+
+
+class PackagedSchemas(unittest.TestCase):
+    def test_the_packaged_schemas_are_the_released_ones(self):
+        for schema_id, _record, file_name in codec.CATALOG:
+            record_dir, version = file_name.removesuffix(".avsc").rsplit("_v", 1)
+            released = REPOSITORY / "schemas/avro/history" / record_dir / f"v{version}.avsc"
+            self.assertEqual(
+                (PACKAGED / file_name).read_bytes(), released.read_bytes(), schema_id
+            )
+
+    def test_every_released_schema_is_packaged(self):
+        history = REPOSITORY / "schemas/avro/history"
+        released = {f"{d.name}_{v.name}" for d in history.iterdir() for v in d.glob("v*.avsc")}
+        self.assertEqual(released, {file for _, _, file in codec.CATALOG})
+
+
+class Framing(unittest.TestCase):
+    def test_round_trip_with_the_confluent_frame(self):
+        data = codec.encode("TriggerRecord", trigger())
+        self.assertEqual(data[:5], b"\x00\x00\x00\x03\xe9")  # magic byte, id 1001
+        self.assertEqual(codec.decode("TriggerRecord", data), trigger())
+
+    def test_bad_records_say_why(self):
+        good = codec.encode("TriggerRecord", trigger())
+        cases = [
+            (b"", "record is empty"),
+            (b'{"a": 1}', "record is not Confluent-framed Avro: first byte is 0x7b"),
+            (b"\x00\x00", "record is 2 bytes: too short for a Confluent frame"),
+            (b"\x00\x00\x00\x07\xcf" + good[5:],
+             "unknown schema id 1999: this reader accepts TriggerRecord ids 1001;"),
+            (codec.encode("ResultRecord", result()),
+             "schema id 2001 is a ResultRecord, expected a TriggerRecord"),
+            (good[:-3], "malformed TriggerRecord payload"),
+            (good + b"\x00\x01", "2 unexpected bytes after the TriggerRecord datum"),
+            (codec.encode("TriggerRecord", trigger(trigger_id="x-1")),
+             "invalid TriggerRecord: invalid trigger id 'x-1'"),
+        ]
+        for data, message in cases:
+            with self.assertRaises(codec.CodecError, msg=message) as raised:
+                codec.decode("TriggerRecord", data)
+            self.assertIn(message, str(raised.exception))
+
+
+def result():
+    return {
+        "trigger_id": "7-1000", "log_id": 3, "job_id": 7, "app": "billing",
+        "executor_id": "e", "code": 200, "message": None, "started_at_ms": 1,
+        "finished_at_ms": 2, "attempt": 0, "retry_after_ms": None,
+    }
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,309 @@
+//! An executor's life as the protocol defines it: a graceful stop (SIGTERM) in the middle of a
+//! run drains it, commits and says STOPPING; a kill -9 in the middle of a run leaves its
+//! trigger uncommitted, so another member of the group runs it; and a mixed group — one Rust
+//! and one Python executor in one app — runs every trigger exactly once.
+
+use std::time::Duration;
+
+use kadence_schemas::{ExecutorBeat, ExecutorState, TriggerRecord, codec};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
+use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::util::Timeout;
+use rdkafka::{Offset, TopicPartitionList};
+use serde_json::json;
+
+use super::{ExecutorProcess, Implementation, results, stage};
+use crate::common::{Backend, unique, wait_for};
+use crate::helpers::spawn_app;
+
+/// How long a SIGTERMed executor may take to drain a 3 s run, commit, leave its group and send
+/// its last beat.
+const EXIT_LIMIT: Duration = Duration::from_secs(45);
+
+/// SIGTERM in the middle of a run: the process finishes the run, publishes its result,
+/// announces STOPPING, commits past the trigger and exits 0; the next owner of the partition
+/// does not run the trigger again.
+async fn a_graceful_stop_finishes_the_run_and_commits(executor: Implementation) {
+    let (app, mut first) = stage(executor, "term", 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "term", "handler": "sleep", "schedule_type": "NONE", "params": "3000"}),
+        )
+        .await;
+    let trigger_id = app.trigger(job.id, None).await;
+    first
+        .wait_for_line(&format!("started {trigger_id}"), Duration::from_secs(60))
+        .await;
+
+    first.terminate();
+    let status = first.exit(EXIT_LIMIT).await;
+    assert!(
+        status.success(),
+        "the executor drains and exits on its own after SIGTERM, not killed by it: {status}"
+    );
+
+    // The run was allowed to finish: its result is success, reported by the stopped executor.
+    let run = app.wait_for_run(job.id, 200, Duration::from_secs(30)).await;
+    assert_eq!(run.trigger_id.as_str(), trigger_id);
+    assert_eq!(run.executor_id.as_deref(), Some("term-1"));
+    let partition = run.partition.expect("the run was dispatched");
+
+    // The scheduler heard STOPPING as the drain began (the run still going), and last a beat
+    // owning nothing.
+    let beats: Vec<ExecutorBeat> = read_until_quiet(&app.brokers, &format!("{}.beats", app.prefix))
+        .await
+        .iter()
+        .filter_map(|message| codec::decode::<ExecutorBeat>(message.payload()?).ok())
+        .filter(|beat| beat.executor_id == "term-1")
+        .collect();
+    let stopping: Vec<&ExecutorBeat> = beats
+        .iter()
+        .filter(|beat| beat.state == ExecutorState::Stopping)
+        .collect();
+    assert!(
+        stopping
+            .iter()
+            .any(|beat| beat.running_jobs == vec![job.id]),
+        "a STOPPING beat while the run drained: {beats:?}"
+    );
+    assert!(
+        stopping
+            .iter()
+            .any(|beat| beat.owned_partitions.is_empty() && beat.running_jobs.is_empty()),
+        "a last STOPPING beat owning nothing: {beats:?}"
+    );
+
+    // The group's committed offset is past the trigger's record.
+    let triggers = format!("{}.triggers.term", app.prefix);
+    let trigger_offset = read_until_quiet(&app.brokers, &triggers)
+        .await
+        .iter()
+        .find(|message| {
+            message.partition() == partition
+                && message
+                    .payload()
+                    .and_then(|payload| codec::decode::<TriggerRecord>(payload).ok())
+                    .is_some_and(|record| record.trigger_id.as_str() == trigger_id)
+        })
+        .expect("the trigger's record")
+        .offset();
+    let group = format!("{}.executor.term", app.prefix);
+    let committed = committed_offset(&app.brokers, &group, &triggers, partition).await;
+    assert!(
+        matches!(committed, Offset::Offset(next) if next > trigger_offset),
+        "group {group} committed past offset {trigger_offset} of partition {partition}: \
+         {committed:?}"
+    );
+
+    // No redelivery: the next owner of the partition, once it has held it for a while, has
+    // not run the trigger.
+    let mut second = ExecutorProcess::start(executor, &app, "term", "term-2").await;
+    let owners = app.wait_for_executors("term", 1, 1).await;
+    assert_eq!(owners[0].entry.executor_id, "term-2");
+    second.terminate();
+    let second_status = second.exit(EXIT_LIMIT).await;
+    assert!(second_status.success(), "{second_status}");
+    assert_eq!(
+        (first.runs_of(&trigger_id), second.runs_of(&trigger_id)),
+        (1, 0),
+        "the trigger ran once, on the first executor; outputs: {:?} and {:?}",
+        first.seen,
+        second.seen
+    );
+    let runs = app.runs(job.id).await;
+    assert_eq!(runs.len(), 1, "one run: {runs:?}");
+    app.shutdown().await;
+}
+
+/// kill -9 of an executor in the middle of a run: the trigger was never committed, so the
+/// other member of the group runs it again and completes it; the run has one final result.
+async fn a_run_killed_mid_way_is_redelivered_and_completed(executor: Implementation) {
+    let (app, mut doomed) = stage(executor, "crashy", 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "crashy", "handler": "sleep", "schedule_type": "NONE", "params": "4000"}),
+        )
+        .await;
+    let trigger_id = app.trigger(job.id, None).await;
+    doomed
+        .wait_for_line(&format!("started {trigger_id}"), Duration::from_secs(60))
+        .await;
+    // A second executor joins; then the one running the trigger dies without a word.
+    let mut survivor = ExecutorProcess::start(executor, &app, "crashy", "crashy-2").await;
+    doomed.kill_hard().await;
+    let run = app.wait_for_run(job.id, 200, Duration::from_secs(90)).await;
+    assert_eq!(run.trigger_id.as_str(), trigger_id);
+    assert_eq!(run.executor_id.as_deref(), Some("crashy-2"), "{run:?}");
+    assert_eq!(survivor.runs_of(&trigger_id), 1, "{:?}", survivor.seen);
+    let runs = app.runs(job.id).await;
+    assert_eq!(runs.len(), 1, "one run, one final result: {runs:?}");
+    app.shutdown().await;
+}
+
+/// A second executor joins while the first runs a trigger: the group rebalances, the first
+/// finishes the run within its rebalance timeout and commits it before the partitions move,
+/// so the run has one result and nobody starts it twice.
+async fn a_rebalance_lets_the_running_run_finish_once(executor: Implementation) {
+    let (app, mut first) = stage(executor, "moving", 2).await;
+    let job = app
+        .create_job(
+            json!({"app": "moving", "handler": "sleep", "schedule_type": "NONE",
+            "params": "3000", "route_strategy": "SHARDING_BROADCAST"}),
+        )
+        .await;
+    app.trigger(job.id, None).await;
+    let runs = wait_for(
+        Duration::from_secs(30),
+        "both shards dispatched",
+        || async {
+            let runs = app.runs(job.id).await;
+            (runs.len() == 2).then_some(runs)
+        },
+    )
+    .await;
+    for run in &runs {
+        let started = format!("started {}", run.trigger_id);
+        first.wait_for_line(&started, Duration::from_secs(30)).await;
+    }
+    let mut second = ExecutorProcess::start(executor, &app, "moving", "moving-2").await;
+    app.wait_for_executors("moving", 2, 2).await;
+    let finished = results(&app, job.id, 2).await;
+    for run in &runs {
+        let id = run.trigger_id.as_str();
+        let done = super::run_of(&finished, id);
+        assert_eq!(done.handle_code, Some(200), "{done:?}");
+        assert_eq!(done.executor_id.as_deref(), Some("moving-1"), "{done:?}");
+        assert_eq!(
+            (first.runs_of(id), second.runs_of(id)),
+            (1, 0),
+            "{id} ran once, where it started: {:?} / {:?}",
+            first.seen,
+            second.seen
+        );
+    }
+    app.shutdown().await;
+}
+
+/// One Rust and one Python executor in one app's group share its partitions; every trigger
+/// of a job routed round the partitions runs exactly once, on one of them, and each ran some.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mixed_group_runs_every_trigger_exactly_once() {
+    let _watchdog = crate::common::Watchdog::arm("conformance::a_mixed_group");
+    let app = spawn_app(Backend::Sqlite).await;
+    app.create_app("mixed", 4).await;
+    let mut rust = ExecutorProcess::start(Implementation::Rust, &app, "mixed", "mixed-rust").await;
+    let mut python =
+        ExecutorProcess::start(Implementation::Python, &app, "mixed", "mixed-python").await;
+    app.wait_for_executors("mixed", 2, 4).await;
+    let job = app
+        .create_job(
+            json!({"app": "mixed", "handler": "ok", "schedule_type": "NONE",
+            "route_strategy": "ROUND", "block_strategy": "CONCURRENT"}),
+        )
+        .await;
+    let mut fired = Vec::new();
+    for _ in 0..24 {
+        fired.push(app.trigger(job.id, None).await);
+    }
+    let runs = results(&app, job.id, fired.len()).await;
+    assert_eq!(runs.len(), fired.len(), "{runs:?}");
+    // A result can be recorded before its executor's output line reaches this test.
+    let started = |rust: &mut ExecutorProcess, python: &mut ExecutorProcess| {
+        fired
+            .iter()
+            .map(|id| rust.runs_of(id) + python.runs_of(id))
+            .sum::<usize>()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while started(&mut rust, &mut python) < fired.len() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for trigger_id in &fired {
+        assert_eq!(
+            rust.runs_of(trigger_id) + python.runs_of(trigger_id),
+            1,
+            "{trigger_id} ran exactly once: {:?}\nrust: {:?}\npython: {:?}",
+            super::run_of(&runs, trigger_id),
+            rust.seen,
+            python.seen
+        );
+    }
+    for executor_id in ["mixed-rust", "mixed-python"] {
+        assert!(
+            runs.iter()
+                .any(|run| run.executor_id.as_deref() == Some(executor_id)
+                    && run.handle_code == Some(200)),
+            "{executor_id} ran some: {runs:?}"
+        );
+    }
+    assert!(
+        runs.iter().all(|run| run.handle_code == Some(200)),
+        "{runs:?}"
+    );
+    app.shutdown().await;
+}
+
+/// Reads every partition of `topic` from the beginning until no record came for three seconds:
+/// a read up to the high watermark can miss the last records, which the broker may still be
+/// appending.
+async fn read_until_quiet(brokers: &str, topic: &str) -> Vec<OwnedMessage> {
+    let consumer: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", unique("kt-conformance-reader."))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("test consumer");
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .expect("topic metadata");
+    let mut assignment = TopicPartitionList::new();
+    for partition in metadata.topics()[0].partitions() {
+        assignment
+            .add_partition_offset(topic, partition.id(), Offset::Beginning)
+            .unwrap();
+    }
+    assert!(assignment.count() > 0, "{topic} has no partitions");
+    consumer.assign(&assignment).expect("assign the topic");
+    let mut messages = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while let Ok(received) = tokio::time::timeout(Duration::from_secs(3), consumer.recv()).await {
+        messages.push(received.expect("read the topic").detach());
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{topic} never went quiet"
+        );
+    }
+    messages
+}
+
+/// The offset committed by `group` for `partition` of `topic`, if any.
+async fn committed_offset(brokers: &str, group: &str, topic: &str, partition: i32) -> Offset {
+    let (brokers, group, topic) = (brokers.to_owned(), group.to_owned(), topic.to_owned());
+    tokio::task::spawn_blocking(move || {
+        // Asking for the group's offsets does not join the group: no subscribe, no assign.
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .set("group.id", &group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("offsets consumer");
+        let mut wanted = TopicPartitionList::new();
+        wanted.add_partition(&topic, partition);
+        let committed = consumer
+            .committed_offsets(wanted, Timeout::After(Duration::from_secs(10)))
+            .expect("read the committed offsets");
+        committed
+            .find_partition(&topic, partition)
+            .expect("the partition asked for")
+            .offset()
+    })
+    .await
+    .unwrap()
+}
+
+on_both_executors!(
+    a_graceful_stop_finishes_the_run_and_commits,
+    a_run_killed_mid_way_is_redelivered_and_completed,
+    a_rebalance_lets_the_running_run_finish_once,
+);

@@ -1,0 +1,123 @@
+//! The executor conformance suite: the contract of `schemas/PROTOCOL.md`, run against every
+//! executor implementation as a separate process — the Rust SDK's `test-executor` and the
+//! reference Python executor (`executors/python`, its `kadence_executor.demo`) — with a real
+//! scheduler (in this process, on SQLite), the real broker, and the same scenario code.
+//!
+//! Each scenario is an `async fn(Implementation)`; `on_both_executors!` makes it two tests,
+//! `conformance::<file>::rust::<name>` and `conformance::<file>::python::<name>`. The Python
+//! tests need `KADENCE_TEST_PYTHON_EXECUTOR`, a Python with the package installed
+//! (`infra/python-executor.sh` makes one; `infra/test.sh` sets the variable).
+//!
+//! - `process`: an executor process, its output read line by line (`started <trigger id>`
+//!   as each run begins).
+//! - `runs`: cron and manual runs, failures and their messages, timeouts, job logs, sharding
+//!   broadcast, early triggers held to their millisecond, dead letters.
+//! - `blocking`: the four block strategies, KILL of running and queued runs, and a KILL sent
+//!   while no executor is up.
+//! - `lifecycle`: a graceful stop mid-run, kill -9 mid-run with redelivery, and a mixed group
+//!   (one Rust and one Python executor in one app) where every trigger runs exactly once.
+
+/// Expands each named `async fn name(executor: Implementation)` into two tests, `rust::name`
+/// and `python::name`, each under a [`Watchdog`](crate::common::Watchdog).
+macro_rules! on_both_executors {
+    ($($test:ident),* $(,)?) => {
+        executor_tests!(rust, Rust, $($test),*);
+        executor_tests!(python, Python, $($test),*);
+    };
+}
+
+/// The module `$module` of tests, one per named scenario, each run against
+/// `Implementation::$implementation`.
+macro_rules! executor_tests {
+    ($module:ident, $implementation:ident, $($test:ident),*) => {
+        mod $module {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                let _watchdog = crate::common::Watchdog::arm(concat!(module_path!(), "::", stringify!($test)));
+                super::$test(crate::conformance::Implementation::$implementation).await
+            })*
+        }
+    };
+}
+
+// After the macros: a module sees the macros defined before its declaration.
+mod blocking;
+mod lifecycle;
+mod process;
+mod runs;
+
+pub use process::{ExecutorProcess, Implementation};
+
+use std::time::Duration;
+
+use kadence_scheduler::model::Run;
+
+use crate::common::{Backend, wait_for};
+use crate::helpers::{TestApp, spawn_app};
+
+/// A scheduler on SQLite with the app `app_name` of `partitions` partitions, and one executor
+/// process of `implementation` (id `{app_name}-1`) that owns them all.
+async fn stage(
+    implementation: Implementation,
+    app_name: &str,
+    partitions: i32,
+) -> (TestApp, ExecutorProcess) {
+    let app = spawn_app(Backend::Sqlite).await;
+    let executor = start_owner(implementation, &app, app_name, partitions).await;
+    (app, executor)
+}
+
+/// Creates `app_name` with `partitions` partitions under `app` and starts one executor that
+/// owns them all.
+async fn start_owner(
+    implementation: Implementation,
+    app: &TestApp,
+    app_name: &str,
+    partitions: i32,
+) -> ExecutorProcess {
+    app.create_app(app_name, partitions).await;
+    let executor_id = format!("{app_name}-1");
+    let executor = ExecutorProcess::start(implementation, app, app_name, &executor_id).await;
+    app.wait_for_executors(app_name, 1, partitions).await;
+    executor
+}
+
+/// Waits until `job` has at least `count` runs and every one has a result; returns them.
+async fn results(app: &TestApp, job: i64, count: usize) -> Vec<Run> {
+    wait_for(
+        Duration::from_secs(60),
+        &format!("{count} results of job {job}"),
+        || async {
+            let runs = app.runs(job).await;
+            (runs.len() >= count && runs.iter().all(|run| run.handle_code.is_some()))
+                .then_some(runs)
+        },
+    )
+    .await
+}
+
+/// Waits until `job` (scheduled, so it may have runs under way) has at least `count` runs
+/// with a result; returns those.
+async fn finished_results(app: &TestApp, job: i64, count: usize) -> Vec<Run> {
+    wait_for(
+        Duration::from_secs(60),
+        &format!("{count} results of job {job}"),
+        || async {
+            let finished: Vec<Run> = app
+                .runs(job)
+                .await
+                .into_iter()
+                .filter(|run| run.handle_code.is_some())
+                .collect();
+            (finished.len() >= count).then_some(finished)
+        },
+    )
+    .await
+}
+
+/// The run of `trigger_id` among `runs`.
+fn run_of<'a>(runs: &'a [Run], trigger_id: &str) -> &'a Run {
+    runs.iter()
+        .find(|run| run.trigger_id.as_str() == trigger_id)
+        .unwrap_or_else(|| panic!("no run {trigger_id} among {runs:?}"))
+}

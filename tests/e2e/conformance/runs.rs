@@ -1,0 +1,318 @@
+//! Runs as the protocol defines them: cron and manual runs, failures and their exact messages,
+//! timeouts (502), job logs, sharding broadcast, early triggers held to their millisecond,
+//! unreadable and unsigned triggers sent to the dead-letter queue.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kadence_schemas::{AppName, ResultRecord, TriggerId, TriggerType, codec};
+use serde_json::{Value, json};
+
+use super::{
+    ExecutorProcess, Implementation, finished_results, results, run_of, stage, start_owner,
+};
+use crate::common::{Backend, wait_for};
+use crate::helpers::{TestApp, spawn_app_with};
+
+/// A cron job fires on the executor every second, and a manual trigger of it runs once.
+async fn cron_and_manual_runs_complete(executor: Implementation) {
+    let (app, mut process) = stage(executor, "cron", 2).await;
+    let job = app
+        .create_job(
+            json!({"app": "cron", "handler": "ok", "schedule_type": "CRON",
+            "schedule_conf": "* * * * * ?", "route_strategy": "ROUND", "start": true}),
+        )
+        .await;
+    finished_results(&app, job.id, 3).await;
+    app.stop_job(job.id).await;
+    let manual = app.trigger(job.id, None).await;
+    let runs = wait_for(Duration::from_secs(30), "the manual run", || async {
+        let runs = app.runs(job.id).await;
+        runs.iter()
+            .any(|run| run.trigger_id.as_str() == manual && run.handle_code.is_some())
+            .then_some(runs)
+    })
+    .await;
+    let finished: Vec<_> = runs
+        .iter()
+        .filter(|run| run.handle_code.is_some())
+        .collect();
+    for run in &finished {
+        assert_eq!(run.handle_code, Some(200), "{run:?}");
+        assert_eq!(run.executor_id.as_deref(), Some("cron-1"));
+        assert_eq!(process.runs_of(run.trigger_id.as_str()), 1, "{run:?}");
+    }
+    let cron_runs = finished
+        .iter()
+        .filter(|run| run.trigger_type == TriggerType::Cron)
+        .count();
+    assert!(cron_runs >= 3, "{finished:?}");
+    assert_eq!(run_of(&runs, &manual).trigger_type, TriggerType::Manual);
+    app.shutdown().await;
+}
+
+/// A failure carries the handler's message; a trigger for a handler the executor lacks, or a
+/// script on an executor that runs none, fails with the protocol's exact message.
+async fn failures_carry_their_messages(executor: Implementation) {
+    let (app, _process) = stage(executor, "fails", 1).await;
+    let job = |handler: &str, extra: Value| {
+        let mut body = json!({"app": "fails", "handler": handler, "schedule_type": "NONE"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        app.create_job(body)
+    };
+    let failing = job("fail", json!({"params": "bad input"})).await;
+    let missing = job("nope", json!({})).await;
+    let script = job(
+        "script",
+        json!({"glue_type": "GLUE_SHELL", "glue_source": "echo hi"}),
+    )
+    .await;
+    let expected = [
+        (failing.id, "bad input".to_owned()),
+        (
+            missing.id,
+            "executor fails-1 has no handler named \"nope\" (it has: fail, log, ok, shard, sleep)"
+                .to_owned(),
+        ),
+        (
+            script.id,
+            "executor fails-1 does not run scripts (GLUE_SHELL): script handlers are switched off"
+                .to_owned(),
+        ),
+    ];
+    for (job, _) in &expected {
+        app.trigger(*job, None).await;
+    }
+    for (job, message) in expected {
+        let runs = results(&app, job, 1).await;
+        assert_eq!(runs[0].handle_code, Some(500), "{runs:?}");
+        assert_eq!(runs[0].handle_msg.as_deref(), Some(message.as_str()));
+    }
+    app.shutdown().await;
+}
+
+/// A run past its timeout is cancelled and answers 502 with the exact message.
+async fn a_run_past_its_timeout_answers_502(executor: Implementation) {
+    let (app, _process) = stage(executor, "slow", 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "slow", "handler": "sleep", "schedule_type": "NONE",
+            "params": "20000", "timeout_seconds": 1}),
+        )
+        .await;
+    app.trigger(job.id, None).await;
+    let run = &results(&app, job.id, 1).await[0];
+    assert_eq!(run.handle_code, Some(502), "{run:?}");
+    assert_eq!(
+        run.handle_msg.as_deref(),
+        Some("run timed out after 1 s and was cancelled")
+    );
+    let took = run.handle_at_ms.unwrap() - run.started_at_ms.unwrap();
+    assert!(
+        (1_000..15_000).contains(&took),
+        "cancelled at its limit: {run:?}"
+    );
+    app.shutdown().await;
+}
+
+/// The lines a handler writes reach the run's log, numbered from 1, before its result.
+async fn job_log_lines_reach_the_run_log(executor: Implementation) {
+    let (app, _process) = stage(executor, "logs", 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "logs", "handler": "log", "schedule_type": "NONE",
+            "params": "3"}),
+        )
+        .await;
+    app.trigger(job.id, None).await;
+    let run = &results(&app, job.id, 1).await[0];
+    assert_eq!(run.handle_code, Some(200), "{run:?}");
+    assert_eq!(
+        log_lines(&app, run.log_id, 3).await,
+        ["line 1", "line 2", "line 3"]
+    );
+    app.shutdown().await;
+}
+
+/// A sharding broadcast runs once per partition, shard index = partition, each knowing its
+/// shard.
+async fn sharding_broadcast_runs_each_shard_once(executor: Implementation) {
+    let (app, mut process) = stage(executor, "shards", 3).await;
+    let job = app
+        .create_job(
+            json!({"app": "shards", "handler": "shard", "schedule_type": "NONE",
+            "route_strategy": "SHARDING_BROADCAST"}),
+        )
+        .await;
+    app.trigger(job.id, None).await;
+    let runs = results(&app, job.id, 3).await;
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    let mut shards = BTreeSet::new();
+    for run in &runs {
+        assert_eq!(run.handle_code, Some(200), "{run:?}");
+        assert_eq!((run.shard_total, run.partition), (3, Some(run.shard_index)));
+        assert_eq!(process.runs_of(run.trigger_id.as_str()), 1);
+        let line = format!("shard {} of 3", run.shard_index);
+        assert_eq!(log_lines(&app, run.log_id, 1).await, [line]);
+        shards.insert(run.shard_index);
+    }
+    assert_eq!(shards, BTreeSet::from([0, 1, 2]));
+    app.shutdown().await;
+}
+
+/// Triggers the scheduler emits 3 s early reach the executor early and start at their
+/// scheduled millisecond, never before.
+async fn early_triggers_start_at_their_millisecond(executor: Implementation) {
+    let app = spawn_app_with(Backend::Sqlite, |config| {
+        config.schedule.emit_lead = Duration::from_secs(3);
+    })
+    .await;
+    let _process = start_owner(executor, &app, "early", 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "early", "handler": "ok", "schedule_type": "CRON",
+            "schedule_conf": "* * * * * ?", "start": true}),
+        )
+        .await;
+    let runs = finished_results(&app, job.id, 3).await;
+    app.stop_job(job.id).await;
+    for run in &runs {
+        assert_eq!(run.handle_code, Some(200), "{run:?}");
+        assert!(
+            run.dispatched_at_ms.unwrap() < run.scheduled_at_ms,
+            "at the executor before its time: {run:?}"
+        );
+        assert!(
+            run.started_at_ms.unwrap() >= run.scheduled_at_ms,
+            "never started early: {run:?}"
+        );
+    }
+    app.shutdown().await;
+}
+
+/// Records that are not Kadence triggers, or that this reader cannot decode, go to the
+/// dead-letter queue with the protocol's reasons, and the partition keeps flowing.
+async fn unreadable_triggers_go_to_the_dead_letter_queue(executor: Implementation) {
+    let (app, _process) = stage(executor, "poison", 1).await;
+    let topic = format!("{}.triggers.poison", app.prefix);
+    app.produce_raw(&topic, 0, "1", b"{\"not\": \"avro\"}")
+        .await;
+    let mut from_the_future = codec::encode(&stray_result()).unwrap();
+    from_the_future[1..5].copy_from_slice(&1_999u32.to_be_bytes());
+    app.produce_raw(&topic, 0, "1", &from_the_future).await;
+    let wrong_type = codec::encode(&stray_result()).unwrap();
+    app.produce_raw(&topic, 0, "1", &wrong_type).await;
+    let job = app
+        .create_job(json!({"app": "poison", "handler": "ok", "schedule_type": "NONE"}))
+        .await;
+    app.trigger(job.id, None).await;
+    assert_eq!(results(&app, job.id, 1).await[0].handle_code, Some(200));
+    let letters = app.dead_letters(3).await;
+    let reasons: Vec<&str> = letters.iter().map(|(reason, _)| reason.as_str()).collect();
+    for expected in [
+        "undecodable trigger record: record is not Confluent-framed Avro: first byte is 0x7b, \
+         expected 0x00",
+        "undecodable trigger record: unknown schema id 1999: this reader accepts TriggerRecord \
+         ids 1001",
+        "undecodable trigger record: schema id 2001 is a ResultRecord, expected a TriggerRecord",
+    ] {
+        assert!(
+            reasons.iter().any(|reason| reason.starts_with(expected)),
+            "{expected:?} among {reasons:?}"
+        );
+    }
+    // The dead-letter queue keeps each record's bytes; its order across records is not part
+    // of the protocol, so the garbage record is found by its reason.
+    let (_, garbage) = letters
+        .iter()
+        .find(|(reason, _)| reason.contains("not Confluent-framed"))
+        .unwrap();
+    assert_eq!(garbage, b"{\"not\": \"avro\"}", "the original bytes");
+    app.shutdown().await;
+}
+
+/// An executor that trusts the scheduler's key runs its signed triggers and dead-letters an
+/// unsigned one.
+async fn with_a_trusted_key_only_signed_triggers_run(executor: Implementation) {
+    let app = crate::helpers::spawn_app(Backend::Sqlite).await;
+    app.create_app("signed", 1).await;
+    let key = app.signing_public_key().await;
+    let environment = [("KADENCE_TRUSTED_KEYS", key.as_str())];
+    let _process =
+        ExecutorProcess::start_with(executor, &app, "signed", "signed-1", &environment).await;
+    app.wait_for_executors("signed", 1, 1).await;
+    let job = app
+        .create_job(json!({"app": "signed", "handler": "ok", "schedule_type": "NONE"}))
+        .await;
+    app.trigger(job.id, None).await;
+    assert_eq!(results(&app, job.id, 1).await[0].handle_code, Some(200));
+    let unsigned = crate::signing::count_trigger("signed", job.id, 1);
+    let topic = format!("{}.triggers.signed", app.prefix);
+    app.produce_raw(
+        &topic,
+        0,
+        &job.id.to_string(),
+        &codec::encode(&unsigned).unwrap(),
+    )
+    .await;
+    let letters = app.dead_letters(1).await;
+    assert!(
+        letters[0]
+            .0
+            .starts_with("refused trigger record: unsigned record"),
+        "{letters:?}"
+    );
+    app.shutdown().await;
+}
+
+/// A result record, which is not a trigger.
+fn stray_result() -> ResultRecord {
+    ResultRecord {
+        trigger_id: TriggerId::parse("1-1000").unwrap(),
+        log_id: 1,
+        job_id: kadence_schemas::JobId::new(1).unwrap(),
+        app: AppName::parse("poison").unwrap(),
+        executor_id: "elsewhere".into(),
+        code: 200,
+        message: None,
+        started_at_ms: 1,
+        finished_at_ms: 2,
+        attempt: 0,
+        retry_after_ms: None,
+    }
+}
+
+/// The `count` lines of the run log `log_id`: lines and results are stored by separate
+/// consumers, so the last lines of a finished run may show a moment after its result.
+async fn log_lines(app: &TestApp, log_id: i64, count: usize) -> Vec<String> {
+    wait_for(
+        Duration::from_secs(30),
+        &format!("{count} lines of run {log_id}"),
+        || async {
+            let (status, body) = app
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/api/runs/{log_id}/log?from_line=1"),
+                    None,
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+            let lines: Vec<String> = serde_json::from_value(body["lines"].clone()).unwrap();
+            (lines.len() >= count).then_some(lines)
+        },
+    )
+    .await
+}
+
+on_both_executors!(
+    cron_and_manual_runs_complete,
+    failures_carry_their_messages,
+    a_run_past_its_timeout_answers_502,
+    job_log_lines_reach_the_run_log,
+    sharding_broadcast_runs_each_shard_once,
+    early_triggers_start_at_their_millisecond,
+    unreadable_triggers_go_to_the_dead_letter_queue,
+    with_a_trusted_key_only_signed_triggers_run,
+);

@@ -1,0 +1,236 @@
+//! `GET /metrics`: the scheduler's Prometheus metrics, read without a token while jobs run,
+//! count what happened: fires planned and triggers emitted by app and trigger type, their
+//! lateness, pre-read scans, results by code, dead letters, live executors and the partitions
+//! they own.
+//!
+//! Run once, on SQLite: the metrics count the scheduler's loops, not the store.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::{Backend, wait_for};
+use crate::helpers::spawn_app;
+
+/// The samples of a text exposition: series → value, each series written with its labels
+/// sorted by name (the encoder puts a registry's constant labels last), so a test names a
+/// series one way. Label values here hold no commas.
+fn samples(exposition: &str) -> HashMap<String, f64> {
+    exposition
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            Some((canonical(series), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `series` with its labels sorted by name.
+fn canonical(series: &str) -> String {
+    match series.split_once('{') {
+        None => series.to_owned(),
+        Some((name, labels)) => {
+            let mut labels: Vec<&str> = labels.trim_end_matches('}').split(',').collect();
+            labels.sort_unstable();
+            format!("{name}{{{}}}", labels.join(","))
+        }
+    }
+}
+
+/// Reads `/metrics` as Prometheus does: no token.
+async fn scrape(base_url: &str) -> (String, HashMap<String, f64>) {
+    let answer = reqwest::get(format!("{base_url}/metrics"))
+        .await
+        .expect("scrape /metrics");
+    assert_eq!(answer.status(), 200);
+    let content_type = answer.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    let text = answer.text().await.unwrap();
+    let parsed = samples(&text);
+    (text, parsed)
+}
+
+async fn the_metrics_count_fires_results_and_executors(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("watched", 2).await;
+    app.start_executor("watched");
+    app.wait_for_executors("watched", 1, 2).await;
+    let cron = app
+        .create_job(
+            json!({"app": "watched", "handler": "ok", "schedule_type": "CRON",
+            "schedule_conf": "* * * * * ?", "start": true}),
+        )
+        .await;
+    let failing = app
+        .create_job(json!({"app": "watched", "handler": "fail", "schedule_type": "NONE"}))
+        .await;
+    app.trigger(failing.id, None).await;
+    app.wait_for_run(failing.id, 500, Duration::from_secs(30))
+        .await;
+    let series = |name: &str, labels: &str| format!("{name}{{{labels}}}");
+    let emitted = series(
+        "kadence_scheduler_triggers_emitted_total",
+        "app=\"watched\",trigger_type=\"CRON\"",
+    );
+    let succeeded = series(
+        "kadence_scheduler_results_total",
+        "app=\"watched\",code=\"200\"",
+    );
+    let (text, metrics) = wait_for(Duration::from_secs(30), "three cron results", || async {
+        let (text, metrics) = scrape(app.api_url()).await;
+        (metrics.get(&succeeded).copied().unwrap_or(0.0) >= 3.0).then_some((text, metrics))
+    })
+    .await;
+    app.stop_job(cron.id).await;
+    let value = |series: &str| {
+        *metrics
+            .get(series)
+            .unwrap_or_else(|| panic!("{series} in:\n{text}"))
+    };
+    assert!(value(&emitted) >= 3.0, "{text}");
+    assert_eq!(
+        value(&series(
+            "kadence_scheduler_results_total",
+            "app=\"watched\",code=\"500\""
+        )),
+        1.0
+    );
+    assert_eq!(
+        value(&series(
+            "kadence_scheduler_fires_planned_total",
+            "app=\"watched\",source=\"manual\",trigger_type=\"MANUAL\""
+        )),
+        1.0
+    );
+    assert!(
+        value(&series(
+            "kadence_scheduler_fires_planned_total",
+            "app=\"watched\",source=\"schedule\",trigger_type=\"CRON\""
+        )) >= 3.0
+    );
+    assert!(
+        value(&series(
+            "kadence_scheduler_fire_lateness_seconds_count",
+            "app=\"watched\""
+        )) >= 4.0
+    );
+    assert!(value("kadence_scheduler_pre_read_jobs_read_total") >= 3.0);
+    assert!(value("kadence_scheduler_pre_read_scan_duration_seconds_count") >= 1.0);
+    assert_eq!(
+        value(&series(
+            "kadence_scheduler_live_executors",
+            "app=\"watched\""
+        )),
+        1.0
+    );
+    assert_eq!(
+        value(&series(
+            "kadence_scheduler_owned_partitions",
+            "app=\"watched\""
+        )),
+        2.0
+    );
+
+    // A result nobody can read is dead-lettered and counted by the kind of its reason.
+    let results_topic = format!("{}.results", app.prefix);
+    app.produce_raw(&results_topic, 0, "x", b"not avro").await;
+    let undecodable = series(
+        "kadence_scheduler_dead_letters_total",
+        "reason=\"undecodable\",source=\"results\"",
+    );
+    wait_for(
+        Duration::from_secs(30),
+        "the dead letter counted",
+        || async {
+            let (_, metrics) = scrape(app.api_url()).await;
+            (metrics.get(&undecodable) == Some(&1.0)).then_some(())
+        },
+    )
+    .await;
+    app.shutdown().await;
+}
+
+/// A free loopback address for an executor's metrics endpoint.
+fn free_address() -> std::net::SocketAddr {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    probe.local_addr().unwrap()
+}
+
+/// An executor given a metrics address serves its own `/metrics`: outcomes by handler, how
+/// long triggers waited to start and runs took, the group's assignment and each partition's
+/// lag.
+async fn an_executor_serves_its_metrics(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("counted", 1).await;
+    let address = free_address();
+    app.start_executor_with("counted", |builder| builder.metrics_address(address));
+    app.wait_for_executors("counted", 1, 1).await;
+    let base_url = format!("http://{address}");
+    let sleeper = app
+        .create_job(
+            json!({"app": "counted", "handler": "sleep", "schedule_type": "NONE",
+            "params": "1500", "block_strategy": "DISCARD_LATER"}),
+        )
+        .await;
+    let failing = app
+        .create_job(json!({"app": "counted", "handler": "fail", "schedule_type": "NONE"}))
+        .await;
+    app.trigger(sleeper.id, None).await;
+    app.trigger(sleeper.id, None).await;
+    app.trigger(failing.id, None).await;
+    app.wait_for_run(sleeper.id, 200, Duration::from_secs(30))
+        .await;
+    app.wait_for_run(failing.id, 500, Duration::from_secs(30))
+        .await;
+    let results = |handler: &str, outcome: &str| {
+        format!(
+            "kadence_executor_results_total{{app=\"counted\",handler=\"{handler}\",outcome=\"{outcome}\"}}"
+        )
+    };
+    let lag = "kadence_executor_consumer_lag{app=\"counted\",partition=\"0\"}";
+    let (text, metrics) = wait_for(Duration::from_secs(30), "the executor's counts", || async {
+        let (text, metrics) = scrape(&base_url).await;
+        let counted = [
+            results("sleep", "success"),
+            results("sleep", "discarded"),
+            results("fail", "failure"),
+        ]
+        .iter()
+        .all(|series| metrics.get(series) == Some(&1.0));
+        (counted && metrics.contains_key(lag)).then_some((text, metrics))
+    })
+    .await;
+    let value = |series: &str| {
+        *metrics
+            .get(series)
+            .unwrap_or_else(|| panic!("{series} in:\n{text}"))
+    };
+    assert_eq!(
+        value("kadence_executor_run_duration_seconds_count{app=\"counted\",handler=\"sleep\"}"),
+        1.0
+    );
+    assert!(
+        value("kadence_executor_run_duration_seconds_sum{app=\"counted\",handler=\"sleep\"}")
+            >= 1.5
+    );
+    assert_eq!(
+        value("kadence_executor_trigger_to_start_seconds_count{app=\"counted\",handler=\"fail\"}"),
+        1.0
+    );
+    assert!(value("kadence_executor_rebalances_total{app=\"counted\",change=\"assigned\"}") >= 1.0);
+    assert!(value(lag) >= 0.0);
+    app.shutdown().await;
+}
+
+on_sqlite_only!(
+    the_metrics_count_fires_results_and_executors,
+    an_executor_serves_its_metrics,
+);

@@ -1,0 +1,297 @@
+//! The dashboards and alert rules in `dashboards/` against a real Prometheus (Debian's
+//! `prometheus` and `promtool`, which `infra/test.sh` installs when missing).
+//!
+//! A scheduler and an executor with a metrics address run jobs (a cron job, a failing one, a
+//! slow one) while Prometheus scrapes both every second with the alert rules loaded. Then:
+//! `promtool check metrics` finds nothing to say about either exposition; Prometheus loaded
+//! every rule without error; and every query of every dashboard panel, evaluated through
+//! Prometheus's HTTP API with the dashboards' variables set to "all", succeeds and returns
+//! data — except the panels of events this run cannot cause (`EVENT_ONLY`). A second test
+//! forces the "will miss its window" condition and sees its alert go pending.
+//!
+//! Run once, on SQLite: the subject is the metrics' names and shapes, not the store.
+//! `KADENCE_TEST_PROMETHEUS` and `KADENCE_TEST_PROMTOOL` name other binaries.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+use crate::common::{Backend, wait_for};
+use crate::helpers::spawn_app;
+
+/// Panels whose series appear only with an event this test does not cause.
+const EVENT_ONLY: [&str; 1] = [
+    // A misfire needs the scheduler to miss a fire by more than the pre-read window.
+    "Misfires by strategy",
+];
+
+fn binary(variable: &str, default: &str) -> String {
+    std::env::var(variable).unwrap_or_else(|_| default.to_owned())
+}
+
+fn dashboards_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../dashboards")
+}
+
+fn free_address() -> std::net::SocketAddr {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    probe.local_addr().unwrap()
+}
+
+/// `promtool check metrics` on the exposition at `url`: it must have nothing to say.
+async fn check_exposition(url: &str) {
+    let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+    let mut promtool = tokio::process::Command::new(binary("KADENCE_TEST_PROMTOOL", "promtool"))
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool (infra/test.sh installs Debian's prometheus package)");
+    let mut stdin = promtool.stdin.take().unwrap();
+    stdin.write_all(text.as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = promtool.wait_with_output().await.unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics on {url}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Starts Prometheus scraping `targets` every second with the alert rules and waits until it
+/// is ready; returns the process (killed on drop), its base URL and its directory.
+async fn start_prometheus(
+    targets: &[(&str, String)],
+) -> (tokio::process::Child, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dashboards_dir().join("alerts.yml");
+    let scrapes: Vec<Value> = targets
+        .iter()
+        .map(|(job, target)| json!({"job_name": job, "static_configs": [{"targets": [target]}]}))
+        .collect();
+    let config = json!({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [rules],
+        "scrape_configs": scrapes,
+    });
+    // JSON is YAML.
+    let config_path = dir.path().join("prometheus.yml");
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let address = free_address();
+    let child = tokio::process::Command::new(binary("KADENCE_TEST_PROMETHEUS", "prometheus"))
+        .arg(format!("--config.file={}", config_path.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={address}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run prometheus (infra/test.sh installs Debian's prometheus package)");
+    let base = format!("http://{address}");
+    wait_for(Duration::from_secs(60), "prometheus ready", || async {
+        let ready = reqwest::get(format!("{base}/-/ready")).await;
+        ready
+            .is_ok_and(|answer| answer.status() == 200)
+            .then_some(())
+    })
+    .await;
+    (child, base, dir)
+}
+
+/// `GET {base}/api/v1/{path}` with `query`; the `data` of a successful answer.
+async fn prometheus_api(base: &str, path: &str, query: &[(&str, &str)]) -> Value {
+    let answer: Value = reqwest::Client::new()
+        .get(format!("{base}/api/v1/{path}"))
+        .query(query)
+        .send()
+        .await
+        .unwrap_or_else(|error| panic!("ask prometheus {path}: {error}"))
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["status"], "success", "{path} {query:?}: {answer}");
+    answer["data"].clone()
+}
+
+/// Every (dashboard file, panel title, query) of the dashboards, variables set to "all".
+fn panel_queries() -> Vec<(String, String, String)> {
+    let mut queries = Vec::new();
+    for entry in std::fs::read_dir(dashboards_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|extension| extension != "json") {
+            continue;
+        }
+        let board: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        for panel in board["panels"].as_array().unwrap() {
+            for target in panel["targets"].as_array().unwrap() {
+                let expr = target["expr"]
+                    .as_str()
+                    .unwrap()
+                    .replace("$__rate_interval", "30s")
+                    .replace("$app", ".*")
+                    .replace("$handler", ".*");
+                let title = panel["title"].as_str().unwrap().to_owned();
+                queries.push((file.clone(), title, expr));
+            }
+        }
+    }
+    assert!(queries.len() >= 20, "the dashboards' queries: {queries:?}");
+    queries
+}
+
+async fn dashboards_and_rules_hold_against_a_real_prometheus(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("watched", 2).await;
+    let executor_address = free_address();
+    app.start_executor_with("watched", |builder| {
+        builder.metrics_address(executor_address)
+    });
+    app.wait_for_executors("watched", 1, 2).await;
+    let scheduler = app.api_url().trim_start_matches("http://").to_owned();
+    let (_prometheus, base, _dir) = start_prometheus(&[
+        ("kadence-scheduler", scheduler.clone()),
+        ("kadence-executor", executor_address.to_string()),
+    ])
+    .await;
+    app.create_job(
+        json!({"app": "watched", "handler": "ok", "schedule_type": "CRON",
+        "schedule_conf": "* * * * * ?", "start": true}),
+    )
+    .await;
+    let failing = app
+        .create_job(json!({"app": "watched", "handler": "fail", "schedule_type": "NONE"}))
+        .await;
+    let slow = app
+        .create_job(
+            json!({"app": "watched", "handler": "sleep", "schedule_type": "NONE",
+            "params": "1500"}),
+        )
+        .await;
+    for job in [failing.id, slow.id] {
+        app.trigger(job, None).await;
+    }
+    app.wait_for_run(failing.id, 500, Duration::from_secs(30))
+        .await;
+    app.wait_for_run(slow.id, 200, Duration::from_secs(30))
+        .await;
+
+    check_exposition(&format!("http://{scheduler}/metrics")).await;
+    check_exposition(&format!("http://{executor_address}/metrics")).await;
+
+    wait_for(Duration::from_secs(60), "both targets up", || async {
+        let targets = prometheus_api(&base, "targets", &[]).await;
+        let active = targets["activeTargets"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        (active.len() == 2 && active.iter().all(|target| target["health"] == "up")).then_some(())
+    })
+    .await;
+    let rules = prometheus_api(&base, "rules", &[]).await;
+    let loaded: Vec<&Value> = rules["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|group| group["rules"].as_array().unwrap())
+        .collect();
+    assert_eq!(loaded.len(), 8, "{rules}");
+    assert!(loaded.iter().all(|rule| rule["health"] != "err"), "{rules}");
+
+    // Every panel's query answers, with data once the counters have moved for a while.
+    let queries = panel_queries();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let mut empty = Vec::new();
+        for (file, title, expr) in &queries {
+            let data = prometheus_api(&base, "query", &[("query", expr)]).await;
+            if data["result"].as_array().is_none_or(Vec::is_empty) {
+                empty.push(format!("{file} / {title}: {expr}"));
+            }
+        }
+        let unexpected: Vec<&String> = empty
+            .iter()
+            .filter(|line| {
+                !EVENT_ONLY
+                    .iter()
+                    .any(|title| line.contains(&format!("/ {title}:")))
+            })
+            .collect();
+        if unexpected.is_empty() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "panels without data after 90 s: {unexpected:#?}"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    app.shutdown().await;
+}
+
+/// The "will miss its window" signal: a job firing every second whose runs take 5 s piles
+/// triggers behind its SERIAL_EXECUTION queue. The executor's expected wait of the newest
+/// trigger grows, and the KadenceWillMissWindow alert (expected wait over 30 s) goes pending
+/// while every run that has started was less than 30 s late: before runs start late.
+async fn a_backlog_raises_the_will_miss_alert_before_runs_start_late(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("behind", 1).await;
+    let executor_address = free_address();
+    app.start_executor_with("behind", |builder| {
+        builder.metrics_address(executor_address)
+    });
+    app.wait_for_executors("behind", 1, 1).await;
+    let (_prometheus, base, _dir) =
+        start_prometheus(&[("kadence-executor", executor_address.to_string())]).await;
+    let job = app
+        .create_job(
+            json!({"app": "behind", "handler": "sleep", "schedule_type": "CRON",
+            "schedule_conf": "* * * * * ?", "params": "5000",
+            "block_strategy": "SERIAL_EXECUTION", "start": true}),
+        )
+        .await;
+    let alert = wait_for(
+        Duration::from_secs(120),
+        "KadenceWillMissWindow pending",
+        || async {
+            let alerts = prometheus_api(&base, "alerts", &[]).await;
+            alerts["alerts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|alert| alert["labels"]["alertname"] == "KadenceWillMissWindow")
+                .cloned()
+        },
+    )
+    .await;
+    let runs = app.runs(job.id).await;
+    app.stop_job(job.id).await;
+    assert!(
+        ["pending", "firing"].contains(&alert["state"].as_str().unwrap()),
+        "{alert}"
+    );
+    assert_eq!(alert["labels"]["app"], "behind", "{alert}");
+    let started: Vec<i64> = runs
+        .iter()
+        .filter_map(|run| Some(run.started_at_ms? - run.scheduled_at_ms))
+        .collect();
+    assert!(!started.is_empty(), "{runs:?}");
+    assert!(
+        started.iter().all(|late| *late < 30_000),
+        "the alert came before any run started 30 s late: {started:?}"
+    );
+    app.shutdown().await;
+}
+
+on_sqlite_only!(
+    dashboards_and_rules_hold_against_a_real_prometheus,
+    a_backlog_raises_the_will_miss_alert_before_runs_start_late,
+);
