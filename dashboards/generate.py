@@ -101,6 +101,27 @@ SCHEDULER = [
     panel("Alarms by outcome", [(
         f"sum by (outcome) (increase(kadence_scheduler_alarms_total{{{APP}}}[$__rate_interval]))",
         "{{outcome}}")]),
+    panel("Alarm deliveries by channel", [(
+        f"sum by (channel, outcome) (increase(kadence_scheduler_alarm_deliveries_total{{{APP}}}[$__rate_interval]))",
+        "{{channel}} {{outcome}}")]),
+    panel("Schedule lock wait",
+          [(f"histogram_quantile({q}, sum by (le) (rate("
+            "kadence_scheduler_schedule_lock_wait_seconds_bucket[$__rate_interval])))",
+            f"p{int(q * 100)}") for q in (0.5, 0.99)], "s",
+          description="How long a pre-read scan waited for the schedule lock: schedulers "
+                      "sharing a database queue here."),
+    panel("Pending fires (durable, not yet acknowledged)", [
+        ("sum by (stage) (kadence_scheduler_pending_fires)", "{{stage}}")],
+        description="wheel: planned and waiting for their time; dispatching: sent to the "
+                    "broker, awaiting its acknowledgement. Each is also a database row until "
+                    "acknowledged, so none is lost if the node dies."),
+    panel("Store errors by operation", [(
+        "sum by (operation) (increase(kadence_scheduler_store_errors_total[$__rate_interval]))",
+        "{{operation}}")]),
+    panel("Scheduler consumer lag", [(
+        "max by (consumer, partition) (kadence_scheduler_consumer_lag)",
+        "{{consumer}} p{{partition}}")],
+        description="Results and log records not yet read by the scheduler's own groups."),
 ]
 
 EXECUTORS = [
@@ -144,6 +165,26 @@ HANDLER = [
     panel("Trigger to start",
           quantiles("kadence_executor_trigger_to_start_seconds", "handler",
                     f'{APP},handler=~"$handler"'), "s"),
+]
+
+
+JOB_SELECTOR = f'{APP},job=~"$job"'
+
+JOB = [
+    panel("Triggers emitted /s", [(
+        f"sum by (job) (rate(kadence_scheduler_job_triggers_emitted_total{{{JOB_SELECTOR}}}[$__rate_interval]))",
+        "job {{job}}")], "ops"),
+    panel("Results /s by code", [(
+        f"sum by (job, code) (rate(kadence_scheduler_job_results_total{{{JOB_SELECTOR}}}[$__rate_interval]))",
+        "job {{job}} {{code}}")], "ops"),
+    panel("Fire lateness",
+          quantiles("kadence_scheduler_job_fire_lateness_seconds", "job", JOB_SELECTOR), "s"),
+    panel("Success rate", [(
+        f'sum by (job) (rate(kadence_scheduler_job_results_total{{{JOB_SELECTOR},code="200"}}[$__rate_interval]))'
+        f" / sum by (job) (rate(kadence_scheduler_job_results_total{{{JOB_SELECTOR}}}[$__rate_interval]))",
+        "job {{job}}")], "percentunit",
+        description="Only jobs listed in the scheduler's [telemetry] job_metrics have "
+                    "series here; a job's full history is its run list."),
 ]
 
 
@@ -194,6 +235,12 @@ DASHBOARDS = {
         "kadence-handler", "Kadence: one handler", HANDLER,
         [variable("handler", 'label_values(kadence_executor_results_total{app=~"$app"}, handler)',
                   "Handler")],
+    ),
+    "job.json": dashboard(
+        "kadence-job", "Kadence: one job", JOB,
+        [variable("job",
+                  'label_values(kadence_scheduler_job_triggers_emitted_total{app=~"$app"}, job)',
+                  "Job")],
     ),
 }
 

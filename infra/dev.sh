@@ -13,9 +13,26 @@
 # the scheduler signed. After `kadence key rotate`, restart the stack so the executor learns
 # the new key.
 #
+# Options:
+#   --prometheus   also run Prometheus (Debian's package, installed when missing) on
+#                  127.0.0.1:9090 (KADENCE_PROMETHEUS_PORT), scraping the scheduler's /metrics
+#                  and the demo executor's (127.0.0.1:9464) every 5 s, with the alert rules of
+#                  dashboards/alerts.yml loaded; point Grafana at it (see the README).
+#
 # Environment: KADENCE_BROKERS (use this cluster instead of starting a broker),
-# KADENCE_API_PORT (default 8080). State lives in .kadence/dev.
+# KADENCE_API_PORT (default 8080), KADENCE_OTLP_ENDPOINT (export the scheduler's and the
+# executor's spans to this OTLP/HTTP endpoint, e.g. a local Jaeger at http://127.0.0.1:4318).
+# State lives in .kadence/dev.
 set -euo pipefail
+
+with_prometheus=no
+for argument in "$@"; do
+  case "$argument" in
+    --prometheus) with_prometheus=yes ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option $argument (try --help)" >&2; exit 2 ;;
+  esac
+done
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo_root"
@@ -24,6 +41,8 @@ state="$repo_root/.kadence/dev"
 mkdir -p "$state"
 api_port="${KADENCE_API_PORT:-8080}"
 api="http://127.0.0.1:$api_port"
+prometheus_port="${KADENCE_PROMETHEUS_PORT:-9090}"
+executor_metrics="127.0.0.1:9464"
 children=()
 child_names=()
 started_broker=no
@@ -68,11 +87,16 @@ if [ ! -s "$password_file" ]; then
   (umask 077; python3 -c 'import secrets; print(secrets.token_urlsafe(18))' >"$password_file")
 fi
 
-KADENCE_AUTH__ADMIN_PASSWORD="$(cat "$password_file")" \
-KADENCE_DATABASE__URL="sqlite://$state/kadence.db" \
-KADENCE_KAFKA__BROKERS="$brokers" \
-KADENCE_API__LISTEN="127.0.0.1:$api_port" \
-  target/debug/kadence serve >"$state/scheduler.log" 2>&1 &
+scheduler_env=(
+  KADENCE_AUTH__ADMIN_PASSWORD="$(cat "$password_file")"
+  KADENCE_DATABASE__URL="sqlite://$state/kadence.db"
+  KADENCE_KAFKA__BROKERS="$brokers"
+  KADENCE_API__LISTEN="127.0.0.1:$api_port"
+)
+if [ -n "${KADENCE_OTLP_ENDPOINT:-}" ]; then
+  scheduler_env+=(KADENCE_TELEMETRY__OTLP_ENDPOINT="$KADENCE_OTLP_ENDPOINT")
+fi
+env "${scheduler_env[@]}" target/debug/kadence serve >"$state/scheduler.log" 2>&1 &
 children+=($!)
 child_names+=(scheduler)
 for _ in $(seq 1 100); do
@@ -96,10 +120,40 @@ if [ -z "$trusted_keys" ]; then
   exit 1
 fi
 
-KADENCE_BROKERS="$brokers" KADENCE_APP=demo KADENCE_TRUSTED_KEYS="$trusted_keys" \
-  target/debug/examples/demo >"$state/executor.log" 2>&1 &
+executor_env=(KADENCE_BROKERS="$brokers" KADENCE_APP=demo KADENCE_TRUSTED_KEYS="$trusted_keys")
+if [ "$with_prometheus" = yes ]; then executor_env+=(KADENCE_METRICS_ADDRESS="$executor_metrics"); fi
+if [ -n "${KADENCE_OTLP_ENDPOINT:-}" ]; then executor_env+=(KADENCE_OTLP_ENDPOINT="$KADENCE_OTLP_ENDPOINT"); fi
+env "${executor_env[@]}" target/debug/examples/demo >"$state/executor.log" 2>&1 &
 children+=($!)
 child_names+=(executor)
+
+prometheus_line=""
+if [ "$with_prometheus" = yes ]; then
+  if ! command -v prometheus >/dev/null; then
+    echo "installing Debian's prometheus package..."
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null
+  fi
+  mkdir -p "$state/prometheus"
+  cat >"$state/prometheus/prometheus.yml" <<EOC
+global:
+  scrape_interval: 5s
+  evaluation_interval: 5s
+rule_files:
+  - $repo_root/dashboards/alerts.yml
+scrape_configs:
+  - job_name: kadence-scheduler
+    static_configs: [{targets: ["127.0.0.1:$api_port"]}]
+  - job_name: kadence-executor
+    static_configs: [{targets: ["$executor_metrics"]}]
+EOC
+  prometheus --config.file="$state/prometheus/prometheus.yml" \
+    --storage.tsdb.path="$state/prometheus/data" \
+    --web.listen-address="127.0.0.1:$prometheus_port" >"$state/prometheus/prometheus.log" 2>&1 &
+  children+=($!)
+  child_names+=(prometheus)
+  prometheus_line="  prometheus: http://127.0.0.1:$prometheus_port (alerts: /alerts; Grafana data source: this URL)"
+fi
 
 cat <<EOT
 
@@ -110,6 +164,7 @@ Kadence dev stack is running.
   broker:     $brokers
   database:   $state/kadence.db
   logs:       $state/scheduler.log, $state/executor.log
+$prometheus_line
 
 Try:
   target/debug/kadence job list

@@ -85,6 +85,9 @@ call POST /api/jobs '{"app": "fuzz", "handler": "echo", "schedule_type": "NONE"}
 call POST /api/jobs/1/trigger '{"params": "seed"}'
 
 status=0
+# One worker: with two, schemathesis runs generation on threads, and CPython 3.11.7 (this machine's
+# Python) then raises a spurious "SystemError: AST constructor recursion depth mismatch" from
+# hypothesis (CPython gh-106905, fixed in 3.11.8), failing the run on no fault of the API.
 # From the work directory: schemathesis keeps a cache of what it found in the current one.
 (cd "$work" && schemathesis run "$api/api/openapi.json" \
   --header "Authorization: Bearer $token" \
@@ -92,7 +95,7 @@ status=0
   --exclude-path /api/auth/logout \
   --exclude-path-regex '/tokens/\{id\}$' \
   --max-examples "$max_examples" \
-  --workers 2 \
+  --workers 1 \
   --seed "${KADENCE_FUZZ_SEED:-$RANDOM}" \
   --request-timeout 30 \
   --no-color) || status=$?

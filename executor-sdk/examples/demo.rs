@@ -7,7 +7,9 @@
 //! Environment: `KADENCE_BROKERS` (default `127.0.0.1:9092`), `KADENCE_APP` (default `demo`),
 //! `KADENCE_TOPIC_PREFIX` (default `kadence`), `KADENCE_TRUSTED_KEYS` (the scheduler's public
 //! signing keys, from `kadence key list`, separated by commas: only triggers they signed run;
-//! unset, nothing is verified). Stops gracefully on SIGTERM or Ctrl-C.
+//! unset, nothing is verified), `KADENCE_METRICS_ADDRESS` (serve Prometheus metrics there,
+//! e.g. `127.0.0.1:9464`), `KADENCE_OTLP_ENDPOINT` (export spans there, e.g.
+//! `http://127.0.0.1:4318`). Stops gracefully on SIGTERM or Ctrl-C.
 
 use std::time::Duration;
 
@@ -56,6 +58,13 @@ async fn main() -> anyhow::Result<()> {
         if !key.is_empty() {
             builder = builder.trusted_key(key);
         }
+    }
+    // Optional: Prometheus metrics on this address, spans exported to this OTLP endpoint.
+    if let Ok(address) = std::env::var("KADENCE_METRICS_ADDRESS") {
+        builder = builder.metrics_address(address.parse()?);
+    }
+    if let Ok(endpoint) = std::env::var("KADENCE_OTLP_ENDPOINT") {
+        builder = builder.otlp_endpoint(endpoint);
     }
     let executor = builder
         .brokers(env("KADENCE_BROKERS", "127.0.0.1:9092"))

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_kafka::{KafkaSettings, PublicKey, TrustedKeys};
+use kadence_kafka::{KafkaSettings, PublicKey, RunTracer, TrustedKeys};
 use kadence_schemas::{AppName, Topics};
 
 use crate::Executor;
@@ -40,6 +40,7 @@ pub struct ExecutorBuilder {
     handlers: Vec<(String, HandlerFn)>,
     lifecycles: Vec<Lifecycle>,
     metrics_address: Option<std::net::SocketAddr>,
+    otlp_endpoint: Option<String>,
 }
 
 impl Default for ExecutorBuilder {
@@ -66,6 +67,7 @@ impl Default for ExecutorBuilder {
             handlers: Vec::new(),
             lifecycles: Vec::new(),
             metrics_address: None,
+            otlp_endpoint: None,
         }
     }
 }
@@ -217,6 +219,14 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Exports the executor's spans of each run (`kadence.consume`, `kadence.handler`) over
+    /// OTLP/HTTP to `endpoint`, e.g. `http://127.0.0.1:4318`, in the trace the scheduler
+    /// started. Default: not exported (results still carry the run's `traceparent`).
+    pub fn otlp_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.otlp_endpoint = Some(endpoint.into());
+        self
+    }
+
     /// A raw librdkafka option for every client (security, tuning).
     pub fn kafka_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.kafka_options.insert(key.into(), value.into());
@@ -311,7 +321,10 @@ impl ExecutorBuilder {
                 "max_in_flight must be at least 1".to_owned(),
             ));
         }
+        let tracer = RunTracer::new(app.as_str(), self.otlp_endpoint.as_deref())
+            .map_err(|error| ExecutorError::Config(error.to_string()))?;
         let settings = ExecutorSettings {
+            tracer,
             kafka: KafkaSettings {
                 brokers,
                 options: self.kafka_options,

@@ -94,6 +94,10 @@
 //! - `metrics`: every Prometheus metric the executor counts (trigger-to-start, run durations,
 //!   outcomes, held/queued/running, rebalances, hand-backs, consumer lag), served on
 //!   `/metrics` when the builder gives an address.
+//! - `traces`: the executor's spans of a run's trace (`kadence.consume` from receipt to the
+//!   published result, `kadence.handler` inside it), children of the scheduler's dispatch
+//!   span the trigger's `traceparent` names; the result carries the consume span's
+//!   `traceparent` back. Exported over OTLP when the builder names an endpoint.
 //! - `offsets`: commits a partition's offset only up to its lowest trigger whose result is
 //!   not yet published, so a crash re-runs at most the unfinished triggers (at-least-once);
 //!   redeliveries are recognised by trigger id.
@@ -124,6 +128,7 @@ mod runner;
 mod script;
 mod settings;
 pub mod testing;
+mod traces;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kadence_kafka::{Backoff, RecordOrigin, dead_letter_headers, is_retriable};
 use kadence_schemas::{LogRecord, ResultRecord, codec};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::message::{Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
@@ -48,10 +48,12 @@ impl Publisher {
         self.producer.clone()
     }
 
-    /// Publishes `record`, retrying retriable errors until acknowledged or `give_up` fires.
+    /// Publishes `record` with the `traceparent` of `trace`, retrying retriable errors until
+    /// acknowledged or `give_up` fires.
     pub(crate) async fn publish_result(
         &self,
         record: &ResultRecord,
+        trace: &opentelemetry::Context,
         give_up: &CancellationToken,
     ) -> Result<(), KafkaError> {
         let payload = codec::encode(record).map_err(|error| {
@@ -59,10 +61,12 @@ impl Publisher {
             KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage)
         })?;
         let key = record.trigger_id.as_str();
+        let headers = kadence_kafka::trace::inject(trace, OwnedHeaders::new());
         self.send_with_retry("results", give_up, || {
             FutureRecord::<str, [u8]>::to(&self.results_topic)
                 .key(key)
                 .payload(&payload)
+                .headers(headers.clone())
         })
         .await
     }

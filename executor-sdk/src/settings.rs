@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kadence_kafka::{KafkaSettings, TrustedKeys};
+use kadence_kafka::{KafkaSettings, RunTracer, TrustedKeys};
 use kadence_schemas::{AppName, Topics};
 
 /// Settings of a built executor (each documented, with its default, on the
@@ -30,4 +30,6 @@ pub(crate) struct ExecutorSettings {
     pub(crate) kill_memory: Duration,
     /// Where `GET /metrics` is served; `None`: not served.
     pub(crate) metrics_address: Option<std::net::SocketAddr>,
+    /// Starts the executor's spans of each run; exports them when an OTLP endpoint is set.
+    pub(crate) tracer: RunTracer,
 }

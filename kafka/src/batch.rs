@@ -9,13 +9,15 @@
 use std::collections::HashMap;
 use std::fmt::{Debug, Display};
 use std::future::Future;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::FutureExt;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::statistics::Statistics;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
 use crate::closing::close_consumer;
@@ -29,9 +31,52 @@ pub const CONSUMER_CLOSE_LIMIT: Duration = Duration::from_secs(5);
 /// How long one step of [`run_steps`] waits for a first record before it returns empty.
 pub const STEP_WAIT: Duration = Duration::from_millis(500);
 
+/// How often a subscribed batch consumer's client reports its statistics (consumer lag per
+/// partition) to the callback given to [`BatchConsumer::on_statistics`].
+const STATISTICS_INTERVAL_MS: &str = "5000";
+
+/// What a batch consumer's client statistics are handed to.
+type StatisticsCallback = Arc<dyn Fn(&Statistics) + Send + Sync>;
+
+/// Each partition of `topic` the client's `statistics` list, with its consumer lag (records
+/// not yet read past the committed offset), or `None` for a partition the client does not
+/// consume (it reports `-1`). librdkafka's internal partition `-1` is left out.
+pub fn partition_lags<'a>(
+    statistics: &'a Statistics,
+    topic: &str,
+) -> impl Iterator<Item = (i32, Option<i64>)> + 'a {
+    statistics
+        .topics
+        .get(topic)
+        .into_iter()
+        .flat_map(|topic| &topic.partitions)
+        .filter(|(partition, _)| **partition >= 0)
+        .map(|(&partition, state)| {
+            let lag = (state.consumer_lag >= 0).then_some(state.consumer_lag);
+            (partition, lag)
+        })
+}
+
+/// The client context of a batch consumer: passes the client's statistics on, once someone
+/// asked for them.
+#[derive(Default)]
+pub struct StatisticsContext {
+    callback: OnceLock<StatisticsCallback>,
+}
+
+impl ClientContext for StatisticsContext {
+    fn stats(&self, statistics: Statistics) {
+        if let Some(callback) = self.callback.get() {
+            callback(&statistics);
+        }
+    }
+}
+
+impl ConsumerContext for StatisticsContext {}
+
 /// A consumer read in batches with manual commits.
 pub struct BatchConsumer {
-    consumer: StreamConsumer,
+    consumer: StreamConsumer<StatisticsContext>,
     name: &'static str,
     max: usize,
 }
@@ -49,14 +94,15 @@ impl BatchConsumer {
         max: usize,
     ) -> Result<BatchConsumer, KafkaError> {
         let session_timeout = session_timeout.as_millis().to_string();
-        let consumer: StreamConsumer = settings
+        let consumer: StreamConsumer<StatisticsContext> = settings
             .client_config_with(&[
                 ("group.id", group),
                 ("enable.auto.commit", "false"),
                 ("auto.offset.reset", "earliest"),
                 ("session.timeout.ms", &session_timeout),
+                ("statistics.interval.ms", STATISTICS_INTERVAL_MS),
             ])
-            .create()?;
+            .create_with_context(StatisticsContext::default())?;
         consumer.subscribe(&[topic])?;
         Ok(BatchConsumer {
             consumer,
@@ -77,13 +123,13 @@ impl BatchConsumer {
         name: &'static str,
         max: usize,
     ) -> Result<BatchConsumer, KafkaError> {
-        let consumer: StreamConsumer = settings
+        let consumer: StreamConsumer<StatisticsContext> = settings
             .client_config_with(&[
                 ("group.id", group),
                 ("enable.auto.commit", "false"),
                 ("enable.auto.offset.store", "false"),
             ])
-            .create()?;
+            .create_with_context(StatisticsContext::default())?;
         let mut assignment = TopicPartitionList::new();
         for partition in 0..partitions.max(1) {
             assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
@@ -94,6 +140,13 @@ impl BatchConsumer {
             name,
             max: max.max(1),
         })
+    }
+
+    /// Hands the client's statistics (every 5 s on a subscribed consumer: consumer lag per
+    /// partition, among much else) to `callback`, from the client's own thread. Only the
+    /// first callback given is kept.
+    pub fn on_statistics(&self, callback: impl Fn(&Statistics) + Send + Sync + 'static) {
+        let _ = self.consumer.context().callback.set(Arc::new(callback));
     }
 
     /// Waits up to `wait` for a first record, then takes whatever else is ready, up to the

@@ -15,6 +15,9 @@
 //! - [`signing`]: Ed25519 signatures of trigger and control records, bound to their topic:
 //!   [`RecordSigner`] (the scheduler signs every record it produces) and [`TrustedKeys`]
 //!   (executors verify before they read a record, and refuse it saying why: [`VerifyError`]).
+//! - [`trace`]: one trace per run across Kafka: the `traceparent` header on trigger and
+//!   result records, and [`RunTracer`], the OpenTelemetry tracer (optionally exporting over
+//!   OTLP) each component starts its spans with.
 //!
 //! The executor SDK re-exports only [`shutdown_signal`] (its builder takes trusted keys as
 //! base64 text, parsed with [`PublicKey::parse`]); the rest is internal plumbing of
@@ -29,11 +32,13 @@ pub mod retry;
 pub mod settings;
 pub mod signal;
 pub mod signing;
+pub mod trace;
 
-pub use batch::{BatchConsumer, BatchStep, CONSUMER_CLOSE_LIMIT, run_steps};
+pub use batch::{BatchConsumer, BatchStep, CONSUMER_CLOSE_LIMIT, partition_lags, run_steps};
 pub use closing::close_consumer;
 pub use dead_letter::{DeadLetters, RecordOrigin, dead_letter_headers};
 pub use retry::{Backoff, is_retriable};
 pub use settings::KafkaSettings;
 pub use signal::shutdown_signal;
 pub use signing::{KeyError, PublicKey, RecordSigner, TrustedKeys, VerifyError};
+pub use trace::{RunTracer, TraceError};

@@ -25,6 +25,13 @@
 //! `--defined M` adds M idle jobs (next fire in 2099) so the memory figure holds with that
 //! many jobs defined.
 //!
+//! `--telemetry off,metrics,on` measures what observing the scheduler costs, in the same run:
+//! `on` (the default) scrapes its `/metrics` every second and exports every span over OTLP
+//! to a sink in this process that reads and drops them; `metrics` only scrapes; `off` records
+//! no span (`OTEL_TRACES_SAMPLER=always_off`; records still carry a `traceparent`) and
+//! nothing scrapes. The metric counters themselves are always counted (a few atomic increments per
+//! trigger; there is no switch for them).
+//!
 //! The scheduler's log goes to stderr at `warn`; `KADENCE_BENCH_LOG` replaces that filter, e.g.
 //! `KADENCE_BENCH_LOG=warn,kadence_scheduler::preread=debug` prints each pre-read scan with
 //! the time it spent in the store and handing fires to the wheel.
@@ -32,6 +39,8 @@
 mod common;
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
@@ -49,9 +58,80 @@ use rdkafka::util::Timeout;
 
 const WARM_UP: Duration = Duration::from_secs(8);
 
+/// Whether the scheduler is observed while it is measured (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Telemetry {
+    Off,
+    Metrics,
+    On,
+}
+
+impl Telemetry {
+    fn parse_list(list: &str) -> Vec<Telemetry> {
+        list.split(',')
+            .map(|item| match item.trim() {
+                "off" => Telemetry::Off,
+                "metrics" => Telemetry::Metrics,
+                "on" => Telemetry::On,
+                other => panic!("--telemetry takes off, metrics and on, not {other}"),
+            })
+            .collect()
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Telemetry::Off => "off",
+            Telemetry::Metrics => "metrics",
+            Telemetry::On => "on",
+        }
+    }
+}
+
+/// An OTLP/HTTP receiver that reads every export and drops it, counting the bytes.
+struct SpanSink {
+    endpoint: String,
+    received_bytes: Arc<AtomicU64>,
+}
+
+impl SpanSink {
+    async fn start() -> SpanSink {
+        let received_bytes = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&received_bytes);
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            axum::routing::post(move |body: axum::body::Bytes| async move {
+                counter.fetch_add(body.len() as u64, Ordering::Relaxed);
+                Vec::<u8>::new()
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        SpanSink {
+            endpoint,
+            received_bytes,
+        }
+    }
+}
+
+/// Scrapes `{api}/metrics` every second, as Prometheus would, until aborted.
+fn scrape_every_second(api: &str) -> tokio::task::JoinHandle<()> {
+    let url = format!("{api}/metrics");
+    tokio::spawn(async move {
+        let client = reqwest::Client::new();
+        loop {
+            if let Ok(answer) = client.get(&url).send().await {
+                let _ = answer.bytes().await;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+}
+
 struct Options {
     jobs: Vec<usize>,
     emit_leads_ms: Vec<u64>,
+    telemetry: Vec<Telemetry>,
     seconds: u64,
     backends: Vec<Backend>,
     defined: usize,
@@ -62,6 +142,7 @@ fn options() -> Options {
     let mut options = Options {
         jobs: vec![1_000, 10_000],
         emit_leads_ms: vec![0, 1_000],
+        telemetry: vec![Telemetry::On],
         seconds: 20,
         backends: vec![Backend::Sqlite, Backend::Postgres],
         defined: 0,
@@ -72,6 +153,7 @@ fn options() -> Options {
             "--jobs" => options.jobs = parse_numbers(&flag, &value),
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
             "--emit-leads-ms" => options.emit_leads_ms = parse_numbers(&flag, &value),
+            "--telemetry" => options.telemetry = Telemetry::parse_list(&value),
             "--defined" => options.defined = value.parse().expect("--defined N"),
             "--backends" => options.backends = Backend::parse_list(&value),
             other => panic!("unknown option {other}"),
@@ -230,6 +312,7 @@ async fn raw_produce_rate(brokers: &str, records: usize) -> f64 {
 struct Measurement {
     backend: Backend,
     emit_lead_ms: u64,
+    telemetry: Telemetry,
     jobs: usize,
     defined: usize,
     acked_per_second: f64,
@@ -246,6 +329,7 @@ async fn run_one(
     backend: Backend,
     jobs: usize,
     emit_lead_ms: u64,
+    (telemetry, sink): (Telemetry, &SpanSink),
 ) -> Measurement {
     let database = Database::create(backend).await;
     let loading = Instant::now();
@@ -254,14 +338,16 @@ async fn run_one(
     // The first fire is set after loading, which can take a while for a million jobs.
     let now = now_ms();
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
-    let serve = Serve::start(
-        &database,
-        &[
-            ("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned()),
-            ("KADENCE_SCHEDULE__EMIT_LEAD", format!("{emit_lead_ms}ms")),
-        ],
-    )
-    .await;
+    let mut settings = vec![
+        ("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned()),
+        ("KADENCE_SCHEDULE__EMIT_LEAD", format!("{emit_lead_ms}ms")),
+    ];
+    settings.push(match telemetry {
+        Telemetry::Off | Telemetry::Metrics => ("OTEL_TRACES_SAMPLER", "always_off".to_owned()),
+        Telemetry::On => ("KADENCE_TELEMETRY__OTLP_ENDPOINT", sink.endpoint.clone()),
+    });
+    let serve = Serve::start(&database, &settings).await;
+    let scraper = (telemetry != Telemetry::Off).then(|| scrape_every_second(&serve.api));
     let pid = serve.pid();
     // Measure from the first fire + warm-up, for the requested seconds.
     let window_start = first_fire.max(now) + WARM_UP.as_millis() as i64;
@@ -272,6 +358,9 @@ async fn run_one(
     let (ticks_end, peak_kib) = process_usage(pid).unwrap_or_default();
     // Let acknowledgements of the window's fires land, then stop the scheduler.
     tokio::time::sleep(Duration::from_secs(2)).await;
+    if let Some(scraper) = scraper {
+        scraper.abort();
+    }
     serve.stop().await;
     let acked = database
         .integers(
@@ -291,6 +380,7 @@ async fn run_one(
     Measurement {
         backend,
         emit_lead_ms,
+        telemetry,
         jobs,
         defined: jobs + options.defined,
         acked_per_second: acked.len() as f64 / options.seconds as f64,
@@ -306,18 +396,24 @@ async fn run_one(
 #[tokio::main]
 async fn main() {
     let options = options();
+    let sink = SpanSink::start().await;
     let mut rows = Vec::new();
     for &backend in &options.backends {
         for &jobs in &options.jobs {
             for &lead in &options.emit_leads_ms {
-                eprintln!(
-                    "running {backend:?} with {jobs} jobs due every second, emit lead {lead} ms, for {} s...",
-                    options.seconds
-                );
-                rows.push(run_one(&options, backend, jobs, lead).await);
+                for &telemetry in &options.telemetry {
+                    eprintln!(
+                        "running {backend:?} with {jobs} jobs due every second, emit lead {lead} ms, telemetry {}, for {} s...",
+                        telemetry.label(),
+                        options.seconds
+                    );
+                    let observed = (telemetry, &sink);
+                    rows.push(run_one(&options, backend, jobs, lead, observed).await);
+                }
             }
         }
     }
+    let exported = sink.received_bytes.load(Ordering::Relaxed);
     let payload = trigger_payload().len();
     let (ack_p50, ack_p99) = broker_ack_latency(&options.brokers).await;
     println!();
@@ -331,15 +427,21 @@ async fn main() {
     );
     println!();
     println!(
-        "| backend | emit lead | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | raw produce/s | share of raw |"
+        "telemetry metrics: /metrics scraped every second; on: also every span exported over OTLP ({:.1} MiB received in all)",
+        exported as f64 / 1024.0 / 1024.0
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!();
+    println!(
+        "| backend | emit lead | telemetry | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | raw produce/s | share of raw |"
+    );
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 
     for row in &rows {
         println!(
-            "| {} | {} ms | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {:.0} | {:.0} % |",
+            "| {} | {} ms | {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {:.0} | {:.0} % |",
             row.backend.label(),
             row.emit_lead_ms,
+            row.telemetry.label(),
             row.jobs,
             row.defined,
             row.acked_per_second,

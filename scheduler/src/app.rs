@@ -12,6 +12,9 @@
 //! Dispatch and the control channel produce through one [`SignedProducer`]: every trigger
 //! and control record is signed with the node's current key, refreshed from the store.
 //!
+//! Every part that touches a run's trace (pre-read, dispatch, results) shares the node's
+//! [`RunTracer`] (`[telemetry] otlp_endpoint`), shut down last so its final spans go out.
+//!
 //! The node opens three connection pools ([`StorePools`]): the scheduling loops, the
 //! background loops and the API each have their own, so a flood of API requests cannot take
 //! the connections that make fires happen on time.
@@ -26,10 +29,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kadence_kafka::{DeadLetters, KafkaSettings};
+use kadence_kafka::{DeadLetters, KafkaSettings, RunTracer};
 use kadence_schemas::Topics;
 use rdkafka::producer::FutureProducer;
-use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -41,7 +43,7 @@ use crate::auth::{announce_first_admin, ensure_first_admin};
 use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
 use crate::clock::{Clock, millis};
-use crate::config::{Config, DatabaseConfig};
+use crate::config::Config;
 use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher, PartitionDirectory};
 use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
@@ -51,81 +53,24 @@ use crate::metrics::SchedulerMetrics;
 use crate::monitors::{
     alarm::Alarms, follow_up::FollowUp, reports::run_reports, retention::run_retention,
 };
+use crate::pools::StorePools;
 use crate::preread::{PreReadSettings, PreReader};
 use crate::registry::{BeatsReader, Registry, run_sweeper};
 use crate::results::ResultsConsumer;
 use crate::signer::{SignedProducer, Signer, run_refresh};
-use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
+use crate::store::Store;
+use crate::traces::node_tracer;
 use crate::wheel::run_wheel;
 
 /// Capacity of the channels between the loops; a full channel is backpressure.
 const CHANNEL_CAPACITY: usize = 10_000;
-
-/// Opens the store a database URL names (`sqlite:` or `postgres:`/`postgresql:`) with a pool
-/// of `max_connections`, and brings its schema up to date.
-pub async fn open_store(url: &str, max_connections: u32) -> anyhow::Result<Arc<dyn Store>> {
-    let store = connect_store(url, PoolSettings::new(max_connections)).await?;
-    store.migrate().await?;
-    Ok(store)
-}
-
-/// Connects to the store a database URL names, without migrating.
-async fn connect_store(url: &str, pool: PoolSettings) -> anyhow::Result<Arc<dyn Store>> {
-    Ok(if url.starts_with("sqlite:") {
-        Arc::new(SqliteStore::connect(url, pool).await?)
-    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Arc::new(PostgresStore::connect(url, pool).await?)
-    } else {
-        anyhow::bail!(
-            "unsupported database URL scheme: use sqlite://FILE or postgres://USER@HOST/DB"
-        );
-    })
-}
-
-/// A node's three connection pools on its database (see [`DatabaseConfig`]).
-#[derive(Clone)]
-pub struct StorePools {
-    /// Pre-read, acknowledgements, claims, cancellations, results.
-    pub scheduling: Arc<dyn Store>,
-    /// Beats, log lines, follow-ups, reports, retention, lost runs.
-    pub background: Arc<dyn Store>,
-    /// HTTP requests; an operation waits at most `api_acquire_timeout` for a connection.
-    pub api: Arc<dyn Store>,
-}
-
-impl StorePools {
-    /// Opens the three pools and brings the schema up to date.
-    pub async fn open(config: &DatabaseConfig) -> anyhow::Result<StorePools> {
-        let url = config.url.expose_secret();
-        let scheduling = connect_store(url, PoolSettings::new(config.scheduling_connections))
-            .await
-            .context("opening the scheduling connection pool")?;
-        scheduling.migrate().await?;
-        let background = connect_store(url, PoolSettings::new(config.background_connections))
-            .await
-            .context("opening the background connection pool")?;
-        let api = connect_store(
-            url,
-            PoolSettings {
-                max_connections: config.api_connections,
-                acquire_timeout: config.api_acquire_timeout,
-            },
-        )
-        .await
-        .context("opening the API connection pool")?;
-        Ok(StorePools {
-            scheduling,
-            background,
-            api,
-        })
-    }
-}
 
 /// A running scheduler node.
 pub struct Scheduler {
     api_addr: SocketAddr,
     node_id: String,
     store: Arc<dyn Store>,
+    tracer: RunTracer,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 }
@@ -149,6 +94,7 @@ impl Scheduler {
             api_addr,
             node_id: node.node_id,
             store: node.pools.background,
+            tracer: node.tracer,
             shutdown: node.shutdown,
             tasks: node.tasks,
         })
@@ -178,6 +124,9 @@ impl Scheduler {
         {
             tracing::warn!("scheduler tasks did not stop within {deadline:?}");
         }
+        // The exporter blocks while it sends the last spans.
+        let tracer = self.tracer;
+        let _ = tokio::task::spawn_blocking(move || tracer.shutdown()).await;
     }
 }
 
@@ -205,6 +154,7 @@ struct Node {
     partitions: Arc<PartitionDirectory>,
     registry: Arc<Registry>,
     metrics: Arc<SchedulerMetrics>,
+    tracer: RunTracer,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 }
@@ -262,10 +212,14 @@ impl Node {
         let signer = Signer::load(pools.scheduling.as_ref(), clock.now_ms())
             .await
             .context("loading the signing key")?;
+        let tracer = node_tracer(&config.telemetry).context("telemetry.otlp_endpoint")?;
         Ok(Node {
             signed: SignedProducer::new(producer.clone(), Arc::new(signer)),
+            tracer,
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
-            metrics: Arc::new(SchedulerMetrics::new()),
+            metrics: Arc::new(SchedulerMetrics::with_jobs(
+                config.telemetry.job_metrics.iter().copied().collect(),
+            )),
             config,
             node_id,
             clock,
@@ -308,7 +262,8 @@ impl Node {
                 window: schedule.pre_read_window,
                 batch_size: schedule.batch_size,
             },
-        );
+        )
+        .with_tracer(self.tracer.clone());
         let pre_read_waker = pre_reader.waker();
         self.tasks.spawn(pre_reader.run(
             Arc::clone(&self.clock),
@@ -333,6 +288,7 @@ impl Node {
             due_tx,
             Arc::clone(&self.clock),
             schedule.emit_lead,
+            self.metrics.pending_fires.with_label_values(&["wheel"]),
             self.shutdown.clone(),
         ));
 
@@ -352,7 +308,8 @@ impl Node {
                 drain_timeout: schedule.drain_timeout,
             },
         )
-        .with_metrics(Arc::clone(&self.metrics));
+        .with_metrics(Arc::clone(&self.metrics))
+        .with_tracer(self.tracer.clone());
         self.tasks
             .spawn(dispatcher.run(due_rx, self.shutdown.clone()));
         self.tasks
@@ -409,7 +366,8 @@ impl Node {
             1000,
         )
         .context("starting the results consumer")?
-        .with_metrics(Arc::clone(&self.metrics));
+        .with_metrics(Arc::clone(&self.metrics))
+        .with_tracer(self.tracer.clone());
         self.tasks.spawn(results.run(self.shutdown.clone()));
         let logs = LogsConsumer::new(
             &self.kafka,
@@ -419,7 +377,8 @@ impl Node {
             self.dead_letters(),
             self.config.logs.max_lines_per_run,
         )
-        .context("starting the logs consumer")?;
+        .context("starting the logs consumer")?
+        .with_metrics(Arc::clone(&self.metrics));
         self.tasks.spawn(logs.run(self.shutdown.clone()));
         Ok(())
     }

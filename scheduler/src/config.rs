@@ -53,6 +53,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// The keys triggers and control records are signed with (see [`crate::signer`]).
     pub signing: crate::signer::SigningConfig,
+    /// Trace export and per-job metrics (see [`crate::traces`]).
+    pub telemetry: crate::traces::TelemetryConfig,
 }
 
 /// Users and credentials.

@@ -27,7 +27,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use kadence_kafka::{Backoff, is_retriable};
+use kadence_kafka::{Backoff, RunTracer, is_retriable};
 use kadence_schemas::{AppName, Topics, TriggerRecord, codec};
 use rdkafka::error::KafkaError;
 use tokio::sync::mpsc;
@@ -36,12 +36,13 @@ use tokio_util::sync::CancellationToken;
 use crate::acks::AckLedger;
 use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
-use crate::metrics::{SchedulerMetrics, seconds};
+use crate::metrics::SchedulerMetrics;
 use crate::model::{PendingFire, RouteStrategy};
 use crate::registry::Registry;
 use crate::routing::{NoOwners, Router, all_partitions};
 use crate::signer::SignedProducer;
 use crate::store::{DispatchAck, Store};
+use crate::traces::dispatch_span;
 
 /// The pace at which one trigger the broker refused with a retriable error is sent again:
 /// 10 ms doubling to 5 s, counted per trigger.
@@ -145,6 +146,7 @@ pub struct Dispatcher {
     settings: DispatchSettings,
     router: Router,
     metrics: Arc<SchedulerMetrics>,
+    tracer: RunTracer,
 }
 
 impl Dispatcher {
@@ -168,12 +170,18 @@ impl Dispatcher {
             settings,
             router: Router::new(),
             metrics: Arc::default(),
+            tracer: RunTracer::local("kadence-scheduler"),
         }
     }
 
     /// The same dispatcher counting into `metrics`.
     pub fn with_metrics(self, metrics: Arc<SchedulerMetrics>) -> Self {
         Dispatcher { metrics, ..self }
+    }
+
+    /// The same dispatcher starting each run's trace with `tracer`.
+    pub fn with_tracer(self, tracer: RunTracer) -> Self {
+        Dispatcher { tracer, ..self }
     }
 
     /// Dispatches fires from `due` until it closes or `shutdown` fires, then waits for the
@@ -184,7 +192,12 @@ impl Dispatcher {
         let mut closing = false;
         let drain_deadline = tokio::time::sleep(Duration::MAX / 4);
         tokio::pin!(drain_deadline);
+        let dispatching = self
+            .metrics
+            .pending_fires
+            .with_label_values(&["dispatching"]);
         loop {
+            dispatching.set(in_flight.len() as i64);
             if closing && in_flight.is_empty() {
                 return;
             }
@@ -278,12 +291,13 @@ impl Dispatcher {
         };
         let key = fire.job_id.to_string();
         let topic = self.topics.triggers(&fire.app);
+        let span = dispatch_span(&self.tracer, &fire, &topic, partition);
         let sent = self
             .producer
-            .send_result(&topic, &key, &payload, Some(partition));
+            .send_result(&topic, &key, &payload, Some(partition), &span);
         Some(match sent {
             Ok(delivery) => async move {
-                match delivery.await {
+                let outcome = match delivery.await {
                     Ok(Ok(done)) => Delivery::Acked {
                         fire,
                         partition: done.partition,
@@ -298,16 +312,20 @@ impl Dispatcher {
                         error: KafkaError::Canceled,
                         attempt,
                     },
-                }
+                };
+                end_dispatch_span(&span, &outcome);
+                outcome
             }
             .boxed(),
             // Not enqueued (a full local queue is retriable): settle like a failed delivery.
             Err(error) => async move {
-                Delivery::Failed {
+                let outcome = Delivery::Failed {
                     fire,
                     error,
                     attempt,
-                }
+                };
+                end_dispatch_span(&span, &outcome);
+                outcome
             }
             .boxed(),
         })
@@ -370,7 +388,7 @@ impl Dispatcher {
                 };
                 tracing::debug!(trigger_id = %fire.trigger_id, partition,
                     lateness_ms = ack.dispatched_at_ms - fire.fire_at_ms, "trigger acknowledged");
-                self.count_acknowledged(&fire, now_ms);
+                self.metrics.count_acknowledged(&fire, now_ms);
                 // Noted before it is queued: from here on no claim re-emits it, however long
                 // the database takes to record it.
                 self.outcomes.ledger.acknowledged(ack.log_id);
@@ -418,22 +436,6 @@ impl Dispatcher {
     }
 }
 
-impl Dispatcher {
-    /// Counts an acknowledged trigger and its lateness: from the time it was scheduled for
-    /// (a misfire's original time, so that late fires show as late) to now.
-    fn count_acknowledged(&self, fire: &PendingFire, now_ms: i64) {
-        let app = fire.app.as_str();
-        self.metrics
-            .triggers_emitted
-            .with_label_values(&[app, fire.trigger_type.as_str()])
-            .inc();
-        self.metrics
-            .fire_lateness
-            .with_label_values(&[app])
-            .observe(seconds(now_ms - fire.scheduled_at_ms));
-    }
-}
-
 /// The record an executor receives for `fire`.
 pub fn trigger_record(fire: &PendingFire, emitted_at_ms: i64) -> TriggerRecord {
     TriggerRecord {
@@ -455,5 +457,26 @@ pub fn trigger_record(fire: &PendingFire, emitted_at_ms: i64) -> TriggerRecord {
         glue_source: fire.glue_source.clone(),
         glue_updated_at_ms: fire.glue_updated_at_ms,
         replay_of: None,
+    }
+}
+
+/// Ends a trigger's dispatch span as its delivery went: acknowledged, or failed with why (a
+/// retry starts a span of its own).
+fn end_dispatch_span(span: &opentelemetry::Context, outcome: &Delivery) {
+    match outcome {
+        Delivery::Acked { partition, .. } => {
+            kadence_kafka::trace::set_attribute(
+                span,
+                opentelemetry::KeyValue::new(
+                    "messaging.destination.partition.id",
+                    partition.to_string(),
+                ),
+            );
+            kadence_kafka::trace::end(span);
+        }
+        Delivery::Failed { error, .. } => {
+            kadence_kafka::trace::end_with_error(span, error.to_string())
+        }
+        Delivery::Retry { .. } => kadence_kafka::trace::end(span),
     }
 }

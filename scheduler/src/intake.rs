@@ -151,6 +151,9 @@ impl FireIntake {
                 lease_ms: self.lease_ms,
             })
             .await?;
+        self.metrics
+            .schedule_lock_wait
+            .observe(outcome.lock_wait.as_secs_f64());
         let planned = PlannedBatch {
             jobs_read: outcome.jobs_read,
             fires_written: outcome.fires.len(),

@@ -38,10 +38,13 @@
 //!   executors (client settings, retries, dead letters, batch consumers) is `kadence-kafka`.
 //! - [`api`]: the HTTP API (axum) the CLI and console use, paginated and under load limits;
 //!   [`cli`]: the `kadence` command.
-//! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown,
-//!   and opens its three connection pools (scheduling, background, API).
+//! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown;
+//!   [`pools`]: its three connection pools (scheduling, background, API).
 //! - [`metrics`]: every Prometheus metric the node exports on `GET /metrics`, names and
 //!   labels in one place.
+//! - [`traces`]: the node's spans of a run's trace (dispatch, completion) and of pre-read
+//!   scans, carried across Kafka in `traceparent` headers, exported over OTLP when
+//!   `[telemetry]` names an endpoint.
 //! - [`clock`]: injectable time for the step functions.
 //! - [`auth`]: passwords (Argon2id), tokens (random, stored as SHA-256) and the first admin
 //!   of a fresh database; users, grants and tokens are kept by the store's
@@ -66,6 +69,7 @@ pub mod metrics;
 pub mod model;
 pub mod monitors;
 pub mod planning;
+pub mod pools;
 pub mod preread;
 mod quartz;
 pub mod registry;
@@ -74,4 +78,5 @@ pub mod routing;
 pub mod schedule;
 pub mod signer;
 pub mod store;
+pub mod traces;
 pub mod wheel;

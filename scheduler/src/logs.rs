@@ -54,6 +54,7 @@ pub struct LogsSummary {
 /// Consumes `{prefix}.logs` in group `{prefix}.scheduler.logs`.
 pub struct LogsConsumer {
     consumer: BatchConsumer,
+    topic: String,
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
     max_lines_per_run: i64,
@@ -82,11 +83,21 @@ impl LogsConsumer {
         .map_err(LogsError::Start)?;
         Ok(LogsConsumer {
             consumer,
+            topic: topics.logs(),
             store,
             dead_letters,
             max_lines_per_run,
             unwritten: Vec::new(),
         })
+    }
+
+    /// The same consumer reporting its lag per partition into `metrics`.
+    pub fn with_metrics(self, metrics: Arc<crate::metrics::SchedulerMetrics>) -> Self {
+        let topic = self.topic.clone();
+        self.consumer.on_statistics(move |statistics| {
+            metrics.record_consumer_lag("logs", &topic, statistics)
+        });
+        self
     }
 
     /// One step (see the module docs). Waits up to `wait` for the first record.

@@ -14,13 +14,32 @@
 //! `trigger_type` (9 values), `code` (result codes as executors send them: 200, 500, 502, and
 //! whatever else a foreign executor writes, which operators control), `source` (the topics a
 //! scheduler reads), `reason` (a fixed set of kinds, never the free text of a dead-letter
-//! reason), `operation` (store operations, a fixed set). Job ids are never labels: a job's
-//! own history is the run list in the API.
+//! reason), `operation` (store operations: the fixed texts the store names them by),
+//! `consumer` (the scheduler's own consumers), `channel` (alarm channels), `stage` (where a
+//! pending fire is). Job ids are labels only of the `kadence_scheduler_job_…` metrics, and only
+//! for the jobs `[telemetry] job_metrics` lists (none by default): a label per job would grow
+//! without bound, and a job's full history is its run list in the API.
+//!
+//! Store errors are counted per process ([`STORE_ERRORS`], registered in every node's
+//! registry): the store reports them where it builds the error, below any one node.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts,
     Registry, TextEncoder,
 };
+
+/// Failed store operations by operation, in this process (see the module docs).
+pub static STORE_ERRORS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter_vec(
+        "kadence_scheduler_store_errors_total",
+        "Store operations that failed (the database refused or could not be reached), by \
+         operation.",
+        &["operation"],
+    )
+});
 
 /// Buckets for lateness and waits, in seconds: from a millisecond to a minute.
 const LATENESS_BUCKETS: &[f64] = &[
@@ -73,6 +92,74 @@ pub struct SchedulerMetrics {
     pub live_executors: IntGaugeVec,
     /// Partitions of each app's trigger topic owned by a live executor.
     pub owned_partitions: IntGaugeVec,
+    /// Time a pre-read scan waited for the schedule lock.
+    pub schedule_lock_wait: Histogram,
+    /// Fires of this node written durably and not yet acknowledged by the broker, by stage:
+    /// `wheel` (waiting for their time) and `dispatching` (sent, awaiting acknowledgement).
+    pub pending_fires: IntGaugeVec,
+    /// Alarm deliveries by app, channel (`email`, `webhook`) and outcome (`sent`, `failed`).
+    pub alarm_deliveries: IntCounterVec,
+    /// Records of the scheduler's own consumer groups not yet read, by consumer (`results`,
+    /// `logs`) and partition, from the client's statistics every 5 s.
+    pub consumer_lag: IntGaugeVec,
+    /// Per-job metrics, for the jobs `[telemetry] job_metrics` lists.
+    pub jobs: JobMetrics,
+}
+
+/// The metrics labelled with a job id, kept only for the jobs an operator listed.
+pub struct JobMetrics {
+    listed: HashSet<i64>,
+    /// Trigger records acknowledged, by app and job.
+    triggers_emitted: IntCounterVec,
+    /// Scheduled time to acknowledgement, by app and job.
+    fire_lateness: HistogramVec,
+    /// Results that completed a run, by app, job and code.
+    results: IntCounterVec,
+}
+
+impl JobMetrics {
+    fn new(listed: HashSet<i64>) -> JobMetrics {
+        JobMetrics {
+            listed,
+            triggers_emitted: counter_vec(
+                "kadence_scheduler_job_triggers_emitted_total",
+                "Trigger records acknowledged by the broker, for the jobs listed in \
+                 [telemetry] job_metrics.",
+                &["app", "job"],
+            ),
+            fire_lateness: histogram_vec(
+                "kadence_scheduler_job_fire_lateness_seconds",
+                "Scheduled time to the broker's acknowledgement, for the jobs listed in \
+                 [telemetry] job_metrics.",
+                &["app", "job"],
+                LATENESS_BUCKETS,
+            ),
+            results: counter_vec(
+                "kadence_scheduler_job_results_total",
+                "Results that completed a run, for the jobs listed in [telemetry] job_metrics.",
+                &["app", "job", "code"],
+            ),
+        }
+    }
+
+    /// Counts an acknowledged trigger of `job`, `late_ms` after its scheduled time, if listed.
+    pub fn emitted(&self, app: &str, job: i64, late_ms: i64) {
+        if self.listed.contains(&job) {
+            let job = job.to_string();
+            self.triggers_emitted.with_label_values(&[app, &job]).inc();
+            self.fire_lateness
+                .with_label_values(&[app, &job])
+                .observe(seconds(late_ms));
+        }
+    }
+
+    /// Counts a result of `job` with `code`, if listed.
+    pub fn completed(&self, app: &str, job: i64, code: &str) {
+        if self.listed.contains(&job) {
+            let job = job.to_string();
+            self.results.with_label_values(&[app, &job, code]).inc();
+        }
+    }
 }
 
 impl Default for SchedulerMetrics {
@@ -82,11 +169,17 @@ impl Default for SchedulerMetrics {
 }
 
 impl SchedulerMetrics {
-    /// Every metric, registered in a registry of its own.
+    /// Every metric, registered in a registry of its own; no job has metrics of its own.
     pub fn new() -> SchedulerMetrics {
+        SchedulerMetrics::with_jobs(HashSet::new())
+    }
+
+    /// Every metric, with per-job metrics for the `listed` jobs.
+    pub fn with_jobs(listed: HashSet<i64>) -> SchedulerMetrics {
         let registry = Registry::new();
         let (pre_read_scan_duration, pre_read_jobs_read, pre_read_fires_written, pre_read_failures) =
             pre_read_metrics();
+        let (schedule_lock_wait, pending_fires, alarm_deliveries, consumer_lag) = health_metrics();
         let metrics = SchedulerMetrics {
             fires_planned: counter_vec(
                 "kadence_scheduler_fires_planned_total",
@@ -151,19 +244,39 @@ impl SchedulerMetrics {
                 "Partitions of the app's trigger topic owned by a live executor.",
                 &["app"],
             ),
+            schedule_lock_wait,
+            pending_fires,
+            alarm_deliveries,
+            consumer_lag,
+            jobs: JobMetrics::new(listed),
             registry,
         };
         metrics.register_all();
-        // The fixed label values start at zero, so rate queries see them from the first
-        // scrape. (Labels with an app appear with the app's first event.)
-        for reason in ["no_value", "undecodable", "wrong_job", "unknown_trigger"] {
-            metrics.dead_letters.with_label_values(&["results", reason]);
-        }
+        metrics.start_fixed_labels_at_zero();
         metrics
     }
 
+    /// The fixed label values start at zero, so rate queries see them from the first scrape.
+    /// (Labels with an app appear with the app's first event.)
+    fn start_fixed_labels_at_zero(&self) {
+        for reason in ["no_value", "undecodable", "wrong_job", "unknown_trigger"] {
+            self.dead_letters.with_label_values(&["results", reason]);
+        }
+        for stage in ["wheel", "dispatching"] {
+            self.pending_fires.with_label_values(&[stage]);
+        }
+    }
+
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 16] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 24] = [
+            Box::new(STORE_ERRORS.clone()),
+            Box::new(self.schedule_lock_wait.clone()),
+            Box::new(self.pending_fires.clone()),
+            Box::new(self.alarm_deliveries.clone()),
+            Box::new(self.consumer_lag.clone()),
+            Box::new(self.jobs.triggers_emitted.clone()),
+            Box::new(self.jobs.fire_lateness.clone()),
+            Box::new(self.jobs.results.clone()),
             Box::new(self.lost_runs.clone()),
             Box::new(self.alarms.clone()),
             Box::new(self.misfires.clone()),
@@ -186,6 +299,40 @@ impl SchedulerMetrics {
             self.registry
                 .register(collector)
                 .expect("metric names are unique");
+        }
+    }
+
+    /// Counts an acknowledged trigger and its lateness: from the time it was scheduled for
+    /// (a misfire's original time, so that late fires show as late) to `now_ms`.
+    pub fn count_acknowledged(&self, fire: &crate::model::PendingFire, now_ms: i64) {
+        let app = fire.app.as_str();
+        self.triggers_emitted
+            .with_label_values(&[app, fire.trigger_type.as_str()])
+            .inc();
+        let late_ms = now_ms - fire.scheduled_at_ms;
+        self.fire_lateness
+            .with_label_values(&[app])
+            .observe(seconds(late_ms));
+        self.jobs.emitted(app, fire.job_id.get(), late_ms);
+    }
+
+    /// Sets the lag of the scheduler's consumer `consumer` on each partition the client's
+    /// `statistics` report for `topic`; a partition the client no longer reads (lag `-1`)
+    /// loses its series.
+    pub fn record_consumer_lag(
+        &self,
+        consumer: &str,
+        topic: &str,
+        statistics: &rdkafka::statistics::Statistics,
+    ) {
+        for (partition, lag) in kadence_kafka::partition_lags(statistics, topic) {
+            let labels = [consumer, &partition.to_string()];
+            match lag {
+                Some(lag) => self.consumer_lag.with_label_values(&labels).set(lag),
+                None => {
+                    let _ = self.consumer_lag.remove_label_values(&labels);
+                }
+            }
         }
     }
 
@@ -218,6 +365,34 @@ fn pre_read_metrics() -> (Histogram, IntCounter, IntCounter, IntCounter) {
         counter(
             "kadence_scheduler_pre_read_failures_total",
             "Pre-read scans that failed; retried on the next tick.",
+        ),
+    )
+}
+
+/// Schedule-lock wait, pending fires, alarm deliveries, consumer lag.
+fn health_metrics() -> (Histogram, IntGaugeVec, IntCounterVec, IntGaugeVec) {
+    (
+        histogram(
+            "kadence_scheduler_schedule_lock_wait_seconds",
+            "Time a pre-read scan waited for the schedule lock (and a connection to take it on).",
+            SCAN_BUCKETS,
+        ),
+        gauge_vec(
+            "kadence_scheduler_pending_fires",
+            "Fires of this node written durably and not yet acknowledged by the broker, by \
+             stage (wheel: waiting for their time; dispatching: awaiting acknowledgement).",
+            &["stage"],
+        ),
+        counter_vec(
+            "kadence_scheduler_alarm_deliveries_total",
+            "Alarm deliveries by channel and outcome (sent, failed).",
+            &["app", "channel", "outcome"],
+        ),
+        gauge_vec(
+            "kadence_scheduler_consumer_lag",
+            "Records of the scheduler's own consumer groups not yet read, by consumer and \
+             partition.",
+            &["consumer", "partition"],
         ),
     )
 }
@@ -283,8 +458,35 @@ mod tests {
             "kadence_scheduler_fire_lateness_seconds_bucket{app=\"billing\",le=\"0.025\"} 1"
         ));
         assert!(text.contains("kadence_scheduler_live_executors{app=\"billing\"} 2"));
+        assert!(text.contains("kadence_scheduler_pending_fires{stage=\"wheel\"} 0"));
+        // Store errors appear with the first one (the operations are the store's own texts).
+        STORE_ERRORS.with_label_values(&["read a test row"]).inc();
+        assert!(
+            metrics
+                .render()
+                .contains("kadence_scheduler_store_errors_total{operation=\"read a test row\"} 1")
+        );
         // Unlabelled metrics show from the start, at zero.
         assert!(text.contains("kadence_scheduler_duplicate_results_total 0"));
         assert_eq!(seconds(-5), 0.0);
+    }
+
+    #[test]
+    fn only_listed_jobs_get_metrics_of_their_own() {
+        let metrics = SchedulerMetrics::with_jobs(HashSet::from([7]));
+        metrics.jobs.emitted("billing", 7, 30);
+        metrics.jobs.emitted("billing", 8, 30);
+        metrics.jobs.completed("billing", 7, "500");
+        metrics.jobs.completed("billing", 8, "500");
+        let text = metrics.render();
+        assert!(
+            text.contains(
+                "kadence_scheduler_job_triggers_emitted_total{app=\"billing\",job=\"7\"} 1"
+            )
+        );
+        assert!(text.contains(
+            "kadence_scheduler_job_results_total{app=\"billing\",code=\"500\",job=\"7\"} 1"
+        ));
+        assert!(!text.contains("job=\"8\""), "{text}");
     }
 }

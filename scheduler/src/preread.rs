@@ -15,12 +15,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kadence_kafka::RunTracer;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::intake::{FireIntake, PlannedBatch};
 use crate::store::StoreError;
+use crate::traces::record_pre_read;
 
 /// Parameters of one pre-read scan.
 #[derive(Debug, Clone)]
@@ -36,6 +38,7 @@ pub struct PreReader {
     intake: FireIntake,
     settings: PreReadSettings,
     wake: Arc<Notify>,
+    tracer: RunTracer,
 }
 
 impl PreReader {
@@ -45,7 +48,13 @@ impl PreReader {
             intake,
             settings,
             wake: Arc::new(Notify::new()),
+            tracer: RunTracer::local("kadence-scheduler"),
         }
+    }
+
+    /// The same pre-reader tracing each scan with `tracer`.
+    pub fn with_tracer(self, tracer: RunTracer) -> Self {
+        PreReader { tracer, ..self }
     }
 
     /// Wakes the loop for a scan now rather than at its next tick: after an edit gave a job
@@ -58,6 +67,7 @@ impl PreReader {
     pub async fn pre_read_once(&self, now_ms: i64) -> Result<PlannedBatch, StoreError> {
         let started = std::time::Instant::now();
         let metrics = self.intake.metrics();
+        let span_start = std::time::SystemTime::now();
         let planned = self
             .intake
             .plan_due(
@@ -65,8 +75,11 @@ impl PreReader {
                 millis(self.settings.window),
                 self.settings.batch_size,
             )
-            .await
-            .inspect_err(|_| metrics.pre_read_failures.inc())?;
+            .await;
+        let outcome = planned.as_ref().map_err(ToString::to_string);
+        let counts = outcome.map(|planned| (planned.jobs_read, planned.fires_written));
+        record_pre_read(&self.tracer, span_start, now_ms, counts);
+        let planned = planned.inspect_err(|_| metrics.pre_read_failures.inc())?;
         metrics
             .pre_read_scan_duration
             .observe(started.elapsed().as_secs_f64());

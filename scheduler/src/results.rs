@@ -11,8 +11,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_kafka::{BatchConsumer, BatchStep, DeadLetters, KafkaSettings, run_steps};
+use kadence_kafka::{
+    BatchConsumer, BatchStep, DeadLetters, KafkaSettings, RunTracer, run_steps, trace,
+};
 use kadence_schemas::{AppName, ResultRecord, Topics, codec};
+use opentelemetry::{Context, KeyValue};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
@@ -20,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::metrics::SchedulerMetrics;
 use crate::model::{Completion, CompletionOutcome};
 use crate::store::{Store, StoreError};
+use crate::traces::completion_span;
 
 /// Longest result message stored, in bytes; longer ones are cut at a character boundary.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
@@ -65,10 +69,12 @@ struct Received {
 /// Consumes `{prefix}.results` in group `{prefix}.scheduler`.
 pub struct ResultsConsumer {
     consumer: BatchConsumer,
+    topic: String,
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
     unwritten: Vec<Received>,
     metrics: Arc<SchedulerMetrics>,
+    tracer: RunTracer,
 }
 
 impl ResultsConsumer {
@@ -92,16 +98,27 @@ impl ResultsConsumer {
         .map_err(ResultsError::Start)?;
         Ok(ResultsConsumer {
             consumer,
+            topic: topics.results(),
             store,
             dead_letters,
             unwritten: Vec::new(),
             metrics: Arc::default(),
+            tracer: RunTracer::local("kadence-scheduler"),
         })
     }
 
     /// The same consumer counting into `metrics`.
     pub fn with_metrics(self, metrics: Arc<SchedulerMetrics>) -> Self {
+        let (lag, topic) = (Arc::clone(&metrics), self.topic.clone());
+        self.consumer.on_statistics(move |statistics| {
+            lag.record_consumer_lag("results", &topic, statistics)
+        });
         ResultsConsumer { metrics, ..self }
+    }
+
+    /// The same consumer tracing each completion with `tracer`, in its run's trace.
+    pub fn with_tracer(self, tracer: RunTracer) -> Self {
+        ResultsConsumer { tracer, ..self }
     }
 
     /// One step (see the module docs). Waits up to `wait` for the first record.
@@ -149,13 +166,30 @@ impl ResultsConsumer {
             .filter_map(|received| received.decoded.as_ref().ok())
             .map(|(completion, _)| completion.clone())
             .collect();
-        let outcomes = self.store.complete_runs(&completions).await?;
+        let spans = self.completion_spans();
+        let outcomes = match self.store.complete_runs(&completions).await {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                for span in spans.iter().flatten() {
+                    trace::end_with_error(span, error.to_string());
+                }
+                return Err(error.into());
+            }
+        };
         let mut summary = ResultsSummary::default();
         let mut outcomes = outcomes.into_iter();
-        for received in &self.unwritten {
+        for (received, span) in self.unwritten.iter().zip(&spans) {
+            let outcome = match &received.decoded {
+                Ok(_) => outcomes.next(),
+                Err(_) => None,
+            };
+            if let (Some(span), Some(outcome)) = (span, &outcome) {
+                trace::set_attribute(span, KeyValue::new("kadence.completion", outcome.label()));
+                trace::end(span);
+            }
             let (kind, reason) = match &received.decoded {
                 Err((kind, reason)) => (*kind, reason.clone()),
-                Ok((completion, app)) => match outcomes.next() {
+                Ok((completion, app)) => match outcome {
                     Some(CompletionOutcome::Applied) => {
                         summary.applied += 1;
                         let code = completion.code.to_string();
@@ -163,6 +197,8 @@ impl ResultsConsumer {
                             .results
                             .with_label_values(&[app.as_str(), code.as_str()])
                             .inc();
+                        let job = completion.trigger_id.job_id().get();
+                        self.metrics.jobs.completed(app.as_str(), job, &code);
                         continue;
                     }
                     Some(CompletionOutcome::Duplicate) => {
@@ -192,6 +228,24 @@ impl ResultsConsumer {
                 .inc();
         }
         Ok(summary)
+    }
+
+    /// A `kadence.complete` span for each decodable result of the batch, in its run's trace.
+    fn completion_spans(&self) -> Vec<Option<Context>> {
+        self.unwritten
+            .iter()
+            .map(|received| {
+                let (completion, _) = received.decoded.as_ref().ok()?;
+                let trigger_id = &completion.trigger_id;
+                let job_id = trigger_id.job_id();
+                Some(completion_span(
+                    &self.tracer,
+                    &received.message,
+                    job_id,
+                    trigger_id,
+                ))
+            })
+            .collect()
     }
 
     fn commit(&self, batch: &[Received]) -> Result<(), ResultsError> {

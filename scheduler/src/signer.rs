@@ -188,17 +188,19 @@ impl SignedProducer {
         &self.signer
     }
 
-    /// Enqueues a signed record (to `partition`, or where the partitioner puts it) and
-    /// returns its delivery; fails at once when it cannot be enqueued (a full local queue is
-    /// retriable).
+    /// Enqueues a signed record (to `partition`, or where the partitioner puts it) carrying
+    /// the `traceparent` of `trace`, and returns its delivery; fails at once when it cannot be
+    /// enqueued (a full local queue is retriable).
     pub fn send_result(
         &self,
         topic: &str,
         key: &str,
         payload: &[u8],
         partition: Option<i32>,
+        trace: &opentelemetry::Context,
     ) -> Result<DeliveryFuture, KafkaError> {
-        let headers = self.signer.current().headers(topic, payload);
+        let signed = self.signer.current().headers(topic, payload);
+        let headers = kadence_kafka::trace::inject(trace, signed);
         let mut record = FutureRecord::to(topic)
             .key(key)
             .payload(payload)

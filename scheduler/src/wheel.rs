@@ -148,11 +148,15 @@ impl TimeWheel {
 /// holds it until `scheduled_at_ms` (see the executor SDK): a burst of thousands of triggers
 /// due on the same second no longer queues behind itself at the broker, so each run still
 /// starts on its millisecond.
+///
+/// `waiting` is set to the number of fires in the wheel (the `wheel` stage of
+/// `kadence_scheduler_pending_fires`).
 pub async fn run_wheel(
     mut incoming: mpsc::Receiver<PendingFire>,
     due: mpsc::Sender<PendingFire>,
     clock: Arc<dyn Clock>,
     emit_lead: Duration,
+    waiting: prometheus::IntGauge,
     shutdown: CancellationToken,
 ) {
     let lead_ms = i64::try_from(emit_lead.as_millis()).unwrap_or(i64::MAX);
@@ -164,6 +168,7 @@ pub async fn run_wheel(
                 return;
             }
         }
+        waiting.set(wheel.len() as i64);
         let sleep_for = wheel
             .next_deadline()
             .map(|at| Duration::from_millis((at - clock.now_ms()).max(0) as u64));

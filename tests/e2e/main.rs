@@ -23,6 +23,7 @@ mod helpers;
 mod metrics;
 mod monitors;
 mod operators;
+mod otlp;
 mod prometheus;
 mod rebalance;
 mod registry;

@@ -20,12 +20,14 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
 use crate::common::{Backend, wait_for};
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, spawn_app_with};
 
 /// Panels whose series appear only with an event this test does not cause.
-const EVENT_ONLY: [&str; 1] = [
+const EVENT_ONLY: [&str; 2] = [
     // A misfire needs the scheduler to miss a fire by more than the pre-read window.
     "Misfires by strategy",
+    // A store error needs the database to fail.
+    "Store errors by operation",
 ];
 
 fn binary(variable: &str, default: &str) -> String {
@@ -138,7 +140,8 @@ fn panel_queries() -> Vec<(String, String, String)> {
                     .unwrap()
                     .replace("$__rate_interval", "30s")
                     .replace("$app", ".*")
-                    .replace("$handler", ".*");
+                    .replace("$handler", ".*")
+                    .replace("$job", ".*");
                 let title = panel["title"].as_str().unwrap().to_owned();
                 queries.push((file.clone(), title, expr));
             }
@@ -149,7 +152,8 @@ fn panel_queries() -> Vec<(String, String, String)> {
 }
 
 async fn dashboards_and_rules_hold_against_a_real_prometheus(backend: Backend) {
-    let mut app = spawn_app(backend).await;
+    // The per-job dashboard needs the jobs listed: the cron job below is the database's first.
+    let mut app = spawn_app_with(backend, |config| config.telemetry.job_metrics = vec![1, 2]).await;
     app.create_app("watched", 2).await;
     let executor_address = free_address();
     app.start_executor_with("watched", |builder| {
@@ -162,13 +166,19 @@ async fn dashboards_and_rules_hold_against_a_real_prometheus(backend: Backend) {
         ("kadence-executor", executor_address.to_string()),
     ])
     .await;
-    app.create_job(
-        json!({"app": "watched", "handler": "ok", "schedule_type": "CRON",
+    let cron = app
+        .create_job(
+            json!({"app": "watched", "handler": "ok", "schedule_type": "CRON",
         "schedule_conf": "* * * * * ?", "start": true}),
-    )
-    .await;
+        )
+        .await;
+    assert_eq!(cron.id, 1, "the job [telemetry] job_metrics lists");
+    // Its alarm goes to a webhook nobody listens on: a failed delivery, for the channel panel.
     let failing = app
-        .create_job(json!({"app": "watched", "handler": "fail", "schedule_type": "NONE"}))
+        .create_job(
+            json!({"app": "watched", "handler": "fail", "schedule_type": "NONE",
+            "alarm_webhook": "http://127.0.0.1:9/kadence-alarm"}),
+        )
         .await;
     let slow = app
         .create_job(

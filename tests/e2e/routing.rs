@@ -377,7 +377,7 @@ async fn failover_moves_off_a_killed_executor_before_the_rebalance(backend: Back
 async fn a_partition_count_mismatch_is_reported_at_start(backend: Backend) {
     let database = TestDatabase::create(backend).await;
     let prefix = unique("kt");
-    let store = kadence_scheduler::app::open_store(&database.url, 2)
+    let store = kadence_scheduler::pools::open_store(&database.url, 2)
         .await
         .unwrap();
     store

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use kadence_kafka::{DeadLetters, KafkaSettings, RecordSigner};
 use kadence_scheduler::acks::{AckLedger, AckWriter};
-use kadence_scheduler::app::open_store;
 use kadence_scheduler::cancellations::CancelledFires;
 use kadence_scheduler::claims::Claimer;
 use kadence_scheduler::clock::{Clock, ManualClock};
@@ -21,6 +20,7 @@ use kadence_scheduler::dispatch::{
 use kadence_scheduler::intake::FireIntake;
 use kadence_scheduler::kafka::TopicAdmin;
 use kadence_scheduler::model::{App, JobStatus, NewJob, PendingFire, RouteStrategy, RunState};
+use kadence_scheduler::pools::open_store;
 use kadence_scheduler::preread::{PreReadSettings, PreReader};
 use kadence_scheduler::registry::Registry;
 use kadence_scheduler::results::{ResultsConsumer, ResultsSummary};

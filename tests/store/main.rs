@@ -16,11 +16,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::{Backend, TestDatabase};
-use kadence_scheduler::app::open_store;
 use kadence_scheduler::model::{
     App, ChildTriggerMode, Completion, CompletionOutcome, Glue, JobStatus, NewJob, PendingFire,
     RetryBackoff, RetryPolicy, RunState,
 };
+use kadence_scheduler::pools::open_store;
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{
     DispatchAck, JobFilter, PageRequest, PreReadRequest, Store, StoreError,

@@ -149,15 +149,8 @@ impl ClientContext for ExecutorContext {
     /// Sets the lag gauge of every partition this executor consumes; the client reports
     /// `-1` for a partition it does not (the gauge is then removed).
     fn stats(&self, statistics: Statistics) {
-        let Some(topic) = statistics.topics.get(&self.topic) else {
-            return;
-        };
-        for (&partition, state) in &topic.partitions {
-            // librdkafka lists an internal partition -1 for records not yet partitioned.
-            if partition >= 0 {
-                let lag = (state.consumer_lag >= 0).then_some(state.consumer_lag);
-                self.metrics.record_lag(partition, lag);
-            }
+        for (partition, lag) in kadence_kafka::partition_lags(&statistics, &self.topic) {
+            self.metrics.record_lag(partition, lag);
         }
     }
 }

@@ -105,7 +105,10 @@ pub(crate) async fn run(
                 => state.receive(received),
         }
     }
+    let tracer = state.settings.tracer.clone();
     state.stop().await;
+    // The exporter blocks while it sends the last spans.
+    let _ = tokio::task::spawn_blocking(move || tracer.shutdown()).await;
     Ok(())
 }
 
@@ -182,6 +185,7 @@ impl Loop {
             max_log_lines: settings.max_log_lines,
             clock: Clock::System,
             metrics: Arc::clone(&metrics),
+            tracer: settings.tracer.clone(),
         };
         let dispatch = Dispatch::new(
             Clock::System,
@@ -293,20 +297,22 @@ impl Loop {
             tracing::info!(trigger_id = %trigger.trigger_id, "trigger redelivered; it already ran here, not running it twice");
             return self.runs.skip_redelivered(partition, offset);
         }
+        let trace = self.runs.consume_span(&message, &trigger);
         if let Some(reason) = self.kills.covering(&trigger, kadence_schemas::now_ms()) {
             tracing::info!(trigger_id = %trigger.trigger_id, %reason,
                 "a KILL sent before this trigger arrived covers it; not running it");
-            return self.runs.refuse(trigger, partition, offset, reason);
+            return self.runs.refuse(trigger, partition, offset, reason, trace);
         }
         let handler = match self.registry.resolve(&trigger) {
             Ok(handler) => handler,
-            Err(message) => return self.runs.refuse(trigger, partition, offset, message),
+            Err(message) => return self.runs.refuse(trigger, partition, offset, message, trace),
         };
         let ready = ReadyRun {
             trigger,
             handler,
             partition,
             offset,
+            trace,
         };
         let steps = self.dispatch.admit(ready);
         self.carry_out(steps);
@@ -318,8 +324,14 @@ impl Loop {
             match step {
                 Step::Start(start) => self.runs.start(start),
                 Step::Refuse(ready, message) => {
-                    self.runs
-                        .refuse(ready.trigger, ready.partition, ready.offset, message)
+                    let ReadyRun {
+                        trigger,
+                        partition,
+                        offset,
+                        trace,
+                        ..
+                    } = ready;
+                    self.runs.refuse(trigger, partition, offset, message, trace)
                 }
             }
         }

@@ -15,7 +15,9 @@ use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+use kadence_kafka::RunTracer;
 use kadence_schemas::{JobId, ResultRecord, TriggerId, TriggerRecord};
+use opentelemetry::Context;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -30,6 +32,7 @@ use crate::metrics::{ExecutorMetrics, handler_label, outcome_of, seconds};
 use crate::offsets::OffsetTracker;
 use crate::publisher::Publisher;
 use crate::runner::{RunOutcome, result_record, run_handler};
+use crate::traces::{consume_span, end_with_result, end_without_result, handler_span};
 
 /// A trigger ready to run (now or when its hold and lane allow).
 pub(super) struct ReadyRun {
@@ -37,6 +40,8 @@ pub(super) struct ReadyRun {
     pub(super) handler: HandlerFn,
     pub(super) partition: i32,
     pub(super) offset: i64,
+    /// The trigger's `kadence.consume` span, ended when its result is out.
+    pub(super) trace: Context,
 }
 
 impl AsRef<TriggerRecord> for ReadyRun {
@@ -122,6 +127,7 @@ pub(super) struct Runs {
     pub(super) max_log_lines: usize,
     pub(super) clock: Clock,
     pub(super) metrics: Arc<ExecutorMetrics>,
+    pub(super) tracer: RunTracer,
 }
 
 impl Runs {
@@ -140,6 +146,7 @@ impl Runs {
         let run = (ready.trigger.job_id, ready.trigger.trigger_id.clone());
         if !self.assignment.owns(partition) {
             // Queued or held while the group moved its partition: the new owner runs it.
+            end_without_result(&ready.trace, "partition moved before the run started");
             let left = Finished::left_to_new_owner(partition, offset, run);
             return self.reporter.report(left);
         }
@@ -161,11 +168,14 @@ impl Runs {
             self.hard_stop.clone(),
         );
         let trigger = Arc::clone(&ready.trigger);
+        let handler_trace = handler_span(&self.tracer, &ready.trace, &ready.trigger);
         let run_handler = run_handler(ready.handler, trigger, cancellation, stop_reason, logger);
         let outcome = shipping_logs(run_handler, &shipper).await;
         if handed_back.load(Ordering::SeqCst) {
             // The group moved the partition and the run did not finish in time: no result,
             // no commit; the new owner runs the trigger.
+            end_without_result(&handler_trace, "handed back to the partition's new owner");
+            end_without_result(&ready.trace, "handed back to the partition's new owner");
             self.running.unregister(partition, offset);
             let left = Finished::left_to_new_owner(partition, offset, run);
             return self.reporter.report(left);
@@ -186,8 +196,9 @@ impl Runs {
             .observe(seconds(finished_at_ms - started_at_ms));
         self.metrics
             .record_run(partition, finished_at_ms - started_at_ms);
+        end_with_result(&handler_trace, &record);
         self.count_result(&handler, &record);
-        let handled = self.publish(&record).await;
+        let handled = self.publish(&record, &ready.trace).await;
         // Complete before unregistering: the revocation callback commits what is complete
         // once no registered run is left.
         self.reporter.report(Finished {
@@ -204,6 +215,7 @@ impl Runs {
         partition: i32,
         offset: i64,
         message: String,
+        trace: Context,
     ) {
         let runs = self.clone();
         tokio::spawn(async move {
@@ -211,7 +223,7 @@ impl Runs {
             let outcome = RunOutcome::failure(message);
             let record = result_record(&trigger, &runs.executor_id, outcome, now_ms, now_ms);
             runs.count_result(handler_label(&trigger), &record);
-            let handled = runs.publish(&record).await;
+            let handled = runs.publish(&record, &trace).await;
             runs.reporter
                 .report(Finished::without_run(partition, offset, handled));
         });
@@ -254,19 +266,34 @@ impl Runs {
             .inc();
     }
 
-    /// Publishes a result; false (logged) when it could not be.
-    async fn publish(&self, record: &ResultRecord) -> bool {
-        match self.publisher.publish_result(record, &self.hard_stop).await {
+    /// Publishes a result carrying the `traceparent` of `trace` (the trigger's consume span),
+    /// then ends that span; false (logged) when the result could not be published.
+    async fn publish(&self, record: &ResultRecord, trace: &Context) -> bool {
+        let published = self
+            .publisher
+            .publish_result(record, trace, &self.hard_stop)
+            .await;
+        match published {
             Ok(()) => {
                 tracing::debug!(trigger_id = %record.trigger_id, code = record.code, "result published");
+                end_with_result(trace, record);
                 true
             }
             Err(error) => {
                 tracing::error!(trigger_id = %record.trigger_id, %error,
                     "cannot publish result; the trigger stays uncommitted and will be redelivered");
+                kadence_kafka::trace::end_with_error(
+                    trace,
+                    format!("result not published: {error}"),
+                );
                 false
             }
         }
+    }
+
+    /// Starts the `kadence.consume` span of `trigger`, received as `message`.
+    pub(super) fn consume_span(&self, message: &OwnedMessage, trigger: &TriggerRecord) -> Context {
+        consume_span(&self.tracer, message, trigger)
     }
 }
 

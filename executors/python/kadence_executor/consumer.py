@@ -28,16 +28,19 @@ from .offsets import OffsetTracker
 from .publishing import Publisher
 from .runs import SHUTDOWN_MESSAGE, JobLogger, log_records, now_ms, result_record, run_handler
 from .signing import VerifyError
+from .traceparent import answer_header
 
 log = logging.getLogger("kadence_executor")
 VERSION = "python-0.1.0"
 
 
 class Pending:
-    """A received trigger on its way: the record and where it came from."""
+    """A received trigger on its way: the record, where it came from, and the headers its
+    answer carries (the trace context, see ``traceparent``)."""
 
-    def __init__(self, trigger, partition, offset):
+    def __init__(self, trigger, partition, offset, answer_headers=()):
         self.trigger, self.partition, self.offset = trigger, partition, offset
+        self.answer_headers = list(answer_headers)
 
 
 class Loop:
@@ -179,7 +182,7 @@ class Loop:
             trigger = codec.decode("TriggerRecord", message.value())
         except codec.CodecError as error:
             return self._dead_letter(message, f"undecodable trigger record: {error}")
-        pending = Pending(trigger, partition, offset)
+        pending = Pending(trigger, partition, offset, answer_header(message.headers()))
         if not self.recent.insert(trigger["trigger_id"]):
             log.info("trigger %s redelivered; it ran here already", trigger["trigger_id"])
             return self._report(pending, handled=True)
@@ -242,7 +245,7 @@ class Loop:
             return self._report(pending, handled=False, ran=True, forget=True)
         ship(True)
         result = result_record(trigger, self.s.executor_id, code, message, started, now_ms(), retry)
-        handled = self.publisher.publish_result(result, self.hard_stop)
+        handled = self.publisher.publish_result(result, self.hard_stop, pending.answer_headers)
         self._report(pending, handled=handled, ran=True)
         with self.lock:
             del self.running[key]
@@ -250,7 +253,8 @@ class Loop:
     def _refuse(self, pending, message):
         at = now_ms()
         result = result_record(pending.trigger, self.s.executor_id, 500, message, at, at)
-        self._report(pending, handled=self.publisher.publish_result(result, self.hard_stop))
+        published = self.publisher.publish_result(result, self.hard_stop, pending.answer_headers)
+        self._report(pending, handled=published)
 
     def _dead_letter(self, message, reason):
         log.warning("sending trigger record at %s/%s to the DLQ: %s",

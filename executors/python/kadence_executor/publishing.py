@@ -74,9 +74,10 @@ class Publisher:
                 return False
             backoff = min(backoff * 2, 5.0)
 
-    def publish_result(self, result, give_up):
+    def publish_result(self, result, give_up, headers=None):
+        """Publishes a result; ``headers`` carry its ``traceparent`` (see ``traceparent``)."""
         value = codec.encode("ResultRecord", result)
-        return self.send(self.results_topic, result["trigger_id"], value, give_up)
+        return self.send(self.results_topic, result["trigger_id"], value, give_up, headers)
 
     def publish_log(self, record, give_up):
         value = codec.encode("LogRecord", record)

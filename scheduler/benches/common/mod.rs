@@ -128,7 +128,7 @@ impl Database {
             }
         };
         // Migrations come from the scheduler itself.
-        kadence_scheduler::app::open_store(database.url(), 1)
+        kadence_scheduler::pools::open_store(database.url(), 1)
             .await
             .expect("migrate");
         database

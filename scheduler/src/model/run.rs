@@ -233,3 +233,14 @@ pub enum CompletionOutcome {
     /// No run has this trigger id.
     UnknownTrigger,
 }
+
+impl CompletionOutcome {
+    /// The outcome in snake case, as traces and logs name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            CompletionOutcome::Applied => "applied",
+            CompletionOutcome::Duplicate => "duplicate",
+            CompletionOutcome::UnknownTrigger => "unknown_trigger",
+        }
+    }
+}

@@ -312,12 +312,20 @@ impl Alarms {
         ]))
     }
 
-    /// Sends `alarm` on every channel `job` has targets on: SENT if all took it, FAILED if one
-    /// did not (logged), NOT_NEEDED if the job has no targets.
-    pub async fn send(&self, job: &Job, alarm: &Alarm) -> AlarmStatus {
+    /// Sends `alarm` on every channel `job` has targets on, calling `delivered(channel, ok)`
+    /// for each: SENT if all took it, FAILED if one did not (logged), NOT_NEEDED if the job
+    /// has no targets.
+    pub async fn send(
+        &self,
+        job: &Job,
+        alarm: &Alarm,
+        mut delivered: impl FnMut(&'static str, bool),
+    ) -> AlarmStatus {
         let mut status = AlarmStatus::NotNeeded;
         for channel in self.channels.iter().filter(|channel| channel.wants(job)) {
-            match channel.send(job, alarm).await {
+            let sent = channel.send(job, alarm).await;
+            delivered(channel.name(), sent.is_ok());
+            match sent {
                 Ok(()) if status != AlarmStatus::Failed => status = AlarmStatus::Sent,
                 Ok(()) => {}
                 Err(error) => {

@@ -108,11 +108,21 @@ impl FollowUp {
                     if self.retry(job, &run, now_ms).await? {
                         summary.retries += 1;
                     }
-                    let status = self.alarms.send(job, &Alarm::for_run(job, &run)).await;
-                    self.intake
-                        .metrics()
+                    let metrics = self.intake.metrics();
+                    let app = job.spec.app.as_str();
+                    let status = self
                         .alarms
-                        .with_label_values(&[job.spec.app.as_str(), status.as_str()])
+                        .send(job, &Alarm::for_run(job, &run), |channel, sent| {
+                            let outcome = if sent { "sent" } else { "failed" };
+                            metrics
+                                .alarm_deliveries
+                                .with_label_values(&[app, channel, outcome])
+                                .inc();
+                        })
+                        .await;
+                    metrics
+                        .alarms
+                        .with_label_values(&[app, status.as_str()])
                         .inc();
                     match status {
                         AlarmStatus::Sent => summary.alarms_sent += 1,

@@ -53,8 +53,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Wraps a driver error of `operation`, counting it in
+    /// `kadence_scheduler_store_errors_total` (every failed query passes here, so the count
+    /// needs no help from the callers).
     pub(crate) fn query(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
-        move |source| StoreError::Query { operation, source }
+        move |source| {
+            crate::metrics::STORE_ERRORS
+                .with_label_values(&[operation])
+                .inc();
+            StoreError::Query { operation, source }
+        }
     }
 
     /// Whether the operation failed only because no connection of its pool became free in

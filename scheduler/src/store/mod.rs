@@ -78,6 +78,8 @@ pub struct PreReadOutcome {
     pub fires: Vec<PendingFire>,
     /// Jobs whose fire was missed by more than the window (the misfire strategy applied).
     pub misfires: Vec<Misfire>,
+    /// How long the scan waited for the schedule lock.
+    pub lock_wait: std::time::Duration,
 }
 
 /// A job whose fire a scan found missed by more than the pre-read window.

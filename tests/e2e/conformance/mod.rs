@@ -14,6 +14,8 @@
 //!   broadcast, early triggers held to their millisecond, dead letters.
 //! - `blocking`: the four block strategies, KILL of running and queued runs, and a KILL sent
 //!   while no executor is up.
+//! - `traces`: one run is one trace: the result carries the `traceparent` of its trigger's
+//!   trace (checked through the spans the scheduler and the Rust executor export).
 //! - `lifecycle`: a graceful stop mid-run, kill -9 mid-run with redelivery, and a mixed group
 //!   (one Rust and one Python executor in one app) where every trigger runs exactly once.
 
@@ -45,6 +47,7 @@ mod blocking;
 mod lifecycle;
 mod process;
 mod runs;
+mod traces;
 
 pub use process::{ExecutorProcess, Implementation};
 

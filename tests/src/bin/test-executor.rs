@@ -13,8 +13,8 @@
 //!
 //! Environment: `KADENCE_BROKERS`, `KADENCE_APP`, `KADENCE_TOPIC_PREFIX`, `KADENCE_EXECUTOR_ID`;
 //! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_BEAT_INTERVAL_MS` (default
-//! 3000) and `KADENCE_TRUSTED_KEYS` (scheduler public keys, comma separated; none: nothing is
-//! verified).
+//! 3000), `KADENCE_OTLP_ENDPOINT` (export spans there) and `KADENCE_TRUSTED_KEYS` (scheduler
+//! public keys, comma separated; none: nothing is verified).
 
 use std::io::Write;
 use std::time::Duration;
@@ -104,6 +104,9 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
     let trusted_keys = std::env::var("KADENCE_TRUSTED_KEYS").unwrap_or_default();
     for key in trusted_keys.split(',').filter(|key| !key.trim().is_empty()) {
         builder = builder.trusted_key(key.trim());
+    }
+    if let Ok(endpoint) = std::env::var("KADENCE_OTLP_ENDPOINT") {
+        builder = builder.otlp_endpoint(endpoint);
     }
     let executor = builder.build()?;
     println!("ready");

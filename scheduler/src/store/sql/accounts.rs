@@ -146,10 +146,7 @@ macro_rules! impl_sql_accounts {
                         Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
                             Err(StoreError::UserExists(user.name.clone()))
                         }
-                        Err(source) => Err(StoreError::Query {
-                            operation: "create a user",
-                            source,
-                        }),
+                        Err(source) => Err(StoreError::query("create a user")(source)),
                     }
                 }
 

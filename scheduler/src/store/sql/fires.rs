@@ -40,7 +40,9 @@ macro_rules! sql_fires {
 
             pub(super) async fn pre_read(store: &$store, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError> {
                 const OPERATION: &str = "pre-read due jobs";
+                let waiting = std::time::Instant::now();
                 let mut tx = store.begin_locked().await?;
+                let lock_wait = waiting.elapsed();
                 <$store>::prefer_keyed_joins(&mut tx).await?;
                 let rows: Vec<JobRow> = sqlx::query_as(&format!(
                     "SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'RUNNING' AND next_fire_ms <= $1 \
@@ -99,7 +101,7 @@ macro_rules! sql_fires {
                     .into_iter()
                     .filter(|misfire| advanced.contains(&misfire.job_id.get()))
                     .collect();
-                Ok(PreReadOutcome { jobs_read, fires, misfires })
+                Ok(PreReadOutcome { jobs_read, fires, misfires, lock_wait })
             }
 
             pub(super) async fn mark_dispatched(store: &$store, acks: &[DispatchAck]) -> Result<(), StoreError> {

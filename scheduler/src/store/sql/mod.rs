@@ -89,7 +89,7 @@ macro_rules! impl_sql_store {
                     Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
                         Err(StoreError::AppExists(app.name.clone()))
                     }
-                    Err(source) => Err(StoreError::Query { operation: "create an app", source }),
+                    Err(source) => Err(StoreError::query("create an app")(source)),
                 }
             }
 

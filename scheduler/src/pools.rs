@@ -1,0 +1,70 @@
+//! A node's database connections: [`StorePools`], one pool per kind of work, and
+//! [`open_store`], the one way a URL (`sqlite:` or `postgres:`) becomes a [`Store`].
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use secrecy::ExposeSecret;
+
+use crate::config::DatabaseConfig;
+use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
+
+/// Opens the store a database URL names (`sqlite:` or `postgres:`/`postgresql:`) with a pool
+/// of `max_connections`, and brings its schema up to date.
+pub async fn open_store(url: &str, max_connections: u32) -> anyhow::Result<Arc<dyn Store>> {
+    let store = connect_store(url, PoolSettings::new(max_connections)).await?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// Connects to the store a database URL names, without migrating.
+async fn connect_store(url: &str, pool: PoolSettings) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(if url.starts_with("sqlite:") {
+        Arc::new(SqliteStore::connect(url, pool).await?)
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Arc::new(PostgresStore::connect(url, pool).await?)
+    } else {
+        anyhow::bail!(
+            "unsupported database URL scheme: use sqlite://FILE or postgres://USER@HOST/DB"
+        );
+    })
+}
+
+/// A node's three connection pools on its database (see [`DatabaseConfig`]).
+#[derive(Clone)]
+pub struct StorePools {
+    /// Pre-read, acknowledgements, claims, cancellations, results.
+    pub scheduling: Arc<dyn Store>,
+    /// Beats, log lines, follow-ups, reports, retention, lost runs.
+    pub background: Arc<dyn Store>,
+    /// HTTP requests; an operation waits at most `api_acquire_timeout` for a connection.
+    pub api: Arc<dyn Store>,
+}
+
+impl StorePools {
+    /// Opens the three pools and brings the schema up to date.
+    pub async fn open(config: &DatabaseConfig) -> anyhow::Result<StorePools> {
+        let url = config.url.expose_secret();
+        let scheduling = connect_store(url, PoolSettings::new(config.scheduling_connections))
+            .await
+            .context("opening the scheduling connection pool")?;
+        scheduling.migrate().await?;
+        let background = connect_store(url, PoolSettings::new(config.background_connections))
+            .await
+            .context("opening the background connection pool")?;
+        let api = connect_store(
+            url,
+            PoolSettings {
+                max_connections: config.api_connections,
+                acquire_timeout: config.api_acquire_timeout,
+            },
+        )
+        .await
+        .context("opening the API connection pool")?;
+        Ok(StorePools {
+            scheduling,
+            background,
+            api,
+        })
+    }
+}
