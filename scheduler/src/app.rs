@@ -57,6 +57,7 @@ use crate::pools::StorePools;
 use crate::preread::{PreReadSettings, PreReader};
 use crate::registry::{BeatsReader, Registry, run_sweeper};
 use crate::results::ResultsConsumer;
+use crate::shards::{ShardLeaser, ShardOwnership, ensure_schedule_shards};
 use crate::signer::{SignedProducer, Signer, run_refresh};
 use crate::store::Store;
 use crate::traces::node_tracer;
@@ -187,6 +188,9 @@ impl Node {
             .await
             .context("creating the first admin")?,
         );
+        ensure_schedule_shards(pools.scheduling.as_ref(), config.schedule.shards)
+            .await
+            .context("creating the schedule shards")?;
         let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
         let kafka = KafkaSettings {
             brokers: config.kafka.brokers.clone(),
@@ -238,7 +242,8 @@ impl Node {
         DeadLetters::new(self.producer.clone(), self.topics.dlq())
     }
 
-    /// The loops a fire passes through, on the scheduling pool: pre-read and claims write it
+    /// The loops a fire passes through, on the scheduling pool: the shard leaser keeps this
+    /// node's share of the schedule shards, pre-read (of those shards) and claims write it
     /// through the intake, the wheel releases it, dispatch emits it (unless a stop or an edit
     /// cancelled it meanwhile), the ack writer marks it dispatched.
     fn spawn_fire_path(&self) -> FirePath {
@@ -256,20 +261,7 @@ impl Node {
         .with_metrics(Arc::clone(&self.metrics));
         let ledger = Arc::new(AckLedger::new());
         let cancelled = Arc::new(CancelledFires::new());
-        let pre_reader = PreReader::new(
-            intake.clone(),
-            PreReadSettings {
-                window: schedule.pre_read_window,
-                batch_size: schedule.batch_size,
-            },
-        )
-        .with_tracer(self.tracer.clone());
-        let pre_read_waker = pre_reader.waker();
-        self.tasks.spawn(pre_reader.run(
-            Arc::clone(&self.clock),
-            schedule.pre_read_interval,
-            self.shutdown.clone(),
-        ));
+        let pre_read_waker = self.spawn_schedule_scans(&intake);
         let claimer = Claimer::new(intake.clone(), schedule.batch_size, Arc::clone(&ledger));
         self.tasks.spawn(claimer.run(
             Arc::clone(&self.clock),
@@ -319,6 +311,38 @@ impl Node {
             cancelled,
             pre_read_waker,
         }
+    }
+
+    /// The shard leaser and the pre-read loop over the shards it holds; returns the waker of
+    /// the pre-read loop.
+    fn spawn_schedule_scans(&self, intake: &FireIntake) -> Arc<Notify> {
+        let schedule = &self.config.schedule;
+        let ownership = Arc::new(ShardOwnership::new(self.node_id.clone()));
+        let pre_reader = PreReader::new(
+            intake.clone(),
+            Arc::clone(&ownership),
+            PreReadSettings {
+                window: schedule.pre_read_window,
+                batch_size: schedule.batch_size,
+            },
+        )
+        .with_tracer(self.tracer.clone());
+        let pre_read_waker = pre_reader.waker();
+        let leaser = ShardLeaser::new(
+            Arc::clone(&self.pools.scheduling),
+            ownership,
+            schedule.lease,
+            Arc::clone(&pre_read_waker),
+        )
+        .with_metrics(Arc::clone(&self.metrics));
+        self.tasks
+            .spawn(leaser.run(Arc::clone(&self.clock), self.shutdown.clone()));
+        self.tasks.spawn(pre_reader.run(
+            Arc::clone(&self.clock),
+            schedule.pre_read_interval,
+            self.shutdown.clone(),
+        ));
+        pre_read_waker
     }
 
     /// The readers of the shared topics: beats (with the registry's sweeper and the lost-run

@@ -207,9 +207,16 @@ pub struct ScheduleConfig {
     pub pre_read_interval: Duration,
     /// Jobs read per scan at most. Default 1000.
     pub batch_size: u32,
+    /// Schedule shards the jobs are spread over (see the `shards` module): nodes share them
+    /// evenly, each scanning only its own. Read when the first node starts on a database and
+    /// fixed from then on (a node configured otherwise logs a warning and uses the
+    /// database's number). More shards than nodes you will ever run; 1 to 1024. Default 16.
+    pub shards: u32,
     /// How long after its fire time a pending fire stays owned by the node that wrote it before
-    /// another node may claim it. Default `10s`: long enough to ride out a broker hiccup
-    /// without duplicates, short enough that a crash delays fires by seconds, not minutes.
+    /// another node may claim it, and how long a node owns its schedule shards without
+    /// renewing them (it renews every third of it). Default `10s`: long enough to ride out a
+    /// broker or database hiccup without duplicates, short enough that a crash delays fires
+    /// by seconds, not minutes.
     #[serde(with = "humantime_serde")]
     pub lease: Duration,
     /// Pause between claim passes. Default `2s`.
@@ -241,6 +248,7 @@ impl Default for ScheduleConfig {
             pre_read_window: Duration::from_secs(5),
             pre_read_interval: Duration::from_secs(1),
             batch_size: 1000,
+            shards: 16,
             lease: Duration::from_secs(10),
             claim_interval: Duration::from_secs(2),
             max_in_flight: 10_000,

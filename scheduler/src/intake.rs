@@ -2,7 +2,7 @@
 //! pending job-log row owned by this node under a lease, and only then handed to the wheel.
 //!
 //! Fires come from five places, each a [`FireSource`]:
-//! - **Schedule**: the pre-read scan plans a batch under the schedule lock
+//! - **Schedule**: the pre-read scan plans a batch of the node's schedule shards
 //!   ([`FireIntake::plan_due`], called by [`crate::preread`]);
 //! - **Claim**: fires whose owner's lease expired are taken over with their trigger ids
 //!   ([`FireIntake::claim_expired`], called by [`crate::claims`]);
@@ -30,7 +30,7 @@ use crate::acks::AckLedger;
 use crate::clock::millis;
 use crate::metrics::SchedulerMetrics;
 use crate::model::{Job, PendingFire};
-use crate::store::{NewFire, PreReadRequest, Store, StoreError};
+use crate::store::{NewFire, OwnedShard, PreReadRequest, Store, StoreError};
 
 /// What made a fire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,12 +74,14 @@ pub struct FireNow {
 }
 
 /// What one pre-read scan read and wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PlannedBatch {
-    /// Due jobs read under the lock.
+    /// Due jobs read.
     pub jobs_read: usize,
     /// Fires written as pending job-log rows and handed to the wheel.
     pub fires_written: usize,
+    /// Shards the scan was refused: another node owns them now (see [`crate::shards`]).
+    pub fenced_out: Vec<u32>,
 }
 
 /// Writes fires durably, owned by this node, and hands them to the wheel.
@@ -134,12 +136,13 @@ impl FireIntake {
     }
 
     /// One pre-read scan at `now_ms` (see [`crate::preread`]): plans and writes the fires of
-    /// up to `batch_size` jobs due within `window_ms`, then admits them.
+    /// up to `batch_size` jobs of `shards` due within `window_ms`, then admits them.
     pub async fn plan_due(
         &self,
         now_ms: i64,
         window_ms: i64,
         batch_size: u32,
+        shards: Vec<OwnedShard>,
     ) -> Result<PlannedBatch, StoreError> {
         let outcome = self
             .store
@@ -149,6 +152,7 @@ impl FireIntake {
                 batch_size,
                 node_id: self.node_id.clone(),
                 lease_ms: self.lease_ms,
+                shards,
             })
             .await?;
         self.metrics
@@ -157,6 +161,7 @@ impl FireIntake {
         let planned = PlannedBatch {
             jobs_read: outcome.jobs_read,
             fires_written: outcome.fires.len(),
+            fenced_out: outcome.fenced_out,
         };
         for misfire in &outcome.misfires {
             tracing::warn!(job_id = %misfire.job_id, strategy = misfire.strategy.as_str(),

@@ -9,8 +9,12 @@
 //! - [`schedule`]: Quartz cron, fixed rate and manual-only schedules, per-job time zone;
 //!   `quartz` handles the Quartz forms the `croner` crate lacks (`L` as day-of-week, `L-n`).
 //! - [`planning`]: pure fire planning: which fires of a due job a scan writes, misfires.
-//! - [`preread`]: `pre_read_once(now)` reads due jobs under the schedule lock, plans their fires
-//!   and writes each as a pending job-log row (the durable half of the time wheel).
+//! - [`shards`]: jobs hash into schedule shards; each node owns a share of them under a
+//!   lease with a fencing token, renewed by its [`ShardLeaser`](shards::ShardLeaser). There is
+//!   no global schedule lock.
+//! - [`preread`]: `pre_read_once(now)` reads the due jobs of this node's shards (fences
+//!   checked in the same transaction), plans their fires and writes each as a pending job-log
+//!   row (the durable half of the time wheel).
 //! - [`intake`]: the one way into the wheel: every fire (schedule, claim, manual, retry,
 //!   child) is written durably, owned by this node under a lease, then handed over.
 //! - [`wheel`]: the in-memory millisecond time wheel that releases each pending fire at its time.
@@ -76,6 +80,7 @@ pub mod registry;
 pub mod results;
 pub mod routing;
 pub mod schedule;
+pub mod shards;
 pub mod signer;
 pub mod store;
 pub mod traces;

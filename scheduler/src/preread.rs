@@ -1,7 +1,9 @@
 //! The pre-read loop: XXL-JOB's `JobScheduleHelper` scan, made durable.
 //!
 //! Every `pre_read_interval` the loop calls [`PreReader::pre_read_once`], which asks the store to
-//! run one short transaction under the schedule lock: read the running jobs whose next fire is
+//! run one short transaction over the schedule shards this node owns (see [`crate::shards`]:
+//! the transaction first checks their fences and locks them, so a node that lost a shard
+//! writes nothing for it): read the running jobs of those shards whose next fire is
 //! within `now + pre_read_window`, plan each with [`plan_job`](crate::planning::plan_job)
 //! (pure: see [`crate::planning`] for the rules), write every
 //! planned fire as a job-log row in state `SCHEDULED` owned by this node under a lease (the
@@ -9,8 +11,10 @@
 //! fires go into the in-memory [`TimeWheel`](crate::wheel) through the
 //! [`FireIntake`](crate::intake), which emits each at its time.
 //!
-//! A scan under the lock plans many fires at once (every fire of a job inside the window,
-//! where XXL-JOB wheels one per scan), so fast schedules lose nothing to the scan interval.
+//! A scan plans many fires at once (every fire of a job inside the window, where XXL-JOB
+//! wheels one per scan) and advances each job's next fire once, all jobs in one batched
+//! statement per chunk, so fast schedules lose nothing to the scan interval and a job firing
+//! many times in a window costs one update.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::intake::{FireIntake, PlannedBatch};
+use crate::shards::ShardOwnership;
 use crate::store::StoreError;
 use crate::traces::record_pre_read;
 
@@ -33,19 +38,27 @@ pub struct PreReadSettings {
     pub batch_size: u32,
 }
 
-/// Runs pre-read scans; the fires go into the wheel through the [`FireIntake`].
+/// Runs pre-read scans of the shards this node owns; the fires go into the wheel through the
+/// [`FireIntake`].
 pub struct PreReader {
     intake: FireIntake,
+    ownership: Arc<ShardOwnership>,
     settings: PreReadSettings,
     wake: Arc<Notify>,
     tracer: RunTracer,
 }
 
 impl PreReader {
-    /// A pre-reader writing and admitting its fires through `intake`.
-    pub fn new(intake: FireIntake, settings: PreReadSettings) -> Self {
+    /// A pre-reader scanning the shards `ownership` holds, writing and admitting its fires
+    /// through `intake`.
+    pub fn new(
+        intake: FireIntake,
+        ownership: Arc<ShardOwnership>,
+        settings: PreReadSettings,
+    ) -> Self {
         PreReader {
             intake,
+            ownership,
             settings,
             wake: Arc::new(Notify::new()),
             tracer: RunTracer::local("kadence-scheduler"),
@@ -63,8 +76,13 @@ impl PreReader {
         Arc::clone(&self.wake)
     }
 
-    /// One scan at `now_ms`: returns how many jobs were read and how many fires written.
+    /// One scan at `now_ms`: returns how many jobs were read and how many fires written. A
+    /// node holding no usable shard does not scan.
     pub async fn pre_read_once(&self, now_ms: i64) -> Result<PlannedBatch, StoreError> {
+        let shards = self.ownership.usable(now_ms);
+        if shards.is_empty() {
+            return Ok(PlannedBatch::default());
+        }
         let started = std::time::Instant::now();
         let metrics = self.intake.metrics();
         let span_start = std::time::SystemTime::now();
@@ -74,12 +92,20 @@ impl PreReader {
                 now_ms,
                 millis(self.settings.window),
                 self.settings.batch_size,
+                shards,
             )
             .await;
         let outcome = planned.as_ref().map_err(ToString::to_string);
         let counts = outcome.map(|planned| (planned.jobs_read, planned.fires_written));
         record_pre_read(&self.tracer, span_start, now_ms, counts);
         let planned = planned.inspect_err(|_| metrics.pre_read_failures.inc())?;
+        if !planned.fenced_out.is_empty() {
+            let lost = self.ownership.drop_fenced(&planned.fenced_out);
+            metrics.shards.lost.inc_by(lost as u64);
+            metrics.shards.owned.set(self.ownership.count() as i64);
+            tracing::warn!(fenced_out = ?planned.fenced_out,
+                "another node owns shards this node still held; nothing was written for them");
+        }
         metrics
             .pre_read_scan_duration
             .observe(started.elapsed().as_secs_f64());

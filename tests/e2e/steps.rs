@@ -25,6 +25,7 @@ use kadence_scheduler::preread::{PreReadSettings, PreReader};
 use kadence_scheduler::registry::Registry;
 use kadence_scheduler::results::{ResultsConsumer, ResultsSummary};
 use kadence_scheduler::schedule::ScheduleSpec;
+use kadence_scheduler::shards::{ShardLeaser, ShardOwnership};
 use kadence_scheduler::signer::{SignedProducer, Signer};
 use kadence_scheduler::store::{PageRequest, Store};
 use kadence_schemas::{AppName, ResultRecord, Topics, codec};
@@ -66,8 +67,22 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
     // Pre-read at T0 with a 5 s window: the fires of T0+1 s … T0+5 s, written and admitted.
     let (wheel, mut admitted) = mpsc::channel(100);
     let intake = FireIntake::new(Arc::clone(&store), wheel, "node-a".into(), LEASE);
+    // Node a takes every schedule shard (it is the only node), then scans them.
+    store.ensure_shards(4).await.unwrap();
+    let ownership = Arc::new(ShardOwnership::new("node-a"));
+    let leaser = ShardLeaser::new(
+        Arc::clone(&store),
+        Arc::clone(&ownership),
+        LEASE,
+        Arc::default(),
+    );
+    assert_eq!(
+        leaser.lease_once(clock.now_ms()).await.unwrap().owned.len(),
+        4
+    );
     let pre_reader = PreReader::new(
         intake,
+        ownership,
         PreReadSettings {
             window: Duration::from_secs(5),
             batch_size: 100,

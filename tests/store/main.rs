@@ -10,6 +10,7 @@ mod accounts;
 mod monitors;
 mod operators;
 mod registry;
+mod shards;
 mod signing;
 
 use std::collections::HashSet;
@@ -23,7 +24,8 @@ use kadence_scheduler::model::{
 use kadence_scheduler::pools::open_store;
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{
-    DispatchAck, JobFilter, PageRequest, PreReadRequest, Store, StoreError,
+    DispatchAck, JobFilter, OwnedShard, PageRequest, PreReadOutcome, PreReadRequest,
+    ShardLeaseRequest, Store, StoreError,
 };
 use kadence_schemas::{AppName, GlueType, JobId, TriggerId, TriggerType};
 
@@ -58,14 +60,48 @@ fn every_second_job(misfire: MisfireStrategy) -> NewJob {
     }
 }
 
-fn pre_read_at(now_ms: i64, node: &str) -> PreReadRequest {
+/// Shards every test database is split into.
+const SHARDS: u32 = 4;
+
+/// A shard lease long enough to outlast any test's manual clock.
+const SHARD_LEASE_MS: i64 = 600_000;
+
+/// Leases `node` its share of the shards at `now_ms` (creating them on a fresh database).
+async fn lease_for(store: &dyn Store, now_ms: i64, node: &str) -> Vec<OwnedShard> {
+    store
+        .ensure_shards(SHARDS)
+        .await
+        .expect("create the shards");
+    store
+        .lease_shards(&ShardLeaseRequest {
+            node_id: node.into(),
+            now_ms,
+            lease_ms: SHARD_LEASE_MS,
+        })
+        .await
+        .expect("lease shards")
+        .owned
+}
+
+/// A pre-read scan by `node` at `now_ms` of `shards`.
+fn scan_request(now_ms: i64, node: &str, shards: Vec<OwnedShard>) -> PreReadRequest {
     PreReadRequest {
         now_ms,
         window_ms: 5_000,
         batch_size: 100,
         node_id: node.into(),
         lease_ms: 1_000,
+        shards,
     }
+}
+
+/// One pre-read scan by `node` at `now_ms` of the shards it leases first.
+async fn pre_read_at(store: &dyn Store, now_ms: i64, node: &str) -> PreReadOutcome {
+    let shards = lease_for(store, now_ms, node).await;
+    store
+        .pre_read(&scan_request(now_ms, node, shards))
+        .await
+        .expect("pre-read")
 }
 
 async fn running_job(store: &dyn Store, misfire: MisfireStrategy, next_fire_ms: i64) -> JobId {
@@ -140,10 +176,7 @@ async fn pre_read_writes_each_fire_once_and_advances(backend: Backend) {
     let store = store_on(&db).await;
     let job = running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
 
-    let outcome = store
-        .pre_read(&pre_read_at(T0 + 500, "node-a"))
-        .await
-        .unwrap();
+    let outcome = pre_read_at(store.as_ref(), T0 + 500, "node-a").await;
     assert_eq!(outcome.jobs_read, 1);
     let scheduled: Vec<i64> = outcome.fires.iter().map(|f| f.scheduled_at_ms).collect();
     assert_eq!(
@@ -164,16 +197,10 @@ async fn pre_read_writes_each_fire_once_and_advances(backend: Backend) {
     assert_eq!(after.last_fire_ms, Some(T0 + 5_000));
 
     // Same instant again: nothing new is due, nothing is written twice.
-    let again = store
-        .pre_read(&pre_read_at(T0 + 500, "node-a"))
-        .await
-        .unwrap();
+    let again = pre_read_at(store.as_ref(), T0 + 500, "node-a").await;
     assert!(again.fires.is_empty());
     // A second later exactly one more fire enters the window.
-    let next = store
-        .pre_read(&pre_read_at(T0 + 1_500, "node-a"))
-        .await
-        .unwrap();
+    let next = pre_read_at(store.as_ref(), T0 + 1_500, "node-a").await;
     assert_eq!(
         next.fires
             .iter()
@@ -194,7 +221,7 @@ async fn misfire_strategies_apply_after_a_long_outage(backend: Backend) {
     let store = store_on(&db).await;
     let job = running_job(store.as_ref(), MisfireStrategy::FireOnceNow, T0).await;
     let now = T0 + 60_000; // a minute of downtime
-    let outcome = store.pre_read(&pre_read_at(now, "node-a")).await.unwrap();
+    let outcome = pre_read_at(store.as_ref(), now, "node-a").await;
     let first = &outcome.fires[0];
     assert_eq!(first.trigger_type, TriggerType::Misfire);
     assert_eq!(first.scheduled_at_ms, T0);
@@ -214,11 +241,7 @@ async fn expired_leases_are_claimed_once(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let written = store
-        .pre_read(&pre_read_at(T0, "node-a"))
-        .await
-        .unwrap()
-        .fires;
+    let written = pre_read_at(store.as_ref(), T0, "node-a").await.fires;
     assert_eq!(written.len(), 5);
     // Leases run until fire time + 1 s: at T0 + 2 500 only the first fire's has ended.
     let claimed = store
@@ -267,10 +290,8 @@ async fn first_result_wins(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     let job = running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let fire = store
-        .pre_read(&pre_read_at(T0, "node-a"))
+    let fire = pre_read_at(store.as_ref(), T0, "node-a")
         .await
-        .unwrap()
         .fires
         .remove(0);
     let completion = |code: i32, message: &str| Completion {
@@ -346,15 +367,37 @@ async fn concurrent_schedulers_write_each_fire_once(backend: Backend) {
             .unwrap();
         jobs.push(job.id);
     }
-    // Three "nodes", each with its own pool, scan the same instants concurrently.
+    // Three "nodes" share the shards (two rounds: the first node takes all, then gives the
+    // later ones their share); then each, with its own pool, scans the same instants
+    // concurrently, and one of them also with a stale claim on every shard.
+    let mut owned = Vec::new();
+    for round in 0..2 {
+        owned.clear();
+        for node in 0..3 {
+            owned.push(lease_for(setup.as_ref(), T0 + round, &format!("node-{node}")).await);
+        }
+    }
+    let mut covered: Vec<u32> = owned.iter().flatten().map(|owned| owned.shard).collect();
+    covered.sort_unstable();
+    assert_eq!(covered, (0..SHARDS).collect::<Vec<_>>(), "{owned:?}");
+    let stale: Vec<OwnedShard> = (0..SHARDS)
+        .map(|shard| OwnedShard { shard, fence: 1 })
+        .collect();
     let mut nodes = Vec::new();
-    for node in 0..3 {
+    for (node, shards) in owned.into_iter().enumerate() {
         let store = store_on(&db).await;
+        let stale = stale.clone();
         nodes.push(tokio::spawn(async move {
             let mut fires = Vec::new();
             for step in 0..10 {
-                let request = pre_read_at(T0 + step * 1_000, &format!("node-{node}"));
+                let now = T0 + step * 1_000;
+                let name = format!("node-{node}");
+                let request = scan_request(now, &name, shards.clone());
                 fires.extend(store.pre_read(&request).await.expect("pre-read").fires);
+                if node == 0 {
+                    let stale = scan_request(now, &name, stale.clone());
+                    fires.extend(store.pre_read(&stale).await.expect("pre-read").fires);
+                }
             }
             fires
         }));
@@ -392,11 +435,7 @@ async fn fix_delay_job_fired(store: &dyn Store, retry: RetryPolicy) -> (JobId, V
         .set_job_status(job.id, JobStatus::Running, Some(T0 + 1_000), T0, T0)
         .await
         .unwrap();
-    let fires = store
-        .pre_read(&pre_read_at(T0, "node-a"))
-        .await
-        .unwrap()
-        .fires;
+    let fires = pre_read_at(store, T0, "node-a").await.fires;
     (job.id, fires)
 }
 
@@ -413,10 +452,8 @@ async fn fix_delay_waits_for_the_run_to_finish(backend: Backend) {
     );
     // Nothing more fires while the run is going.
     assert!(
-        store
-            .pre_read(&pre_read_at(T0 + 60_000, "node-a"))
+        pre_read_at(store.as_ref(), T0 + 60_000, "node-a")
             .await
-            .unwrap()
             .fires
             .is_empty()
     );
@@ -584,11 +621,7 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
         )
         .await
         .unwrap();
-    let fires = store
-        .pre_read(&pre_read_at(T0, "node-a"))
-        .await
-        .unwrap()
-        .fires;
+    let fires = pre_read_at(store.as_ref(), T0, "node-a").await.fires;
     assert!(!fires.is_empty());
     assert_eq!(fires[0].glue_type, GlueType::GlueShell);
     assert_eq!(fires[0].glue_source.as_deref(), Some("echo version 35"));

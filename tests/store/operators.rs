@@ -38,11 +38,7 @@ async fn job_with_planned_fires(
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     let job = running_job(&*store, MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let planned = store
-        .pre_read(&pre_read_at(T0, "node-a"))
-        .await
-        .unwrap()
-        .fires;
+    let planned = pre_read_at(store.as_ref(), T0, "node-a").await.fires;
     assert_eq!(planned.len(), 5, "T0+1 s … T0+5 s");
     (db, store, job, planned)
 }
@@ -127,10 +123,8 @@ async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
         )
         .await
         .unwrap();
-    let replanned = store
-        .pre_read(&pre_read_at(T0 + 2_000, "node-a"))
+    let replanned = pre_read_at(store.as_ref(), T0 + 2_000, "node-a")
         .await
-        .unwrap()
         .fires;
     assert_eq!(replanned.len(), 1, "T0+7 s");
     assert!(!elsewhere.is_cancelled(&replanned[0]));
@@ -161,11 +155,7 @@ async fn a_schedule_edit_replaces_the_planned_fires(backend: Backend) {
     let cancellation = change
         .cancelled
         .expect("the old schedule's fires are cancelled");
-    let replanned = store
-        .pre_read(&pre_read_at(T0 + 600, "node-a"))
-        .await
-        .unwrap()
-        .fires;
+    let replanned = pre_read_at(store.as_ref(), T0 + 600, "node-a").await.fires;
     let times: Vec<i64> = replanned.iter().map(|fire| fire.scheduled_at_ms).collect();
     assert_eq!(times, vec![T0 + 2_000, T0 + 4_000]);
     for fire in &replanned {

@@ -140,10 +140,8 @@ async fn broadcast_fires_become_one_row_per_partition(backend: Backend) {
         .unwrap()
         .job;
 
-    let fires = store
-        .pre_read(&pre_read_at(T0 + 500 - 4_000, "node-a"))
+    let fires = pre_read_at(store.as_ref(), T0 + 500 - 4_000, "node-a")
         .await
-        .unwrap()
         .fires;
     let shards: Vec<_> = fires
         .iter()
@@ -216,11 +214,7 @@ async fn lost_runs_are_failed_only_when_their_result_cannot_come(backend: Backen
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     let job = super::running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let fires = store
-        .pre_read(&pre_read_at(T0, "node-a"))
-        .await
-        .unwrap()
-        .fires;
+    let fires = pre_read_at(store.as_ref(), T0, "node-a").await.fires;
     let (on_a, on_b, unowned) = (&fires[0], &fires[1], &fires[2]);
     let ack = |log_id: i64, executor: Option<&str>| DispatchAck {
         log_id,
@@ -325,11 +319,7 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     super::running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let fires = store
-        .pre_read(&pre_read_at(T0, "node-a"))
-        .await
-        .unwrap()
-        .fires;
+    let fires = pre_read_at(store.as_ref(), T0, "node-a").await.fires;
     let log_id = fires[0].log_id;
     let batch = |first_line: i64, lines: &[&str]| LogLines {
         log_id,

@@ -4,9 +4,10 @@
 //! Both backends share their SQL (`sql.rs`): sqlx accepts `$N` placeholders on both, and every
 //! integer column is a 64-bit integer on both, so one macro-generated implementation serves
 //! both. What differs lives in each backend's file: the migrations (`migrations/{sqlite,
-//! postgres}`), how the schedule lock is taken (SQLite `BEGIN IMMEDIATE`, PostgreSQL
-//! `SELECT … FOR UPDATE` on the lock row) and how expired pending fires are claimed
-//! (PostgreSQL adds `SKIP LOCKED`).
+//! postgres}`), how a write transaction begins (SQLite `BEGIN IMMEDIATE`), and how rows are
+//! locked: PostgreSQL locks the schedule shards a scan covers (`FOR UPDATE`, in shard order)
+//! and claims expired pending fires and free shards with `SKIP LOCKED`; on SQLite one writer
+//! at a time makes both unnecessary. There is no global schedule lock: see [`ScheduleShards`].
 //!
 //! Times are stored as UTC milliseconds since the epoch (`BIGINT`): the same on both
 //! backends, exact, and free of time-zone conversions in SQL.
@@ -16,6 +17,7 @@ mod audit;
 mod error;
 mod postgres;
 mod rows;
+mod shards;
 mod signing;
 mod sql;
 mod sqlite;
@@ -31,6 +33,9 @@ pub use accounts::{Accounts, NewToken, NewUser, UserCredentials};
 pub use audit::{AuditFilter, AuditTrail};
 pub use error::StoreError;
 pub use postgres::PostgresStore;
+pub use shards::{
+    AcquiredShard, OwnedShard, ScheduleShards, ShardLease, ShardLeaseRequest, ShardOwner,
+};
 pub use signing::{NewSigningKey, RetireOutcome, SigningKeyInfo, SigningKeys, StoredSigningKey};
 pub use sqlite::SqliteStore;
 
@@ -67,6 +72,9 @@ pub struct PreReadRequest {
     pub node_id: String,
     /// A fire's lease runs until its fire time plus this, ms.
     pub lease_ms: i64,
+    /// The schedule shards the node holds, with their fences: the scan reads only their
+    /// jobs, and only those whose fence still matches in the scan's own transaction.
+    pub shards: Vec<OwnedShard>,
 }
 
 /// What a pre-read scan wrote.
@@ -78,8 +86,11 @@ pub struct PreReadOutcome {
     pub fires: Vec<PendingFire>,
     /// Jobs whose fire was missed by more than the window (the misfire strategy applied).
     pub misfires: Vec<Misfire>,
-    /// How long the scan waited for the schedule lock.
+    /// How long the scan waited for its shards' rows (and a connection).
     pub lock_wait: std::time::Duration,
+    /// Shards of the request whose fence no longer matched: another node took them, and
+    /// nothing was written for them.
+    pub fenced_out: Vec<u32>,
 }
 
 /// A job whose fire a scan found missed by more than the pre-read window.
@@ -232,7 +243,9 @@ pub struct UnfinishedRun {
 /// processes on one database. Users, grants and tokens are the [`Accounts`] half; the audit
 /// trail the [`AuditTrail`] half; the keys triggers are signed with the [`SigningKeys`] half.
 #[async_trait::async_trait]
-pub trait Store: Accounts + AuditTrail + SigningKeys + Send + Sync + 'static {
+pub trait Store:
+    Accounts + AuditTrail + ScheduleShards + SigningKeys + Send + Sync + 'static
+{
     /// "sqlite" or "postgres".
     fn backend(&self) -> &'static str;
 
@@ -309,7 +322,7 @@ pub trait Store: Accounts + AuditTrail + SigningKeys + Send + Sync + 'static {
     /// nothing if a run with this trigger id exists already (each is written once).
     async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError>;
 
-    /// One pre-read scan under the schedule lock (see [`crate::preread`]).
+    /// One pre-read scan of the request's shards (see [`crate::preread`]).
     async fn pre_read(&self, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError>;
 
     /// Takes over up to `limit` pending fires whose lease expired before `now_ms` (their node

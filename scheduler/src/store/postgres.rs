@@ -1,10 +1,15 @@
-//! The PostgreSQL backend, for any number of schedulers on one database. The schedule lock is
-//! a row lock (`SELECT … FOR UPDATE` on `schedule_lock`) held for one short pre-read
-//! transaction; claims of expired pending fires use `SKIP LOCKED` so several nodes can claim
-//! at once without waiting on each other or taking the same row twice.
+//! The PostgreSQL backend, for any number of schedulers on one database. A pre-read scan locks
+//! the rows of its own schedule shards (`FOR UPDATE`, in shard order) for one short
+//! transaction, so nodes owning different shards scan at once; claims of expired pending
+//! fires and of free shards use `SKIP LOCKED` so several nodes can claim at once without
+//! waiting on each other or taking the same row twice.
+//!
+//! Every session runs with `idle_in_transaction_session_timeout`: a node stopped in the middle
+//! of a transaction (a SIGSTOP, a frozen VM) would otherwise hold its shards' row locks for as
+//! long as its connection lives, and no other node could take them over when its lease ends.
 
 use kadence_schemas::{AppName, JobId};
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::rows::{
@@ -31,17 +36,35 @@ pub struct PostgresStore {
 impl PostgresStore {
     const BACKEND: &'static str = "postgres";
 
+    /// Locks the rows a statement selects until the transaction ends.
+    const ROW_LOCK: &'static str = " FOR UPDATE";
+    /// Locks the rows a statement selects, passing over rows other transactions hold.
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    /// How long a session may sit idle inside a transaction before PostgreSQL ends it (see
+    /// the module docs): far longer than any transaction of the store, short enough that a
+    /// stopped node's shards are free soon after its lease.
+    const IDLE_IN_TRANSACTION: &'static str = "15s";
+
     /// Connects to `url`, e.g. `postgres://kadence@db.internal/kadence`.
     pub async fn connect(url: &str, pool: PoolSettings) -> Result<PostgresStore, StoreError> {
+        let connect_error = |source| StoreError::Connect {
+            backend: Self::BACKEND,
+            source,
+        };
+        // Every transaction of the store is short and talks to nothing but the database.
+        let options = url
+            .parse::<PgConnectOptions>()
+            .map_err(connect_error)?
+            .options([(
+                "idle_in_transaction_session_timeout",
+                Self::IDLE_IN_TRANSACTION,
+            )]);
         let pool = PgPoolOptions::new()
             .max_connections(pool.max_connections.max(1))
             .acquire_timeout(pool.acquire_timeout)
-            .connect(url)
+            .connect_with(options)
             .await
-            .map_err(|source| StoreError::Connect {
-                backend: Self::BACKEND,
-                source,
-            })?;
+            .map_err(connect_error)?;
         Ok(PostgresStore { pool })
     }
 
@@ -71,16 +94,6 @@ impl PostgresStore {
             .begin()
             .await
             .map_err(StoreError::query(operation))
-    }
-
-    async fn begin_locked(&self) -> Result<Transaction<'_, Postgres>, StoreError> {
-        const OPERATION: &str = "take the schedule lock";
-        let mut tx = self.begin_write(OPERATION).await?;
-        sqlx::query("SELECT name FROM schedule_lock WHERE name = 'schedule' FOR UPDATE")
-            .execute(&mut *tx)
-            .await
-            .map_err(StoreError::query(OPERATION))?;
-        Ok(tx)
     }
 
     /// Makes the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining

@@ -33,6 +33,11 @@ pub struct SqliteStore {
 impl SqliteStore {
     const BACKEND: &'static str = "sqlite";
 
+    /// Locks the rows a statement selects until the transaction ends (SQLite: one writer at a time already).
+    const ROW_LOCK: &'static str = "";
+    /// Locks the rows a statement selects, passing over rows other transactions hold (SQLite: one writer at a time already).
+    const SKIP_LOCKED: &'static str = "";
+
     /// Opens (creating if missing) the database at `url`, e.g. `sqlite://kadence.db` or
     /// `sqlite:///var/lib/kadence/kadence.db`.
     pub async fn connect(url: &str, pool: PoolSettings) -> Result<SqliteStore, StoreError> {
@@ -88,11 +93,6 @@ impl SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(StoreError::query(operation))
-    }
-
-    /// SQLite's write lock is the schedule lock.
-    async fn begin_locked(&self) -> Result<Transaction<'_, Sqlite>, StoreError> {
-        self.begin_write("take the schedule lock").await
     }
 
     /// SQLite's planner already probes the primary key for each row of a keyed batch.

@@ -41,12 +41,27 @@ macro_rules! sql_fires {
             pub(super) async fn pre_read(store: &$store, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError> {
                 const OPERATION: &str = "pre-read due jobs";
                 let waiting = std::time::Instant::now();
-                let mut tx = store.begin_locked().await?;
+                let mut tx = store.begin_write(OPERATION).await?;
+                // The fence check locks the scan's shards until commit: a node that took one
+                // of them meanwhile makes it fail here, and nothing is written for it.
+                let shards = shards::fence_scan(&mut tx, &request.node_id, &request.shards, request.now_ms).await?;
                 let lock_wait = waiting.elapsed();
+                let fenced_out: Vec<u32> = request
+                    .shards
+                    .iter()
+                    .map(|owned| owned.shard)
+                    .filter(|shard| shards.binary_search(shard).is_err())
+                    .collect();
+                if shards.is_empty() {
+                    tx.rollback().await.map_err(StoreError::query(OPERATION))?;
+                    return Ok(PreReadOutcome { lock_wait, fenced_out, ..PreReadOutcome::default() });
+                }
                 <$store>::prefer_keyed_joins(&mut tx).await?;
+                let shard_list: Vec<String> = shards.iter().map(u32::to_string).collect();
                 let rows: Vec<JobRow> = sqlx::query_as(&format!(
                     "SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'RUNNING' AND next_fire_ms <= $1 \
-                     ORDER BY next_fire_ms LIMIT $2"
+                     AND shard IN ({}) ORDER BY next_fire_ms LIMIT $2",
+                    shard_list.join(", ")
                 ))
                 .bind(request.now_ms + request.window_ms)
                 .bind(i64::from(request.batch_size))
@@ -101,7 +116,7 @@ macro_rules! sql_fires {
                     .into_iter()
                     .filter(|misfire| advanced.contains(&misfire.job_id.get()))
                     .collect();
-                Ok(PreReadOutcome { jobs_read, fires, misfires, lock_wait })
+                Ok(PreReadOutcome { jobs_read, fires, misfires, lock_wait, fenced_out })
             }
 
             pub(super) async fn mark_dispatched(store: &$store, acks: &[DispatchAck]) -> Result<(), StoreError> {

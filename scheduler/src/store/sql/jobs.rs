@@ -34,6 +34,15 @@ macro_rules! sql_jobs {
                     .await
                     .map_err(StoreError::query(OPERATION))?;
                 let created = Job::try_from(row)?;
+                // Its schedule shard (see crate::shards): the id modulo the shard count.
+                sqlx::query(
+                    "UPDATE jobs SET shard = COALESCE(id % NULLIF((SELECT COUNT(*) FROM schedule_shards), 0), 0) \
+                     WHERE id = $1",
+                )
+                .bind(created.id.get())
+                .execute(&mut *tx)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
                 if glue_version.is_some() {
                     save_glue_version(&mut tx, created.id, &job.glue, now_ms).await?;
                 }

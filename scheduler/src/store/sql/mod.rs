@@ -4,8 +4,8 @@
 //! - `async fn apply_migrations(&self) -> Result<(), StoreError>`;
 //! - `async fn begin_write(&self, operation) -> Result<sqlx::Transaction<'_, DB>, StoreError>`:
 //!   a transaction that will write (every transaction here does);
-//! - `async fn begin_locked(&self) -> Result<sqlx::Transaction<'_, DB>, StoreError>`: a
-//!   transaction that holds the schedule lock;
+//! - `const ROW_LOCK: &'static str` and `const SKIP_LOCKED: &'static str`: the clauses that
+//!   lock selected rows (waiting, or passing over rows others hold); empty on SQLite;
 //! - `async fn prefer_keyed_joins(tx) -> Result<(), StoreError>`: whatever the backend needs
 //!   so that the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining
 //!   `VALUES`) probe the primary key rather than scan the table;
@@ -18,9 +18,10 @@
 //! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
 //! functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the backend's
 //! file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
-//! [`accounts`], [`audit`] and [`signing`] implement the separate
-//! [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail) and
-//! [`SigningKeys`](super::SigningKeys) traits the same way.
+//! [`accounts`], [`audit`], [`shards`] and [`signing`] implement the separate
+//! [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail),
+//! [`ScheduleShards`](super::ScheduleShards) and [`SigningKeys`](super::SigningKeys) traits the
+//! same way.
 
 pub(crate) mod accounts;
 pub(crate) mod audit;
@@ -29,6 +30,7 @@ pub(crate) mod history;
 pub(crate) mod jobs;
 pub(crate) mod planning;
 pub(crate) mod registry;
+pub(crate) mod shards;
 pub(crate) mod signing;
 pub(crate) mod writes;
 
@@ -450,6 +452,7 @@ macro_rules! impl_sql_store {
         $crate::store::sql::history::sql_history!($store, $db);
         $crate::store::sql::accounts::impl_sql_accounts!($store, $db);
         $crate::store::sql::audit::impl_sql_audit!($store, $db);
+        $crate::store::sql::shards::impl_sql_shards!($store, $db);
         $crate::store::sql::signing::impl_sql_signing!($store, $db);
     };
 }

@@ -16,12 +16,15 @@
 //! scheduler reads), `reason` (a fixed set of kinds, never the free text of a dead-letter
 //! reason), `operation` (store operations: the fixed texts the store names them by),
 //! `consumer` (the scheduler's own consumers), `channel` (alarm channels), `stage` (where a
-//! pending fire is). Job ids are labels only of the `kadence_scheduler_job_…` metrics, and only
+//! pending fire is), `how` (how a schedule shard was taken: free or taken over). Job ids are labels only of the `kadence_scheduler_job_…` metrics, and only
 //! for the jobs `[telemetry] job_metrics` lists (none by default): a label per job would grow
 //! without bound, and a job's full history is its run list in the API.
 //!
 //! Store errors are counted per process ([`STORE_ERRORS`], registered in every node's
 //! registry): the store reports them where it builds the error, below any one node.
+
+mod jobs;
+mod shards;
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -30,6 +33,9 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts,
     Registry, TextEncoder,
 };
+
+pub use jobs::JobMetrics;
+pub use shards::ShardMetrics;
 
 /// Failed store operations by operation, in this process (see the module docs).
 pub static STORE_ERRORS: LazyLock<IntCounterVec> = LazyLock::new(|| {
@@ -42,7 +48,7 @@ pub static STORE_ERRORS: LazyLock<IntCounterVec> = LazyLock::new(|| {
 });
 
 /// Buckets for lateness and waits, in seconds: from a millisecond to a minute.
-const LATENESS_BUCKETS: &[f64] = &[
+pub(crate) const LATENESS_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
@@ -61,7 +67,7 @@ pub struct SchedulerMetrics {
     pub triggers_emitted: IntCounterVec,
     /// From a fire's scheduled time to the broker's acknowledgement of its trigger, by app.
     pub fire_lateness: HistogramVec,
-    /// Duration of one pre-read scan (the transaction under the schedule lock and the writes).
+    /// Duration of one pre-read scan (the transaction over this node's shards and the writes).
     pub pre_read_scan_duration: Histogram,
     /// Due jobs read by pre-read scans.
     pub pre_read_jobs_read: IntCounter,
@@ -92,7 +98,8 @@ pub struct SchedulerMetrics {
     pub live_executors: IntGaugeVec,
     /// Partitions of each app's trigger topic owned by a live executor.
     pub owned_partitions: IntGaugeVec,
-    /// Time a pre-read scan waited for the schedule lock.
+    /// Time a pre-read scan waited for its shards' rows (the name predates the shards: it was
+    /// the wait for the one schedule lock).
     pub schedule_lock_wait: Histogram,
     /// Fires of this node written durably and not yet acknowledged by the broker, by stage:
     /// `wheel` (waiting for their time) and `dispatching` (sent, awaiting acknowledgement).
@@ -104,62 +111,8 @@ pub struct SchedulerMetrics {
     pub consumer_lag: IntGaugeVec,
     /// Per-job metrics, for the jobs `[telemetry] job_metrics` lists.
     pub jobs: JobMetrics,
-}
-
-/// The metrics labelled with a job id, kept only for the jobs an operator listed.
-pub struct JobMetrics {
-    listed: HashSet<i64>,
-    /// Trigger records acknowledged, by app and job.
-    triggers_emitted: IntCounterVec,
-    /// Scheduled time to acknowledgement, by app and job.
-    fire_lateness: HistogramVec,
-    /// Results that completed a run, by app, job and code.
-    results: IntCounterVec,
-}
-
-impl JobMetrics {
-    fn new(listed: HashSet<i64>) -> JobMetrics {
-        JobMetrics {
-            listed,
-            triggers_emitted: counter_vec(
-                "kadence_scheduler_job_triggers_emitted_total",
-                "Trigger records acknowledged by the broker, for the jobs listed in \
-                 [telemetry] job_metrics.",
-                &["app", "job"],
-            ),
-            fire_lateness: histogram_vec(
-                "kadence_scheduler_job_fire_lateness_seconds",
-                "Scheduled time to the broker's acknowledgement, for the jobs listed in \
-                 [telemetry] job_metrics.",
-                &["app", "job"],
-                LATENESS_BUCKETS,
-            ),
-            results: counter_vec(
-                "kadence_scheduler_job_results_total",
-                "Results that completed a run, for the jobs listed in [telemetry] job_metrics.",
-                &["app", "job", "code"],
-            ),
-        }
-    }
-
-    /// Counts an acknowledged trigger of `job`, `late_ms` after its scheduled time, if listed.
-    pub fn emitted(&self, app: &str, job: i64, late_ms: i64) {
-        if self.listed.contains(&job) {
-            let job = job.to_string();
-            self.triggers_emitted.with_label_values(&[app, &job]).inc();
-            self.fire_lateness
-                .with_label_values(&[app, &job])
-                .observe(seconds(late_ms));
-        }
-    }
-
-    /// Counts a result of `job` with `code`, if listed.
-    pub fn completed(&self, app: &str, job: i64, code: &str) {
-        if self.listed.contains(&job) {
-            let job = job.to_string();
-            self.results.with_label_values(&[app, &job, code]).inc();
-        }
-    }
+    /// Schedule shards: owned, taken, lost.
+    pub shards: ShardMetrics,
 }
 
 impl Default for SchedulerMetrics {
@@ -177,9 +130,15 @@ impl SchedulerMetrics {
     /// Every metric, with per-job metrics for the `listed` jobs.
     pub fn with_jobs(listed: HashSet<i64>) -> SchedulerMetrics {
         let registry = Registry::new();
-        let (pre_read_scan_duration, pre_read_jobs_read, pre_read_fires_written, pre_read_failures) =
-            pre_read_metrics();
+        let (
+            pre_read_scan_duration,
+            pre_read_jobs_read,
+            pre_read_fires_written,
+            pre_read_failures,
+            misfires,
+        ) = pre_read_metrics();
         let (schedule_lock_wait, pending_fires, alarm_deliveries, consumer_lag) = health_metrics();
+        let (results, duplicate_results) = result_metrics();
         let metrics = SchedulerMetrics {
             fires_planned: counter_vec(
                 "kadence_scheduler_fires_planned_total",
@@ -206,11 +165,7 @@ impl SchedulerMetrics {
                 "kadence_scheduler_lease_claims_total",
                 "Pending fires taken over after their owner's lease expired.",
             ),
-            misfires: counter_vec(
-                "kadence_scheduler_misfires_total",
-                "Fires missed by more than the pre-read window, by the misfire strategy applied.",
-                &["app", "strategy"],
-            ),
+            misfires,
             alarms: counter_vec(
                 "kadence_scheduler_alarms_total",
                 "Alarms for failed runs, by outcome (SENT, FAILED, NOT_NEEDED).",
@@ -220,15 +175,8 @@ impl SchedulerMetrics {
                 "kadence_scheduler_lost_runs_total",
                 "Runs failed as lost: their executor died and no result can arrive.",
             ),
-            results: counter_vec(
-                "kadence_scheduler_results_total",
-                "Results that completed a run.",
-                &["app", "code"],
-            ),
-            duplicate_results: counter(
-                "kadence_scheduler_duplicate_results_total",
-                "Results ignored because their run already had one.",
-            ),
+            results,
+            duplicate_results,
             dead_letters: counter_vec(
                 "kadence_scheduler_dead_letters_total",
                 "Records the scheduler sent to the dead-letter queue.",
@@ -249,6 +197,7 @@ impl SchedulerMetrics {
             alarm_deliveries,
             consumer_lag,
             jobs: JobMetrics::new(listed),
+            shards: ShardMetrics::new(),
             registry,
         };
         metrics.register_all();
@@ -268,15 +217,12 @@ impl SchedulerMetrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 24] = [
+        let fixed: [Box<dyn prometheus::core::Collector>; 21] = [
             Box::new(STORE_ERRORS.clone()),
             Box::new(self.schedule_lock_wait.clone()),
             Box::new(self.pending_fires.clone()),
             Box::new(self.alarm_deliveries.clone()),
             Box::new(self.consumer_lag.clone()),
-            Box::new(self.jobs.triggers_emitted.clone()),
-            Box::new(self.jobs.fire_lateness.clone()),
-            Box::new(self.jobs.results.clone()),
             Box::new(self.lost_runs.clone()),
             Box::new(self.alarms.clone()),
             Box::new(self.misfires.clone()),
@@ -294,7 +240,8 @@ impl SchedulerMetrics {
             Box::new(self.live_executors.clone()),
             Box::new(self.owned_partitions.clone()),
         ];
-        for collector in collectors {
+        let parts = [self.jobs.collectors(), self.shards.collectors()];
+        for collector in fixed.into_iter().chain(parts.into_iter().flatten()) {
             // Names are unique constants of this module: a clash is a bug here.
             self.registry
                 .register(collector)
@@ -346,12 +293,12 @@ impl SchedulerMetrics {
     }
 }
 
-/// The pre-read scan's metrics: duration, jobs read, fires written, failures.
-fn pre_read_metrics() -> (Histogram, IntCounter, IntCounter, IntCounter) {
+/// The pre-read scan's metrics: duration, jobs read, fires written, failures, misfires.
+fn pre_read_metrics() -> (Histogram, IntCounter, IntCounter, IntCounter, IntCounterVec) {
     (
         histogram(
             "kadence_scheduler_pre_read_scan_duration_seconds",
-            "Duration of one pre-read scan: the transaction under the schedule lock.",
+            "Duration of one pre-read scan: the transaction over this node's schedule shards.",
             SCAN_BUCKETS,
         ),
         counter(
@@ -366,6 +313,26 @@ fn pre_read_metrics() -> (Histogram, IntCounter, IntCounter, IntCounter) {
             "kadence_scheduler_pre_read_failures_total",
             "Pre-read scans that failed; retried on the next tick.",
         ),
+        counter_vec(
+            "kadence_scheduler_misfires_total",
+            "Fires missed by more than the pre-read window, by the misfire strategy applied.",
+            &["app", "strategy"],
+        ),
+    )
+}
+
+/// Results completing runs, and duplicates ignored.
+fn result_metrics() -> (IntCounterVec, IntCounter) {
+    (
+        counter_vec(
+            "kadence_scheduler_results_total",
+            "Results that completed a run.",
+            &["app", "code"],
+        ),
+        counter(
+            "kadence_scheduler_duplicate_results_total",
+            "Results ignored because their run already had one.",
+        ),
     )
 }
 
@@ -374,7 +341,7 @@ fn health_metrics() -> (Histogram, IntGaugeVec, IntCounterVec, IntGaugeVec) {
     (
         histogram(
             "kadence_scheduler_schedule_lock_wait_seconds",
-            "Time a pre-read scan waited for the schedule lock (and a connection to take it on).",
+            "Time a pre-read scan waited for its schedule shards' rows (and a connection).",
             SCAN_BUCKETS,
         ),
         gauge_vec(
@@ -400,24 +367,29 @@ fn health_metrics() -> (Histogram, IntGaugeVec, IntCounterVec, IntGaugeVec) {
 /// The content type of [`SchedulerMetrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-fn counter(name: &str, help: &str) -> IntCounter {
+pub(crate) fn counter(name: &str, help: &str) -> IntCounter {
     IntCounter::new(name, help).expect("valid metric definition")
 }
 
-fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+pub(crate) fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric definition")
 }
 
-fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+pub(crate) fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric definition")
 }
 
-fn histogram(name: &str, help: &str, buckets: &[f64]) -> Histogram {
+pub(crate) fn histogram(name: &str, help: &str, buckets: &[f64]) -> Histogram {
     Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets.to_vec()))
         .expect("valid metric definition")
 }
 
-fn histogram_vec(name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> HistogramVec {
+pub(crate) fn histogram_vec(
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: &[f64],
+) -> HistogramVec {
     HistogramVec::new(
         HistogramOpts::new(name, help).buckets(buckets.to_vec()),
         labels,

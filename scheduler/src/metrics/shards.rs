@@ -1,0 +1,84 @@
+//! The metrics of schedule shards (see [`crate::shards`]): how many this node owns, how it got
+//! them, how long a dead node's shards went unscanned, and shards lost to a fence.
+
+use prometheus::core::Collector;
+use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge};
+
+use super::{LATENESS_BUCKETS, counter, counter_vec, histogram, seconds};
+
+/// Schedule-shard metrics of one node.
+pub struct ShardMetrics {
+    /// Shards this node owns now.
+    pub owned: IntGauge,
+    /// Shards this node took, by how: `free` (released or never owned) or `takeover` (its
+    /// owner's lease had run out).
+    pub acquired: IntCounterVec,
+    /// For each takeover, the time from the dead owner's last scan of the shard to this
+    /// node's taking it: how long the shard's jobs went unscanned.
+    pub takeover_gap: Histogram,
+    /// Shards this node held but found another node owning (it had not renewed them within
+    /// the lease: paused, cut off from the database); nothing was written for them since.
+    pub lost: IntCounter,
+    /// Lease steps that failed (the database said no); the shards stay held until the lease
+    /// runs out by this node's clock, then scanning them pauses.
+    pub lease_failures: IntCounter,
+}
+
+impl ShardMetrics {
+    pub(super) fn new() -> ShardMetrics {
+        let acquired = counter_vec(
+            "kadence_scheduler_shards_acquired_total",
+            "Schedule shards this node took, by how: free (released or never owned) or \
+             takeover (the owner's lease had run out).",
+            &["how"],
+        );
+        for how in ["free", "takeover"] {
+            acquired.with_label_values(&[how]);
+        }
+        ShardMetrics {
+            owned: IntGauge::new(
+                "kadence_scheduler_shards_owned",
+                "Schedule shards this node owns.",
+            )
+            .expect("valid metric definition"),
+            acquired,
+            takeover_gap: histogram(
+                "kadence_scheduler_shard_takeover_gap_seconds",
+                "For each shard taken over from a node whose lease ran out: time from that \
+                 node's last scan of it to the takeover.",
+                LATENESS_BUCKETS,
+            ),
+            lost: counter(
+                "kadence_scheduler_shards_lost_total",
+                "Schedule shards this node held but found owned by another node (fenced out).",
+            ),
+            lease_failures: counter(
+                "kadence_scheduler_shard_lease_failures_total",
+                "Shard lease steps that failed; retried at the next step.",
+            ),
+        }
+    }
+
+    /// Counts a shard taken at `now_ms`: over from a dead owner that last scanned it at
+    /// `scanned_at_ms`, or free.
+    pub fn count_acquired(&self, taken_over: bool, scanned_at_ms: i64, now_ms: i64) {
+        if taken_over {
+            self.acquired.with_label_values(&["takeover"]).inc();
+            if scanned_at_ms > 0 {
+                self.takeover_gap.observe(seconds(now_ms - scanned_at_ms));
+            }
+        } else {
+            self.acquired.with_label_values(&["free"]).inc();
+        }
+    }
+
+    pub(super) fn collectors(&self) -> Vec<Box<dyn Collector>> {
+        vec![
+            Box::new(self.owned.clone()),
+            Box::new(self.acquired.clone()),
+            Box::new(self.takeover_gap.clone()),
+            Box::new(self.lost.clone()),
+            Box::new(self.lease_failures.clone()),
+        ]
+    }
+}

@@ -1,0 +1,298 @@
+//! Schedule shards: how several scheduler nodes share the schedule without a global lock.
+//!
+//! Every job belongs to one of a fixed number of shards (`jobs.shard = id % shards`, the
+//! number set by `[schedule] shards` when the first node starts on a database, and fixed from
+//! then on). A shard is owned by one node at a time under a lease; the pre-read scan of a
+//! node reads and writes the jobs of its own shards only, so nodes scan side by side where
+//! XXL-JOB's nodes queue on one lock row.
+//!
+//! **Leases.** Each node runs a [`ShardLeaser`]: every `lease / 3` its step
+//! ([`ShardLeaser::lease_once`], one transaction) records the node as alive, renews the leases
+//! of its shards, and evens out ownership: with `target = ceil(shards / live nodes)`, it takes
+//! free or expired shards up to its target, or releases its highest-numbered shards above
+//! it, which the newer nodes then take at their next step. One node owns everything by
+//! default; a second one gets half within a step or two; a node that dies leaves its shards
+//! to the others once its lease runs out (`kadence_scheduler_shard_takeover_gap_seconds`
+//! measures how long they went unscanned); a node stopping gracefully releases its shards at
+//! once.
+//!
+//! **Fences.** Taking a shard increments its `fence`. A node keeps the fence it took each
+//! shard with ([`ShardOwnership`]); every pre-read scan checks, in its own transaction, that
+//! its shards still carry those fences and locks them until it commits (see
+//! [`PreReadRequest::shards`](crate::store::PreReadRequest::shards)). A node that was paused
+//! past its lease (a SIGSTOP, a long GC-like stall, a network partition from the database)
+//! and wakes up still believing it owns a shard writes nothing for it: the check fails, the
+//! shard is dropped, `kadence_scheduler_shards_lost_total` counts it. Locally a node also
+//! stops scanning once its lease has run out by its own clock without a renewal.
+//!
+//! What a shard's scan wrote before its owner died is not lost: pending fires stay owned by
+//! their node under their own lease and are claimed by another node after it (see
+//! [`crate::claims`]), with the same trigger ids.
+//!
+//! Leases compare the clocks of different nodes: keep them synchronised (NTP). A skew makes a
+//! takeover earlier or later by that much, never unsafe: the fence decides.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::{Clock, millis};
+use crate::metrics::SchedulerMetrics;
+use crate::store::{OwnedShard, ShardLease, ShardLeaseRequest, Store, StoreError};
+
+/// Most schedule shards a database may be split into: more than nodes anyone runs, few
+/// enough that a scan's shard list stays short.
+pub const MAX_SHARDS: u32 = 1024;
+
+/// Why the schedule shards could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardSetupError {
+    /// `[schedule] shards` is out of range.
+    #[error("schedule.shards is {0}; it must be between 1 and {MAX_SHARDS}")]
+    OutOfRange(u32),
+    /// The database refused.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Creates the schedule shards on a database's first start; returns how many there are. A
+/// database split otherwise keeps its number, with a warning: changing it would move jobs
+/// between shards under their owners' feet.
+pub async fn ensure_schedule_shards(
+    store: &dyn Store,
+    configured: u32,
+) -> Result<u32, ShardSetupError> {
+    if !(1..=MAX_SHARDS).contains(&configured) {
+        return Err(ShardSetupError::OutOfRange(configured));
+    }
+    let shards = store.ensure_shards(configured).await?;
+    if shards != configured {
+        tracing::warn!(
+            configured,
+            shards,
+            "this database was split into another number of schedule shards when its first node started; using that"
+        );
+    }
+    Ok(shards)
+}
+
+/// The shards this node holds, with their fences, and until when its lease lets it use them
+/// by its own clock.
+pub struct ShardOwnership {
+    node_id: String,
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    shards: Vec<OwnedShard>,
+    valid_until_ms: i64,
+}
+
+impl ShardOwnership {
+    /// Nothing held yet, for `node_id`.
+    pub fn new(node_id: impl Into<String>) -> ShardOwnership {
+        ShardOwnership {
+            node_id: node_id.into(),
+            held: Mutex::default(),
+        }
+    }
+
+    /// The node.
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    /// The shards a scan at `now_ms` may cover: none once the lease ran out unrenewed.
+    pub fn usable(&self, now_ms: i64) -> Vec<OwnedShard> {
+        let held = self.held.lock().expect("shard ownership lock");
+        if now_ms <= held.valid_until_ms {
+            held.shards.clone()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// How many shards are held.
+    pub fn count(&self) -> usize {
+        self.held.lock().expect("shard ownership lock").shards.len()
+    }
+
+    /// Replaces what is held after a lease step; usable until `valid_until_ms`. Returns the
+    /// shards that were held before and are not now, and that the step did not release.
+    fn replace(&self, lease: &ShardLease, valid_until_ms: i64) -> Vec<u32> {
+        let mut held = self.held.lock().expect("shard ownership lock");
+        let lost = held
+            .shards
+            .iter()
+            .map(|owned| owned.shard)
+            .filter(|shard| {
+                !lease.released.contains(shard)
+                    && !lease.owned.iter().any(|owned| owned.shard == *shard)
+            })
+            .collect();
+        held.shards = lease.owned.clone();
+        held.valid_until_ms = valid_until_ms;
+        lost
+    }
+
+    /// Drops `fenced_out` shards a scan found owned by another node; returns how many of them
+    /// were still held (a shard this node released meanwhile is not lost).
+    pub fn drop_fenced(&self, fenced_out: &[u32]) -> usize {
+        let mut held = self.held.lock().expect("shard ownership lock");
+        let before = held.shards.len();
+        held.shards
+            .retain(|owned| !fenced_out.contains(&owned.shard));
+        before - held.shards.len()
+    }
+}
+
+/// Keeps this node's shard leases: renews, takes its share, releases the excess.
+pub struct ShardLeaser {
+    store: Arc<dyn Store>,
+    ownership: Arc<ShardOwnership>,
+    lease: Duration,
+    metrics: Arc<SchedulerMetrics>,
+    pre_read_waker: Arc<Notify>,
+}
+
+impl ShardLeaser {
+    /// A leaser for `ownership`'s node with leases of `lease`, waking `pre_read_waker` when it
+    /// took shards (their jobs are scanned at once, not at the next tick).
+    pub fn new(
+        store: Arc<dyn Store>,
+        ownership: Arc<ShardOwnership>,
+        lease: Duration,
+        pre_read_waker: Arc<Notify>,
+    ) -> ShardLeaser {
+        ShardLeaser {
+            store,
+            ownership,
+            lease,
+            metrics: Arc::default(),
+            pre_read_waker,
+        }
+    }
+
+    /// The same leaser counting into `metrics`.
+    pub fn with_metrics(self, metrics: Arc<SchedulerMetrics>) -> ShardLeaser {
+        ShardLeaser { metrics, ..self }
+    }
+
+    /// How often the loop steps: three times per lease, so one failed step loses nothing.
+    pub fn interval(&self) -> Duration {
+        (self.lease / 3).max(Duration::from_millis(50))
+    }
+
+    /// One lease step at `now_ms` (see the module docs).
+    pub async fn lease_once(&self, now_ms: i64) -> Result<ShardLease, StoreError> {
+        let lease_ms = millis(self.lease);
+        let lease = self
+            .store
+            .lease_shards(&ShardLeaseRequest {
+                node_id: self.ownership.node_id().to_owned(),
+                now_ms,
+                lease_ms,
+            })
+            .await
+            .inspect_err(|_| self.metrics.shards.lease_failures.inc())?;
+        let lost = self.ownership.replace(&lease, now_ms + lease_ms);
+        let metrics = &self.metrics.shards;
+        metrics.owned.set(lease.owned.len() as i64);
+        if !lost.is_empty() {
+            metrics.lost.inc_by(lost.len() as u64);
+            tracing::warn!(
+                ?lost,
+                node_id = self.ownership.node_id(),
+                "schedule shards taken by another node while this one did not renew them; no longer scanning them"
+            );
+        }
+        for acquired in &lease.acquired {
+            let taken_over = acquired.taken_over_from.is_some();
+            metrics.count_acquired(taken_over, acquired.scanned_at_ms, now_ms);
+            if let Some(from) = &acquired.taken_over_from {
+                tracing::warn!(shard = acquired.owned.shard, from = %from,
+                    unscanned_ms = now_ms - acquired.scanned_at_ms,
+                    "took over a schedule shard whose owner's lease ran out");
+            }
+        }
+        if !lease.acquired.is_empty() || !lease.released.is_empty() {
+            tracing::info!(
+                acquired = ?lease.acquired.iter().map(|a| a.owned.shard).collect::<Vec<_>>(),
+                released = ?lease.released,
+                owned = lease.owned.len(),
+                live_nodes = lease.live_nodes,
+                total = lease.total_shards,
+                "schedule shards changed hands"
+            );
+        }
+        if !lease.acquired.is_empty() {
+            self.pre_read_waker.notify_one();
+        }
+        Ok(lease)
+    }
+
+    /// Steps until `shutdown`, then releases every shard so that the other nodes take them
+    /// at their next step rather than after the lease.
+    pub async fn run(self, clock: Arc<dyn Clock>, shutdown: CancellationToken) {
+        let interval = self.interval();
+        loop {
+            if let Err(error) = self.lease_once(clock.now_ms()).await {
+                tracing::error!(%error, "schedule shard lease step failed; retrying");
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(interval) => {}
+            }
+        }
+        self.ownership.replace(&ShardLease::default(), 0);
+        self.metrics.shards.owned.set(0);
+        match self
+            .store
+            .release_all_shards(self.ownership.node_id())
+            .await
+        {
+            Ok(()) => tracing::info!("schedule shards released"),
+            Err(error) => tracing::warn!(%error,
+                "could not release the schedule shards; other nodes take them when the lease ends"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(owned: &[(u32, i64)], released: &[u32]) -> ShardLease {
+        ShardLease {
+            owned: owned
+                .iter()
+                .map(|&(shard, fence)| OwnedShard { shard, fence })
+                .collect(),
+            released: released.to_vec(),
+            ..ShardLease::default()
+        }
+    }
+
+    #[test]
+    fn held_shards_are_usable_only_while_the_lease_lasts_by_the_local_clock() {
+        let ownership = ShardOwnership::new("node-a");
+        assert!(ownership.usable(0).is_empty());
+        ownership.replace(&lease(&[(0, 1), (1, 4)], &[]), 10_000);
+        assert_eq!(ownership.usable(10_000).len(), 2);
+        assert!(ownership.usable(10_001).is_empty(), "lapsed, unrenewed");
+        assert_eq!(ownership.count(), 2);
+    }
+
+    #[test]
+    fn a_shard_gone_from_a_step_is_lost_unless_the_step_released_it() {
+        let ownership = ShardOwnership::new("node-a");
+        ownership.replace(&lease(&[(0, 1), (1, 1), (2, 1)], &[]), 10_000);
+        let lost = ownership.replace(&lease(&[(0, 1)], &[2]), 20_000);
+        assert_eq!(lost, [1]);
+        assert_eq!(ownership.drop_fenced(&[0, 7]), 1);
+        assert_eq!(ownership.count(), 0);
+    }
+}
