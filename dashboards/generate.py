@@ -104,12 +104,35 @@ SCHEDULER = [
     panel("Alarm deliveries by channel", [(
         f"sum by (channel, outcome) (increase(kadence_scheduler_alarm_deliveries_total{{{APP}}}[$__rate_interval]))",
         "{{channel}} {{outcome}}")]),
-    panel("Schedule lock wait",
+    panel("Schedule shards owned, by node", [
+        ("sum by (instance) (kadence_scheduler_shards_owned)", "{{instance}}"),
+        ("max(kadence_scheduler_shards)", "shards in all")],
+        description="Each node scans the jobs of the shards it owns. The owned shards of all "
+                    "nodes add up to the total except for a lease's length after a node died "
+                    "(KadenceShardsUnowned fires if that lasts)."),
+    panel("Shards taken and lost", [
+        ("sum by (how) (increase(kadence_scheduler_shards_acquired_total[$__rate_interval]))",
+         "taken ({{how}})"),
+        ("sum(increase(kadence_scheduler_shards_lost_total[$__rate_interval]))", "lost (fenced out)"),
+        ("sum(increase(kadence_scheduler_shard_lease_failures_total[$__rate_interval]))",
+         "lease step failed")],
+        description="free: released by a node making room for another, or never owned; "
+                    "takeover: the owner's lease ran out (it died or was cut off). A lost "
+                    "shard was taken from a node that had not renewed it in time: it writes "
+                    "nothing for it since."),
+    panel("Shard takeover gap",
+          [("histogram_quantile(0.99, sum by (le) (rate("
+            "kadence_scheduler_shard_takeover_gap_seconds_bucket[$__rate_interval])))", "p99"),
+           ("max(kadence_scheduler_shard_takeover_gap_seconds_sum / "
+            "kadence_scheduler_shard_takeover_gap_seconds_count)", "mean, all time")], "s",
+          description="For shards taken over from a dead node: time from its last scan to "
+                      "the takeover, about the lease plus a third of it."),
+    panel("Scan wait for its shards",
           [(f"histogram_quantile({q}, sum by (le) (rate("
             "kadence_scheduler_schedule_lock_wait_seconds_bucket[$__rate_interval])))",
             f"p{int(q * 100)}") for q in (0.5, 0.99)], "s",
-          description="How long a pre-read scan waited for the schedule lock: schedulers "
-                      "sharing a database queue here."),
+          description="How long a pre-read scan waited for its shards' rows and a connection "
+                      "(the metric keeps the name of the schedule lock the shards replaced)."),
     panel("Pending fires (durable, not yet acknowledged)", [
         ("sum by (stage) (kadence_scheduler_pending_fires)", "{{stage}}")],
         description="wheel: planned and waiting for their time; dispatching: sent to the "

@@ -201,6 +201,7 @@ impl ShardLeaser {
         let lost = self.ownership.replace(&lease, now_ms + lease_ms);
         let metrics = &self.metrics.shards;
         metrics.owned.set(lease.owned.len() as i64);
+        metrics.total.set(i64::from(lease.total_shards));
         if !lost.is_empty() {
             metrics.lost.inc_by(lost.len() as u64);
             tracing::warn!(

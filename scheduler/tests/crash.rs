@@ -73,6 +73,32 @@ impl Node {
         self.child.wait().await.expect("reap");
     }
 
+    /// Sends `signal` (`STOP`, `CONT`) to the process.
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("the node runs");
+        let sent = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -{signal} {pid}");
+    }
+
+    /// The value of the unlabelled metric `name` on the node's `/metrics`.
+    async fn metric(&self, name: &str) -> f64 {
+        let text = reqwest::get(format!("{}/metrics", self.api))
+            .await
+            .expect("GET /metrics")
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} on /metrics"))
+            .parse()
+            .unwrap()
+    }
+
     /// SIGTERM, then wait for the graceful stop.
     async fn terminate(mut self) {
         if let Some(pid) = self.child.id() {
@@ -126,6 +152,23 @@ async fn trigger_ids(database_url: &str, sql: &str, bind: Option<&str>) -> HashS
         query.fetch_all(&mut connection).await.unwrap()
     };
     rows.into_iter().collect()
+}
+
+/// The schedule shards and their owners and fences, by shard (PostgreSQL).
+async fn shard_owners(database_url: &str) -> Vec<(Option<String>, i64)> {
+    let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
+    sqlx::query_as("SELECT owner_node, fence FROM schedule_shards ORDER BY shard")
+        .fetch_all(&mut connection)
+        .await
+        .unwrap()
+}
+
+/// How many shards `node` owns.
+fn owned_by(owners: &[(Option<String>, i64)], node: &str) -> usize {
+    owners
+        .iter()
+        .filter(|(owner, _)| owner.as_deref() == Some(node))
+        .count()
 }
 
 /// Trigger ids of the fires a node wrote and still owns (not yet acknowledged).
@@ -370,6 +413,91 @@ async fn three_schedulers_emit_every_fire_exactly_once() {
     );
     assert!(emitted.len() >= 200 * 55, "{} fires", emitted.len());
     for node in [first, second, third] {
+        node.terminate().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost() {
+    let _watchdog = Watchdog::arm("a_paused_shard_owner_is_fenced_out_and_nothing_is_lost");
+    let database = TestDatabase::create(Backend::Postgres).await;
+    let url = &database.url;
+    let prefix = unique("kfence");
+    let paused = Node::start(url, &prefix, "node-paused").await;
+    let other = Node::start(url, &prefix, "node-other").await;
+    let jobs = every_second_jobs(&paused, 40).await;
+    let before = wait_for(
+        Duration::from_secs(30),
+        "the nodes to share the shards",
+        || async {
+            let owners = shard_owners(url).await;
+            (owned_by(&owners, "node-paused") == 8 && owned_by(&owners, "node-other") == 8)
+                .then_some(owners)
+        },
+    )
+    .await;
+
+    wait_for(
+        Duration::from_secs(20),
+        "the node to hold pending fires",
+        || async { (pending_owned_by(url, "node-paused").await.len() >= 40).then_some(()) },
+    )
+    .await;
+    // Frozen past its lease (2 s here): the other node takes every shard over, and claims
+    // the fires the frozen one held.
+    paused.signal("STOP");
+    let stopped_ms = now_ms();
+    let held = pending_owned_by(url, "node-paused").await;
+    let after = wait_for(
+        Duration::from_secs(60),
+        "the other node to own every shard",
+        || async {
+            let owners = shard_owners(url).await;
+            (owned_by(&owners, "node-other") == 16).then_some(owners)
+        },
+    )
+    .await;
+    eprintln!("shard takeover after SIGSTOP: {} ms", now_ms() - stopped_ms);
+    for ((owner, fence), (_, new_fence)) in before.iter().zip(&after) {
+        if owner.as_deref() == Some("node-paused") {
+            assert!(new_fence > fence, "a taken shard has a new fence");
+        }
+    }
+    // The other node schedules alone beyond anything the frozen one planned.
+    let min_fires = 4;
+    wait_for_takeover(url, &jobs, &held, stopped_ms, min_fires).await;
+
+    // Woken, the node still believes it owns 8 shards: its scan or its lease step finds them
+    // fenced and it writes nothing for them; later it gets a share again.
+    paused.signal("CONT");
+    wait_for(
+        Duration::from_secs(30),
+        "the woken node to count its shards lost",
+        || async {
+            (paused.metric("kadence_scheduler_shards_lost_total").await >= 1.0).then_some(())
+        },
+    )
+    .await;
+    wait_for(
+        Duration::from_secs(30),
+        "the nodes to share the shards again",
+        || async {
+            let owners = shard_owners(url).await;
+            (owned_by(&owners, "node-paused") == 8).then_some(())
+        },
+    )
+    .await;
+    stop_jobs(&other, &jobs).await;
+    let emitted = check_nothing_lost(url, &prefix, &jobs, min_fires, &held).await;
+    // Its wheel still held fires the other node had claimed meanwhile: those went out twice,
+    // each time with the same trigger id.
+    let twice = emitted.values().filter(|count| **count > 1).count();
+    eprintln!(
+        "{} fires held when frozen; {twice} of {} trigger ids emitted twice",
+        held.len(),
+        emitted.len()
+    );
+    for node in [paused, other] {
         node.terminate().await;
     }
 }

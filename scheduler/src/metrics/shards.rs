@@ -10,6 +10,9 @@ use super::{LATENESS_BUCKETS, counter, counter_vec, histogram, seconds};
 pub struct ShardMetrics {
     /// Shards this node owns now.
     pub owned: IntGauge,
+    /// Shards the database is split into (as of this node's last lease step): the sum of
+    /// `owned` over the nodes should reach it.
+    pub total: IntGauge,
     /// Shards this node took, by how: `free` (released or never owned) or `takeover` (its
     /// owner's lease had run out).
     pub acquired: IntCounterVec,
@@ -39,6 +42,11 @@ impl ShardMetrics {
             owned: IntGauge::new(
                 "kadence_scheduler_shards_owned",
                 "Schedule shards this node owns.",
+            )
+            .expect("valid metric definition"),
+            total: IntGauge::new(
+                "kadence_scheduler_shards",
+                "Schedule shards the database is split into, as of this node's last lease step.",
             )
             .expect("valid metric definition"),
             acquired,
@@ -75,6 +83,7 @@ impl ShardMetrics {
     pub(super) fn collectors(&self) -> Vec<Box<dyn Collector>> {
         vec![
             Box::new(self.owned.clone()),
+            Box::new(self.total.clone()),
             Box::new(self.acquired.clone()),
             Box::new(self.takeover_gap.clone()),
             Box::new(self.lost.clone()),
