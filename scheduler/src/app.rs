@@ -323,6 +323,11 @@ impl Node {
             Arc::clone(&ownership),
             PreReadSettings {
                 window: schedule.pre_read_window,
+                read_ahead: PreReadSettings::read_ahead_for(
+                    schedule.pre_read_interval,
+                    schedule.emit_lead,
+                    schedule.pre_read_window,
+                ),
                 batch_size: schedule.batch_size,
             },
         )

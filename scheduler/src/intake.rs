@@ -136,11 +136,12 @@ impl FireIntake {
     }
 
     /// One pre-read scan at `now_ms` (see [`crate::preread`]): plans and writes the fires of
-    /// up to `batch_size` jobs of `shards` due within `window_ms`, then admits them.
+    /// up to `batch_size` jobs of `shards` due within `read_ahead_ms` through `window_ms`,
+    /// then admits them.
     pub async fn plan_due(
         &self,
         now_ms: i64,
-        window_ms: i64,
+        (window_ms, read_ahead_ms): (i64, i64),
         batch_size: u32,
         shards: Vec<OwnedShard>,
     ) -> Result<PlannedBatch, StoreError> {
@@ -149,6 +150,7 @@ impl FireIntake {
             .pre_read(&PreReadRequest {
                 now_ms,
                 window_ms,
+                read_ahead_ms,
                 batch_size,
                 node_id: self.node_id.clone(),
                 lease_ms: self.lease_ms,

@@ -4,7 +4,7 @@
 //! run one short transaction over the schedule shards this node owns (see [`crate::shards`]:
 //! the transaction first checks their fences and locks them, so a node that lost a shard
 //! writes nothing for it): read the running jobs of those shards whose next fire is
-//! within `now + pre_read_window`, plan each with [`plan_job`](crate::planning::plan_job)
+//! within the read-ahead (3 s by default), plan each through `now + pre_read_window` with [`plan_job`](crate::planning::plan_job)
 //! (pure: see [`crate::planning`] for the rules), write every
 //! planned fire as a job-log row in state `SCHEDULED` owned by this node under a lease (the
 //! durable half of the time wheel), advance the jobs' next-fire times, commit. The returned
@@ -13,8 +13,10 @@
 //!
 //! A scan plans many fires at once (every fire of a job inside the window, where XXL-JOB
 //! wheels one per scan) and advances each job's next fire once, all jobs in one batched
-//! statement per chunk, so fast schedules lose nothing to the scan interval and a job firing
-//! many times in a window costs one update.
+//! statement per chunk, so fast schedules lose nothing to the scan interval. Because a job is
+//! read only once its next fire is within the read-ahead but planned through the whole
+//! window, a job due every second is read (and its row updated) once per about three fires
+//! rather than once per fire ([`PreReadSettings::read_ahead_for`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,10 +34,24 @@ use crate::traces::record_pre_read;
 /// Parameters of one pre-read scan.
 #[derive(Debug, Clone)]
 pub struct PreReadSettings {
-    /// How far ahead fires are read (XXL-JOB: 5 s).
+    /// How far ahead fires are planned (XXL-JOB: 5 s).
     pub window: Duration,
+    /// A job is read once its next fire is this close (at most `window`), and then planned
+    /// through the window: a job due every second is read once per several fires, not once
+    /// per fire as in XXL-JOB. See [`PreReadSettings::read_ahead_for`].
+    pub read_ahead: Duration,
     /// Maximum jobs read per scan.
     pub batch_size: u32,
+}
+
+impl PreReadSettings {
+    /// The read-ahead a node scanning every `interval` and emitting `emit_lead` early needs:
+    /// a fire must be planned before the wheel emits it, with one more scan of margin for a
+    /// scan that runs late. With the defaults (1 s, 1 s, 5 s window) 3 s: an every-second job
+    /// is read every third second, its next-fire time updated once for three fires.
+    pub fn read_ahead_for(interval: Duration, emit_lead: Duration, window: Duration) -> Duration {
+        (interval * 2 + emit_lead).min(window)
+    }
 }
 
 /// Runs pre-read scans of the shards this node owns; the fires go into the wheel through the
@@ -90,7 +106,10 @@ impl PreReader {
             .intake
             .plan_due(
                 now_ms,
-                millis(self.settings.window),
+                (
+                    millis(self.settings.window),
+                    millis(self.settings.read_ahead),
+                ),
                 self.settings.batch_size,
                 shards,
             )
@@ -144,5 +163,24 @@ impl PreReader {
                 _ = self.wake.notified() => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_ahead_covers_the_emit_lead_and_a_late_scan_within_the_window() {
+        let second = Duration::from_secs(1);
+        let window = Duration::from_secs(5);
+        let read_ahead = |interval, lead| PreReadSettings::read_ahead_for(interval, lead, window);
+        assert_eq!(read_ahead(second, second), Duration::from_secs(3));
+        assert_eq!(read_ahead(second, Duration::ZERO), Duration::from_secs(2));
+        assert_eq!(
+            read_ahead(second, second * 3),
+            window,
+            "never beyond the window"
+        );
     }
 }

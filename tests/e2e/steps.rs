@@ -85,6 +85,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
         ownership,
         PreReadSettings {
             window: Duration::from_secs(5),
+            read_ahead: Duration::from_secs(5),
             batch_size: 100,
         },
     );

@@ -88,6 +88,7 @@ fn scan_request(now_ms: i64, node: &str, shards: Vec<OwnedShard>) -> PreReadRequ
     PreReadRequest {
         now_ms,
         window_ms: 5_000,
+        read_ahead_ms: 5_000,
         batch_size: 100,
         node_id: node.into(),
         lease_ms: 1_000,
@@ -214,6 +215,45 @@ async fn pre_read_writes_each_fire_once_and_advances(backend: Backend) {
         .unwrap();
     assert_eq!(runs.len(), 6);
     assert!(runs.iter().all(|run| run.state == RunState::Scheduled));
+}
+
+/// A job is read only once its next fire is within the read-ahead, then planned through the
+/// whole window: one next-fire update for several fires.
+async fn a_job_is_read_within_the_read_ahead_and_planned_through_the_window(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    let job = running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 4_000).await;
+    let shards = lease_for(store.as_ref(), T0, "node-a").await;
+    let scan = |now_ms: i64| {
+        let request = PreReadRequest {
+            read_ahead_ms: 3_000,
+            ..scan_request(now_ms, "node-a", shards.clone())
+        };
+        let store = std::sync::Arc::clone(&store);
+        async move { store.pre_read(&request).await.unwrap() }
+    };
+    assert_eq!(
+        scan(T0).await.jobs_read,
+        0,
+        "4 s away, beyond the read-ahead"
+    );
+    let outcome = scan(T0 + 1_500).await;
+    let planned: Vec<i64> = outcome
+        .fires
+        .iter()
+        .map(|f| f.scheduled_at_ms - T0)
+        .collect();
+    assert_eq!(planned, [4_000, 5_000, 6_000]);
+    assert_eq!(
+        store.get_job(job).await.unwrap().unwrap().next_fire_ms,
+        Some(T0 + 7_000)
+    );
+    assert_eq!(
+        scan(T0 + 2_500).await.jobs_read,
+        0,
+        "the next fire is 4.5 s away"
+    );
+    assert_eq!(scan(T0 + 4_000).await.fires.len(), 3, "7 s, 8 s and 9 s");
 }
 
 async fn misfire_strategies_apply_after_a_long_outage(backend: Backend) {
@@ -634,6 +674,7 @@ on_both_backends!(
     fix_delay_waits_for_the_last_attempt,
     apps_and_jobs_round_trip,
     pre_read_writes_each_fire_once_and_advances,
+    a_job_is_read_within_the_read_ahead_and_planned_through_the_window,
     misfire_strategies_apply_after_a_long_outage,
     expired_leases_are_claimed_once,
     first_result_wins,

@@ -64,8 +64,10 @@ impl PoolSettings {
 pub struct PreReadRequest {
     /// The scan's notion of now, ms.
     pub now_ms: i64,
-    /// The pre-read window, ms.
+    /// The pre-read window, ms: each job read is planned through `now_ms + window_ms`.
     pub window_ms: i64,
+    /// Jobs whose next fire is within this of `now_ms` are read (at most `window_ms`).
+    pub read_ahead_ms: i64,
     /// Maximum jobs read.
     pub batch_size: u32,
     /// The node writing the fires (their owner).

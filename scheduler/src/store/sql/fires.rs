@@ -63,7 +63,7 @@ macro_rules! sql_fires {
                      AND shard IN ({}) ORDER BY next_fire_ms LIMIT $2",
                     shard_list.join(", ")
                 ))
-                .bind(request.now_ms + request.window_ms)
+                .bind(request.now_ms + request.read_ahead_ms.min(request.window_ms))
                 .bind(i64::from(request.batch_size))
                 .fetch_all(&mut *tx)
                 .await
