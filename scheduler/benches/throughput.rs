@@ -4,7 +4,7 @@
 //! ```text
 //! infra/bench.sh                                    # starts a broker, runs the defaults
 //! KADENCE_BENCH_BROKERS=127.0.0.1:9092 cargo bench -p kadence-scheduler --bench throughput -- \
-//!     --jobs 1000,10000 --seconds 20 --backends sqlite,postgres --defined 1000000
+//!     --jobs 1000,10000 --seconds 20 --backends sqlite,postgres --defined 1000000 --nodes 1,2
 //! ```
 //!
 //! For each backend and job count it loads the jobs straight into a fresh database (cron
@@ -20,7 +20,15 @@
 //! - the scheduler process's CPU (share of one core) and peak resident memory (VmHWM);
 //! - the raw produce rate of the same broker with the same client settings (idempotent,
 //!   acks=all, linger 2 ms) for records of the same size, so the scheduler's rate is shown
-//!   as a fraction of what the broker takes.
+//!   as a fraction of what the broker takes;
+//!
+//! - rows the database wrote per trigger, from its own statistics (PostgreSQL's
+//!   `pg_stat_user_tables`, from the scheduler's start to its stop, per trigger the nodes
+//!   counted as emitted; SQLite keeps no such statistics);
+//! - with `--nodes 1,2`, each PostgreSQL configuration with one and with two scheduler nodes
+//!   on the same database and topics (CPU summed over the nodes, peak memory the largest).
+//!
+//! The raw produce rate is measured just before each configuration, median of three.
 //!
 //! `--defined M` adds M idle jobs (next fire in 2099) so the memory figure holds with that
 //! many jobs defined.
@@ -134,6 +142,7 @@ struct Options {
     telemetry: Vec<Telemetry>,
     seconds: u64,
     backends: Vec<Backend>,
+    nodes: Vec<usize>,
     defined: usize,
     brokers: String,
 }
@@ -145,6 +154,7 @@ fn options() -> Options {
         telemetry: vec![Telemetry::On],
         seconds: 20,
         backends: vec![Backend::Sqlite, Backend::Postgres],
+        nodes: vec![1],
         defined: 0,
         brokers: common::brokers(),
     };
@@ -156,6 +166,7 @@ fn options() -> Options {
             "--telemetry" => options.telemetry = Telemetry::parse_list(&value),
             "--defined" => options.defined = value.parse().expect("--defined N"),
             "--backends" => options.backends = Backend::parse_list(&value),
+            "--nodes" => options.nodes = parse_numbers(&flag, &value),
             other => panic!("unknown option {other}"),
         }
     }
@@ -311,6 +322,7 @@ async fn raw_produce_rate(brokers: &str, records: usize) -> f64 {
 
 struct Measurement {
     backend: Backend,
+    nodes: usize,
     emit_lead_ms: u64,
     telemetry: Telemetry,
     jobs: usize,
@@ -321,20 +333,45 @@ struct Measurement {
     max: i64,
     cpu: f64,
     peak_mib: f64,
+    rows_per_trigger: Option<f64>,
     raw_rate: f64,
 }
 
-async fn run_one(
-    options: &Options,
+/// The median of three raw produce rates measured one after the other.
+async fn median_raw_rate(brokers: &str, records: usize) -> f64 {
+    let mut rates = Vec::with_capacity(3);
+    for _ in 0..3 {
+        rates.push(raw_produce_rate(brokers, records).await);
+    }
+    rates.sort_by(f64::total_cmp);
+    rates[1]
+}
+
+/// One configuration: what runs, how many scheduler nodes, with which emit lead and telemetry.
+struct Run<'a> {
     backend: Backend,
+    nodes: usize,
     jobs: usize,
     emit_lead_ms: u64,
-    (telemetry, sink): (Telemetry, &SpanSink),
-) -> Measurement {
+    telemetry: Telemetry,
+    sink: &'a SpanSink,
+}
+
+async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
+    let Run {
+        backend,
+        nodes,
+        jobs,
+        emit_lead_ms,
+        telemetry,
+        sink,
+    } = run;
     let database = Database::create(backend).await;
     let loading = Instant::now();
     load_jobs(&database, jobs, options.defined, 0, now_ms()).await;
     let load_seconds = loading.elapsed().as_secs_f64();
+    // The broker's raw rate just before the scheduler runs on it, median of three.
+    let raw_rate = median_raw_rate(&options.brokers, (jobs * 5).clamp(50_000, 300_000)).await;
     // The first fire is set after loading, which can take a while for a million jobs.
     let now = now_ms();
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
@@ -346,22 +383,48 @@ async fn run_one(
         Telemetry::Off | Telemetry::Metrics => ("OTEL_TRACES_SAMPLER", "always_off".to_owned()),
         Telemetry::On => ("KADENCE_TELEMETRY__OTLP_ENDPOINT", sink.endpoint.clone()),
     });
-    let serve = Serve::start(&database, &settings).await;
-    let scraper = (telemetry != Telemetry::Off).then(|| scrape_every_second(&serve.api));
-    let pid = serve.pid();
+    let rows_before = database.rows_written().await;
+    let mut serves = vec![Serve::start(&database, &settings).await];
+    for _ in 1..nodes {
+        let prefix = serves[0].prefix.clone();
+        serves.push(Serve::start_node(&database, &prefix, &settings).await);
+    }
+    let scrapers: Vec<_> = serves
+        .iter()
+        .filter(|_| telemetry != Telemetry::Off)
+        .map(|serve| scrape_every_second(&serve.api))
+        .collect();
+    let usage = || {
+        serves
+            .iter()
+            .filter_map(|serve| process_usage(serve.pid()))
+            .fold((0, 0), |(ticks, peak), (t, p)| (ticks + t, peak.max(p)))
+    };
     // Measure from the first fire + warm-up, for the requested seconds.
     let window_start = first_fire.max(now) + WARM_UP.as_millis() as i64;
     let window_end = window_start + options.seconds as i64 * 1000;
     sleep_until_ms(window_start).await;
-    let (ticks_start, _) = process_usage(pid).unwrap_or_default();
+    let (ticks_start, _) = usage();
     sleep_until_ms(window_end).await;
-    let (ticks_end, peak_kib) = process_usage(pid).unwrap_or_default();
-    // Let acknowledgements of the window's fires land, then stop the scheduler.
+    let (ticks_end, peak_kib) = usage();
+    // Let acknowledgements of the window's fires land, then stop the schedulers.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    if let Some(scraper) = scraper {
+    for scraper in scrapers {
         scraper.abort();
     }
-    serve.stop().await;
+    let mut emitted = 0.0;
+    for serve in serves {
+        emitted += serve
+            .counter("kadence_scheduler_triggers_emitted_total")
+            .await;
+        serve.stop().await;
+    }
+    // Every row the schedulers wrote from their start to their stop (their connections
+    // have closed, so the statistics are complete), per trigger they emitted meanwhile.
+    let rows_per_trigger = match (rows_before, database.rows_written().await) {
+        (Some(before), Some(after)) if emitted > 0.0 => Some((after - before) as f64 / emitted),
+        _ => None,
+    };
     let acked = database
         .integers(
             "SELECT scheduled_at_ms, dispatched_at_ms FROM job_logs \
@@ -371,7 +434,6 @@ async fn run_one(
         .await;
     let mut lateness: Vec<i64> = acked.iter().map(|row| row[1] - row[0]).collect();
     lateness.sort_unstable();
-    let raw_rate = raw_produce_rate(&options.brokers, (jobs * 5).clamp(50_000, 300_000)).await;
     database.drop().await;
     eprintln!(
         "  loaded {} jobs in {load_seconds:.1} s",
@@ -379,6 +441,7 @@ async fn run_one(
     );
     Measurement {
         backend,
+        nodes,
         emit_lead_ms,
         telemetry,
         jobs,
@@ -389,6 +452,7 @@ async fn run_one(
         max: lateness.last().copied().unwrap_or(0),
         cpu: (ticks_end - ticks_start) as f64 / clock_ticks_per_second() / options.seconds as f64,
         peak_mib: peak_kib as f64 / 1024.0,
+        rows_per_trigger,
         raw_rate,
     }
 }
@@ -398,20 +462,41 @@ async fn main() {
     let options = options();
     let sink = SpanSink::start().await;
     let mut rows = Vec::new();
+    let mut runs = Vec::new();
     for &backend in &options.backends {
-        for &jobs in &options.jobs {
-            for &lead in &options.emit_leads_ms {
-                for &telemetry in &options.telemetry {
-                    eprintln!(
-                        "running {backend:?} with {jobs} jobs due every second, emit lead {lead} ms, telemetry {}, for {} s...",
-                        telemetry.label(),
-                        options.seconds
-                    );
-                    let observed = (telemetry, &sink);
-                    rows.push(run_one(&options, backend, jobs, lead, observed).await);
+        // Several nodes share a database on PostgreSQL only (SQLite is one process's file).
+        let node_counts = options
+            .nodes
+            .iter()
+            .filter(|&&nodes| nodes == 1 || backend == Backend::Postgres);
+        for &nodes in node_counts {
+            for &jobs in &options.jobs {
+                for &emit_lead_ms in &options.emit_leads_ms {
+                    for &telemetry in &options.telemetry {
+                        runs.push(Run {
+                            backend,
+                            nodes,
+                            jobs,
+                            emit_lead_ms,
+                            telemetry,
+                            sink: &sink,
+                        });
+                    }
                 }
             }
         }
+    }
+    for run in runs {
+        eprintln!(
+            "running {:?} on {} node(s) with {} jobs due every second, emit lead {} ms, telemetry {}, for {} s...",
+            run.backend,
+            run.nodes,
+            run.jobs,
+            run.emit_lead_ms,
+            run.telemetry.label(),
+            options.seconds
+        );
+        rows.push(run_one(&options, run).await);
     }
     let exported = sink.received_bytes.load(Ordering::Relaxed);
     let payload = trigger_payload().len();
@@ -432,14 +517,22 @@ async fn main() {
     );
     println!();
     println!(
-        "| backend | emit lead | telemetry | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | raw produce/s | share of raw |"
+        "raw produce/s: the broker's rate just before each configuration, median of three; \
+         DB rows per trigger: rows inserted, updated and deleted (PostgreSQL's statistics) \
+         from the schedulers' start to their stop, per trigger emitted; scheduler CPU: all \
+         nodes, share of one core; peak RSS: the largest node"
     );
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!();
+    println!(
+        "| backend | nodes | emit lead | telemetry | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | DB rows per trigger | raw produce/s | share of raw |"
+    );
+    println!("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 
     for row in &rows {
         println!(
-            "| {} | {} ms | {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {:.0} | {:.0} % |",
+            "| {} | {} | {} ms | {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {} | {:.0} | {:.0} % |",
             row.backend.label(),
+            row.nodes,
             row.emit_lead_ms,
             row.telemetry.label(),
             row.jobs,
@@ -450,6 +543,8 @@ async fn main() {
             row.max,
             row.cpu * 100.0,
             row.peak_mib,
+            row.rows_per_trigger
+                .map_or("n/a".to_owned(), |rows| format!("{rows:.2}")),
             row.raw_rate,
             row.acked_per_second / row.raw_rate * 100.0,
         );

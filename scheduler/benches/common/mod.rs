@@ -134,6 +134,25 @@ impl Database {
         database
     }
 
+    /// Rows inserted, updated and deleted in the database so far, by the database's own
+    /// statistics (PostgreSQL's `pg_stat_user_tables`; a backend reports its counts when it
+    /// goes idle or exits). `None` on SQLite, which keeps no such statistics.
+    pub async fn rows_written(&self) -> Option<i64> {
+        match self {
+            Database::Sqlite { .. } => None,
+            Database::Postgres { .. } => {
+                let rows = self
+                    .integers(
+                        "SELECT CAST(COALESCE(SUM(n_tup_ins + n_tup_upd + n_tup_del), 0) AS BIGINT) \
+                         FROM pg_stat_user_tables",
+                        &[],
+                    )
+                    .await;
+                Some(rows[0][0])
+            }
+        }
+    }
+
     pub fn url(&self) -> &str {
         match self {
             Database::Sqlite { url, .. } | Database::Postgres { url, .. } => url,
@@ -271,6 +290,17 @@ impl Serve {
     /// `settings` (`KADENCE_…` variables); returns once its API listens.
     pub async fn start(database: &Database, settings: &[(&str, String)]) -> Serve {
         let prefix = format!("kbench{:x}", rand::random::<u32>());
+        Serve::start_node(database, &prefix, settings).await
+    }
+
+    /// Starts one more scheduler node on `database` with topic prefix `prefix` (that of the
+    /// first node, so that they share the topics).
+    pub async fn start_node(
+        database: &Database,
+        prefix: &str,
+        settings: &[(&str, String)],
+    ) -> Serve {
+        let prefix = prefix.to_owned();
         let mut command = Command::new(env!("CARGO_BIN_EXE_kadence"));
         command
             .arg("serve")
@@ -290,6 +320,23 @@ impl Serve {
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id().expect("kadence serve runs")
+    }
+
+    /// The sum of the counter `name` over its label sets, from the node's `/metrics`.
+    pub async fn counter(&self, name: &str) -> f64 {
+        let text = reqwest::get(format!("{}/metrics", self.api))
+            .await
+            .expect("GET /metrics")
+            .text()
+            .await
+            .expect("the metrics text");
+        text.lines()
+            .filter(|line| {
+                line.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+            })
+            .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum()
     }
 
     /// SIGTERM, then waits for the graceful stop (at most 20 s).
