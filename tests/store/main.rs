@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod accounts;
+mod batches;
 mod monitors;
 mod operators;
 mod registry;

@@ -14,7 +14,9 @@
 
 mod accounts;
 mod audit;
+mod batches;
 mod error;
+pub mod fire_batch;
 mod postgres;
 mod rows;
 mod shards;
@@ -31,6 +33,7 @@ use crate::model::{
 
 pub use accounts::{Accounts, NewToken, NewUser, UserCredentials};
 pub use audit::{AuditFilter, AuditTrail};
+pub use batches::{BatchProgress, FireBatches, NewFireBatch, StoredBatch};
 pub use error::StoreError;
 pub use postgres::PostgresStore;
 pub use shards::{
@@ -243,10 +246,11 @@ pub struct UnfinishedRun {
 
 /// The scheduler's persistence. All methods are safe to call from several scheduler
 /// processes on one database. Users, grants and tokens are the [`Accounts`] half; the audit
-/// trail the [`AuditTrail`] half; the keys triggers are signed with the [`SigningKeys`] half.
+/// trail the [`AuditTrail`] half; the keys triggers are signed with the [`SigningKeys`] half;
+/// schedule shards and fire batches are the [`ScheduleShards`] and [`FireBatches`] halves.
 #[async_trait::async_trait]
 pub trait Store:
-    Accounts + AuditTrail + ScheduleShards + SigningKeys + Send + Sync + 'static
+    Accounts + AuditTrail + FireBatches + ScheduleShards + SigningKeys + Send + Sync + 'static
 {
     /// "sqlite" or "postgres".
     fn backend(&self) -> &'static str;

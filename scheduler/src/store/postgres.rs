@@ -96,6 +96,25 @@ impl PostgresStore {
             .map_err(StoreError::query(operation))
     }
 
+    /// Reserves `count` job-log ids from the table's sequence: no row is written, and other
+    /// nodes reserving at once wait for nothing (a sequence is outside transactions).
+    async fn reserve_log_ids_in(
+        tx: &mut Transaction<'_, Postgres>,
+        count: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<(i64,)> = sqlx::query_as(
+            "SELECT nextval('job_logs_id_seq') AS id FROM generate_series(1, $1) ORDER BY id",
+        )
+        .bind(count as i64)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(StoreError::query("reserve job-log ids"))?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
     /// Makes the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining
     /// `VALUES`) join by primary key.
     ///

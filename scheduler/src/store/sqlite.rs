@@ -95,6 +95,35 @@ impl SqliteStore {
             .map_err(StoreError::query(operation))
     }
 
+    /// Reserves `count` job-log ids by moving the AUTOINCREMENT counter of `job_logs` past
+    /// them (SQLite documents `sqlite_sequence` as writable), so rows inserted later without
+    /// an id never take one of them. The write lock `tx` holds makes the move atomic.
+    async fn reserve_log_ids_in(
+        tx: &mut Transaction<'_, Sqlite>,
+        count: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        const OPERATION: &str = "reserve job-log ids";
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        sqlx::query(
+            "INSERT INTO sqlite_sequence (name, seq) \
+             SELECT 'job_logs', (SELECT COALESCE(MAX(id), 0) FROM job_logs) \
+             WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'job_logs')",
+        )
+        .execute(&mut **tx)
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        let (last,): (i64,) = sqlx::query_as(
+            "UPDATE sqlite_sequence SET seq = seq + $1 WHERE name = 'job_logs' RETURNING seq",
+        )
+        .bind(count as i64)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        Ok((last - count as i64 + 1..=last).collect())
+    }
+
     /// SQLite's planner already probes the primary key for each row of a keyed batch.
     async fn prefer_keyed_joins(_tx: &mut Transaction<'_, Sqlite>) -> Result<(), StoreError> {
         Ok(())

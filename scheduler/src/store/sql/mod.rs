@@ -6,6 +6,8 @@
 //!   a transaction that will write (every transaction here does);
 //! - `const ROW_LOCK: &'static str` and `const SKIP_LOCKED: &'static str`: the clauses that
 //!   lock selected rows (waiting, or passing over rows others hold); empty on SQLite;
+//! - `async fn reserve_log_ids_in(tx, count) -> Result<Vec<i64>, StoreError>`: job-log ids
+//!   for rows written later;
 //! - `async fn prefer_keyed_joins(tx) -> Result<(), StoreError>`: whatever the backend needs
 //!   so that the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining
 //!   `VALUES`) probe the primary key rather than scan the table;
@@ -18,13 +20,15 @@
 //! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
 //! functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the backend's
 //! file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
-//! [`accounts`], [`audit`], [`shards`] and [`signing`] implement the separate
+//! [`accounts`], [`audit`], [`batches`], [`shards`] and [`signing`] implement the separate
 //! [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail),
+//! [`FireBatches`](super::FireBatches),
 //! [`ScheduleShards`](super::ScheduleShards) and [`SigningKeys`](super::SigningKeys) traits the
 //! same way.
 
 pub(crate) mod accounts;
 pub(crate) mod audit;
+pub(crate) mod batches;
 pub(crate) mod fires;
 pub(crate) mod history;
 pub(crate) mod jobs;
@@ -452,6 +456,7 @@ macro_rules! impl_sql_store {
         $crate::store::sql::history::sql_history!($store, $db);
         $crate::store::sql::accounts::impl_sql_accounts!($store, $db);
         $crate::store::sql::audit::impl_sql_audit!($store, $db);
+        $crate::store::sql::batches::impl_sql_batches!($store, $db);
         $crate::store::sql::shards::impl_sql_shards!($store, $db);
         $crate::store::sql::signing::impl_sql_signing!($store, $db);
     };
