@@ -57,7 +57,7 @@ use crate::pools::StorePools;
 use crate::preread::{PreReadSettings, PreReader};
 use crate::registry::{BeatsReader, Registry, run_sweeper};
 use crate::results::ResultsConsumer;
-use crate::shards::{ShardLeaser, ShardOwnership, ensure_schedule_shards};
+use crate::shards::{ShardLeaser, ShardOwnership, check_shard_lease, ensure_schedule_shards};
 use crate::signer::{SignedProducer, Signer, run_refresh};
 use crate::store::Store;
 use crate::traces::node_tracer;
@@ -188,7 +188,14 @@ impl Node {
             .await
             .context("creating the first admin")?,
         );
-        ensure_schedule_shards(pools.scheduling.as_ref(), config.schedule.shards)
+        let schedule = &config.schedule;
+        let read_ahead = PreReadSettings::read_ahead_for(
+            schedule.pre_read_interval,
+            schedule.emit_lead,
+            schedule.pre_read_window,
+        );
+        check_shard_lease(schedule.shard_lease, read_ahead, schedule.pre_read_window)?;
+        ensure_schedule_shards(pools.scheduling.as_ref(), schedule.shards)
             .await
             .context("creating the schedule shards")?;
         let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
@@ -336,7 +343,7 @@ impl Node {
         let leaser = ShardLeaser::new(
             Arc::clone(&self.pools.scheduling),
             ownership,
-            schedule.lease,
+            schedule.shard_lease,
             Arc::clone(&pre_read_waker),
         )
         .with_metrics(Arc::clone(&self.metrics));

@@ -213,12 +213,15 @@ pub struct ScheduleConfig {
     /// database's number). More shards than nodes you will ever run; 1 to 1024. Default 16.
     pub shards: u32,
     /// How long after its fire time a pending fire stays owned by the node that wrote it before
-    /// another node may claim it, and how long a node owns its schedule shards without
-    /// renewing them (it renews every third of it). Default `10s`: long enough to ride out a
-    /// broker or database hiccup without duplicates, short enough that a crash delays fires
-    /// by seconds, not minutes.
+    /// another node may claim it. Default `10s`: long enough to ride out a broker hiccup
+    /// without duplicates, short enough that a crash delays fires by seconds, not minutes.
     #[serde(with = "humantime_serde")]
     pub lease: Duration,
+    /// How long a node owns its schedule shards unrenewed (it renews every third of it): a
+    /// dead node's shards are taken over within 4/3 of it, its fires then late by at most
+    /// that minus the read-ahead, never missed (`shards::check_shard_lease`). Default `5s`.
+    #[serde(with = "humantime_serde")]
+    pub shard_lease: Duration,
     /// Pause between claim passes. Default `2s`.
     #[serde(with = "humantime_serde")]
     pub claim_interval: Duration,
@@ -229,9 +232,8 @@ pub struct ScheduleConfig {
     pub drain_timeout: Duration,
     /// How long before its fire time a trigger is produced; executors hold it until its
     /// scheduled time, so runs start on their millisecond even when thousands are due on the
-    /// same second (on a 2-core machine a burst of 10 000 triggers takes up to ~550 ms from
-    /// release to broker acknowledgement, see the README's benchmark). Default `1s`. `0s` produces at the fire time, for executors that do not
-    /// hold early triggers (every Kadence SDK does).
+    /// same second (see the README's benchmark). Default `1s`. `0s` produces at the fire
+    /// time, for executors that do not hold early triggers (every Kadence SDK does).
     #[serde(with = "humantime_serde")]
     pub emit_lead: Duration,
     /// How often every node reads the fires that stops and schedule edits on other nodes
@@ -250,6 +252,7 @@ impl Default for ScheduleConfig {
             batch_size: 1000,
             shards: 16,
             lease: Duration::from_secs(10),
+            shard_lease: Duration::from_secs(5),
             claim_interval: Duration::from_secs(2),
             max_in_flight: 10_000,
             drain_timeout: Duration::from_secs(10),

@@ -6,15 +6,17 @@
 //! node reads and writes the jobs of its own shards only, so nodes scan side by side where
 //! XXL-JOB's nodes queue on one lock row.
 //!
-//! **Leases.** Each node runs a [`ShardLeaser`]: every `lease / 3` its step
+//! **Leases.** Each node runs a [`ShardLeaser`]: every third of `[schedule] shard_lease` (5 s)
+//! its step
 //! ([`ShardLeaser::lease_once`], one transaction) records the node as alive, renews the leases
 //! of its shards, and evens out ownership: with `target = ceil(shards / live nodes)`, it takes
 //! free or expired shards up to its target, or releases its highest-numbered shards above
 //! it, which the newer nodes then take at their next step. One node owns everything by
 //! default; a second one gets half within a step or two; a node that dies leaves its shards
 //! to the others once its lease runs out (`kadence_scheduler_shard_takeover_gap_seconds`
-//! measures how long they went unscanned); a node stopping gracefully releases its shards at
-//! once.
+//! measures how long they went unscanned; [`check_shard_lease`] keeps that shorter than the
+//! time a dead node's jobs were planned ahead plus the pre-read window, so their fires come
+//! late, never missed); a node stopping gracefully releases its shards at once.
 //!
 //! **Fences.** Taking a shard increments its `fence`. A node keeps the fence it took each
 //! shard with ([`ShardOwnership`]); every pre-read scan checks, in its own transaction, that
@@ -52,9 +54,40 @@ pub enum ShardSetupError {
     /// `[schedule] shards` is out of range.
     #[error("schedule.shards is {0}; it must be between 1 and {MAX_SHARDS}")]
     OutOfRange(u32),
+    /// `[schedule] shard_lease` is so long that a dead node's jobs could wait past the pre-read
+    /// window for another node.
+    #[error(
+        "schedule.shard_lease {lease:?} is too long: a dead node's shards are taken over within \
+         4/3 of it, and that must stay under {limit:?} (the read-ahead plus the pre-read window), \
+         or their fires would be missed rather than late"
+    )]
+    LeaseTooLong {
+        /// The configured lease.
+        lease: Duration,
+        /// What 4/3 of it must stay under.
+        limit: Duration,
+    },
     /// The database refused.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Refuses a shard lease under which a dead node's jobs could go unscanned longer than they
+/// were planned ahead plus the pre-read window: a dead node planned each job at least
+/// `read_ahead` ahead, its shards are taken over within `4/3 × lease` (the lease plus one
+/// renewal interval), and a fire later than the window follows its misfire strategy (with
+/// DO_NOTHING it would be lost).
+pub fn check_shard_lease(
+    lease: Duration,
+    read_ahead: Duration,
+    window: Duration,
+) -> Result<(), ShardSetupError> {
+    let limit = read_ahead + window;
+    if lease + lease / 3 < limit {
+        Ok(())
+    } else {
+        Err(ShardSetupError::LeaseTooLong { lease, limit })
+    }
 }
 
 /// Creates the schedule shards on a database's first start; returns how many there are. A
@@ -275,6 +308,14 @@ mod tests {
             released: released.to_vec(),
             ..ShardLease::default()
         }
+    }
+
+    #[test]
+    fn a_shard_lease_must_let_a_takeover_come_before_fires_are_missed() {
+        let seconds = Duration::from_secs;
+        assert!(check_shard_lease(seconds(5), seconds(3), seconds(5)).is_ok());
+        let error = check_shard_lease(seconds(10), seconds(3), seconds(5)).unwrap_err();
+        assert!(error.to_string().contains("too long"), "{error}");
     }
 
     #[test]

@@ -43,6 +43,7 @@ impl Node {
             .env("KADENCE_API__LISTEN", "127.0.0.1:0")
             .env("KADENCE_SCHEDULE__NODE_ID", node_id)
             .env("KADENCE_SCHEDULE__LEASE", "2s")
+            .env("KADENCE_SCHEDULE__SHARD_LEASE", "2s")
             .env("KADENCE_SCHEDULE__CLAIM_INTERVAL", "500ms")
             .env("RUST_LOG", "warn")
             .stderr(Stdio::inherit());
@@ -443,7 +444,7 @@ async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost() {
         || async { (pending_owned_by(url, "node-paused").await.len() >= 40).then_some(()) },
     )
     .await;
-    // Frozen past its lease (2 s here): the other node takes every shard over, and claims
+    // Frozen past its leases (2 s here): the other node takes every shard over, and claims
     // the fires the frozen one held.
     paused.signal("STOP");
     let stopped_ms = now_ms();
