@@ -26,7 +26,13 @@
 //!   `pg_stat_user_tables`, from the scheduler's start to its stop, per trigger the nodes
 //!   counted as emitted; SQLite keeps no such statistics);
 //! - with `--nodes 1,2`, each PostgreSQL configuration with one and with two scheduler nodes
-//!   on the same database and topics (CPU summed over the nodes, peak memory the largest).
+//!   on the same database and topics (CPU summed over the nodes, peak memory the largest);
+//! - with `--kill-node-at S` as well, every run with two or more nodes kills the last node
+//!   with SIGKILL S seconds into the window, times how long until the survivor owns every
+//!   schedule shard, waits until the dead node's pending fires were claimed and emitted, and
+//!   audits the trigger topic: every job's every second of the window must have a record
+//!   (none lost), and trigger ids sent more than once are counted (the same id each time, so
+//!   executors drop the copy).
 //!
 //! The raw produce rate is measured just before each configuration, median of three.
 //!
@@ -52,12 +58,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    Backend, Database, PARTITIONS, Serve, flags, load_jobs, now_ms, parse_numbers, percentile,
+    APP, Backend, Database, PARTITIONS, Serve, flags, load_jobs, now_ms, parse_numbers, percentile,
     set_first_fire, sleep_until_ms,
 };
 use kadence_schemas::{
     AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerRecord, TriggerType, codec,
 };
+use kadence_tests::triggers::{FireAudit, read_triggers};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -143,6 +150,7 @@ struct Options {
     seconds: u64,
     backends: Vec<Backend>,
     nodes: Vec<usize>,
+    kill_node_at: Option<u64>,
     defined: usize,
     brokers: String,
 }
@@ -155,6 +163,7 @@ fn options() -> Options {
         seconds: 20,
         backends: vec![Backend::Sqlite, Backend::Postgres],
         nodes: vec![1],
+        kill_node_at: None,
         defined: 0,
         brokers: common::brokers(),
     };
@@ -167,6 +176,9 @@ fn options() -> Options {
             "--defined" => options.defined = value.parse().expect("--defined N"),
             "--backends" => options.backends = Backend::parse_list(&value),
             "--nodes" => options.nodes = parse_numbers(&flag, &value),
+            "--kill-node-at" => {
+                options.kill_node_at = Some(value.parse().expect("--kill-node-at SECONDS"))
+            }
             other => panic!("unknown option {other}"),
         }
     }
@@ -335,8 +347,70 @@ struct Measurement {
     peak_mib: f64,
     rows_per_trigger: Option<f64>,
     raw_rate: f64,
+    fault: Option<FaultOutcome>,
 }
 
+/// What a kill -9 of a scheduler node in the middle of the window did.
+struct FaultOutcome {
+    /// Seconds into the window the node was killed at.
+    killed_at_s: u64,
+    /// From the kill to the survivor owning every schedule shard, ms.
+    takeover_ms: i64,
+    /// The audit of every job's fires over the window, from the trigger topic.
+    audit: FireAudit,
+}
+
+/// The node id of scheduler node `index` in a benchmark.
+fn node_id(index: usize) -> String {
+    format!("bench-node-{index}")
+}
+
+/// Kills the last of `serves` with SIGKILL at `at_ms` and waits until node 0 owns every
+/// schedule shard; returns how long that took, ms.
+async fn kill_and_time_takeover(database: &Database, serves: &[Serve], at_ms: i64) -> i64 {
+    sleep_until_ms(at_ms).await;
+    let victim = serves.last().expect("nodes").pid();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success(), "kill -9 {victim}");
+    let killed_ms = now_ms();
+    let survivor = node_id(0);
+    loop {
+        let owned = database
+            .integers(
+                &format!(
+                    "SELECT COUNT(*), SUM(CASE WHEN owner_node = '{survivor}' THEN 1 ELSE 0 END) \
+                     FROM schedule_shards"
+                ),
+                &[],
+            )
+            .await;
+        if owned[0][0] == owned[0][1] {
+            return now_ms() - killed_ms;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits (at most a minute) until no fire due before `until_ms` is still pending: the dead
+/// node's fires are claimed once their lease ends.
+async fn wait_until_emitted(database: &Database, until_ms: i64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let pending = database
+            .integers(
+                "SELECT COUNT(*) FROM job_logs WHERE state = 'SCHEDULED' AND scheduled_at_ms < $1",
+                &[until_ms],
+            )
+            .await;
+        if pending[0][0] == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
 /// The median of three raw produce rates measured one after the other.
 async fn median_raw_rate(brokers: &str, records: usize) -> f64 {
     let mut rates = Vec::with_capacity(3);
@@ -384,11 +458,17 @@ async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
         Telemetry::On => ("KADENCE_TELEMETRY__OTLP_ENDPOINT", sink.endpoint.clone()),
     });
     let rows_before = database.rows_written().await;
-    let mut serves = vec![Serve::start(&database, &settings).await];
-    for _ in 1..nodes {
+    let with_id = |index| {
+        let mut settings = settings.clone();
+        settings.push(("KADENCE_SCHEDULE__NODE_ID", node_id(index)));
+        settings
+    };
+    let mut serves = vec![Serve::start(&database, &with_id(0)).await];
+    for index in 1..nodes {
         let prefix = serves[0].prefix.clone();
-        serves.push(Serve::start_node(&database, &prefix, &settings).await);
+        serves.push(Serve::start_node(&database, &prefix, &with_id(index)).await);
     }
+    let kill_at = options.kill_node_at.filter(|_| nodes > 1);
     let scrapers: Vec<_> = serves
         .iter()
         .filter(|_| telemetry != Telemetry::Off)
@@ -405,24 +485,55 @@ async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
     let window_end = window_start + options.seconds as i64 * 1000;
     sleep_until_ms(window_start).await;
     let (ticks_start, _) = usage();
+    let takeover_ms = match kill_at {
+        Some(seconds) => {
+            let at_ms = window_start + seconds as i64 * 1000;
+            Some(kill_and_time_takeover(&database, &serves, at_ms).await)
+        }
+        None => None,
+    };
     sleep_until_ms(window_end).await;
     let (ticks_end, peak_kib) = usage();
+    if kill_at.is_some() {
+        wait_until_emitted(&database, window_end).await;
+    }
+    let prefix = serves[0].prefix.clone();
     // Let acknowledgements of the window's fires land, then stop the schedulers.
     tokio::time::sleep(Duration::from_secs(2)).await;
     for scraper in scrapers {
         scraper.abort();
     }
     let mut emitted = 0.0;
-    for serve in serves {
-        emitted += serve
-            .counter("kadence_scheduler_triggers_emitted_total")
-            .await;
+    let killed = usize::from(kill_at.is_some());
+    for (index, serve) in serves.into_iter().enumerate() {
+        if index + killed < nodes {
+            emitted += serve
+                .counter("kadence_scheduler_triggers_emitted_total")
+                .await;
+        }
         serve.stop().await;
     }
     // Every row the schedulers wrote from their start to their stop (their connections
-    // have closed, so the statistics are complete), per trigger they emitted meanwhile.
+    // have closed, so the statistics are complete), per trigger they emitted meanwhile; not
+    // for a run with a killed node, whose count of emitted triggers died with it.
     let rows_per_trigger = match (rows_before, database.rows_written().await) {
-        (Some(before), Some(after)) if emitted > 0.0 => Some((after - before) as f64 / emitted),
+        (Some(before), Some(after)) if emitted > 0.0 && killed == 0 => {
+            Some((after - before) as f64 / emitted)
+        }
+        _ => None,
+    };
+    let fault = match (kill_at, takeover_ms) {
+        (Some(killed_at_s), Some(takeover_ms)) => {
+            let topic = format!("{prefix}.triggers.{APP}");
+            let records = read_triggers(&options.brokers, &topic, PARTITIONS).await;
+            let due: Vec<i64> = (1..=jobs as i64).collect();
+            let audit = FireAudit::of(&records, &due, window_start, window_end);
+            Some(FaultOutcome {
+                killed_at_s,
+                takeover_ms,
+                audit,
+            })
+        }
         _ => None,
     };
     let acked = database
@@ -454,6 +565,7 @@ async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
         peak_mib: peak_kib as f64 / 1024.0,
         rows_per_trigger,
         raw_rate,
+        fault,
     }
 }
 
@@ -548,5 +660,35 @@ async fn main() {
             row.raw_rate,
             row.acked_per_second / row.raw_rate * 100.0,
         );
+    }
+    let faults: Vec<&Measurement> = rows.iter().filter(|row| row.fault.is_some()).collect();
+    if !faults.is_empty() {
+        println!();
+        println!(
+            "kill -9 of one of the nodes during the window: fires expected (every job, every \
+             second of the window), fires with no trigger record (lost), trigger ids emitted more \
+             than once (each copy has the same id), and the time from the kill to the survivor \
+             owning every schedule shard"
+        );
+        println!();
+        println!(
+            "| backend | nodes | jobs due/s | killed at | shard takeover | fires expected | lost | misfires | ids emitted twice |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for row in faults {
+            let fault = row.fault.as_ref().expect("a fault row");
+            println!(
+                "| {} | {} | {} | +{} s | {} ms | {} | {} | {} | {} |",
+                row.backend.label(),
+                row.nodes,
+                row.jobs,
+                fault.killed_at_s,
+                fault.takeover_ms,
+                fault.audit.expected,
+                fault.audit.missing.len(),
+                fault.audit.misfires,
+                fault.audit.doubled.len(),
+            );
+        }
     }
 }
