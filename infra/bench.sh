@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # A scheduler benchmark on a fresh broker (memory storage) and the local PostgreSQL. The
 # first arguments may name the benchmark (default: throughput); the rest go to it (see
-# scheduler/benches/throughput.rs and scheduler/benches/api_load.rs), e.g.
+# scheduler/benches/throughput.rs, api_load.rs and end_to_end.rs), e.g.
 #   infra/bench.sh --jobs 1000,10000 --seconds 20 --backends sqlite,postgres
 #   infra/bench.sh --bench api_load --clients 0,200 --seconds 25
+#   infra/bench.sh --bench end_to_end --jobs 1000,5000,10000 --routes consistent_hash,first
+# (end_to_end also runs two executor processes, test-executor's release build, and reports
+# scheduled -> handler start, results recorded, executor CPU per 1 000 triggers)
 set -euo pipefail
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo_root"
 export PATH="$HOME/.cargo/bin:$PATH"
 bench=throughput
 if [ "${1:-}" = "--bench" ]; then
-  bench=${2:?--bench needs a name: throughput or api_load}
+  bench=${2:?--bench needs a name: throughput, api_load or end_to_end}
   shift 2
 fi
 state=$(mktemp -d "${TMPDIR:-/tmp}/kadence-bench-broker.XXXXXX")

@@ -6,7 +6,7 @@
 //! tokio's paused time: there a clock follows tokio's `Instant`, and `tokio::time::advance`
 //! moves it by exact milliseconds without anyone sleeping for real.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// A source of "now" in ms since the Unix epoch, and a way to sleep until such a moment.
 #[derive(Debug, Clone, Copy)]
@@ -22,6 +22,12 @@ pub(crate) enum Clock {
     },
 }
 
+/// `time` in ms since the Unix epoch, the unit of the records' times.
+pub(crate) fn millis_since_epoch(time: SystemTime) -> i64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as i64)
+}
+
 impl Clock {
     /// A clock that reads `start_ms` now and follows tokio's (possibly paused) time.
     #[cfg(test)]
@@ -29,6 +35,17 @@ impl Clock {
         Clock::Tokio {
             start_ms,
             origin: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Now, as a point in time (spans take these).
+    pub(crate) fn now(&self) -> SystemTime {
+        match self {
+            Clock::System => SystemTime::now(),
+            #[cfg(test)]
+            Clock::Tokio { .. } => {
+                SystemTime::UNIX_EPOCH + Duration::from_millis(self.now_ms().max(0) as u64)
+            }
         }
     }
 
@@ -42,9 +59,16 @@ impl Clock {
     }
 
     /// Sleeps until this clock reads `at_ms` (at once when it already does).
+    #[cfg(test)]
     pub(crate) async fn sleep_until_ms(&self, at_ms: i64) {
+        tokio::time::sleep_until(self.instant_at(at_ms)).await;
+    }
+
+    /// The tokio instant at which this clock reads `at_ms`, never earlier: "now" is read in
+    /// whole milliseconds (rounded down), so the wait is rounded up.
+    pub(crate) fn instant_at(&self, at_ms: i64) -> tokio::time::Instant {
         let wait = u64::try_from(at_ms.saturating_sub(self.now_ms())).unwrap_or(0);
-        tokio::time::sleep(Duration::from_millis(wait)).await;
+        tokio::time::Instant::now() + Duration::from_millis(wait)
     }
 }
 

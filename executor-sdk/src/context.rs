@@ -7,7 +7,7 @@ use std::time::Duration;
 use kadence_schemas::{JobId, TriggerId, TriggerRecord, TriggerType};
 use tokio_util::sync::CancellationToken;
 
-use crate::joblog::{DEFAULT_MAX_LOG_LINES, JobLogger};
+use crate::joblog::JobLogger;
 
 /// One run of a job, as its handler sees it.
 ///
@@ -21,18 +21,17 @@ pub struct JobContext {
 }
 
 impl JobContext {
-    pub(crate) fn new(trigger: Arc<TriggerRecord>, cancellation: CancellationToken) -> Self {
+    /// A context whose lines go to `logger`.
+    pub(crate) fn with_logger(
+        trigger: Arc<TriggerRecord>,
+        cancellation: CancellationToken,
+        logger: JobLogger,
+    ) -> Self {
         JobContext {
             trigger,
             cancellation,
-            logger: JobLogger::new(DEFAULT_MAX_LOG_LINES),
+            logger,
         }
-    }
-
-    /// The same context writing to `logger`.
-    pub(crate) fn with_logger(mut self, logger: JobLogger) -> Self {
-        self.logger = logger;
-        self
     }
 
     /// Appends a line to this run's log, which an operator reads while the run goes

@@ -69,23 +69,33 @@ impl<P: AsRef<TriggerRecord>> Dispatch<P> {
             trigger.job_id,
             trigger.trigger_id.clone(),
         );
-        match self.held.hold(at_ms, job, trigger_id, pending) {
-            Some(due) => self.place(due),
-            None => Vec::new(),
+        let mut steps = Vec::new();
+        if let Some(due) = self.held.hold(at_ms, job, trigger_id, pending) {
+            self.place(due, &mut steps);
         }
+        steps
     }
 
     /// Resolves when a held trigger is due; then call [`release_due`](Self::release_due).
+    #[cfg(test)]
     pub(crate) async fn due(&self) {
         self.held.due().await
+    }
+
+    /// When the next held trigger is due (ms since the epoch), if one is held: the consumer
+    /// sets its one timer to it, then calls [`release_due`](Self::release_due).
+    pub(crate) fn next_release_ms(&self) -> Option<i64> {
+        self.held.next_release_ms()
     }
 
     /// Places every held trigger that is due, in order.
     pub(crate) fn release_due(&mut self) -> Vec<Step<P>> {
         let due = self.held.release_due();
-        due.into_iter()
-            .flat_map(|ready| self.place(ready))
-            .collect()
+        let mut steps = Vec::with_capacity(due.len());
+        for ready in due {
+            self.place(ready, &mut steps);
+        }
+        steps
     }
 
     /// The run `trigger_id` of `job` ended: its lane may start queued triggers.
@@ -136,26 +146,25 @@ impl<P: AsRef<TriggerRecord>> Dispatch<P> {
         activity
     }
 
-    /// Applies the job's block strategy to a trigger that is due.
-    fn place(&mut self, ready: P) -> Vec<Step<P>> {
+    /// Applies the job's block strategy to a trigger that is due; adds what to do to `steps`.
+    fn place(&mut self, ready: P, steps: &mut Vec<Step<P>>) {
         let trigger = ready.as_ref();
         let (job, strategy) = (trigger.job_id, trigger.block_strategy);
         match self.lanes.admit(job, strategy) {
-            Decision::Run => vec![self.start(ready)],
+            Decision::Run => steps.push(self.start(ready)),
             Decision::Queue => {
                 let trigger_id = trigger.trigger_id.clone();
                 self.lanes.queue(job, strategy, trigger_id, ready);
-                Vec::new()
             }
-            Decision::Discard(message) => vec![Step::Refuse(ready, message)],
+            Decision::Discard(message) => steps.push(Step::Refuse(ready, message)),
             Decision::Cover => {
                 let (reason, covered) = self.lanes.cover(job, &trigger.trigger_id);
-                let mut steps: Vec<Step<P>> = covered
-                    .into_iter()
-                    .map(|queued| Step::Refuse(queued, reason.clone()))
-                    .collect();
+                steps.extend(
+                    covered
+                        .into_iter()
+                        .map(|queued| Step::Refuse(queued, reason.clone())),
+                );
                 steps.push(self.start(ready));
-                steps
             }
         }
     }

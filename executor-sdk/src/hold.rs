@@ -56,11 +56,12 @@ impl<P> Held<P> {
     }
 
     /// When the next held trigger is due, if any.
-    fn next_release_ms(&self) -> Option<i64> {
+    pub(crate) fn next_release_ms(&self) -> Option<i64> {
         self.by_time.keys().next().map(|(at, _)| *at)
     }
 
     /// Resolves when the next held trigger is due; never when none is held.
+    #[cfg(test)]
     pub(crate) async fn due(&self) {
         match self.next_release_ms() {
             Some(at_ms) => self.clock.sleep_until_ms(at_ms).await,

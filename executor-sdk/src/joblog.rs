@@ -3,7 +3,8 @@
 //!
 //! Lines are buffered and shipped every [`FLUSH_INTERVAL`] while the run goes, and once more
 //! when it ends — before its result is published, so a reader who sees the run finished also
-//! sees all of its lines (XXL-JOB's rolling log). A run keeps at most `max_log_lines` lines
+//! sees all of its lines (XXL-JOB's rolling log). Shipping starts with a run's first line: a
+//! run that logs nothing costs no timer and no wait (most runs of most jobs). A run keeps at most `max_log_lines` lines
 //! (builder option, default 10 000) of at most [`MAX_LINE_BYTES`] each; what is cut is said
 //! in a last line, never silently.
 
@@ -11,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kadence_schemas::{LogRecord, TriggerRecord};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
@@ -40,24 +42,35 @@ struct Buffer {
 /// Writes lines to the run's log. Cheap to clone; every clone writes to the same log.
 #[derive(Clone)]
 pub struct JobLogger {
-    buffer: Arc<Mutex<Buffer>>,
+    shared: Arc<Shared>,
     max_lines: usize,
+}
+
+struct Shared {
+    buffer: Mutex<Buffer>,
+    /// Told when lines wait to be shipped after none did: a run that never logs never starts
+    /// shipping.
+    written: Notify,
 }
 
 impl JobLogger {
     pub(crate) fn new(max_lines: usize) -> JobLogger {
         JobLogger {
-            buffer: Arc::new(Mutex::new(Buffer {
-                next_line: 1,
-                ..Buffer::default()
-            })),
+            shared: Arc::new(Shared {
+                buffer: Mutex::new(Buffer {
+                    next_line: 1,
+                    ..Buffer::default()
+                }),
+                written: Notify::new(),
+            }),
             max_lines,
         }
     }
 
     /// Appends `line` (several if it contains newlines) to the run's log.
     pub fn log(&self, line: impl AsRef<str>) {
-        let mut buffer = self.buffer.lock().expect("job log lock");
+        let mut buffer = self.shared.buffer.lock().expect("job log lock");
+        let was_empty = buffer.pending.is_empty() && buffer.dropped == 0;
         for line in line.as_ref().lines() {
             if buffer.kept >= self.max_lines {
                 buffer.dropped += 1;
@@ -66,6 +79,23 @@ impl JobLogger {
             buffer.kept += 1;
             buffer.pending.push(bound_line(line));
         }
+        if was_empty && !(buffer.pending.is_empty() && buffer.dropped == 0) {
+            self.shared.written.notify_one();
+        }
+    }
+
+    /// Resolves once lines wait to be shipped (at once if some already do).
+    pub(crate) async fn written(&self) {
+        if self.has_unshipped() {
+            return;
+        }
+        self.shared.written.notified().await
+    }
+
+    /// Whether lines (or the note on dropped ones) wait to be shipped.
+    pub(crate) fn has_unshipped(&self) -> bool {
+        let buffer = self.shared.buffer.lock().expect("job log lock");
+        !buffer.pending.is_empty() || buffer.dropped > 0
     }
 
     /// Every line not shipped yet, with the note on dropped lines: what the shipping of a
@@ -80,7 +110,7 @@ impl JobLogger {
 
     /// Takes the pending lines: (number of the first, lines).
     fn take(&self, finishing: bool) -> Option<(i64, Vec<String>)> {
-        let mut buffer = self.buffer.lock().expect("job log lock");
+        let mut buffer = self.shared.buffer.lock().expect("job log lock");
         if finishing && buffer.dropped > 0 {
             let note = format!(
                 "[kadence] {} more lines were dropped: a run keeps at most {} lines",
@@ -161,7 +191,33 @@ impl LogShipper {
 
 #[cfg(test)]
 mod tests {
+    use futures::FutureExt;
+
     use super::*;
+
+    #[tokio::test]
+    async fn shipping_is_due_from_the_first_line_only() {
+        let logger = JobLogger::new(1);
+        assert!(!logger.has_unshipped());
+        assert!(
+            logger.written().now_or_never().is_none(),
+            "a run that logs nothing never ships"
+        );
+        let waiting = tokio::spawn({
+            let logger = logger.clone();
+            async move { logger.written().await }
+        });
+        logger.log("one");
+        waiting.await.unwrap();
+        assert!(logger.has_unshipped());
+        assert_eq!(logger.take(false), Some((1, vec!["one".to_owned()])));
+        logger.log("two");
+        assert!(
+            logger.has_unshipped(),
+            "a line past the limit leaves its note to ship"
+        );
+        assert!(logger.written().now_or_never().is_some());
+    }
 
     #[test]
     fn lines_are_numbered_bounded_and_the_cut_is_said() {

@@ -31,10 +31,16 @@
 //! # How it works
 //!
 //! A trigger's way through the executor: `consumer` receives it (and, when the executor
-//! trusts scheduler keys, verifies its signature first) → `handler` finds its handler
-//! → `dispatch` holds it (`hold`) and applies its job's block strategy (`lanes`) → `runner`
-//! runs it → `publisher` publishes its result (after its `joblog` lines) → `offsets` lets its
-//! offset be committed. Beside that way: `beats`, `handoff`, `script`.
+//! trusts scheduler keys, verifies its signature first) and `decode`s it → `handler` finds
+//! its handler → `dispatch` holds it (`hold`) and applies its job's block strategy (`lanes`)
+//! → `runner` runs it → `publisher` publishes its result (after its `joblog` lines) without
+//! waiting → `offsets` lets its offset be committed once the broker has the result. Beside
+//! that way: `beats`, `handoff`, `script`.
+//!
+//! The way is kept lean, because every trigger takes it and a second's triggers are often
+//! due on the same millisecond: nothing on it waits for the broker, a run that logs nothing
+//! costs no timer, the consumer takes whatever has arrived in one turn, and after its
+//! handler a run lets the runs due now start before it reports.
 //!
 //! What a handler author meets:
 //! - [`ExecutorBuilder`] (`builder`): settings and handlers, checked once in `build`.
@@ -84,8 +90,12 @@
 //! - `script`: XXL-JOB's GLUE_* script handlers: the source from the trigger, run by its
 //!   interpreter in its own process group (killed whole on timeout, kill and exit), output
 //!   into the run's log. Off unless the builder says `.scripts(true)`.
-//! - `publisher`: publishes results to `{prefix}.results` and unreadable records to
-//!   `{prefix}.dlq`, waiting for the broker's acknowledgement.
+//! - `decode`: trigger records read straight into their struct (the current schema
+//!   version), falling back to the generic codec for other versions and for the exact error
+//!   of a record that does not decode.
+//! - `publisher`: publishes results to `{prefix}.results` (enqueued without waiting; the
+//!   consumer settles them when acknowledged), log lines to `{prefix}.logs` and unreadable
+//!   records to `{prefix}.dlq`.
 //! - `beats`: every few seconds, and at once when partitions move, an `ExecutorBeat` to
 //!   `{prefix}.beats` with the handlers, owned partitions and running/queued jobs; STOPPING
 //!   on a graceful shutdown. The scheduler's registry and FAILOVER/BUSYOVER routing read them.
@@ -114,6 +124,7 @@ mod builder;
 mod clock;
 mod consumer;
 mod context;
+mod decode;
 mod dispatch;
 mod error;
 mod handler;

@@ -1,6 +1,14 @@
-//! Publishing what the executor produces: results to `{prefix}.results` and records it cannot
-//! read to `{prefix}.dlq`. Both wait for the broker's acknowledgement, retrying retriable
-//! errors, because an offset is committed only after its result is published.
+//! Publishing what the executor produces: results to `{prefix}.results`, job log lines to
+//! `{prefix}.logs` and records it cannot read to `{prefix}.dlq`, through one idempotent
+//! producer.
+//!
+//! A result is handed to the producer without waiting ([`Publisher::enqueue_result`]): the
+//! broker's acknowledgement comes back as a future that the consumer's acknowledgement task
+//! collects (`consumer::answers`), since an offset is committed only after its result is
+//! published. The producer batches what is enqueued meanwhile (`linger.ms`), so results go
+//! out in a few requests per second however many triggers run. Log lines, dead letters and a
+//! result whose first delivery failed wait for their acknowledgement, retrying retriable
+//! errors.
 
 use std::sync::Arc;
 
@@ -8,7 +16,7 @@ use kadence_kafka::{Backoff, RecordOrigin, dead_letter_headers, is_retriable};
 use kadence_schemas::{LogRecord, ResultRecord, codec};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedHeaders, OwnedMessage};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
 
@@ -16,9 +24,13 @@ use crate::error::ExecutorError;
 use crate::metrics::ExecutorMetrics;
 use crate::settings::ExecutorSettings;
 
-/// Owns the executor's idempotent producer.
+/// Owns the executor's idempotent producer. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Publisher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     producer: FutureProducer,
     results_topic: String,
     logs_topic: String,
@@ -31,7 +43,7 @@ impl Publisher {
         settings: &ExecutorSettings,
         metrics: Arc<ExecutorMetrics>,
     ) -> Result<Publisher, ExecutorError> {
-        Ok(Publisher {
+        let inner = Inner {
             metrics,
             producer: settings
                 .kafka
@@ -40,35 +52,73 @@ impl Publisher {
             results_topic: settings.topics.results(),
             logs_topic: settings.topics.logs(),
             dlq_topic: settings.topics.dlq(),
+        };
+        Ok(Publisher {
+            inner: Arc::new(inner),
         })
     }
 
     /// The producer, shared with the beats.
     pub(crate) fn producer(&self) -> FutureProducer {
-        self.producer.clone()
+        self.inner.producer.clone()
     }
 
-    /// Publishes `record` with the `traceparent` of `trace`, retrying retriable errors until
-    /// acknowledged or `give_up` fires.
+    /// `record` as the bytes of its record on the results topic.
+    pub(crate) fn encode_result(record: &ResultRecord) -> Result<Vec<u8>, KafkaError> {
+        codec::encode(record).map_err(|error| {
+            tracing::error!(%error, trigger_id = %record.trigger_id, "cannot encode result");
+            KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage)
+        })
+    }
+
+    /// Hands the result `record` (encoded as `payload`) with the `traceparent` of `trace` to
+    /// the producer without waiting for the broker; the future resolves with the broker's
+    /// answer. `QueueFull` means the producer holds as many records as it may: try again
+    /// shortly.
+    pub(crate) fn enqueue_result(
+        &self,
+        record: &ResultRecord,
+        payload: &[u8],
+        trace: &opentelemetry::Context,
+    ) -> Result<DeliveryFuture, KafkaError> {
+        let headers = kadence_kafka::trace::inject(trace, OwnedHeaders::new());
+        let sent = FutureRecord::<str, [u8]>::to(&self.inner.results_topic)
+            .key(record.trigger_id.as_str())
+            .payload(payload)
+            .headers(headers);
+        self.inner
+            .producer
+            .send_result(sent)
+            .map_err(|(error, _)| error)
+    }
+
+    /// Publishes the result `record` (encoded as `payload`) with the `traceparent` of
+    /// `trace`, retrying retriable errors until acknowledged or `give_up` fires.
     pub(crate) async fn publish_result(
         &self,
         record: &ResultRecord,
+        payload: &[u8],
         trace: &opentelemetry::Context,
         give_up: &CancellationToken,
     ) -> Result<(), KafkaError> {
-        let payload = codec::encode(record).map_err(|error| {
-            tracing::error!(%error, trigger_id = %record.trigger_id, "cannot encode result");
-            KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage)
-        })?;
         let key = record.trigger_id.as_str();
         let headers = kadence_kafka::trace::inject(trace, OwnedHeaders::new());
         self.send_with_retry("results", give_up, || {
-            FutureRecord::<str, [u8]>::to(&self.results_topic)
+            FutureRecord::<str, [u8]>::to(&self.inner.results_topic)
                 .key(key)
-                .payload(&payload)
+                .payload(payload)
                 .headers(headers.clone())
         })
         .await
+    }
+
+    /// Counts a publish to `topic` (the kind of topic) that is tried again.
+    pub(crate) fn count_retry(&self, topic: &'static str) {
+        self.inner
+            .metrics
+            .publish_retries
+            .with_label_values(&[topic])
+            .inc();
     }
 
     /// Publishes a run's log lines, retrying retriable errors until acknowledged or `give_up`.
@@ -83,7 +133,7 @@ impl Publisher {
         })?;
         let key = record.trigger_id.as_str();
         self.send_with_retry("logs", give_up, || {
-            FutureRecord::<str, [u8]>::to(&self.logs_topic)
+            FutureRecord::<str, [u8]>::to(&self.inner.logs_topic)
                 .key(key)
                 .payload(&payload)
         })
@@ -100,7 +150,7 @@ impl Publisher {
         let headers = dead_letter_headers(reason, RecordOrigin::of(message));
         self.send_with_retry("dlq", give_up, || {
             let mut record =
-                FutureRecord::<[u8], [u8]>::to(&self.dlq_topic).headers(headers.clone());
+                FutureRecord::<[u8], [u8]>::to(&self.inner.dlq_topic).headers(headers.clone());
             if let Some(key) = message.key() {
                 record = record.key(key);
             }
@@ -126,7 +176,7 @@ impl Publisher {
     {
         let mut backoff = Backoff::standard();
         loop {
-            let error = match self.producer.send(record(), Timeout::Never).await {
+            let error = match self.inner.producer.send(record(), Timeout::Never).await {
                 Ok(_) => return Ok(()),
                 Err((error, _)) => error,
             };
@@ -134,10 +184,7 @@ impl Publisher {
                 return Err(error);
             }
             tracing::warn!(%error, topic, "publish failed; retrying");
-            self.metrics
-                .publish_retries
-                .with_label_values(&[topic])
-                .inc();
+            self.count_retry(topic);
             tokio::select! {
                 _ = give_up.cancelled() => return Err(error),
                 _ = tokio::time::sleep(backoff.next_delay()) => {}

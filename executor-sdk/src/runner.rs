@@ -1,9 +1,12 @@
-//! Running one trigger: the handler in its own task (so a panic is a failed run, not a dead
-//! executor), under the trigger's timeout, with a cancellation token, producing the
+//! Running one trigger: the handler with its panics caught (so a panic is a failed run, not
+//! a dead executor), under the trigger's timeout, with a cancellation token, producing the
 //! `ResultRecord` to publish.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures::FutureExt;
 
 use kadence_schemas::{ResultRecord, TriggerRecord, result_code};
 use tokio_util::sync::CancellationToken;
@@ -48,6 +51,11 @@ impl StopReason {
 
 /// Runs `handler` for `trigger`. `cancellation` stops the run early: set a [`StopReason`]
 /// first and the run fails with it; the trigger's timeout cancels it with code 502.
+///
+/// The handler runs inside the caller's task (a run already has a task of its own), with its
+/// panics caught: a second task per run would cost a spawn and a wake on every trigger for
+/// nothing. A run stopped early (timeout, kill, cover, shutdown) drops the handler's future
+/// at once, which is what aborting its task did.
 pub(crate) async fn run_handler(
     handler: HandlerFn,
     trigger: Arc<TriggerRecord>,
@@ -59,19 +67,25 @@ pub(crate) async fn run_handler(
         .ok()
         .filter(|&ms| ms > 0)
         .map(Duration::from_millis);
-    let context = JobContext::new(Arc::clone(&trigger), cancellation.clone()).with_logger(logger);
-    let mut task = tokio::spawn(handler(context));
+    let context = JobContext::with_logger(Arc::clone(&trigger), cancellation.clone(), logger);
+    let run = AssertUnwindSafe(handler(context)).catch_unwind();
     let deadline = async {
         match timeout {
             Some(limit) => tokio::time::sleep(limit).await,
             None => std::future::pending().await,
         }
     };
-    let joined = tokio::select! {
-        joined = &mut task => joined,
+    let ended = tokio::select! {
+        biased;
+        ended = run => ended,
+        _ = cancellation.cancelled() => {
+            let reason = stop_reason
+                .take()
+                .unwrap_or_else(|| "run was cancelled: the executor is shutting down".to_owned());
+            return RunOutcome::failure(reason);
+        }
         _ = deadline => {
             cancellation.cancel();
-            task.abort();
             let limit = timeout.unwrap_or_default();
             return RunOutcome {
                 code: result_code::TIMEOUT,
@@ -79,26 +93,18 @@ pub(crate) async fn run_handler(
                 retry_after_ms: None,
             };
         }
-        _ = cancellation.cancelled() => {
-            task.abort();
-            let reason = stop_reason
-                .take()
-                .unwrap_or_else(|| "run was cancelled: the executor is shutting down".to_owned());
-            return RunOutcome::failure(reason);
-        }
     };
     // A run stopped from outside (kill, COVER_EARLY) ends with the reason it was stopped for,
-    // even when its handler saw the cancellation and returned first: one `cancel()` wakes the
-    // handler's task and this select together, and a handler that returns at once (its own
-    // "stopped early" error, or `Ok`) is often done before the select is polled again, when
-    // both branches are ready and the select picks one at random. The reason is set before
-    // the token is cancelled, so it is there whenever the cancellation is.
+    // even when its handler saw the cancellation and returned first: a handler that returns
+    // at once when cancelled (its own "stopped early" error, or `Ok`) is done by the time
+    // this task looks again. The reason is set before the token is cancelled, so it is there
+    // whenever the cancellation is.
     if cancellation.is_cancelled()
         && let Some(reason) = stop_reason.take()
     {
         return RunOutcome::failure(reason);
     }
-    match joined {
+    match ended {
         Ok(Ok(())) => RunOutcome {
             code: result_code::SUCCESS,
             message: None,
@@ -109,8 +115,7 @@ pub(crate) async fn run_handler(
             message: Some(error.message().to_owned()),
             retry_after_ms: error.retry_delay().map(|delay| delay.as_millis() as i64),
         },
-        Err(join_error) if join_error.is_panic() => {
-            let panic = join_error.into_panic();
+        Err(panic) => {
             let text = panic
                 .downcast_ref::<&str>()
                 .map(|text| (*text).to_owned())
@@ -118,7 +123,6 @@ pub(crate) async fn run_handler(
                 .unwrap_or_else(|| "a non-text panic payload".to_owned());
             RunOutcome::failure(format!("handler panicked: {text}"))
         }
-        Err(_) => RunOutcome::failure("run was cancelled before it finished"),
     }
 }
 

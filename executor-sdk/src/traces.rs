@@ -4,6 +4,8 @@
 //! `kadence.handler` span for the handler's run. The result record carries the consume span's
 //! `traceparent`, so the scheduler's completion joins the same trace.
 
+use std::time::SystemTime;
+
 use kadence_kafka::{RunTracer, trace};
 use kadence_schemas::{ResultRecord, TriggerRecord, result_code};
 use opentelemetry::trace::SpanKind;
@@ -33,11 +35,14 @@ pub(crate) fn consume_span(
     tracer.start("kadence.consume", SpanKind::Consumer, &parent, attributes)
 }
 
-/// Starts the span of running `trigger`'s handler inside the consume span `consume`.
+/// The span of running `trigger`'s handler, which began at `started`, inside the consume
+/// span `consume`. It is made once the handler has returned, so that nothing but the
+/// handler's own work lies between a trigger's release and its start.
 pub(crate) fn handler_span(
     tracer: &RunTracer,
     consume: &Context,
     trigger: &TriggerRecord,
+    started: SystemTime,
 ) -> Context {
     let attributes = vec![
         KeyValue::new("kadence.job_id", trigger.job_id.get()),
@@ -45,7 +50,7 @@ pub(crate) fn handler_span(
         KeyValue::new("kadence.handler", trigger.handler.clone()),
         KeyValue::new("kadence.attempt", i64::from(trigger.attempt)),
     ];
-    tracer.start("kadence.handler", SpanKind::Internal, consume, attributes)
+    tracer.start_at("kadence.handler", started, consume, attributes)
 }
 
 /// Ends `span` as `record` answers its trigger: failed, with the result's message, unless

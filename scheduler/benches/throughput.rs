@@ -52,14 +52,13 @@
 
 mod common;
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    APP, Backend, Database, PARTITIONS, Serve, flags, load_jobs, now_ms, parse_numbers, percentile,
-    set_first_fire, sleep_until_ms,
+    APP, Backend, Database, PARTITIONS, Serve, clock_ticks_per_second, flags, load_jobs, now_ms,
+    parse_numbers, percentile, process_usage, set_first_fire, sleep_until_ms,
 };
 use kadence_schemas::{
     AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerRecord, TriggerType, codec,
@@ -183,29 +182,6 @@ fn options() -> Options {
         }
     }
     options
-}
-
-/// CPU ticks (user + system) and peak resident memory (KiB) of a process.
-fn process_usage(pid: u32) -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let peak_kib = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())?;
-    Some((ticks, peak_kib))
-}
-
-fn clock_ticks_per_second() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|text| f64::from_str(text.trim()).ok())
-        .unwrap_or(100.0)
 }
 
 /// A representative trigger record's encoded size.

@@ -1,5 +1,6 @@
-//! The trigger records a scheduler emitted, read back from `{prefix}.triggers.{app}`, and an
-//! audit of jobs that fire every second.
+//! The trigger records a scheduler emitted, read back from `{prefix}.triggers.{app}` (and
+//! any other topic's records, e.g. the results executors published), and an audit of jobs
+//! that fire every second.
 //!
 //! The topic, not the database, is the ground truth for "fired exactly once": a fire skipped
 //! as a DO_NOTHING misfire leaves no row anywhere, and a fire emitted twice (its lease ended
@@ -9,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use kadence_schemas::{TriggerRecord, TriggerType, codec};
+use kadence_schemas::{AvroRecord, TriggerRecord, TriggerType, codec};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
 use rdkafka::message::Message;
@@ -28,6 +29,11 @@ const STALL_LIMIT: Duration = Duration::from_secs(30);
 /// at least as many as the partitions' high watermarks promised, then until none arrives for
 /// two seconds. Panics on a record that is not a trigger record.
 pub async fn read_triggers(brokers: &str, topic: &str, partitions: i32) -> Vec<TriggerRecord> {
+    read_records(brokers, topic, partitions).await
+}
+
+/// [`read_triggers`] for any record type, e.g. the results an executor published.
+pub async fn read_records<R: AvroRecord>(brokers: &str, topic: &str, partitions: i32) -> Vec<R> {
     let config = {
         let mut config = ClientConfig::new();
         config
@@ -79,14 +85,13 @@ pub async fn read_triggers(brokers: &str, topic: &str, partitions: i32) -> Vec<T
             Ok(received) => {
                 let message = received.unwrap_or_else(|error| panic!("reading {topic}: {error}"));
                 let payload = message.payload().unwrap_or_default();
-                records.push(
-                    codec::decode::<TriggerRecord>(payload).unwrap_or_else(|error| {
-                        panic!(
-                            "{topic} offset {}: not a trigger: {error}",
-                            message.offset()
-                        )
-                    }),
-                );
+                records.push(codec::decode::<R>(payload).unwrap_or_else(|error| {
+                    panic!(
+                        "{topic} offset {}: not a {}: {error}",
+                        message.offset(),
+                        R::RECORD
+                    )
+                }));
             }
             Err(_) if records.len() >= promised => return records,
             Err(_) => panic!(

@@ -1,11 +1,13 @@
 //! The consumer loop: an explicit state machine, **consuming → draining → done**.
 //!
 //! - *Consuming*: receive trigger records from `{prefix}.triggers.{app}` (group
-//!   `{prefix}.executor.{app}`) while fewer than `max_in_flight` are in flight; each is
-//!   admitted at once — its signature verified (when the executor trusts scheduler keys),
-//!   decoded, recognised if redelivered, given its handler, then held or placed in its job's
-//!   lane (`dispatch`) — so a slow handler never delays other triggers.
-//!   Every run goes in its own task and reports back over a channel when it ends.
+//!   `{prefix}.executor.{app}`) while fewer than `max_in_flight` are in flight, every record
+//!   the consumer has ready in one turn; each is admitted at once — its signature verified
+//!   (when the executor trusts scheduler keys), decoded (typed, `decode`), recognised if
+//!   redelivered, given its handler, then held or placed in its job's lane (`dispatch`) — so
+//!   a slow handler never delays other triggers, and the triggers of one partition start
+//!   side by side as their jobs' block strategies allow. Every run goes in its own task and
+//!   reports back over a channel when it ends.
 //! - *Draining* (shutdown requested): stop receiving, wait for the records in flight until
 //!   the drain deadline, then cancel what is left (those triggers are redelivered after a
 //!   restart).
@@ -18,27 +20,33 @@
 //! the decoder sees a record the scheduler did not sign.
 //!
 //! Here is the loop: one `select!` over its events, each handled by one method of `Loop`.
-//! Around it:
+//! Held triggers wait on one timer, set to the earliest of them. Around it:
 //! - `group`: the trigger consumer in its group: client settings, the rebalance callbacks
 //!   (assign and revoke), receiving (tracking offsets) and committing.
 //! - `runs`: a run's task (handler, log lines, result) and the refusals and dead letters that
 //!   take the same way back to the loop.
+//! - `answers`: results handed to the producer without waiting; one task takes the broker's
+//!   acknowledgements and settles their records (offset complete, run unregistered).
+//! - `report`: what runs and acknowledgements tell the loop (a run over, a record done).
 //! - `control`: the `{prefix}.control` reader and what a KILL does to the runs; the loop
 //!   takes no trigger before the reader has caught up with the commands sent before start.
 //! - `kills`: the KILLs remembered for the triggers they cover that arrive later.
 //! - `dedupe`: recognising redelivered triggers by id.
 
+mod answers;
 mod control;
 mod dedupe;
 mod group;
 mod kills;
+mod report;
 mod runs;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use kadence_kafka::VerifyError;
-use kadence_schemas::{ExecutorState, TriggerRecord, codec};
+use kadence_schemas::{ExecutorState, TriggerRecord};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio::sync::mpsc;
@@ -58,7 +66,12 @@ use control::ControlEvent;
 use dedupe::RecentTriggers;
 use group::Group;
 use kills::RememberedKills;
-use runs::{Finished, ReadyRun, Reporter, Runs};
+use report::{Ended, Reporter};
+use runs::{ReadyRun, Runs, RunsConfig};
+
+/// Records admitted in one loop turn at most, so that ended runs, control commands and the
+/// hold are served between bursts.
+const RECEIVE_BATCH: usize = 512;
 
 /// Runs the executor until `shutdown` resolves and the drain completes.
 pub(crate) async fn run(
@@ -81,14 +94,29 @@ pub(crate) async fn run(
     let drain_deadline = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(drain_deadline);
     tokio::pin!(shutdown);
+    // One timer for the hold, moved to the next held trigger's time when that changes.
+    let hold_timer = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(hold_timer);
+    let mut hold_at_ms = None;
     while !state.drained() {
+        let next_release_ms = state.dispatch.next_release_ms();
+        if next_release_ms != hold_at_ms {
+            hold_at_ms = next_release_ms;
+            if let Some(at_ms) = next_release_ms {
+                hold_timer.as_mut().reset(Clock::System.instant_at(at_ms));
+            }
+        }
         let consuming = matches!(state.phase, Phase::Consuming);
         let has_room = state.in_flight < state.settings.max_in_flight;
         tokio::select! {
             biased;
-            Some(done) = state.finished.recv() => state.run_ended(done),
+            Some(ended) = state.ended.recv() => state.ended(ended),
             Some(event) = state.commands.recv() => state.control(event),
-            _ = state.dispatch.due() => state.release_due(),
+            _ = &mut hold_timer, if hold_at_ms.is_some() => {
+                // Set again from the next release time, even if it is the same.
+                hold_at_ms = None;
+                state.release_due();
+            }
             _ = state.commit_tick.tick() => state.group.commit(),
             _ = state.beat_tick.tick() => state.beat(),
             _ = state.assignment.changed(), if consuming => state.beat(),
@@ -127,8 +155,8 @@ struct Loop {
     recent: RecentTriggers,
     beats: Beats,
     assignment: Assignment,
-    /// Ended records, from the run tasks.
-    finished: mpsc::UnboundedReceiver<Finished>,
+    /// Ended runs and records, from the run tasks and the acknowledgement task.
+    ended: mpsc::UnboundedReceiver<Ended>,
     /// This app's control commands, from the control reader.
     commands: mpsc::UnboundedReceiver<ControlEvent>,
     /// Whether the control reader has read the commands sent before the start: until then
@@ -165,7 +193,7 @@ impl Loop {
             Arc::clone(&metrics),
         )?;
         let hard_stop = CancellationToken::new();
-        let (finished_tx, finished) = mpsc::unbounded_channel();
+        let (ended_tx, ended) = mpsc::unbounded_channel();
         let publisher = Publisher::new(&settings, Arc::clone(&metrics))?;
         let beats = Beats::new(
             publisher.producer(),
@@ -175,18 +203,18 @@ impl Loop {
             registry.names(),
             settings.beat_interval,
         );
-        let runs = Runs {
+        let runs = Runs::new(RunsConfig {
             executor_id: settings.executor_id.clone(),
             publisher,
             hard_stop: hard_stop.clone(),
-            reporter: Reporter::new(group.tracker(), finished_tx),
+            reporter: Reporter::new(group.tracker(), ended_tx),
             running,
             assignment: assignment.clone(),
             max_log_lines: settings.max_log_lines,
             clock: Clock::System,
             metrics: Arc::clone(&metrics),
             tracer: settings.tracer.clone(),
-        };
+        });
         let dispatch = Dispatch::new(
             Clock::System,
             settings.max_concurrent_per_job,
@@ -213,7 +241,7 @@ impl Loop {
             recent: RecentTriggers::new(),
             beats,
             assignment,
-            finished,
+            ended,
             commands,
             control_caught_up: false,
             kills,
@@ -230,15 +258,26 @@ impl Loop {
         matches!(self.phase, Phase::Draining) && self.in_flight == 0
     }
 
-    /// A record ended; a run's end may start what its lane queued.
-    fn run_ended(&mut self, done: Finished) {
-        self.in_flight -= 1;
-        if let Some((job, trigger_id)) = done.run {
-            if done.forget {
-                self.recent.forget(&trigger_id);
+    /// What ended, and whatever else has ended meanwhile: a run's end may start what its lane
+    /// queued; a record done makes room.
+    fn ended(&mut self, first: Ended) {
+        let mut next = Some(first);
+        while let Some(ended) = next {
+            match ended {
+                Ended::Record => self.in_flight -= 1,
+                Ended::Run {
+                    job,
+                    trigger_id,
+                    forget,
+                } => {
+                    if forget {
+                        self.recent.forget(&trigger_id);
+                    }
+                    let steps = self.dispatch.finished(job, &trigger_id);
+                    self.carry_out(steps);
+                }
             }
-            let steps = self.dispatch.finished(job, &trigger_id);
-            self.carry_out(steps);
+            next = self.ended.try_recv().ok();
         }
     }
 
@@ -261,13 +300,26 @@ impl Loop {
         self.carry_out(steps);
     }
 
+    /// Admits `received`, then every record the consumer has ready without waiting, while
+    /// there is room: a burst is taken in one go, not one loop turn per record.
     fn receive(&mut self, received: Result<OwnedMessage, KafkaError>) {
-        match received {
-            Ok(message) => {
-                self.in_flight += 1;
-                self.admit(message);
+        let mut next = Some(received);
+        let mut budget = RECEIVE_BATCH;
+        while let Some(received) = next {
+            match received {
+                Ok(message) => {
+                    self.in_flight += 1;
+                    self.admit(message);
+                }
+                Err(error) => tracing::warn!(%error, "error while receiving triggers"),
             }
-            Err(error) => tracing::warn!(%error, "error while receiving triggers"),
+            budget -= 1;
+            let has_room = self.in_flight < self.settings.max_in_flight;
+            next = if budget > 0 && has_room {
+                self.group.recv().now_or_never()
+            } else {
+                None
+            };
         }
     }
 
@@ -355,7 +407,7 @@ impl Loop {
                 .held_matching(|ready| ready.partition == partition)
         };
         self.metrics
-            .update_expected_waits(held, |partition| self.runs.running.count_on(partition));
+            .update_expected_waits(held, |partition| self.runs.running().count_on(partition));
         let beat = self.beats.beat(state, self.assignment.owned(), activity);
         self.beats.send(beat);
     }
@@ -411,7 +463,7 @@ fn announce_start(settings: &ExecutorSettings, registry: &Registry, topic: &str)
 fn decode(message: &OwnedMessage) -> Result<TriggerRecord, (&'static str, String)> {
     match message.payload() {
         None => Err(("no_value", "trigger record has no value".to_owned())),
-        Some(bytes) => codec::decode::<TriggerRecord>(bytes).map_err(|error| {
+        Some(bytes) => crate::decode::decode_trigger(bytes).map_err(|error| {
             (
                 "undecodable",
                 format!("undecodable trigger record: {error}"),

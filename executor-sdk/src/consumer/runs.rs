@@ -1,35 +1,40 @@
 //! Starting and finishing a trigger's run: [`Runs`].
 //!
 //! Every run goes in a task of its own, so the loop never waits for a handler. The task runs
-//! the handler through the runner (timeout, panic, cancellation), ships the run's log lines
-//! while it goes and once more at the end, then publishes the result — lines first, so a
-//! reader who sees the run finished sees all of its lines — and reports back to the loop
-//! ([`Finished`]). Refusals (no handler, DISCARD_LATER, covered, killed before starting) and
-//! dead letters (records refused by signature verification, undecodable ones) take the same
-//! way back, without a run.
+//! the handler through the runner (timeout, panic, cancellation) and, as soon as it returns,
+//! tells the loop (`Ended::Run`) so that the job's lane starts what it queued — the next
+//! run of a SERIAL_EXECUTION job does not wait for the broker. Then it ships the run's last
+//! log lines (only a run that logged has any: lines go out while the run goes, from its first
+//! line on) and hands the result to `answers`, which publishes it without waiting — lines
+//! first, so a reader who sees the run finished sees all of its lines. When the broker has
+//! the result, the record is settled and the loop hears of it (`Ended::Record`). Refusals
+//! (no handler, DISCARD_LATER, covered, killed before starting) and dead letters (records
+//! refused by signature verification, undecodable ones) take the same way back, without a
+//! run.
 //!
 //! A run whose partition the group moved away ends without a result: its offset stays
 //! uncommitted, and the new owner runs the trigger (see `handoff`).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use kadence_kafka::RunTracer;
-use kadence_schemas::{JobId, ResultRecord, TriggerId, TriggerRecord};
+use kadence_schemas::{ResultRecord, TriggerRecord};
 use opentelemetry::Context;
 use rdkafka::message::{Message, OwnedMessage};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::answers::{Answer, Answers};
+use super::report::Reporter;
 use crate::beats::Assignment;
-use crate::clock::Clock;
+use crate::clock::{Clock, millis_since_epoch};
 use crate::dispatch::Start;
 use crate::handler::HandlerFn;
 use crate::handoff::RunningRuns;
 use crate::joblog::{FLUSH_INTERVAL, JobLogger, LogShipper};
 use crate::metrics::{ExecutorMetrics, handler_label, outcome_of, seconds};
-use crate::offsets::OffsetTracker;
 use crate::publisher::Publisher;
 use crate::runner::{RunOutcome, result_record, run_handler};
 use crate::traces::{consume_span, end_with_result, end_without_result, handler_span};
@@ -50,73 +55,19 @@ impl AsRef<TriggerRecord> for ReadyRun {
     }
 }
 
-/// A record whose processing ended. `handled` is false when its result could not be
-/// published: it no longer counts as in flight, but its offset stays uncommitted so the
-/// trigger is redelivered. `run` names the job lane to advance when a run ended.
-pub(super) struct Finished {
-    partition: i32,
-    offset: i64,
-    handled: bool,
-    pub(super) run: Option<(JobId, TriggerId)>,
-    /// The trigger did not run to a result here (handed back, or its partition moved before
-    /// it started): forget its id, so that it runs if the partition comes back.
-    pub(super) forget: bool,
+/// A run whose handler has returned.
+struct Ran {
+    ready: ReadyRun,
+    outcome: RunOutcome,
+    logger: JobLogger,
+    started: SystemTime,
+    finished: SystemTime,
+    /// Whether the run was handed back to its partition's new owner meanwhile.
+    handed_back: bool,
 }
 
-impl Finished {
-    /// A record done with, without a run.
-    fn without_run(partition: i32, offset: i64, handled: bool) -> Finished {
-        Finished {
-            partition,
-            offset,
-            handled,
-            run: None,
-            forget: false,
-        }
-    }
-
-    /// A trigger left to its partition's new owner without running to a result here.
-    fn left_to_new_owner(partition: i32, offset: i64, run: (JobId, TriggerId)) -> Finished {
-        Finished {
-            partition,
-            offset,
-            handled: false,
-            run: Some(run),
-            forget: true,
-        }
-    }
-}
-
-/// Reports ended records: marks a handled one complete in the offset tracker at once (the
-/// revocation callback commits from it while the loop waits), then tells the loop.
-#[derive(Clone)]
-pub(super) struct Reporter {
-    tracker: Arc<Mutex<OffsetTracker>>,
-    loop_tx: mpsc::UnboundedSender<Finished>,
-}
-
-impl Reporter {
-    pub(super) fn new(
-        tracker: Arc<Mutex<OffsetTracker>>,
-        loop_tx: mpsc::UnboundedSender<Finished>,
-    ) -> Reporter {
-        Reporter { tracker, loop_tx }
-    }
-
-    fn report(&self, finished: Finished) {
-        if finished.handled {
-            self.tracker
-                .lock()
-                .expect("offset tracker lock")
-                .complete(finished.partition, finished.offset);
-        }
-        let _ = self.loop_tx.send(finished);
-    }
-}
-
-/// Starts runs and publishes their results; every task reports back through the reporter.
-#[derive(Clone)]
-pub(super) struct Runs {
+/// What every run shares.
+pub(super) struct RunsConfig {
     pub(super) executor_id: String,
     pub(super) publisher: Publisher,
     /// Fires after the drain deadline: publishing gives up.
@@ -130,7 +81,37 @@ pub(super) struct Runs {
     pub(super) tracer: RunTracer,
 }
 
+/// Starts runs and hands their results over; every task reports back through the reporter.
+/// Cheap to clone (one reference count per run).
+#[derive(Clone)]
+pub(super) struct Runs {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    config: RunsConfig,
+    answers: Answers,
+}
+
 impl Runs {
+    /// Runs with `config`; starts the task that settles published results.
+    pub(super) fn new(config: RunsConfig) -> Runs {
+        let answers = Answers::start(
+            config.publisher.clone(),
+            config.reporter.clone(),
+            config.running.clone(),
+            config.hard_stop.clone(),
+        );
+        Runs {
+            shared: Arc::new(Shared { config, answers }),
+        }
+    }
+
+    /// The runs going now, by partition and offset.
+    pub(super) fn running(&self) -> &RunningRuns {
+        &self.shared.config.running
+    }
+
     /// Runs `start` in its own task.
     pub(super) fn start(&self, start: Start<ReadyRun>) {
         tokio::spawn(self.clone().run(start));
@@ -142,70 +123,133 @@ impl Runs {
             cancellation,
             stop_reason,
         } = start;
+        let config = &self.shared.config;
         let (partition, offset) = (ready.partition, ready.offset);
-        let run = (ready.trigger.job_id, ready.trigger.trigger_id.clone());
-        if !self.assignment.owns(partition) {
+        if !config.assignment.owns(partition) {
             // Queued or held while the group moved its partition: the new owner runs it.
             end_without_result(&ready.trace, "partition moved before the run started");
-            let left = Finished::left_to_new_owner(partition, offset, run);
-            return self.reporter.report(left);
+            let (job, trigger_id) = (ready.trigger.job_id, ready.trigger.trigger_id.clone());
+            config.reporter.run_ended(job, trigger_id, true);
+            return config.reporter.record_done(partition, offset, false);
         }
-        let handed_back = self
+        let handed_back = config
             .running
             .register(partition, offset, cancellation.clone());
-        let started_at_ms = self.clock.now_ms();
-        let handler = handler_label(&ready.trigger).to_owned();
-        self.metrics
-            .trigger_to_start
-            .with_label_values(&[handler.as_str()])
-            .observe(seconds(started_at_ms - ready.trigger.scheduled_at_ms));
-        let logger = JobLogger::new(self.max_log_lines);
-        let shipper = LogShipper::new(
-            logger.clone(),
-            Arc::clone(&ready.trigger),
-            self.executor_id.clone(),
-            self.publisher.clone(),
-            self.hard_stop.clone(),
-        );
+        let started = config.clock.now();
+        let logger = JobLogger::new(config.max_log_lines);
         let trigger = Arc::clone(&ready.trigger);
-        let handler_trace = handler_span(&self.tracer, &ready.trace, &ready.trigger);
-        let run_handler = run_handler(ready.handler, trigger, cancellation, stop_reason, logger);
-        let outcome = shipping_logs(run_handler, &shipper).await;
-        if handed_back.load(Ordering::SeqCst) {
+        let handler = ready.handler.clone();
+        let run = run_handler(handler, trigger, cancellation, stop_reason, logger.clone());
+        let outcome = self.shipping_logs(run, &logger, &ready.trigger).await;
+        let finished = config.clock.now();
+        // The rest of the run's work (its span and metrics, last lines, result) waits until
+        // the runs due now have started: all of a second's triggers are released together,
+        // and a start is late by whatever runs before it.
+        tokio::task::yield_now().await;
+        let ran = Ran {
+            ready,
+            outcome,
+            logger,
+            started,
+            finished,
+            handed_back: handed_back.load(Ordering::SeqCst),
+        };
+        self.finish(ran).await
+    }
+
+    /// After the handler: the run's span and metrics, its last log lines, its result.
+    async fn finish(&self, ran: Ran) {
+        let config = &self.shared.config;
+        let Ran { ready, .. } = &ran;
+        let (partition, offset) = (ready.partition, ready.offset);
+        let (job, trigger_id) = (ready.trigger.job_id, ready.trigger.trigger_id.clone());
+        let started_at_ms = millis_since_epoch(ran.started);
+        let finished_at_ms = millis_since_epoch(ran.finished);
+        let handler = handler_label(&ready.trigger);
+        let handler_trace = handler_span(&config.tracer, &ready.trace, &ready.trigger, ran.started);
+        if ran.handed_back {
             // The group moved the partition and the run did not finish in time: no result,
             // no commit; the new owner runs the trigger.
             end_without_result(&handler_trace, "handed back to the partition's new owner");
             end_without_result(&ready.trace, "handed back to the partition's new owner");
-            self.running.unregister(partition, offset);
-            let left = Finished::left_to_new_owner(partition, offset, run);
-            return self.reporter.report(left);
+            config.running.unregister(partition, offset);
+            config.reporter.run_ended(job, trigger_id, true);
+            return config.reporter.record_done(partition, offset, false);
         }
+        config.reporter.run_ended(job, trigger_id, false);
+        let metrics = &config.metrics;
+        let waited = started_at_ms - ready.trigger.scheduled_at_ms;
+        let took = finished_at_ms - started_at_ms;
+        metrics
+            .trigger_to_start
+            .with_label_values(&[handler])
+            .observe(seconds(waited));
+        metrics
+            .run_duration
+            .with_label_values(&[handler])
+            .observe(seconds(took));
+        metrics.record_run(partition, took);
         // Every line is out before the result: a finished run's log is complete.
-        shipper.flush(true).await;
-        let finished_at_ms = self.clock.now_ms();
+        if ran.logger.has_unshipped() {
+            self.log_shipper(&ran.logger, &ready.trigger)
+                .flush(true)
+                .await;
+        }
+        let Ran { ready, outcome, .. } = ran;
+        let executor_id = &config.executor_id;
         let record = result_record(
             &ready.trigger,
-            &self.executor_id,
+            executor_id,
             outcome,
             started_at_ms,
             finished_at_ms,
         );
-        self.metrics
-            .run_duration
-            .with_label_values(&[handler.as_str()])
-            .observe(seconds(finished_at_ms - started_at_ms));
-        self.metrics
-            .record_run(partition, finished_at_ms - started_at_ms);
         end_with_result(&handler_trace, &record);
-        self.count_result(&handler, &record);
-        let handled = self.publish(&record, &ready.trace).await;
-        // Complete before unregistering: the revocation callback commits what is complete
-        // once no registered run is left.
-        self.reporter.report(Finished {
-            run: Some(run),
-            ..Finished::without_run(partition, offset, handled)
-        });
-        self.running.unregister(partition, offset);
+        self.count_result(handler_label(&ready.trigger), &record);
+        let answer = Answer {
+            record,
+            trace: ready.trace,
+            partition,
+            offset,
+            registered: true,
+        };
+        self.shared.answers.send(answer).await;
+    }
+
+    /// Drives `run` to its outcome; once it writes its first log line, ships its lines every
+    /// [`FLUSH_INTERVAL`] meanwhile.
+    async fn shipping_logs(
+        &self,
+        run: impl Future<Output = RunOutcome>,
+        logger: &JobLogger,
+        trigger: &Arc<TriggerRecord>,
+    ) -> RunOutcome {
+        tokio::pin!(run);
+        tokio::select! {
+            biased;
+            outcome = &mut run => return outcome,
+            () = logger.written() => {}
+        }
+        let shipper = self.log_shipper(logger, trigger);
+        let mut flush_tick = tokio::time::interval(FLUSH_INTERVAL);
+        loop {
+            tokio::select! {
+                biased;
+                outcome = &mut run => return outcome,
+                _ = flush_tick.tick() => shipper.flush(false).await,
+            }
+        }
+    }
+
+    fn log_shipper(&self, logger: &JobLogger, trigger: &Arc<TriggerRecord>) -> LogShipper {
+        let config = &self.shared.config;
+        LogShipper::new(
+            logger.clone(),
+            Arc::clone(trigger),
+            config.executor_id.clone(),
+            config.publisher.clone(),
+            config.hard_stop.clone(),
+        )
     }
 
     /// Publishes a failure result for a trigger that will not run.
@@ -217,22 +261,28 @@ impl Runs {
         message: String,
         trace: Context,
     ) {
+        let config = &self.shared.config;
+        let now_ms = config.clock.now_ms();
+        let outcome = RunOutcome::failure(message);
+        let record = result_record(&trigger, &config.executor_id, outcome, now_ms, now_ms);
+        self.count_result(handler_label(&trigger), &record);
+        let answer = Answer {
+            record,
+            trace,
+            partition,
+            offset,
+            registered: false,
+        };
         let runs = self.clone();
-        tokio::spawn(async move {
-            let now_ms = runs.clock.now_ms();
-            let outcome = RunOutcome::failure(message);
-            let record = result_record(&trigger, &runs.executor_id, outcome, now_ms, now_ms);
-            runs.count_result(handler_label(&trigger), &record);
-            let handled = runs.publish(&record, &trace).await;
-            runs.reporter
-                .report(Finished::without_run(partition, offset, handled));
-        });
+        tokio::spawn(async move { runs.shared.answers.send(answer).await });
     }
 
     /// Completes a redelivered trigger that already ran (or runs) here, without running it.
     pub(super) fn skip_redelivered(&self, partition: i32, offset: i64) {
-        self.reporter
-            .report(Finished::without_run(partition, offset, true));
+        self.shared
+            .config
+            .reporter
+            .record_done(partition, offset, true);
     }
 
     /// Sends a record that must not run (unverifiable or undecodable) to the dead-letter
@@ -240,9 +290,10 @@ impl Runs {
     pub(super) fn dead_letter(&self, message: OwnedMessage, reason: String) {
         let runs = self.clone();
         tokio::spawn(async move {
-            let sent = runs
+            let config = &runs.shared.config;
+            let sent = config
                 .publisher
-                .dead_letter(&message, &reason, &runs.hard_stop)
+                .dead_letter(&message, &reason, &config.hard_stop)
                 .await;
             let handled = match sent {
                 Ok(()) => true,
@@ -252,59 +303,23 @@ impl Runs {
                 }
             };
             let (partition, offset) = (message.partition(), message.offset());
-            runs.reporter
-                .report(Finished::without_run(partition, offset, handled));
+            config.reporter.record_done(partition, offset, handled);
         });
     }
 
     /// Counts the answer `record` to a trigger of `handler` by its outcome.
     fn count_result(&self, handler: &str, record: &ResultRecord) {
         let outcome = outcome_of(record.code, record.message.as_deref());
-        self.metrics
+        self.shared
+            .config
+            .metrics
             .results
             .with_label_values(&[handler, outcome])
             .inc();
     }
 
-    /// Publishes a result carrying the `traceparent` of `trace` (the trigger's consume span),
-    /// then ends that span; false (logged) when the result could not be published.
-    async fn publish(&self, record: &ResultRecord, trace: &Context) -> bool {
-        let published = self
-            .publisher
-            .publish_result(record, trace, &self.hard_stop)
-            .await;
-        match published {
-            Ok(()) => {
-                tracing::debug!(trigger_id = %record.trigger_id, code = record.code, "result published");
-                end_with_result(trace, record);
-                true
-            }
-            Err(error) => {
-                tracing::error!(trigger_id = %record.trigger_id, %error,
-                    "cannot publish result; the trigger stays uncommitted and will be redelivered");
-                kadence_kafka::trace::end_with_error(
-                    trace,
-                    format!("result not published: {error}"),
-                );
-                false
-            }
-        }
-    }
-
     /// Starts the `kadence.consume` span of `trigger`, received as `message`.
     pub(super) fn consume_span(&self, message: &OwnedMessage, trigger: &TriggerRecord) -> Context {
-        consume_span(&self.tracer, message, trigger)
-    }
-}
-
-/// Drives `run` to its outcome, shipping its log lines every [`FLUSH_INTERVAL`] meanwhile.
-async fn shipping_logs(run: impl Future<Output = RunOutcome>, shipper: &LogShipper) -> RunOutcome {
-    tokio::pin!(run);
-    let mut flush_tick = tokio::time::interval(FLUSH_INTERVAL);
-    loop {
-        tokio::select! {
-            outcome = &mut run => return outcome,
-            _ = flush_tick.tick() => shipper.flush(false).await,
-        }
+        consume_span(&self.shared.config.tracer, message, trigger)
     }
 }

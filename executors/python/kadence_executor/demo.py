@@ -4,7 +4,8 @@
 - Handlers: ``ok`` succeeds; ``sleep`` (params: ms) waits that long or until cancelled, then
   fails with ``stopped early``; ``fail`` fails with its params as the message (``failed on
   purpose`` when empty); ``log`` (params: n) writes the job log lines ``line 1`` ... ``line n``;
-  ``shard`` writes the line ``shard {index} of {total}``.
+  ``shard`` writes the line ``shard {index} of {total}``; ``noop`` succeeds at once and prints
+  nothing (the Rust one is the end-to-end benchmark's handler).
 - Standard output: ``ready`` once built, then ``started <trigger id>`` as every run begins.
 - SIGTERM and SIGINT stop it gracefully (exit code 0).
 
@@ -34,6 +35,10 @@ def announce(ctx):
 
 def ok(ctx):
     announce(ctx)
+
+
+def noop(ctx):
+    pass
 
 
 def sleep(ctx):
@@ -77,7 +82,8 @@ def main():
         beat_interval_s=int(env.get("KADENCE_BEAT_INTERVAL_MS", "3000")) / 1000,
         trusted_keys=keys,
     )
-    for name, function in (("ok", ok), ("sleep", sleep), ("fail", fail), ("log", log), ("shard", shard)):
+    handlers = (("ok", ok), ("noop", noop), ("sleep", sleep), ("fail", fail), ("log", log), ("shard", shard))
+    for name, function in handlers:
         executor.handler(name, function)
     print("ready", flush=True)
     executor.run()

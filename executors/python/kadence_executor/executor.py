@@ -39,7 +39,7 @@ class Settings:
     topic_prefix: str = "kadence"
     executor_id: str = None
     session_timeout_ms: int = 10_000
-    max_in_flight: int = 256
+    max_in_flight: int = 20_000
     max_concurrent_per_job: int = 16
     drain_timeout_s: float = 30.0
     commit_interval_s: float = 1.0

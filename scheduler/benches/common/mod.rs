@@ -224,6 +224,38 @@ pub async fn load_jobs(
     first_fire_ms: i64,
     now_ms: i64,
 ) {
+    let jobs = JobLoad {
+        due,
+        idle,
+        route: "RANDOM",
+        handler: "tick",
+    };
+    load_jobs_with(database, &jobs, first_fire_ms, now_ms).await
+}
+
+/// What [`load_jobs_with`] loads: `due` jobs firing every second and `idle` ones, routed by
+/// `route` to the handler `handler`.
+pub struct JobLoad<'a> {
+    pub due: usize,
+    pub idle: usize,
+    /// A route strategy's symbol, e.g. `CONSISTENT_HASH`.
+    pub route: &'a str,
+    pub handler: &'a str,
+}
+
+/// [`load_jobs`] with the route strategy and handler of `jobs`.
+pub async fn load_jobs_with(
+    database: &Database,
+    jobs: &JobLoad<'_>,
+    first_fire_ms: i64,
+    now_ms: i64,
+) {
+    let JobLoad {
+        due,
+        idle,
+        route,
+        handler,
+    } = *jobs;
     database
         .execute(&format!(
             "INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ('{APP}', '{APP}', {PARTITIONS}, {now_ms})"
@@ -240,7 +272,7 @@ pub async fn load_jobs(
             let chunk = (count - written).min(2_000);
             let values: Vec<String> = (0..chunk)
                 .map(|_| format!(
-                    "('{APP}', 'bench', 'CRON', '{cron}', 'UTC', 'DO_NOTHING', 'RANDOM', 'tick', '', \
+                    "('{APP}', 'bench', 'CRON', '{cron}', 'UTC', 'DO_NOTHING', '{route}', '{handler}', '', \
                      'SERIAL_EXECUTION', 0, 'RUNNING', {next}, {now_ms}, {now_ms})"
                 ))
                 .collect();
@@ -270,6 +302,30 @@ pub async fn set_first_fire(database: &Database, lead: Duration) -> i64 {
 }
 
 pub use kadence_schemas::now_ms;
+
+/// CPU ticks (user + system) and peak resident memory (KiB) of a process, from `/proc`.
+pub fn process_usage(pid: u32) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let peak_kib = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())?;
+    Some((ticks, peak_kib))
+}
+
+/// The kernel's clock ticks per second, the unit of [`process_usage`]'s CPU figure.
+pub fn clock_ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(100.0)
+}
 
 /// Sleeps until the wall clock reads `ms` (at once if it has passed).
 pub async fn sleep_until_ms(ms: i64) {

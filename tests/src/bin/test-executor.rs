@@ -5,7 +5,8 @@
 //! - Handlers: `ok` succeeds; `sleep` (params: ms) waits that long or until cancelled, then
 //!   fails with `stopped early`; `fail` fails with its params as the message (`failed on
 //!   purpose` when empty); `log` (params: n) writes the job log lines `line 1` … `line n`;
-//!   `shard` writes the line `shard {index} of {total}`.
+//!   `shard` writes the line `shard {index} of {total}`; `noop` succeeds at once and prints
+//!   nothing (the end-to-end benchmark's handler: it measures the SDK, not standard output).
 //! - Standard output: `ready` once built, then `started <trigger id>` as every run begins, so
 //!   a test knows when to stop or kill it and counts how often a trigger ran.
 //! - SIGTERM and SIGINT stop it gracefully, as they stop any executor built on
@@ -29,6 +30,10 @@ fn announce(ctx: &JobContext) {
 
 async fn ok(ctx: JobContext) -> JobResult {
     announce(&ctx);
+    Ok(())
+}
+
+async fn noop(_: JobContext) -> JobResult {
     Ok(())
 }
 
@@ -97,6 +102,7 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
             3_000,
         )))
         .handler("ok", ok)
+        .handler("noop", noop)
         .handler("sleep", sleep)
         .handler("fail", fail)
         .handler("log", log)
