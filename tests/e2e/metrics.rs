@@ -122,7 +122,8 @@ async fn the_metrics_count_fires_results_and_executors(backend: Backend) {
             "app=\"watched\""
         )) >= 4.0
     );
-    assert!(value("kadence_scheduler_pre_read_jobs_read_total") >= 3.0);
+    // A job is read once per several fires (the read-ahead), so at least once.
+    assert!(value("kadence_scheduler_pre_read_jobs_read_total") >= 1.0);
     assert!(value("kadence_scheduler_pre_read_scan_duration_seconds_count") >= 1.0);
     assert_eq!(
         value(&series(
