@@ -116,10 +116,10 @@ SCHEDULER = [
         ("sum(increase(kadence_scheduler_shards_lost_total[$__rate_interval]))", "lost (fenced out)"),
         ("sum(increase(kadence_scheduler_shard_lease_failures_total[$__rate_interval]))",
          "lease step failed")],
-        description="free: released by a node making room for another, or never owned; "
-                    "takeover: the owner's lease ran out (it died or was cut off). A lost "
-                    "shard was taken from a node that had not renewed it in time: it writes "
-                    "nothing for it since."),
+        description="free: released by a node that stopped, or never owned; takeover: the "
+                    "owner's lease ran out (it died or was cut off); rebalance: taken from a "
+                    "node above its share by one below it. A lost shard was taken from a node "
+                    "that had not renewed it in time: it writes nothing for it since."),
     panel("Shard takeover gap",
           [("histogram_quantile(0.99, sum by (le) (rate("
             "kadence_scheduler_shard_takeover_gap_seconds_bucket[$__rate_interval])))", "p99"),

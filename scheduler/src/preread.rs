@@ -119,11 +119,10 @@ impl PreReader {
         record_pre_read(&self.tracer, span_start, now_ms, counts);
         let planned = planned.inspect_err(|_| metrics.pre_read_failures.inc())?;
         if !planned.fenced_out.is_empty() {
-            let lost = self.ownership.drop_fenced(&planned.fenced_out);
-            metrics.shards.lost.inc_by(lost as u64);
+            self.ownership
+                .drop_fenced(&planned.fenced_out, now_ms)
+                .report(&metrics.shards, self.ownership.node_id());
             metrics.shards.owned.set(self.ownership.count() as i64);
-            tracing::warn!(fenced_out = ?planned.fenced_out,
-                "another node owns shards this node still held; nothing was written for them");
         }
         metrics
             .pre_read_scan_duration

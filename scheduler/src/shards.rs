@@ -9,10 +9,13 @@
 //! **Leases.** Each node runs a [`ShardLeaser`]: every third of `[schedule] shard_lease` (5 s)
 //! its step
 //! ([`ShardLeaser::lease_once`], one transaction) records the node as alive, renews the leases
-//! of its shards, and evens out ownership: with `target = ceil(shards / live nodes)`, it takes
-//! free or expired shards up to its target, or releases its highest-numbered shards above
-//! it, which the newer nodes then take at their next step. One node owns everything by
-//! default; a second one gets half within a step or two; a node that dies leaves its shards
+//! of its shards, and evens out ownership: below its share `ceil(shards / live nodes)` it
+//! takes free or expired shards, then the highest-numbered shards of live nodes above their
+//! share (a rebalance: the shard goes straight from one owner to the other under a new
+//! fence, so no moment passes in which nobody scans it; a node never gives shards away
+//! itself). One node owns everything by default; a second one takes half at its first step;
+//! the shares are uneven only by the rounding (16 shards on 3 nodes: 6, 6, 4); a node that
+//! dies leaves its shards
 //! to the others once its lease runs out (`kadence_scheduler_shard_takeover_gap_seconds`
 //! measures how long they went unscanned; [`check_shard_lease`] keeps that shorter than the
 //! time a dead node's jobs were planned ahead plus the pre-read window, so their fires come
@@ -42,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::metrics::SchedulerMetrics;
-use crate::store::{OwnedShard, ShardLease, ShardLeaseRequest, Store, StoreError};
+use crate::store::{Acquisition, OwnedShard, ShardLease, ShardLeaseRequest, Store, StoreError};
 
 /// Most schedule shards a database may be split into: more than nodes anyone runs, few
 /// enough that a scan's shard list stays short.
@@ -153,36 +156,78 @@ impl ShardOwnership {
         self.held.lock().expect("shard ownership lock").shards.len()
     }
 
-    /// Replaces what is held after a lease step; usable until `valid_until_ms`. Returns the
-    /// shards that were held before and are not now, and that the step did not release.
-    fn replace(&self, lease: &ShardLease, valid_until_ms: i64) -> Vec<u32> {
+    /// Replaces what is held after a lease step at `now_ms`; usable until `valid_until_ms`.
+    /// Returns the shards held before and not now (see [`Gone`]).
+    fn replace(&self, lease: &ShardLease, now_ms: i64, valid_until_ms: i64) -> Gone {
         let mut held = self.held.lock().expect("shard ownership lock");
-        let lost = held
+        let gone: Vec<u32> = held
             .shards
             .iter()
             .map(|owned| owned.shard)
-            .filter(|shard| {
-                !lease.released.contains(shard)
-                    && !lease.owned.iter().any(|owned| owned.shard == *shard)
-            })
+            .filter(|shard| !lease.owned.iter().any(|owned| owned.shard == *shard))
             .collect();
+        let gone = Gone::classify(gone, now_ms <= held.valid_until_ms);
         held.shards = lease.owned.clone();
         held.valid_until_ms = valid_until_ms;
-        lost
+        gone
     }
 
-    /// Drops `fenced_out` shards a scan found owned by another node; returns how many of them
-    /// were still held (a shard this node released meanwhile is not lost).
-    pub fn drop_fenced(&self, fenced_out: &[u32]) -> usize {
+    /// Drops the `fenced_out` shards a scan at `now_ms` found owned by another node.
+    pub fn drop_fenced(&self, fenced_out: &[u32], now_ms: i64) -> Gone {
         let mut held = self.held.lock().expect("shard ownership lock");
-        let before = held.shards.len();
+        let gone: Vec<u32> = held
+            .shards
+            .iter()
+            .map(|owned| owned.shard)
+            .filter(|shard| fenced_out.contains(shard))
+            .collect();
         held.shards
             .retain(|owned| !fenced_out.contains(&owned.shard));
-        before - held.shards.len()
+        Gone::classify(gone, now_ms <= held.valid_until_ms)
     }
 }
 
-/// Keeps this node's shard leases: renews, takes its share, releases the excess.
+/// Shards a node found another node owning.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Gone {
+    /// Taken while this node's lease on them still ran: a node short of its share took them
+    /// (a rebalance, nothing wrong).
+    pub handed_over: Vec<u32>,
+    /// Taken after this node's lease ran out unrenewed: it was frozen or cut off, and any
+    /// write it still tried for them was refused.
+    pub lost: Vec<u32>,
+}
+
+impl Gone {
+    fn classify(shards: Vec<u32>, lease_ran: bool) -> Gone {
+        if lease_ran {
+            Gone {
+                handed_over: shards,
+                lost: Vec::new(),
+            }
+        } else {
+            Gone {
+                handed_over: Vec::new(),
+                lost: shards,
+            }
+        }
+    }
+
+    /// Counts and logs them.
+    pub fn report(&self, metrics: &crate::metrics::ShardMetrics, node_id: &str) {
+        if !self.handed_over.is_empty() {
+            tracing::info!(shards = ?self.handed_over, node_id,
+                "schedule shards handed over to a node short of its share");
+        }
+        if !self.lost.is_empty() {
+            metrics.lost.inc_by(self.lost.len() as u64);
+            tracing::warn!(shards = ?self.lost, node_id,
+                "schedule shards taken by another node while this one did not renew them; nothing was written for them since");
+        }
+    }
+}
+
+/// Keeps this node's shard leases: renews them and takes its share.
 pub struct ShardLeaser {
     store: Arc<dyn Store>,
     ownership: Arc<ShardOwnership>,
@@ -231,31 +276,26 @@ impl ShardLeaser {
             })
             .await
             .inspect_err(|_| self.metrics.shards.lease_failures.inc())?;
-        let lost = self.ownership.replace(&lease, now_ms + lease_ms);
         let metrics = &self.metrics.shards;
+        self.ownership
+            .replace(&lease, now_ms, now_ms + lease_ms)
+            .report(metrics, self.ownership.node_id());
         metrics.owned.set(lease.owned.len() as i64);
         metrics.total.set(i64::from(lease.total_shards));
-        if !lost.is_empty() {
-            metrics.lost.inc_by(lost.len() as u64);
-            tracing::warn!(
-                ?lost,
-                node_id = self.ownership.node_id(),
-                "schedule shards taken by another node while this one did not renew them; no longer scanning them"
-            );
-        }
         for acquired in &lease.acquired {
-            let taken_over = acquired.taken_over_from.is_some();
-            metrics.count_acquired(taken_over, acquired.scanned_at_ms, now_ms);
-            if let Some(from) = &acquired.taken_over_from {
-                tracing::warn!(shard = acquired.owned.shard, from = %from,
+            let unscanned_ms = (acquired.how == Acquisition::Takeover
+                && acquired.scanned_at_ms > 0)
+                .then(|| now_ms - acquired.scanned_at_ms);
+            metrics.count_acquired(acquired.how.label(), unscanned_ms);
+            if acquired.how == Acquisition::Takeover {
+                tracing::warn!(shard = acquired.owned.shard, from = ?acquired.from,
                     unscanned_ms = now_ms - acquired.scanned_at_ms,
                     "took over a schedule shard whose owner's lease ran out");
             }
         }
-        if !lease.acquired.is_empty() || !lease.released.is_empty() {
+        if !lease.acquired.is_empty() {
             tracing::info!(
-                acquired = ?lease.acquired.iter().map(|a| a.owned.shard).collect::<Vec<_>>(),
-                released = ?lease.released,
+                acquired = ?lease.acquired.iter().map(|a| (a.owned.shard, a.how.label())).collect::<Vec<_>>(),
                 owned = lease.owned.len(),
                 live_nodes = lease.live_nodes,
                 total = lease.total_shards,
@@ -281,7 +321,7 @@ impl ShardLeaser {
                 _ = tokio::time::sleep(interval) => {}
             }
         }
-        self.ownership.replace(&ShardLease::default(), 0);
+        self.ownership.replace(&ShardLease::default(), 0, 0);
         self.metrics.shards.owned.set(0);
         match self
             .store
@@ -299,13 +339,12 @@ impl ShardLeaser {
 mod tests {
     use super::*;
 
-    fn lease(owned: &[(u32, i64)], released: &[u32]) -> ShardLease {
+    fn lease(owned: &[(u32, i64)]) -> ShardLease {
         ShardLease {
             owned: owned
                 .iter()
                 .map(|&(shard, fence)| OwnedShard { shard, fence })
                 .collect(),
-            released: released.to_vec(),
             ..ShardLease::default()
         }
     }
@@ -322,19 +361,33 @@ mod tests {
     fn held_shards_are_usable_only_while_the_lease_lasts_by_the_local_clock() {
         let ownership = ShardOwnership::new("node-a");
         assert!(ownership.usable(0).is_empty());
-        ownership.replace(&lease(&[(0, 1), (1, 4)], &[]), 10_000);
+        ownership.replace(&lease(&[(0, 1), (1, 4)]), 0, 10_000);
         assert_eq!(ownership.usable(10_000).len(), 2);
         assert!(ownership.usable(10_001).is_empty(), "lapsed, unrenewed");
         assert_eq!(ownership.count(), 2);
     }
 
     #[test]
-    fn a_shard_gone_from_a_step_is_lost_unless_the_step_released_it() {
+    fn a_shard_taken_while_the_lease_ran_was_handed_over_after_it_lost() {
         let ownership = ShardOwnership::new("node-a");
-        ownership.replace(&lease(&[(0, 1), (1, 1), (2, 1)], &[]), 10_000);
-        let lost = ownership.replace(&lease(&[(0, 1)], &[2]), 20_000);
-        assert_eq!(lost, [1]);
-        assert_eq!(ownership.drop_fenced(&[0, 7]), 1);
+        ownership.replace(&lease(&[(0, 1), (1, 1), (2, 1), (3, 1)]), 0, 10_000);
+        let gone = ownership.replace(&lease(&[(0, 1), (1, 1), (2, 1)]), 5_000, 15_000);
+        assert_eq!(
+            gone,
+            Gone {
+                handed_over: vec![3],
+                lost: vec![]
+            }
+        );
+        let gone = ownership.replace(&lease(&[(0, 1)]), 16_000, 26_000);
+        assert_eq!(
+            gone,
+            Gone {
+                handed_over: vec![],
+                lost: vec![1, 2]
+            }
+        );
+        assert_eq!(ownership.drop_fenced(&[0, 7], 30_000).lost, [0]);
         assert_eq!(ownership.count(), 0);
     }
 }

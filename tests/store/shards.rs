@@ -1,12 +1,12 @@
-//! Schedule shards: the first node owns them all, later nodes get an even share, a dead
-//! node's shards are taken over after its lease with a new fence, and a scan under an old
-//! fence writes nothing.
+//! Schedule shards: the first node owns them all, later nodes take an even share from it, a
+//! dead node's shards are taken over after its lease with a new fence, and a scan under an
+//! old fence writes nothing.
 
 use std::collections::BTreeSet;
 
 use kadence_scheduler::model::JobStatus;
 use kadence_scheduler::schedule::MisfireStrategy;
-use kadence_scheduler::store::{ShardLease, ShardLeaseRequest, Store};
+use kadence_scheduler::store::{Acquisition, ShardLease, ShardLeaseRequest, Store};
 use kadence_schemas::JobId;
 
 use super::common::{Backend, TestDatabase};
@@ -81,23 +81,33 @@ async fn nodes_share_the_shards_evenly_and_scan_only_their_own(backend: Backend)
     assert!(
         a.acquired
             .iter()
-            .all(|taken| taken.taken_over_from.is_none())
+            .all(|taken| taken.how == Acquisition::Free)
     );
+    // A second node takes its share straight from the first, highest shards first, each
+    // under a new fence: no moment where nobody owns them.
     let b = step(store.as_ref(), "node-b", T0 + 1).await;
-    assert!(b.owned.is_empty(), "nothing free yet: {b:?}");
+    assert_eq!(shard_numbers(&b), [2, 3]);
     assert_eq!((b.live_nodes, b.total_shards), (2, SHARDS));
+    for taken in &b.acquired {
+        assert_eq!(
+            (taken.how, taken.from.as_deref()),
+            (Acquisition::Rebalance, Some("node-a"))
+        );
+        let before = a
+            .owned
+            .iter()
+            .find(|o| o.shard == taken.owned.shard)
+            .unwrap();
+        assert!(taken.owned.fence > before.fence);
+    }
     let a = step(store.as_ref(), "node-a", T0 + 2).await;
-    assert_eq!(
-        (shard_numbers(&a), a.released.clone()),
-        (vec![0, 1], vec![2, 3])
+    assert_eq!(shard_numbers(&a), [0, 1]);
+    assert!(
+        a.acquired.is_empty(),
+        "a node at its share takes nothing back"
     );
     let b = step(store.as_ref(), "node-b", T0 + 3).await;
     assert_eq!(shard_numbers(&b), [2, 3]);
-    assert!(
-        b.acquired
-            .iter()
-            .all(|taken| taken.taken_over_from.is_none())
-    );
 
     let by_a = scanned_jobs(store.as_ref(), "node-a", &a, T0 + 500).await;
     let by_b = scanned_jobs(store.as_ref(), "node-b", &b, T0 + 500).await;
@@ -144,25 +154,26 @@ async fn a_paused_owner_is_fenced_out_once_its_shards_were_taken_over(backend: B
         jobs.len()
     );
 
-    // Node a stops renewing (paused). Within its lease node b gets nothing; after it, b takes
-    // every shard over, each with a new fence.
-    assert!(
-        step(store.as_ref(), "node-b", T0 + 5_000)
-            .await
-            .owned
-            .is_empty()
-    );
+    // Node a stops renewing (paused). While its lease runs node b takes its share from it;
+    // after the lease, the rest: a takeover. Every shard has a new fence.
+    let b = step(store.as_ref(), "node-b", T0 + 5_000).await;
+    assert_eq!(shard_numbers(&b), [2, 3]);
     let b = step(store.as_ref(), "node-b", T0 + LEASE_MS + 1).await;
     assert_eq!(shard_numbers(&b), [0, 1, 2, 3]);
     for taken in &b.acquired {
-        assert_eq!(taken.taken_over_from.as_deref(), Some("node-a"));
+        assert_eq!(
+            (taken.how, taken.from.as_deref()),
+            (Acquisition::Takeover, Some("node-a"))
+        );
         assert_eq!(taken.scanned_at_ms, T0, "a's last scan");
+    }
+    for owned in &b.owned {
         let before = held_by_a
             .owned
             .iter()
-            .find(|o| o.shard == taken.owned.shard)
+            .find(|o| o.shard == owned.shard)
             .unwrap();
-        assert!(taken.owned.fence > before.fence);
+        assert!(owned.fence > before.fence);
     }
 
     // Node a wakes and scans with the fences it holds: refused, nothing written, no job
@@ -188,10 +199,9 @@ async fn a_paused_owner_is_fenced_out_once_its_shards_were_taken_over(backend: B
     );
     assert_eq!(by_b.fires.len(), jobs.len() * 6);
 
-    // Its lease step then finds the shards gone; it is alive again, so it gets a share only
-    // as b gives shards up.
+    // Its lease step then finds the shards gone; alive again, it takes its share back from b.
     let a = step(store.as_ref(), "node-a", T0 + LEASE_MS + 2).await;
-    assert!(a.owned.is_empty(), "{a:?}");
+    assert_eq!(shard_numbers(&a), [2, 3], "{a:?}");
     assert_eq!(a.live_nodes, 2);
 }
 

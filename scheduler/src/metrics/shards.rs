@@ -13,14 +13,15 @@ pub struct ShardMetrics {
     /// Shards the database is split into (as of this node's last lease step): the sum of
     /// `owned` over the nodes should reach it.
     pub total: IntGauge,
-    /// Shards this node took, by how: `free` (released or never owned) or `takeover` (its
-    /// owner's lease had run out).
+    /// Shards this node took, by how: `free` (released or never owned), `takeover` (its
+    /// owner's lease had run out) or `rebalance` (from a node above its share).
     pub acquired: IntCounterVec,
     /// For each takeover, the time from the dead owner's last scan of the shard to this
     /// node's taking it: how long the shard's jobs went unscanned.
     pub takeover_gap: Histogram,
-    /// Shards this node held but found another node owning (it had not renewed them within
-    /// the lease: paused, cut off from the database); nothing was written for them since.
+    /// Shards this node held but found another node owning after its lease on them ran out
+    /// unrenewed (paused, cut off from the database); nothing was written for them since.
+    /// (Shards a node short of its share takes while the lease runs are not lost: handed over.)
     pub lost: IntCounter,
     /// Lease steps that failed (the database said no); the shards stay held until the lease
     /// runs out by this node's clock, then scanning them pauses.
@@ -31,11 +32,11 @@ impl ShardMetrics {
     pub(super) fn new() -> ShardMetrics {
         let acquired = counter_vec(
             "kadence_scheduler_shards_acquired_total",
-            "Schedule shards this node took, by how: free (released or never owned) or \
-             takeover (the owner's lease had run out).",
+            "Schedule shards this node took, by how: free (released or never owned), \
+             takeover (the owner's lease had run out) or rebalance (from a node above its share).",
             &["how"],
         );
-        for how in ["free", "takeover"] {
+        for how in ["free", "takeover", "rebalance"] {
             acquired.with_label_values(&[how]);
         }
         ShardMetrics {
@@ -67,16 +68,12 @@ impl ShardMetrics {
         }
     }
 
-    /// Counts a shard taken at `now_ms`: over from a dead owner that last scanned it at
-    /// `scanned_at_ms`, or free.
-    pub fn count_acquired(&self, taken_over: bool, scanned_at_ms: i64, now_ms: i64) {
-        if taken_over {
-            self.acquired.with_label_values(&["takeover"]).inc();
-            if scanned_at_ms > 0 {
-                self.takeover_gap.observe(seconds(now_ms - scanned_at_ms));
-            }
-        } else {
-            self.acquired.with_label_values(&["free"]).inc();
+    /// Counts a shard taken `how` (`free`, `takeover`, `rebalance`); for a takeover, also
+    /// `unscanned_ms`, the time since its dead owner last scanned it.
+    pub fn count_acquired(&self, how: &str, unscanned_ms: Option<i64>) {
+        self.acquired.with_label_values(&[how]).inc();
+        if let Some(unscanned_ms) = unscanned_ms {
+            self.takeover_gap.observe(seconds(unscanned_ms));
         }
     }
 

@@ -37,7 +37,8 @@ pub use batches::{BatchProgress, FireBatches, NewFireBatch, StoredBatch};
 pub use error::StoreError;
 pub use postgres::PostgresStore;
 pub use shards::{
-    AcquiredShard, OwnedShard, ScheduleShards, ShardLease, ShardLeaseRequest, ShardOwner,
+    AcquiredShard, Acquisition, OwnedShard, ScheduleShards, ShardLease, ShardLeaseRequest,
+    ShardOwner,
 };
 pub use signing::{NewSigningKey, RetireOutcome, SigningKeyInfo, SigningKeys, StoredSigningKey};
 pub use sqlite::SqliteStore;

@@ -28,14 +28,37 @@ pub struct ShardLeaseRequest {
     pub lease_ms: i64,
 }
 
+/// How a lease step got a shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquisition {
+    /// Nobody owned it: never owned, or released by a node that stopped.
+    Free,
+    /// Its owner's lease had run out: the owner died, froze or lost the database.
+    Takeover,
+    /// From a live node owning more than its share, for a node short of its share.
+    Rebalance,
+}
+
+impl Acquisition {
+    /// As a metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Acquisition::Free => "free",
+            Acquisition::Takeover => "takeover",
+            Acquisition::Rebalance => "rebalance",
+        }
+    }
+}
+
 /// A shard a lease step took, and from whom.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcquiredShard {
     /// The shard and its new fence.
     pub owned: OwnedShard,
-    /// The node whose lease on it ran out, if any (`None`: it was free, released by its
-    /// owner or never owned).
-    pub taken_over_from: Option<String>,
+    /// How.
+    pub how: Acquisition,
+    /// Its previous owner, if it had one.
+    pub from: Option<String>,
     /// When its last owner last scanned it, ms (0 if never).
     pub scanned_at_ms: i64,
 }
@@ -47,8 +70,6 @@ pub struct ShardLease {
     pub owned: Vec<OwnedShard>,
     /// The shards this step took (also in `owned`).
     pub acquired: Vec<AcquiredShard>,
-    /// The shards this step gave up so that newer nodes get their share.
-    pub released: Vec<u32>,
     /// Nodes alive, this one included.
     pub live_nodes: u32,
     /// Shards in all.
@@ -79,8 +100,11 @@ pub trait ScheduleShards: Send + Sync {
     async fn ensure_shards(&self, count: u32) -> Result<u32, super::StoreError>;
 
     /// One lease step, in one transaction: records the node as alive, renews the leases of
-    /// every shard it owns, then, with `target = ceil(shards / live nodes)`, takes free or
-    /// expired shards up to its target or releases its highest-numbered ones above it.
+    /// every shard it owns, then, below its share `ceil(shards / live nodes)`, takes free or
+    /// expired shards and then the highest-numbered shards of live nodes above their share.
+    /// A node never gives shards up itself (but when it stops): the node that needs them
+    /// takes them, so the shard goes from scanned by one to scanned by the other with no
+    /// gap in between (the fence keeps the old owner from writing after the change).
     async fn lease_shards(
         &self,
         request: &ShardLeaseRequest,

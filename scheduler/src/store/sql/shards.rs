@@ -13,8 +13,8 @@ macro_rules! impl_sql_shards {
         mod shards {
             use super::*;
             use $crate::store::{
-                AcquiredShard, OwnedShard, ScheduleShards, ShardLease, ShardLeaseRequest,
-                ShardOwner,
+                AcquiredShard, Acquisition, OwnedShard, ScheduleShards, ShardLease,
+                ShardLeaseRequest, ShardOwner,
             };
 
             /// A node not seen for this many leases is forgotten.
@@ -78,11 +78,83 @@ macro_rules! impl_sql_shards {
                             .find(|row| row.0 == i64::from(shard.shard))?;
                         Some(AcquiredShard {
                             owned: shard,
-                            taken_over_from: owner.clone(),
+                            how: if owner.is_some() { Acquisition::Takeover } else { Acquisition::Free },
+                            from: owner.clone(),
                             scanned_at_ms: *scanned_at_ms,
                         })
                     })
                     .collect())
+            }
+
+            /// Takes up to `wanted` shards from live nodes owning more than `share`, their
+            /// highest-numbered first, never leaving one below the share. Rows a scan holds
+            /// are passed over (taken at a later step).
+            async fn rebalance(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                request: &ShardLeaseRequest,
+                share: usize,
+                wanted: usize,
+            ) -> Result<Vec<AcquiredShard>, StoreError> {
+                const OPERATION: &str = "take schedule shards from nodes above their share";
+                let owners: Vec<(String, i64)> = sqlx::query_as(
+                    "SELECT owner_node, COUNT(*) FROM schedule_shards WHERE owner_node IS NOT NULL \
+                     AND owner_node <> $1 AND lease_until_ms >= $2 GROUP BY owner_node \
+                     ORDER BY COUNT(*) DESC, owner_node",
+                )
+                .bind(&request.node_id)
+                .bind(request.now_ms)
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                let mut taken = Vec::new();
+                for (owner, count) in owners {
+                    let excess = (count as usize).saturating_sub(share).min(wanted - taken.len());
+                    if excess == 0 {
+                        continue;
+                    }
+                    let candidates: Vec<(i64, i64)> = sqlx::query_as(&format!(
+                        "SELECT shard, scanned_at_ms FROM schedule_shards WHERE owner_node = $1 \
+                         AND lease_until_ms >= $2 ORDER BY shard DESC LIMIT $3{}",
+                        <$store>::SKIP_LOCKED
+                    ))
+                    .bind(&owner)
+                    .bind(request.now_ms)
+                    .bind(excess as i64)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
+                    if candidates.is_empty() {
+                        continue;
+                    }
+                    let shards: Vec<u32> = candidates.iter().map(|row| row.0 as u32).collect();
+                    let moved: Vec<(i64, i64)> = sqlx::query_as(&format!(
+                        "UPDATE schedule_shards SET owner_node = $1, lease_until_ms = $2, fence = fence + 1 \
+                         WHERE shard IN ({}) AND owner_node = $3 RETURNING shard, fence",
+                        shard_list(&shards)
+                    ))
+                    .bind(&request.node_id)
+                    .bind(request.now_ms + request.lease_ms)
+                    .bind(&owner)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
+                    for shard in owned(moved) {
+                        let scanned_at_ms = candidates
+                            .iter()
+                            .find(|row| row.0 == i64::from(shard.shard))
+                            .map_or(0, |row| row.1);
+                        taken.push(AcquiredShard {
+                            owned: shard,
+                            how: Acquisition::Rebalance,
+                            from: Some(owner.clone()),
+                            scanned_at_ms,
+                        });
+                    }
+                    if taken.len() >= wanted {
+                        break;
+                    }
+                }
+                Ok(taken)
             }
 
             #[async_trait::async_trait]
@@ -161,21 +233,15 @@ macro_rules! impl_sql_shards {
                         ..ShardLease::default()
                     };
                     lease.owned.sort_unstable();
-                    let target = lease.total_shards.div_ceil(lease.live_nodes) as usize;
-                    if lease.owned.len() > target {
-                        let excess = lease.owned.split_off(target);
-                        lease.released = excess.iter().map(|shard| shard.shard).collect();
-                        sqlx::query(&format!(
-                            "UPDATE schedule_shards SET owner_node = NULL, lease_until_ms = 0 \
-                             WHERE shard IN ({}) AND owner_node = $1",
-                            shard_list(&lease.released)
-                        ))
-                        .bind(&request.node_id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(StoreError::query(OPERATION))?;
-                    } else if lease.owned.len() < target {
-                        lease.acquired = acquire(&mut tx, request, target - lease.owned.len()).await?;
+                    let share = lease.total_shards.div_ceil(lease.live_nodes) as usize;
+                    if lease.owned.len() < share {
+                        lease.acquired = acquire(&mut tx, request, share - lease.owned.len()).await?;
+                        let wanted = share - lease.owned.len() - lease.acquired.len();
+                        // Only from nodes above the share: taking a node below it would make it
+                        // take back in turn, for ever.
+                        if wanted > 0 {
+                            lease.acquired.extend(rebalance(&mut tx, request, share, wanted).await?);
+                        }
                         lease.owned.extend(lease.acquired.iter().map(|acquired| acquired.owned));
                         lease.owned.sort_unstable();
                     }
