@@ -328,6 +328,7 @@ impl ExecutorBuilder {
             .map_err(|error| ExecutorError::Config(error.to_string()))?;
         let settings = ExecutorSettings {
             tracer,
+            exports_spans: self.otlp_endpoint.is_some(),
             kafka: KafkaSettings {
                 brokers,
                 options: self.kafka_options,

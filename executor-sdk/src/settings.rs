@@ -32,4 +32,6 @@ pub(crate) struct ExecutorSettings {
     pub(crate) metrics_address: Option<std::net::SocketAddr>,
     /// Starts the executor's spans of each run; exports them when an OTLP endpoint is set.
     pub(crate) tracer: RunTracer,
+    /// Whether an OTLP endpoint is set: without one, runs make no spans, only ids.
+    pub(crate) exports_spans: bool,
 }

@@ -24,9 +24,15 @@
 //!   own database stamp the moment the scheduler writes the result; it costs the database a
 //!   few microseconds per result); **not recorded**: fires of the window without a result in
 //!   the store two seconds after the window, while everything still runs;
+//! - **at broker p99**: the broker's acknowledgement of the trigger − scheduled time
+//!   (`dispatched_at_ms − scheduled_at_ms`, written by the scheduler), negative when the
+//!   trigger is at the broker ahead of its time: a start late by more than this lateness is
+//!   the executor's;
 //! - **executor CPU**: user + system time of the executor processes over the window (from
-//!   `/proc`), as a share of one core and per 1 000 runs started in the window; and the
-//!   scheduler's share of one core beside it.
+//!   `/proc`), as a share of one core and per 1 000 runs started in the window; the
+//!   scheduler's, the broker's (`tansu` processes) and PostgreSQL's (`postgres` processes,
+//!   any database's) beside it; and how busy the whole machine was (all cores, anyone's
+//!   work, whatever else runs too).
 //!
 //! CONSISTENT_HASH spreads the jobs over the 6 partitions, so over both executors; FIRST
 //! puts every trigger on partition 0, so one executor runs them all.
@@ -39,7 +45,7 @@
 
 mod common;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -261,6 +267,14 @@ struct Measurement {
     within_second: usize,
     /// Runs the executors started during the window (any fire).
     started_in_window: usize,
+    /// Broker acknowledgement − scheduled time of the window's fires (negative: at the
+    /// broker ahead of time), sorted.
+    emitted: Vec<i64>,
+    /// Share of the machine's CPU time (all cores) busy over the window, anyone's.
+    machine_busy: f64,
+    /// CPU seconds over the window of the broker's and PostgreSQL's processes.
+    broker_cpu_seconds: f64,
+    database_cpu_seconds: f64,
     executor_cpu_seconds: f64,
     scheduler_cpu_seconds: f64,
 }
@@ -318,11 +332,15 @@ async fn run_one(
         executors.ticks(),
         process_usage(scheduler_pid).unwrap_or_default().0,
     );
+    let machine_start = machine_ticks();
+    let others_start = (ticks_of_named("tansu"), ticks_of_named("postgres"));
     sleep_until_ms(window_end).await;
     let ticks_end = (
         executors.ticks(),
         process_usage(scheduler_pid).unwrap_or_default().0,
     );
+    let machine_end = machine_ticks();
+    let others_end = (ticks_of_named("tansu"), ticks_of_named("postgres"));
     tokio::time::sleep(GRACE).await;
     let stored = database
         .integers(
@@ -331,6 +349,17 @@ async fn run_one(
             &[window_start, window_end],
         )
         .await;
+    let mut emitted: Vec<i64> = database
+        .integers(
+            "SELECT dispatched_at_ms - scheduled_at_ms FROM job_logs \
+             WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 AND dispatched_at_ms IS NOT NULL",
+            &[window_start, window_end],
+        )
+        .await
+        .into_iter()
+        .map(|row| row[0])
+        .collect();
+    emitted.sort_unstable();
     let prefix = serve.prefix.clone();
     executors.stop().await;
     serve.stop().await;
@@ -358,7 +387,55 @@ async fn run_one(
             .count(),
         executor_cpu_seconds: seconds_of(ticks_end.0 - ticks_start.0),
         scheduler_cpu_seconds: seconds_of(ticks_end.1 - ticks_start.1),
+        emitted,
+        machine_busy: (machine_end.0 - machine_start.0) as f64
+            / (machine_end.1 - machine_start.1).max(1) as f64,
+        broker_cpu_seconds: seconds_of(ticks_between(&others_start.0, &others_end.0)),
+        database_cpu_seconds: seconds_of(ticks_between(&others_start.1, &others_end.1)),
     }
+}
+
+/// CPU ticks so far of every process whose command is `name` (the broker, `tansu`; the
+/// database's, `postgres`), by process id, from `/proc`.
+fn ticks_of_named(name: &str) -> HashMap<u32, u64> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return HashMap::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim() == name)
+        })
+        .filter_map(|pid| Some((pid, process_usage(pid)?.0)))
+        .collect()
+}
+
+/// Ticks spent between two readings of [`ticks_of_named`]: processes that started meanwhile
+/// count whole, those that ended meanwhile not at all (a database connection closed during
+/// the window; the scheduler keeps its own open).
+fn ticks_between(start: &HashMap<u32, u64>, end: &HashMap<u32, u64>) -> u64 {
+    end.iter()
+        .map(|(pid, ticks)| ticks.saturating_sub(start.get(pid).copied().unwrap_or(0)))
+        .sum()
+}
+
+/// The machine's CPU ticks so far, all cores: `(busy, total)`, from the first line of
+/// `/proc/stat` (idle and I/O wait are not busy).
+fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|field| field.parse().ok())
+        .collect();
+    let total: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    (total - idle, total)
 }
 
 fn print_table(options: &Options, rows: &[Measurement]) {
@@ -371,14 +448,18 @@ fn print_table(options: &Options, rows: &[Measurement]) {
     );
     println!();
     println!(
-        "| backend | route | jobs due/s | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | CPU ms / 1 000 triggers | scheduler CPU |"
+        "| backend | route | jobs due/s | at broker p99 | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | CPU ms / 1 000 triggers | scheduler CPU | broker CPU | PostgreSQL CPU | machine busy |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in rows {
         let share = |count: usize| count as f64 / row.expected.max(1) as f64 * 100.0;
         let late = |fraction: f64| match row.lateness.is_empty() {
             true => "–".to_owned(),
             false => format!("{} ms", percentile(&row.lateness, fraction)),
+        };
+        let emitted_p99 = match row.emitted.is_empty() {
+            true => "–".to_owned(),
+            false => format!("{} ms", percentile(&row.emitted, 0.99)),
         };
         let not_run = row.expected.saturating_sub(row.lateness.len());
         let not_recorded = row.expected.saturating_sub(row.recorded);
@@ -391,10 +472,11 @@ fn print_table(options: &Options, rows: &[Measurement]) {
             ),
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} ({:.1} %) | {:.1} % | {} ({:.1} %) | {:.0} % | {} | {:.0} % |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} ({:.1} %) | {:.1} % | {} ({:.1} %) | {:.0} % | {} | {:.0} % | {:.0} % | {:.0} % | {:.0} % |",
             row.backend.label(),
             row.route.symbol(),
             row.jobs,
+            emitted_p99,
             late(0.50),
             late(0.99),
             late(1.0),
@@ -406,6 +488,9 @@ fn print_table(options: &Options, rows: &[Measurement]) {
             row.executor_cpu_seconds / seconds * 100.0,
             per_thousand,
             row.scheduler_cpu_seconds / seconds * 100.0,
+            row.broker_cpu_seconds / seconds * 100.0,
+            row.database_cpu_seconds / seconds * 100.0,
+            row.machine_busy * 100.0,
         );
     }
 }

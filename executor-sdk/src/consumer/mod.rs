@@ -62,6 +62,7 @@ use crate::handoff::RunningRuns;
 use crate::metrics::ExecutorMetrics;
 use crate::publisher::Publisher;
 use crate::settings::ExecutorSettings;
+use crate::traces::RunSpans;
 use control::ControlEvent;
 use dedupe::RecentTriggers;
 use group::Group;
@@ -213,7 +214,7 @@ impl Loop {
             max_log_lines: settings.max_log_lines,
             clock: Clock::System,
             metrics: Arc::clone(&metrics),
-            tracer: settings.tracer.clone(),
+            spans: RunSpans::new(settings.tracer.clone(), settings.exports_spans),
         });
         let dispatch = Dispatch::new(
             Clock::System,

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
-use kadence_kafka::RunTracer;
 use kadence_schemas::{ResultRecord, TriggerRecord};
 use opentelemetry::Context;
 use rdkafka::message::{Message, OwnedMessage};
@@ -37,7 +36,7 @@ use crate::joblog::{FLUSH_INTERVAL, JobLogger, LogShipper};
 use crate::metrics::{ExecutorMetrics, handler_label, outcome_of, seconds};
 use crate::publisher::Publisher;
 use crate::runner::{RunOutcome, result_record, run_handler};
-use crate::traces::{consume_span, end_with_result, end_without_result, handler_span};
+use crate::traces::{RunSpans, end_with_result, end_without_result};
 
 /// A trigger ready to run (now or when its hold and lane allow).
 pub(super) struct ReadyRun {
@@ -78,7 +77,7 @@ pub(super) struct RunsConfig {
     pub(super) max_log_lines: usize,
     pub(super) clock: Clock,
     pub(super) metrics: Arc<ExecutorMetrics>,
-    pub(super) tracer: RunTracer,
+    pub(super) spans: RunSpans,
 }
 
 /// Starts runs and hands their results over; every task reports back through the reporter.
@@ -166,7 +165,9 @@ impl Runs {
         let started_at_ms = millis_since_epoch(ran.started);
         let finished_at_ms = millis_since_epoch(ran.finished);
         let handler = handler_label(&ready.trigger);
-        let handler_trace = handler_span(&config.tracer, &ready.trace, &ready.trigger, ran.started);
+        let handler_trace = config
+            .spans
+            .handler(&ready.trace, &ready.trigger, ran.started);
         if ran.handed_back {
             // The group moved the partition and the run did not finish in time: no result,
             // no commit; the new owner runs the trigger.
@@ -320,6 +321,6 @@ impl Runs {
 
     /// Starts the `kadence.consume` span of `trigger`, received as `message`.
     pub(super) fn consume_span(&self, message: &OwnedMessage, trigger: &TriggerRecord) -> Context {
-        consume_span(&self.shared.config.tracer, message, trigger)
+        self.shared.config.spans.consume(message, trigger)
     }
 }

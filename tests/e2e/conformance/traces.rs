@@ -16,6 +16,18 @@ use crate::otlp::{ReceivedSpan, TraceReceiver};
 /// A successful and a failed run each make one trace: dispatch → (consume → handler) →
 /// completion, the failure marked on the executor's spans.
 async fn a_run_is_one_trace(executor: Implementation) {
+    one_trace(executor, true).await
+}
+
+/// The Rust executor without an OTLP endpoint makes no spans, only the ids its results
+/// carry: the completion still sits in the dispatch's trace, under a span id of its own.
+async fn a_run_keeps_its_trace_when_the_executor_exports_nothing(executor: Implementation) {
+    one_trace(executor, false).await
+}
+
+/// The scenario; `executor_exports`: the executor is given the OTLP endpoint too (the
+/// Python executor never exports).
+async fn one_trace(executor: Implementation, executor_exports: bool) {
     let receiver = TraceReceiver::start().await;
     let endpoint = receiver.endpoint.clone();
     let app = spawn_app_with(Backend::Sqlite, move |config| {
@@ -24,8 +36,13 @@ async fn a_run_is_one_trace(executor: Implementation) {
     .await;
     app.create_app("traced", 1).await;
     let environment = [("KADENCE_OTLP_ENDPOINT", receiver.endpoint.as_str())];
+    let environment = if executor_exports {
+        &environment[..]
+    } else {
+        &[]
+    };
     let _process =
-        ExecutorProcess::start_with(executor, &app, "traced", "traced-1", &environment).await;
+        ExecutorProcess::start_with(executor, &app, "traced", "traced-1", environment).await;
     app.wait_for_executors("traced", 1, 1).await;
     let mut runs = Vec::new();
     for (handler, failed) in [("ok", false), ("fail", true)] {
@@ -58,7 +75,7 @@ async fn a_run_is_one_trace(executor: Implementation) {
             complete.parent_span_id.len() == 16 && complete.parent_span_id != "0".repeat(16),
             "the result names a span of the executor's own: {complete:?}"
         );
-        if executor == Implementation::Rust {
+        if executor == Implementation::Rust && executor_exports {
             let [consume, handler] = run_spans(
                 &receiver,
                 &trigger_id,
@@ -101,3 +118,8 @@ async fn run_spans<const N: usize>(
 }
 
 on_both_executors!(a_run_is_one_trace);
+executor_tests!(
+    rust_exporting_nothing,
+    Rust,
+    a_run_keeps_its_trace_when_the_executor_exports_nothing
+);
