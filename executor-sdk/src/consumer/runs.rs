@@ -1,9 +1,12 @@
 //! Starting and finishing a trigger's run: [`Runs`].
 //!
 //! Every run goes in a task of its own, so the loop never waits for a handler. The task runs
-//! the handler through the runner (timeout, panic, cancellation) and, as soon as it returns,
-//! tells the loop (`Ended::Run`) so that the job's lane starts what it queued — the next
-//! run of a SERIAL_EXECUTION job does not wait for the broker. Then it ships the run's last
+//! the handler through the runner (timeout, panic, cancellation). Starts come first: a task
+//! whose handler returned waits until every run handed to its task has started (a second's
+//! triggers are released together, and each start is late by the work done before it), and
+//! the loop takes no new records meanwhile. Then the task tells the loop (`Ended::Run`) so
+//! that the job's lane starts what it queued — the next run of a SERIAL_EXECUTION job does
+//! not wait for the broker — and, its handler's span and metrics made, ships the run's last
 //! log lines (only a run that logged has any: lines go out while the run goes, from its first
 //! line on) and hands the result to `answers`, which publishes it without waiting — lines
 //! first, so a reader who sees the run finished sees all of its lines. When the broker has
