@@ -69,9 +69,12 @@ pub(crate) async fn run_handler(
         .map(Duration::from_millis);
     let context = JobContext::with_logger(Arc::clone(&trigger), cancellation.clone(), logger);
     let run = AssertUnwindSafe(handler(context)).catch_unwind();
+    // Boxed: most triggers have no timeout, and a timer is the largest thing a run's task
+    // would otherwise hold.
+    let timer = timeout.map(|limit| Box::pin(tokio::time::sleep(limit)));
     let deadline = async {
-        match timeout {
-            Some(limit) => tokio::time::sleep(limit).await,
+        match timer {
+            Some(timer) => timer.await,
             None => std::future::pending().await,
         }
     };

@@ -4,7 +4,7 @@
 //! ```text
 //! infra/bench.sh --bench end_to_end                 # starts a broker, runs the defaults
 //! KADENCE_BENCH_BROKERS=127.0.0.1:9092 cargo bench -p kadence-scheduler --bench end_to_end -- \
-//!     --jobs 1000,5000,10000 --routes consistent_hash,first --backends sqlite,postgres --seconds 10
+//!     --jobs 1000,5000,10000 --routes consistent_hash,first --backends sqlite,postgres,none --seconds 10
 //! ```
 //!
 //! For each backend, route strategy and job count it loads the jobs straight into a fresh
@@ -37,6 +37,12 @@
 //! CONSISTENT_HASH spreads the jobs over the 6 partitions, so over both executors; FIRST
 //! puts every trigger on partition 0, so one executor runs them all.
 //!
+//! The backend `none` runs no scheduler and no database: the benchmark produces the
+//! triggers itself, as the scheduler's wheel would (each second's, one emit lead ahead,
+//! routed the same way), so only the executors and the broker run. What the executors add
+//! to a start's lateness shows there, apart from what a loaded machine adds; the store's
+//! columns are empty.
+//!
 //! `--executor-bin PATH` runs another build of the test executor (e.g. one built from an
 //! older commit, to compare SDKs; a relative path is taken from the repository's root);
 //! without it the benchmark builds this tree's
@@ -45,19 +51,19 @@
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{
-    APP, Backend, Database, JobLoad, PARTITIONS, Serve, clock_ticks_per_second, flags,
-    load_jobs_with, now_ms, parse_numbers, percentile, process_usage, set_first_fire,
-    sleep_until_ms,
+use common::emitter::{create_topics, delete_topics, emit_every_second};
+use common::executors::{
+    Executors, build_test_executor, machine_ticks, published_starts, ticks_between, ticks_of_named,
+    wait_for_beats,
 };
-use kadence_schemas::{ResultRecord, Topics};
-use kadence_tests::triggers::read_records;
-use tokio::process::{Child, Command};
+use common::{
+    Backend, Database, JobLoad, PARTITIONS, Serve, clock_ticks_per_second, flags, load_jobs_with,
+    now_ms, parse_numbers, percentile, process_usage, set_first_fire, sleep_until_ms,
+};
+use kadence_schemas::{JobId, Topics};
 
 /// From the first fire to the window: the first seconds' backlog is gone.
 const WARM_UP: Duration = Duration::from_secs(5);
@@ -65,8 +71,8 @@ const WARM_UP: Duration = Duration::from_secs(5);
 const GRACE: Duration = Duration::from_secs(2);
 /// Not due before 2099: the jobs wait until the executors own their partitions.
 const LATER_MS: i64 = 4_070_908_800_000;
-/// Partitions of the results topic (the scheduler's default `kafka.results_partitions`).
-const RESULTS_PARTITIONS: i32 = 6;
+/// The scheduler's default emit lead, which the runs without a scheduler copy.
+const EMIT_LEAD: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Route {
@@ -91,12 +97,47 @@ impl Route {
             Route::First => "FIRST",
         }
     }
+
+    /// The partition of `job`, as the scheduler routes it.
+    fn partition(self) -> fn(JobId) -> i32 {
+        match self {
+            Route::ConsistentHash => {
+                |job| kadence_scheduler::routing::consistent_hash_partition(job, PARTITIONS)
+            }
+            Route::First => |_| 0,
+        }
+    }
+}
+
+/// Where the triggers come from: `kadence serve` on a database, or the benchmark itself.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Source {
+    Scheduler(Backend),
+    NoScheduler,
+}
+
+impl Source {
+    fn parse_list(list: &str) -> Vec<Source> {
+        list.split(',')
+            .map(|item| match item.trim() {
+                "none" => Source::NoScheduler,
+                other => Source::Scheduler(Backend::parse_list(other)[0]),
+            })
+            .collect()
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Source::Scheduler(backend) => backend.label(),
+            Source::NoScheduler => "none (no scheduler)",
+        }
+    }
 }
 
 struct Options {
     jobs: Vec<usize>,
     routes: Vec<Route>,
-    backends: Vec<Backend>,
+    sources: Vec<Source>,
     seconds: u64,
     executors: usize,
     executor_bin: Option<PathBuf>,
@@ -106,7 +147,10 @@ fn options() -> Options {
     let mut options = Options {
         jobs: vec![1_000, 5_000, 10_000],
         routes: vec![Route::ConsistentHash, Route::First],
-        backends: vec![Backend::Sqlite, Backend::Postgres],
+        sources: vec![
+            Source::Scheduler(Backend::Sqlite),
+            Source::Scheduler(Backend::Postgres),
+        ],
         seconds: 10,
         executors: 2,
         executor_bin: None,
@@ -115,7 +159,7 @@ fn options() -> Options {
         match flag.as_str() {
             "--jobs" => options.jobs = parse_numbers(&flag, &value),
             "--routes" => options.routes = Route::parse_list(&value),
-            "--backends" => options.backends = Backend::parse_list(&value),
+            "--backends" => options.sources = Source::parse_list(&value),
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
             "--executors" => options.executors = value.parse().expect("--executors N"),
             "--executor-bin" => options.executor_bin = Some(repository_path(&value)),
@@ -132,20 +176,6 @@ fn repository_path(path: &str) -> PathBuf {
     let path = root.join(path);
     assert!(path.exists(), "{} does not exist", path.display());
     path
-}
-
-/// This tree's test executor, built (release) if it is not up to date.
-fn build_test_executor() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = std::process::Command::new(cargo)
-        .args(["build", "--release", "--locked", "-p", "kadence-tests"])
-        .args(["--bin", "test-executor"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build of the test executor failed");
-    // Beside the scheduler's binary: both are release builds of this workspace.
-    PathBuf::from(env!("CARGO_BIN_EXE_kadence")).with_file_name("test-executor")
 }
 
 /// Adds `bench_recorded_at_ms` to `job_logs`, set by a row trigger to the wall clock (ms)
@@ -177,83 +207,65 @@ async fn stamp_recorded_results(database: &Database, backend: Backend) {
     database.execute(sql).await;
 }
 
-/// The executor processes of one run.
-struct Executors {
-    children: Vec<Child>,
+/// CPU ticks so far of the processes the table reports on.
+struct Usage {
+    executors: u64,
+    scheduler: u64,
+    machine: (u64, u64),
+    broker: std::collections::HashMap<u32, u64>,
+    database: std::collections::HashMap<u32, u64>,
 }
 
-impl Executors {
-    /// Starts `count` test executors of [`APP`] on the scheduler's topic prefix.
-    fn start(binary: &PathBuf, count: usize, prefix: &str) -> Executors {
-        let children = (0..count)
-            .map(|n| {
-                Command::new(binary)
-                    .env("KADENCE_BROKERS", common::brokers())
-                    .env("KADENCE_APP", APP)
-                    .env("KADENCE_TOPIC_PREFIX", prefix)
-                    .env("KADENCE_EXECUTOR_ID", format!("bench-executor-{n}"))
-                    .stdout(Stdio::null())
-                    .kill_on_drop(true)
-                    .spawn()
-                    .unwrap_or_else(|error| panic!("start {}: {error}", binary.display()))
-            })
-            .collect();
-        Executors { children }
-    }
-
-    fn pids(&self) -> Vec<u32> {
-        self.children.iter().filter_map(Child::id).collect()
-    }
-
-    /// CPU ticks of every executor so far.
-    fn ticks(&self) -> u64 {
-        self.pids()
-            .into_iter()
-            .filter_map(process_usage)
-            .map(|(ticks, _)| ticks)
-            .sum()
-    }
-
-    /// SIGTERM to each, then waits for their graceful stops (at most 30 s).
-    async fn stop(mut self) {
-        for pid in self.pids() {
-            let _ = std::process::Command::new("kill")
-                .arg(pid.to_string())
-                .status();
-        }
-        for child in &mut self.children {
-            let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+impl Usage {
+    fn now(executors: &Executors, scheduler_pid: Option<u32>) -> Usage {
+        Usage {
+            executors: executors.ticks(),
+            scheduler: scheduler_pid
+                .and_then(process_usage)
+                .map_or(0, |(ticks, _)| ticks),
+            machine: machine_ticks(),
+            broker: ticks_of_named("tansu"),
+            database: ticks_of_named("postgres"),
         }
     }
 }
 
-/// Waits (at most a minute) until `count` executors of [`APP`] beat with partitions, as the
-/// scheduler's registry records them.
-async fn wait_for_partitions(database: &Database, count: usize) {
-    let deadline = now_ms() + 60_000;
-    loop {
-        let owning = database
+/// What the store says about the window's fires.
+struct Stored {
+    /// `handle_at_ms, bench_recorded_at_ms` of each fire with a recorded result.
+    recorded: Vec<Vec<i64>>,
+    /// Broker acknowledgement − scheduled time of each fire, sorted.
+    emitted: Vec<i64>,
+}
+
+impl Stored {
+    async fn read(database: &Database, window: (i64, i64)) -> Stored {
+        let bounds = [window.0, window.1];
+        let recorded = database
             .integers(
-                &format!(
-                    "SELECT COUNT(*) FROM executors WHERE app = '{APP}' AND state = 'RUNNING' \
-                     AND owned_partitions <> ''"
-                ),
-                &[],
+                "SELECT handle_at_ms, bench_recorded_at_ms FROM job_logs \
+                 WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 AND handle_code IS NOT NULL",
+                &bounds,
             )
-            .await[0][0];
-        if owning >= count as i64 {
-            return;
-        }
-        assert!(
-            now_ms() < deadline,
-            "only {owning} of {count} executors own partitions after a minute"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
+            .await;
+        let mut emitted: Vec<i64> = database
+            .integers(
+                "SELECT dispatched_at_ms - scheduled_at_ms FROM job_logs \
+                 WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 \
+                 AND dispatched_at_ms IS NOT NULL",
+                &bounds,
+            )
+            .await
+            .into_iter()
+            .map(|row| row[0])
+            .collect();
+        emitted.sort_unstable();
+        Stored { recorded, emitted }
     }
 }
 
 struct Measurement {
-    backend: Backend,
+    source: Source,
     route: Route,
     jobs: usize,
     /// Fires of the window: jobs × seconds.
@@ -261,50 +273,59 @@ struct Measurement {
     /// `started_at_ms − scheduled_at_ms` of every fire of the window the executors answered
     /// (first result per trigger id, from the results topic), sorted.
     lateness: Vec<i64>,
-    /// Fires of the window whose result the store holds two seconds after the window.
-    recorded: usize,
-    /// Of those, recorded at most a second after the run ended.
-    within_second: usize,
     /// Runs the executors started during the window (any fire).
     started_in_window: usize,
-    /// Broker acknowledgement − scheduled time of the window's fires (negative: at the
-    /// broker ahead of time), sorted.
-    emitted: Vec<i64>,
+    /// The store's view; none without a scheduler.
+    stored: Option<Stored>,
+    /// CPU seconds over the window.
+    executor_cpu: f64,
+    scheduler_cpu: f64,
+    broker_cpu: f64,
+    database_cpu: f64,
     /// Share of the machine's CPU time (all cores) busy over the window, anyone's.
     machine_busy: f64,
-    /// CPU seconds over the window of the broker's and PostgreSQL's processes.
-    broker_cpu_seconds: f64,
-    database_cpu_seconds: f64,
-    executor_cpu_seconds: f64,
-    scheduler_cpu_seconds: f64,
 }
 
-/// `(trigger id, scheduled ms)` of a scheduled fire's trigger id `{job}-{scheduled ms}`.
-fn scheduled_ms(trigger_id: &str) -> Option<i64> {
-    trigger_id.split_once('-')?.1.parse().ok()
+impl Measurement {
+    /// The figures of the window `[start, end)` from its usage readings and what the
+    /// executors published (`(scheduled, started)` pairs).
+    fn of(
+        (source, route, jobs): (Source, Route, usize),
+        (start, end): (i64, i64),
+        (before, after): (Usage, Usage),
+        starts: &[(i64, i64)],
+        stored: Option<Stored>,
+    ) -> Measurement {
+        let in_window = |ms: i64| (start..end).contains(&ms);
+        let mut lateness: Vec<i64> = starts
+            .iter()
+            .filter(|(scheduled, _)| in_window(*scheduled))
+            .map(|(scheduled, started)| started - scheduled)
+            .collect();
+        lateness.sort_unstable();
+        let seconds_of = |ticks: u64| ticks as f64 / clock_ticks_per_second();
+        Measurement {
+            source,
+            route,
+            jobs,
+            expected: jobs * ((end - start) / 1000) as usize,
+            lateness,
+            started_in_window: starts.iter().filter(|(_, at)| in_window(*at)).count(),
+            stored,
+            executor_cpu: seconds_of(after.executors - before.executors),
+            scheduler_cpu: seconds_of(after.scheduler - before.scheduler),
+            broker_cpu: seconds_of(ticks_between(&before.broker, &after.broker)),
+            database_cpu: seconds_of(ticks_between(&before.database, &after.database)),
+            machine_busy: (after.machine.0 - before.machine.0) as f64
+                / (after.machine.1 - before.machine.1).max(1) as f64,
+        }
+    }
 }
 
-/// The results the executors published, first per trigger id: `(scheduled ms, started ms)`.
-async fn published_starts(prefix: &str) -> Vec<(i64, i64)> {
-    let topic = Topics::new(prefix).expect("the prefix is valid").results();
-    let results: Vec<ResultRecord> =
-        read_records(&common::brokers(), &topic, RESULTS_PARTITIONS).await;
-    let mut seen = HashSet::new();
-    results
-        .into_iter()
-        .filter(|result| seen.insert(result.trigger_id.clone()))
-        .filter_map(|result| {
-            Some((
-                scheduled_ms(result.trigger_id.as_str())?,
-                result.started_at_ms,
-            ))
-        })
-        .collect()
-}
-
-async fn run_one(
+/// One configuration with `kadence serve` on a fresh `backend` database.
+async fn run_with_scheduler(
     options: &Options,
-    executor_bin: &PathBuf,
+    executor_bin: &Path,
     (backend, route, jobs): (Backend, Route, usize),
 ) -> Measurement {
     let database = Database::create(backend).await;
@@ -321,121 +342,71 @@ async fn run_one(
         &[("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned())],
     )
     .await;
+    let topics = Topics::new(&serve.prefix).expect("the prefix is valid");
     let executors = Executors::start(executor_bin, options.executors, &serve.prefix);
-    wait_for_partitions(&database, options.executors).await;
+    wait_for_beats(&topics, options.executors).await;
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
-    let window_start = first_fire + WARM_UP.as_millis() as i64;
-    let window_end = window_start + options.seconds as i64 * 1000;
-    sleep_until_ms(window_start).await;
-    let scheduler_pid = serve.pid();
-    let ticks_start = (
-        executors.ticks(),
-        process_usage(scheduler_pid).unwrap_or_default().0,
-    );
-    let machine_start = machine_ticks();
-    let others_start = (ticks_of_named("tansu"), ticks_of_named("postgres"));
-    sleep_until_ms(window_end).await;
-    let ticks_end = (
-        executors.ticks(),
-        process_usage(scheduler_pid).unwrap_or_default().0,
-    );
-    let machine_end = machine_ticks();
-    let others_end = (ticks_of_named("tansu"), ticks_of_named("postgres"));
+    let window = window_after(first_fire, options.seconds);
+    sleep_until_ms(window.0).await;
+    let before = Usage::now(&executors, Some(serve.pid()));
+    sleep_until_ms(window.1).await;
+    let after = Usage::now(&executors, Some(serve.pid()));
     tokio::time::sleep(GRACE).await;
-    let stored = database
-        .integers(
-            "SELECT handle_at_ms, bench_recorded_at_ms FROM job_logs \
-             WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 AND handle_code IS NOT NULL",
-            &[window_start, window_end],
-        )
-        .await;
-    let mut emitted: Vec<i64> = database
-        .integers(
-            "SELECT dispatched_at_ms - scheduled_at_ms FROM job_logs \
-             WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 AND dispatched_at_ms IS NOT NULL",
-            &[window_start, window_end],
-        )
-        .await
-        .into_iter()
-        .map(|row| row[0])
-        .collect();
-    emitted.sort_unstable();
-    let prefix = serve.prefix.clone();
+    let stored = Stored::read(&database, window).await;
     executors.stop().await;
     serve.stop().await;
     database.drop().await;
-    let starts = published_starts(&prefix).await;
-    let in_window = |ms: i64| (window_start..window_end).contains(&ms);
-    let mut lateness: Vec<i64> = starts
-        .iter()
-        .filter(|(scheduled, _)| in_window(*scheduled))
-        .map(|(scheduled, started)| started - scheduled)
-        .collect();
-    lateness.sort_unstable();
-    let seconds_of = |ticks: u64| ticks as f64 / clock_ticks_per_second();
-    Measurement {
-        backend,
-        route,
-        jobs,
-        expected: jobs * options.seconds as usize,
-        lateness,
-        recorded: stored.len(),
-        within_second: stored.iter().filter(|row| row[1] - row[0] <= 1_000).count(),
-        started_in_window: starts
-            .iter()
-            .filter(|(_, started)| in_window(*started))
-            .count(),
-        executor_cpu_seconds: seconds_of(ticks_end.0 - ticks_start.0),
-        scheduler_cpu_seconds: seconds_of(ticks_end.1 - ticks_start.1),
-        emitted,
-        machine_busy: (machine_end.0 - machine_start.0) as f64
-            / (machine_end.1 - machine_start.1).max(1) as f64,
-        broker_cpu_seconds: seconds_of(ticks_between(&others_start.0, &others_end.0)),
-        database_cpu_seconds: seconds_of(ticks_between(&others_start.1, &others_end.1)),
-    }
+    let starts = published_starts(&topics).await;
+    delete_topics(&topics).await;
+    let configuration = (Source::Scheduler(backend), route, jobs);
+    Measurement::of(
+        configuration,
+        window,
+        (before, after),
+        &starts,
+        Some(stored),
+    )
 }
 
-/// CPU ticks so far of every process whose command is `name` (the broker, `tansu`; the
-/// database's, `postgres`), by process id, from `/proc`.
-fn ticks_of_named(name: &str) -> HashMap<u32, u64> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return HashMap::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|comm| comm.trim() == name)
-        })
-        .filter_map(|pid| Some((pid, process_usage(pid)?.0)))
-        .collect()
+/// One configuration without a scheduler: the benchmark emits the triggers.
+async fn run_without_scheduler(
+    options: &Options,
+    executor_bin: &Path,
+    (route, jobs): (Route, usize),
+) -> Measurement {
+    let prefix = format!("kbench{:x}", rand::random::<u32>());
+    let topics = Topics::new(&prefix).expect("the prefix is valid");
+    create_topics(&topics).await;
+    let executors = Executors::start(executor_bin, options.executors, &prefix);
+    wait_for_beats(&topics, options.executors).await;
+    let first_second = (now_ms() + 3_000) / 1000 * 1000;
+    let window = window_after(first_second, options.seconds);
+    let seconds = ((window.1 - first_second) / 1000) as usize + 1;
+    let emitting = tokio::spawn({
+        let topics = topics.clone();
+        let partition = route.partition();
+        async move {
+            let fires = (first_second, seconds);
+            emit_every_second(&topics, jobs, partition, fires, EMIT_LEAD).await
+        }
+    });
+    sleep_until_ms(window.0).await;
+    let before = Usage::now(&executors, None);
+    sleep_until_ms(window.1).await;
+    let after = Usage::now(&executors, None);
+    emitting.await.expect("emitting triggers");
+    tokio::time::sleep(GRACE).await;
+    executors.stop().await;
+    let starts = published_starts(&topics).await;
+    delete_topics(&topics).await;
+    let configuration = (Source::NoScheduler, route, jobs);
+    Measurement::of(configuration, window, (before, after), &starts, None)
 }
 
-/// Ticks spent between two readings of [`ticks_of_named`]: processes that started meanwhile
-/// count whole, those that ended meanwhile not at all (a database connection closed during
-/// the window; the scheduler keeps its own open).
-fn ticks_between(start: &HashMap<u32, u64>, end: &HashMap<u32, u64>) -> u64 {
-    end.iter()
-        .map(|(pid, ticks)| ticks.saturating_sub(start.get(pid).copied().unwrap_or(0)))
-        .sum()
-}
-
-/// The machine's CPU ticks so far, all cores: `(busy, total)`, from the first line of
-/// `/proc/stat` (idle and I/O wait are not busy).
-fn machine_ticks() -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let ticks: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|field| field.parse().ok())
-        .collect();
-    let total: u64 = ticks.iter().take(8).sum();
-    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
-    (total - idle, total)
+/// The measured window, `[start, end)` in ms, after the warm-up from `first_fire_ms`.
+fn window_after(first_fire_ms: i64, seconds: u64) -> (i64, i64) {
+    let start = first_fire_ms + WARM_UP.as_millis() as i64;
+    (start, start + seconds as i64 * 1000)
 }
 
 fn print_table(options: &Options, rows: &[Measurement]) {
@@ -452,44 +423,54 @@ fn print_table(options: &Options, rows: &[Measurement]) {
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in rows {
+        let seconds = options.seconds as f64;
         let share = |count: usize| count as f64 / row.expected.max(1) as f64 * 100.0;
-        let late = |fraction: f64| match row.lateness.is_empty() {
+        let ms_at = |sorted: &[i64], fraction: f64| match sorted.is_empty() {
             true => "–".to_owned(),
-            false => format!("{} ms", percentile(&row.lateness, fraction)),
-        };
-        let emitted_p99 = match row.emitted.is_empty() {
-            true => "–".to_owned(),
-            false => format!("{} ms", percentile(&row.emitted, 0.99)),
+            false => format!("{} ms", percentile(sorted, fraction)),
         };
         let not_run = row.expected.saturating_sub(row.lateness.len());
-        let not_recorded = row.expected.saturating_sub(row.recorded);
-        let seconds = options.seconds as f64;
+        let (emitted, within, not_recorded) = match &row.stored {
+            Some(stored) => {
+                let within = stored
+                    .recorded
+                    .iter()
+                    .filter(|r| r[1] - r[0] <= 1_000)
+                    .count();
+                let missing = row.expected.saturating_sub(stored.recorded.len());
+                (
+                    ms_at(&stored.emitted, 0.99),
+                    format!("{:.1} %", share(within)),
+                    format!("{missing} ({:.1} %)", share(missing)),
+                )
+            }
+            None => (
+                format!("-{} ms", EMIT_LEAD.as_millis()),
+                "–".into(),
+                "–".into(),
+            ),
+        };
         let per_thousand = match row.started_in_window {
             0 => "–".to_owned(),
             started => format!(
                 "{:.0}",
-                row.executor_cpu_seconds * 1000.0 / (started as f64 / 1000.0)
+                row.executor_cpu * 1000.0 / (started as f64 / 1000.0)
             ),
         };
+        let core = |cpu_seconds: f64| format!("{:.0} %", cpu_seconds / seconds * 100.0);
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} ({:.1} %) | {:.1} % | {} ({:.1} %) | {:.0} % | {} | {:.0} % | {:.0} % | {:.0} % | {:.0} % |",
-            row.backend.label(),
+            "| {} | {} | {} | {emitted} | {} | {} | {} | {not_run} ({:.1} %) | {within} | {not_recorded} | {} | {per_thousand} | {} | {} | {} | {:.0} % |",
+            row.source.label(),
             row.route.symbol(),
             row.jobs,
-            emitted_p99,
-            late(0.50),
-            late(0.99),
-            late(1.0),
-            not_run,
+            ms_at(&row.lateness, 0.50),
+            ms_at(&row.lateness, 0.99),
+            ms_at(&row.lateness, 1.0),
             share(not_run),
-            share(row.within_second),
-            not_recorded,
-            share(not_recorded),
-            row.executor_cpu_seconds / seconds * 100.0,
-            per_thousand,
-            row.scheduler_cpu_seconds / seconds * 100.0,
-            row.broker_cpu_seconds / seconds * 100.0,
-            row.database_cpu_seconds / seconds * 100.0,
+            core(row.executor_cpu),
+            core(row.scheduler_cpu),
+            core(row.broker_cpu),
+            core(row.database_cpu),
             row.machine_busy * 100.0,
         );
     }
@@ -503,15 +484,24 @@ async fn main() {
         .clone()
         .unwrap_or_else(build_test_executor);
     let mut rows = Vec::new();
-    for &backend in &options.backends {
+    for &source in &options.sources {
         for &route in &options.routes {
             for &jobs in &options.jobs {
                 eprintln!(
-                    "running {backend:?}, {} routing, {jobs} jobs due every second, for {} s...",
+                    "running {}, {} routing, {jobs} jobs due every second, for {} s...",
+                    source.label(),
                     route.symbol(),
                     options.seconds
                 );
-                rows.push(run_one(&options, &executor_bin, (backend, route, jobs)).await);
+                let row = match source {
+                    Source::Scheduler(backend) => {
+                        run_with_scheduler(&options, &executor_bin, (backend, route, jobs)).await
+                    }
+                    Source::NoScheduler => {
+                        run_without_scheduler(&options, &executor_bin, (route, jobs)).await
+                    }
+                };
+                rows.push(row);
             }
         }
     }

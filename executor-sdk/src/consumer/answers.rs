@@ -119,7 +119,7 @@ impl Answers {
             if !full {
                 // Not even enqueued (e.g. a record over the size limit): the slow way retries
                 // what is retriable and gives the last word.
-                return self.settle.again(answer, payload, error).await;
+                return Box::pin(self.settle.again(answer, payload, error)).await;
             }
             if self.settle.give_up.is_cancelled() {
                 return self

@@ -109,6 +109,10 @@ pub(crate) async fn run(
         }
         let consuming = matches!(state.phase, Phase::Consuming);
         let has_room = state.in_flight < state.settings.max_in_flight;
+        // Runs handed to their tasks start before more records are taken: the triggers of
+        // one second are released together, and those of the next (sent ahead, held when
+        // they come) can wait a few milliseconds without anyone noticing.
+        let starting = state.runs.starting() > 0;
         tokio::select! {
             biased;
             Some(ended) = state.ended.recv() => state.ended(ended),
@@ -130,7 +134,9 @@ pub(crate) async fn run(
                 state.give_up();
                 break;
             }
-            received = state.group.recv(), if consuming && has_room && state.control_caught_up
+            _ = state.runs.all_started(), if starting => {}
+            received = state.group.recv(),
+                if consuming && has_room && state.control_caught_up && !starting
                 => state.receive(received),
         }
     }

@@ -1,9 +1,12 @@
 //! Starting and finishing a trigger's run: [`Runs`].
 //!
 //! Every run goes in a task of its own, so the loop never waits for a handler. The task runs
-//! the handler through the runner (timeout, panic, cancellation) and, as soon as it returns,
-//! tells the loop (`Ended::Run`) so that the job's lane starts what it queued — the next
-//! run of a SERIAL_EXECUTION job does not wait for the broker. Then it ships the run's last
+//! the handler through the runner (timeout, panic, cancellation). Starts come first: a task
+//! whose handler returned waits until every run handed to its task has started (a second's
+//! triggers are released together, and each start is late by the work done before it), and
+//! the loop takes no new records meanwhile. Then the task tells the loop (`Ended::Run`) so
+//! that the job's lane starts what it queued — the next run of a SERIAL_EXECUTION job does
+//! not wait for the broker — and, its handler's span and metrics made, ships the run's last
 //! log lines (only a run that logged has any: lines go out while the run goes, from its first
 //! line on) and hands the result to `answers`, which publishes it without waiting — lines
 //! first, so a reader who sees the run finished sees all of its lines. When the broker has
@@ -17,12 +20,13 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use kadence_schemas::{ResultRecord, TriggerRecord};
 use opentelemetry::Context;
 use rdkafka::message::{Message, OwnedMessage};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::answers::{Answer, Answers};
@@ -90,6 +94,9 @@ pub(super) struct Runs {
 struct Shared {
     config: RunsConfig,
     answers: Answers,
+    /// Runs spawned whose handler has not started yet; told when none is left.
+    starting: AtomicUsize,
+    all_started: Notify,
 }
 
 impl Runs {
@@ -102,7 +109,12 @@ impl Runs {
             config.hard_stop.clone(),
         );
         Runs {
-            shared: Arc::new(Shared { config, answers }),
+            shared: Arc::new(Shared {
+                config,
+                answers,
+                starting: AtomicUsize::new(0),
+                all_started: Notify::new(),
+            }),
         }
     }
 
@@ -113,7 +125,31 @@ impl Runs {
 
     /// Runs `start` in its own task.
     pub(super) fn start(&self, start: Start<ReadyRun>) {
+        self.shared.starting.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(self.clone().run(start));
+    }
+
+    /// Runs handed to their tasks whose handlers have not started yet.
+    pub(super) fn starting(&self) -> usize {
+        self.shared.starting.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once no run handed to its task is waiting to start.
+    pub(super) async fn all_started(&self) {
+        let notified = self.shared.all_started.notified();
+        tokio::pin!(notified);
+        // Registered before the count is read, so the last start's wake-up is not missed.
+        notified.as_mut().enable();
+        if self.starting() > 0 {
+            notified.await;
+        }
+    }
+
+    /// The run is under way (or left): one fewer to start.
+    fn started(&self) {
+        if self.shared.starting.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.shared.all_started.notify_waiters();
+        }
     }
 
     async fn run(self, start: Start<ReadyRun>) {
@@ -125,6 +161,7 @@ impl Runs {
         let config = &self.shared.config;
         let (partition, offset) = (ready.partition, ready.offset);
         if !config.assignment.owns(partition) {
+            self.started();
             // Queued or held while the group moved its partition: the new owner runs it.
             end_without_result(&ready.trace, "partition moved before the run started");
             let (job, trigger_id) = (ready.trigger.job_id, ready.trigger.trigger_id.clone());
@@ -135,6 +172,7 @@ impl Runs {
             .running
             .register(partition, offset, cancellation.clone());
         let started = config.clock.now();
+        self.started();
         let logger = JobLogger::new(config.max_log_lines);
         let trigger = Arc::clone(&ready.trigger);
         let handler = ready.handler.clone();
@@ -142,9 +180,9 @@ impl Runs {
         let outcome = self.shipping_logs(run, &logger, &ready.trigger).await;
         let finished = config.clock.now();
         // The rest of the run's work (its span and metrics, last lines, result) waits until
-        // the runs due now have started: all of a second's triggers are released together,
-        // and a start is late by whatever runs before it.
-        tokio::task::yield_now().await;
+        // the runs handed to their tasks have started: all of a second's triggers are
+        // released together, and a start is late by whatever runs before it.
+        self.all_started().await;
         let ran = Ran {
             ready,
             outcome,
@@ -153,7 +191,9 @@ impl Runs {
             finished,
             handed_back: handed_back.load(Ordering::SeqCst),
         };
-        self.finish(ran).await
+        // Boxed: the task that starts the handler stays small (it is made for every trigger,
+        // while the trigger waits); what follows the handler is made when it is needed.
+        Box::pin(self.finish(ran)).await
     }
 
     /// After the handler: the run's span and metrics, its last log lines, its result.
@@ -192,9 +232,8 @@ impl Runs {
         metrics.record_run(partition, took);
         // Every line is out before the result: a finished run's log is complete.
         if ran.logger.has_unshipped() {
-            self.log_shipper(&ran.logger, &ready.trigger)
-                .flush(true)
-                .await;
+            let shipper = self.log_shipper(&ran.logger, &ready.trigger);
+            Box::pin(shipper.flush(true)).await;
         }
         let Ran { ready, outcome, .. } = ran;
         let executor_id = &config.executor_id;
@@ -237,7 +276,9 @@ impl Runs {
             tokio::select! {
                 biased;
                 outcome = &mut run => return outcome,
-                _ = flush_tick.tick() => shipper.flush(false).await,
+                // Boxed, as the other rare ways below: a run's task holds the largest of its
+                // futures, and every run's task is made for every trigger.
+                _ = flush_tick.tick() => Box::pin(shipper.flush(false)).await,
             }
         }
     }

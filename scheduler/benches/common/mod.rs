@@ -1,6 +1,7 @@
 //! What the benchmarks share: command-line flags, a fresh database per run on either backend
 //! with jobs loaded straight into it, and `kadence serve` (this crate's release build) as a
-//! process of its own, as in production.
+//! process of its own, as in production; for the end-to-end benchmark, executor processes
+//! (`executors`) and triggers produced without a scheduler (`emitter`).
 //!
 //! Environment: `KADENCE_BENCH_BROKERS` (required; `infra/bench.sh` starts a broker and sets
 //! it), `KADENCE_BENCH_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`, the
@@ -8,6 +9,9 @@
 //! `KADENCE_BENCH_LOG` (the scheduler's log filter, default `warn,sqlx=error`).
 
 #![allow(dead_code)] // each benchmark uses its own subset
+
+pub mod emitter;
+pub mod executors;
 
 use std::time::Duration;
 

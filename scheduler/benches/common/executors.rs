@@ -1,0 +1,184 @@
+//! Executor processes for the end-to-end benchmark: the test executor (`tests/src/bin/
+//! test-executor.rs`, release build) started as a group of processes, what they published,
+//! and CPU readings of them and of the machine from `/proc`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use kadence_schemas::{ExecutorBeat, ResultRecord, Topics, codec};
+use kadence_tests::triggers::read_records;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use tokio::process::{Child, Command};
+
+use super::{APP, brokers, process_usage};
+
+/// Partitions of the results topic (the scheduler's default `kafka.results_partitions`, and
+/// what the benchmark creates without a scheduler).
+pub const RESULTS_PARTITIONS: i32 = 6;
+
+/// This tree's test executor, built (release) if it is not up to date.
+pub fn build_test_executor() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--release", "--locked", "-p", "kadence-tests"])
+        .args(["--bin", "test-executor"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cargo build of the test executor failed");
+    // Beside the scheduler's binary: both are release builds of this workspace.
+    PathBuf::from(env!("CARGO_BIN_EXE_kadence")).with_file_name("test-executor")
+}
+
+/// The executor processes of one run.
+pub struct Executors {
+    children: Vec<Child>,
+}
+
+impl Executors {
+    /// Starts `count` test executors of [`APP`] on the topic prefix `prefix`; their ids are
+    /// `bench-executor-{n}`.
+    pub fn start(binary: &Path, count: usize, prefix: &str) -> Executors {
+        let children = (0..count)
+            .map(|n| {
+                Command::new(binary)
+                    .env("KADENCE_BROKERS", brokers())
+                    .env("KADENCE_APP", APP)
+                    .env("KADENCE_TOPIC_PREFIX", prefix)
+                    .env("KADENCE_EXECUTOR_ID", format!("bench-executor-{n}"))
+                    .stdout(Stdio::null())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .unwrap_or_else(|error| panic!("start {}: {error}", binary.display()))
+            })
+            .collect();
+        Executors { children }
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.children.iter().filter_map(Child::id).collect()
+    }
+
+    /// CPU ticks of every executor so far.
+    pub fn ticks(&self) -> u64 {
+        self.pids()
+            .into_iter()
+            .filter_map(process_usage)
+            .map(|(ticks, _)| ticks)
+            .sum()
+    }
+
+    /// SIGTERM to each, then waits for their graceful stops (at most 30 s).
+    pub async fn stop(mut self) {
+        for pid in self.pids() {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+        for child in &mut self.children {
+            let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+        }
+    }
+}
+
+/// Waits (at most a minute) until `count` executors of [`APP`] have beaten with partitions
+/// on `topics`' beats topic: the group has settled.
+pub async fn wait_for_beats(topics: &Topics, count: usize) {
+    let consumer: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers())
+        .set(
+            "group.id",
+            format!("bench-beats-{:x}", rand::random::<u32>()),
+        )
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("beats reader");
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(&topics.beats(), 0, Offset::Beginning)
+        .expect("beats partition");
+    consumer
+        .assign(&assignment)
+        .expect("assign the beats topic");
+    let mut owning = HashSet::new();
+    let read = async {
+        while owning.len() < count {
+            let message = consumer.recv().await.expect("read beats");
+            let Some(Ok(beat)) = message.payload().map(codec::decode::<ExecutorBeat>) else {
+                continue;
+            };
+            if beat.owned_partitions.is_empty() {
+                owning.remove(&beat.executor_id);
+            } else {
+                owning.insert(beat.executor_id);
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .unwrap_or_else(|_| panic!("{count} executors did not all own partitions in a minute"));
+}
+
+/// The results published on `topics`' results topic, first per trigger id, of scheduled
+/// fires (trigger id `{job}-{scheduled ms}`): `(scheduled ms, started ms)`.
+pub async fn published_starts(topics: &Topics) -> Vec<(i64, i64)> {
+    let results: Vec<ResultRecord> =
+        read_records(&brokers(), &topics.results(), RESULTS_PARTITIONS).await;
+    let mut seen = HashSet::new();
+    results
+        .into_iter()
+        .filter(|result| seen.insert(result.trigger_id.clone()))
+        .filter_map(|result| {
+            let scheduled = result.trigger_id.as_str().split_once('-')?.1.parse().ok()?;
+            Some((scheduled, result.started_at_ms))
+        })
+        .collect()
+}
+
+/// CPU ticks so far of every process whose command is `name` (the broker, `tansu`; the
+/// database's, `postgres`), by process id.
+pub fn ticks_of_named(name: &str) -> HashMap<u32, u64> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return HashMap::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim() == name)
+        })
+        .filter_map(|pid| Some((pid, process_usage(pid)?.0)))
+        .collect()
+}
+
+/// Ticks spent between two readings of [`ticks_of_named`]: processes that started meanwhile
+/// count whole, those that ended meanwhile not at all (a database connection closed during
+/// the window; the scheduler keeps its own open).
+pub fn ticks_between(start: &HashMap<u32, u64>, end: &HashMap<u32, u64>) -> u64 {
+    end.iter()
+        .map(|(pid, ticks)| ticks.saturating_sub(start.get(pid).copied().unwrap_or(0)))
+        .sum()
+}
+
+/// The machine's CPU ticks so far, all cores: `(busy, total)`, from the first line of
+/// `/proc/stat` (idle and I/O wait are not busy).
+pub fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|field| field.parse().ok())
+        .collect();
+    let total: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
