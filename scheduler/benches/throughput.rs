@@ -370,14 +370,14 @@ async fn kill_and_time_takeover(database: &Database, serves: &[Serve], at_ms: i6
     }
 }
 
-/// Waits (at most a minute) until no fire due before `until_ms` is still pending: the dead
-/// node's fires are claimed once their lease ends.
+/// Waits (at most a minute) until no fire due before `until_ms` is still pending (no fire
+/// batch waits for one): the dead node's batches are claimed once their lease ends.
 async fn wait_until_emitted(database: &Database, until_ms: i64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         let pending = database
             .integers(
-                "SELECT COUNT(*) FROM job_logs WHERE state = 'SCHEDULED' AND scheduled_at_ms < $1",
+                "SELECT COUNT(*) FROM fire_batches WHERE pending_from_ms < $1",
                 &[until_ms],
             )
             .await;

@@ -1,14 +1,21 @@
 //! Acknowledgements: recording that the broker took a trigger, without ever re-emitting it.
 //!
 //! When the broker acknowledges a trigger, dispatch notes its job-log id in the
-//! [`AckLedger`] and hands a [`DispatchAck`] to the [`AckWriter`], which marks the runs
-//! DISPATCHED in batches. A batch the database refuses (busy, unreachable) is kept and written
-//! again with backoff until it lands: an acknowledgement is never forgotten.
+//! [`AckLedger`] and hands a [`SettledFire::Acknowledged`] to the [`AckWriter`]; a fire of a
+//! batch that dispatch drops because a stop or an edit cancelled it is handed over as
+//! [`SettledFire::Cancelled`]. The writer records them in batches, one transaction each
+//! ([`Store::mark_dispatched`]): the run rows of batch fires are written, already
+//! DISPATCHED (a run exists from the moment its trigger is on the broker); rows that exist
+//! (manual fires, retries, children) are marked DISPATCHED; and the batches concerned are
+//! settled: their lease moves to their earliest fire still open ([`OpenBatches`]), or they are
+//! deleted. A batch the database refuses (busy, unreachable) is kept and written again with
+//! backoff until it lands: an acknowledgement is never forgotten.
 //!
-//! Until its mark is written the run's row still looks pending, and once its lease ends the
-//! claim loop would take it over and emit the trigger a second time. The ledger prevents that
-//! on this node: the claimer leaves a claimed fire alone when its acknowledgement is waiting
-//! here, so a slow database delays the marks but never turns into re-emitted triggers. (The
+//! Until it is written the fire still looks pending (in its batch, or as a pending row), and
+//! once its lease ends the claim loop would take it over and emit the trigger a second time.
+//! The ledger prevents that on this node: the claimer leaves a claimed fire alone when its
+//! acknowledgement is waiting here, so a slow database delays the marks but never turns into
+//! re-emitted triggers. (The
 //! scheduling loops also have database connections of their own, see
 //! [`DatabaseConfig`](crate::config::DatabaseConfig), so API traffic cannot hold the marks
 //! back in the first place.)
@@ -19,7 +26,18 @@ use std::sync::{Arc, Mutex};
 use kadence_kafka::Backoff;
 use tokio::sync::mpsc;
 
-use crate::store::{DispatchAck, Store, StoreError};
+use crate::open_batches::OpenBatches;
+use crate::store::{DispatchAck, DispatchMarks, Store, StoreError};
+
+/// What became of a fire dispatch took from the wheel, for the [`AckWriter`].
+#[derive(Debug)]
+pub enum SettledFire {
+    /// The broker acknowledged its trigger.
+    Acknowledged(DispatchAck),
+    /// Not emitted: a stop or a schedule edit cancelled it (the fire's log id). Only its
+    /// batch needs to know.
+    Cancelled(i64),
+}
 
 /// Job-log ids of triggers the broker acknowledged whose DISPATCHED mark is not written yet.
 #[derive(Default)]
@@ -69,49 +87,90 @@ impl AckLedger {
 pub struct AckWriter {
     store: Arc<dyn Store>,
     ledger: Arc<AckLedger>,
-    acks: mpsc::Receiver<DispatchAck>,
+    batches: Arc<OpenBatches>,
+    settled: mpsc::Receiver<SettledFire>,
     batch_max: usize,
-    /// The batch being written: kept across failed attempts.
+    /// The acknowledgements being written: kept across failed attempts.
     batch: Vec<DispatchAck>,
+    /// Log ids of fires of this node's batches that the attempt settles.
+    done: Vec<i64>,
 }
 
 impl AckWriter {
-    /// A writer of the acknowledgements arriving on `acks`, at most `batch_max` a batch.
+    /// A writer of what arrives on `settled`, at most `batch_max` a transaction, settling the
+    /// node's `batches`.
     pub fn new(
         store: Arc<dyn Store>,
         ledger: Arc<AckLedger>,
-        acks: mpsc::Receiver<DispatchAck>,
+        batches: Arc<OpenBatches>,
+        settled: mpsc::Receiver<SettledFire>,
         batch_max: usize,
     ) -> Self {
         AckWriter {
             store,
             ledger,
-            acks,
+            batches,
+            settled,
             batch_max: batch_max.max(1),
             batch: Vec::with_capacity(batch_max),
+            done: Vec::with_capacity(batch_max),
         }
+    }
+
+    /// Takes in what dispatch settled: a fire of an open batch has its row written with the
+    /// mark and settles its batch; any other acknowledged fire has a row to mark.
+    fn take(&mut self, settled: SettledFire) {
+        match settled {
+            SettledFire::Acknowledged(mut ack) => {
+                if self.batches.contains(ack.log_id) {
+                    self.done.push(ack.log_id);
+                } else {
+                    ack.fire = None;
+                }
+                self.batch.push(ack);
+            }
+            SettledFire::Cancelled(log_id) => {
+                if self.batches.contains(log_id) {
+                    self.done.push(log_id);
+                }
+            }
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.batch.len() + self.done.len()
     }
 
     /// One attempt: fills the batch with what has arrived (waiting for the first when it is
     /// empty) and writes it. Returns how many marks were written, or `None` once the channel
     /// is closed and everything is written. On an error the batch is kept for the next call.
     pub async fn write_once(&mut self) -> Result<Option<usize>, StoreError> {
-        if self.batch.is_empty() {
-            match self.acks.recv().await {
-                Some(ack) => self.batch.push(ack),
+        while self.pending() == 0 {
+            match self.settled.recv().await {
+                Some(settled) => self.take(settled),
                 None => return Ok(None),
             }
         }
         while self.batch.len() < self.batch_max {
-            match self.acks.try_recv() {
-                Ok(ack) => self.batch.push(ack),
+            match self.settled.try_recv() {
+                Ok(settled) => self.take(settled),
                 Err(_) => break,
             }
         }
-        self.store.mark_dispatched(&self.batch).await?;
+        let progress = self.batches.progress_with(&self.done);
+        self.store
+            .mark_dispatched(&DispatchMarks {
+                node_id: self.batches.node_id(),
+                acks: &self.batch,
+                batches: &progress,
+                lease_ms: self.batches.lease_ms(),
+            })
+            .await?;
         self.ledger.written(&self.batch);
+        self.batches.settle(&self.done);
         let written = self.batch.len();
         self.batch.clear();
+        self.done.clear();
         Ok(Some(written))
     }
 

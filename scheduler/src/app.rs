@@ -311,8 +311,16 @@ impl Node {
         .with_tracer(self.tracer.clone());
         self.tasks
             .spawn(dispatcher.run(due_rx, self.shutdown.clone()));
-        self.tasks
-            .spawn(AckWriter::new(Arc::clone(store), ledger, ack_rx, 1000).run());
+        self.tasks.spawn(
+            AckWriter::new(
+                Arc::clone(store),
+                ledger,
+                Arc::clone(intake.open_batches()),
+                ack_rx,
+                1000,
+            )
+            .run(),
+        );
         FirePath {
             intake,
             cancelled,

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kadence_schemas::{JobId, TriggerType};
+use kadence_schemas::JobId;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
@@ -105,21 +105,13 @@ impl CancelledFires {
     /// Whether `fire` was cancelled: planned by the job's schedule before a stop or a
     /// schedule change, and due after that change's cutoff.
     pub fn is_cancelled(&self, fire: &PendingFire) -> bool {
-        let planned_by_schedule = matches!(
-            fire.trigger_type,
-            TriggerType::Cron | TriggerType::FixRate | TriggerType::FixDelay | TriggerType::Misfire
-        );
-        planned_by_schedule
-            && self
-                .by_job
-                .lock()
-                .expect("cancellations lock")
-                .get(&fire.job_id)
-                .is_some_and(|cancellations| {
-                    cancellations.iter().any(|cancelled| {
-                        fire.log_id <= cancelled.up_to_log_id && fire.fire_at_ms > cancelled.from_ms
-                    })
-                })
+        self.by_job
+            .lock()
+            .expect("cancellations lock")
+            .get(&fire.job_id)
+            .is_some_and(|cancellations| {
+                cancellations.iter().any(|cancelled| cancelled.covers(fire))
+            })
     }
 
     /// Forgets cancellations whose fires can no longer be held by any node: their lease ended
@@ -192,6 +184,7 @@ impl CancellationPoller {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kadence_schemas::TriggerType;
 
     fn cancellation(job: i64, up_to_log_id: i64, until_ms: i64) -> FireCancellation {
         FireCancellation {

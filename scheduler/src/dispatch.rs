@@ -33,7 +33,7 @@ use rdkafka::error::KafkaError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::acks::AckLedger;
+use crate::acks::{AckLedger, SettledFire};
 use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
 use crate::metrics::SchedulerMetrics;
@@ -127,8 +127,8 @@ pub struct DispatchSummary {
 
 /// Where a dispatcher reports what happened to the fires it was given.
 pub struct DispatchOutcomes {
-    /// Acknowledged triggers, to be marked dispatched.
-    pub acks: mpsc::Sender<DispatchAck>,
+    /// Acknowledged triggers, to be recorded, and fires dropped as cancelled.
+    pub acks: mpsc::Sender<SettledFire>,
     /// Acknowledged triggers whose mark is not written yet.
     pub ledger: Arc<AckLedger>,
     /// Fires not to emit: their job was stopped or rescheduled after they were planned.
@@ -269,6 +269,12 @@ impl Dispatcher {
         if self.outcomes.cancelled.is_cancelled(&fire) {
             tracing::debug!(trigger_id = %fire.trigger_id,
                 "not emitting a fire cancelled by a stop or a schedule change");
+            // Its batch no longer waits for it (a send error means shutdown).
+            let _ = self
+                .outcomes
+                .acks
+                .send(SettledFire::Cancelled(fire.log_id))
+                .await;
             return None;
         }
         let partitions = match self.partitions.partitions(&fire.app).await {
@@ -380,20 +386,25 @@ impl Dispatcher {
         match outcome {
             Delivery::Acked { fire, partition } => {
                 let now_ms = self.clock.now_ms();
+                tracing::debug!(trigger_id = %fire.trigger_id, partition,
+                    lateness_ms = now_ms - fire.fire_at_ms, "trigger acknowledged");
+                self.metrics.count_acknowledged(&fire, now_ms);
                 let ack = DispatchAck {
                     log_id: fire.log_id,
                     partition,
                     dispatched_at_ms: now_ms,
                     executor_id: self.registry.owner_of(&fire.app, partition, now_ms),
+                    fire: Some(Box::new(fire)),
                 };
-                tracing::debug!(trigger_id = %fire.trigger_id, partition,
-                    lateness_ms = ack.dispatched_at_ms - fire.fire_at_ms, "trigger acknowledged");
-                self.metrics.count_acknowledged(&fire, now_ms);
                 // Noted before it is queued: from here on no claim re-emits it, however long
                 // the database takes to record it.
                 self.outcomes.ledger.acknowledged(ack.log_id);
                 // The ack writer only stops after dispatch does; a send error means shutdown.
-                let _ = self.outcomes.acks.send(ack).await;
+                let _ = self
+                    .outcomes
+                    .acks
+                    .send(SettledFire::Acknowledged(ack))
+                    .await;
                 None
             }
             Delivery::Failed {

@@ -1,11 +1,15 @@
-//! The one way into the time wheel: every fire, whatever made it, is written durably as a
-//! pending job-log row owned by this node under a lease, and only then handed to the wheel.
+//! The one way into the time wheel: every fire, whatever made it, is written durably, owned by
+//! this node under a lease, and only then handed to the wheel. Scheduled fires are written as
+//! batches, one row per scan and schedule shard ([`crate::store::fire_batch`]), registered in
+//! this node's [`OpenBatches`] until they are acknowledged; the others as pending job-log
+//! rows.
 //!
 //! Fires come from five places, each a [`FireSource`]:
 //! - **Schedule**: the pre-read scan plans a batch of the node's schedule shards
 //!   ([`FireIntake::plan_due`], called by [`crate::preread`]);
-//! - **Claim**: fires whose owner's lease expired are taken over with their trigger ids
-//!   ([`FireIntake::claim_expired`], called by [`crate::claims`]);
+//! - **Claim**: batches and pending rows whose owner's lease expired are taken over, their
+//!   fires emitted with their trigger ids ([`FireIntake::claim_expired`], called by
+//!   [`crate::claims`]);
 //! - **Manual**: `POST /api/jobs/{id}/trigger` ([`FireIntake::fire_now`]);
 //! - **Retry** and **Child**: the follow-up monitor after a run finished
 //!   ([`FireIntake::retry`], [`FireIntake::fire_now`]).
@@ -30,7 +34,8 @@ use crate::acks::AckLedger;
 use crate::clock::millis;
 use crate::metrics::SchedulerMetrics;
 use crate::model::{Job, PendingFire};
-use crate::store::{NewFire, OwnedShard, PreReadRequest, Store, StoreError};
+use crate::open_batches::OpenBatches;
+use crate::store::{BatchProgress, NewFire, OwnedShard, PreReadRequest, Store, StoreError};
 
 /// What made a fire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +83,7 @@ pub struct FireNow {
 pub struct PlannedBatch {
     /// Due jobs read.
     pub jobs_read: usize,
-    /// Fires written as pending job-log rows and handed to the wheel.
+    /// Fires written (in batches) and handed to the wheel.
     pub fires_written: usize,
     /// Shards the scan was refused: another node owns them now (see [`crate::shards`]).
     pub fenced_out: Vec<u32>,
@@ -91,6 +96,7 @@ pub struct FireIntake {
     wheel: mpsc::Sender<PendingFire>,
     node_id: String,
     lease_ms: i64,
+    batches: Arc<OpenBatches>,
     metrics: Arc<SchedulerMetrics>,
 }
 
@@ -103,13 +109,21 @@ impl FireIntake {
         node_id: String,
         lease: Duration,
     ) -> FireIntake {
+        let lease_ms = millis(lease);
         FireIntake {
             store,
             wheel,
+            batches: Arc::new(OpenBatches::new(node_id.clone(), lease_ms)),
             node_id,
-            lease_ms: millis(lease),
+            lease_ms,
             metrics: Arc::default(),
         }
+    }
+
+    /// The batches whose fires this intake handed to the wheel, for the
+    /// [`AckWriter`](crate::acks::AckWriter) that settles them.
+    pub fn open_batches(&self) -> &Arc<OpenBatches> {
+        &self.batches
     }
 
     /// The same intake counting into `metrics`.
@@ -173,20 +187,25 @@ impl FireIntake {
                 .with_label_values(&[misfire.app.as_str(), misfire.strategy.as_str()])
                 .inc();
         }
+        for batch in &outcome.batches {
+            self.batches
+                .open(batch.id, &outcome.fires[batch.fires.clone()]);
+        }
         self.admit(FireSource::Schedule, outcome.fires).await;
         Ok(planned)
     }
 
-    /// Takes over up to `limit` pending fires whose lease expired before `now_ms` and admits
-    /// them with their original trigger ids, except those the broker already acknowledged
-    /// whose mark `ledger` is still writing (emitting them again would duplicate a run).
-    /// Returns how many were claimed.
+    /// Takes over up to `limit` batches and up to `limit` pending rows whose lease expired
+    /// before `now_ms` and admits their fires with their original trigger ids, except those
+    /// the broker already acknowledged whose mark `ledger` is still writing (emitting them
+    /// again would duplicate a run). Returns how many batches and rows were claimed.
     pub async fn claim_expired(
         &self,
         now_ms: i64,
         limit: u32,
         ledger: &AckLedger,
     ) -> Result<usize, StoreError> {
+        let batches = self.claim_expired_batches(now_ms, limit, ledger).await?;
         let fires = self
             .store
             .claim_expired_fires(&self.node_id, now_ms, now_ms + self.lease_ms, limit)
@@ -207,7 +226,49 @@ impl FireIntake {
                 "claimed pending fires whose lease expired; emitting them with their original trigger ids");
         }
         self.admit(FireSource::Claim, fires).await;
-        Ok(claimed)
+        Ok(claimed.max(batches))
+    }
+
+    /// The batch half of [`claim_expired`](Self::claim_expired): each claimed batch's fires
+    /// still to emit are registered as open and admitted; a batch with none left is deleted.
+    async fn claim_expired_batches(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        ledger: &AckLedger,
+    ) -> Result<usize, StoreError> {
+        let batches = self
+            .store
+            .claim_expired_batches(&self.node_id, now_ms, self.lease_ms, limit)
+            .await?;
+        let mut finished = Vec::new();
+        for batch in &batches {
+            // Acknowledged by this node, its row on its way: not emitted again, and the
+            // writer that has it settles it (it was open here before the claim).
+            let fires: Vec<PendingFire> = batch
+                .pending_fires()
+                .filter(|fire| !ledger.is_unwritten(fire.log_id))
+                .cloned()
+                .collect();
+            self.metrics.lease_claims.inc_by(fires.len() as u64);
+            tracing::warn!(batch = batch.id, shard = batch.shard, fires = fires.len(), node_id = %self.node_id,
+                "claimed a fire batch whose lease expired; emitting its unacknowledged fires with their original trigger ids");
+            if fires.is_empty() && batch.pending_fires().next().is_none() {
+                finished.push(BatchProgress {
+                    id: batch.id,
+                    pending_from_ms: None,
+                });
+                continue;
+            }
+            self.batches.open(batch.id, batch.pending_fires());
+            self.admit(FireSource::Claim, fires).await;
+        }
+        if !finished.is_empty() {
+            self.store
+                .settle_fire_batches(&self.node_id, &finished, self.lease_ms)
+                .await?;
+        }
+        Ok(batches.len())
     }
 
     /// Writes `fire` of `job` due at `now_ms` (one row, or one per partition for

@@ -13,10 +13,12 @@
 //!   lease with a fencing token, renewed by its [`ShardLeaser`](shards::ShardLeaser). There is
 //!   no global schedule lock.
 //! - [`preread`]: `pre_read_once(now)` reads the due jobs of this node's shards (fences
-//!   checked in the same transaction), plans their fires and writes each as a pending job-log
-//!   row (the durable half of the time wheel).
+//!   checked in the same transaction), plans their fires and writes them as one compact
+//!   batch per shard, with reserved job-log ids (the durable half of the time wheel).
 //! - [`intake`]: the one way into the wheel: every fire (schedule, claim, manual, retry,
 //!   child) is written durably, owned by this node under a lease, then handed over.
+//! - [`open_batches`]: the fires of this node's batches not yet acknowledged, which move
+//!   each batch's lease.
 //! - [`wheel`]: the in-memory millisecond time wheel that releases each pending fire at its time.
 //! - [`routing`]: the route strategy picks the partition of `{prefix}.triggers.{app}`.
 //! - [`registry`]: the live executors, from the beats they publish to `{prefix}.beats`;
@@ -29,12 +31,13 @@
 //! - [`signer`]: every trigger and control record is signed (Ed25519, headers) with the
 //!   cluster's newest key, kept in the store ([`SigningKeys`](store::SigningKeys)) and
 //!   refreshed on every node, so executors that trust its public key refuse forgeries.
-//! - [`acks`]: marks acknowledged runs dispatched in batches, retrying until the database
-//!   takes them; until then no claim re-emits them.
+//! - [`acks`]: writes the runs of acknowledged triggers (DISPATCHED) and settles their
+//!   batches, in batches, retrying until the database takes them; until then no claim
+//!   re-emits them.
 //! - [`cancellations`]: a stop or a schedule edit cancels the job's planned fires; every node
 //!   learns of it and does not emit its copies.
-//! - [`claims`]: takes over pending fires whose owner's lease expired (a dead node) and emits
-//!   them with the same trigger ids.
+//! - [`claims`]: takes over batches and pending fires whose owner's lease expired (a dead
+//!   node) and emits their unacknowledged fires with the same trigger ids.
 //! - [`results`]: consumes `{prefix}.results` and completes job-log rows, first result wins.
 //! - [`logs`]: stores the lines runs write (`{prefix}.logs`) for the rolling log view.
 //!   Results, logs and the beats reader are batch readers of `kadence_kafka::batch`.
@@ -72,6 +75,7 @@ pub mod lost_runs;
 pub mod metrics;
 pub mod model;
 pub mod monitors;
+pub mod open_batches;
 pub mod planning;
 pub mod pools;
 pub mod preread;

@@ -7,6 +7,11 @@
 //! triggers to the dead-letter queue with the reason, and only then commit the offsets. If the
 //! database or the DLQ is unavailable the batch is kept and retried by the next step, and
 //! nothing is committed past it: no result is lost.
+//!
+//! A run's row is written once the broker acknowledged its trigger (see [`crate::acks`]), so a
+//! fast handler's result can arrive before it. A result whose trigger id no row has yet
+//! waits ([`RUN_ROW_WAIT`]): it is tried again with every later step, and offsets are not
+//! committed past it; only after the wait is it an unknown trigger for the DLQ.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +32,14 @@ use crate::traces::completion_span;
 
 /// Longest result message stored, in bytes; longer ones are cut at a character boundary.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// How long a result waits for its run's row before it goes to the DLQ as an unknown
+/// trigger: far longer than the ack writer takes (milliseconds; seconds while the database
+/// is slow), short enough that a stray result does not hold back the commits for long.
+pub const RUN_ROW_WAIT: Duration = Duration::from_secs(30);
+
+/// How often results waiting for their run's row are tried again while nothing else arrives.
+const WAITING_RETRY: Duration = Duration::from_millis(100);
 
 /// A failed results step.
 #[derive(Debug, thiserror::Error)]
@@ -57,10 +70,14 @@ pub struct ResultsSummary {
     pub duplicates: usize,
     /// Records sent to the dead-letter queue.
     pub dead_lettered: usize,
+    /// Results whose run's row is not written yet, kept to try again (see [`RUN_ROW_WAIT`]).
+    pub waiting: usize,
 }
 
 struct Received {
     message: OwnedMessage,
+    /// When it was received: a result for a run not written yet waits from then on.
+    received_at: std::time::Instant,
     /// The completion and the app it is for, or why the record goes to the DLQ: the kind of
     /// reason (a metric label) and the reason.
     decoded: Result<(Completion, AppName), (&'static str, String)>,
@@ -73,6 +90,8 @@ pub struct ResultsConsumer {
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
     unwritten: Vec<Received>,
+    /// Results whose run's row is not written yet (see [`RUN_ROW_WAIT`]).
+    waiting: Vec<Received>,
     metrics: Arc<SchedulerMetrics>,
     tracer: RunTracer,
 }
@@ -102,6 +121,7 @@ impl ResultsConsumer {
             store,
             dead_letters,
             unwritten: Vec::new(),
+            waiting: Vec::new(),
             metrics: Arc::default(),
             tracer: RunTracer::local("kadence-scheduler"),
         })
@@ -127,14 +147,25 @@ impl ResultsConsumer {
         wait: Duration,
     ) -> Result<ResultsSummary, ResultsError> {
         if self.unwritten.is_empty() {
+            let wait = if self.waiting.is_empty() {
+                wait
+            } else {
+                wait.min(WAITING_RETRY)
+            };
             self.unwritten = self.receive(wait).await?;
+            self.unwritten.append(&mut self.waiting);
         }
         if self.unwritten.is_empty() {
             return Ok(ResultsSummary::default());
         }
-        let summary = self.write().await?;
-        let batch = std::mem::take(&mut self.unwritten);
-        self.commit(&batch)?;
+        let (summary, waiting) = self.write().await?;
+        let (waiting, done): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unwritten)
+            .into_iter()
+            .enumerate()
+            .partition(|(index, _)| waiting.contains(index));
+        self.waiting = waiting.into_iter().map(|(_, received)| received).collect();
+        let done: Vec<Received> = done.into_iter().map(|(_, received)| received).collect();
+        self.commit(&done)?;
         Ok(summary)
     }
 
@@ -159,7 +190,8 @@ impl ResultsConsumer {
         Ok(batch.into_iter().map(decode).collect())
     }
 
-    async fn write(&self) -> Result<ResultsSummary, ResultsError> {
+    /// Records the batch; returns what it did and the positions of the results that wait.
+    async fn write(&self) -> Result<(ResultsSummary, Vec<usize>), ResultsError> {
         let completions: Vec<Completion> = self
             .unwritten
             .iter()
@@ -177,14 +209,18 @@ impl ResultsConsumer {
             }
         };
         let mut summary = ResultsSummary::default();
+        let mut waiting = Vec::new();
         let mut outcomes = outcomes.into_iter();
-        for (received, span) in self.unwritten.iter().zip(&spans) {
+        for (index, (received, span)) in self.unwritten.iter().zip(&spans).enumerate() {
             let outcome = match &received.decoded {
                 Ok(_) => outcomes.next(),
                 Err(_) => None,
             };
+            let waits = matches!(outcome, Some(CompletionOutcome::UnknownTrigger))
+                && received.received_at.elapsed() < RUN_ROW_WAIT;
             if let (Some(span), Some(outcome)) = (span, &outcome) {
-                trace::set_attribute(span, KeyValue::new("kadence.completion", outcome.label()));
+                let label = if waits { "waiting" } else { outcome.label() };
+                trace::set_attribute(span, KeyValue::new("kadence.completion", label));
                 trace::end(span);
             }
             let (kind, reason) = match &received.decoded {
@@ -207,6 +243,11 @@ impl ResultsConsumer {
                         self.metrics.duplicate_results.inc();
                         continue;
                     }
+                    Some(CompletionOutcome::UnknownTrigger) if waits => {
+                        summary.waiting += 1;
+                        waiting.push(index);
+                        continue;
+                    }
                     Some(CompletionOutcome::UnknownTrigger) | None => (
                         "unknown_trigger",
                         format!(
@@ -227,7 +268,7 @@ impl ResultsConsumer {
                 .with_label_values(&["results", kind])
                 .inc();
         }
-        Ok(summary)
+        Ok((summary, waiting))
     }
 
     /// A `kadence.complete` span for each decodable result of the batch, in its run's trace.
@@ -248,9 +289,26 @@ impl ResultsConsumer {
             .collect()
     }
 
+    /// Commits past `batch`, but not past a result still waiting in the same partition.
     fn commit(&self, batch: &[Received]) -> Result<(), ResultsError> {
+        let mut first_waiting: std::collections::HashMap<i32, i64> = Default::default();
+        for received in &self.waiting {
+            let offset = first_waiting
+                .entry(received.message.partition())
+                .or_insert(i64::MAX);
+            *offset = (*offset).min(received.message.offset());
+        }
         self.consumer
-            .commit(batch.iter().map(|received| &received.message))
+            .commit(
+                batch
+                    .iter()
+                    .map(|received| &received.message)
+                    .filter(|message| {
+                        first_waiting
+                            .get(&message.partition())
+                            .is_none_or(|waiting| message.offset() < *waiting)
+                    }),
+            )
             .map_err(ResultsError::Commit)
     }
 }
@@ -280,7 +338,11 @@ fn decode(message: OwnedMessage) -> Received {
                     .map_err(|reason| ("wrong_job", reason))
             }),
     };
-    Received { message, decoded }
+    Received {
+        message,
+        received_at: std::time::Instant::now(),
+        decoded,
+    }
 }
 
 /// The completion a result asks for, after the checks that need no database: the result

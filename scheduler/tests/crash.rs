@@ -10,6 +10,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{Backend, TestDatabase, Watchdog, brokers, unique, wait_for};
+use kadence_scheduler::store::fire_batch;
 use kadence_schemas::TriggerRecord;
 use kadence_tests::now_ms;
 use kadence_tests::serve::spawn_serve;
@@ -172,10 +173,51 @@ fn owned_by(owners: &[(Option<String>, i64)], node: &str) -> usize {
         .count()
 }
 
-/// Trigger ids of the fires a node wrote and still owns (not yet acknowledged).
+/// Trigger ids of the fires planned and not yet recorded as runs: the open fires of the fire
+/// batches (of `owner` only, if given) whose run row is not written, and the pending rows.
+async fn pending_fires(database_url: &str, owner: Option<&str>) -> HashSet<String> {
+    let sql = match owner {
+        Some(_) => "SELECT pending_from_ms, fires FROM fire_batches WHERE owner_node = $1",
+        None => "SELECT pending_from_ms, fires FROM fire_batches",
+    };
+    let batches: Vec<(i64, Vec<u8>)> = if database_url.starts_with("sqlite:") {
+        let mut connection = sqlx::SqliteConnection::connect(database_url).await.unwrap();
+        let mut query = sqlx::query_as(sql);
+        if let Some(owner) = owner {
+            query = query.bind(owner);
+        }
+        query.fetch_all(&mut connection).await.unwrap()
+    } else {
+        let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
+        let mut query = sqlx::query_as(sql);
+        if let Some(owner) = owner {
+            query = query.bind(owner);
+        }
+        query.fetch_all(&mut connection).await.unwrap()
+    };
+    let recorded = trigger_ids(database_url, "SELECT trigger_id FROM job_logs", None).await;
+    let mut pending: HashSet<String> = batches
+        .iter()
+        .flat_map(|(pending_from_ms, bytes)| {
+            fire_batch::decode(bytes)
+                .expect("a readable batch")
+                .into_iter()
+                .filter(move |fire| fire.fire_at_ms >= *pending_from_ms)
+                .map(|fire| fire.trigger_id.to_string())
+        })
+        .filter(|trigger_id| !recorded.contains(trigger_id))
+        .collect();
+    let rows = match owner {
+        Some(_) => "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED' AND owner_node = $1",
+        None => "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED'",
+    };
+    pending.extend(trigger_ids(database_url, rows, owner).await);
+    pending
+}
+
+/// Trigger ids of the fires a node planned and still owns (not yet acknowledged).
 async fn pending_owned_by(database_url: &str, node_id: &str) -> HashSet<String> {
-    let sql = "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED' AND owner_node = $1";
-    trigger_ids(database_url, sql, Some(node_id)).await
+    pending_fires(database_url, Some(node_id)).await
 }
 
 /// The fires the broker acknowledged so far: job id → scheduled times (ms), from the
@@ -206,7 +248,6 @@ async fn wait_for_takeover(
     killed_ms: i64,
     min_fires: usize,
 ) {
-    let pending = "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED'";
     let beyond_the_dead_node = killed_ms + 6_000;
     wait_for(
         Duration::from_secs(60),
@@ -215,7 +256,7 @@ async fn wait_for_takeover(
             held.len()
         ),
         || async {
-            let still_pending = trigger_ids(database_url, pending, None).await;
+            let still_pending = pending_fires(database_url, None).await;
             if !held.is_disjoint(&still_pending) {
                 return None;
             }
@@ -248,12 +289,11 @@ async fn check_nothing_lost(
     min_fires: usize,
     held: &HashSet<String>,
 ) -> HashMap<String, usize> {
-    let pending = "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED'";
     wait_for(
         Duration::from_secs(30),
         "every pending fire emitted",
         || async {
-            trigger_ids(database_url, pending, None)
+            pending_fires(database_url, None)
                 .await
                 .is_empty()
                 .then_some(())

@@ -67,6 +67,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
     // Pre-read at T0 with a 5 s window: the fires of T0+1 s … T0+5 s, written and admitted.
     let (wheel, mut admitted) = mpsc::channel(100);
     let intake = FireIntake::new(Arc::clone(&store), wheel, "node-a".into(), LEASE);
+    let open_batches = Arc::clone(intake.open_batches());
     // Node a takes every schedule shard (it is the only node), then scans them.
     store.ensure_shards(4).await.unwrap();
     let ownership = Arc::new(ShardOwnership::new("node-a"));
@@ -127,7 +128,13 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
             ..DispatchSummary::default()
         }
     );
-    let mut ack_writer = AckWriter::new(Arc::clone(&store), Arc::clone(&ledger), ack_rx, 100);
+    let mut ack_writer = AckWriter::new(
+        Arc::clone(&store),
+        Arc::clone(&ledger),
+        open_batches,
+        ack_rx,
+        100,
+    );
     assert_eq!(ack_writer.write_once().await.unwrap(), Some(3));
     assert!(ledger.is_empty(), "every acknowledgement is written");
     let records = read_triggers(&brokers(), &topics.triggers(&app), 2).await;
@@ -143,8 +150,9 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
     expected.sort();
     assert_eq!(on_topic, expected);
 
-    // Node a "dies" with two fires in its wheel. Once their leases ended (T0+5 s + 2 s),
-    // node b claims exactly those two, with their trigger ids; the dispatched ones stay.
+    // Node a "dies" with two fires in its wheel. Once the lease of their batch ended (its
+    // earliest open fire, T0+4 s, + 2 s), node b claims it and emits exactly those two, with
+    // their trigger ids; the dispatched ones stay.
     let (wheel_b, mut claimed) = mpsc::channel(100);
     let claimer = Claimer::new(
         FireIntake::new(Arc::clone(&store), wheel_b, "node-b".into(), LEASE),
@@ -158,7 +166,11 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
         "T0+4 s is leased until T0+6 s"
     );
     clock.set(T0 + 7_001);
-    assert_eq!(claimer.claim_once(clock.now_ms()).await.unwrap(), 2);
+    assert_eq!(
+        claimer.claim_once(clock.now_ms()).await.unwrap(),
+        1,
+        "one batch"
+    );
     let taken_over: Vec<String> = drain(&mut claimed)
         .iter()
         .map(|f| f.trigger_id.to_string())
@@ -221,9 +233,8 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
             (1, RunState::Finished),
             (2, RunState::Finished),
             (3, RunState::Finished),
-            (4, RunState::Scheduled),
-            (5, RunState::Scheduled),
-        ]
+        ],
+        "the claimed fires have no run until their triggers are acknowledged"
     );
 }
 

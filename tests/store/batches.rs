@@ -14,20 +14,28 @@ use super::{T0, lease_for, running_job, scan_request, store_on};
 const LEASE_MS: i64 = 2_000;
 
 /// The fires a scan of `node-a` at T0 planned for one job due every second from T0 + 1 s,
-/// with reserved log ids (a scan writes them as a batch instead of rows).
+/// with their reserved log ids; the batch the scan wrote is settled (deleted), so that each
+/// test writes its own.
 async fn planned_fires(store: &dyn Store) -> Vec<PendingFire> {
     running_job(store, MisfireStrategy::DoNothing, T0 + 1_000).await;
     let shards = lease_for(store, T0, "node-a").await;
-    let mut fires = store
+    let outcome = store
         .pre_read(&scan_request(T0, "node-a", shards))
         .await
-        .unwrap()
-        .fires;
-    let ids = store.reserve_log_ids(fires.len()).await.unwrap();
-    for (fire, id) in fires.iter_mut().zip(ids) {
-        fire.log_id = id;
-    }
-    fires
+        .unwrap();
+    let scanned: Vec<BatchProgress> = outcome
+        .batches
+        .iter()
+        .map(|batch| BatchProgress {
+            id: batch.id,
+            pending_from_ms: None,
+        })
+        .collect();
+    store
+        .settle_fire_batches("node-a", &scanned, LEASE_MS)
+        .await
+        .unwrap();
+    outcome.fires
 }
 
 fn batch<'a>(node_id: &'a str, fires: &'a [PendingFire]) -> NewFireBatch<'a> {

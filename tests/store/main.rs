@@ -25,8 +25,8 @@ use kadence_scheduler::model::{
 use kadence_scheduler::pools::open_store;
 use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{
-    DispatchAck, JobFilter, OwnedShard, PageRequest, PreReadOutcome, PreReadRequest,
-    ShardLeaseRequest, Store, StoreError,
+    BatchProgress, DispatchAck, DispatchMarks, JobFilter, OwnedShard, PageRequest, PreReadOutcome,
+    PreReadRequest, ShardLeaseRequest, Store, StoreError,
 };
 use kadence_schemas::{AppName, GlueType, JobId, TriggerId, TriggerType};
 
@@ -210,12 +210,40 @@ async fn pre_read_writes_each_fire_once_and_advances(backend: Backend) {
             .collect::<Vec<_>>(),
         vec![T0 + 6_000]
     );
+    // Planned fires are batches, one per scan and shard: a run exists once its trigger is
+    // on the broker.
+    assert_eq!(outcome.batches.len(), 1);
+    assert_eq!(outcome.batches[0].fires, 0..5);
+    assert_eq!(next.batches.len(), 1);
     let runs = store
         .list_runs(job, &PageRequest::first(100))
         .await
         .unwrap();
-    assert_eq!(runs.len(), 6);
-    assert!(runs.iter().all(|run| run.state == RunState::Scheduled));
+    assert!(runs.is_empty(), "{runs:?}");
+}
+
+/// The acknowledgement of `fire` of a batch (its run row is written with the mark).
+fn ack_of(fire: &PendingFire, partition: i32, at_ms: i64, executor: Option<&str>) -> DispatchAck {
+    DispatchAck {
+        log_id: fire.log_id,
+        partition,
+        dispatched_at_ms: at_ms,
+        executor_id: executor.map(str::to_owned),
+        fire: Some(Box::new(fire.clone())),
+    }
+}
+
+/// Records `acks` as node-a's, settling `batches`.
+async fn mark(store: &dyn Store, acks: &[DispatchAck], batches: &[BatchProgress]) {
+    store
+        .mark_dispatched(&DispatchMarks {
+            node_id: "node-a",
+            acks,
+            batches,
+            lease_ms: 1_000,
+        })
+        .await
+        .unwrap();
 }
 
 /// A job is read only once its next fire is within the read-ahead, then planned through the
@@ -278,53 +306,61 @@ async fn misfire_strategies_apply_after_a_long_outage(backend: Backend) {
     );
 }
 
-async fn expired_leases_are_claimed_once(backend: Backend) {
+/// A node's batch is claimed only after its lease, by one node, with the fires its node had
+/// not yet recorded; a fire whose run row exists is not emitted again.
+async fn expired_batches_are_claimed_once_without_what_was_dispatched(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let store = store_on(&db).await;
     running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
-    let written = pre_read_at(store.as_ref(), T0, "node-a").await.fires;
+    let outcome = pre_read_at(store.as_ref(), T0, "node-a").await;
+    let (written, batch) = (outcome.fires, outcome.batches[0].id);
     assert_eq!(written.len(), 5);
-    // Leases run until fire time + 1 s: at T0 + 2 500 only the first fire's has ended.
-    let claimed = store
-        .claim_expired_fires("node-b", T0 + 2_500, T0 + 60_000, 100)
+    let claim = |node: &'static str, now_ms: i64| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .claim_expired_batches(node, now_ms, 1_000, 100)
+                .await
+                .unwrap()
+        }
+    };
+    // Leased until its earliest open fire + 1 s.
+    assert!(claim("node-b", T0 + 1_500).await.is_empty());
+    // Node a records the first two and moves the lease to the third; it also got the
+    // fourth acknowledged but had not settled its batch past the third when it died.
+    let progress = BatchProgress {
+        id: batch,
+        pending_from_ms: Some(T0 + 3_000),
+    };
+    let first_two = [
+        ack_of(&written[0], 0, T0 + 1_000, None),
+        ack_of(&written[1], 0, T0 + 2_000, None),
+    ];
+    mark(store.as_ref(), &first_two, &[progress]).await;
+    mark(
+        store.as_ref(),
+        &[ack_of(&written[3], 0, T0 + 4_000, None)],
+        &[],
+    )
+    .await;
+    assert!(claim("node-b", T0 + 3_500).await.is_empty());
+
+    let (b, c) = tokio::join!(claim("node-b", T0 + 4_001), claim("node-c", T0 + 4_001));
+    let claimed: Vec<_> = b.into_iter().chain(c).collect();
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+    let pending: Vec<&PendingFire> = claimed[0].pending_fires().collect();
+    assert_eq!(
+        pending,
+        [&written[2], &written[4]],
+        "the same fires, same trigger ids, without the recorded one"
+    );
+    assert!(claim("node-d", T0 + 4_001).await.is_empty());
+    let runs = store
+        .list_runs(written[0].job_id, &PageRequest::first(100))
         .await
         .unwrap();
-    assert_eq!(
-        claimed
-            .iter()
-            .map(|f| f.scheduled_at_ms)
-            .collect::<Vec<_>>(),
-        vec![T0 + 1_000]
-    );
-    assert_eq!(
-        claimed[0], written[0],
-        "a claimed fire is the same fire, same trigger id"
-    );
-    assert!(
-        store
-            .claim_expired_fires("node-c", T0 + 2_500, T0 + 60_000, 100)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    // Dispatched fires are never claimed.
-    let acks: Vec<DispatchAck> = written[1..]
-        .iter()
-        .map(|fire| DispatchAck {
-            log_id: fire.log_id,
-            partition: 0,
-            dispatched_at_ms: T0,
-            executor_id: None,
-        })
-        .collect();
-    store.mark_dispatched(&acks).await.unwrap();
-    assert!(
-        store
-            .claim_expired_fires("node-c", T0 + 30_000, T0 + 90_000, 100)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(runs.len(), 3);
+    assert!(runs.iter().all(|run| run.state == RunState::Dispatched));
 }
 
 async fn first_result_wins(backend: Backend) {
@@ -335,6 +371,22 @@ async fn first_result_wins(backend: Backend) {
         .await
         .fires
         .remove(0);
+    // Its run is written once the broker acknowledged it: before, a result is unknown.
+    let early = store
+        .complete_runs(&[Completion {
+            trigger_id: fire.trigger_id.clone(),
+            executor_id: "exec-1".into(),
+            code: 200,
+            message: None,
+            started_at_ms: T0 + 1_001,
+            finished_at_ms: T0 + 1_002,
+            retry_after_ms: None,
+        }])
+        .await
+        .unwrap();
+    assert_eq!(early, [CompletionOutcome::UnknownTrigger]);
+    let dispatched = ack_of(&fire, 2, T0 + 1_000, Some("expected-owner"));
+    mark(store.as_ref(), std::slice::from_ref(&dispatched), &[]).await;
     let completion = |code: i32, message: &str| Completion {
         trigger_id: fire.trigger_id.clone(),
         executor_id: "exec-1".into(),
@@ -364,16 +416,16 @@ async fn first_result_wins(backend: Backend) {
             CompletionOutcome::UnknownTrigger
         ]
     );
-    // The broker's ack arriving after the result does not move the run back.
-    store
-        .mark_dispatched(&[DispatchAck {
-            log_id: fire.log_id,
-            partition: 2,
-            dispatched_at_ms: T0 + 1_100,
-            executor_id: Some("expected-owner".to_owned()),
-        }])
-        .await
-        .unwrap();
+    // An acknowledgement recorded again after the result (a claimer emitted the fire again;
+    // or, for a run written before its trigger, the broker's ack arriving late) does not
+    // move the run back.
+    mark(store.as_ref(), &[dispatched.clone()], &[]).await;
+    let existing_row = DispatchAck {
+        fire: None,
+        partition: 3,
+        ..dispatched
+    };
+    mark(store.as_ref(), &[existing_row], &[]).await;
     let run = store
         .list_runs(job, &PageRequest::first(100))
         .await
@@ -384,7 +436,7 @@ async fn first_result_wins(backend: Backend) {
     assert_eq!(run.state, RunState::Finished);
     assert_eq!(run.handle_code, Some(500));
     assert_eq!(run.handle_msg.as_deref(), Some("boom"));
-    assert_eq!(run.partition, Some(2));
+    assert_eq!(run.partition, Some(3));
     assert_eq!(
         run.executor_id.as_deref(),
         Some("exec-1"),
@@ -477,6 +529,12 @@ async fn fix_delay_job_fired(store: &dyn Store, retry: RetryPolicy) -> (JobId, V
         .await
         .unwrap();
     let fires = pre_read_at(store, T0, "node-a").await.fires;
+    // The broker acknowledged them: their runs are written.
+    let acks: Vec<DispatchAck> = fires
+        .iter()
+        .map(|fire| ack_of(fire, 0, T0 + 1_000, None))
+        .collect();
+    mark(store, &acks, &[]).await;
     (job.id, fires)
 }
 
@@ -677,7 +735,7 @@ on_both_backends!(
     pre_read_writes_each_fire_once_and_advances,
     a_job_is_read_within_the_read_ahead_and_planned_through_the_window,
     misfire_strategies_apply_after_a_long_outage,
-    expired_leases_are_claimed_once,
+    expired_batches_are_claimed_once_without_what_was_dispatched,
     first_result_wins,
     concurrent_schedulers_write_each_fire_once,
 );

@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use kadence_scheduler::config::RegistryConfig;
 use kadence_scheduler::lost_runs::{LostRunsSummary, fail_lost_runs_once};
-use kadence_scheduler::model::{ExecutorEntry, ExecutorStatus, JobStatus, RouteStrategy, RunState};
+use kadence_scheduler::model::{
+    ExecutorEntry, ExecutorStatus, JobStatus, PendingFire, RouteStrategy, RunState,
+};
 use kadence_scheduler::registry::sweep_once;
 use kadence_scheduler::schedule::MisfireStrategy;
-use kadence_scheduler::store::{DispatchAck, LogLines, NewFire, PageRequest};
+use kadence_scheduler::store::{DispatchAck, DispatchMarks, LogLines, NewFire, PageRequest};
 use kadence_schemas::{AppName, TriggerId, TriggerType};
 
 use super::{T0, demo_app, every_second_job, pre_read_at, store_on};
@@ -200,11 +202,12 @@ async fn broadcast_fires_become_one_row_per_partition(backend: Backend) {
         .unwrap();
     claimed.sort_by_key(|fire| fire.shard_index);
     assert_eq!(claimed, manual);
+    // The manual shards are pending rows; the scheduled ones wait in their batch.
     let runs = store
         .list_runs(job.id, &PageRequest::first(100))
         .await
         .unwrap();
-    assert_eq!(runs.len(), 5);
+    assert_eq!(runs.len(), 2);
     assert!(runs.iter().all(|run| run.state == RunState::Scheduled));
 }
 
@@ -216,18 +219,24 @@ async fn lost_runs_are_failed_only_when_their_result_cannot_come(backend: Backen
     let job = super::running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
     let fires = pre_read_at(store.as_ref(), T0, "node-a").await.fires;
     let (on_a, on_b, unowned) = (&fires[0], &fires[1], &fires[2]);
-    let ack = |log_id: i64, executor: Option<&str>| DispatchAck {
-        log_id,
+    let ack = |fire: &PendingFire, executor: Option<&str>| DispatchAck {
+        log_id: fire.log_id,
         partition: 0,
         dispatched_at_ms: T0 + 1_000,
         executor_id: executor.map(str::to_owned),
+        fire: Some(Box::new(fire.clone())),
     };
     store
-        .mark_dispatched(&[
-            ack(on_a.log_id, Some("a")),
-            ack(on_b.log_id, Some("b")),
-            ack(unowned.log_id, None),
-        ])
+        .mark_dispatched(&DispatchMarks {
+            node_id: "node-a",
+            acks: &[
+                ack(on_a, Some("a")),
+                ack(on_b, Some("b")),
+                ack(unowned, None),
+            ],
+            batches: &[],
+            lease_ms: 1_000,
+        })
         .await
         .unwrap();
     let config = RegistryConfig {
@@ -331,7 +340,7 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
         .await
         .unwrap();
     assert_eq!(stored, 4);
-    // A redelivered record, one past the limit, and a run that does not exist.
+    // A redelivered record, one past the limit, and a log id never given out.
     let ghost = LogLines {
         log_id: 987_654,
         first_line: 1,
@@ -360,8 +369,10 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
             .unwrap()
             .is_empty()
     );
-    assert_eq!(store.get_run(log_id).await.unwrap().unwrap().log_id, log_id);
-    assert!(store.get_run(987_654).await.unwrap().is_none());
+    assert!(
+        store.get_run(log_id).await.unwrap().is_none(),
+        "lines are kept for a planned fire whose run is written once its trigger is acknowledged"
+    );
 }
 
 on_both_backends!(

@@ -33,6 +33,16 @@ pub struct NewFireBatch<'a> {
     pub lease_ms: i64,
 }
 
+/// Where the fires of one batch a pre-read scan wrote are in
+/// [`PreReadOutcome::fires`](super::PreReadOutcome::fires).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanBatch {
+    /// The batch.
+    pub id: i64,
+    /// Its fires' positions.
+    pub fires: std::ops::Range<usize>,
+}
+
 /// A batch read back: claimed from a dead node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredBatch {
@@ -40,18 +50,21 @@ pub struct StoredBatch {
     pub id: i64,
     /// Its schedule shard.
     pub shard: u32,
-    /// Fires due before this were all acknowledged, ms.
+    /// Fires due (to be emitted) before this were all acknowledged, ms.
     pub pending_from_ms: i64,
     /// Every fire it was written with.
     pub fires: Vec<PendingFire>,
+    /// Log ids of fires from `pending_from_ms` on that need no emission: their run row
+    /// exists (acknowledged before their node stopped) or a stop or an edit cancelled them.
+    pub settled: std::collections::HashSet<i64>,
 }
 
 impl StoredBatch {
-    /// The fires that may not have been acknowledged: due at or after `pending_from_ms`.
+    /// The fires still to emit: due at or after `pending_from_ms`, not settled.
     pub fn pending_fires(&self) -> impl Iterator<Item = &PendingFire> {
-        self.fires
-            .iter()
-            .filter(|fire| fire.scheduled_at_ms >= self.pending_from_ms)
+        self.fires.iter().filter(|fire| {
+            fire.fire_at_ms >= self.pending_from_ms && !self.settled.contains(&fire.log_id)
+        })
     }
 }
 
@@ -60,7 +73,8 @@ impl StoredBatch {
 pub struct BatchProgress {
     /// The batch.
     pub id: i64,
-    /// The earliest fire not yet acknowledged, ms; `None` once every fire is.
+    /// When the earliest fire not yet acknowledged is to be emitted, ms; `None` once every
+    /// fire is acknowledged (or needs no emission).
     pub pending_from_ms: Option<i64>,
 }
 

@@ -33,7 +33,7 @@ use crate::model::{
 
 pub use accounts::{Accounts, NewToken, NewUser, UserCredentials};
 pub use audit::{AuditFilter, AuditTrail};
-pub use batches::{BatchProgress, FireBatches, NewFireBatch, StoredBatch};
+pub use batches::{BatchProgress, FireBatches, NewFireBatch, ScanBatch, StoredBatch};
 pub use error::StoreError;
 pub use postgres::PostgresStore;
 pub use shards::{
@@ -88,8 +88,10 @@ pub struct PreReadRequest {
 pub struct PreReadOutcome {
     /// Due jobs read.
     pub jobs_read: usize,
-    /// Fires written, in time order per job.
+    /// Fires planned, with their reserved log ids, grouped by batch, in time order per job.
     pub fires: Vec<PendingFire>,
+    /// The batches they were written in, one per schedule shard.
+    pub batches: Vec<ScanBatch>,
     /// Jobs whose fire was missed by more than the window (the misfire strategy applied).
     pub misfires: Vec<Misfire>,
     /// How long the scan waited for its shards' rows (and a connection).
@@ -137,14 +139,38 @@ pub struct NewFire {
 pub struct FireCancellation {
     /// The job.
     pub job_id: JobId,
-    /// The highest job-log id cancelled: later rows are fires planned after the change.
+    /// The highest job-log id given out when the change was written: every fire planned
+    /// before it has an id up to this one, every fire planned after it a higher one.
     pub up_to_log_id: i64,
     /// Fires due up to this instant were left alone (they may have been emitted already,
     /// ahead of their time); the job's scheduled fires with ids up to `up_to_log_id` due
     /// after it were cancelled.
     pub from_ms: i64,
-    /// The latest lease among them, ms: after it no node holds a copy any more.
+    /// Until when nodes keep it in memory, ms (see [`CANCELLATION_MEMORY_MS`]); claims
+    /// read the table, which keeps it an hour longer.
     pub until_ms: i64,
+}
+
+/// How long nodes keep a cancellation in memory after the change: longer than any fire it
+/// covers can wait in a wheel (the pre-read window plus a lease, both seconds).
+pub const CANCELLATION_MEMORY_MS: i64 = 10 * 60 * 1000;
+
+impl FireCancellation {
+    /// Whether it cancels `fire`: planned by the job's schedule before the change, and due
+    /// after its cutoff. Manual, API, retry and child fires are kept: someone asked for those.
+    pub fn covers(&self, fire: &PendingFire) -> bool {
+        let planned_by_schedule = matches!(
+            fire.trigger_type,
+            kadence_schemas::TriggerType::Cron
+                | kadence_schemas::TriggerType::FixRate
+                | kadence_schemas::TriggerType::FixDelay
+                | kadence_schemas::TriggerType::Misfire
+        );
+        planned_by_schedule
+            && fire.job_id == self.job_id
+            && fire.log_id <= self.up_to_log_id
+            && fire.fire_at_ms > self.from_ms
+    }
 }
 
 /// A job as a status change or an edit left it.
@@ -186,7 +212,7 @@ pub struct JobFilter {
 }
 
 /// The broker acknowledged a trigger: mark its run dispatched.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DispatchAck {
     /// Job-log row id.
     pub log_id: i64,
@@ -198,6 +224,24 @@ pub struct DispatchAck {
     /// executor owns it: the trigger waits there). The run's result later names the executor
     /// that actually ran it; until then the lost-run monitor watches this one.
     pub executor_id: Option<String>,
+    /// The fire, when its run row is still to be written (a fire of a batch): the mark
+    /// inserts it, already DISPATCHED. `None` when the row exists (manual fires, retries,
+    /// children, claimed rows), which the mark updates.
+    pub fire: Option<Box<PendingFire>>,
+}
+
+/// Acknowledged triggers to record in one transaction, with the progress of the batches
+/// their fires came from (see [`crate::acks`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DispatchMarks<'a> {
+    /// The node recording them: only its own batches are settled.
+    pub node_id: &'a str,
+    /// The acknowledgements.
+    pub acks: &'a [DispatchAck],
+    /// Where the batches concerned stand now.
+    pub batches: &'a [BatchProgress],
+    /// A batch stays the node's until its earliest unacknowledged fire + this, ms.
+    pub lease_ms: i64,
 }
 
 /// Consecutive log lines of one run, as an executor shipped them.
@@ -342,9 +386,10 @@ pub trait Store:
         limit: u32,
     ) -> Result<Vec<PendingFire>, StoreError>;
 
-    /// Marks acknowledged triggers dispatched, in one transaction. A run that already has its
-    /// result keeps state FINISHED.
-    async fn mark_dispatched(&self, acks: &[DispatchAck]) -> Result<(), StoreError>;
+    /// Records acknowledged triggers and the progress of their batches, in one transaction:
+    /// existing runs are marked DISPATCHED (one that already has its result keeps state
+    /// FINISHED), the runs of batch fires are written DISPATCHED, the batches settled.
+    async fn mark_dispatched(&self, marks: &DispatchMarks<'_>) -> Result<(), StoreError>;
 
     /// Records results, first result wins (compare-and-set on an unfinished row), in one
     /// transaction; returns what happened to each, in order.

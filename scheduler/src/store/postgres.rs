@@ -19,8 +19,8 @@ use super::rows::{
 use super::sql::impl_sql_store;
 use super::sql::planning::plan_rows;
 use super::{
-    DispatchAck, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome, PreReadRequest,
-    StoreError,
+    DispatchAck, DispatchMarks, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome,
+    PreReadRequest, StoreError,
 };
 use crate::model::{
     App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire,
@@ -94,6 +94,17 @@ impl PostgresStore {
             .begin()
             .await
             .map_err(StoreError::query(operation))
+    }
+
+    /// The highest job-log id given out so far (rows and reserved ids alike).
+    async fn last_log_id_in(tx: &mut Transaction<'_, Postgres>) -> Result<i64, StoreError> {
+        let (last,): (i64,) = sqlx::query_as(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM job_logs_id_seq",
+        )
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(StoreError::query("read the last job-log id"))?;
+        Ok(last)
     }
 
     /// Reserves `count` job-log ids from the table's sequence: no row is written, and other

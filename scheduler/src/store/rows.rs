@@ -104,6 +104,9 @@ pub(crate) struct AppRow {
 #[derive(sqlx::FromRow)]
 pub(crate) struct JobRow {
     id: i64,
+    /// Its schedule shard: read by the pre-read scan only (`0` where not selected).
+    #[sqlx(default)]
+    shard: i64,
     app: String,
     name: String,
     schedule_type: String,
@@ -144,6 +147,11 @@ impl JobRow {
     /// The stored next fire, for compare-and-set updates.
     pub(crate) fn next_fire_ms(&self) -> Option<i64> {
         self.next_fire_ms
+    }
+
+    /// Its schedule shard, where the query selected it.
+    pub(crate) fn shard(&self) -> u32 {
+        u32::try_from(self.shard).unwrap_or(0)
     }
 }
 

@@ -16,8 +16,8 @@ use super::rows::{
 use super::sql::impl_sql_store;
 use super::sql::planning::plan_rows;
 use super::{
-    DispatchAck, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome, PreReadRequest,
-    StoreError,
+    DispatchAck, DispatchMarks, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome,
+    PreReadRequest, StoreError,
 };
 use crate::model::{
     App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire,
@@ -93,6 +93,19 @@ impl SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(StoreError::query(operation))
+    }
+
+    /// The highest job-log id given out so far (rows and reserved ids alike: AUTOINCREMENT's
+    /// counter, which reserving moves, and the rows themselves).
+    async fn last_log_id_in(tx: &mut Transaction<'_, Sqlite>) -> Result<i64, StoreError> {
+        let (last,): (i64,) = sqlx::query_as(
+            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'job_logs'), 0), \
+             COALESCE((SELECT MAX(id) FROM job_logs), 0))",
+        )
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(StoreError::query("read the last job-log id"))?;
+        Ok(last)
     }
 
     /// Reserves `count` job-log ids by moving the AUTOINCREMENT counter of `job_logs` past

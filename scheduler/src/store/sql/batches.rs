@@ -1,5 +1,7 @@
 //! The [`FireBatches`](crate::store::FireBatches) implementation: table `fire_batches`, the
 //! same SQL on both backends; reserving log ids is the backend's (`reserve_log_ids_in`).
+//! Also the parts of the pre-read scan and of the dispatched marks that touch batches: a
+//! scan's batches written per shard, the run rows of acknowledged batch fires, settling.
 
 /// Implements [`FireBatches`](crate::store::FireBatches) for a backend type with a `pool`
 /// field, `begin_write`, `SKIP_LOCKED` and `reserve_log_ids_in(tx, count)`.
@@ -8,7 +10,7 @@ macro_rules! impl_sql_batches {
         mod batches {
             use super::*;
             use $crate::store::fire_batch;
-            use $crate::store::{BatchProgress, FireBatches, NewFireBatch, StoredBatch};
+            use $crate::store::{BatchProgress, DispatchAck, FireBatches, NewFireBatch, StoredBatch};
 
             /// Writes `batch` in `tx`; returns its id.
             pub(super) async fn insert_batch(
@@ -18,7 +20,7 @@ macro_rules! impl_sql_batches {
                 let pending_from = batch
                     .fires
                     .iter()
-                    .map(|fire| fire.scheduled_at_ms)
+                    .map(|fire| fire.fire_at_ms)
                     .min()
                     .unwrap_or(batch.now_ms);
                 let (id,): (i64,) = sqlx::query_as(
@@ -29,13 +31,186 @@ macro_rules! impl_sql_batches {
                 .bind(batch.node_id)
                 .bind(batch.fires.len() as i64)
                 .bind(pending_from)
-                .bind(pending_from + batch.lease_ms)
+                // A misfire fired now is due before the scan: its lease runs from now.
+                .bind(pending_from.max(batch.now_ms) + batch.lease_ms)
                 .bind(fire_batch::encode(batch.fires))
                 .bind(batch.now_ms)
                 .fetch_one(&mut **tx)
                 .await
                 .map_err(StoreError::query("write a fire batch"))?;
                 Ok(id)
+            }
+
+            /// Writes the fires a pre-read scan planned as one batch per schedule shard, with
+            /// reserved log ids; returns them (grouped by batch) and where each batch's are.
+            pub(super) async fn write_scan_batches(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                mut fires: Vec<PendingFire>,
+                shard_of: &std::collections::HashMap<i64, u32>,
+                request: &$crate::store::PreReadRequest,
+            ) -> Result<(Vec<PendingFire>, Vec<$crate::store::ScanBatch>), StoreError> {
+                let shard = |fire: &PendingFire| shard_of.get(&fire.job_id.get()).copied().unwrap_or(0);
+                fires.sort_by_key(|fire| (shard(fire), fire.fire_at_ms));
+                let ids = <$store>::reserve_log_ids_in(tx, fires.len()).await?;
+                for (fire, id) in fires.iter_mut().zip(ids) {
+                    fire.log_id = id;
+                }
+                let mut batches = Vec::new();
+                let mut start = 0;
+                while start < fires.len() {
+                    let this_shard = shard(&fires[start]);
+                    let end = start + fires[start..].iter().take_while(|fire| shard(fire) == this_shard).count();
+                    let id = insert_batch(tx, NewFireBatch {
+                        shard: this_shard,
+                        node_id: &request.node_id,
+                        fires: &fires[start..end],
+                        now_ms: request.now_ms,
+                        lease_ms: request.lease_ms,
+                    })
+                    .await?;
+                    batches.push($crate::store::ScanBatch { id, fires: start..end });
+                    start = end;
+                }
+                Ok((fires, batches))
+            }
+
+            /// Writes the run rows of acknowledged fires of batches, already DISPATCHED. A
+            /// row that exists (written by a node that emitted the fire before) is kept.
+            pub(super) async fn insert_dispatched_runs(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                acks: &[(&DispatchAck, &PendingFire)],
+            ) -> Result<(), StoreError> {
+                for chunk in acks.chunks($crate::store::sql::INSERT_CHUNK) {
+                    let mut insert = sqlx::QueryBuilder::<$db>::new(
+                        "INSERT INTO job_logs (id, trigger_id, job_id, app, handler, params, trigger_type, \
+                         shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
+                         block_strategy, timeout_ms, state, created_at_ms, glue_type, glue_source, \
+                         glue_updated_at_ms, route_partitions, partition_no, dispatched_at_ms, executor_id) ",
+                    );
+                    insert.push_values(chunk, |mut values, (ack, fire)| {
+                        values
+                            .push_bind(fire.log_id)
+                            .push_bind(fire.trigger_id.as_str().to_owned())
+                            .push_bind(fire.job_id.get())
+                            .push_bind(fire.app.as_str().to_owned())
+                            .push_bind(fire.handler.clone())
+                            .push_bind(fire.params.clone())
+                            .push_bind(fire.trigger_type.as_str())
+                            .push_bind(i64::from(fire.shard_index))
+                            .push_bind(i64::from(fire.shard_total))
+                            .push_bind(i64::from(fire.attempt))
+                            .push_bind(fire.scheduled_at_ms)
+                            .push_bind(fire.fire_at_ms)
+                            .push_bind(fire.route_strategy.as_str())
+                            .push_bind(fire.block_strategy.as_str())
+                            .push_bind(fire.timeout_ms)
+                            .push_bind($crate::model::RunState::Dispatched.as_str())
+                            .push_bind(ack.dispatched_at_ms)
+                            .push_bind(fire.glue_type.as_str())
+                            .push_bind(fire.glue_source.clone())
+                            .push_bind(fire.glue_updated_at_ms)
+                            .push_bind(fire.route_partitions.as_deref().map($crate::store::rows::join_list))
+                            .push_bind(i64::from(ack.partition))
+                            .push_bind(ack.dispatched_at_ms)
+                            .push_bind(ack.executor_id.clone());
+                    });
+                    // No conflict target: the id (a claimer emitted the fire again) and the
+                    // trigger id are both unique, and either way the first row stays.
+                    insert.push(" ON CONFLICT DO NOTHING");
+                    insert.build().execute(&mut **tx).await.map_err(StoreError::query("write dispatched runs"))?;
+                }
+                Ok(())
+            }
+
+            /// Records `node_id`'s progress with its batches in `tx` (see
+            /// [`FireBatches::settle_fire_batches`]).
+            pub(super) async fn settle_in(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                node_id: &str,
+                progress: &[BatchProgress],
+                lease_ms: i64,
+            ) -> Result<(), StoreError> {
+                const OPERATION: &str = "settle fire batches";
+                let (done, moving): (Vec<&BatchProgress>, Vec<&BatchProgress>) =
+                    progress.iter().partition(|batch| batch.pending_from_ms.is_none());
+                for chunk in done.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut delete = sqlx::QueryBuilder::<$db>::new(
+                        "DELETE FROM fire_batches WHERE owner_node = ",
+                    );
+                    delete.push_bind(node_id).push(" AND id IN (");
+                    let mut ids = delete.separated(", ");
+                    for batch in chunk {
+                        ids.push_bind(batch.id);
+                    }
+                    ids.push_unseparated(")");
+                    delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                }
+                for chunk in moving.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut update = sqlx::QueryBuilder::<$db>::new("WITH v(id, pending_from) AS (");
+                    update.push_values(chunk, |mut values, batch| {
+                        values.push_bind(batch.id).push_bind(batch.pending_from_ms);
+                    });
+                    update
+                        .push(
+                            ") UPDATE fire_batches SET pending_from_ms = v.pending_from, \
+                             lease_until_ms = v.pending_from + ",
+                        )
+                        .push_bind(lease_ms)
+                        .push(" FROM v WHERE fire_batches.id = v.id AND fire_batches.owner_node = ")
+                        .push_bind(node_id);
+                    update.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                }
+                Ok(())
+            }
+
+            /// The log ids among `batches`' pending fires that need no emission: a run row
+            /// has them (acknowledged before their node stopped), or a stop or a schedule
+            /// change cancelled them (table `fire_cancellations`).
+            async fn settled_fires(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                batches: &[StoredBatch],
+            ) -> Result<std::collections::HashSet<i64>, StoreError> {
+                const OPERATION: &str = "claim expired fire batches";
+                let pending: Vec<&PendingFire> = batches.iter().flat_map(StoredBatch::pending_fires).collect();
+                let mut settled = std::collections::HashSet::new();
+                for chunk in pending.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut select = sqlx::QueryBuilder::<$db>::new("SELECT id FROM job_logs WHERE id IN (");
+                    let mut ids = select.separated(", ");
+                    for fire in chunk {
+                        ids.push_bind(fire.log_id);
+                    }
+                    ids.push_unseparated(")");
+                    let rows: Vec<(i64,)> = select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                    settled.extend(rows.into_iter().map(|(id,)| id));
+                }
+                let cancellations: Vec<(i64, i64, i64)> =
+                    sqlx::query_as("SELECT job_id, up_to_log_id, from_ms FROM fire_cancellations")
+                        .fetch_all(&mut **tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
+                let mut by_job: std::collections::HashMap<i64, Vec<$crate::store::FireCancellation>> =
+                    std::collections::HashMap::new();
+                for (job_id, up_to_log_id, from_ms) in cancellations {
+                    if let Ok(id) = kadence_schemas::JobId::new(job_id) {
+                        by_job.entry(job_id).or_default().push($crate::store::FireCancellation {
+                            job_id: id,
+                            up_to_log_id,
+                            from_ms,
+                            until_ms: i64::MAX,
+                        });
+                    }
+                }
+                settled.extend(
+                    pending
+                        .iter()
+                        .filter(|fire| {
+                            by_job.get(&fire.job_id.get()).is_some_and(|cancellations| {
+                                cancellations.iter().any(|cancelled| cancelled.covers(fire))
+                            })
+                        })
+                        .map(|fire| fire.log_id),
+                );
+                Ok(settled)
             }
 
             #[async_trait::async_trait]
@@ -89,6 +264,7 @@ macro_rules! impl_sql_batches {
                                 shard: shard as u32,
                                 pending_from_ms,
                                 fires,
+                                settled: Default::default(),
                             }),
                             Err(error) => {
                                 // Set aside for an operator: claimed by nobody, ever again.
@@ -105,7 +281,12 @@ macro_rules! impl_sql_batches {
                             }
                         }
                     }
+                    let settled = settled_fires(&mut tx, &claimed).await?;
                     tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                    for batch in &mut claimed {
+                        let done = batch.pending_fires().map(|fire| fire.log_id).filter(|id| settled.contains(id)).collect();
+                        batch.settled = done;
+                    }
                     claimed.sort_by_key(|batch| batch.id);
                     Ok(claimed)
                 }
@@ -117,37 +298,9 @@ macro_rules! impl_sql_batches {
                     lease_ms: i64,
                 ) -> Result<(), StoreError> {
                     const OPERATION: &str = "settle fire batches";
-                    let (done, moving): (Vec<&BatchProgress>, Vec<&BatchProgress>) =
-                        progress.iter().partition(|batch| batch.pending_from_ms.is_none());
                     let mut tx = self.begin_write(OPERATION).await?;
                     <$store>::prefer_keyed_joins(&mut tx).await?;
-                    for chunk in done.chunks($crate::store::sql::UPDATE_CHUNK) {
-                        let mut delete = sqlx::QueryBuilder::<$db>::new(
-                            "DELETE FROM fire_batches WHERE owner_node = ",
-                        );
-                        delete.push_bind(node_id).push(" AND id IN (");
-                        let mut ids = delete.separated(", ");
-                        for batch in chunk {
-                            ids.push_bind(batch.id);
-                        }
-                        ids.push_unseparated(")");
-                        delete.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
-                    }
-                    for chunk in moving.chunks($crate::store::sql::UPDATE_CHUNK) {
-                        let mut update = sqlx::QueryBuilder::<$db>::new("WITH v(id, pending_from) AS (");
-                        update.push_values(chunk, |mut values, batch| {
-                            values.push_bind(batch.id).push_bind(batch.pending_from_ms);
-                        });
-                        update
-                            .push(
-                                ") UPDATE fire_batches SET pending_from_ms = v.pending_from, \
-                                 lease_until_ms = v.pending_from + ",
-                            )
-                            .push_bind(lease_ms)
-                            .push(" FROM v WHERE fire_batches.id = v.id AND fire_batches.owner_node = ")
-                            .push_bind(node_id);
-                        update.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
-                    }
+                    settle_in(&mut tx, node_id, progress, lease_ms).await?;
                     tx.commit().await.map_err(StoreError::query(OPERATION))
                 }
             }

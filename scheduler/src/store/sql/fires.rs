@@ -59,7 +59,7 @@ macro_rules! sql_fires {
                 <$store>::prefer_keyed_joins(&mut tx).await?;
                 let shard_list: Vec<String> = shards.iter().map(u32::to_string).collect();
                 let rows: Vec<JobRow> = sqlx::query_as(&format!(
-                    "SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'RUNNING' AND next_fire_ms <= $1 \
+                    "SELECT {JOB_COLUMNS}, shard FROM jobs WHERE status = 'RUNNING' AND next_fire_ms <= $1 \
                      AND shard IN ({}) ORDER BY next_fire_ms LIMIT $2",
                     shard_list.join(", ")
                 ))
@@ -69,6 +69,8 @@ macro_rules! sql_fires {
                 .await
                 .map_err(StoreError::query(OPERATION))?;
                 let jobs_read = rows.len();
+                let shard_of: std::collections::HashMap<i64, u32> =
+                    rows.iter().map(|row| (row.id(), row.shard())).collect();
                 let planned = plan_rows(rows, request);
                 // Jobs first, fires after, and only for the jobs whose advance applied: a job
                 // stopped or edited while this scan ran gets no fire from it. On PostgreSQL
@@ -109,21 +111,30 @@ macro_rules! sql_fires {
                     .into_iter()
                     .filter(|fire| advanced.contains(&fire.job_id.get()))
                     .collect();
-                let fires = insert_fires(&mut tx, fires, &request.node_id, request.lease_ms, request.now_ms).await?;
+                let fires = expand_broadcasts(&mut tx, fires).await?;
+                let (fires, batches) = batches::write_scan_batches(&mut tx, fires, &shard_of, request).await?;
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 let misfires = planned
                     .misfires
                     .into_iter()
                     .filter(|misfire| advanced.contains(&misfire.job_id.get()))
                     .collect();
-                Ok(PreReadOutcome { jobs_read, fires, misfires, lock_wait, fenced_out })
+                Ok(PreReadOutcome { jobs_read, fires, batches, misfires, lock_wait, fenced_out })
             }
 
-            pub(super) async fn mark_dispatched(store: &$store, acks: &[DispatchAck]) -> Result<(), StoreError> {
+            pub(super) async fn mark_dispatched(store: &$store, marks: &DispatchMarks<'_>) -> Result<(), StoreError> {
                 const OPERATION: &str = "mark triggers dispatched";
+                let (new_runs, existing): (Vec<&DispatchAck>, Vec<&DispatchAck>) =
+                    marks.acks.iter().partition(|ack| ack.fire.is_some());
+                let new_runs: Vec<(&DispatchAck, &PendingFire)> = new_runs
+                    .into_iter()
+                    .filter_map(|ack| Some((ack, ack.fire.as_deref()?)))
+                    .collect();
                 let mut tx = store.begin_write(OPERATION).await?;
                 <$store>::prefer_keyed_joins(&mut tx).await?;
-                for chunk in acks.chunks($crate::store::sql::UPDATE_CHUNK) {
+                batches::insert_dispatched_runs(&mut tx, &new_runs).await?;
+                batches::settle_in(&mut tx, marks.node_id, marks.batches, marks.lease_ms).await?;
+                for chunk in existing.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let mut update = sqlx::QueryBuilder::<$db>::new(
                         "WITH v(id, partition_no, dispatched_at, executor_id) AS (",
                     );

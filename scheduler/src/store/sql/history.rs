@@ -24,19 +24,23 @@ macro_rules! sql_history {
                     .collect();
                 let mut stored = 0;
                 let mut tx = store.begin_write(OPERATION).await?;
-                <$store>::prefer_keyed_joins(&mut tx).await?;
+                // A run's row is written once its trigger is acknowledged, and its first lines
+                // may come sooner: lines are kept for every log id given out (a fire's is
+                // reserved when it is planned), and dropped for ids never given out.
+                let last_log_id = <$store>::last_log_id_in(&mut tx).await?;
+                let lines: Vec<(i64, i64, &str)> =
+                    lines.into_iter().filter(|(log_id, _, _)| (1..=last_log_id).contains(log_id)).collect();
                 for chunk in lines.chunks($crate::store::sql::INSERT_CHUNK) {
                     let mut insert =
                         sqlx::QueryBuilder::<$db>::new("WITH v(log_id, line_no, line) AS (");
                     insert.push_values(chunk, |mut values, (log_id, line_no, line)| {
                         values.push_bind(*log_id).push_bind(*line_no).push_bind(line.to_string());
                     });
-                    // Lines of unknown runs are dropped by the join; repeats by the key. (SQLite
-                    // needs a WHERE before ON CONFLICT to parse INSERT … SELECT … JOIN.)
+                    // Repeats are dropped by the key. (SQLite needs a WHERE before ON CONFLICT
+                    // to parse INSERT … SELECT.)
                     insert.push(
                         ") INSERT INTO run_log_lines (log_id, line_no, line) \
-                         SELECT v.log_id, v.line_no, v.line FROM v \
-                         JOIN job_logs ON job_logs.id = v.log_id WHERE true \
+                         SELECT v.log_id, v.line_no, v.line FROM v WHERE true \
                          ON CONFLICT (log_id, line_no) DO NOTHING",
                     );
                     stored += insert

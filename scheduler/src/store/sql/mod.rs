@@ -233,8 +233,8 @@ macro_rules! impl_sql_store {
                 Ok(fires)
             }
 
-            async fn mark_dispatched(&self, acks: &[DispatchAck]) -> Result<(), StoreError> {
-                fires::mark_dispatched(self, acks).await
+            async fn mark_dispatched(&self, marks: &DispatchMarks<'_>) -> Result<(), StoreError> {
+                fires::mark_dispatched(self, marks).await
             }
 
             async fn complete_runs(
@@ -449,7 +449,7 @@ macro_rules! impl_sql_store {
             }
         }
 
-        $crate::store::sql::writes::sql_writes!($db);
+        $crate::store::sql::writes::sql_writes!($store, $db);
         $crate::store::sql::jobs::sql_jobs!($store, $db);
         $crate::store::sql::fires::sql_fires!($store, $db);
         $crate::store::sql::registry::sql_registry!($store, $db);

@@ -3,7 +3,7 @@
 
 /// Generates the shared write helpers in the backend's file.
 macro_rules! sql_writes {
-    ($db:ty) => {
+    ($store:ty, $db:ty) => {
 
         /// Fails with [`StoreError::UnknownApp`] unless `app` exists.
         async fn ensure_app_exists(
@@ -21,9 +21,12 @@ macro_rules! sql_writes {
         }
 
         /// Cancels the fires of `job` that its schedule planned, due after `from_ms`, that no
-        /// node has emitted yet (state CANCELLED, `reason` as their message). Manual, API,
-        /// retry and child fires are kept: someone asked for those. Returns what was
-        /// cancelled, if anything.
+        /// node has emitted yet, and returns the cancellation. Those fires are in batches (see
+        /// [`crate::store::fire_batch`]), which are not rewritten: the cancellation covers
+        /// every log id given out so far, and the dispatch of every node and every claim drop
+        /// the fires it covers. Pending rows of such fires (written by versions before
+        /// batches) become CANCELLED with `reason`. Manual, API, retry and child fires are
+        /// kept: someone asked for those.
         async fn cancel_planned_fires(
             tx: &mut sqlx::Transaction<'_, $db>,
             job: JobId,
@@ -31,27 +34,24 @@ macro_rules! sql_writes {
             from_ms: i64,
             now_ms: i64,
         ) -> Result<Option<$crate::store::FireCancellation>, StoreError> {
-            let cancelled: Vec<(i64, Option<i64>)> = sqlx::query_as(
+            sqlx::query(
                 "UPDATE job_logs SET state = 'CANCELLED', handle_msg = $2, handle_at_ms = $3, \
                  owner_node = NULL WHERE job_id = $1 AND state = 'SCHEDULED' \
                  AND trigger_type IN ('CRON', 'FIX_RATE', 'FIX_DELAY', 'MISFIRE') \
-                 AND fire_at_ms > $4 RETURNING id, lease_until_ms",
+                 AND fire_at_ms > $4",
             )
             .bind(job.get())
             .bind(format!("cancelled: {reason} before this fire was emitted"))
             .bind(now_ms)
             .bind(from_ms)
-            .fetch_all(&mut **tx)
+            .execute(&mut **tx)
             .await
             .map_err(StoreError::query("cancel planned fires"))?;
-            let Some(up_to_log_id) = cancelled.iter().map(|(id, _)| *id).max() else {
-                return Ok(None);
-            };
             let cancellation = $crate::store::FireCancellation {
                 job_id: job,
-                up_to_log_id,
+                up_to_log_id: <$store>::last_log_id_in(tx).await?,
                 from_ms,
-                until_ms: cancelled.iter().filter_map(|(_, lease)| *lease).max().unwrap_or(now_ms),
+                until_ms: now_ms + $crate::store::CANCELLATION_MEMORY_MS,
             };
             // Cancellations an hour past their leases are of no use to any node: cleared here
             // rather than by a loop of their own.
