@@ -311,16 +311,9 @@ impl Node {
         .with_tracer(self.tracer.clone());
         self.tasks
             .spawn(dispatcher.run(due_rx, self.shutdown.clone()));
-        self.tasks.spawn(
-            AckWriter::new(
-                Arc::clone(store),
-                ledger,
-                Arc::clone(intake.open_batches()),
-                ack_rx,
-                1000,
-            )
-            .run(),
-        );
+        let batches = Arc::clone(intake.open_batches());
+        let ack_writer = AckWriter::new(Arc::clone(store), ledger, batches, ack_rx, 1000);
+        self.tasks.spawn(ack_writer.run());
         FirePath {
             intake,
             cancelled,

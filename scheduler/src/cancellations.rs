@@ -7,9 +7,11 @@
 //! - Fires due within the settle time are left alone: a node may have released them to the
 //!   broker already (the emit lead sends triggers ahead of their time), so cancelling them
 //!   could not be honoured everywhere, and replacing them would emit the instant twice.
-//! - Fires due later are cancelled in the change's own transaction (their rows become
-//!   CANCELLED, so no claim ever emits them, and the run list says why), and the cancellation
-//!   is recorded ([`FireCancellation`]: the job, the highest cancelled job-log id, the cutoff).
+//! - Fires due later are cancelled in the change's own transaction: the cancellation is
+//!   recorded ([`FireCancellation`]: the job, the highest job-log id given out so far, the
+//!   cutoff). The fires themselves sit in fire batches, which are not rewritten; a claim of a
+//!   batch reads the cancellations and never emits a fire one covers, and no run is ever
+//!   written for it.
 //! - The node that serves the change holds a provisional cancellation of the job's fires after
 //!   the cutoff from the moment the request arrives ([`CancelledFires::provisional`]) until
 //!   it records the real one: its own dispatch never emits those fires, however long the
@@ -22,7 +24,7 @@
 //!   `cancel_poll_interval`, no node emits a cancelled fire.
 //! - An edited schedule starts after the settle time too, so its fires never meet the old
 //!   schedule's kept ones; where both schedules fire at the same later instant the new fire
-//!   replaces the cancelled one (same trigger id, a new row).
+//!   replaces the cancelled one (same trigger id, a log id above the cancellation's).
 //!
 //! Should a node be unable to read the cancellations for longer (its database is out of
 //! reach), it may still emit a cancelled fire; it carries its usual trigger id, so executors

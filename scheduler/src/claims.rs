@@ -1,14 +1,16 @@
 //! Claims: the recovery half of the durable wheel.
 //!
-//! Every pending fire row is owned by the node that wrote it until `fire_at + lease`. If that
-//! node dies (its wheel is gone) or could not get the trigger acknowledged in time, the lease
-//! expires and any live node — including a restarted one — claims the row and puts it in its
-//! own wheel, where it fires at once with the **same trigger id**, so a re-emission is
-//! recognisable downstream. This is what XXL-JOB's in-memory ring cannot do.
+//! Every fire batch is owned by the node that wrote it until its earliest unacknowledged fire
+//! plus the lease (every pending fire row, for manual fires, retries and children: until its
+//! fire time plus the lease). If that node dies (its wheel is gone) or could not get a trigger
+//! acknowledged in time, the lease expires and any live node — including a restarted one —
+//! claims the batch (or row) and puts the fires not yet recorded in its own wheel, where they
+//! fire at once with the **same trigger ids**, so a re-emission is recognisable downstream.
+//! This is what XXL-JOB's in-memory ring cannot do.
 //!
-//! A fire this node already got acknowledged, whose DISPATCHED mark is still on its way to a
-//! slow database ([`AckLedger`]), is never emitted again: the claim only takes the row back,
-//! and the pending mark completes it.
+//! A fire this node already got acknowledged, whose run is still on its way to a slow
+//! database ([`AckLedger`]), is never emitted again: the claim only takes it back, and the
+//! pending write completes it.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,12 +6,13 @@
 //! - a full local queue or a retriable broker error (broker down, leader moving) retries with
 //!   backoff for as long as it takes;
 //! - a fatal error (record too large, not authorised, unknown app) is logged loudly with the
-//!   trigger id and the fire stays pending in the database; when its lease ends the claim loop
-//!   hands it back here, so it is retried after the operator fixes the cause;
+//!   trigger id and the fire stays pending in the database (open in its batch, or a pending
+//!   row); when the lease ends the claim loop hands it back here, so it is retried after the
+//!   operator fixes the cause;
 //! - a fire whose job was stopped or rescheduled after it was planned is dropped, not emitted
-//!   ([`crate::cancellations`]);
-//! - acknowledged triggers are noted in the [`AckLedger`] and marked dispatched by the
-//!   [`AckWriter`](crate::acks::AckWriter) in batches.
+//!   ([`crate::cancellations`]), and its batch told so;
+//! - acknowledged triggers are noted in the [`AckLedger`] and recorded by the
+//!   [`AckWriter`](crate::acks::AckWriter) in batches (the run row written or marked).
 //!
 //! Every trigger is signed on its way out ([`SignedProducer`]): the signature covers the
 //! record's exact bytes on its topic, so executors that trust the scheduler's key run it and

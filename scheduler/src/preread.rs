@@ -5,9 +5,11 @@
 //! the transaction first checks their fences and locks them, so a node that lost a shard
 //! writes nothing for it): read the running jobs of those shards whose next fire is
 //! within the read-ahead (3 s by default), plan each through `now + pre_read_window` with [`plan_job`](crate::planning::plan_job)
-//! (pure: see [`crate::planning`] for the rules), write every
-//! planned fire as a job-log row in state `SCHEDULED` owned by this node under a lease (the
-//! durable half of the time wheel), advance the jobs' next-fire times, commit. The returned
+//! (pure: see [`crate::planning`] for the rules), advance the jobs' next-fire times, write the
+//! planned fires as one compact batch per shard, with job-log ids reserved for them, owned by
+//! this node under a lease (the durable half of the time wheel; see
+//! [`crate::store::fire_batch`]), commit. A run's row is written only once the broker
+//! acknowledged its trigger ([`crate::acks`]): one write per scan and shard, not per fire. The returned
 //! fires go into the in-memory [`TimeWheel`](crate::wheel) through the
 //! [`FireIntake`](crate::intake), which emits each at its time.
 //!

@@ -419,7 +419,7 @@ async fn first_result_wins(backend: Backend) {
     // An acknowledgement recorded again after the result (a claimer emitted the fire again;
     // or, for a run written before its trigger, the broker's ack arriving late) does not
     // move the run back.
-    mark(store.as_ref(), &[dispatched.clone()], &[]).await;
+    mark(store.as_ref(), std::slice::from_ref(&dispatched), &[]).await;
     let existing_row = DispatchAck {
         fire: None,
         partition: 3,

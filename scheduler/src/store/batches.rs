@@ -16,7 +16,7 @@
 
 use crate::model::PendingFire;
 
-use super::StoreError;
+use super::{DispatchAck, StoreError};
 
 /// A batch to write.
 #[derive(Debug, Clone, Copy)]
@@ -76,6 +76,20 @@ pub struct BatchProgress {
     /// When the earliest fire not yet acknowledged is to be emitted, ms; `None` once every
     /// fire is acknowledged (or needs no emission).
     pub pending_from_ms: Option<i64>,
+}
+
+/// Acknowledged triggers to record in one transaction, with the progress of the batches
+/// their fires came from (see [`crate::acks`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DispatchMarks<'a> {
+    /// The node recording them: only its own batches are settled.
+    pub node_id: &'a str,
+    /// The acknowledgements.
+    pub acks: &'a [DispatchAck],
+    /// Where the batches concerned stand now.
+    pub batches: &'a [BatchProgress],
+    /// A batch stays the node's until its earliest unacknowledged fire + this, ms.
+    pub lease_ms: i64,
 }
 
 /// Fire batches and the job-log ids their fires are given.

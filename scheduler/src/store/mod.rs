@@ -33,7 +33,9 @@ use crate::model::{
 
 pub use accounts::{Accounts, NewToken, NewUser, UserCredentials};
 pub use audit::{AuditFilter, AuditTrail};
-pub use batches::{BatchProgress, FireBatches, NewFireBatch, ScanBatch, StoredBatch};
+pub use batches::{
+    BatchProgress, DispatchMarks, FireBatches, NewFireBatch, ScanBatch, StoredBatch,
+};
 pub use error::StoreError;
 pub use postgres::PostgresStore;
 pub use shards::{
@@ -151,8 +153,7 @@ pub struct FireCancellation {
     pub until_ms: i64,
 }
 
-/// How long nodes keep a cancellation in memory after the change: longer than any fire it
-/// covers can wait in a wheel (the pre-read window plus a lease, both seconds).
+/// How long nodes keep a cancellation in memory: longer than a fire waits in a wheel.
 pub const CANCELLATION_MEMORY_MS: i64 = 10 * 60 * 1000;
 
 impl FireCancellation {
@@ -224,24 +225,9 @@ pub struct DispatchAck {
     /// executor owns it: the trigger waits there). The run's result later names the executor
     /// that actually ran it; until then the lost-run monitor watches this one.
     pub executor_id: Option<String>,
-    /// The fire, when its run row is still to be written (a fire of a batch): the mark
-    /// inserts it, already DISPATCHED. `None` when the row exists (manual fires, retries,
-    /// children, claimed rows), which the mark updates.
+    /// The fire, when its run row is still to be written (a fire of a batch: inserted
+    /// DISPATCHED); `None` when the row exists (manual, retry, child), which is updated.
     pub fire: Option<Box<PendingFire>>,
-}
-
-/// Acknowledged triggers to record in one transaction, with the progress of the batches
-/// their fires came from (see [`crate::acks`]).
-#[derive(Debug, Clone, Copy)]
-pub struct DispatchMarks<'a> {
-    /// The node recording them: only its own batches are settled.
-    pub node_id: &'a str,
-    /// The acknowledgements.
-    pub acks: &'a [DispatchAck],
-    /// Where the batches concerned stand now.
-    pub batches: &'a [BatchProgress],
-    /// A batch stays the node's until its earliest unacknowledged fire + this, ms.
-    pub lease_ms: i64,
 }
 
 /// Consecutive log lines of one run, as an executor shipped them.

@@ -41,14 +41,16 @@ macro_rules! impl_sql_batches {
                 Ok(id)
             }
 
-            /// Writes the fires a pre-read scan planned as one batch per schedule shard, with
-            /// reserved log ids; returns them (grouped by batch) and where each batch's are.
+            /// Writes the fires a pre-read scan planned (broadcasts expanded) as one batch per
+            /// schedule shard, with reserved log ids; returns them (grouped by batch) and where
+            /// each batch's are.
             pub(super) async fn write_scan_batches(
                 tx: &mut sqlx::Transaction<'_, $db>,
-                mut fires: Vec<PendingFire>,
+                fires: Vec<PendingFire>,
                 shard_of: &std::collections::HashMap<i64, u32>,
                 request: &$crate::store::PreReadRequest,
             ) -> Result<(Vec<PendingFire>, Vec<$crate::store::ScanBatch>), StoreError> {
+                let mut fires = expand_broadcasts(tx, fires).await?;
                 let shard = |fire: &PendingFire| shard_of.get(&fire.job_id.get()).copied().unwrap_or(0);
                 fires.sort_by_key(|fire| (shard(fire), fire.fire_at_ms));
                 let ids = <$store>::reserve_log_ids_in(tx, fires.len()).await?;

@@ -1,5 +1,6 @@
-//! Fires and runs in `job_logs`: the pre-read scan, manual fires and retries, dispatched
-//! marks, results (first wins) and the claim of finished runs for their follow-up.
+//! Fires and runs in `job_logs`: the pre-read scan (its fires written as batches, see
+//! `batches.rs`), manual fires and retries, dispatched marks, results (first wins) and the
+//! claim of finished runs for their follow-up.
 
 /// Generates, in the backend's file, the module `fires` of functions on `$store` that the
 /// [`Store`](crate::store::Store) implementation calls.
@@ -46,12 +47,8 @@ macro_rules! sql_fires {
                 // of them meanwhile makes it fail here, and nothing is written for it.
                 let shards = shards::fence_scan(&mut tx, &request.node_id, &request.shards, request.now_ms).await?;
                 let lock_wait = waiting.elapsed();
-                let fenced_out: Vec<u32> = request
-                    .shards
-                    .iter()
-                    .map(|owned| owned.shard)
-                    .filter(|shard| shards.binary_search(shard).is_err())
-                    .collect();
+                let fenced_out: Vec<u32> =
+                    request.shards.iter().map(|owned| owned.shard).filter(|shard| shards.binary_search(shard).is_err()).collect();
                 if shards.is_empty() {
                     tx.rollback().await.map_err(StoreError::query(OPERATION))?;
                     return Ok(PreReadOutcome { lock_wait, fenced_out, ..PreReadOutcome::default() });
@@ -111,7 +108,6 @@ macro_rules! sql_fires {
                     .into_iter()
                     .filter(|fire| advanced.contains(&fire.job_id.get()))
                     .collect();
-                let fires = expand_broadcasts(&mut tx, fires).await?;
                 let (fires, batches) = batches::write_scan_batches(&mut tx, fires, &shard_of, request).await?;
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 let misfires = planned
