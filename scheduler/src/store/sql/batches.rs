@@ -83,35 +83,16 @@ macro_rules! impl_sql_batches {
                 acks: &[(&DispatchAck, &PendingFire)],
             ) -> Result<(), StoreError> {
                 for chunk in acks.chunks($crate::store::sql::INSERT_CHUNK) {
-                    let mut insert = sqlx::QueryBuilder::<$db>::new(
-                        "INSERT INTO job_logs (id, trigger_id, job_id, app, handler, params, trigger_type, \
-                         shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
-                         block_strategy, timeout_ms, state, created_at_ms, glue_type, glue_source, \
-                         glue_updated_at_ms, route_partitions, partition_no, dispatched_at_ms, executor_id) ",
-                    );
+                    let mut insert = sqlx::QueryBuilder::<$db>::new(format!(
+                        "INSERT INTO job_logs ({FIRE_INSERT_COLUMNS}, id, state, created_at_ms, \
+                         partition_no, dispatched_at_ms, executor_id) "
+                    ));
                     insert.push_values(chunk, |mut values, (ack, fire)| {
+                        push_fire_values(&mut values, fire);
                         values
                             .push_bind(fire.log_id)
-                            .push_bind(fire.trigger_id.as_str().to_owned())
-                            .push_bind(fire.job_id.get())
-                            .push_bind(fire.app.as_str().to_owned())
-                            .push_bind(fire.handler.clone())
-                            .push_bind(fire.params.clone())
-                            .push_bind(fire.trigger_type.as_str())
-                            .push_bind(i64::from(fire.shard_index))
-                            .push_bind(i64::from(fire.shard_total))
-                            .push_bind(i64::from(fire.attempt))
-                            .push_bind(fire.scheduled_at_ms)
-                            .push_bind(fire.fire_at_ms)
-                            .push_bind(fire.route_strategy.as_str())
-                            .push_bind(fire.block_strategy.as_str())
-                            .push_bind(fire.timeout_ms)
                             .push_bind($crate::model::RunState::Dispatched.as_str())
                             .push_bind(ack.dispatched_at_ms)
-                            .push_bind(fire.glue_type.as_str())
-                            .push_bind(fire.glue_source.clone())
-                            .push_bind(fire.glue_updated_at_ms)
-                            .push_bind(fire.route_partitions.as_deref().map($crate::store::rows::join_list))
                             .push_bind(i64::from(ack.partition))
                             .push_bind(ack.dispatched_at_ms)
                             .push_bind(ack.executor_id.clone());

@@ -209,6 +209,34 @@ macro_rules! sql_writes {
             Ok(written)
         }
 
+        /// The columns of `job_logs` a fire fills, in [`push_fire_values`] order.
+        const FIRE_INSERT_COLUMNS: &str = "trigger_id, job_id, app, handler, params, trigger_type, \
+             shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
+             block_strategy, timeout_ms, glue_type, glue_source, glue_updated_at_ms, route_partitions";
+
+        /// Binds what `fire` fills of a `job_logs` row, in [`FIRE_INSERT_COLUMNS`] order.
+        fn push_fire_values(values: &mut sqlx::query_builder::Separated<'_, '_, $db, &'static str>, fire: &PendingFire) {
+            values
+                .push_bind(fire.trigger_id.as_str().to_owned())
+                .push_bind(fire.job_id.get())
+                .push_bind(fire.app.as_str().to_owned())
+                .push_bind(fire.handler.clone())
+                .push_bind(fire.params.clone())
+                .push_bind(fire.trigger_type.as_str())
+                .push_bind(i64::from(fire.shard_index))
+                .push_bind(i64::from(fire.shard_total))
+                .push_bind(i64::from(fire.attempt))
+                .push_bind(fire.scheduled_at_ms)
+                .push_bind(fire.fire_at_ms)
+                .push_bind(fire.route_strategy.as_str())
+                .push_bind(fire.block_strategy.as_str())
+                .push_bind(fire.timeout_ms)
+                .push_bind(fire.glue_type.as_str())
+                .push_bind(fire.glue_source.clone())
+                .push_bind(fire.glue_updated_at_ms)
+                .push_bind(fire.route_partitions.as_deref().map($crate::store::rows::join_list));
+        }
+
         /// Inserts fires whose trigger ids are new; returns the written ones with their row
         /// ids, and the ones whose trigger id exists already.
         async fn insert_new_fires(
@@ -221,36 +249,16 @@ macro_rules! sql_writes {
             let mut written = Vec::with_capacity(drafts.len());
             let mut existing = Vec::new();
             for chunk in drafts.chunks($crate::store::sql::INSERT_CHUNK) {
-                let mut insert = sqlx::QueryBuilder::<$db>::new(
-                    "INSERT INTO job_logs (trigger_id, job_id, app, handler, params, trigger_type, \
-                     shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
-                     block_strategy, timeout_ms, state, owner_node, lease_until_ms, created_at_ms, \
-                     glue_type, glue_source, glue_updated_at_ms, route_partitions) ",
-                );
+                let mut insert = sqlx::QueryBuilder::<$db>::new(format!(
+                    "INSERT INTO job_logs ({FIRE_INSERT_COLUMNS}, state, owner_node, lease_until_ms, created_at_ms) "
+                ));
                 insert.push_values(chunk, |mut values, fire| {
+                    push_fire_values(&mut values, fire);
                     values
-                        .push_bind(fire.trigger_id.as_str().to_owned())
-                        .push_bind(fire.job_id.get())
-                        .push_bind(fire.app.as_str().to_owned())
-                        .push_bind(fire.handler.clone())
-                        .push_bind(fire.params.clone())
-                        .push_bind(fire.trigger_type.as_str())
-                        .push_bind(i64::from(fire.shard_index))
-                        .push_bind(i64::from(fire.shard_total))
-                        .push_bind(i64::from(fire.attempt))
-                        .push_bind(fire.scheduled_at_ms)
-                        .push_bind(fire.fire_at_ms)
-                        .push_bind(fire.route_strategy.as_str())
-                        .push_bind(fire.block_strategy.as_str())
-                        .push_bind(fire.timeout_ms)
                         .push_bind(RunState::Scheduled.as_str())
                         .push_bind(node_id.to_owned())
                         .push_bind(fire.fire_at_ms.max(now_ms) + lease_ms)
-                        .push_bind(now_ms)
-                        .push_bind(fire.glue_type.as_str())
-                        .push_bind(fire.glue_source.clone())
-                        .push_bind(fire.glue_updated_at_ms)
-                        .push_bind(fire.route_partitions.as_deref().map($crate::store::rows::join_list));
+                        .push_bind(now_ms);
                 });
                 insert.push(" ON CONFLICT (trigger_id) DO NOTHING RETURNING id, trigger_id");
                 let rows: Vec<(i64, String)> = insert
