@@ -444,6 +444,7 @@ impl Node {
         self.tasks.spawn(run_reports(
             Arc::clone(background),
             monitors.report_interval,
+            self.config.retention.clone(),
             Arc::clone(&self.clock),
             self.shutdown.clone(),
         ));

@@ -9,6 +9,14 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+/// One day in ms.
+pub const DAY_MS: i64 = 86_400_000;
+
+/// The UTC midnight of `ms`'s day (the days of the daily reports).
+pub fn day_of(ms: i64) -> i64 {
+    ms.div_euclid(DAY_MS) * DAY_MS
+}
+
 /// A source of wall-clock time in milliseconds since the Unix epoch (UTC).
 pub trait Clock: Send + Sync + 'static {
     /// Now, ms since the epoch.

@@ -8,6 +8,7 @@
 mod common;
 mod accounts;
 mod batches;
+mod history;
 mod monitors;
 mod operators;
 mod registry;

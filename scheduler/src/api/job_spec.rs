@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
 use super::{ApiState, MAX_PARAMS_BYTES, bad_request};
-use crate::model::{ChildTriggerMode, Glue, Job, NewJob, RetryBackoff, RetryPolicy, RouteStrategy};
+use crate::model::{
+    ChildTriggerMode, Glue, HistoryPolicy, Job, NewJob, RetryBackoff, RetryPolicy, RouteStrategy,
+};
 use crate::schedule::{MisfireStrategy, ScheduleSpec, ScheduleType, parse_time_zone};
 
 /// Body of `POST /api/jobs`. Optional fields take XXL-JOB's defaults.
@@ -88,6 +90,11 @@ pub struct NewJobRequest {
     #[serde(default)]
     #[schema(value_type = Option<ChildTriggerMode>)]
     pub child_trigger_mode: Option<String>,
+    /// Which finished runs keep their rows: ALL (default), FAILURES, or NONE (counted only;
+    /// for very frequent jobs).
+    #[serde(default)]
+    #[schema(value_type = Option<HistoryPolicy>)]
+    pub history: Option<String>,
     /// Start the job right away.
     #[serde(default)]
     pub start: bool,
@@ -162,6 +169,7 @@ pub(super) fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> 
             request.child_trigger_mode.as_deref(),
             ChildTriggerMode::EachShard,
         )?,
+        history: parse_or(request.history.as_deref(), HistoryPolicy::All)?,
     })
 }
 
@@ -352,6 +360,8 @@ pub struct JobView {
     pub child_job_ids: Vec<i64>,
     /// EACH_SHARD or ALL_SHARDS.
     pub child_trigger_mode: String,
+    /// ALL, FAILURES or NONE: which finished runs keep their rows.
+    pub history: String,
     /// RUNNING or STOPPED.
     pub status: String,
     /// Latest fire written, ms.
@@ -388,6 +398,7 @@ impl From<&Job> for JobView {
             glue_updated_at_ms: job.glue_updated_at_ms,
             child_job_ids: job.spec.child_job_ids.iter().map(|id| id.get()).collect(),
             child_trigger_mode: job.spec.child_trigger_mode.to_string(),
+            history: job.spec.history.to_string(),
             status: job.status.to_string(),
             last_fire_ms: job.last_fire_ms,
             next_fire_ms: job.next_fire_ms,

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use kadence_schemas::BlockStrategy;
 
 use crate::api::DEFAULT_PAGE_SIZE;
-use crate::model::{ChildTriggerMode, RouteStrategy};
+use crate::model::{ChildTriggerMode, HistoryPolicy, RouteStrategy};
 use crate::schedule::MisfireStrategy;
 
 /// The values a flag accepts, taken from the enum itself so that `--help` lists them all and
@@ -386,6 +386,9 @@ pub(super) struct AddJob {
     /// succeeded).
     #[arg(long, value_parser = one_of(ChildTriggerMode::ALL, ChildTriggerMode::as_str), ignore_case = true)]
     pub(super) child_trigger_mode: Option<String>,
+    /// Which finished runs keep their rows: ALL (default), FAILURES, or NONE (counted only).
+    #[arg(long, value_parser = one_of(HistoryPolicy::ALL, HistoryPolicy::as_str), ignore_case = true)]
+    pub(super) history: Option<String>,
     /// Script type (GLUE_SHELL, GLUE_PYTHON, …) for a script job; needs --glue-file.
     #[arg(long, requires = "glue_file")]
     pub(super) glue_type: Option<String>,

@@ -146,6 +146,7 @@ async fn add_job(client: &ApiClient, add: AddJob) -> anyhow::Result<()> {
                 glue_remark: None,
                 child_job_ids: Some(add.child_job_ids),
                 child_trigger_mode: add.child_trigger_mode,
+                history: add.history,
                 start: add.start,
             },
         )

@@ -58,6 +58,25 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// Which of a job's runs are kept as job-log rows once they are done. Counters (the
+    /// daily reports, the metrics) count every run whatever the policy; the rows a policy
+    /// drops are folded into `run_counts` when they are dropped. Every run has its row
+    /// while it is under way, so the monitors (lost runs, retries, alarms, children,
+    /// FIX_DELAY) work the same under every policy. See README "Run history".
+    #[derive(Default)]
+    HistoryPolicy, "history policy", {
+        /// Every run (XXL-JOB's behaviour; the default).
+        #[default]
+        All => "ALL",
+        /// Failed runs only: a success is counted and its row and log lines dropped.
+        Failures => "FAILURES",
+        /// None: every finished run is counted and dropped once followed up, except a
+        /// failed attempt that was retried (its retries link to it).
+        CountsOnly => "NONE",
+    }
+);
+
 /// An executor app (XXL-JOB's executor group): one trigger topic with a fixed partition count.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct App {
@@ -108,12 +127,14 @@ pub struct NewJob {
     pub child_job_ids: Vec<JobId>,
     /// For a sharded run: fire the children per succeeded shard or once all shards succeeded.
     pub child_trigger_mode: ChildTriggerMode,
+    /// Which finished runs keep their rows.
+    pub history: HistoryPolicy,
 }
 
 impl NewJob {
     /// A job of `app` running `handler` on `schedule`, everything else at XXL-JOB's defaults:
     /// UTC, misfire DO_NOTHING, route FIRST, SERIAL_EXECUTION, no params, no timeout, no
-    /// retries, no alarms, no children, a registered (BEAN) handler.
+    /// retries, no alarms, no children, a registered (BEAN) handler, every run kept.
     pub fn new(app: AppName, name: &str, schedule: ScheduleSpec, handler: &str) -> NewJob {
         NewJob {
             app,
@@ -133,6 +154,7 @@ impl NewJob {
             glue: Glue::default(),
             child_job_ids: Vec::new(),
             child_trigger_mode: ChildTriggerMode::EachShard,
+            history: HistoryPolicy::All,
         }
     }
 }

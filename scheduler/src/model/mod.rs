@@ -20,8 +20,8 @@ pub use crate::enums::ModelError;
 pub use audit::{AuditEntry, NewAuditEntry};
 pub use executor::{ExecutorEntry, ExecutorStatus};
 pub use job::{
-    App, ChildTriggerMode, Glue, GlueVersion, Job, JobStatus, NewJob, RetryBackoff, RetryPolicy,
-    RouteStrategy,
+    App, ChildTriggerMode, Glue, GlueVersion, HistoryPolicy, Job, JobStatus, NewJob, RetryBackoff,
+    RetryPolicy, RouteStrategy,
 };
 pub use run::{
     AlarmStatus, Completion, CompletionOutcome, DailyReport, PendingFire, Run, RunState,

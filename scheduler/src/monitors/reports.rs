@@ -4,21 +4,22 @@
 //! numbers right whatever the retries, duplicates or concurrent nodes; yesterday is included
 //! because its last runs finish after midnight. A run still unfinished two days after its
 //! scheduled day stays counted as running in its day's row.
+//!
+//! Each step first drops the finished runs their jobs' history policies do not keep
+//! ([`crate::monitors::retention::drop_unkept_runs_once`]): they are counted in `run_counts`
+//! as they go, and the recount adds those counts, so the reports count every run whatever
+//! the policy.
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+pub use crate::clock::{DAY_MS, day_of};
+
 use crate::clock::{Clock, run_every};
+use crate::config::RetentionConfig;
+use crate::monitors::retention::drop_unkept_runs_once;
 use crate::store::{Store, StoreError};
-
-/// One day in ms.
-pub const DAY_MS: i64 = 86_400_000;
-
-/// The UTC midnight of `ms`'s day.
-pub fn day_of(ms: i64) -> i64 {
-    ms.div_euclid(DAY_MS) * DAY_MS
-}
 
 /// One step at `now_ms`: recounts yesterday's and today's rows; returns the rows written.
 pub async fn refresh_reports_once(store: &dyn Store, now_ms: i64) -> Result<u64, StoreError> {
@@ -26,16 +27,21 @@ pub async fn refresh_reports_once(store: &dyn Store, now_ms: i64) -> Result<u64,
     store.refresh_reports(today - DAY_MS, today + DAY_MS).await
 }
 
-/// Refreshes every `interval` until `shutdown`.
+/// Drops unkept runs and refreshes every `interval` until `shutdown`.
 pub async fn run_reports(
     store: Arc<dyn Store>,
     interval: std::time::Duration,
+    retention: RetentionConfig,
     clock: Arc<dyn Clock>,
     shutdown: CancellationToken,
 ) {
     run_every("report refresh", interval, clock, shutdown, |now_ms| {
-        let store = Arc::clone(&store);
+        let (store, retention) = (Arc::clone(&store), retention.clone());
         async move {
+            let dropped = drop_unkept_runs_once(store.as_ref(), &retention, now_ms).await?;
+            if dropped > 0 {
+                tracing::debug!(dropped, "runs their history policy does not keep dropped");
+            }
             refresh_reports_once(store.as_ref(), now_ms)
                 .await
                 .map(|_| ())

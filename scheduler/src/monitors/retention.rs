@@ -3,14 +3,16 @@
 //! (`retention.batch_size` rows per transaction, default 1 000), so the job-log tables never
 //! grow without end and no delete holds a long lock. It never takes the schedule lock, and it
 //! never deletes an unfinished run (a pending fire is never lost to retention).
+//!
+//! The runs a job's history policy does not keep go much sooner, counted, with every report
+//! refresh ([`drop_unkept_runs_once`]).
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::{Clock, run_every};
+use crate::clock::{Clock, DAY_MS, day_of, millis, run_every};
 use crate::config::RetentionConfig;
-use crate::monitors::reports::{DAY_MS, day_of};
 use crate::store::{Store, StoreError};
 
 /// What one step deleted.
@@ -57,6 +59,29 @@ pub async fn apply_retention_once(
         }
     }
     Ok(summary)
+}
+
+/// Drops, in batches, the finished runs their jobs' history policies do not keep
+/// (see [`crate::model::HistoryPolicy`]), `config.unkept_runs_for` after they ended: until
+/// fewer than a batch is left or `max_batches` batches went (the next step goes on).
+/// Returns the runs dropped, each counted in `run_counts`.
+pub async fn drop_unkept_runs_once(
+    store: &dyn Store,
+    config: &RetentionConfig,
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    let finished_before = now_ms - millis(config.unkept_runs_for);
+    let mut dropped = 0;
+    for _ in 0..config.max_batches {
+        let batch = store
+            .drop_unkept_runs(finished_before, config.batch_size)
+            .await?;
+        dropped += batch;
+        if batch < u64::from(config.batch_size) {
+            break;
+        }
+    }
+    Ok(dropped)
 }
 
 /// Applies the retention every `config.interval` until `shutdown`.

@@ -17,6 +17,7 @@ mod audit;
 mod batches;
 mod error;
 pub mod fire_batch;
+mod fire_cancellation;
 mod postgres;
 mod rows;
 mod shards;
@@ -37,6 +38,7 @@ pub use batches::{
     BatchProgress, DispatchMarks, FireBatches, NewFireBatch, ScanBatch, StoredBatch,
 };
 pub use error::StoreError;
+pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
 pub use postgres::PostgresStore;
 pub use shards::{
     AcquiredShard, Acquisition, OwnedShard, ScheduleShards, ShardLease, ShardLeaseRequest,
@@ -132,46 +134,6 @@ pub struct NewFire {
     /// The partitions to route among instead of all of the app's (XXL-JOB's address
     /// override); the caller checks they exist.
     pub partitions: Option<Vec<i32>>,
-}
-
-/// The planned fires of one job that a stop or a schedule edit cancelled: their rows are in
-/// state CANCELLED, and copies a scheduler node still holds in its wheel must not be emitted
-/// (see [`crate::cancellations`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FireCancellation {
-    /// The job.
-    pub job_id: JobId,
-    /// The highest job-log id given out when the change was written: every fire planned
-    /// before it has an id up to this one, every fire planned after it a higher one.
-    pub up_to_log_id: i64,
-    /// Fires due up to this instant were left alone (they may have been emitted already,
-    /// ahead of their time); the job's scheduled fires with ids up to `up_to_log_id` due
-    /// after it were cancelled.
-    pub from_ms: i64,
-    /// Until when nodes keep it in memory, ms (see [`CANCELLATION_MEMORY_MS`]); claims
-    /// read the table, which keeps it an hour longer.
-    pub until_ms: i64,
-}
-
-/// How long nodes keep a cancellation in memory: longer than a fire waits in a wheel.
-pub const CANCELLATION_MEMORY_MS: i64 = 10 * 60 * 1000;
-
-impl FireCancellation {
-    /// Whether it cancels `fire`: planned by the job's schedule before the change, and due
-    /// after its cutoff. Manual, API, retry and child fires are kept: someone asked for those.
-    pub fn covers(&self, fire: &PendingFire) -> bool {
-        let planned_by_schedule = matches!(
-            fire.trigger_type,
-            kadence_schemas::TriggerType::Cron
-                | kadence_schemas::TriggerType::FixRate
-                | kadence_schemas::TriggerType::FixDelay
-                | kadence_schemas::TriggerType::Misfire
-        );
-        planned_by_schedule
-            && fire.job_id == self.job_id
-            && fire.log_id <= self.up_to_log_id
-            && fire.fire_at_ms > self.from_ms
-    }
 }
 
 /// A job as a status change or an edit left it.
@@ -487,6 +449,17 @@ pub trait Store:
 
     /// Deletes up to `limit` report rows of days before `before_ms`; returns how many.
     async fn delete_old_reports(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
+
+    /// Counts in `run_counts` and deletes, with their log lines, up to `limit` finished and
+    /// followed-up runs that ended before `finished_before_ms` and that their job's history
+    /// policy does not keep (see [`crate::model::HistoryPolicy`]); returns the runs dropped.
+    /// A run is counted by the node whose delete removed it, so concurrent nodes never count
+    /// one twice.
+    async fn drop_unkept_runs(
+        &self,
+        finished_before_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError>;
 
     // --- Executor registry (lost runs) ---
 

@@ -8,8 +8,9 @@ use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, Trigge
 
 use super::StoreError;
 use crate::model::{
-    AlarmStatus, App, ChildTriggerMode, ExecutorEntry, ExecutorStatus, Glue, GlueVersion, Job,
-    JobStatus, NewJob, PendingFire, RetryBackoff, RetryPolicy, RouteStrategy, Run, RunState,
+    AlarmStatus, App, ChildTriggerMode, ExecutorEntry, ExecutorStatus, Glue, GlueVersion,
+    HistoryPolicy, Job, JobStatus, NewJob, PendingFire, RetryBackoff, RetryPolicy, RouteStrategy,
+    Run, RunState,
 };
 use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
 
@@ -21,11 +22,11 @@ pub(crate) const JOB_COLUMNS: &str = "id, app, name, schedule_type, schedule_con
      misfire_strategy, route_strategy, handler, params, block_strategy, timeout_ms, status, \
      last_fire_ms, next_fire_ms, created_at_ms, updated_at_ms, author, alarm_emails, alarm_webhook, \
      retry_count, retry_backoff, retry_backoff_ms, retry_backoff_cap_ms, glue_type, glue_source, \
-     glue_remark, glue_updated_at_ms, child_job_ids, child_trigger_mode";
+     glue_remark, glue_updated_at_ms, child_job_ids, child_trigger_mode, history";
 
 /// Columns of `jobs` that hold a job's definition, in the order [`bind_job_spec`] binds
 /// them (see `sql.rs`).
-pub(crate) const JOB_SPEC_COLUMNS: [&str; 23] = [
+pub(crate) const JOB_SPEC_COLUMNS: [&str; 24] = [
     "app",
     "name",
     "schedule_type",
@@ -49,6 +50,7 @@ pub(crate) const JOB_SPEC_COLUMNS: [&str; 23] = [
     "glue_remark",
     "child_job_ids",
     "child_trigger_mode",
+    "history",
 ];
 
 /// Columns of `job_logs` that make a pending fire.
@@ -136,6 +138,7 @@ pub(crate) struct JobRow {
     glue_updated_at_ms: Option<i64>,
     child_job_ids: String,
     child_trigger_mode: String,
+    history: String,
 }
 
 impl JobRow {
@@ -337,6 +340,7 @@ impl TryFrom<JobRow> for Job {
                     },
                     child_job_ids: parse_list::<JobId>(&row.child_job_ids)?,
                     child_trigger_mode: parse::<ChildTriggerMode>(&row.child_trigger_mode)?,
+                    history: parse::<HistoryPolicy>(&row.history)?,
                 },
                 status: parse::<JobStatus>(&row.status)?,
                 last_fire_ms: row.last_fire_ms,

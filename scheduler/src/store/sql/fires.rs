@@ -166,12 +166,18 @@ macro_rules! sql_fires {
                 const OPERATION: &str = "record results";
                 let mut tx = store.begin_write(OPERATION).await?;
                 let mut outcomes = Vec::with_capacity(completions.len());
+                let with_children = jobs_with_children(&mut tx, completions).await?;
                 for completion in completions {
                     // The run's trigger type is its first attempt's: a retry's own is RETRY.
+                    // A success of a job without children needs no follow-up (nothing to
+                    // retry, tell or fire): it is done here, which spares the follow-up
+                    // monitor two writes per run.
                     let completed: Option<(i64, String, i64)> = sqlx::query_as(
                         "UPDATE job_logs SET state = 'FINISHED', executor_id = $1, handle_code = $2, \
                          handle_msg = $3, handle_started_at_ms = $4, handle_at_ms = $5, \
-                         retry_after_ms = $7, owner_node = NULL, lease_until_ms = NULL \
+                         retry_after_ms = $7, owner_node = NULL, lease_until_ms = NULL, \
+                         follow_up = CASE WHEN $8 THEN 'DONE' ELSE follow_up END, \
+                         alarm_status = CASE WHEN $8 THEN 'NOT_NEEDED' ELSE alarm_status END \
                          WHERE trigger_id = $6 AND handle_code IS NULL \
                          RETURNING job_id, COALESCE((SELECT first_attempt.trigger_type FROM job_logs first_attempt \
                          WHERE first_attempt.id = job_logs.first_log_id), trigger_type), attempt",
@@ -183,6 +189,10 @@ macro_rules! sql_fires {
                     .bind(completion.finished_at_ms)
                     .bind(completion.trigger_id.as_str())
                     .bind(completion.retry_after_ms)
+                    .bind(
+                        completion.code == kadence_schemas::result_code::SUCCESS
+                            && !with_children.contains(&completion.trigger_id.job_id().get()),
+                    )
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(StoreError::query(OPERATION))?;
@@ -225,6 +235,34 @@ macro_rules! sql_fires {
                 }
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 Ok(outcomes)
+            }
+
+            /// Which of the jobs of `completions` have child jobs (a deleted job has none).
+            async fn jobs_with_children(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                completions: &[Completion],
+            ) -> Result<std::collections::HashSet<i64>, StoreError> {
+                let job_ids: std::collections::BTreeSet<i64> =
+                    completions.iter().map(|completion| completion.trigger_id.job_id().get()).collect();
+                let mut with_children = std::collections::HashSet::new();
+                let job_ids: Vec<i64> = job_ids.into_iter().collect();
+                for chunk in job_ids.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut query = sqlx::QueryBuilder::<$db>::new(
+                        "SELECT id FROM jobs WHERE child_job_ids <> '' AND id IN (",
+                    );
+                    let mut separated = query.separated(", ");
+                    for id in chunk {
+                        separated.push_bind(*id);
+                    }
+                    query.push(")");
+                    let rows: Vec<(i64,)> = query
+                        .build_query_as()
+                        .fetch_all(&mut **tx)
+                        .await
+                        .map_err(StoreError::query("read the jobs of results"))?;
+                    with_children.extend(rows.into_iter().map(|(id,)| id));
+                }
+                Ok(with_children)
             }
 
             pub(super) async fn claim_finished_runs(

@@ -1,4 +1,5 @@
-//! What accumulates: run log lines, daily reports, and retention of old runs.
+//! What accumulates: run log lines, daily reports (with the counts of the runs a history
+//! policy dropped), retention of old runs, and the dropping of runs their policy does not keep.
 
 /// Generates, in the backend's file, the module `history` of functions on `$store` that the
 /// [`Store`](crate::store::Store) implementation calls.
@@ -55,16 +56,21 @@ macro_rules! sql_history {
             }
 
             pub(super) async fn refresh_reports(store: &$store, from_ms: i64, to_ms: i64) -> Result<u64, StoreError> {
-                // One statement: the counts are recomputed from the runs, never incremented,
-                // so a repeated or concurrent refresh writes the same numbers.
+                // One statement: the counts are recomputed from the runs (and the counts of
+                // the runs a history policy dropped), never incremented, so a repeated or
+                // concurrent refresh writes the same numbers.
                 let done = sqlx::query(
                     "INSERT INTO job_reports (day_ms, app, job_id, running, succeeded, failed) \
-                     SELECT (scheduled_at_ms / 86400000) * 86400000, app, job_id, \
-                     SUM(CASE WHEN state IN ('SCHEDULED', 'DISPATCHED') THEN 1 ELSE 0 END), \
-                     SUM(CASE WHEN handle_code = 200 THEN 1 ELSE 0 END), \
-                     SUM(CASE WHEN state = 'FINISHED' AND handle_code <> 200 THEN 1 ELSE 0 END) \
-                     FROM job_logs WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 \
-                     GROUP BY (scheduled_at_ms / 86400000) * 86400000, app, job_id \
+                     SELECT day_ms, app, job_id, SUM(running), SUM(succeeded), SUM(failed) FROM ( \
+                         SELECT (scheduled_at_ms / 86400000) * 86400000 AS day_ms, app, job_id, \
+                         CASE WHEN state IN ('SCHEDULED', 'DISPATCHED') THEN 1 ELSE 0 END AS running, \
+                         CASE WHEN handle_code = 200 THEN 1 ELSE 0 END AS succeeded, \
+                         CASE WHEN state = 'FINISHED' AND handle_code <> 200 THEN 1 ELSE 0 END AS failed \
+                         FROM job_logs WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 \
+                         UNION ALL \
+                         SELECT day_ms, app, job_id, 0, succeeded, failed FROM run_counts \
+                         WHERE day_ms >= $1 AND day_ms < $2 \
+                     ) counted WHERE true GROUP BY day_ms, app, job_id \
                      ON CONFLICT (day_ms, app, job_id) DO UPDATE SET running = excluded.running, \
                      succeeded = excluded.succeeded, failed = excluded.failed",
                 )
@@ -144,6 +150,121 @@ macro_rules! sql_history {
                 }
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 Ok(deleted)
+            }
+
+            pub(super) async fn delete_old_reports(store: &$store, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+                const OPERATION: &str = "delete old reports";
+                let mut tx = store.begin_write(OPERATION).await?;
+                let mut deleted = 0;
+                for table in ["job_reports", "run_counts"] {
+                    deleted += sqlx::query(&format!(
+                        "DELETE FROM {table} WHERE (day_ms, app, job_id) IN \
+                         (SELECT day_ms, app, job_id FROM {table} WHERE day_ms < $1 LIMIT $2)",
+                    ))
+                    .bind(before_ms)
+                    .bind(i64::from(limit))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?
+                    .rows_affected();
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(deleted)
+            }
+
+            pub(super) async fn drop_unkept_runs(
+                store: &$store,
+                finished_before_ms: i64,
+                limit: u32,
+            ) -> Result<u64, StoreError> {
+                const OPERATION: &str = "drop runs their history policy does not keep";
+                let mut tx = store.begin_write(OPERATION).await?;
+                // Kept whatever the policy: a failed attempt while any of its retries is not
+                // done (they read it: the FIX_DELAY rule, the retry chain), and the shards of
+                // an ALL_SHARDS parent's fire (its join counts their successes). The jobs with
+                // a policy other than ALL are few: the plan starts from them.
+                let ids: Vec<(i64,)> = sqlx::query_as(
+                    "SELECT l.id FROM jobs j JOIN job_logs l ON l.job_id = j.id \
+                     WHERE j.history <> 'ALL' \
+                     AND (j.history = 'NONE' OR l.handle_code = 200) \
+                     AND l.state = 'FINISHED' AND l.follow_up = 'DONE' AND l.handle_at_ms < $1 \
+                     AND NOT (j.child_trigger_mode = 'ALL_SHARDS' AND j.child_job_ids <> '' AND l.shard_total > 1) \
+                     AND NOT EXISTS (SELECT 1 FROM job_logs r WHERE r.first_log_id = l.id \
+                         AND (r.state <> 'FINISHED' OR r.follow_up <> 'DONE')) \
+                     ORDER BY l.id LIMIT $2",
+                )
+                .bind(finished_before_ms)
+                .bind(i64::from(limit))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                // (day, app, job) -> (succeeded, failed), of the rows this transaction deleted.
+                let mut counts: std::collections::BTreeMap<(i64, String, i64), (i64, i64)> =
+                    std::collections::BTreeMap::new();
+                let mut dropped = 0;
+                for chunk in ids.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut lines = sqlx::QueryBuilder::<$db>::new("DELETE FROM run_log_lines WHERE log_id IN (");
+                    let mut separated = lines.separated(", ");
+                    for (id,) in chunk {
+                        separated.push_bind(*id);
+                    }
+                    lines.push(")");
+                    lines.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
+                    let mut runs = sqlx::QueryBuilder::<$db>::new(
+                        "DELETE FROM job_logs WHERE state = 'FINISHED' AND id IN (",
+                    );
+                    let mut separated = runs.separated(", ");
+                    for (id,) in chunk {
+                        separated.push_bind(*id);
+                    }
+                    runs.push(") RETURNING scheduled_at_ms, app, job_id, handle_code");
+                    let gone: Vec<(i64, String, i64, Option<i64>)> = runs
+                        .build_query_as()
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
+                    dropped += gone.len() as u64;
+                    for (scheduled_at_ms, app, job_id, code) in gone {
+                        let day = $crate::clock::day_of(scheduled_at_ms);
+                        let count = counts.entry((day, app, job_id)).or_default();
+                        if code == Some(i64::from(kadence_schemas::result_code::SUCCESS)) {
+                            count.0 += 1;
+                        } else {
+                            count.1 += 1;
+                        }
+                    }
+                }
+                add_run_counts(&mut tx, counts).await?;
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                Ok(dropped)
+            }
+
+            /// Adds `counts` ((day, app, job) -> (succeeded, failed)) to `run_counts`.
+            async fn add_run_counts(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                counts: std::collections::BTreeMap<(i64, String, i64), (i64, i64)>,
+            ) -> Result<(), StoreError> {
+                let counts: Vec<_> = counts.into_iter().collect();
+                for chunk in counts.chunks($crate::store::sql::INSERT_CHUNK) {
+                    let mut upsert = sqlx::QueryBuilder::<$db>::new(
+                        "INSERT INTO run_counts (day_ms, app, job_id, succeeded, failed) ",
+                    );
+                    upsert.push_values(chunk, |mut values, ((day, app, job_id), (succeeded, failed))| {
+                        values
+                            .push_bind(*day)
+                            .push_bind(app.clone())
+                            .push_bind(*job_id)
+                            .push_bind(*succeeded)
+                            .push_bind(*failed);
+                    });
+                    upsert.push(
+                        " ON CONFLICT (day_ms, app, job_id) DO UPDATE SET \
+                         succeeded = run_counts.succeeded + excluded.succeeded, \
+                         failed = run_counts.failed + excluded.failed",
+                    );
+                    upsert.build().execute(&mut **tx).await.map_err(StoreError::query("count dropped runs"))?;
+                }
+                Ok(())
             }
         }
     };

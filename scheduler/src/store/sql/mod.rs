@@ -419,16 +419,11 @@ macro_rules! impl_sql_store {
             }
 
             async fn delete_old_reports(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
-                let done = sqlx::query(
-                    "DELETE FROM job_reports WHERE (day_ms, app, job_id) IN \
-                     (SELECT day_ms, app, job_id FROM job_reports WHERE day_ms < $1 LIMIT $2)",
-                )
-                .bind(before_ms)
-                .bind(i64::from(limit))
-                .execute(&self.pool)
-                .await
-                .map_err(StoreError::query("delete old reports"))?;
-                Ok(done.rows_affected())
+                history::delete_old_reports(self, before_ms, limit).await
+            }
+
+            async fn drop_unkept_runs(&self, finished_before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+                history::drop_unkept_runs(self, finished_before_ms, limit).await
             }
 
             async fn succeeded_shards(

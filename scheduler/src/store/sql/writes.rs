@@ -105,6 +105,7 @@ macro_rules! sql_writes {
                 .bind(job.glue.remark.clone())
                 .bind($crate::store::rows::join_list(&job.child_job_ids))
                 .bind(job.child_trigger_mode.as_str())
+                .bind(job.history.as_str())
         }
 
         /// Saves a script version and keeps only the newest [`GLUE_VERSIONS_KEPT`].

@@ -1,0 +1,56 @@
+//! Loading the configuration: file, then environment; unknown fields refused.
+
+// figment's `Jail` closures return `figment::Error`, which is large; that is its API.
+#![allow(clippy::result_large_err)]
+
+use super::*;
+use secrecy::ExposeSecret;
+
+#[test]
+fn file_then_environment_with_typed_durations() {
+    figment::Jail::expect_with(|jail| {
+        jail.create_file(
+            "kadence.toml",
+            r#"
+            [database]
+            url = "postgres://kadence:hunter2@db/kadence"
+            [schedule]
+            pre_read_window = "3s"
+            batch_size = 50
+            "#,
+        )?;
+        jail.set_env("KADENCE_KAFKA__BROKERS", "b1:9092,b2:9092");
+        jail.set_env("KADENCE_SCHEDULE__LEASE", "1m");
+        jail.set_env("KADENCE_SIGNING__KEY_REFRESH_INTERVAL", "2s");
+        jail.set_env("KADENCE_API_URL", "http://ignored"); // the CLI's, not a setting
+        let config = Config::load(Some(Path::new("kadence.toml"))).expect("loads");
+        assert_eq!(config.schedule.pre_read_window, Duration::from_secs(3));
+        assert_eq!(config.schedule.batch_size, 50);
+        assert_eq!(config.schedule.lease, Duration::from_secs(60));
+        assert_eq!(config.signing.key_refresh_interval, Duration::from_secs(2));
+        assert_eq!(config.kafka.brokers, "b1:9092,b2:9092");
+        assert_eq!(config.kafka.topic_prefix, "kadence");
+        assert!(
+            config
+                .database
+                .url
+                .expose_secret()
+                .starts_with("postgres://")
+        );
+        assert!(
+            !format!("{config:?}").contains("hunter2"),
+            "secrets never in Debug"
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn unknown_fields_are_refused() {
+    figment::Jail::expect_with(|jail| {
+        jail.create_file("kadence.toml", "[schedule]\npre_read_windw = \"3s\"\n")?;
+        let error = Config::load(Some(Path::new("kadence.toml"))).unwrap_err();
+        assert!(error.to_string().contains("pre_read_windw"), "{error}");
+        Ok(())
+    });
+}
