@@ -43,6 +43,14 @@
 //! to a start's lateness shows there, apart from what a loaded machine adds; the store's
 //! columns are empty.
 //!
+//! `--history all,failures` (default `all`) runs each configuration under these run-history
+//! policies (the jobs' `history`; for a policy that drops runs, they are dropped one second
+//! after they end, every second, so the drops fall in the measured run). **DB rows per
+//! run** is PostgreSQL's own count of rows inserted, updated and deleted
+//! (`pg_stat_user_tables`) from the first fire to the scheduler's stop, per run the
+//! executors started (SQLite keeps no such statistics). The benchmark's own bookkeeping (the
+//! table `bench_results`, one row per recorded result, filled by a trigger) is not counted.
+//!
 //! `--executor-bin PATH` runs another build of the test executor (e.g. one built from an
 //! older commit, to compare SDKs; a relative path is taken from the repository's root);
 //! without it the benchmark builds this tree's
@@ -136,6 +144,8 @@ impl Source {
 
 struct Options {
     jobs: Vec<usize>,
+    /// Run-history policies, e.g. `ALL`, `FAILURES`.
+    histories: Vec<String>,
     routes: Vec<Route>,
     sources: Vec<Source>,
     seconds: u64,
@@ -146,6 +156,7 @@ struct Options {
 fn options() -> Options {
     let mut options = Options {
         jobs: vec![1_000, 5_000, 10_000],
+        histories: vec!["ALL".to_owned()],
         routes: vec![Route::ConsistentHash, Route::First],
         sources: vec![
             Source::Scheduler(Backend::Sqlite),
@@ -163,6 +174,12 @@ fn options() -> Options {
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
             "--executors" => options.executors = value.parse().expect("--executors N"),
             "--executor-bin" => options.executor_bin = Some(repository_path(&value)),
+            "--history" => {
+                options.histories = value
+                    .split(',')
+                    .map(|policy| policy.trim().to_ascii_uppercase())
+                    .collect()
+            }
             other => panic!("unknown option {other}"),
         }
     }
@@ -183,24 +200,24 @@ fn repository_path(path: &str) -> PathBuf {
 async fn stamp_recorded_results(database: &Database, backend: Backend) {
     let sql = match backend {
         Backend::Postgres => {
-            "ALTER TABLE job_logs ADD COLUMN bench_recorded_at_ms BIGINT;
+            "CREATE TABLE bench_results (scheduled_at_ms BIGINT, dispatched_at_ms BIGINT, handle_at_ms BIGINT, recorded_at_ms BIGINT);
              CREATE FUNCTION bench_recorded() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
-                 NEW.bench_recorded_at_ms := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
+                 INSERT INTO bench_results VALUES (NEW.scheduled_at_ms, NEW.dispatched_at_ms, NEW.handle_at_ms,
+                     (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT);
                  RETURN NEW;
              END $$;
-             CREATE TRIGGER bench_recorded BEFORE UPDATE ON job_logs FOR EACH ROW
+             CREATE TRIGGER bench_recorded AFTER UPDATE ON job_logs FOR EACH ROW
              WHEN (OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL)
              EXECUTE FUNCTION bench_recorded();"
         }
         Backend::Sqlite => {
-            "ALTER TABLE job_logs ADD COLUMN bench_recorded_at_ms INTEGER;
+            "CREATE TABLE bench_results (scheduled_at_ms INTEGER, dispatched_at_ms INTEGER, handle_at_ms INTEGER, recorded_at_ms INTEGER);
              CREATE TRIGGER bench_recorded AFTER UPDATE OF handle_code ON job_logs
              WHEN OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL
              BEGIN
-                 UPDATE job_logs
-                 SET bench_recorded_at_ms = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
-                 WHERE id = NEW.id;
+                 INSERT INTO bench_results VALUES (NEW.scheduled_at_ms, NEW.dispatched_at_ms, NEW.handle_at_ms,
+                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER));
              END;"
         }
     };
@@ -232,9 +249,9 @@ impl Usage {
 
 /// What the store says about the window's fires.
 struct Stored {
-    /// `handle_at_ms, bench_recorded_at_ms` of each fire with a recorded result.
+    /// `handle_at_ms, recorded_at_ms` of each fire with a recorded result.
     recorded: Vec<Vec<i64>>,
-    /// Broker acknowledgement − scheduled time of each fire, sorted.
+    /// Broker acknowledgement − scheduled time of each fire with a recorded result, sorted.
     emitted: Vec<i64>,
 }
 
@@ -243,14 +260,14 @@ impl Stored {
         let bounds = [window.0, window.1];
         let recorded = database
             .integers(
-                "SELECT handle_at_ms, bench_recorded_at_ms FROM job_logs \
-                 WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 AND handle_code IS NOT NULL",
+                "SELECT handle_at_ms, recorded_at_ms FROM bench_results \
+                 WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2",
                 &bounds,
             )
             .await;
         let mut emitted: Vec<i64> = database
             .integers(
-                "SELECT dispatched_at_ms - scheduled_at_ms FROM job_logs \
+                "SELECT dispatched_at_ms - scheduled_at_ms FROM bench_results \
                  WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 \
                  AND dispatched_at_ms IS NOT NULL",
                 &bounds,
@@ -266,6 +283,11 @@ impl Stored {
 
 struct Measurement {
     source: Source,
+    /// The jobs' run-history policy.
+    history: String,
+    /// Database rows written per run started, from the first fire to the scheduler's stop
+    /// (PostgreSQL only).
+    rows_per_run: Option<f64>,
     route: Route,
     jobs: usize,
     /// Fires of the window: jobs × seconds.
@@ -306,6 +328,8 @@ impl Measurement {
         let seconds_of = |ticks: u64| ticks as f64 / clock_ticks_per_second();
         Measurement {
             source,
+            history: "ALL".to_owned(),
+            rows_per_run: None,
             route,
             jobs,
             expected: jobs * ((end - start) / 1000) as usize,
@@ -327,6 +351,7 @@ async fn run_with_scheduler(
     options: &Options,
     executor_bin: &Path,
     (backend, route, jobs): (Backend, Route, usize),
+    history: &str,
 ) -> Measurement {
     let database = Database::create(backend).await;
     stamp_recorded_results(&database, backend).await;
@@ -337,15 +362,20 @@ async fn run_with_scheduler(
         handler: "noop",
     };
     load_jobs_with(&database, &load, LATER_MS, now_ms()).await;
-    let serve = Serve::start(
-        &database,
-        &[("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned())],
-    )
-    .await;
+    database
+        .execute(&format!("UPDATE jobs SET history = '{history}'"))
+        .await;
+    let mut settings = vec![("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned())];
+    if history != "ALL" {
+        settings.push(("KADENCE_RETENTION__UNKEPT_RUNS_FOR", "1s".to_owned()));
+        settings.push(("KADENCE_MONITORS__REPORT_INTERVAL", "1s".to_owned()));
+    }
+    let serve = Serve::start(&database, &settings).await;
     let topics = Topics::new(&serve.prefix).expect("the prefix is valid");
     let executors = Executors::start(executor_bin, options.executors, &serve.prefix);
     wait_for_beats(&topics, options.executors).await;
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
+    let rows_before = database.rows_written().await;
     let window = window_after(first_fire, options.seconds);
     sleep_until_ms(window.0).await;
     let before = Usage::now(&executors, Some(serve.pid()));
@@ -355,17 +385,25 @@ async fn run_with_scheduler(
     let stored = Stored::read(&database, window).await;
     executors.stop().await;
     serve.stop().await;
+    let rows_written = match (rows_before, database.rows_written().await) {
+        (Some(before), Some(after)) => Some(after - before),
+        _ => None,
+    };
     database.drop().await;
     let starts = published_starts(&topics).await;
     delete_topics(&topics).await;
     let configuration = (Source::Scheduler(backend), route, jobs);
-    Measurement::of(
-        configuration,
-        window,
-        (before, after),
-        &starts,
-        Some(stored),
-    )
+    Measurement {
+        history: history.to_owned(),
+        rows_per_run: rows_written.map(|rows| rows as f64 / starts.len().max(1) as f64),
+        ..Measurement::of(
+            configuration,
+            window,
+            (before, after),
+            &starts,
+            Some(stored),
+        )
+    }
 }
 
 /// One configuration without a scheduler: the benchmark emits the triggers.
@@ -419,9 +457,11 @@ fn print_table(options: &Options, rows: &[Measurement]) {
     );
     println!();
     println!(
-        "| backend | route | jobs due/s | at broker p99 | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | CPU ms / 1 000 triggers | scheduler CPU | broker CPU | PostgreSQL CPU | machine busy |"
+        "| backend | history | route | jobs due/s | DB rows per run | at broker p99 | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | CPU ms / 1 000 triggers | scheduler CPU | broker CPU | PostgreSQL CPU | machine busy |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for row in rows {
         let seconds = options.seconds as f64;
         let share = |count: usize| count as f64 / row.expected.max(1) as f64 * 100.0;
@@ -457,10 +497,14 @@ fn print_table(options: &Options, rows: &[Measurement]) {
                 row.executor_cpu * 1000.0 / (started as f64 / 1000.0)
             ),
         };
+        let rows = row
+            .rows_per_run
+            .map_or_else(|| "n/a".to_owned(), |rows| format!("{rows:.2}"));
         let core = |cpu_seconds: f64| format!("{:.0} %", cpu_seconds / seconds * 100.0);
         println!(
-            "| {} | {} | {} | {emitted} | {} | {} | {} | {not_run} ({:.1} %) | {within} | {not_recorded} | {} | {per_thousand} | {} | {} | {} | {:.0} % |",
+            "| {} | {} | {} | {} | {rows} | {emitted} | {} | {} | {} | {not_run} ({:.1} %) | {within} | {not_recorded} | {} | {per_thousand} | {} | {} | {} | {:.0} % |",
             row.source.label(),
+            row.history,
             row.route.symbol(),
             row.jobs,
             ms_at(&row.lateness, 0.50),
@@ -484,18 +528,26 @@ async fn main() {
         .clone()
         .unwrap_or_else(build_test_executor);
     let mut rows = Vec::new();
-    for &source in &options.sources {
+    let configurations = options.sources.iter().flat_map(|&source| {
+        let histories = match source {
+            Source::Scheduler(_) => options.histories.clone(),
+            Source::NoScheduler => vec!["ALL".to_owned()],
+        };
+        histories.into_iter().map(move |history| (source, history))
+    });
+    for (source, history) in configurations {
         for &route in &options.routes {
             for &jobs in &options.jobs {
                 eprintln!(
-                    "running {}, {} routing, {jobs} jobs due every second, for {} s...",
+                    "running {}, history {history}, {} routing, {jobs} jobs due every second, for {} s...",
                     source.label(),
                     route.symbol(),
                     options.seconds
                 );
                 let row = match source {
                     Source::Scheduler(backend) => {
-                        run_with_scheduler(&options, &executor_bin, (backend, route, jobs)).await
+                        let configuration = (backend, route, jobs);
+                        run_with_scheduler(&options, &executor_bin, configuration, &history).await
                     }
                     Source::NoScheduler => {
                         run_without_scheduler(&options, &executor_bin, (route, jobs)).await

@@ -140,7 +140,8 @@ impl Database {
 
     /// Rows inserted, updated and deleted in the database so far, by the database's own
     /// statistics (PostgreSQL's `pg_stat_user_tables`; a backend reports its counts when it
-    /// goes idle or exits). `None` on SQLite, which keeps no such statistics.
+    /// goes idle or exits), the benchmark's own `bench…` tables left out. `None` on SQLite,
+    /// which keeps no such statistics.
     pub async fn rows_written(&self) -> Option<i64> {
         match self {
             Database::Sqlite { .. } => None,
@@ -148,7 +149,7 @@ impl Database {
                 let rows = self
                     .integers(
                         "SELECT CAST(COALESCE(SUM(n_tup_ins + n_tup_upd + n_tup_del), 0) AS BIGINT) \
-                         FROM pg_stat_user_tables",
+                         FROM pg_stat_user_tables WHERE relname NOT LIKE 'bench%'",
                         &[],
                     )
                     .await;
