@@ -179,8 +179,14 @@ impl FireIntake {
             fires_written: outcome.fires.len(),
             fenced_out: outcome.fenced_out,
         };
+        // One warning per scan, not per job: an overloaded node misses thousands at once,
+        // and a line each would add to the overload. Each job's is at debug level.
+        if let Some(first) = outcome.misfires.first() {
+            tracing::warn!(misfires = outcome.misfires.len(), first_job_id = %first.job_id,
+                "fires missed by more than the pre-read window; misfire strategies applied");
+        }
         for misfire in &outcome.misfires {
-            tracing::warn!(job_id = %misfire.job_id, strategy = misfire.strategy.as_str(),
+            tracing::debug!(job_id = %misfire.job_id, strategy = misfire.strategy.as_str(),
                 "fire missed by more than the pre-read window; misfire strategy applied");
             self.metrics
                 .misfires
