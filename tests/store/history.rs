@@ -165,6 +165,32 @@ async fn history_policies_keep_what_they_say_and_count_every_run(backend: Backen
             (none.id.get(), 0, 1, 2),
         ]
     );
+
+    // One batch holding a run's result twice: the first is applied, the second a repeat.
+    let fire = trigger(store, all, T0 + 5).await.remove(0);
+    let result = Completion {
+        trigger_id: fire.trigger_id.clone(),
+        executor_id: "exec-2".to_owned(),
+        code: 500,
+        message: Some("first".to_owned()),
+        started_at_ms: T0 + 6,
+        finished_at_ms: T0 + 7,
+        retry_after_ms: None,
+    };
+    let again = Completion {
+        message: Some("second".to_owned()),
+        ..result.clone()
+    };
+    assert_eq!(
+        store.complete_runs(&[result, again]).await.unwrap(),
+        vec![CompletionOutcome::Applied, CompletionOutcome::Duplicate]
+    );
+    let run = runs_of(store, all)
+        .await
+        .into_iter()
+        .find(|run| run.trigger_id == fire.trigger_id)
+        .unwrap();
+    assert_eq!(run.handle_msg.as_deref(), Some("first"));
 }
 
 on_both_backends!(history_policies_keep_what_they_say_and_count_every_run);

@@ -464,3 +464,15 @@ where
 {
     rows.into_iter().map(T::try_from).collect()
 }
+
+/// A run the results writer completed, as its `UPDATE … RETURNING` gives it.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct CompletedRunRow {
+    pub(crate) trigger_id: String,
+    pub(crate) job_id: i64,
+    /// The first attempt's trigger type (a retry's own is RETRY).
+    pub(crate) run_trigger_type: String,
+    pub(crate) attempt: i64,
+    pub(crate) handle_code: i64,
+    pub(crate) handle_at_ms: i64,
+}

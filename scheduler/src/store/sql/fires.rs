@@ -165,76 +165,145 @@ macro_rules! sql_fires {
             ) -> Result<Vec<CompletionOutcome>, StoreError> {
                 const OPERATION: &str = "record results";
                 let mut tx = store.begin_write(OPERATION).await?;
-                let mut outcomes = Vec::with_capacity(completions.len());
+                <$store>::prefer_keyed_joins(&mut tx).await?;
                 let with_children = jobs_with_children(&mut tx, completions).await?;
-                for completion in completions {
-                    // The run's trigger type is its first attempt's: a retry's own is RETRY.
-                    // A success of a job without children needs no follow-up (nothing to
-                    // retry, tell or fire): it is done here, which spares the follow-up
-                    // monitor two writes per run.
-                    let completed: Option<(i64, String, i64)> = sqlx::query_as(
-                        "UPDATE job_logs SET state = 'FINISHED', executor_id = $1, handle_code = $2, \
-                         handle_msg = $3, handle_started_at_ms = $4, handle_at_ms = $5, \
-                         retry_after_ms = $7, owner_node = NULL, lease_until_ms = NULL, \
-                         follow_up = CASE WHEN $8 THEN 'DONE' ELSE follow_up END, \
-                         alarm_status = CASE WHEN $8 THEN 'NOT_NEEDED' ELSE alarm_status END \
-                         WHERE trigger_id = $6 AND handle_code IS NULL \
-                         RETURNING job_id, COALESCE((SELECT first_attempt.trigger_type FROM job_logs first_attempt \
-                         WHERE first_attempt.id = job_logs.first_log_id), trigger_type), attempt",
-                    )
-                    .bind(&completion.executor_id)
-                    .bind(i64::from(completion.code))
-                    .bind(completion.message.as_deref())
-                    .bind(completion.started_at_ms)
-                    .bind(completion.finished_at_ms)
-                    .bind(completion.trigger_id.as_str())
-                    .bind(completion.retry_after_ms)
-                    .bind(
-                        completion.code == kadence_schemas::result_code::SUCCESS
-                            && !with_children.contains(&completion.trigger_id.job_id().get()),
-                    )
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
-                    let outcome = if let Some((job_id, run_trigger_type, attempt)) = completed {
-                        // FIX_DELAY: once the run the schedule fired has ended for good, the next
-                        // fire is due `delay` after its end (only while the job still waits). A
-                        // failure the follow-up monitor will retry has not ended: the job waits
-                        // for its last attempt, so a retry never overlaps the next fire.
-                        if matches!(run_trigger_type.as_str(), "FIX_DELAY" | "MISFIRE") {
-                            // The same rule as the follow-up monitor's: a failure is retried
-                            // while its attempt number is below the job's retry count.
-                            sqlx::query(
-                                "UPDATE jobs SET next_fire_ms = $1 + CAST(schedule_conf AS BIGINT) * 1000 \
-                                 WHERE id = $2 AND schedule_type = 'FIX_DELAY' AND status = 'RUNNING' \
-                                 AND next_fire_ms IS NULL AND ($3 OR $4 >= retry_count)",
-                            )
-                            .bind(completion.finished_at_ms)
-                            .bind(job_id)
-                            .bind(completion.code == kadence_schemas::result_code::SUCCESS)
-                            .bind(attempt)
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(StoreError::query(OPERATION))?;
-                        }
-                        CompletionOutcome::Applied
-                    } else {
-                        let known = sqlx::query("SELECT id FROM job_logs WHERE trigger_id = $1")
-                            .bind(completion.trigger_id.as_str())
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(StoreError::query(OPERATION))?
-                            .is_some();
-                        if known {
+                // The first result of a trigger in the batch is the one tried: a later one
+                // is a repeat, as is a result for a run that has one already.
+                let mut seen = std::collections::HashSet::new();
+                let firsts: Vec<&Completion> = completions
+                    .iter()
+                    .filter(|completion| seen.insert(completion.trigger_id.as_str()))
+                    .collect();
+                let mut applied = std::collections::HashSet::new();
+                for chunk in firsts.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let completed = update_completions(&mut tx, chunk, &with_children).await?;
+                    advance_fix_delay(&mut tx, &completed).await?;
+                    applied.extend(completed.into_iter().map(|run| run.trigger_id));
+                }
+                let unapplied: Vec<&str> = firsts
+                    .iter()
+                    .map(|completion| completion.trigger_id.as_str())
+                    .filter(|trigger_id| !applied.contains(*trigger_id))
+                    .collect();
+                let known = known_triggers(&mut tx, &unapplied).await?;
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                let mut tried = std::collections::HashSet::new();
+                Ok(completions
+                    .iter()
+                    .map(|completion| {
+                        let trigger_id = completion.trigger_id.as_str();
+                        let first = tried.insert(trigger_id);
+                        if first && applied.contains(trigger_id) {
+                            CompletionOutcome::Applied
+                        } else if applied.contains(trigger_id) || known.contains(trigger_id) {
                             CompletionOutcome::Duplicate
                         } else {
                             CompletionOutcome::UnknownTrigger
                         }
-                    };
-                    outcomes.push(outcome);
+                    })
+                    .collect())
+            }
+
+            /// Completes the unfinished runs of `completions` (one result per trigger) in one
+            /// statement; returns the runs completed.
+            async fn update_completions(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                completions: &[&Completion],
+                with_children: &std::collections::HashSet<i64>,
+            ) -> Result<Vec<$crate::store::rows::CompletedRunRow>, StoreError> {
+                let mut update = sqlx::QueryBuilder::<$db>::new(
+                    "WITH v(trigger_id, executor_id, code, msg, started, finished, retry_after, done) AS (",
+                );
+                update.push_values(completions, |mut values, completion| {
+                    // A success of a job without children needs no follow-up (nothing to
+                    // retry, tell or fire): it is done here, which spares the follow-up
+                    // monitor two writes per run.
+                    let done = completion.code == kadence_schemas::result_code::SUCCESS
+                        && !with_children.contains(&completion.trigger_id.job_id().get());
+                    values
+                        .push_bind(completion.trigger_id.as_str().to_owned())
+                        .push_bind(completion.executor_id.clone())
+                        .push_bind(i64::from(completion.code))
+                        .push_bind(completion.message.clone())
+                        .push_bind(completion.started_at_ms)
+                        .push_bind(completion.finished_at_ms)
+                        .push_bind(completion.retry_after_ms)
+                        .push_bind(i64::from(done));
+                });
+                // The run's trigger type is its first attempt's: a retry's own is RETRY.
+                // (SQLite's RETURNING may not name `v`: the new values are read back.)
+                update.push(
+                    ") UPDATE job_logs SET state = 'FINISHED', executor_id = v.executor_id, \
+                     handle_code = v.code, handle_msg = v.msg, handle_started_at_ms = v.started, \
+                     handle_at_ms = v.finished, retry_after_ms = v.retry_after, \
+                     owner_node = NULL, lease_until_ms = NULL, \
+                     follow_up = CASE WHEN v.done = 1 THEN 'DONE' ELSE job_logs.follow_up END, \
+                     alarm_status = CASE WHEN v.done = 1 THEN 'NOT_NEEDED' ELSE job_logs.alarm_status END \
+                     FROM v WHERE job_logs.trigger_id = v.trigger_id AND job_logs.handle_code IS NULL \
+                     RETURNING job_logs.trigger_id, job_logs.job_id, \
+                     COALESCE((SELECT first_attempt.trigger_type FROM job_logs first_attempt \
+                     WHERE first_attempt.id = job_logs.first_log_id), job_logs.trigger_type) AS run_trigger_type, \
+                     job_logs.attempt, job_logs.handle_code, job_logs.handle_at_ms",
+                );
+                update
+                    .build_query_as()
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query("record results"))
+            }
+
+            /// FIX_DELAY: once the run the schedule fired has ended for good, the next fire is
+            /// due `delay` after its end (only while the job still waits). A failure the
+            /// follow-up monitor will retry has not ended: the job waits for its last
+            /// attempt, so a retry never overlaps the next fire.
+            async fn advance_fix_delay(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                completed: &[$crate::store::rows::CompletedRunRow],
+            ) -> Result<(), StoreError> {
+                let scheduled = completed
+                    .iter()
+                    .filter(|run| matches!(run.run_trigger_type.as_str(), "FIX_DELAY" | "MISFIRE"));
+                for run in scheduled {
+                    // The same rule as the follow-up monitor's: a failure is retried while
+                    // its attempt number is below the job's retry count.
+                    sqlx::query(
+                        "UPDATE jobs SET next_fire_ms = $1 + CAST(schedule_conf AS BIGINT) * 1000 \
+                         WHERE id = $2 AND schedule_type = 'FIX_DELAY' AND status = 'RUNNING' \
+                         AND next_fire_ms IS NULL AND ($3 OR $4 >= retry_count)",
+                    )
+                    .bind(run.handle_at_ms)
+                    .bind(run.job_id)
+                    .bind(run.handle_code == i64::from(kadence_schemas::result_code::SUCCESS))
+                    .bind(run.attempt)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(StoreError::query("record results"))?;
                 }
-                tx.commit().await.map_err(StoreError::query(OPERATION))?;
-                Ok(outcomes)
+                Ok(())
+            }
+
+            /// Which of `trigger_ids` have a run.
+            async fn known_triggers(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                trigger_ids: &[&str],
+            ) -> Result<std::collections::HashSet<String>, StoreError> {
+                let mut known = std::collections::HashSet::new();
+                for chunk in trigger_ids.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut query =
+                        sqlx::QueryBuilder::<$db>::new("SELECT trigger_id FROM job_logs WHERE trigger_id IN (");
+                    let mut separated = query.separated(", ");
+                    for trigger_id in chunk {
+                        separated.push_bind(trigger_id.to_string());
+                    }
+                    query.push(")");
+                    let rows: Vec<(String,)> = query
+                        .build_query_as()
+                        .fetch_all(&mut **tx)
+                        .await
+                        .map_err(StoreError::query("record results"))?;
+                    known.extend(rows.into_iter().map(|(trigger_id,)| trigger_id));
+                }
+                Ok(known)
             }
 
             /// Which of the jobs of `completions` have child jobs (a deleted job has none).
