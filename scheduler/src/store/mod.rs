@@ -447,7 +447,8 @@ pub trait Store:
     /// their log lines; returns the runs deleted.
     async fn delete_old_runs(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
 
-    /// Deletes up to `limit` report rows of days before `before_ms`; returns how many.
+    /// Deletes up to `limit` report rows and up to `limit` `run_counts` rows of days before
+    /// `before_ms`; returns how many.
     async fn delete_old_reports(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
 
     /// Counts in `run_counts` and deletes, with their log lines, up to `limit` finished and

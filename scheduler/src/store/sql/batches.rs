@@ -120,12 +120,8 @@ macro_rules! impl_sql_batches {
                     let mut delete = sqlx::QueryBuilder::<$db>::new(
                         "DELETE FROM fire_batches WHERE owner_node = ",
                     );
-                    delete.push_bind(node_id).push(" AND id IN (");
-                    let mut ids = delete.separated(", ");
-                    for batch in chunk {
-                        ids.push_bind(batch.id);
-                    }
-                    ids.push_unseparated(")");
+                    delete.push_bind(node_id).push(" AND id");
+                    $crate::store::sql::push_in_list!(delete, chunk.iter().map(|batch| batch.id));
                     delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                 }
                 for chunk in moving.chunks($crate::store::sql::UPDATE_CHUNK) {
@@ -157,12 +153,8 @@ macro_rules! impl_sql_batches {
                 let pending: Vec<&PendingFire> = batches.iter().flat_map(StoredBatch::pending_fires).collect();
                 let mut settled = std::collections::HashSet::new();
                 for chunk in pending.chunks($crate::store::sql::UPDATE_CHUNK) {
-                    let mut select = sqlx::QueryBuilder::<$db>::new("SELECT id FROM job_logs WHERE id IN (");
-                    let mut ids = select.separated(", ");
-                    for fire in chunk {
-                        ids.push_bind(fire.log_id);
-                    }
-                    ids.push_unseparated(")");
+                    let mut select = sqlx::QueryBuilder::<$db>::new("SELECT id FROM job_logs WHERE id");
+                    $crate::store::sql::push_in_list!(select, chunk.iter().map(|fire| fire.log_id));
                     let rows: Vec<(i64,)> = select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                     settled.extend(rows.into_iter().map(|(id,)| id));
                 }

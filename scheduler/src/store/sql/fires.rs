@@ -170,9 +170,14 @@ macro_rules! sql_fires {
                 // The first result of a trigger in the batch is the one tried: a later one
                 // is a repeat, as is a result for a run that has one already.
                 let mut seen = std::collections::HashSet::new();
+                let first: Vec<bool> = completions
+                    .iter()
+                    .map(|completion| seen.insert(completion.trigger_id.as_str()))
+                    .collect();
                 let firsts: Vec<&Completion> = completions
                     .iter()
-                    .filter(|completion| seen.insert(completion.trigger_id.as_str()))
+                    .zip(&first)
+                    .filter_map(|(completion, &first)| first.then_some(completion))
                     .collect();
                 let mut applied = std::collections::HashSet::new();
                 for chunk in firsts.chunks($crate::store::sql::UPDATE_CHUNK) {
@@ -187,12 +192,11 @@ macro_rules! sql_fires {
                     .collect();
                 let known = known_triggers(&mut tx, &unapplied).await?;
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
-                let mut tried = std::collections::HashSet::new();
                 Ok(completions
                     .iter()
-                    .map(|completion| {
+                    .zip(first)
+                    .map(|(completion, first)| {
                         let trigger_id = completion.trigger_id.as_str();
-                        let first = tried.insert(trigger_id);
                         if first && applied.contains(trigger_id) {
                             CompletionOutcome::Applied
                         } else if applied.contains(trigger_id) || known.contains(trigger_id) {
@@ -290,12 +294,8 @@ macro_rules! sql_fires {
                 let mut known = std::collections::HashSet::new();
                 for chunk in trigger_ids.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let mut query =
-                        sqlx::QueryBuilder::<$db>::new("SELECT trigger_id FROM job_logs WHERE trigger_id IN (");
-                    let mut separated = query.separated(", ");
-                    for trigger_id in chunk {
-                        separated.push_bind(trigger_id.to_string());
-                    }
-                    query.push(")");
+                        sqlx::QueryBuilder::<$db>::new("SELECT trigger_id FROM job_logs WHERE trigger_id");
+                    $crate::store::sql::push_in_list!(query, chunk.iter().map(|trigger_id| trigger_id.to_string()));
                     let rows: Vec<(String,)> = query
                         .build_query_as()
                         .fetch_all(&mut **tx)
@@ -317,13 +317,9 @@ macro_rules! sql_fires {
                 let job_ids: Vec<i64> = job_ids.into_iter().collect();
                 for chunk in job_ids.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let mut query = sqlx::QueryBuilder::<$db>::new(
-                        "SELECT id FROM jobs WHERE child_job_ids <> '' AND id IN (",
+                        "SELECT id FROM jobs WHERE child_job_ids <> '' AND id",
                     );
-                    let mut separated = query.separated(", ");
-                    for id in chunk {
-                        separated.push_bind(*id);
-                    }
-                    query.push(")");
+                    $crate::store::sql::push_in_list!(query, chunk.iter().copied());
                     let rows: Vec<(i64,)> = query
                         .build_query_as()
                         .fetch_all(&mut **tx)

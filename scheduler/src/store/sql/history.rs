@@ -132,12 +132,8 @@ macro_rules! sql_history {
                 let mut deleted = 0;
                 for chunk in ids.chunks($crate::store::sql::UPDATE_CHUNK) {
                     for table in ["run_log_lines WHERE log_id", "job_logs WHERE id"] {
-                        let mut delete = sqlx::QueryBuilder::<$db>::new(format!("DELETE FROM {table} IN ("));
-                        let mut separated = delete.separated(", ");
-                        for (id,) in chunk {
-                            separated.push_bind(*id);
-                        }
-                        delete.push(")");
+                        let mut delete = sqlx::QueryBuilder::<$db>::new(format!("DELETE FROM {table}"));
+                        $crate::store::sql::push_in_list!(delete, chunk.iter().map(|(id,)| *id));
                         let done = delete
                             .build()
                             .execute(&mut *tx)
@@ -203,21 +199,14 @@ macro_rules! sql_history {
                     std::collections::BTreeMap::new();
                 let mut dropped = 0;
                 for chunk in ids.chunks($crate::store::sql::UPDATE_CHUNK) {
-                    let mut lines = sqlx::QueryBuilder::<$db>::new("DELETE FROM run_log_lines WHERE log_id IN (");
-                    let mut separated = lines.separated(", ");
-                    for (id,) in chunk {
-                        separated.push_bind(*id);
-                    }
-                    lines.push(")");
+                    let mut lines = sqlx::QueryBuilder::<$db>::new("DELETE FROM run_log_lines WHERE log_id");
+                    $crate::store::sql::push_in_list!(lines, chunk.iter().map(|(id,)| *id));
                     lines.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
                     let mut runs = sqlx::QueryBuilder::<$db>::new(
-                        "DELETE FROM job_logs WHERE state = 'FINISHED' AND id IN (",
+                        "DELETE FROM job_logs WHERE state = 'FINISHED' AND id",
                     );
-                    let mut separated = runs.separated(", ");
-                    for (id,) in chunk {
-                        separated.push_bind(*id);
-                    }
-                    runs.push(") RETURNING scheduled_at_ms, app, job_id, handle_code");
+                    $crate::store::sql::push_in_list!(runs, chunk.iter().map(|(id,)| *id));
+                    runs.push(" RETURNING scheduled_at_ms, app, job_id, handle_code");
                     let gone: Vec<(i64, String, i64, Option<i64>)> = runs
                         .build_query_as()
                         .fetch_all(&mut *tx)

@@ -140,12 +140,8 @@ macro_rules! sql_jobs {
             pub(super) async fn child_links(store: &$store, ids: &[JobId]) -> Result<Vec<(JobId, Vec<JobId>)>, StoreError> {
                 let mut links = Vec::with_capacity(ids.len());
                 for chunk in ids.chunks($crate::store::sql::UPDATE_CHUNK) {
-                    let mut query = sqlx::QueryBuilder::<$db>::new("SELECT id, child_job_ids FROM jobs WHERE id IN (");
-                    let mut separated = query.separated(", ");
-                    for id in chunk {
-                        separated.push_bind(id.get());
-                    }
-                    query.push(")");
+                    let mut query = sqlx::QueryBuilder::<$db>::new("SELECT id, child_job_ids FROM jobs WHERE id");
+                    $crate::store::sql::push_in_list!(query, chunk.iter().map(|id| id.get()));
                     let rows: Vec<(i64, String)> = query
                         .build_query_as()
                         .fetch_all(&store.pool)

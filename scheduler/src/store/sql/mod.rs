@@ -68,6 +68,20 @@ macro_rules! push_app_scope {
 }
 pub(crate) use push_app_scope;
 
+/// ` IN (…)` on a `QueryBuilder`, one bind per value of `$values`; the caller keeps a chunk
+/// of them below the bind limits ([`UPDATE_CHUNK`]).
+macro_rules! push_in_list {
+    ($query:expr, $values:expr) => {{
+        $query.push(" IN (");
+        let mut separated = $query.separated(", ");
+        for value in $values {
+            separated.push_bind(value);
+        }
+        separated.push_unseparated(")");
+    }};
+}
+pub(crate) use push_in_list;
+
 macro_rules! impl_sql_store {
     ($store:ty, $db:ty) => {
         #[async_trait::async_trait]

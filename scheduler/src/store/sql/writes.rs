@@ -185,13 +185,10 @@ macro_rules! sql_writes {
             let mut replaced = std::collections::HashSet::new();
             for chunk in existing.chunks($crate::store::sql::UPDATE_CHUNK) {
                 let mut delete = sqlx::QueryBuilder::<$db>::new(
-                    "DELETE FROM job_logs WHERE state = 'CANCELLED' AND trigger_id IN (",
+                    "DELETE FROM job_logs WHERE state = 'CANCELLED' AND trigger_id",
                 );
-                let mut separated = delete.separated(", ");
-                for fire in chunk {
-                    separated.push_bind(fire.trigger_id.as_str().to_owned());
-                }
-                delete.push(") RETURNING trigger_id");
+                $crate::store::sql::push_in_list!(delete, chunk.iter().map(|fire| fire.trigger_id.as_str().to_owned()));
+                delete.push(" RETURNING trigger_id");
                 let rows: Vec<(String,)> = delete
                     .build_query_as()
                     .fetch_all(&mut **tx)
