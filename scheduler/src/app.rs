@@ -44,7 +44,7 @@ use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
 use crate::clock::{Clock, millis};
 use crate::config::Config;
-use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher, PartitionDirectory};
+use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher};
 use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
 use crate::logs::LogsConsumer;
@@ -53,6 +53,7 @@ use crate::metrics::SchedulerMetrics;
 use crate::monitors::{
     alarm::Alarms, follow_up::FollowUp, reports::run_reports, retention::run_retention,
 };
+use crate::partitions::PartitionDirectory;
 use crate::pools::StorePools;
 use crate::preread::{PreReadSettings, PreReader};
 use crate::registry::{BeatsReader, Registry, run_sweeper};
@@ -225,7 +226,8 @@ impl Node {
             .context("loading the signing key")?;
         let tracer = node_tracer(&config.telemetry).context("telemetry.otlp_endpoint")?;
         Ok(Node {
-            signed: SignedProducer::new(producer.clone(), Arc::new(signer)),
+            signed: SignedProducer::new(producer.clone(), Arc::new(signer))
+                .with_signing_threads(config.signing.signing_threads()),
             tracer,
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
             metrics: Arc::new(SchedulerMetrics::with_jobs(

@@ -1,7 +1,9 @@
 //! Dispatch: turns released fires into `TriggerRecord`s on `{prefix}.triggers.{app}`.
 //!
-//! One loop owns the idempotent producer. For each fire it picks the partition
-//! ([`crate::routing`]), encodes the record and enqueues it; deliveries complete concurrently.
+//! One loop owns the idempotent producer. It takes the fires released so far (up to
+//! [`EMIT_BATCH`] at a time, fewer when fewer are due); for each it picks the partition
+//! ([`crate::routing`]) and encodes the record, signs the batch on the signing threads, and
+//! enqueues each record; deliveries complete concurrently.
 //! Never drops a trigger:
 //! - a full local queue or a retriable broker error (broker down, leader moving) retries with
 //!   backoff for as long as it takes;
@@ -21,15 +23,14 @@
 //! The number of deliveries in flight is bounded; when the bound is reached the loop stops
 //! taking fires, which backs up the wheel and the pre-read loop (backpressure, no loss).
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use kadence_kafka::{Backoff, RunTracer, is_retriable};
-use kadence_schemas::{AppName, Topics, TriggerRecord, codec};
+use kadence_schemas::{Topics, TriggerRecord, codec};
 use rdkafka::error::KafkaError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -39,54 +40,21 @@ use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
 use crate::metrics::SchedulerMetrics;
 use crate::model::{PendingFire, RouteStrategy};
+use crate::partitions::PartitionDirectory;
 use crate::registry::Registry;
 use crate::routing::{NoOwners, Router, all_partitions};
-use crate::signer::SignedProducer;
-use crate::store::{DispatchAck, Store};
+use crate::signer::{OutgoingRecord, SignedProducer, SignedRecord};
+use crate::store::DispatchAck;
 use crate::traces::dispatch_span;
+
+/// Fires taken from the wheel for one round of encoding, signing and enqueueing, at most:
+/// large enough to spread a busy second's signing over the threads, small enough (a few
+/// milliseconds of work) that the deliveries of the previous round are settled promptly.
+pub const EMIT_BATCH: usize = 1024;
 
 /// The pace at which one trigger the broker refused with a retriable error is sent again:
 /// 10 ms doubling to 5 s, counted per trigger.
 const BROKER_RETRY: Backoff = Backoff::new(Duration::from_millis(10), Duration::from_secs(5));
-
-/// Partition counts of the apps' trigger topics, read from the store once per app.
-pub struct PartitionDirectory {
-    store: Arc<dyn Store>,
-    known: RwLock<HashMap<AppName, i32>>,
-}
-
-impl PartitionDirectory {
-    /// A directory backed by `store`.
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        PartitionDirectory {
-            store,
-            known: RwLock::new(HashMap::new()),
-        }
-    }
-
-    /// The partition count of `app`'s trigger topic.
-    pub async fn partitions(&self, app: &AppName) -> Result<i32, String> {
-        if let Some(&count) = self.known.read().expect("directory lock").get(app) {
-            return Ok(count);
-        }
-        match self.store.get_app(app).await {
-            Ok(Some(found)) => {
-                self.remember(app.clone(), found.partitions);
-                Ok(found.partitions)
-            }
-            Ok(None) => Err(format!("app {app} does not exist")),
-            Err(error) => Err(error.to_string()),
-        }
-    }
-
-    /// Records a partition count (on app creation and at start-up).
-    pub fn remember(&self, app: AppName, partitions: i32) {
-        self.known
-            .write()
-            .expect("directory lock")
-            .insert(app, partitions);
-    }
-}
 
 /// The outcome of one delivery attempt.
 enum Delivery {
@@ -191,6 +159,7 @@ impl Dispatcher {
     pub async fn run(self, mut due: mpsc::Receiver<PendingFire>, shutdown: CancellationToken) {
         let mut in_flight: FuturesUnordered<BoxFuture<'static, Delivery>> = FuturesUnordered::new();
         let mut closing = false;
+        let mut released = Vec::with_capacity(EMIT_BATCH);
         let drain_deadline = tokio::time::sleep(Duration::MAX / 4);
         tokio::pin!(drain_deadline);
         let dispatching = self
@@ -202,6 +171,7 @@ impl Dispatcher {
             if closing && in_flight.is_empty() {
                 return;
             }
+            let room = EMIT_BATCH.min(self.settings.max_in_flight.saturating_sub(in_flight.len()));
             tokio::select! {
                 biased;
                 Some(outcome) = in_flight.next(), if !in_flight.is_empty() => {
@@ -209,15 +179,11 @@ impl Dispatcher {
                         in_flight.push(next);
                     }
                 }
-                received = due.recv(), if !closing && in_flight.len() < self.settings.max_in_flight => {
-                    match received {
-                        Some(fire) => {
-                            if let Some(delivery) = self.emit(fire, 0).await {
-                                in_flight.push(delivery);
-                            }
-                        }
-                        None => closing = true,
+                received = due.recv_many(&mut released, room), if !closing && room > 0 => {
+                    if received == 0 {
+                        closing = true;
                     }
+                    in_flight.extend(self.emit_all(released.drain(..).map(|fire| (fire, 0))).await);
                 }
                 _ = shutdown.cancelled(), if !closing => {
                     closing = true;
@@ -240,13 +206,14 @@ impl Dispatcher {
         fires: impl IntoIterator<Item = PendingFire>,
     ) -> DispatchSummary {
         let mut summary = DispatchSummary::default();
-        let mut in_flight: FuturesUnordered<BoxFuture<'static, Delivery>> = FuturesUnordered::new();
-        for fire in fires {
-            match self.emit(fire, 0).await {
-                Some(delivery) => in_flight.push(delivery),
-                None => summary.not_emitted += 1,
-            }
-        }
+        let fires: Vec<PendingFire> = fires.into_iter().collect();
+        let given = fires.len();
+        let mut in_flight: FuturesUnordered<BoxFuture<'static, Delivery>> = self
+            .emit_all(fires.into_iter().map(|fire| (fire, 0)))
+            .await
+            .into_iter()
+            .collect();
+        summary.not_emitted = given - in_flight.len();
         while let Some(outcome) = in_flight.next().await {
             match &outcome {
                 Delivery::Acked { .. } => summary.acknowledged += 1,
@@ -264,10 +231,33 @@ impl Dispatcher {
         summary
     }
 
-    /// Builds and enqueues the trigger record of `fire`; returns its delivery, or `None` when
-    /// the fire cannot be sent at all (it stays pending).
-    async fn emit(&self, fire: PendingFire, attempt: u32) -> Option<BoxFuture<'static, Delivery>> {
-        if self.outcomes.cancelled.is_cancelled(&fire) {
+    /// Builds, signs and enqueues the trigger records of `fires` (each with its delivery
+    /// attempt); returns their deliveries. A fire that cannot be sent at all (cancelled, its
+    /// app unavailable, its record unencodable) has none and stays pending.
+    async fn emit_all(
+        &self,
+        fires: impl IntoIterator<Item = (PendingFire, u32)>,
+    ) -> Vec<BoxFuture<'static, Delivery>> {
+        let mut prepared = Vec::new();
+        let mut records = Vec::new();
+        for (fire, attempt) in fires {
+            if let Some(record) = self.prepare(&fire).await {
+                records.push(record);
+                prepared.push((fire, attempt));
+            }
+        }
+        let signed = self.producer.sign_all(records).await;
+        prepared
+            .into_iter()
+            .zip(signed)
+            .map(|((fire, attempt), signed)| self.enqueue(fire, attempt, signed))
+            .collect()
+    }
+
+    /// The unsigned trigger record of `fire` on its chosen partition, or `None` when it is not
+    /// to be sent (cancelled: its batch is told) or cannot be (it stays pending).
+    async fn prepare(&self, fire: &PendingFire) -> Option<OutgoingRecord> {
+        if self.outcomes.cancelled.is_cancelled(fire) {
             tracing::debug!(trigger_id = %fire.trigger_id,
                 "not emitting a fire cancelled by a stop or a schedule change");
             // Its batch no longer waits for it (a send error means shutdown).
@@ -286,23 +276,38 @@ impl Dispatcher {
                 return None;
             }
         };
-        let partition = self.choose_partition(&fire, partitions);
-        let record = trigger_record(&fire, self.clock.now_ms());
-        let payload = match codec::encode(&record) {
-            Ok(payload) => payload,
+        let partition = self.choose_partition(fire, partitions);
+        match codec::encode(&trigger_record(fire, self.clock.now_ms())) {
+            Ok(payload) => Some(OutgoingRecord {
+                topic: self.topics.triggers(&fire.app),
+                key: fire.job_id.to_string(),
+                payload,
+                partition: Some(partition),
+            }),
             Err(error) => {
                 tracing::error!(trigger_id = %fire.trigger_id, %error,
                     "cannot encode trigger record; it stays pending");
-                return None;
+                None
             }
-        };
-        let key = fire.job_id.to_string();
-        let topic = self.topics.triggers(&fire.app);
-        let span = dispatch_span(&self.tracer, &fire, &topic, partition);
-        let sent = self
-            .producer
-            .send_result(&topic, &key, &payload, Some(partition), &span);
-        Some(match sent {
+        }
+    }
+
+    /// Enqueues the signed record of `fire`; the delivery settles like any other when it
+    /// cannot even be enqueued (a full local queue is retriable).
+    fn enqueue(
+        &self,
+        fire: PendingFire,
+        attempt: u32,
+        signed: SignedRecord,
+    ) -> BoxFuture<'static, Delivery> {
+        let record = signed.record();
+        let span = dispatch_span(
+            &self.tracer,
+            &fire,
+            &record.topic,
+            record.partition.unwrap_or_default(),
+        );
+        match self.producer.send_signed(signed, &span) {
             Ok(delivery) => async move {
                 let outcome = match delivery.await {
                     Ok(Ok(done)) => Delivery::Acked {
@@ -324,7 +329,6 @@ impl Dispatcher {
                 outcome
             }
             .boxed(),
-            // Not enqueued (a full local queue is retriable): settle like a failed delivery.
             Err(error) => async move {
                 let outcome = Delivery::Failed {
                     fire,
@@ -335,7 +339,7 @@ impl Dispatcher {
                 outcome
             }
             .boxed(),
-        })
+        }
     }
 
     /// The partition for `fire` among its candidates (see [`crate::routing`]).
@@ -442,7 +446,7 @@ impl Dispatcher {
                 if closing {
                     return None;
                 }
-                self.emit(fire, attempt).await
+                self.emit_all([(fire, attempt)]).await.pop()
             }
         }
     }

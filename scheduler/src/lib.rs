@@ -20,7 +20,8 @@
 //! - [`open_batches`]: the fires of this node's batches not yet acknowledged, which move
 //!   each batch's lease.
 //! - [`wheel`]: the in-memory millisecond time wheel that releases each pending fire at its time.
-//! - [`routing`]: the route strategy picks the partition of `{prefix}.triggers.{app}`.
+//! - [`routing`]: the route strategy picks the partition of `{prefix}.triggers.{app}`, among
+//!   the app's partitions ([`partitions`]).
 //! - [`registry`]: the live executors, from the beats they publish to `{prefix}.beats`;
 //!   FAILOVER and BUSYOVER route by it, `GET /api/executors` lists it.
 //! - [`monitors`]: after a run finished — retries with backoff, alarms (e-mail, webhook),
@@ -76,6 +77,7 @@ pub mod metrics;
 pub mod model;
 pub mod monitors;
 pub mod open_batches;
+pub mod partitions;
 pub mod planning;
 pub mod pools;
 pub mod preread;

@@ -15,11 +15,12 @@ use kadence_scheduler::cancellations::CancelledFires;
 use kadence_scheduler::claims::Claimer;
 use kadence_scheduler::clock::{Clock, ManualClock};
 use kadence_scheduler::dispatch::{
-    DispatchOutcomes, DispatchSettings, DispatchSummary, Dispatcher, PartitionDirectory,
+    DispatchOutcomes, DispatchSettings, DispatchSummary, Dispatcher,
 };
 use kadence_scheduler::intake::FireIntake;
 use kadence_scheduler::kafka::TopicAdmin;
 use kadence_scheduler::model::{App, JobStatus, NewJob, PendingFire, RouteStrategy, RunState};
+use kadence_scheduler::partitions::PartitionDirectory;
 use kadence_scheduler::pools::open_store;
 use kadence_scheduler::preread::{PreReadSettings, PreReader};
 use kadence_scheduler::registry::Registry;

@@ -117,10 +117,10 @@ use utoipa_swagger_ui::SwaggerUi;
 use self::openapi::ApiDocument;
 use crate::cancellations::CancelledFires;
 use crate::clock::Clock;
-use crate::dispatch::PartitionDirectory;
 use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
 use crate::model::{Access, Job};
+use crate::partitions::PartitionDirectory;
 use crate::registry::Registry;
 use crate::store::Store;
 

@@ -54,3 +54,26 @@ fn unknown_fields_are_refused() {
         Ok(())
     });
 }
+
+#[test]
+fn signing_threads_default_to_one_per_core_and_zero_is_refused() {
+    figment::Jail::expect_with(|jail| {
+        let defaults = Config::load(None).expect("defaults load");
+        assert_eq!(
+            defaults.signing.signing_threads(),
+            std::thread::available_parallelism().unwrap()
+        );
+        jail.set_env("KADENCE_SIGNING__THREADS", "3");
+        let config = Config::load(None).expect("loads");
+        assert_eq!(config.signing.signing_threads().get(), 3);
+        jail.set_env("KADENCE_SIGNING__THREADS", "0");
+        let error = Config::load(None).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.to_lowercase().contains("signing.threads"),
+            "{message}"
+        );
+        assert!(message.contains("nonzero"), "{message}");
+        Ok(())
+    });
+}
