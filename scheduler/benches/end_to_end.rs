@@ -11,8 +11,9 @@
 //! database (cron `* * * * * ?`, SERIAL_EXECUTION, the handler `noop`, routed over 6
 //! partitions), runs `kadence serve` (release build, its default emit lead of 1 s) and
 //! `--executors` (2) processes of `tests/src/bin/test-executor.rs` (release build; `noop`
-//! returns at once and prints nothing), waits until the group has given every executor its
-//! partitions, then lets the jobs fire. After a warm-up it measures for `--seconds` the fires
+//! returns at once and prints nothing) that trust the scheduler's signing key, as a
+//! deployment's do, so every trigger's signature is verified; waits until the group has given
+//! every executor its partitions, then lets the jobs fire. After a warm-up it measures for `--seconds` the fires
 //! scheduled in that window:
 //! - **handler start lateness** = the result's start time − scheduled time (the executor
 //!   stamps the start just before it calls the handler), p50 / p99 / max, from the results
@@ -39,7 +40,7 @@
 //!
 //! The backend `none` runs no scheduler and no database: the benchmark produces the
 //! triggers itself, as the scheduler's wheel would (each second's, one emit lead ahead,
-//! routed the same way), so only the executors and the broker run. What the executors add
+//! routed the same way, signed), so only the executors and the broker run. What the executors add
 //! to a start's lateness shows there, apart from what a loaded machine adds; the store's
 //! columns are empty.
 //!
@@ -71,6 +72,7 @@ use common::{
     Backend, Database, JobLoad, PARTITIONS, Serve, clock_ticks_per_second, flags, load_jobs_with,
     now_ms, parse_numbers, percentile, process_usage, set_first_fire, sleep_until_ms,
 };
+use kadence_kafka::RecordSigner;
 use kadence_schemas::{JobId, Topics};
 
 /// From the first fire to the window: the first seconds' backlog is gone.
@@ -370,9 +372,10 @@ async fn run_with_scheduler(
         settings.push(("KADENCE_RETENTION__UNKEPT_RUNS_FOR", "1s".to_owned()));
         settings.push(("KADENCE_MONITORS__REPORT_INTERVAL", "1s".to_owned()));
     }
+    let trusted_key = database.signing_key().await.public_key().to_base64();
     let serve = Serve::start(&database, &settings).await;
     let topics = Topics::new(&serve.prefix).expect("the prefix is valid");
-    let executors = Executors::start(executor_bin, options.executors, &serve.prefix);
+    let executors = Executors::start(executor_bin, options.executors, &serve.prefix, &trusted_key);
     wait_for_beats(&topics, options.executors).await;
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
     let rows_before = database.rows_written().await;
@@ -415,7 +418,9 @@ async fn run_without_scheduler(
     let prefix = format!("kbench{:x}", rand::random::<u32>());
     let topics = Topics::new(&prefix).expect("the prefix is valid");
     create_topics(&topics).await;
-    let executors = Executors::start(executor_bin, options.executors, &prefix);
+    let signer = RecordSigner::generate().expect("a signing key");
+    let trusted_key = signer.public_key().to_base64();
+    let executors = Executors::start(executor_bin, options.executors, &prefix, &trusted_key);
     wait_for_beats(&topics, options.executors).await;
     let first_second = (now_ms() + 3_000) / 1000 * 1000;
     let window = window_after(first_second, options.seconds);
@@ -425,7 +430,7 @@ async fn run_without_scheduler(
         let partition = route.partition();
         async move {
             let fires = (first_second, seconds);
-            emit_every_second(&topics, jobs, partition, fires, EMIT_LEAD).await
+            emit_every_second(&topics, jobs, partition, fires, EMIT_LEAD, &signer).await
         }
     });
     sleep_until_ms(window.0).await;

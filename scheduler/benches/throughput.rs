@@ -36,6 +36,13 @@
 //!
 //! The raw produce rate is measured just before each configuration, median of three.
 //!
+//! `--fires aligned,spread` (default `aligned`) chooses when in its second each job fires:
+//! `aligned`, every job on the second (cron `* * * * * ?`, each second's fires one burst, the
+//! worst case for lateness without an emit lead: the last of the burst waits for the broker to
+//! take all the others); `spread`, every job every second at its own millisecond (FIX_RATE 1 s,
+//! first fires spread evenly over the second, as jobs created at different times fire), the
+//! same rate without the bursts.
+//!
 //! `--defined M` adds M idle jobs (next fire in 2099) so the memory figure holds with that
 //! many jobs defined.
 //!
@@ -101,6 +108,32 @@ impl Telemetry {
     }
 }
 
+/// When in its second each job fires (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fires {
+    Aligned,
+    Spread,
+}
+
+impl Fires {
+    fn parse_list(list: &str) -> Vec<Fires> {
+        list.split(',')
+            .map(|item| match item.trim() {
+                "aligned" => Fires::Aligned,
+                "spread" => Fires::Spread,
+                other => panic!("--fires takes aligned and spread, not {other}"),
+            })
+            .collect()
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Fires::Aligned => "aligned",
+            Fires::Spread => "spread",
+        }
+    }
+}
+
 /// An OTLP/HTTP receiver that reads every export and drops it, counting the bytes.
 struct SpanSink {
     endpoint: String,
@@ -146,6 +179,7 @@ struct Options {
     jobs: Vec<usize>,
     emit_leads_ms: Vec<u64>,
     telemetry: Vec<Telemetry>,
+    fires: Vec<Fires>,
     seconds: u64,
     backends: Vec<Backend>,
     nodes: Vec<usize>,
@@ -159,6 +193,7 @@ fn options() -> Options {
         jobs: vec![1_000, 10_000],
         emit_leads_ms: vec![0, 1_000],
         telemetry: vec![Telemetry::On],
+        fires: vec![Fires::Aligned],
         seconds: 20,
         backends: vec![Backend::Sqlite, Backend::Postgres],
         nodes: vec![1],
@@ -172,6 +207,7 @@ fn options() -> Options {
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
             "--emit-leads-ms" => options.emit_leads_ms = parse_numbers(&flag, &value),
             "--telemetry" => options.telemetry = Telemetry::parse_list(&value),
+            "--fires" => options.fires = Fires::parse_list(&value),
             "--defined" => options.defined = value.parse().expect("--defined N"),
             "--backends" => options.backends = Backend::parse_list(&value),
             "--nodes" => options.nodes = parse_numbers(&flag, &value),
@@ -181,6 +217,11 @@ fn options() -> Options {
             other => panic!("unknown option {other}"),
         }
     }
+    // The kill audit expects every job's fire on every second of the window.
+    assert!(
+        options.kill_node_at.is_none() || options.fires == [Fires::Aligned],
+        "--kill-node-at audits aligned fires only"
+    );
     options
 }
 
@@ -313,6 +354,7 @@ struct Measurement {
     nodes: usize,
     emit_lead_ms: u64,
     telemetry: Telemetry,
+    fires: Fires,
     jobs: usize,
     defined: usize,
     acked_per_second: f64,
@@ -404,6 +446,7 @@ struct Run<'a> {
     jobs: usize,
     emit_lead_ms: u64,
     telemetry: Telemetry,
+    fires: Fires,
     sink: &'a SpanSink,
 }
 
@@ -414,6 +457,7 @@ async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
         jobs,
         emit_lead_ms,
         telemetry,
+        fires,
         sink,
     } = run;
     let database = Database::create(backend).await;
@@ -425,6 +469,14 @@ async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
     // The first fire is set after loading, which can take a while for a million jobs.
     let now = now_ms();
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
+    if fires == Fires::Spread {
+        database
+            .execute(&format!(
+                "UPDATE jobs SET schedule_type = 'FIX_RATE', schedule_conf = '1', \
+                 next_fire_ms = {first_fire} + id % 1000 WHERE schedule_conf = '* * * * * ?'"
+            ))
+            .await;
+    }
     let mut settings = vec![
         ("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned()),
         ("KADENCE_SCHEDULE__EMIT_LEAD", format!("{emit_lead_ms}ms")),
@@ -531,6 +583,7 @@ async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
         nodes,
         emit_lead_ms,
         telemetry,
+        fires,
         jobs,
         defined: jobs + options.defined,
         acked_per_second: acked.len() as f64 / options.seconds as f64,
@@ -561,14 +614,17 @@ async fn main() {
             for &jobs in &options.jobs {
                 for &emit_lead_ms in &options.emit_leads_ms {
                     for &telemetry in &options.telemetry {
-                        runs.push(Run {
-                            backend,
-                            nodes,
-                            jobs,
-                            emit_lead_ms,
-                            telemetry,
-                            sink: &sink,
-                        });
+                        for &fires in &options.fires {
+                            runs.push(Run {
+                                backend,
+                                nodes,
+                                jobs,
+                                emit_lead_ms,
+                                telemetry,
+                                fires,
+                                sink: &sink,
+                            });
+                        }
                     }
                 }
             }
@@ -576,10 +632,11 @@ async fn main() {
     }
     for run in runs {
         eprintln!(
-            "running {:?} on {} node(s) with {} jobs due every second, emit lead {} ms, telemetry {}, for {} s...",
+            "running {:?} on {} node(s) with {} jobs due every second ({}), emit lead {} ms, telemetry {}, for {} s...",
             run.backend,
             run.nodes,
             run.jobs,
+            run.fires.label(),
             run.emit_lead_ms,
             run.telemetry.label(),
             options.seconds
@@ -612,17 +669,18 @@ async fn main() {
     );
     println!();
     println!(
-        "| backend | nodes | emit lead | telemetry | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | DB rows per trigger | raw produce/s | share of raw |"
+        "| backend | nodes | emit lead | telemetry | fires | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | DB rows per trigger | raw produce/s | share of raw |"
     );
-    println!("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 
     for row in &rows {
         println!(
-            "| {} | {} | {} ms | {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {} | {:.0} | {:.0} % |",
+            "| {} | {} | {} ms | {} | {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {} | {:.0} | {:.0} % |",
             row.backend.label(),
             row.nodes,
             row.emit_lead_ms,
             row.telemetry.label(),
+            row.fires.label(),
             row.jobs,
             row.defined,
             row.acked_per_second,

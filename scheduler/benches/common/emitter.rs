@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kadence_kafka::KafkaSettings;
+use kadence_kafka::{KafkaSettings, RecordSigner};
 use kadence_schemas::{
     AppName, BlockStrategy, GlueType, JobId, Topics, TriggerId, TriggerRecord, TriggerType, codec,
 };
@@ -82,14 +82,15 @@ pub async fn delete_topics(topics: &Topics) {
 
 /// Emits a trigger of each job `1..=jobs` (handler `noop`) for every second from
 /// `first_second_ms` for `seconds`, each second's `lead` ahead of it, as the scheduler's
-/// wheel does with its emit lead; `partition` routes a job. Returns once the last second's
-/// triggers are acknowledged.
+/// wheel does with its emit lead, signed with `signer` as the scheduler signs them;
+/// `partition` routes a job. Returns once the last second's triggers are acknowledged.
 pub async fn emit_every_second(
     topics: &Topics,
     jobs: usize,
     partition: fn(JobId) -> i32,
     (first_second_ms, seconds): (i64, usize),
     lead: Duration,
+    signer: &RecordSigner,
 ) {
     let producer = KafkaSettings {
         brokers: brokers(),
@@ -115,6 +116,7 @@ pub async fn emit_every_second(
             let sent = FutureRecord::<str, [u8]>::to(&topic)
                 .key(&key)
                 .payload(&payload)
+                .headers(signer.headers(&topic, &payload))
                 .partition(partition);
             match producer.send_result(sent) {
                 Ok(delivery) => deliveries.push(delivery),

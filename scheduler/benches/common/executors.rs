@@ -41,13 +41,15 @@ pub struct Executors {
 }
 
 impl Executors {
-    /// Starts `count` test executors of [`APP`] on the topic prefix `prefix`; their ids are
-    /// `bench-executor-{n}`.
-    pub fn start(binary: &Path, count: usize, prefix: &str) -> Executors {
+    /// Starts `count` test executors of [`APP`] on the topic prefix `prefix`, trusting the
+    /// public key `trusted_key` (base64) as a deployment does: every trigger's signature is
+    /// verified. Their ids are `bench-executor-{n}`.
+    pub fn start(binary: &Path, count: usize, prefix: &str, trusted_key: &str) -> Executors {
         let children = (0..count)
             .map(|n| {
                 Command::new(binary)
                     .env("KADENCE_BROKERS", brokers())
+                    .env("KADENCE_TRUSTED_KEYS", trusted_key)
                     .env("KADENCE_APP", APP)
                     .env("KADENCE_TOPIC_PREFIX", prefix)
                     .env("KADENCE_EXECUTOR_ID", format!("bench-executor-{n}"))

@@ -13,8 +13,10 @@
 pub mod emitter;
 pub mod executors;
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use kadence_kafka::RecordSigner;
 use kadence_tests::serve::spawn_serve;
 use sqlx::{Connection, Executor, Row};
 use tokio::process::{Child, Command};
@@ -207,6 +209,18 @@ impl Database {
                 rows.iter().map(columns).collect()
             }
         }
+    }
+
+    /// The key the scheduler will sign with: made in the store now, as the first node would
+    /// make it, so that executors can trust its public key before the scheduler starts.
+    pub async fn signing_key(&self) -> Arc<RecordSigner> {
+        let store = kadence_scheduler::pools::open_store(self.url(), 1)
+            .await
+            .expect("open the store");
+        kadence_scheduler::signer::Signer::load(store.as_ref(), now_ms())
+            .await
+            .expect("make the signing key")
+            .current()
     }
 
     pub async fn drop(self) {
