@@ -70,7 +70,8 @@ use common::executors::{
 };
 use common::{
     Backend, Database, JobLoad, PARTITIONS, Serve, clock_ticks_per_second, flags, load_jobs_with,
-    now_ms, parse_numbers, percentile, process_usage, set_first_fire, sleep_until_ms,
+    now_ms, parse_choices, parse_numbers, percentile, process_usage, set_first_fire,
+    sleep_until_ms,
 };
 use kadence_kafka::RecordSigner;
 use kadence_schemas::{JobId, Topics};
@@ -92,13 +93,14 @@ enum Route {
 
 impl Route {
     fn parse_list(list: &str) -> Vec<Route> {
-        list.split(',')
-            .map(|item| match item.trim().to_ascii_lowercase().as_str() {
-                "consistent_hash" => Route::ConsistentHash,
-                "first" => Route::First,
-                other => panic!("--routes takes consistent_hash and first, not {other}"),
-            })
-            .collect()
+        parse_choices(
+            "--routes",
+            &list.to_ascii_lowercase(),
+            &[
+                ("consistent_hash", Route::ConsistentHash),
+                ("first", Route::First),
+            ],
+        )
     }
 
     fn symbol(self) -> &'static str {
@@ -128,12 +130,15 @@ enum Source {
 
 impl Source {
     fn parse_list(list: &str) -> Vec<Source> {
-        list.split(',')
-            .map(|item| match item.trim() {
-                "none" => Source::NoScheduler,
-                other => Source::Scheduler(Backend::parse_list(other)[0]),
-            })
-            .collect()
+        parse_choices(
+            "--backends",
+            list,
+            &[
+                ("sqlite", Source::Scheduler(Backend::Sqlite)),
+                ("postgres", Source::Scheduler(Backend::Postgres)),
+                ("none", Source::NoScheduler),
+            ],
+        )
     }
 
     fn label(self) -> &'static str {

@@ -64,8 +64,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    APP, Backend, Database, PARTITIONS, Serve, clock_ticks_per_second, flags, load_jobs, now_ms,
-    parse_numbers, percentile, process_usage, set_first_fire, sleep_until_ms,
+    APP, Backend, Database, PARTITIONS, Serve, choice_name, clock_ticks_per_second, flags,
+    load_jobs, now_ms, parse_choices, parse_numbers, percentile, process_usage, set_first_fire,
+    sleep_until_ms,
 };
 use kadence_schemas::{
     AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerRecord, TriggerType, codec,
@@ -88,23 +89,18 @@ enum Telemetry {
 }
 
 impl Telemetry {
+    const NAMES: [(&str, Telemetry); 3] = [
+        ("off", Telemetry::Off),
+        ("metrics", Telemetry::Metrics),
+        ("on", Telemetry::On),
+    ];
+
     fn parse_list(list: &str) -> Vec<Telemetry> {
-        list.split(',')
-            .map(|item| match item.trim() {
-                "off" => Telemetry::Off,
-                "metrics" => Telemetry::Metrics,
-                "on" => Telemetry::On,
-                other => panic!("--telemetry takes off, metrics and on, not {other}"),
-            })
-            .collect()
+        parse_choices("--telemetry", list, &Telemetry::NAMES)
     }
 
     fn label(self) -> &'static str {
-        match self {
-            Telemetry::Off => "off",
-            Telemetry::Metrics => "metrics",
-            Telemetry::On => "on",
-        }
+        choice_name(&Telemetry::NAMES, self)
     }
 }
 
@@ -116,21 +112,14 @@ enum Fires {
 }
 
 impl Fires {
+    const NAMES: [(&str, Fires); 2] = [("aligned", Fires::Aligned), ("spread", Fires::Spread)];
+
     fn parse_list(list: &str) -> Vec<Fires> {
-        list.split(',')
-            .map(|item| match item.trim() {
-                "aligned" => Fires::Aligned,
-                "spread" => Fires::Spread,
-                other => panic!("--fires takes aligned and spread, not {other}"),
-            })
-            .collect()
+        parse_choices("--fires", list, &Fires::NAMES)
     }
 
     fn label(self) -> &'static str {
-        match self {
-            Fires::Aligned => "aligned",
-            Fires::Spread => "spread",
-        }
+        choice_name(&Fires::NAMES, self)
     }
 }
 

@@ -100,7 +100,6 @@ pub struct AckWriter {
     batches: Arc<OpenBatches>,
     settled: mpsc::Receiver<SettledFire>,
     batch_max: usize,
-    linger: Duration,
     /// The acknowledgements being written: kept across failed attempts.
     batch: Vec<DispatchAck>,
     /// Log ids of fires of this node's batches that the attempt settles.
@@ -123,16 +122,9 @@ impl AckWriter {
             batches,
             settled,
             batch_max: batch_max.max(1),
-            linger: ACK_LINGER,
             batch: Vec::with_capacity(batch_max),
             done: Vec::with_capacity(batch_max),
         }
-    }
-
-    /// The same writer collecting for `linger` after a batch's first acknowledgement
-    /// (default [`ACK_LINGER`]; zero writes what is ready at once).
-    pub fn with_linger(self, linger: Duration) -> Self {
-        AckWriter { linger, ..self }
     }
 
     /// Takes in what dispatch settled: a fire of an open batch has its row written with the
@@ -160,8 +152,9 @@ impl AckWriter {
     }
 
     /// One attempt: fills the batch with what arrives (waiting for the first when it is
-    /// empty, then up to the linger or a full batch) and writes it. Returns how many marks were written, or `None` once the channel
-    /// is closed and everything is written. On an error the batch is kept for the next call.
+    /// empty, then until [`ACK_LINGER`] has passed or the batch is full) and writes it.
+    /// Returns how many marks were written, or `None` once the channel is closed and
+    /// everything is written. On an error the batch is kept for the next call.
     pub async fn write_once(&mut self) -> Result<Option<usize>, StoreError> {
         while self.pending() == 0 {
             match self.settled.recv().await {
@@ -169,7 +162,7 @@ impl AckWriter {
                 None => return Ok(None),
             }
         }
-        let lingered = tokio::time::Instant::now() + self.linger;
+        let lingered = tokio::time::Instant::now() + ACK_LINGER;
         while self.batch.len() < self.batch_max {
             let next = match self.settled.try_recv() {
                 Ok(settled) => Some(settled),

@@ -38,14 +38,11 @@ pub enum Backend {
 impl Backend {
     /// `sqlite,postgres` → both.
     pub fn parse_list(value: &str) -> Vec<Backend> {
-        value
-            .split(',')
-            .map(|name| match name {
-                "sqlite" => Backend::Sqlite,
-                "postgres" => Backend::Postgres,
-                other => panic!("unknown backend {other}: sqlite or postgres"),
-            })
-            .collect()
+        parse_choices(
+            "--backends",
+            value,
+            &[("sqlite", Backend::Sqlite), ("postgres", Backend::Postgres)],
+        )
     }
 
     /// Its name in a table.
@@ -55,6 +52,33 @@ impl Backend {
             Backend::Postgres => "PostgreSQL",
         }
     }
+}
+
+/// `a,b,…` → the values `choices` gives those names; panics naming `flag` and the names it
+/// takes otherwise.
+pub fn parse_choices<T: Copy>(flag: &str, list: &str, choices: &[(&str, T)]) -> Vec<T> {
+    list.split(',')
+        .map(|item| {
+            let item = item.trim();
+            choices
+                .iter()
+                .find(|(name, _)| *name == item)
+                .map(|&(_, value)| value)
+                .unwrap_or_else(|| {
+                    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+                    panic!("{flag} takes {}, not {item}", names.join(", "))
+                })
+        })
+        .collect()
+}
+
+/// The name `choices` gives `value` (what [`parse_choices`] reads back into it).
+pub fn choice_name<T: PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static str {
+    choices
+        .iter()
+        .find(|(_, candidate)| *candidate == value)
+        .map(|(name, _)| *name)
+        .expect("every value has a name among its choices")
 }
 
 /// `N,N,…` → the numbers; panics naming `flag` otherwise.
