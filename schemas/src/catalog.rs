@@ -10,7 +10,9 @@
 //! 1. edit `<record>.avsc` (new fields need defaults; BACKWARD_TRANSITIVE compatibility is
 //!    required and tested against every frozen version);
 //! 2. copy it to `history/<record>/v<N+1>.avsc` and add an entry to [`CATALOG_SOURCES`] with id
-//!    `family × 1000 + N+1`; the newest entry of a family is what the codec writes.
+//!    `family × 1000 + N+1`; the newest entry of a family is what the codec writes, unless
+//!    the record type says an older version holds a record (see
+//!    [`AvroRecord::writer_entry_for`](crate::codec::AvroRecord::writer_entry_for)).
 
 use std::sync::LazyLock;
 
@@ -39,6 +41,12 @@ pub const CATALOG_SOURCES: &[(u32, &str, u32, &str)] = &[
         "TriggerRecord",
         1,
         include_str!("../avro/history/trigger_record/v1.avsc"),
+    ),
+    (
+        1002,
+        "TriggerRecord",
+        2,
+        include_str!("../avro/history/trigger_record/v2.avsc"),
     ),
     (
         2001,

@@ -1,7 +1,8 @@
 //! Confluent framing: byte 0 is the magic byte `0`, bytes 1–4 the big-endian schema id, the
 //! rest one Avro binary datum.
 //!
-//! Encoding writes the newest catalog version of the record. Decoding reads with the writer
+//! Encoding writes the newest catalog version of the record (for triggers: the oldest that
+//! holds it, see [`AvroRecord::writer_entry_for`]). Decoding reads with the writer
 //! schema named by the id (any released version) and resolves to the current schema, so old
 //! records stay readable. Decoding never panics: every malformed input is a [`CodecError`]
 //! whose message is fit for a dead-letter header.
@@ -128,11 +129,31 @@ pub trait AvroRecord: Serialize + DeserializeOwned {
     fn reader_schema() -> &'static Schema {
         catalog::current_schema(Self::RECORD).expect("every record type has a current schema")
     }
+
+    /// The version [`encode`] writes this record with: the newest, unless the record type
+    /// knows an older one holds this record exactly (then readers that predate the newer
+    /// version keep reading every record they can represent).
+    fn writer_entry_for(&self) -> &'static CatalogEntry {
+        Self::writer_entry()
+    }
 }
 
 impl AvroRecord for TriggerRecord {
     const RECORD: &'static str = "TriggerRecord";
+
+    /// v2 (1002) only added the `BACKFILL` trigger type, at the end of the enum: every other
+    /// trigger is the same datum under v1 (1001), which executors built before v2 read. So
+    /// only backfills need an executor that knows 1002.
+    fn writer_entry_for(&self) -> &'static CatalogEntry {
+        match self.trigger_type {
+            crate::records::TriggerType::Backfill => Self::writer_entry(),
+            _ => catalog::schema_for_id(TRIGGER_RECORD_V1).expect("TriggerRecord v1 is released"),
+        }
+    }
 }
+
+/// The schema id of `TriggerRecord` v1, which every trigger but a backfill is written with.
+pub const TRIGGER_RECORD_V1: u32 = 1001;
 impl AvroRecord for ResultRecord {
     const RECORD: &'static str = "ResultRecord";
 }
@@ -146,7 +167,8 @@ impl AvroRecord for LogRecord {
     const RECORD: &'static str = "LogRecord";
 }
 
-/// Encodes `record` as `[0, schema id (BE u32), Avro datum]`.
+/// Encodes `record` as `[0, schema id (BE u32), Avro datum]`, with the version
+/// [`AvroRecord::writer_entry_for`] picks.
 ///
 /// The datum is written by apache-avro's schema-aware serializer, straight from the serde
 /// derive into the frame. Its generic route (`to_value`, `resolve`, `to_avro_datum`) builds a
@@ -157,7 +179,7 @@ impl AvroRecord for LogRecord {
 /// (the serializer is given no table of names; a reference is an error, never wrong bytes).
 /// The codec tests hold every record type to the generic encoder's bytes.
 pub fn encode<R: AvroRecord>(record: &R) -> Result<Vec<u8>, CodecError> {
-    let entry = R::writer_entry();
+    let entry = record.writer_entry_for();
     let mut framed = Vec::with_capacity(256);
     framed.push(MAGIC_BYTE);
     framed.extend_from_slice(&entry.id.to_be_bytes());

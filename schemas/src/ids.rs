@@ -87,7 +87,9 @@ impl fmt::Display for JobId {
 /// | scheduled fire | `{job_id}-{scheduled_ms}` |
 /// | broadcast shard | `{job_id}-{scheduled_ms}-{shard}` |
 /// | retry n of a run | `{run id}-r{n}` |
-/// | manual, API, replay | `{job_id}-u{uuid v7, 32 hex digits}` |
+/// | manual, API | `{job_id}-u{uuid v7, 32 hex digits}` |
+/// | replay | `{replayed id}-p{replay id}` ([`TriggerId::replay`]) |
+/// | backfill | the id the schedule gives the fire (`{job_id}-{scheduled_ms}`) |
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct TriggerId(String);
@@ -117,9 +119,21 @@ impl TriggerId {
         TriggerId(format!("{}-r{attempt}", self.0))
     }
 
-    /// A fresh, unique id for a manual, API or replay trigger of `job`.
+    /// A fresh, unique id for a manual or API trigger of `job`.
     pub fn fresh(job: JobId) -> TriggerId {
         TriggerId(format!("{job}-u{}", uuid::Uuid::now_v7().simple()))
+    }
+
+    /// The id of this trigger's replay by replay `replay_id`, where it is the `position`-th
+    /// trigger replayed: `{id}-p{replay_id}`, which starts with the job id like the original
+    /// and differs for each replay of it. An original too long to extend (ids are at most 128
+    /// characters) gives `{job}-p{replay_id}-x{position}` instead, unique within the replay.
+    pub fn replay(&self, replay_id: i64, position: usize) -> TriggerId {
+        let extended = format!("{}-p{replay_id}", self.0);
+        if extended.len() <= MAX_TRIGGER_ID_LEN {
+            return TriggerId(extended);
+        }
+        TriggerId(format!("{}-p{replay_id}-x{position}", self.job_id()))
     }
 
     /// Parses an id received from outside (a record, a request).
@@ -281,6 +295,20 @@ mod tests {
             assert_eq!(&parsed, id);
             assert_eq!(parsed.job_id(), job);
         }
+    }
+
+    #[test]
+    fn a_replay_id_extends_the_original_or_falls_back_within_the_length_limit() {
+        let original = TriggerId::scheduled(JobId::new(42).unwrap(), 1_767_225_600_000);
+        let replay = original.replay(7, 0);
+        assert_eq!(replay.as_str(), "42-1767225600000-p7");
+        assert_eq!(TriggerId::parse(replay.as_str()), Ok(replay.clone()));
+        assert_eq!(original.replay(7, 0), replay, "deterministic");
+        assert_ne!(original.replay(8, 0), replay, "another replay, another id");
+        let long = TriggerId::parse(&format!("42-{}", "a".repeat(125))).unwrap();
+        let fallback = long.replay(7, 3);
+        assert_eq!(fallback.as_str(), "42-p7-x3");
+        assert_eq!(fallback.job_id(), JobId::new(42).unwrap());
     }
 
     #[test]

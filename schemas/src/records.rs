@@ -96,6 +96,9 @@ avro_enum!(
         Misfire => "MISFIRE",
         /// An operator replayed a trigger.
         Replay => "REPLAY",
+        /// A fire of the job's schedule that never fired (an outage), filled in by an
+        /// operator's backfill. Only `TriggerRecord` v2 (schema id 1002) carries it.
+        Backfill => "BACKFILL",
     }
 );
 
@@ -309,7 +312,7 @@ mod tests {
             error.to_string(),
             "unknown block strategy \"SOMETIMES\": expected one of SERIAL_EXECUTION, DISCARD_LATER, COVER_EARLY, CONCURRENT"
         );
-        assert_eq!(TriggerType::ALL.len(), 9);
+        assert_eq!(TriggerType::ALL.len(), 10);
     }
 
     fn symbols_round_trip<E>(all: &[E])

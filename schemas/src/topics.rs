@@ -70,6 +70,19 @@ impl Topics {
         format!("{}.dlq", self.prefix)
     }
 
+    /// `{prefix}.shadow-results`: results of shadow runs (candidate handler versions run on
+    /// a copy of the triggers), which complete nothing; the scheduler keeps them for the
+    /// shadow diff report.
+    pub fn shadow_results(&self) -> String {
+        format!("{}.shadow-results", self.prefix)
+    }
+
+    /// `{prefix}.shadow.{app}`: the consumer group of one app's shadow executors, beside the
+    /// production group on the same trigger topic.
+    pub fn shadow_group(&self, app: &AppName) -> String {
+        format!("{}.shadow.{app}", self.prefix)
+    }
+
     /// `{prefix}.executor.{app}`: the consumer group of one app's executors.
     pub fn executor_group(&self, app: &AppName) -> String {
         format!("{}.executor.{app}", self.prefix)
@@ -117,6 +130,8 @@ mod tests {
         assert_eq!(topics.dlq(), "acme.prod.dlq");
         assert_eq!(topics.executor_group(&app), "acme.prod.executor.billing");
         assert_eq!(topics.scheduler_group(), "acme.prod.scheduler");
+        assert_eq!(topics.shadow_results(), "acme.prod.shadow-results");
+        assert_eq!(topics.shadow_group(&app), "acme.prod.shadow.billing");
         assert_eq!(Topics::default().prefix(), "kadence");
         assert_eq!(Topics::default(), Topics::new(DEFAULT_PREFIX).unwrap());
         assert_eq!(Topics::default().triggers(&app), "kadence.triggers.billing");

@@ -152,15 +152,19 @@ fn every_encoding() -> Vec<(&'static str, Vec<u8>, Decoder)> {
 /// The datum apache-avro's generic encoder writes: the record as a `Value` tree, resolved
 /// against the writer schema. The codec's direct serializer must write the same bytes.
 fn generic_datum<R: AvroRecord>(record: &R) -> Vec<u8> {
+    let schema = &record.writer_entry_for().schema;
     let value = apache_avro::to_value(record)
-        .and_then(|value| value.resolve(R::schema()))
+        .and_then(|value| value.resolve(schema))
         .unwrap();
-    apache_avro::to_avro_datum(R::schema(), value).unwrap()
+    apache_avro::to_avro_datum(schema, value).unwrap()
 }
 
 fn round_trip<R: AvroRecord + PartialEq + std::fmt::Debug>(record: R) {
     let bytes = encode(&record).unwrap();
-    assert_eq!(&bytes[1..HEADER_LEN], &R::schema_id().to_be_bytes());
+    assert_eq!(
+        &bytes[1..HEADER_LEN],
+        &record.writer_entry_for().id.to_be_bytes()
+    );
     assert_eq!(
         &bytes[HEADER_LEN..],
         generic_datum(&record).as_slice(),
@@ -244,7 +248,7 @@ fn malformed_frames_are_refused_with_a_clear_error() {
     // The dead-letter reason names what this reader would have accepted.
     assert_eq!(
         error.to_string(),
-        "unknown schema id 999999: this reader accepts TriggerRecord ids 1001; the record was \
+        "unknown schema id 999999: this reader accepts TriggerRecord ids 1001, 1002; the record was \
          written by a newer Kadence (upgrade this reader) or not by Kadence"
     );
     let result_bytes = encode(&result(false)).unwrap();

@@ -10,7 +10,8 @@ use apache_avro::{Schema, to_avro_datum};
 use kadence_schemas::catalog::{self, CURRENT_SOURCES, check_backward_transitive};
 use kadence_schemas::codec::{decode, encode};
 use kadence_schemas::{
-    AvroRecord, CodecError, ControlRecord, ExecutorBeat, LogRecord, ResultRecord, TriggerRecord,
+    AppName, AvroRecord, BlockStrategy, CodecError, ControlRecord, ExecutorBeat, GlueType, JobId,
+    LogRecord, ResultRecord, TriggerId, TriggerRecord, TriggerType,
 };
 
 #[test]
@@ -182,11 +183,71 @@ fn the_codec_writes_the_current_schema_under_the_newest_id() {
             newest.version + 1
         );
     }
-    assert_eq!(TriggerRecord::schema_id(), 1001);
+    assert_eq!(TriggerRecord::schema_id(), 1002);
     assert_eq!(ResultRecord::schema_id(), 2001);
     assert_eq!(ControlRecord::schema_id(), 3001);
     assert_eq!(ExecutorBeat::schema_id(), 4001);
     assert_eq!(LogRecord::schema_id(), 5001);
+}
+
+/// A trigger is written with the oldest version that holds it: every trigger type v1 knows
+/// under 1001 (executors built before v2 keep reading them), BACKFILL under 1002; and a v1
+/// reader reads the 1001 bytes as they are.
+#[test]
+fn triggers_are_written_with_v1_unless_they_are_backfills() {
+    let v1 = catalog::schema_for_id(1001).unwrap();
+    for &trigger_type in TriggerType::ALL {
+        let trigger = TriggerRecord {
+            trigger_type,
+            ..sample_trigger()
+        };
+        let bytes = encode(&trigger).unwrap();
+        let id = u32::from_be_bytes(bytes[1..5].try_into().unwrap());
+        if trigger_type == TriggerType::Backfill {
+            assert_eq!(id, 1002);
+            continue;
+        }
+        assert_eq!(id, 1001, "{trigger_type}");
+        let value =
+            apache_avro::from_avro_datum(&v1.schema, &mut &bytes[5..], Some(&v1.schema)).unwrap();
+        let Value::Record(fields) = value else {
+            panic!("not a record")
+        };
+        assert_eq!(
+            fields[10].1,
+            Value::Enum(trigger_type as u32, trigger_type.as_str().to_owned())
+        );
+        assert_eq!(decode::<TriggerRecord>(&bytes).unwrap(), trigger);
+    }
+    // v1 cannot carry BACKFILL: a v1 reader refuses the symbol, which is why it needs v2.
+    let v2 = catalog::schema_for_id(1002).unwrap();
+    assert!(apache_avro::schema_compatibility::SchemaCompatibility::can_read(
+        &v2.schema, &v1.schema
+    )
+    .is_err());
+}
+
+fn sample_trigger() -> TriggerRecord {
+    TriggerRecord {
+        trigger_id: TriggerId::parse("7-1767225600000").unwrap(),
+        log_id: 1,
+        job_id: JobId::new(7).unwrap(),
+        app: AppName::parse("billing").unwrap(),
+        handler: "h".to_owned(),
+        params: String::new(),
+        shard_index: 0,
+        shard_total: 1,
+        block_strategy: BlockStrategy::SerialExecution,
+        timeout_ms: 0,
+        trigger_type: TriggerType::Cron,
+        scheduled_at_ms: 1_767_225_600_000,
+        emitted_at_ms: 1_767_225_600_000,
+        attempt: 0,
+        glue_type: GlueType::Bean,
+        glue_source: None,
+        glue_updated_at_ms: None,
+        replay_of: None,
+    }
 }
 
 fn with_extra_field(field: &str) -> Schema {
@@ -213,7 +274,7 @@ fn the_harness_rejects_a_breaking_change_and_accepts_a_compatible_one() {
         r#"{"name": "priority", "type": ["null", "int"], "default": null, "doc": "x"}"#,
     );
     check_backward_transitive(&compatible, &released).unwrap();
-    // A removed enum symbol breaks old data too.
+    // A removed enum symbol breaks old data too (REPLAY is in every released version).
     let mut json: serde_json::Value = serde_json::from_str(catalog::CURRENT_SOURCES[0].1).unwrap();
     let field = json["fields"]
         .as_array_mut()
@@ -221,7 +282,10 @@ fn the_harness_rejects_a_breaking_change_and_accepts_a_compatible_one() {
         .iter_mut()
         .find(|field| field["name"] == "trigger_type")
         .unwrap();
-    field["type"]["symbols"].as_array_mut().unwrap().pop();
+    field["type"]["symbols"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|symbol| symbol != "REPLAY");
     let narrowed = Schema::parse_str(&json.to_string()).unwrap();
     let error = check_backward_transitive(&narrowed, &released).unwrap_err();
     assert!(error.to_string().contains("version 1"), "{error}");
