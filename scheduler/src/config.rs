@@ -55,6 +55,8 @@ pub struct Config {
     pub signing: crate::signer::SigningConfig,
     /// Trace export and per-job metrics (see [`crate::traces`]).
     pub telemetry: crate::traces::TelemetryConfig,
+    /// Replays and backfills (see [`crate::replay`]).
+    pub replay: crate::replay::ReplayConfig,
 }
 
 /// Users and credentials.

@@ -472,7 +472,7 @@ pub fn trigger_record(fire: &PendingFire, emitted_at_ms: i64) -> TriggerRecord {
         glue_type: fire.glue_type,
         glue_source: fire.glue_source.clone(),
         glue_updated_at_ms: fire.glue_updated_at_ms,
-        replay_of: None,
+        replay_of: fire.replay_of.clone(),
     }
 }
 

@@ -4,7 +4,7 @@
 //! this node's [`OpenBatches`] until they are acknowledged; the others as pending job-log
 //! rows.
 //!
-//! Fires come from five places, each a [`FireSource`]:
+//! Fires come from seven places, each a [`FireSource`]:
 //! - **Schedule**: the pre-read scan plans a batch of the node's schedule shards
 //!   ([`FireIntake::plan_due`], called by [`crate::preread`]);
 //! - **Claim**: batches and pending rows whose owner's lease expired are taken over, their
@@ -12,13 +12,15 @@
 //!   [`crate::claims`]);
 //! - **Manual**: `POST /api/jobs/{id}/trigger` ([`FireIntake::fire_now`]);
 //! - **Retry** and **Child**: the follow-up monitor after a run finished
-//!   ([`FireIntake::retry`], [`FireIntake::fire_now`]).
+//!   ([`FireIntake::retry`], [`FireIntake::fire_now`]);
+//! - **Replay** and **Backfill**: an operator's replay or backfill, recorded with its fires
+//!   ([`FireIntake::record_operation`], called by [`crate::replay`]).
 //!
 //! Each write is a different store operation (a scan, a claim, an insert), but what follows is
 //! the same and lives here once: the fires go to the wheel through [`FireIntake::admit`], which
 //! waits when the wheel is full (backpressure, never a drop) and stops handing over when it is
-//! gone (shutdown: the rows stay pending and a claim emits them after their lease). What later
-//! features need of every fire (replay and backfill entering, metrics by source) hooks in there.
+//! gone (shutdown: the rows stay pending and a claim emits them after their lease). What every
+//! fire needs (metrics by source) hooks in there.
 //!
 //! An intake writes through the connection pool of its caller ([`FireIntake::using`]): the API
 //! writes manual fires on its own pool so that a busy API never takes the scheduling pool's
@@ -35,7 +37,10 @@ use crate::clock::millis;
 use crate::metrics::SchedulerMetrics;
 use crate::model::{Job, PendingFire};
 use crate::open_batches::OpenBatches;
-use crate::store::{BatchProgress, NewFire, OwnedShard, PreReadRequest, Store, StoreError};
+use crate::store::{
+    BatchProgress, FireMaker, FireOwner, NewFire, NewOperation, Operation, OwnedShard,
+    PreReadRequest, Store, StoreError,
+};
 
 /// What made a fire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +55,10 @@ pub enum FireSource {
     Retry,
     /// A child job fired by its parent's success.
     Child,
+    /// An operator's replay of past triggers (see [`crate::replay`]).
+    Replay,
+    /// An operator's backfill of fires that never fired.
+    Backfill,
 }
 
 impl FireSource {
@@ -61,6 +70,8 @@ impl FireSource {
             FireSource::Manual => "manual",
             FireSource::Retry => "retry",
             FireSource::Child => "child",
+            FireSource::Replay => "replay",
+            FireSource::Backfill => "backfill",
         }
     }
 }
@@ -322,6 +333,28 @@ impl FireIntake {
             self.admit(FireSource::Retry, vec![fire.clone()]).await;
         }
         Ok(written)
+    }
+
+    /// Records a replay or backfill with the fires `make_fires` gives for its id (see
+    /// [`Replays::record_operation`](crate::store::Replays::record_operation)) and admits
+    /// them; returns the operation and its fires.
+    pub async fn record_operation(
+        &self,
+        source: FireSource,
+        operation: &NewOperation,
+        make_fires: FireMaker,
+        now_ms: i64,
+    ) -> Result<(Operation, Vec<PendingFire>), StoreError> {
+        let owner = FireOwner {
+            node_id: self.node_id.clone(),
+            lease_ms: self.lease_ms,
+        };
+        let (recorded, fires) = self
+            .store
+            .record_operation(operation, make_fires, &owner, now_ms)
+            .await?;
+        self.admit(source, fires.clone()).await;
+        Ok((recorded, fires))
     }
 
     /// Hands durable fires to the wheel, in order. A full wheel is backpressure from the wheel

@@ -130,14 +130,17 @@ impl TopicAdmin {
         Ok(0)
     }
 
-    /// Creates the topics every deployment shares: results, control, beats (compacted: only
-    /// the latest beat per executor matters), logs and the dead-letter queue.
+    /// Creates the topics every deployment shares: results, shadow results, control, beats
+    /// (compacted: only the latest beat per executor matters), logs and the dead-letter
+    /// queue.
     pub async fn ensure_shared_topics(
         &self,
         topics: &Topics,
         results_partitions: i32,
     ) -> Result<(), TopicError> {
         self.ensure_topic(&topics.results(), results_partitions, &[])
+            .await?;
+        self.ensure_topic(&topics.shadow_results(), results_partitions, &[])
             .await?;
         self.ensure_topic(&topics.control(), 1, &[]).await?;
         self.ensure_topic(&topics.beats(), 1, &[("cleanup.policy", "compact")])

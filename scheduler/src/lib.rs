@@ -40,6 +40,8 @@
 //! - [`claims`]: takes over batches and pending fires whose owner's lease expired (a dead
 //!   node) and emits their unacknowledged fires with the same trigger ids.
 //! - [`results`]: consumes `{prefix}.results` and completes job-log rows, first result wins.
+//! - [`replay`]: replays past triggers read back from a trigger topic, backfills fires that
+//!   never fired, and keeps shadow runs' results for a diff report against production.
 //! - [`logs`]: stores the lines runs write (`{prefix}.logs`) for the rolling log view.
 //!   Results, logs and the beats reader are batch readers of `kadence_kafka::batch`.
 //! - [`kafka`]: topic administration and the control channel; the Kafka plumbing shared with
@@ -83,6 +85,7 @@ pub mod pools;
 pub mod preread;
 mod quartz;
 pub mod registry;
+pub mod replay;
 pub mod results;
 pub mod routing;
 pub mod schedule;

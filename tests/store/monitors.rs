@@ -414,6 +414,7 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
             runs: 2,
             reports: 1,
             audit_entries: 1,
+            shadow_results: 0,
         }
     );
     let left: Vec<TriggerId> = h

@@ -106,9 +106,9 @@ impl From<StoreError> for ApiError {
         match error {
             StoreError::UnknownApp(_) => ApiError::BadRequest(error.to_string()),
             StoreError::JobNotFound(_) => ApiError::NotFound(error.to_string()),
-            StoreError::AppExists(_) | StoreError::UserExists(_) => {
-                ApiError::Conflict(error.to_string())
-            }
+            StoreError::AppExists(_)
+            | StoreError::UserExists(_)
+            | StoreError::ReplayedBefore { .. } => ApiError::Conflict(error.to_string()),
             busy if busy.is_busy() => ApiError::Unavailable("the database is busy".to_owned()),
             other => ApiError::Internal(other.into()),
         }

@@ -33,6 +33,10 @@
 //! | GET | `/api/signing-keys` | the keys triggers are signed with: public halves, which one signs now |
 //! | POST | `/api/signing-keys/rotate` | a new signing key, used by every node within `signing.key_refresh_interval` (admin) |
 //! | POST | `/api/signing-keys/{id}/retire` | stop a key being used; never the only active one (admin) |
+//! | GET, POST | `/api/replays` (`?app=`) | replays and backfills, newest first / replay triggers by offsets or time, filtered, optionally dry (see `crate::replay`) |
+//! | GET | `/api/replays/{id}` | one replay or backfill: who, what range, how many |
+//! | POST | `/api/backfills` | emit the fires a job's schedule had in a past range that never fired (or a dry run) |
+//! | GET | `/api/shadow/report` (`?app=&from_ms=&to_ms=`) | shadow runs beside production's results by trigger id, disagreements first |
 //!
 //! Every route but `/health`, `/metrics` and the login needs `Authorization: Bearer <token>` (401
 //! without; `caller`), and checks the caller's role and grants on the app concerned (403
@@ -54,7 +58,7 @@
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
 //! view shows in `job_spec`), `runs` (trigger, kill, list, log), `executors`,
 //! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`, `audit`,
-//! `signing_keys`; the plumbing every route shares: `caller`, `throttle`, `error`, `body`,
+//! `signing_keys`, `replays` (with backfills and the shadow report); the plumbing every route shares: `caller`, `throttle`, `error`, `body`,
 //! `pages`, `limits`. This file holds the state, the router and the small parsers the
 //! resources share.
 
@@ -70,6 +74,7 @@ mod limits;
 mod openapi;
 mod pages;
 mod registry;
+mod replays;
 mod reports;
 mod runs;
 mod schedules;
@@ -88,6 +93,7 @@ pub use job_spec::{JobView, MAX_GLUE_SOURCE_BYTES, NewJobRequest};
 pub use jobs::JobQuery;
 pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
 pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, PageQuery};
+pub use replays::{BackfillBody, ReplayBody, ReplayQuery, ShadowReportQuery};
 pub use reports::{ReportQuery, ReportView};
 pub use runs::{
     KillRequest, KillResponse, RunKillResponse, RunLogQuery, RunLogView, TriggerRequest,
@@ -163,6 +169,8 @@ pub struct ApiState {
     pub session_ttl: Duration,
     /// Longest life of an API token.
     pub api_token_max_ttl: Duration,
+    /// Replays and backfills (through the API's pool and intake).
+    pub replayer: Arc<crate::replay::Replayer>,
 }
 
 /// The API's routes over `state`, within `limits`, with the OpenAPI document and its page.
@@ -227,6 +235,10 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(signing_keys::list_signing_keys))
         .routes(routes!(signing_keys::rotate_signing_key))
         .routes(routes!(signing_keys::retire_signing_key))
+        .routes(routes!(replays::list_replays, replays::replay))
+        .routes(routes!(replays::get_replay))
+        .routes(routes!(replays::backfill))
+        .routes(routes!(replays::shadow_report))
 }
 
 /// The routes anyone may call (marked public in the document by `openapi`) but `/health`:

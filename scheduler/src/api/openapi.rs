@@ -68,6 +68,7 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
         (name = "audit", description = "Who changed what"),
         (name = "schedules", description = "Schedule previews"),
         (name = "signing-keys", description = "The keys trigger and control records are signed with"),
+        (name = "replays", description = "Replays of past triggers, backfills of missed fires, the shadow diff report"),
         (name = "health", description = "Liveness"),
         (name = "schema-registry", description = "The record schemas, in the Confluent Schema Registry's read API shape"),
     )

@@ -32,6 +32,87 @@ pub struct Cli {
     pub(super) command: Command,
 }
 
+/// `kadence replay`: a replay, unless a subcommand lists or shows them.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(super) struct ReplayArgs {
+    #[command(subcommand)]
+    pub(super) command: Option<ReplayCommand>,
+    /// The app whose trigger topic is read.
+    #[arg(long)]
+    pub(super) app: Option<String>,
+    /// Start of a time range (triggers scheduled at or after): RFC 3339 instant or ms.
+    #[arg(long, requires = "to", conflicts_with = "offsets")]
+    pub(super) from: Option<String>,
+    /// End of a time range (scheduled before).
+    #[arg(long, requires = "from")]
+    pub(super) to: Option<String>,
+    /// Offsets of one partition, PARTITION:FROM-TO (TO exclusive); repeat per partition.
+    #[arg(long)]
+    pub(super) offsets: Vec<String>,
+    /// Only this job's triggers (repeatable).
+    #[arg(long = "job")]
+    pub(super) jobs: Vec<i64>,
+    /// Only triggers of this type (repeatable): CRON, MANUAL, RETRY, …
+    #[arg(long = "type")]
+    pub(super) types: Vec<String>,
+    /// Only triggers whose runs went so (repeatable): SUCCEEDED, FAILED, UNFINISHED, UNKNOWN.
+    #[arg(long = "outcome")]
+    pub(super) outcomes: Vec<String>,
+    /// Send the replayed triggers to this app's executors instead (a staging group).
+    #[arg(long)]
+    pub(super) into: Option<String>,
+    /// Triggers per second (default: the scheduler's replay.rate_per_second).
+    #[arg(long)]
+    pub(super) rate: Option<u32>,
+    /// Replay triggers an earlier replay replayed.
+    #[arg(long)]
+    pub(super) force: bool,
+    /// Only count what would be replayed.
+    #[arg(long)]
+    pub(super) dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum ReplayCommand {
+    /// Replays and backfills, newest first.
+    List {
+        /// Only those that read or ran in this app.
+        #[arg(long)]
+        app: Option<String>,
+        /// Entries per page (at most 1000).
+        #[arg(long, default_value_t = DEFAULT_PAGE_SIZE)]
+        limit: u32,
+        /// Only entries older than this id (the hint under a full page gives it).
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// One replay or backfill: who, what, how many.
+    Show {
+        /// Its id.
+        id: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum ShadowCommand {
+    /// Shadow runs beside production's results by trigger id, disagreements first.
+    Report {
+        /// The app.
+        #[arg(long)]
+        app: String,
+        /// Shadow runs started at or after: RFC 3339 instant or ms since the epoch.
+        #[arg(long)]
+        from: String,
+        /// Shadow runs started before (default: now).
+        #[arg(long)]
+        to: Option<String>,
+        /// Rows at most.
+        #[arg(long, default_value_t = 1000)]
+        limit: u32,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub(super) enum Command {
     /// Run a scheduler node (configuration: --config file, then KADENCE_<SECTION>__<FIELD>).
@@ -89,6 +170,31 @@ pub(super) enum Command {
         #[arg(long)]
         after: Option<String>,
     },
+    /// Replay past triggers of an app's trigger topic (by time or offsets, filtered), or
+    /// list and show replays and backfills. `--dry-run` counts and changes nothing.
+    Replay(ReplayArgs),
+    /// Emit the fires a job's schedule had in a past range that never fired (after an
+    /// outage with misfire DO_NOTHING). `--dry-run` lists them and changes nothing.
+    Backfill {
+        /// The job.
+        #[arg(long)]
+        job: i64,
+        /// Start of the range: RFC 3339 instant or ms since the epoch (inclusive).
+        #[arg(long)]
+        from: String,
+        /// End of the range (exclusive).
+        #[arg(long)]
+        to: String,
+        /// Triggers per second (default: the scheduler's replay.rate_per_second).
+        #[arg(long)]
+        rate: Option<u32>,
+        /// Only list what would be backfilled.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Shadow runs: candidate handler versions run beside production.
+    #[command(subcommand)]
+    Shadow(ShadowCommand),
     /// Print the API's OpenAPI 3 document (JSON), as a node serves it at /api/openapi.json
     /// (no server needed).
     Openapi,

@@ -44,6 +44,15 @@ impl ApiClient {
         path: &str,
         query: &[(&str, Option<String>)],
     ) -> anyhow::Result<Page<T>> {
+        self.get_with(path, query).await
+    }
+
+    /// `GET path` with the query `query` (empty values are left out).
+    pub(super) async fn get_with<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, Option<String>)],
+    ) -> anyhow::Result<T> {
         let query: Vec<(&str, String)> = query
             .iter()
             .filter_map(|(name, value)| value.clone().map(|value| (*name, value)))

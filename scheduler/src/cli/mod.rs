@@ -3,7 +3,7 @@
 //!
 //! Every client subcommand sends a token: `KADENCE_TOKEN`, else the one `kadence login` saved
 //! (`credentials`). Login and logout are `sessions`; users and API tokens `users`; signing
-//! keys `keys`.
+//! keys `keys`; replays, backfills and the shadow report `replays`.
 //!
 //! ```text
 //! kadence login --user admin
@@ -39,6 +39,7 @@ mod jobs;
 mod keys;
 mod preview;
 mod print;
+mod replays;
 mod sessions;
 mod users;
 
@@ -94,6 +95,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::User(command) => user_command(&client, command).await,
         Command::Token(command) => token_command(&client, command).await,
         Command::Key(command) => key_command(&client, command).await,
+        Command::Replay(args) => replays::replay_command(&client, args).await,
+        Command::Backfill {
+            job,
+            from,
+            to,
+            rate,
+            dry_run,
+        } => replays::backfill_command(&client, job, (from, to), rate, dry_run).await,
+        Command::Shadow(command) => replays::shadow_command(&client, command).await,
         Command::Audit {
             app,
             user,

@@ -4,7 +4,7 @@
 use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 use serde::{Deserialize, Serialize};
 
-use super::job::RouteStrategy;
+use super::job::{Job, RouteStrategy};
 use crate::enums::string_enum;
 
 string_enum!(
@@ -143,9 +143,46 @@ pub struct PendingFire {
     /// The partitions the route strategy may choose from, when not all of the app's: a manual
     /// trigger's override, or the single partition of a broadcast shard.
     pub route_partitions: Option<Vec<i32>>,
+    /// The trigger this run replays (a replay and its retries); carried in the record.
+    pub replay_of: Option<TriggerId>,
+    /// The replay or backfill that made this fire (see [`crate::replay`]).
+    pub operation_id: Option<i64>,
 }
 
 impl PendingFire {
+    /// A fire of `job` as its definition stands, scheduled and fired at `scheduled_at_ms`,
+    /// with the job's params and every partition of its app, before it has a row (log id 0).
+    pub fn of_job(
+        job: &Job,
+        trigger_id: TriggerId,
+        trigger_type: TriggerType,
+        scheduled_at_ms: i64,
+    ) -> PendingFire {
+        PendingFire {
+            log_id: 0,
+            trigger_id,
+            job_id: job.id,
+            app: job.spec.app.clone(),
+            handler: job.spec.handler.clone(),
+            params: job.spec.params.clone(),
+            trigger_type,
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            scheduled_at_ms,
+            fire_at_ms: scheduled_at_ms,
+            route_strategy: job.spec.route_strategy,
+            block_strategy: job.spec.block_strategy,
+            timeout_ms: job.spec.timeout_ms,
+            glue_type: job.spec.glue.glue_type,
+            glue_source: job.spec.glue.source.clone(),
+            glue_updated_at_ms: job.glue_updated_at_ms,
+            route_partitions: None,
+            replay_of: None,
+            operation_id: None,
+        }
+    }
+
     /// The shards of a SHARDING_BROADCAST fire: one per candidate partition (every partition
     /// of the app unless the trigger named some), shard index = position among the candidates
     /// (= the partition when all are candidates), shard total = number of candidates, each
@@ -200,6 +237,8 @@ impl PendingFire {
             glue_source: None,
             glue_updated_at_ms: None,
             route_partitions: None,
+            replay_of: None,
+            operation_id: None,
         }
     }
 }

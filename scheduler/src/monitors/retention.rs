@@ -1,5 +1,5 @@
-//! Retention (XXL-JOB's `logretentiondays`): finished runs, their log lines, report rows and
-//! audit entries older than `retention.days` (default 30) are deleted in bounded batches
+//! Retention (XXL-JOB's `logretentiondays`): finished runs, their log lines, report rows,
+//! audit entries and shadow results older than `retention.days` (default 30) are deleted in bounded batches
 //! (`retention.batch_size` rows per transaction, default 1 000), so the job-log tables never
 //! grow without end and no delete holds a long lock. It never takes the schedule lock, and it
 //! never deletes an unfinished run (a pending fire is never lost to retention).
@@ -24,6 +24,8 @@ pub struct RetentionSummary {
     pub reports: u64,
     /// Audit entries.
     pub audit_entries: u64,
+    /// Shadow runs' results (see [`crate::replay::shadow`]).
+    pub shadow_results: u64,
 }
 
 /// One step at `now_ms`: deletes batches until nothing older than the retention is left, or
@@ -34,31 +36,36 @@ pub async fn apply_retention_once(
     now_ms: i64,
 ) -> Result<RetentionSummary, StoreError> {
     let cutoff = now_ms - i64::from(config.days) * DAY_MS;
-    let mut summary = RetentionSummary::default();
+    Ok(RetentionSummary {
+        runs: in_batches(config, |limit| store.delete_old_runs(cutoff, limit)).await?,
+        reports: in_batches(config, |limit| {
+            store.delete_old_reports(day_of(cutoff), limit)
+        })
+        .await?,
+        audit_entries: in_batches(config, |limit| store.delete_old_audit(cutoff, limit)).await?,
+        shadow_results: in_batches(config, |limit| {
+            store.delete_old_shadow_results(cutoff, limit)
+        })
+        .await?,
+    })
+}
+
+/// Runs `delete` (given the batch size, answering how many it deleted) until a batch is not
+/// full or `config.max_batches` ran; returns the total.
+async fn in_batches<F, Fut>(config: &RetentionConfig, mut delete: F) -> Result<u64, StoreError>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<u64, StoreError>>,
+{
+    let mut total = 0;
     for _ in 0..config.max_batches {
-        let deleted = store.delete_old_runs(cutoff, config.batch_size).await?;
-        summary.runs += deleted;
+        let deleted = delete(config.batch_size).await?;
+        total += deleted;
         if deleted < u64::from(config.batch_size) {
             break;
         }
     }
-    for _ in 0..config.max_batches {
-        let deleted = store
-            .delete_old_reports(day_of(cutoff), config.batch_size)
-            .await?;
-        summary.reports += deleted;
-        if deleted < u64::from(config.batch_size) {
-            break;
-        }
-    }
-    for _ in 0..config.max_batches {
-        let deleted = store.delete_old_audit(cutoff, config.batch_size).await?;
-        summary.audit_entries += deleted;
-        if deleted < u64::from(config.batch_size) {
-            break;
-        }
-    }
-    Ok(summary)
+    Ok(total)
 }
 
 /// Drops, in batches, the finished runs their jobs' history policies do not keep
@@ -71,17 +78,10 @@ pub async fn drop_unkept_runs_once(
     now_ms: i64,
 ) -> Result<u64, StoreError> {
     let finished_before = now_ms - millis(config.unkept_runs_for);
-    let mut dropped = 0;
-    for _ in 0..config.max_batches {
-        let batch = store
-            .drop_unkept_runs(finished_before, config.batch_size)
-            .await?;
-        dropped += batch;
-        if batch < u64::from(config.batch_size) {
-            break;
-        }
-    }
-    Ok(dropped)
+    in_batches(config, |limit| {
+        store.drop_unkept_runs(finished_before, limit)
+    })
+    .await
 }
 
 /// Applies the retention every `config.interval` until `shutdown`.

@@ -1,6 +1,6 @@
 //! Why a store operation failed: [`StoreError`], one enum for both backends.
 
-use kadence_schemas::{AppName, JobId};
+use kadence_schemas::{AppName, JobId, TriggerId};
 
 /// A failed store operation.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +49,22 @@ pub enum StoreError {
         what: String,
         /// Why.
         reason: String,
+    },
+    /// A replay selected triggers that earlier replays replayed already.
+    #[error(
+        "{count} of the selected triggers were replayed before (e.g. {example} by replay \
+         {replay_id}; replays {replay_ids:?}): replaying them again runs them again; narrow the \
+         selection or ask again with force"
+    )]
+    ReplayedBefore {
+        /// How many of the selected triggers.
+        count: usize,
+        /// One of them.
+        example: TriggerId,
+        /// The replay that replayed it.
+        replay_id: i64,
+        /// Every earlier replay concerned, ascending.
+        replay_ids: Vec<i64>,
     },
 }
 

@@ -136,6 +136,9 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<PendingFire>, BatchDecodeError> {
                 glue_source: job.glue_source.clone(),
                 glue_updated_at_ms: job.glue_updated_at_ms,
                 route_partitions: fire.route_partitions,
+                // Batches hold what the schedule planned: never a replay or a backfill.
+                replay_of: None,
+                operation_id: None,
             })
         })
         .collect()
@@ -170,6 +173,8 @@ mod tests {
             glue_source: None,
             glue_updated_at_ms: None,
             route_partitions: None,
+            replay_of: None,
+            operation_id: None,
         }
     }
 

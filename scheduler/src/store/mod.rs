@@ -19,6 +19,7 @@ mod error;
 pub mod fire_batch;
 mod fire_cancellation;
 mod postgres;
+mod replays;
 mod rows;
 mod shards;
 mod signing;
@@ -40,6 +41,10 @@ pub use batches::{
 pub use error::StoreError;
 pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
 pub use postgres::PostgresStore;
+pub use replays::{
+    FireMaker, FireOwner, NewOperation, Operation, OperationKind, Replays, RunOutcome, ShadowPair,
+    ShadowResult,
+};
 pub use shards::{
     AcquiredShard, Acquisition, OwnedShard, ScheduleShards, ShardLease, ShardLeaseRequest,
     ShardOwner,
@@ -240,10 +245,11 @@ pub struct UnfinishedRun {
 /// The scheduler's persistence. All methods are safe to call from several scheduler
 /// processes on one database. Users, grants and tokens are the [`Accounts`] half; the audit
 /// trail the [`AuditTrail`] half; the keys triggers are signed with the [`SigningKeys`] half;
-/// schedule shards and fire batches are the [`ScheduleShards`] and [`FireBatches`] halves.
+/// schedule shards and fire batches are the [`ScheduleShards`] and [`FireBatches`] halves;
+/// replays, backfills and shadow results the [`Replays`] half.
 #[async_trait::async_trait]
 pub trait Store:
-    Accounts + AuditTrail + FireBatches + ScheduleShards + SigningKeys + Send + Sync + 'static
+    Accounts + AuditTrail + FireBatches + Replays + ScheduleShards + SigningKeys + Send + Sync + 'static
 {
     /// "sqlite" or "postgres".
     fn backend(&self) -> &'static str;

@@ -40,6 +40,10 @@ impl PostgresStore {
     const ROW_LOCK: &'static str = " FOR UPDATE";
     /// Locks the rows a statement selects, passing over rows other transactions hold.
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    /// Taken first by a transaction that records a replay or backfill: one at a time, so the
+    /// double-replay guard of the second sees the first's runs (the mode conflicts with
+    /// itself, not with readers).
+    const OPERATIONS_LOCK: &'static str = "LOCK TABLE replays IN SHARE ROW EXCLUSIVE MODE";
     /// How long a session may sit idle inside a transaction before PostgreSQL ends it (see
     /// the module docs): far longer than any transaction of the store, short enough that a
     /// stopped node's shards are free soon after its lease.

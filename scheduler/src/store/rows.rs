@@ -56,7 +56,8 @@ pub(crate) const JOB_SPEC_COLUMNS: [&str; 24] = [
 /// Columns of `job_logs` that make a pending fire.
 pub(crate) const FIRE_COLUMNS: &str = "id, trigger_id, job_id, app, handler, params, trigger_type, \
      shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
-     block_strategy, timeout_ms, glue_type, glue_source, glue_updated_at_ms, route_partitions";
+     block_strategy, timeout_ms, glue_type, glue_source, glue_updated_at_ms, route_partitions, \
+     replay_of, operation_id";
 
 /// Columns of `executors`, in [`ExecutorRow`]'s order.
 pub(crate) const EXECUTOR_COLUMNS: &str = "executor_id, app, host, version, handlers, \
@@ -179,6 +180,8 @@ pub(crate) struct FireRow {
     glue_source: Option<String>,
     glue_updated_at_ms: Option<i64>,
     route_partitions: Option<String>,
+    replay_of: Option<String>,
+    operation_id: Option<i64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -383,6 +386,12 @@ impl TryFrom<FireRow> for PendingFire {
                     .as_deref()
                     .map(parse_list::<i32>)
                     .transpose()?,
+                replay_of: row
+                    .replay_of
+                    .as_deref()
+                    .map(parse::<TriggerId>)
+                    .transpose()?,
+                operation_id: row.operation_id,
             })
         })()
         .map_err(corrupt(what))

@@ -37,6 +37,8 @@ impl SqliteStore {
     const ROW_LOCK: &'static str = "";
     /// Locks the rows a statement selects, passing over rows other transactions hold (SQLite: one writer at a time already).
     const SKIP_LOCKED: &'static str = "";
+    /// Taken first by a transaction that records a replay or backfill (SQLite: one writer at a time already).
+    const OPERATIONS_LOCK: &'static str = "";
 
     /// Opens (creating if missing) the database at `url`, e.g. `sqlite://kadence.db` or
     /// `sqlite:///var/lib/kadence/kadence.db`.

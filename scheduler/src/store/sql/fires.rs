@@ -11,25 +11,9 @@ macro_rules! sql_fires {
 
             pub(super) async fn insert_fire(store: &$store, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError> {
                 let draft = PendingFire {
-                    glue_type: job.spec.glue.glue_type,
-                    glue_source: job.spec.glue.source.clone(),
-                    glue_updated_at_ms: job.glue_updated_at_ms,
-                    log_id: 0,
-                    trigger_id: fire.trigger_id.clone(),
-                    job_id: job.id,
-                    app: job.spec.app.clone(),
-                    handler: job.spec.handler.clone(),
                     params: fire.params.clone(),
-                    trigger_type: fire.trigger_type,
-                    shard_index: 0,
-                    shard_total: 1,
-                    attempt: 0,
-                    scheduled_at_ms: fire.scheduled_at_ms,
-                    fire_at_ms: fire.scheduled_at_ms,
-                    route_strategy: job.spec.route_strategy,
-                    block_strategy: job.spec.block_strategy,
-                    timeout_ms: job.spec.timeout_ms,
                     route_partitions: fire.partitions.clone(),
+                    ..PendingFire::of_job(job, fire.trigger_id.clone(), fire.trigger_type, fire.scheduled_at_ms)
                 };
                 let mut tx = store.begin_write("write a fire").await?;
                 let written =

@@ -6,6 +6,8 @@
 //!   a transaction that will write (every transaction here does);
 //! - `const ROW_LOCK: &'static str` and `const SKIP_LOCKED: &'static str`: the clauses that
 //!   lock selected rows (waiting, or passing over rows others hold); empty on SQLite;
+//! - `const OPERATIONS_LOCK: &'static str`: the statement that serialises the recording of
+//!   replays and backfills; empty on SQLite;
 //! - `async fn reserve_log_ids_in(tx, count) -> Result<Vec<i64>, StoreError>`: job-log ids
 //!   for rows written later;
 //! - `async fn prefer_keyed_joins(tx) -> Result<(), StoreError>`: whatever the backend needs
@@ -20,9 +22,9 @@
 //! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
 //! functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the backend's
 //! file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
-//! [`accounts`], [`audit`], [`batches`], [`shards`] and [`signing`] implement the separate
-//! [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail),
-//! [`FireBatches`](super::FireBatches),
+//! [`accounts`], [`audit`], [`batches`], [`replays`], [`shards`] and [`signing`] implement the
+//! separate [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail),
+//! [`FireBatches`](super::FireBatches), [`Replays`](super::Replays),
 //! [`ScheduleShards`](super::ScheduleShards) and [`SigningKeys`](super::SigningKeys) traits the
 //! same way.
 
@@ -34,6 +36,7 @@ pub(crate) mod history;
 pub(crate) mod jobs;
 pub(crate) mod planning;
 pub(crate) mod registry;
+pub(crate) mod replays;
 pub(crate) mod shards;
 pub(crate) mod signing;
 pub(crate) mod writes;
@@ -468,6 +471,7 @@ macro_rules! impl_sql_store {
         $crate::store::sql::batches::impl_sql_batches!($store, $db);
         $crate::store::sql::shards::impl_sql_shards!($store, $db);
         $crate::store::sql::signing::impl_sql_signing!($store, $db);
+        $crate::store::sql::replays::impl_sql_replays!($store, $db);
     };
 }
 

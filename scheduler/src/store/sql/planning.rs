@@ -69,25 +69,13 @@ pub(crate) fn plan_rows(rows: Vec<JobRow>, request: &PreReadRequest) -> PlannedS
         let next_fire_ms = plan.next.at();
         let last_fire_ms = plan.fires.last().map(|fire| fire.scheduled_at_ms);
         scan.fires.extend(plan.fires.iter().map(|fire| PendingFire {
-            log_id: 0,
-            trigger_id: kadence_schemas::TriggerId::scheduled(job.id, fire.scheduled_at_ms),
-            job_id: job.id,
-            app: job.spec.app.clone(),
-            handler: job.spec.handler.clone(),
-            params: job.spec.params.clone(),
-            trigger_type: fire.trigger_type,
-            shard_index: 0,
-            shard_total: 1,
-            attempt: 0,
-            scheduled_at_ms: fire.scheduled_at_ms,
             fire_at_ms: fire.fire_at_ms,
-            route_strategy: job.spec.route_strategy,
-            block_strategy: job.spec.block_strategy,
-            timeout_ms: job.spec.timeout_ms,
-            glue_type: job.spec.glue.glue_type,
-            glue_source: job.spec.glue.source.clone(),
-            glue_updated_at_ms: job.glue_updated_at_ms,
-            route_partitions: None,
+            ..PendingFire::of_job(
+                &job,
+                kadence_schemas::TriggerId::scheduled(job.id, fire.scheduled_at_ms),
+                fire.trigger_type,
+                fire.scheduled_at_ms,
+            )
         }));
         let status = if plan.next == NextFire::Never {
             tracing::info!(job_id = %job.id, "schedule has no future fire; stopping the job");

@@ -210,7 +210,8 @@ macro_rules! sql_writes {
         /// The columns of `job_logs` a fire fills, in [`push_fire_values`] order.
         const FIRE_INSERT_COLUMNS: &str = "trigger_id, job_id, app, handler, params, trigger_type, \
              shard_index, shard_total, attempt, scheduled_at_ms, fire_at_ms, route_strategy, \
-             block_strategy, timeout_ms, glue_type, glue_source, glue_updated_at_ms, route_partitions";
+             block_strategy, timeout_ms, glue_type, glue_source, glue_updated_at_ms, route_partitions, \
+             replay_of, operation_id";
 
         /// Binds what `fire` fills of a `job_logs` row, in [`FIRE_INSERT_COLUMNS`] order.
         fn push_fire_values(values: &mut sqlx::query_builder::Separated<'_, '_, $db, &'static str>, fire: &PendingFire) {
@@ -232,7 +233,9 @@ macro_rules! sql_writes {
                 .push_bind(fire.glue_type.as_str())
                 .push_bind(fire.glue_source.clone())
                 .push_bind(fire.glue_updated_at_ms)
-                .push_bind(fire.route_partitions.as_deref().map($crate::store::rows::join_list));
+                .push_bind(fire.route_partitions.as_deref().map($crate::store::rows::join_list))
+                .push_bind(fire.replay_of.as_ref().map(|id| id.as_str().to_owned()))
+                .push_bind(fire.operation_id);
         }
 
         /// Inserts fires whose trigger ids are new; returns the written ones with their row

@@ -9,6 +9,9 @@
 //!  {prefix}.results ─> results consumer ─> store (FINISHED) / {prefix}.dlq
 //! ```
 //!
+//! The readers of what executors publish and the monitors that follow a run up are started
+//! in `loops`; the API's replayer reads trigger topics back (see [`crate::replay`]).
+//!
 //! Dispatch and the control channel produce through one [`SignedProducer`]: every trigger
 //! and control record is signed with the node's current key, refreshed from the store.
 //!
@@ -23,6 +26,8 @@
 //! the loops stop taking work, dispatch drains deliveries in flight, the ack writer drains
 //! what dispatch acknowledged, and fires not acknowledged stay pending in the database for
 //! the next node (or this one, restarted) to claim.
+
+mod loops;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,19 +52,14 @@ use crate::config::Config;
 use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher};
 use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
-use crate::logs::LogsConsumer;
-use crate::lost_runs::run_lost_run_monitor;
 use crate::metrics::SchedulerMetrics;
-use crate::monitors::{
-    alarm::Alarms, follow_up::FollowUp, reports::run_reports, retention::run_retention,
-};
 use crate::partitions::PartitionDirectory;
 use crate::pools::StorePools;
 use crate::preread::{PreReadSettings, PreReader};
-use crate::registry::{BeatsReader, Registry, run_sweeper};
-use crate::results::ResultsConsumer;
+use crate::registry::Registry;
+use crate::replay::Replayer;
 use crate::shards::{ShardLeaser, ShardOwnership, check_shard_lease, ensure_schedule_shards};
-use crate::signer::{SignedProducer, Signer, run_refresh};
+use crate::signer::{SignedProducer, Signer};
 use crate::store::Store;
 use crate::traces::node_tracer;
 use crate::wheel::run_wheel;
@@ -360,111 +360,13 @@ impl Node {
         pre_read_waker
     }
 
-    /// The readers of the shared topics: beats (with the registry's sweeper and the lost-run
-    /// monitor), results on the scheduling pool, log lines.
-    async fn spawn_readers(&self) -> anyhow::Result<()> {
-        let background = &self.pools.background;
-        let beats_partitions = self
-            .admin
-            .partition_count(&self.topics.beats())
-            .await
-            .context("reading the beats topic")?;
-        let beats = BeatsReader::new(
-            &self.kafka,
-            &self.topics,
-            beats_partitions,
-            Arc::clone(&self.registry),
-            Arc::clone(background),
-            self.dead_letters(),
-            Arc::clone(&self.clock),
-        )
-        .context("starting the beats reader")?;
-        self.tasks.spawn(beats.run(self.shutdown.clone()));
-        let registry_config = &self.config.registry;
-        self.tasks.spawn(run_sweeper(
-            Arc::clone(background),
-            registry_config.clone(),
-            Arc::clone(&self.clock),
-            self.shutdown.clone(),
-        ));
-        self.tasks.spawn(run_lost_run_monitor(
-            Arc::clone(background),
-            registry_config.clone(),
-            Arc::clone(&self.clock),
-            Arc::clone(&self.metrics),
-            self.shutdown.clone(),
-        ));
-
-        let session_timeout = self.config.kafka.session_timeout;
-        let results = ResultsConsumer::new(
-            &self.kafka,
-            &self.topics,
-            session_timeout,
-            Arc::clone(&self.pools.scheduling),
-            self.dead_letters(),
-            1000,
-        )
-        .context("starting the results consumer")?
-        .with_metrics(Arc::clone(&self.metrics))
-        .with_tracer(self.tracer.clone());
-        self.tasks.spawn(results.run(self.shutdown.clone()));
-        let logs = LogsConsumer::new(
-            &self.kafka,
-            &self.topics,
-            session_timeout,
-            Arc::clone(background),
-            self.dead_letters(),
-            self.config.logs.max_lines_per_run,
-        )
-        .context("starting the logs consumer")?
-        .with_metrics(Arc::clone(&self.metrics));
-        self.tasks.spawn(logs.run(self.shutdown.clone()));
-        Ok(())
-    }
-
-    /// What follows a finished run, on the background pool: retries, alarms and children,
-    /// daily reports, retention; and the signing key's refresh.
-    fn spawn_monitors(&self, fire_path: &FirePath) -> anyhow::Result<()> {
-        let background = &self.pools.background;
-        self.tasks.spawn(run_refresh(
-            Arc::clone(self.signed.signer()),
-            Arc::clone(background) as Arc<dyn crate::store::SigningKeys>,
-            self.config.signing.key_refresh_interval,
-            self.shutdown.clone(),
-        ));
-        let monitors = &self.config.monitors;
-        let alarms =
-            Arc::new(Alarms::from_config(&self.config.alarm).context("setting up alarms")?);
-        let follow_up = FollowUp::new(
-            Arc::clone(background),
-            alarms,
-            fire_path.intake.using(Arc::clone(background)),
-            monitors.clone(),
-        );
-        self.tasks
-            .spawn(follow_up.run(Arc::clone(&self.clock), self.shutdown.clone()));
-        self.tasks.spawn(run_reports(
-            Arc::clone(background),
-            monitors.report_interval,
-            self.config.retention.clone(),
-            Arc::clone(&self.clock),
-            self.shutdown.clone(),
-        ));
-        self.tasks.spawn(run_retention(
-            Arc::clone(background),
-            self.config.retention.clone(),
-            Arc::clone(&self.clock),
-            self.shutdown.clone(),
-        ));
-        Ok(())
-    }
-
     /// Serves the API on `listener` with its own pool, until shutdown.
     fn serve_api(&self, listener: TcpListener, fire_path: FirePath) -> anyhow::Result<SocketAddr> {
         let schedule = &self.config.schedule;
         let api_store = Arc::clone(&self.pools.api);
+        let api_intake = fire_path.intake.using(Arc::clone(&api_store));
         let state = Arc::new(ApiState {
-            intake: fire_path.intake.using(Arc::clone(&api_store)),
+            intake: api_intake.clone(),
             store: api_store,
             admin: Arc::clone(&self.admin),
             topics: self.topics.clone(),
@@ -479,6 +381,16 @@ impl Node {
             login_throttle: LoginThrottle::new(&self.config.auth),
             session_ttl: self.config.auth.session_ttl,
             api_token_max_ttl: self.config.auth.api_token_max_ttl,
+            replayer: Arc::new(
+                Replayer::new(
+                    (Arc::clone(&self.pools.api), api_intake),
+                    Arc::clone(&self.partitions),
+                    (self.topics.clone(), self.kafka.clone()),
+                    Arc::clone(&self.clock),
+                    self.config.replay.clone(),
+                )
+                .settling_after(schedule.pre_read_window + schedule.lease + schedule.emit_lead),
+            ),
         });
         let api_limits = ApiLimits::from(&self.config.api);
         let api_addr = listener.local_addr().context("reading the API address")?;

@@ -1,0 +1,127 @@
+//! The node's topic readers and monitors: the loops that read what executors publish
+//! (beats, results, shadow results, logs) and the ones that follow a finished run up.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use super::{FirePath, Node};
+use crate::logs::LogsConsumer;
+use crate::lost_runs::run_lost_run_monitor;
+use crate::monitors::{
+    alarm::Alarms, follow_up::FollowUp, reports::run_reports, retention::run_retention,
+};
+use crate::registry::{BeatsReader, run_sweeper};
+use crate::replay::shadow::ShadowResultsConsumer;
+use crate::results::ResultsConsumer;
+use crate::signer::run_refresh;
+
+impl Node {
+    /// The readers of the shared topics: beats (with the registry's sweeper and the lost-run
+    /// monitor), results on the scheduling pool, log lines.
+    pub(super) async fn spawn_readers(&self) -> anyhow::Result<()> {
+        let background = &self.pools.background;
+        let beats_partitions = self
+            .admin
+            .partition_count(&self.topics.beats())
+            .await
+            .context("reading the beats topic")?;
+        let beats = BeatsReader::new(
+            &self.kafka,
+            &self.topics,
+            beats_partitions,
+            Arc::clone(&self.registry),
+            Arc::clone(background),
+            self.dead_letters(),
+            Arc::clone(&self.clock),
+        )
+        .context("starting the beats reader")?;
+        self.tasks.spawn(beats.run(self.shutdown.clone()));
+        let registry_config = &self.config.registry;
+        self.tasks.spawn(run_sweeper(
+            Arc::clone(background),
+            registry_config.clone(),
+            Arc::clone(&self.clock),
+            self.shutdown.clone(),
+        ));
+        self.tasks.spawn(run_lost_run_monitor(
+            Arc::clone(background),
+            registry_config.clone(),
+            Arc::clone(&self.clock),
+            Arc::clone(&self.metrics),
+            self.shutdown.clone(),
+        ));
+
+        let session_timeout = self.config.kafka.session_timeout;
+        let results = ResultsConsumer::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(&self.pools.scheduling),
+            self.dead_letters(),
+            1000,
+        )
+        .context("starting the results consumer")?
+        .with_metrics(Arc::clone(&self.metrics))
+        .with_tracer(self.tracer.clone());
+        self.tasks.spawn(results.run(self.shutdown.clone()));
+        let logs = LogsConsumer::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(background),
+            self.dead_letters(),
+            self.config.logs.max_lines_per_run,
+        )
+        .context("starting the logs consumer")?
+        .with_metrics(Arc::clone(&self.metrics));
+        self.tasks.spawn(logs.run(self.shutdown.clone()));
+        let shadow_results = ShadowResultsConsumer::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(background),
+            self.dead_letters(),
+        )
+        .context("starting the shadow results consumer")?;
+        self.tasks.spawn(shadow_results.run(self.shutdown.clone()));
+        Ok(())
+    }
+
+    /// What follows a finished run, on the background pool: retries, alarms and children,
+    /// daily reports, retention; and the signing key's refresh.
+    pub(super) fn spawn_monitors(&self, fire_path: &FirePath) -> anyhow::Result<()> {
+        let background = &self.pools.background;
+        self.tasks.spawn(run_refresh(
+            Arc::clone(self.signed.signer()),
+            Arc::clone(background) as Arc<dyn crate::store::SigningKeys>,
+            self.config.signing.key_refresh_interval,
+            self.shutdown.clone(),
+        ));
+        let monitors = &self.config.monitors;
+        let alarms =
+            Arc::new(Alarms::from_config(&self.config.alarm).context("setting up alarms")?);
+        let follow_up = FollowUp::new(
+            Arc::clone(background),
+            alarms,
+            fire_path.intake.using(Arc::clone(background)),
+            monitors.clone(),
+        );
+        self.tasks
+            .spawn(follow_up.run(Arc::clone(&self.clock), self.shutdown.clone()));
+        self.tasks.spawn(run_reports(
+            Arc::clone(background),
+            monitors.report_interval,
+            self.config.retention.clone(),
+            Arc::clone(&self.clock),
+            self.shutdown.clone(),
+        ));
+        self.tasks.spawn(run_retention(
+            Arc::clone(background),
+            self.config.retention.clone(),
+            Arc::clone(&self.clock),
+            self.shutdown.clone(),
+        ));
+        Ok(())
+    }
+}
