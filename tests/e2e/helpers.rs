@@ -603,6 +603,18 @@ impl TestApp {
         }
     }
 
+    /// Stops the scheduler gracefully, keeps it down for `outage`, then starts a new node on
+    /// the same database and topics and sends later calls to it.
+    pub async fn restart_scheduler_after(&mut self, outage: Duration) {
+        if let Some(scheduler) = self.scheduler.take() {
+            scheduler.stop(Duration::from_secs(10)).await;
+        }
+        tokio::time::sleep(outage).await;
+        let (node, url) = self.start_node().await;
+        self.scheduler = Some(node);
+        self.base_url = url;
+    }
+
     pub async fn shutdown(mut self) {
         self.stop_executors().await;
         if let Some(scheduler) = self.scheduler.take() {

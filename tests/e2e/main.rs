@@ -27,6 +27,7 @@ mod otlp;
 mod prometheus;
 mod rebalance;
 mod registry;
+mod replays;
 mod routing;
 mod scripts;
 mod signing;

@@ -34,6 +34,30 @@ pub async fn read_triggers(brokers: &str, topic: &str, partitions: i32) -> Vec<T
 
 /// [`read_triggers`] for any record type, e.g. the results an executor published.
 pub async fn read_records<R: AvroRecord>(brokers: &str, topic: &str, partitions: i32) -> Vec<R> {
+    read_placed_records(brokers, topic, partitions)
+        .await
+        .into_iter()
+        .map(|placed| placed.record)
+        .collect()
+}
+
+/// A record with where it was read: partition and offset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placed<R> {
+    /// Its partition.
+    pub partition: i32,
+    /// Its offset.
+    pub offset: i64,
+    /// The record.
+    pub record: R,
+}
+
+/// [`read_records`] with each record's partition and offset.
+pub async fn read_placed_records<R: AvroRecord>(
+    brokers: &str,
+    topic: &str,
+    partitions: i32,
+) -> Vec<Placed<R>> {
     let config = {
         let mut config = ClientConfig::new();
         config
@@ -85,13 +109,18 @@ pub async fn read_records<R: AvroRecord>(brokers: &str, topic: &str, partitions:
             Ok(received) => {
                 let message = received.unwrap_or_else(|error| panic!("reading {topic}: {error}"));
                 let payload = message.payload().unwrap_or_default();
-                records.push(codec::decode::<R>(payload).unwrap_or_else(|error| {
+                let record = codec::decode::<R>(payload).unwrap_or_else(|error| {
                     panic!(
                         "{topic} offset {}: not a {}: {error}",
                         message.offset(),
                         R::RECORD
                     )
-                }));
+                });
+                records.push(Placed {
+                    partition: message.partition(),
+                    offset: message.offset(),
+                    record,
+                });
             }
             Err(_) if records.len() >= promised => return records,
             Err(_) => panic!(

@@ -44,7 +44,7 @@ pub struct ReplayBody {
     /// Only these jobs' triggers.
     #[serde(default)]
     pub job_ids: Vec<JobId>,
-    /// Only triggers of these types.
+    /// Only triggers of these types (default: every type but REPLAY).
     #[serde(default)]
     pub trigger_types: Vec<TriggerType>,
     /// Only triggers whose runs went so: SUCCEEDED, FAILED, UNFINISHED, UNKNOWN.

@@ -98,6 +98,12 @@ pub struct Run {
     pub first_log_id: Option<i64>,
     /// XXL-JOB's alarm status.
     pub alarm_status: AlarmStatus,
+    /// For a replay (and its retries): the trigger it replays.
+    #[serde(default)]
+    pub replay_of: Option<TriggerId>,
+    /// The replay or backfill that made it (`GET /api/replays/{id}`).
+    #[serde(default)]
+    pub operation_id: Option<i64>,
 }
 
 /// A fire written durably and waiting for the broker's acknowledgement: everything needed to

@@ -75,7 +75,8 @@ pub struct ReplayFilter {
     /// Only these jobs' triggers.
     #[serde(default)]
     pub job_ids: Vec<JobId>,
-    /// Only triggers of these types.
+    /// Only triggers of these types; when empty, every type but REPLAY (earlier replays keep
+    /// their originals' scheduled times, so a time range holds them too).
     #[serde(default)]
     pub trigger_types: Vec<TriggerType>,
     /// Only triggers whose runs went so (from the store).
@@ -370,9 +371,14 @@ fn passes(trigger: &StoredTrigger, range: &TopicRange, filter: &ReplayFilter) ->
         TopicRange::Time { from_ms, to_ms } => (*from_ms..*to_ms).contains(&record.scheduled_at_ms),
         TopicRange::Offsets(_) => true,
     };
-    in_time
-        && (filter.job_ids.is_empty() || filter.job_ids.contains(&record.job_id))
-        && (filter.trigger_types.is_empty() || filter.trigger_types.contains(&record.trigger_type))
+    let wanted_type = if filter.trigger_types.is_empty() {
+        // Earlier replays keep their originals' times, so a time range holds them too: they
+        // are replayed only when asked for by type.
+        record.trigger_type != TriggerType::Replay
+    } else {
+        filter.trigger_types.contains(&record.trigger_type)
+    };
+    in_time && wanted_type && (filter.job_ids.is_empty() || filter.job_ids.contains(&record.job_id))
 }
 
 /// The fire that replays `trigger` as the `position`-th trigger of replay `replay_id`, into

@@ -66,7 +66,7 @@ pub(crate) const EXECUTOR_COLUMNS: &str = "executor_id, app, host, version, hand
 /// Columns of `job_logs` shown as a run.
 pub(crate) const RUN_COLUMNS: &str = "id, trigger_id, job_id, trigger_type, params, attempt, \
      shard_index, shard_total, scheduled_at_ms, state, partition_no, dispatched_at_ms, executor_id, handle_code, \
-     handle_msg, handle_at_ms, handle_started_at_ms, first_log_id, alarm_status";
+     handle_msg, handle_at_ms, handle_started_at_ms, first_log_id, alarm_status, replay_of, operation_id";
 
 /// Claims up to `$4` pending fires whose lease ended before `$3` for node `$1` until `$2`.
 /// `lock_clause` lets PostgreSQL add `FOR UPDATE SKIP LOCKED`; SQLite needs none (a single
@@ -247,6 +247,8 @@ pub(crate) struct RunRow {
     handle_started_at_ms: Option<i64>,
     first_log_id: Option<i64>,
     alarm_status: String,
+    replay_of: Option<String>,
+    operation_id: Option<i64>,
 }
 
 fn corrupt(what: impl Into<String>) -> impl FnOnce(String) -> StoreError {
@@ -460,6 +462,12 @@ impl TryFrom<RunRow> for Run {
                 handle_at_ms: row.handle_at_ms,
                 first_log_id: row.first_log_id,
                 alarm_status: parse::<AlarmStatus>(&row.alarm_status)?,
+                replay_of: row
+                    .replay_of
+                    .as_deref()
+                    .map(parse::<TriggerId>)
+                    .transpose()?,
+                operation_id: row.operation_id,
             })
         })()
         .map_err(corrupt(what))
