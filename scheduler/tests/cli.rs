@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{Backend, TestDatabase, brokers, unique};
 use kadence_scheduler::app::Scheduler;
-use kadence_scheduler::clock::SystemClock;
+use kadence_scheduler::clock::{Clock as _, SystemClock};
 use kadence_scheduler::config::Config;
 use secrecy::SecretString;
 
@@ -763,6 +763,143 @@ async fn operators_list_rotate_and_retire_signing_keys() {
         !unknown.success && unknown.stderr.contains("HTTP 404"),
         "{}",
         unknown.stderr
+    );
+    scheduler.stop(Duration::from_secs(10)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_replay_backfill_and_compare_shadows_from_the_command_line() {
+    let (_database, scheduler, api) = start_scheduler().await;
+    let home = tempfile::tempdir().unwrap();
+    let env = [("KADENCE_CONFIG_DIR", home.path().to_str().unwrap())];
+    let run = |args: &[&str]| {
+        let (api, args) = (
+            api.clone(),
+            args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        );
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            kadence_with(&api, &args, &env, None).await
+        }
+    };
+    let login = kadence_with(
+        &api,
+        &["login", "--password-stdin"],
+        &env,
+        Some(&format!("{ADMIN_PASSWORD}\n")),
+    )
+    .await;
+    assert!(login.success, "{}", login.stderr);
+    assert!(
+        run(&["app", "add", "replayed", "--partitions", "1"])
+            .await
+            .success
+    );
+    let added = run(&[
+        "job",
+        "add",
+        "--app",
+        "replayed",
+        "--handler",
+        "h",
+        "--cron",
+        "* * * * * ?",
+        "--start",
+    ])
+    .await;
+    assert!(added.success, "{}", added.stderr);
+    let from = SystemClock.now_ms();
+    // A started job's first fire is a pre-read window (5 s) away.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let to = SystemClock.now_ms();
+    assert!(run(&["job", "stop", "1"]).await.success);
+    let (from, to) = (from.to_string(), to.to_string());
+    let range = [
+        "--app",
+        "replayed",
+        "--from",
+        from.as_str(),
+        "--to",
+        to.as_str(),
+    ];
+
+    let dry = run(&[&["replay"][..], &range, &["--dry-run"]].concat()).await;
+    assert!(dry.success, "{}", dry.stderr);
+    let count: usize = dry
+        .stdout
+        .strip_prefix("dry run: ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", dry.stdout));
+    assert!(count >= 1, "{}", dry.stdout);
+    assert!(dry.stdout.contains("nothing changed"), "{}", dry.stdout);
+    let replayed = run(&[&["replay"][..], &range, &["--rate", "1000"]].concat()).await;
+    assert!(replayed.success, "{}", replayed.stderr);
+    assert!(
+        replayed.stdout.starts_with(&format!(
+            "replay 1 recorded: {count} triggers into app replayed"
+        )),
+        "{}",
+        replayed.stdout
+    );
+    let twice = run(&[&["replay"][..], &range].concat()).await;
+    assert!(
+        !twice.success
+            && twice.stderr.contains("replayed before")
+            && twice.stderr.contains("HTTP 409"),
+        "{}",
+        twice.stderr
+    );
+    let listed = run(&["replay", "list"]).await;
+    assert!(
+        listed.stdout.lines().any(|line| line.starts_with("1 ")
+            && line.contains("REPLAY")
+            && line.contains("admin")),
+        "{}",
+        listed.stdout
+    );
+    let shown = run(&["replay", "show", "1"]).await;
+    assert!(shown.stdout.contains("selection: {"), "{}", shown.stdout);
+
+    let no_range = run(&["replay", "--app", "replayed"]).await;
+    assert!(
+        !no_range.success && no_range.stderr.contains("choose the range"),
+        "{}",
+        no_range.stderr
+    );
+    let bad_offsets = run(&["replay", "--app", "replayed", "--offsets", "0:x-3"]).await;
+    assert!(
+        !bad_offsets.success && bad_offsets.stderr.contains("PARTITION:FROM-TO"),
+        "{}",
+        bad_offsets.stderr
+    );
+    // The range reaches into the last seconds, whose fires may still be on their way.
+    let too_recent = run(&[
+        "backfill",
+        "--job",
+        "1",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--dry-run",
+    ])
+    .await;
+    assert!(
+        !too_recent.success
+            && too_recent.stderr.contains("a backfill fills the past")
+            && too_recent.stderr.contains("HTTP 400"),
+        "{}",
+        too_recent.stderr
+    );
+    let report = run(&["shadow", "report", "--app", "replayed", "--from", &from]).await;
+    assert!(report.success, "{}", report.stderr);
+    assert!(
+        report
+            .stdout
+            .starts_with("0 shadow runs compared, 0 disagree"),
+        "{}",
+        report.stdout
     );
     scheduler.stop(Duration::from_secs(10)).await;
 }

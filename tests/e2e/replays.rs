@@ -65,7 +65,8 @@ async fn replayed(
     id: i64,
     count: usize,
 ) -> HashMap<String, Placed<TriggerRecord>> {
-    wait_for(Duration::from_secs(60), "the replayed triggers", || async {
+    let what = format!("{count} triggers of replay {id} in {name}");
+    wait_for(Duration::from_secs(60), &what, || async {
         let found = replays_by(&topic(app, name, partitions).await, id);
         (found.len() >= count).then_some(found)
     })
@@ -293,7 +294,7 @@ async fn replays_reproduce_exactly_the_chosen_triggers(backend: Backend) {
         "/api/replays",
         json!({"app": "demo",
         "from_ms": seconds[0], "to_ms": seconds[seconds.len() - 1] + 1, "outcomes": ["FAILED"],
-        "target_app": "staging", "rate_per_second": 1000}),
+        "target_app": "staging", "rate_per_second": 1000, "force": true}),
     )
     .await;
     assert_eq!(status, 201, "{into_staging}");
@@ -349,6 +350,8 @@ async fn a_backfill_after_an_outage_emits_exactly_the_missing_fires(backend: Bac
     app.restart_scheduler_after(Duration::from_secs(12)).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let to_ms = kadence_tests::now_ms() / 1000 * 1000;
+    // Stopped, so that the topic can be read to its end (a live one never goes quiet).
+    app.stop_job(job).await;
     // The range must end a settle time before now: 5 s window + 2 s lease + 1 s lead.
     tokio::time::sleep(Duration::from_secs(10)).await;
     let fired = |records: &[Placed<TriggerRecord>]| -> HashMap<i64, usize> {
@@ -424,5 +427,134 @@ async fn a_backfill_after_an_outage_emits_exactly_the_missing_fires(backend: Bac
     let (status, again) = post(&app, "/api/backfills", request).await;
     assert_eq!(status, 201, "{again}");
     assert_eq!(again["operation"]["triggers"], json!(0), "{again}");
+    app.shutdown().await;
+}
+
+on_sqlite_only!(a_range_older_than_the_retention_is_refused_naming_the_earliest_offset);
+
+/// A broker of its own, storing in SQLite, whose records a test can delete as the broker's
+/// retention would (tansu's own retention runs every ten minutes, too rarely for a test; it
+/// deletes the same rows).
+struct SqliteBroker {
+    state: tempfile::TempDir,
+    address: String,
+}
+
+impl SqliteBroker {
+    fn start() -> SqliteBroker {
+        let state = tempfile::tempdir().expect("broker state dir");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/broker.sh");
+        let output = std::process::Command::new(script)
+            .args(["start", "--storage", "sqlite", "--state"])
+            .arg(state.path())
+            .output()
+            .expect("infra/broker.sh runs");
+        assert!(output.status.success(), "broker starts: {output:?}");
+        let address = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        SqliteBroker { state, address }
+    }
+
+    /// Deletes the records of partition 0 of `topic` below `offset`, as retention does.
+    async fn delete_before(&self, topic: &str, offset: i64) {
+        let url = format!(
+            "sqlite://{}?mode=rw",
+            self.state.path().join("broker.db").display()
+        );
+        let pool = sqlx::SqlitePool::connect(&url)
+            .await
+            .expect("the broker's database");
+        sqlx::query(
+            "DELETE FROM record WHERE offset_id < $1 AND topition IN \
+             (SELECT tp.id FROM topition tp JOIN topic t ON t.id = tp.topic \
+              WHERE t.name = $2 AND tp.partition = 0)",
+        )
+        .bind(offset)
+        .bind(topic)
+        .execute(&pool)
+        .await
+        .expect("records deleted");
+        pool.close().await;
+    }
+}
+
+impl Drop for SqliteBroker {
+    fn drop(&mut self) {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/broker.sh");
+        let _ = std::process::Command::new(script)
+            .args(["stop", "--state"])
+            .arg(self.state.path())
+            .status();
+    }
+}
+
+/// Ten records, the first four deleted: a replay from before them is refused with the
+/// earliest offset still there and when it was produced; from there on it reads.
+async fn a_range_older_than_the_retention_is_refused_naming_the_earliest_offset(backend: Backend) {
+    let broker = SqliteBroker::start();
+    let address = broker.address.clone();
+    let app = spawn_app_with(backend, |config| config.kafka.brokers = address).await;
+    app.create_app("demo", 1).await;
+    let topic = format!("{}.triggers.demo", app.prefix);
+    let producer: rdkafka::producer::FutureProducer = rdkafka::config::ClientConfig::new()
+        .set("bootstrap.servers", &broker.address)
+        .create()
+        .expect("producer");
+    let start_ms = kadence_tests::now_ms();
+    for n in 0..10 {
+        let payload = format!("not a trigger {n}");
+        producer
+            .send(
+                rdkafka::producer::FutureRecord::to(&topic)
+                    .partition(0)
+                    .key("1")
+                    .payload(&payload),
+                Duration::from_secs(10),
+            )
+            .await
+            .expect("produced");
+    }
+    broker.delete_before(&topic, 4).await;
+
+    let by_offsets = json!({"app": "demo", "dry_run": true,
+        "offsets": [{"partition": 0, "from": 2, "to": 10}]});
+    let (status, refused) = post(&app, "/api/replays", by_offsets).await;
+    assert_eq!(status, 409, "{refused}");
+    let error = refused["error"].as_str().unwrap();
+    assert!(
+        error.contains("earliest offset still there is 4 (produced at 20"),
+        "{error}"
+    );
+    assert!(error.contains("deleted by retention"), "{error}");
+    let by_time = json!({"app": "demo", "dry_run": true, "from_ms": start_ms - 3_600_000,
+        "to_ms": start_ms + 60_000});
+    let (status, refused) = post(&app, "/api/replays", by_time).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("earliest offset still there is 4"),
+        "{refused}"
+    );
+
+    // From the earliest offset on, it reads (and replays none of these records: they are
+    // not triggers signed by this cluster).
+    let (status, read) = post(
+        &app,
+        "/api/replays",
+        json!({"app": "demo", "dry_run": true,
+        "offsets": [{"partition": 0, "from": 4, "to": 10}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(
+        (
+            read["read"]["records"].as_u64(),
+            read["read"]["refused"].as_u64(),
+            read["triggers"].as_u64()
+        ),
+        (Some(6), Some(6), Some(0)),
+        "{read}"
+    );
     app.shutdown().await;
 }

@@ -10,6 +10,8 @@ use crate::api::DEFAULT_PAGE_SIZE;
 use crate::model::{ChildTriggerMode, HistoryPolicy, RouteStrategy};
 use crate::schedule::MisfireStrategy;
 
+pub(super) use super::replays::{ReplayArgs, ShadowCommand};
+
 /// The values a flag accepts, taken from the enum itself so that `--help` lists them all and
 /// cannot fall behind it; any case, as the API takes them.
 fn one_of<T: Copy>(all: &'static [T], name: fn(T) -> &'static str) -> PossibleValuesParser {
@@ -30,87 +32,6 @@ pub struct Cli {
     pub(super) api: String,
     #[command(subcommand)]
     pub(super) command: Command,
-}
-
-/// `kadence replay`: a replay, unless a subcommand lists or shows them.
-#[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub(super) struct ReplayArgs {
-    #[command(subcommand)]
-    pub(super) command: Option<ReplayCommand>,
-    /// The app whose trigger topic is read.
-    #[arg(long)]
-    pub(super) app: Option<String>,
-    /// Start of a time range (triggers scheduled at or after): RFC 3339 instant or ms.
-    #[arg(long, requires = "to", conflicts_with = "offsets")]
-    pub(super) from: Option<String>,
-    /// End of a time range (scheduled before).
-    #[arg(long, requires = "from")]
-    pub(super) to: Option<String>,
-    /// Offsets of one partition, PARTITION:FROM-TO (TO exclusive); repeat per partition.
-    #[arg(long)]
-    pub(super) offsets: Vec<String>,
-    /// Only this job's triggers (repeatable).
-    #[arg(long = "job")]
-    pub(super) jobs: Vec<i64>,
-    /// Only triggers of this type (repeatable): CRON, MANUAL, RETRY, …
-    #[arg(long = "type")]
-    pub(super) types: Vec<String>,
-    /// Only triggers whose runs went so (repeatable): SUCCEEDED, FAILED, UNFINISHED, UNKNOWN.
-    #[arg(long = "outcome")]
-    pub(super) outcomes: Vec<String>,
-    /// Send the replayed triggers to this app's executors instead (a staging group).
-    #[arg(long)]
-    pub(super) into: Option<String>,
-    /// Triggers per second (default: the scheduler's replay.rate_per_second).
-    #[arg(long)]
-    pub(super) rate: Option<u32>,
-    /// Replay triggers an earlier replay replayed.
-    #[arg(long)]
-    pub(super) force: bool,
-    /// Only count what would be replayed.
-    #[arg(long)]
-    pub(super) dry_run: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub(super) enum ReplayCommand {
-    /// Replays and backfills, newest first.
-    List {
-        /// Only those that read or ran in this app.
-        #[arg(long)]
-        app: Option<String>,
-        /// Entries per page (at most 1000).
-        #[arg(long, default_value_t = DEFAULT_PAGE_SIZE)]
-        limit: u32,
-        /// Only entries older than this id (the hint under a full page gives it).
-        #[arg(long)]
-        after: Option<String>,
-    },
-    /// One replay or backfill: who, what, how many.
-    Show {
-        /// Its id.
-        id: i64,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub(super) enum ShadowCommand {
-    /// Shadow runs beside production's results by trigger id, disagreements first.
-    Report {
-        /// The app.
-        #[arg(long)]
-        app: String,
-        /// Shadow runs started at or after: RFC 3339 instant or ms since the epoch.
-        #[arg(long)]
-        from: String,
-        /// Shadow runs started before (default: now).
-        #[arg(long)]
-        to: Option<String>,
-        /// Rows at most.
-        #[arg(long, default_value_t = 1000)]
-        limit: u32,
-    },
 }
 
 #[derive(Debug, Subcommand)]

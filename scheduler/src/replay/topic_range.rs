@@ -18,6 +18,7 @@
 //! was produced after `from`, and some were deleted) is an error naming that offset and when
 //! its record was produced, never a silently shorter replay.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use kadence_kafka::{KafkaSettings, TrustedKeys};
@@ -127,7 +128,7 @@ pub fn read_range(
     partitions: i32,
     range: &TopicRange,
     keys: &TrustedKeys,
-    mut visit: impl FnMut(StoredTrigger),
+    visit: impl FnMut(StoredTrigger),
 ) -> Result<RangeRead, RangeError> {
     let broker = |error: KafkaError| RangeError::Broker {
         topic: topic.to_owned(),
@@ -152,7 +153,7 @@ pub fn read_range(
         ..RangeRead::default()
     };
     let mut assignment = TopicPartitionList::new();
-    let mut remaining = std::collections::HashMap::new();
+    let mut remaining = HashMap::new();
     for bound in bounds.iter().filter(|bound| bound.from < bound.to) {
         assignment
             .add_partition_offset(topic, bound.partition, Offset::Offset(bound.from))
@@ -163,11 +164,35 @@ pub fn read_range(
         return Ok(read);
     }
     consumer.assign(&assignment).map_err(broker)?;
-    let mut last_progress = Instant::now();
     let end_time_ms = match range {
         TopicRange::Time { to_ms, .. } => Some(to_ms + crate::clock::millis(TIME_MARGIN)),
         TopicRange::Offsets(_) => None,
     };
+    read_assigned(
+        &consumer,
+        (topic, remaining, end_time_ms),
+        keys,
+        &mut read,
+        visit,
+    )?;
+    Ok(read)
+}
+
+/// Reads the assigned partitions of `consumer` until each reaches its end offset in
+/// `remaining` (or, for a time range, a record produced after `end_time_ms`), handing each
+/// trigger signed by one of `keys` to `visit` and counting into `read`.
+fn read_assigned(
+    consumer: &BaseConsumer,
+    (topic, mut remaining, end_time_ms): (&str, HashMap<i32, i64>, Option<i64>),
+    keys: &TrustedKeys,
+    read: &mut RangeRead,
+    mut visit: impl FnMut(StoredTrigger),
+) -> Result<(), RangeError> {
+    let broker = |error: KafkaError| RangeError::Broker {
+        topic: topic.to_owned(),
+        message: error.to_string(),
+    };
+    let mut last_progress = Instant::now();
     while !remaining.is_empty() {
         let Some(message) = consumer.poll(Duration::from_millis(200)) else {
             if last_progress.elapsed() > STALL_LIMIT {
@@ -213,7 +238,7 @@ pub fn read_range(
             _ => read.refused += 1,
         }
     }
-    Ok(read)
+    Ok(())
 }
 
 /// The offsets to read of each partition: the range's, checked against what the topic still
