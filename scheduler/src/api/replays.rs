@@ -132,6 +132,7 @@ impl From<ReplayError> for ApiError {
     responses(
         (status = 200, description = "A dry run: what would be replayed", body = OperationSummary),
         (status = 201, description = "The replay, recorded; its triggers are on their way", body = OperationSummary),
+        (status = 404, description = "The app or the target app does not exist", body = ErrorBody),
         (status = 409, description = "Triggers replayed before (ask again with force), or a range older than the topic's retention", body = ErrorBody),
     ),
 )]
@@ -158,13 +159,9 @@ pub(super) async fn replay(
     }
     let range = match (body.offsets, body.from_ms, body.to_ms) {
         (Some(offsets), None, None) => TopicRange::Offsets(checked_offsets(offsets)?),
-        (None, Some(from_ms), Some(to_ms)) if from_ms < to_ms => {
-            TopicRange::Time { from_ms, to_ms }
-        }
         (None, Some(from_ms), Some(to_ms)) => {
-            return Err(bad_request(format!(
-                "from_ms {from_ms} must be before to_ms {to_ms}"
-            )));
+            checked_range(from_ms, to_ms)?;
+            TopicRange::Time { from_ms, to_ms }
         }
         _ => {
             return Err(bad_request(
@@ -197,6 +194,8 @@ pub(super) async fn replay(
     responses(
         (status = 200, description = "A dry run: the fires that would be backfilled", body = OperationSummary),
         (status = 201, description = "The backfill, recorded; its fires are on their way", body = OperationSummary),
+        (status = 404, description = "The job does not exist", body = ErrorBody),
+        (status = 409, description = "The range is older than the trigger topic's retention", body = ErrorBody),
     ),
 )]
 pub(super) async fn backfill(
@@ -204,6 +203,7 @@ pub(super) async fn backfill(
     caller: Caller,
     ApiJson(body): ApiJson<BackfillBody>,
 ) -> Result<(StatusCode, AuditNote, Json<OperationSummary>), ApiError> {
+    checked_range(body.from_ms, body.to_ms)?;
     let needed = if body.dry_run {
         Access::View
     } else {
@@ -240,6 +240,26 @@ fn answer(
         "triggers": summary.triggers,
     }));
     (status, note, Json(summary))
+}
+
+/// Latest instant a range may name: the end of year 9999, UTC.
+const MAX_TIME_MS: i64 = 253_402_300_799_999;
+
+/// A time range `[from_ms, to_ms)` that is not empty and lies between the epoch and
+/// [`MAX_TIME_MS`].
+fn checked_range(from_ms: i64, to_ms: i64) -> Result<(), ApiError> {
+    if !(0..=MAX_TIME_MS).contains(&from_ms) || !(0..=MAX_TIME_MS).contains(&to_ms) {
+        return Err(bad_request(format!(
+            "from_ms {from_ms} and to_ms {to_ms} must lie between 0 (1970) and {MAX_TIME_MS} \
+             (9999), in ms since the epoch"
+        )));
+    }
+    if from_ms >= to_ms {
+        return Err(bad_request(format!(
+            "from_ms {from_ms} must be before to_ms {to_ms}"
+        )));
+    }
+    Ok(())
 }
 
 /// Offsets with a partition at most once and `from` not after `to`.
@@ -329,12 +349,7 @@ pub(super) async fn shadow_report(
 ) -> Result<Json<ShadowReport>, ApiError> {
     let app = AppName::parse(&query.app).map_err(bad_request)?;
     caller.require(&app, Access::View)?;
-    if query.from_ms >= query.to_ms {
-        return Err(bad_request(format!(
-            "from_ms {} must be before to_ms {}",
-            query.from_ms, query.to_ms
-        )));
-    }
+    checked_range(query.from_ms, query.to_ms)?;
     let limit = match query.limit {
         None => 1_000,
         Some(limit @ 1..=10_000) => limit,
