@@ -221,10 +221,10 @@ fn triggers_are_written_with_v1_unless_they_are_backfills() {
     }
     // v1 cannot carry BACKFILL: a v1 reader refuses the symbol, which is why it needs v2.
     let v2 = catalog::schema_for_id(1002).unwrap();
-    assert!(apache_avro::schema_compatibility::SchemaCompatibility::can_read(
-        &v2.schema, &v1.schema
-    )
-    .is_err());
+    assert!(
+        apache_avro::schema_compatibility::SchemaCompatibility::can_read(&v2.schema, &v1.schema)
+            .is_err()
+    );
 }
 
 fn sample_trigger() -> TriggerRecord {
