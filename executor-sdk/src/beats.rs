@@ -11,71 +11,19 @@
 //! A graceful shutdown sends a STOPPING beat as soon as the drain begins (the scheduler stops
 //! routing to this executor at once) and a last one, owning nothing, when it is done.
 //!
+//! A shadow executor (`ExecutorBuilder::shadow`) sends none: it is not production, and the
+//! registry must not route to it or count its runs.
+//!
 //! Beats never hold the consumer loop: each is sent from its own task with a deadline of one
 //! interval, and one that fails is only logged — the next one carries the same news.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kadence_schemas::{AppName, ExecutorBeat, ExecutorState, codec};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
-use tokio::sync::Notify;
 
 use crate::clock::Clock;
-
-/// The partitions the group currently assigns to this executor, kept by the rebalance
-/// callbacks; a change wakes the loop so that a beat announces it at once.
-#[derive(Clone, Default)]
-pub(crate) struct Assignment {
-    partitions: Arc<Mutex<BTreeSet<i32>>>,
-    changed: Arc<Notify>,
-}
-
-impl Assignment {
-    /// Partitions added by the group.
-    pub(crate) fn assign(&self, partitions: &[i32]) {
-        self.partitions
-            .lock()
-            .expect("assignment lock")
-            .extend(partitions);
-        self.changed.notify_one();
-    }
-
-    /// Partitions taken away by the group.
-    pub(crate) fn revoke(&self, partitions: &[i32]) {
-        let mut owned = self.partitions.lock().expect("assignment lock");
-        for partition in partitions {
-            owned.remove(partition);
-        }
-        drop(owned);
-        self.changed.notify_one();
-    }
-
-    /// The partitions owned now, ascending.
-    pub(crate) fn owned(&self) -> Vec<i32> {
-        self.partitions
-            .lock()
-            .expect("assignment lock")
-            .iter()
-            .copied()
-            .collect()
-    }
-
-    /// Whether the group assigns `partition` to this executor now.
-    pub(crate) fn owns(&self, partition: i32) -> bool {
-        self.partitions
-            .lock()
-            .expect("assignment lock")
-            .contains(&partition)
-    }
-
-    /// Resolves when the assignment changed since the last call.
-    pub(crate) async fn changed(&self) {
-        self.changed.notified().await;
-    }
-}
 
 /// What a beat reports about the runs (from the block-strategy lanes).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -12,6 +12,7 @@ use crate::Executor;
 use crate::context::{JobContext, JobError, JobResult};
 use crate::error::ExecutorError;
 use crate::handler::{self, HandlerFn, Lifecycle, Registry};
+use crate::partitions::Assignment;
 use crate::script::script_handler;
 use crate::settings::ExecutorSettings;
 
@@ -41,6 +42,7 @@ pub struct ExecutorBuilder {
     lifecycles: Vec<Lifecycle>,
     metrics_address: Option<std::net::SocketAddr>,
     otlp_endpoint: Option<String>,
+    shadow: bool,
 }
 
 impl Default for ExecutorBuilder {
@@ -68,6 +70,7 @@ impl Default for ExecutorBuilder {
             lifecycles: Vec::new(),
             metrics_address: None,
             otlp_endpoint: None,
+            shadow: false,
         }
     }
 }
@@ -230,6 +233,33 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Makes this a **shadow executor**: it runs its handlers (a candidate version of them)
+    /// on a copy of the app's production triggers, and its results are kept for comparison
+    /// but never complete a run. Default `false`.
+    ///
+    /// A shadow executor joins the consumer group `{prefix}.shadow.{app}` on the same trigger
+    /// topic `{prefix}.triggers.{app}`, beside the production group, so its group receives
+    /// every trigger (shadow executors of an app share them as production executors do). A
+    /// new shadow group starts at the topic's live end, fixed when the group first assigns
+    /// a partition (a candidate must not run the topic's whole history), then commits as
+    /// usual. It publishes its results to `{prefix}.shadow-results` (the same records), never
+    /// to `{prefix}.results`, so it completes no run, raises no alarm and triggers no child
+    /// job; the scheduler keeps them for its shadow report, by trigger id. It sends no beats
+    /// (routing and the lost-run monitor count production executors only) and ships no job
+    /// log lines (they are keyed by trigger id and would mix into the production run's log):
+    /// its handlers' lines go to its own `tracing` output, at debug level. A record it cannot
+    /// verify or decode is logged, counted and committed past, not dead-lettered (production
+    /// dead-letters the same record). Everything else is production's: signatures, the hold,
+    /// block strategies, timeouts, KILLs, redeliveries, the commit rule.
+    ///
+    /// Handlers can tell with [`JobContext::is_shadow`]; the executor's metrics carry the
+    /// label `shadow="true"`. [`Executor::partitions`] says when the group has assigned the
+    /// shadow its partitions (a shadow has no beats to show it).
+    pub fn shadow(mut self, shadow: bool) -> Self {
+        self.shadow = shadow;
+        self
+    }
+
     /// A raw librdkafka option for every client (security, tuning).
     pub fn kafka_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.kafka_options.insert(key.into(), value.into());
@@ -347,10 +377,12 @@ impl ExecutorBuilder {
             rebalance_timeout: self.rebalance_timeout,
             kill_memory: self.kill_memory,
             metrics_address: self.metrics_address,
+            shadow: self.shadow,
         };
         Ok(Executor {
             settings,
             registry: Arc::new(registry),
+            assignment: Assignment::default(),
         })
     }
 

@@ -18,20 +18,32 @@ pub struct JobContext {
     trigger: Arc<TriggerRecord>,
     cancellation: CancellationToken,
     logger: JobLogger,
+    shadow: bool,
 }
 
 impl JobContext {
-    /// A context whose lines go to `logger`.
+    /// A context whose lines go to `logger`; `shadow` when a shadow executor runs it.
     pub(crate) fn with_logger(
         trigger: Arc<TriggerRecord>,
         cancellation: CancellationToken,
         logger: JobLogger,
+        shadow: bool,
     ) -> Self {
         JobContext {
             trigger,
             cancellation,
             logger,
+            shadow,
         }
+    }
+
+    /// Whether a shadow executor runs this (see
+    /// [`ExecutorBuilder::shadow`](crate::ExecutorBuilder::shadow)): the same trigger also
+    /// runs in production, and this run's result is only compared with that one. A handler
+    /// with side effects outside its result (sending mail, writing to a shared store) should
+    /// leave them out, or direct them elsewhere, when this is true.
+    pub fn is_shadow(&self) -> bool {
+        self.shadow
     }
 
     /// Appends a line to this run's log, which an operator reads while the run goes
@@ -117,6 +129,7 @@ impl fmt::Debug for JobContext {
             .field("trigger_id", &self.trigger.trigger_id)
             .field("handler", &self.trigger.handler)
             .field("attempt", &self.trigger.attempt)
+            .field("shadow", &self.shadow)
             .finish()
     }
 }

@@ -3,42 +3,117 @@
 //! The generic codec (`kadence_schemas::codec::decode`) checks the datum's structure, decodes
 //! it into apache-avro's `Value` tree, resolves that against the reader schema and only then
 //! builds the struct: a dozen allocations and several passes for a record of some 70 bytes,
-//! for every trigger. Here the bytes of the current writer schema (`TriggerRecord` v1, schema
-//! id 1001) are read straight into a [`TriggerRecord`], field by field, in one pass.
+//! for every trigger. Here the bytes of the released writer schemas whose fields this module
+//! knows (`TriggerRecord` v1, schema id 1001, and v2, 1002) are read straight into a
+//! [`TriggerRecord`], field by field, in one pass.
 //!
-//! Only a record this reader accepts completely takes that way: the frame's schema id is
-//! 1001, every field is well formed, the values pass the same checks the types make
-//! (`TriggerId`, `JobId`, `AppName`), and no byte is left over. Anything else — another
+//! The two versions have the same fields; v2 appends the trigger type `BACKFILL` to the
+//! enum. A datum names an enum symbol by its index in its *writer's* schema, so each version
+//! reads its enums through its own table of symbols, built from the catalog's schema (the
+//! symbols matched by name, as Avro's schema resolution matches them): a v1 record whose
+//! trigger type is index 9 names no symbol of v1 and is refused as the generic decoder
+//! refuses it, although `TriggerType` has a tenth variant.
+//!
+//! Only a record this reader accepts completely takes that way: the frame's schema id is one
+//! of those versions', every field is well formed, the values pass the same checks the types
+//! make (`TriggerId`, `JobId`, `AppName`), and no byte is left over. Anything else — another
 //! released version of the schema, another record type, a malformed or truncated datum —
 //! goes to the generic decoder, which reads what it can and gives the error message the
 //! dead letter carries (`schemas/PROTOCOL.md` section 8). So the fast way changes no verdict
 //! and no message; the tests hold it to the generic decoder's results on every record they
-//! make and on every one-byte change and cut of them.
+//! make, under each version, and on every one-byte change and cut of them.
 //!
 //! A new version of `TriggerRecord` needs its reader here (until then its records take the
-//! generic way, correctly but slower); a test fails while the newest version has none.
+//! generic way, correctly but slower): its id in [`TYPED_SCHEMA_IDS`] when its fields are
+//! v1's, a reader of its own otherwise. A test fails while the newest version has none.
 
+use std::sync::LazyLock;
+
+use apache_avro::Schema;
 use kadence_schemas::codec::{self, CodecError};
 use kadence_schemas::{
-    AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerRecord, TriggerType,
+    AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerRecord, TriggerType, catalog,
 };
 
-/// The schema id whose records are read here: `TriggerRecord` v1.
-const TYPED_SCHEMA_ID: u32 = 1001;
+/// The schema ids whose records are read here: `TriggerRecord` v1 and v2, which have the same
+/// fields in the same order.
+const TYPED_SCHEMA_IDS: [u32; 2] = [1001, 1002];
 
-/// Decodes a framed trigger record: typed when it is a well-formed v1 record, through the
-/// generic codec otherwise (other versions, and the error of a record that does not decode).
+/// One typed version: the symbols of its enums, by the index its schema gives them. `None`
+/// for a symbol the Rust enum lacks (no released version has one; such a datum would take
+/// the generic way, which says what is wrong).
+struct TypedVersion {
+    schema_id: u32,
+    block_strategies: Vec<Option<BlockStrategy>>,
+    trigger_types: Vec<Option<TriggerType>>,
+    glue_types: Vec<Option<GlueType>>,
+}
+
+static TYPED_VERSIONS: LazyLock<Vec<TypedVersion>> = LazyLock::new(|| {
+    TYPED_SCHEMA_IDS
+        .iter()
+        .map(|&id| TypedVersion::of(id))
+        .collect()
+});
+
+impl TypedVersion {
+    /// The tables of released version `schema_id`, from the catalog.
+    fn of(schema_id: u32) -> TypedVersion {
+        let entry = catalog::schema_for_id(schema_id)
+            .unwrap_or_else(|| panic!("typed trigger schema {schema_id} is not released"));
+        TypedVersion {
+            schema_id,
+            block_strategies: symbols(&entry.schema, "block_strategy", BlockStrategy::ALL, |s| {
+                s.as_str()
+            }),
+            trigger_types: symbols(&entry.schema, "trigger_type", TriggerType::ALL, |t| {
+                t.as_str()
+            }),
+            glue_types: symbols(&entry.schema, "glue_type", GlueType::ALL, |g| g.as_str()),
+        }
+    }
+}
+
+/// The symbols of the enum field `field` of the record `schema`, in the schema's order, each
+/// as the variant of `all` that `name` gives that symbol.
+fn symbols<T: Copy>(
+    schema: &Schema,
+    field: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+) -> Vec<Option<T>> {
+    let Schema::Record(record) = schema else {
+        panic!("the TriggerRecord schema is a record");
+    };
+    let found = record
+        .fields
+        .iter()
+        .find(|candidate| candidate.name == field);
+    let Some(Schema::Enum(enumeration)) = found.map(|field| &field.schema) else {
+        panic!("TriggerRecord field {field} is an enum");
+    };
+    enumeration
+        .symbols
+        .iter()
+        .map(|symbol| all.iter().copied().find(|value| name(*value) == symbol))
+        .collect()
+}
+
+/// Decodes a framed trigger record: typed when it is a well-formed record of a typed version,
+/// through the generic codec otherwise (other versions, and the error of a record that does
+/// not decode).
 pub(crate) fn decode_trigger(bytes: &[u8]) -> Result<TriggerRecord, CodecError> {
-    if let Ok((TYPED_SCHEMA_ID, datum)) = codec::split_frame(bytes)
-        && let Some(trigger) = read_v1(datum)
+    if let Ok((schema_id, datum)) = codec::split_frame(bytes)
+        && let Some(version) = TYPED_VERSIONS.iter().find(|v| v.schema_id == schema_id)
+        && let Some(trigger) = read_typed(datum, version)
     {
         return Ok(trigger);
     }
     codec::decode::<TriggerRecord>(bytes)
 }
 
-/// A v1 datum read field by field in schema order; `None` on anything unexpected.
-fn read_v1(datum: &[u8]) -> Option<TriggerRecord> {
+/// A datum of `version` read field by field in schema order; `None` on anything unexpected.
+fn read_typed(datum: &[u8], version: &TypedVersion) -> Option<TriggerRecord> {
     let mut reader = Reader { bytes: datum };
     let trigger = TriggerRecord {
         trigger_id: TriggerId::try_from(reader.string()?).ok()?,
@@ -49,13 +124,13 @@ fn read_v1(datum: &[u8]) -> Option<TriggerRecord> {
         params: reader.string()?,
         shard_index: reader.int()?,
         shard_total: reader.int()?,
-        block_strategy: reader.symbol(BlockStrategy::ALL)?,
+        block_strategy: reader.symbol(&version.block_strategies)?,
         timeout_ms: reader.long()?,
-        trigger_type: reader.symbol(TriggerType::ALL)?,
+        trigger_type: reader.symbol(&version.trigger_types)?,
         scheduled_at_ms: reader.long()?,
         emitted_at_ms: reader.long()?,
         attempt: reader.int()?,
-        glue_type: reader.symbol(GlueType::ALL)?,
+        glue_type: reader.symbol(&version.glue_types)?,
         glue_source: reader.optional(Reader::string)?,
         glue_updated_at_ms: reader.optional(Reader::long)?,
         replay_of: match reader.optional(Reader::string)? {
@@ -105,10 +180,10 @@ impl Reader<'_> {
         String::from_utf8(text.to_vec()).ok()
     }
 
-    /// An enum symbol by its index in `symbols` (the schema's order).
-    fn symbol<T: Copy>(&mut self, symbols: &[T]) -> Option<T> {
+    /// An enum symbol by its index in `symbols` (the writer schema's order).
+    fn symbol<T: Copy>(&mut self, symbols: &[Option<T>]) -> Option<T> {
         let index = usize::try_from(self.int()?).ok()?;
-        symbols.get(index).copied()
+        symbols.get(index).copied().flatten()
     }
 
     /// A `["null", T]` union.
@@ -123,7 +198,7 @@ impl Reader<'_> {
 
 #[cfg(test)]
 mod tests {
-    use kadence_schemas::catalog;
+    use apache_avro::write_avro_datum_ref;
 
     use super::*;
     use crate::context::tests_support::trigger_record;
@@ -168,7 +243,39 @@ mod tests {
                 ..trigger_record()
             });
         }
+        samples.push(TriggerRecord {
+            trigger_type: TriggerType::Backfill,
+            block_strategy: BlockStrategy::CoverEarly,
+            glue_type: GlueType::GluePython,
+            glue_source: Some("print('late')".into()),
+            replay_of: Some(TriggerId::scheduled(job, 9)),
+            ..samples[1].clone()
+        });
         samples
+    }
+
+    /// `record` framed as version `schema_id`, written by apache-avro with that version's
+    /// schema (the codec writes each trigger with one version only; other writers may use
+    /// either); `None` when that version cannot hold it (BACKFILL under v1).
+    fn framed_as(record: &TriggerRecord, schema_id: u32) -> Option<Vec<u8>> {
+        let entry = catalog::schema_for_id(schema_id).unwrap();
+        let mut framed = vec![codec::MAGIC_BYTE];
+        framed.extend_from_slice(&schema_id.to_be_bytes());
+        write_avro_datum_ref(&entry.schema, record, &mut framed).ok()?;
+        Some(framed)
+    }
+
+    /// Every sample under every typed version that holds it.
+    fn framed_samples() -> Vec<(TriggerRecord, u32, Vec<u8>)> {
+        let mut framed = Vec::new();
+        for sample in samples() {
+            for schema_id in TYPED_SCHEMA_IDS {
+                if let Some(bytes) = framed_as(&sample, schema_id) {
+                    framed.push((sample.clone(), schema_id, bytes));
+                }
+            }
+        }
+        framed
     }
 
     /// Both decoders' answers as comparable text: the record, or the error message.
@@ -183,45 +290,142 @@ mod tests {
         )
     }
 
+    fn typed_version(schema_id: u32) -> &'static TypedVersion {
+        TYPED_VERSIONS
+            .iter()
+            .find(|version| version.schema_id == schema_id)
+            .unwrap()
+    }
+
     #[test]
     fn the_typed_reader_knows_the_newest_trigger_schema() {
         let newest = catalog::latest("TriggerRecord").unwrap();
-        assert_eq!(
-            newest.id, TYPED_SCHEMA_ID,
-            "TriggerRecord has a new version: give decode_trigger a typed reader for it"
+        assert!(
+            TYPED_SCHEMA_IDS.contains(&newest.id),
+            "TriggerRecord has a new version ({}): give decode_trigger a typed reader for it",
+            newest.id
         );
     }
 
     #[test]
+    fn each_version_reads_the_symbols_its_schema_lists() {
+        let v1 = typed_version(1001);
+        assert_eq!(v1.trigger_types.len(), 9);
+        assert!(!v1.trigger_types.contains(&Some(TriggerType::Backfill)));
+        let v2 = typed_version(1002);
+        assert_eq!(v2.trigger_types.last(), Some(&Some(TriggerType::Backfill)));
+        for version in [v1, v2] {
+            assert!(version.block_strategies.iter().all(Option::is_some));
+            assert!(version.trigger_types.iter().all(Option::is_some));
+            assert!(version.glue_types.iter().all(Option::is_some));
+        }
+        assert_eq!(v2.trigger_types.len(), TriggerType::ALL.len());
+    }
+
+    #[test]
     fn well_formed_records_read_as_the_generic_decoder_reads_them_and_take_the_typed_way() {
+        let framed = framed_samples();
+        for (sample, schema_id, bytes) in &framed {
+            let (_, datum) = codec::split_frame(bytes).unwrap();
+            let version = typed_version(*schema_id);
+            assert_eq!(
+                read_typed(datum, version).as_ref(),
+                Some(sample),
+                "{schema_id}"
+            );
+            assert_eq!(&decode_trigger(bytes).unwrap(), sample);
+            assert_eq!(&codec::decode::<TriggerRecord>(bytes).unwrap(), sample);
+        }
+        let under = |id: u32| {
+            framed
+                .iter()
+                .filter(|(_, schema_id, _)| *schema_id == id)
+                .count()
+        };
+        assert_eq!(under(1002), samples().len(), "v2 holds every record");
+        assert_eq!(
+            under(1001),
+            samples().len() - 2,
+            "v1 holds all but backfills"
+        );
+    }
+
+    /// What the scheduler's codec writes: BACKFILL as v2, every other trigger as v1; both
+    /// take the typed way.
+    #[test]
+    fn the_codecs_records_take_the_typed_way_under_the_version_it_writes() {
         for sample in samples() {
             let bytes = codec::encode(&sample).unwrap();
-            let (_, datum) = codec::split_frame(&bytes).unwrap();
-            assert_eq!(read_v1(datum).as_ref(), Some(&sample), "typed way");
-            assert_eq!(decode_trigger(&bytes).unwrap(), sample);
+            let (schema_id, datum) = codec::split_frame(&bytes).unwrap();
+            let expected = match sample.trigger_type {
+                TriggerType::Backfill => 1002,
+                _ => 1001,
+            };
+            assert_eq!(schema_id, expected, "{:?}", sample.trigger_type);
+            assert_eq!(read_typed(datum, typed_version(schema_id)), Some(sample));
         }
     }
 
-    /// Every cut and every one-byte change of every sample: the typed way never accepts what
-    /// the generic decoder refuses, never reads another value, and errors keep their message.
+    /// A v1 frame whose trigger type is index 9 names no v1 symbol (v1 has nine): refused
+    /// with the generic decoder's message, though the same datum under v2 is a BACKFILL.
+    #[test]
+    fn a_v1_frame_naming_the_tenth_trigger_type_is_refused_as_the_generic_decoder_refuses_it() {
+        let backfill = TriggerRecord {
+            trigger_type: TriggerType::Backfill,
+            ..trigger_record()
+        };
+        let mut bytes = framed_as(&backfill, 1002).unwrap();
+        assert_eq!(decode_trigger(&bytes).unwrap(), backfill);
+        bytes[1..5].copy_from_slice(&1001u32.to_be_bytes());
+        let (typed, generic) = verdicts(&bytes);
+        assert_eq!(typed, generic);
+        assert!(
+            typed.starts_with("error: malformed TriggerRecord payload"),
+            "{typed}"
+        );
+    }
+
+    /// Every cut and every one-byte change of samples under each version, and each sample
+    /// under the other version's id: the typed way never accepts what the generic decoder
+    /// refuses, never reads another value, and errors keep their message.
     #[test]
     fn changed_and_cut_records_get_the_generic_decoders_verdict() {
         let mut checked = 0;
-        for sample in samples().into_iter().take(6) {
-            let bytes = codec::encode(&sample).unwrap();
+        let framed = framed_samples();
+        let backfills = framed
+            .iter()
+            .filter(|(sample, _, _)| sample.trigger_type == TriggerType::Backfill);
+        let chosen = framed.iter().take(12).chain(backfills);
+        for (_, schema_id, bytes) in chosen {
             for len in 0..bytes.len() {
                 let (typed, generic) = verdicts(&bytes[..len]);
-                assert_eq!(typed, generic, "cut at {len}");
+                assert_eq!(typed, generic, "{schema_id} cut at {len}");
                 checked += 1;
             }
             for at in 0..bytes.len().min(160) {
-                for value in [0x00, 0x01, 0x02, 0x7F, 0x80, 0xFE, 0xFF, bytes[at] ^ 0x40] {
+                for value in [
+                    0x00,
+                    0x01,
+                    0x02,
+                    0x12,
+                    0x7F,
+                    0x80,
+                    0xFE,
+                    0xFF,
+                    bytes[at] ^ 0x40,
+                ] {
                     let mut changed = bytes.clone();
                     changed[at] = value;
                     let (typed, generic) = verdicts(&changed);
-                    assert_eq!(typed, generic, "byte {at} set to {value:#04x}");
+                    assert_eq!(typed, generic, "{schema_id}: byte {at} set to {value:#04x}");
                     checked += 1;
                 }
+            }
+            for other in TYPED_SCHEMA_IDS {
+                let mut relabelled = bytes.clone();
+                relabelled[1..5].copy_from_slice(&other.to_be_bytes());
+                let (typed, generic) = verdicts(&relabelled);
+                assert_eq!(typed, generic, "{schema_id} framed as {other}");
             }
             let mut longer = bytes.clone();
             longer.push(0);
@@ -229,7 +433,7 @@ mod tests {
             assert_eq!(typed, generic, "a byte appended");
             assert!(typed.starts_with("error: 1 unexpected bytes"), "{typed}");
         }
-        assert!(checked > 1_000);
+        assert!(checked > 2_000);
     }
 
     #[test]
@@ -256,6 +460,11 @@ mod tests {
         let mut unknown = codec::encode(&trigger_record()).unwrap();
         unknown[4] = 0x99;
         let error = decode_trigger(&unknown).unwrap_err().to_string();
-        assert!(error.starts_with("unknown schema id"), "{error}");
+        assert!(
+            error.starts_with(
+                "unknown schema id 921: this reader accepts TriggerRecord ids 1001, 1002;"
+            ),
+            "{error}"
+        );
     }
 }

@@ -307,6 +307,7 @@ mod tests {
                                 start.cancellation,
                                 start.stop_reason,
                                 JobLogger::new(10),
+                                false,
                             )
                             .await;
                             let _ = ended.send((trigger, outcome));

@@ -7,6 +7,10 @@
 //! run that logs nothing costs no timer and no wait (most runs of most jobs). A run keeps at most `max_log_lines` lines
 //! (builder option, default 10 000) of at most [`MAX_LINE_BYTES`] each; what is cut is said
 //! in a last line, never silently.
+//!
+//! A shadow executor's runs ([`LogSink::Tracing`]) keep their lines out of `{prefix}.logs`:
+//! they are keyed by trigger id, and the same trigger's production run writes there. Their
+//! lines go to the executor's own `tracing` output instead, at debug level, numbered alike.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -142,12 +146,21 @@ fn bound_line(line: &str) -> String {
     format!("{}… [cut at {MAX_LINE_BYTES} bytes]", &line[..end])
 }
 
+/// Where a run's lines go.
+#[derive(Clone)]
+pub(crate) enum LogSink {
+    /// `{prefix}.logs`, through the executor's publisher.
+    Topic(Publisher),
+    /// The executor's own `tracing` output, at debug level: a shadow executor's runs.
+    Tracing,
+}
+
 /// Ships one run's lines.
 pub(crate) struct LogShipper {
     logger: JobLogger,
     trigger: Arc<TriggerRecord>,
     executor_id: String,
-    publisher: Publisher,
+    sink: LogSink,
     give_up: CancellationToken,
 }
 
@@ -156,14 +169,14 @@ impl LogShipper {
         logger: JobLogger,
         trigger: Arc<TriggerRecord>,
         executor_id: String,
-        publisher: Publisher,
+        sink: LogSink,
         give_up: CancellationToken,
     ) -> LogShipper {
         LogShipper {
             logger,
             trigger,
             executor_id,
-            publisher,
+            sink,
             give_up,
         }
     }
@@ -172,6 +185,13 @@ impl LogShipper {
     /// shipped is logged here and lost (a log is not worth holding the run's result).
     pub(crate) async fn flush(&self, finishing: bool) {
         while let Some((first_line, lines)) = self.logger.take(finishing) {
+            let publisher = match &self.sink {
+                LogSink::Topic(publisher) => publisher,
+                LogSink::Tracing => {
+                    self.trace(first_line, &lines);
+                    continue;
+                }
+            };
             let record = LogRecord {
                 trigger_id: self.trigger.trigger_id.clone(),
                 log_id: self.trigger.log_id,
@@ -181,10 +201,18 @@ impl LogShipper {
                 lines,
                 emitted_at_ms: Clock::System.now_ms(),
             };
-            if let Err(error) = self.publisher.publish_log(&record, &self.give_up).await {
+            if let Err(error) = publisher.publish_log(&record, &self.give_up).await {
                 tracing::warn!(trigger_id = %record.trigger_id, %error, first_line,
                     "cannot ship job log lines; they are lost");
             }
+        }
+    }
+
+    /// Writes `lines`, numbered from `first_line`, to this executor's `tracing` output.
+    fn trace(&self, first_line: i64, lines: &[String]) {
+        let trigger_id = &self.trigger.trigger_id;
+        for (number, line) in (first_line..).zip(lines) {
+            tracing::debug!(%trigger_id, line = number, "shadow run log: {line}");
         }
     }
 }

@@ -47,6 +47,8 @@
 //! - [`JobContext`], [`JobResult`], [`JobError`] (`context`): what a handler receives and
 //!   returns.
 //! - [`ExecutorError`] (`error`): why an executor could not be built or could not run.
+//! - [`OwnedPartitions`] (`partitions`): the partitions the group assigns, as they change
+//!   ([`Executor::partitions`]).
 //! - [`testing`]: [`TestWorker`](testing::TestWorker) runs a handler for a trigger without
 //!   Kafka, through the same registry and runner, and returns the result it would publish.
 //! - [`shutdown_signal`] (from `kadence-kafka`, re-exported): the future to stop on: SIGTERM
@@ -58,7 +60,8 @@
 //! - `handler`: handlers in their type-erased form, their init/destroy hooks, and the
 //!   registry that resolves a trigger's handler (or the failure saying why there is none).
 //! - `consumer`: the loop (consuming → draining → done). Joins the consumer group
-//!   `{prefix}.executor.{app}` on `{prefix}.triggers.{app}`; the group decides which
+//!   `{prefix}.executor.{app}` (a shadow: `{prefix}.shadow.{app}`) on
+//!   `{prefix}.triggers.{app}`; the group decides which
 //!   partitions (and so which triggers) this executor owns. Every trigger runs in its own
 //!   task; the loop never waits for a handler. Its files: the group and rebalance callbacks,
 //!   a run's task, the control topic (KILL), redelivery recognition.
@@ -90,12 +93,14 @@
 //! - `script`: XXL-JOB's GLUE_* script handlers: the source from the trigger, run by its
 //!   interpreter in its own process group (killed whole on timeout, kill and exit), output
 //!   into the run's log. Off unless the builder says `.scripts(true)`.
-//! - `decode`: trigger records read straight into their struct (the current schema
-//!   version), falling back to the generic codec for other versions and for the exact error
-//!   of a record that does not decode.
-//! - `publisher`: publishes results to `{prefix}.results` (enqueued without waiting; the
-//!   consumer settles them when acknowledged), log lines to `{prefix}.logs` and unreadable
-//!   records to `{prefix}.dlq`.
+//! - `decode`: trigger records read straight into their struct (`TriggerRecord` v1 and v2,
+//!   each with its own enum symbols), falling back to the generic codec for other versions
+//!   and for the exact error of a record that does not decode.
+//! - `publisher`: publishes results to `{prefix}.results` (`{prefix}.shadow-results` for a
+//!   shadow; enqueued without waiting, the consumer settles them when acknowledged), log
+//!   lines to `{prefix}.logs` and unreadable records to `{prefix}.dlq`.
+//! - `partitions`: the partitions the group assigns (kept by the rebalance callbacks, read by
+//!   beats and runs, and from outside as [`OwnedPartitions`]).
 //! - `beats`: every few seconds, and at once when partitions move, an `ExecutorBeat` to
 //!   `{prefix}.beats` with the handlers, owned partitions and running/queued jobs; STOPPING
 //!   on a graceful shutdown. The scheduler's registry and FAILOVER/BUSYOVER routing read them.
@@ -116,6 +121,18 @@
 //!
 //! Result codes follow XXL-JOB: 200 success, 500 failure (the [`JobError`] message is stored
 //! on the run), 502 timeout.
+//!
+//! # Shadow executors
+//!
+//! [`ExecutorBuilder::shadow`] starts an executor that runs a candidate version of an app's
+//! handlers on a copy of its production triggers: it joins the group `{prefix}.shadow.{app}`
+//! on the same trigger topic (starting at its live end), publishes its results to
+//! `{prefix}.shadow-results` instead of `{prefix}.results` (they complete nothing; the
+//! scheduler compares them with production's by trigger id), and sends no beats, ships no
+//! job log lines (they go to its `tracing` output) and dead-letters nothing. Handlers see
+//! [`JobContext::is_shadow`]. The flag reaches the group (`consumer::group`), the publisher,
+//! the beats and the runs' logs and dead letters (`consumer`, `joblog`); the rest of the way
+//! is production's.
 
 #![warn(missing_docs)]
 
@@ -134,6 +151,7 @@ mod joblog;
 mod lanes;
 mod metrics;
 mod offsets;
+mod partitions;
 mod publisher;
 mod runner;
 mod script;
@@ -149,14 +167,18 @@ pub use context::{JobContext, JobError, JobResult};
 pub use error::ExecutorError;
 pub use joblog::{FLUSH_INTERVAL, JobLogger, MAX_LINE_BYTES};
 pub use kadence_kafka::shutdown_signal;
+pub use partitions::OwnedPartitions;
 
 use handler::Registry;
+use partitions::Assignment;
 use settings::ExecutorSettings;
 
 /// An executor: a member of its app's consumer group that runs the registered handlers.
 pub struct Executor {
     settings: ExecutorSettings,
     registry: Arc<Registry>,
+    /// The partitions the group assigns, kept by the consumer once it runs.
+    assignment: Assignment,
 }
 
 impl Executor {
@@ -175,13 +197,25 @@ impl Executor {
         self.settings.app.as_str()
     }
 
+    /// Whether this is a shadow executor ([`ExecutorBuilder::shadow`]).
+    pub fn is_shadow(&self) -> bool {
+        self.settings.shadow
+    }
+
+    /// The partitions of `{prefix}.triggers.{app}` the consumer group assigns to this
+    /// executor once it runs, as they change: a way to wait until it consumes (a shadow
+    /// executor, which sends no beats, has no other). Take it before [`run`](Self::run).
+    pub fn partitions(&self) -> OwnedPartitions {
+        OwnedPartitions::new(&self.assignment)
+    }
+
     /// Runs until `shutdown` resolves, then drains: stops taking triggers, waits for the
     /// running handlers (up to the drain timeout), commits, and leaves the group.
     /// Handlers registered with hooks run their destroy hook after the drain, if their init
     /// ran.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ExecutorError> {
-        let result =
-            consumer::run(self.settings.clone(), Arc::clone(&self.registry), shutdown).await;
+        let registry = Arc::clone(&self.registry);
+        let result = consumer::run(self.settings, registry, self.assignment, shutdown).await;
         self.registry.destroy_initialized().await;
         result
     }

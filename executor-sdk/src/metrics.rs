@@ -11,7 +11,9 @@
 //! (`_seconds`), counters end in `_total`.
 //!
 //! **Label cardinality is bounded:** `app` (one per executor: a constant label of its
-//! registry, on every series), `handler` (the registered
+//! registry, on every series), `shadow` (`"true"`, a constant label on every series of a
+//! shadow executor only, so that queries can leave shadows out with `shadow!="true"`),
+//! `handler` (the registered
 //! names, and `script` for every GLUE_* job), `outcome` (a fixed set, [`outcome_of`]),
 //! `reason` (a fixed set of dead-letter kinds), `change` (`assigned`, `revoked`), `topic`
 //! (Kadence's topics), `partition` (the app's partitions). Job ids are never labels.
@@ -72,6 +74,9 @@ pub(crate) struct ExecutorMetrics {
     pub(crate) publish_retries: IntCounterVec,
     /// Trigger records sent to the dead-letter queue, by kind of reason.
     pub(crate) dead_letters: IntCounterVec,
+    /// Trigger records a shadow executor could not take and skipped (production's group
+    /// dead-letters them), by kind of reason.
+    pub(crate) shadow_skipped: IntCounterVec,
     /// Trigger records of each owned partition not yet done: the high watermark minus the
     /// committed offset, from the client's statistics every 5 s (held, queued and running
     /// triggers count: their offsets are not committed yet).
@@ -111,13 +116,10 @@ pub(crate) fn expected_wait_seconds(
 
 impl ExecutorMetrics {
     /// Every metric, registered in a registry of its own whose every series carries the
-    /// label `app`.
-    pub(crate) fn new(app: &str) -> ExecutorMetrics {
-        let app_label = HashMap::from([("app".to_owned(), app.to_owned())]);
-        let registry = Registry::new_custom(None, Some(app_label))
-            .expect("the app label is a valid constant label");
+    /// label `app`, and on a `shadow` executor `shadow="true"`.
+    pub(crate) fn new(app: &str, shadow: bool) -> ExecutorMetrics {
         let metrics = ExecutorMetrics {
-            registry,
+            registry: labelled_registry(app, shadow),
             trigger_to_start: histogram_vec(
                 "kadence_executor_trigger_to_start_seconds",
                 "Time from a trigger's scheduled time to its handler's start.",
@@ -172,6 +174,12 @@ impl ExecutorMetrics {
                  undecodable.",
                 &["reason"],
             ),
+            shadow_skipped: counter_vec(
+                "kadence_executor_shadow_skipped_total",
+                "Trigger records a shadow executor could not take (unverified or undecodable) \
+                 and skipped without a dead letter: the production group dead-letters them.",
+                &["reason"],
+            ),
             expected_wait: expected_wait_gauge(),
             load: Mutex::default(),
             consumer_lag: gauge_vec(
@@ -194,6 +202,7 @@ impl ExecutorMetrics {
         }
         for reason in DEAD_LETTER_REASONS {
             self.dead_letters.with_label_values(&[reason]);
+            self.shadow_skipped.with_label_values(&[reason]);
         }
         for change in ["assigned", "revoked"] {
             self.rebalances.with_label_values(&[change]);
@@ -201,7 +210,7 @@ impl ExecutorMetrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 13] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 14] = [
             Box::new(self.trigger_to_start.clone()),
             Box::new(self.run_duration.clone()),
             Box::new(self.results.clone()),
@@ -213,6 +222,7 @@ impl ExecutorMetrics {
             Box::new(self.hand_backs.clone()),
             Box::new(self.publish_retries.clone()),
             Box::new(self.dead_letters.clone()),
+            Box::new(self.shadow_skipped.clone()),
             Box::new(self.consumer_lag.clone()),
             Box::new(self.expected_wait.clone()),
         ];
@@ -346,6 +356,16 @@ pub(crate) async fn serve(
     Ok(bound)
 }
 
+/// A registry whose every series carries `app`, and on a `shadow` executor `shadow="true"`.
+fn labelled_registry(app: &str, shadow: bool) -> Registry {
+    let mut constant_labels = HashMap::from([("app".to_owned(), app.to_owned())]);
+    if shadow {
+        constant_labels.insert("shadow".to_owned(), "true".to_owned());
+    }
+    Registry::new_custom(None, Some(constant_labels))
+        .expect("app and shadow are valid constant labels")
+}
+
 fn expected_wait_gauge() -> GaugeVec {
     GaugeVec::new(
         Opts::new(
@@ -440,7 +460,7 @@ mod tests {
 
     #[test]
     fn the_exposition_names_every_metric() {
-        let metrics = ExecutorMetrics::new("billing");
+        let metrics = ExecutorMetrics::new("billing", false);
         metrics
             .results
             .with_label_values(&["report", "success"])
@@ -457,5 +477,25 @@ mod tests {
         ));
         assert!(text.contains("# TYPE kadence_executor_trigger_to_start_seconds histogram"));
         assert!(text.contains("kadence_executor_held_triggers{app=\"billing\"} 2"));
+        assert!(
+            !text.contains("shadow=\""),
+            "production series carry no shadow label"
+        );
+        let shadow = ExecutorMetrics::new("billing", true);
+        shadow
+            .shadow_skipped
+            .with_label_values(&["undecodable"])
+            .inc();
+        let text = shadow.render();
+        // The registry orders its constant labels as it likes: look for each.
+        let series = |name: &str| -> Vec<&str> {
+            text.lines()
+                .filter(|line| line.starts_with(name))
+                .filter(|line| line.contains("app=\"billing\"") && line.contains("shadow=\"true\""))
+                .collect()
+        };
+        let skipped = series("kadence_executor_shadow_skipped_total{reason=\"undecodable\"");
+        assert!(skipped.len() == 1 && skipped[0].ends_with(" 1"), "{text}");
+        assert_eq!(series("kadence_executor_held_triggers{").len(), 1, "{text}");
     }
 }

@@ -1,4 +1,5 @@
-//! Publishing what the executor produces: results to `{prefix}.results`, job log lines to
+//! Publishing what the executor produces: results to `{prefix}.results` (a shadow executor's
+//! to `{prefix}.shadow-results`, where they complete nothing), job log lines to
 //! `{prefix}.logs` and records it cannot read to `{prefix}.dlq`, through one idempotent
 //! producer.
 //!
@@ -49,7 +50,7 @@ impl Publisher {
                 .kafka
                 .idempotent_producer()
                 .map_err(ExecutorError::kafka("create the result producer"))?,
-            results_topic: settings.topics.results(),
+            results_topic: settings.results_topic(),
             logs_topic: settings.topics.logs(),
             dlq_topic: settings.topics.dlq(),
         };

@@ -50,7 +50,8 @@ impl StopReason {
 }
 
 /// Runs `handler` for `trigger`. `cancellation` stops the run early: set a [`StopReason`]
-/// first and the run fails with it; the trigger's timeout cancels it with code 502.
+/// first and the run fails with it; the trigger's timeout cancels it with code 502. `shadow`:
+/// a shadow executor runs it (the handler sees [`JobContext::is_shadow`]).
 ///
 /// The handler runs inside the caller's task (a run already has a task of its own), with its
 /// panics caught: a second task per run would cost a spawn and a wake on every trigger for
@@ -62,12 +63,14 @@ pub(crate) async fn run_handler(
     cancellation: CancellationToken,
     stop_reason: StopReason,
     logger: JobLogger,
+    shadow: bool,
 ) -> RunOutcome {
     let timeout = u64::try_from(trigger.timeout_ms)
         .ok()
         .filter(|&ms| ms > 0)
         .map(Duration::from_millis);
-    let context = JobContext::with_logger(Arc::clone(&trigger), cancellation.clone(), logger);
+    let context =
+        JobContext::with_logger(Arc::clone(&trigger), cancellation.clone(), logger, shadow);
     let run = AssertUnwindSafe(handler(context)).catch_unwind();
     // Boxed: most triggers have no timeout, and a timer is the largest thing a run's task
     // would otherwise hold.
@@ -213,6 +216,7 @@ mod tests {
             token.clone(),
             StopReason::default(),
             JobLogger::new(100),
+            false,
         )
         .await;
         assert_eq!(outcome.code, 502);
@@ -245,6 +249,7 @@ mod tests {
                 token,
                 reason,
                 JobLogger::new(100),
+                false,
             ),
             stopper
         );
@@ -281,6 +286,7 @@ mod tests {
                 token.clone(),
                 reason.clone(),
                 JobLogger::new(100),
+                false,
             ));
             started.notified().await;
             reason.set("killed: stuck on a lock".to_owned());

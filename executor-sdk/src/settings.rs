@@ -34,4 +34,29 @@ pub(crate) struct ExecutorSettings {
     pub(crate) tracer: RunTracer,
     /// Whether an OTLP endpoint is set: without one, runs make no spans, only ids.
     pub(crate) exports_spans: bool,
+    /// A shadow executor (see [`ExecutorBuilder::shadow`](crate::ExecutorBuilder::shadow)):
+    /// its own group, results to `{prefix}.shadow-results`, no beats, logs or dead letters.
+    pub(crate) shadow: bool,
+}
+
+impl ExecutorSettings {
+    /// The consumer group this executor joins: `{prefix}.executor.{app}`, or
+    /// `{prefix}.shadow.{app}` for a shadow executor.
+    pub(crate) fn group(&self) -> String {
+        if self.shadow {
+            self.topics.shadow_group(&self.app)
+        } else {
+            self.topics.executor_group(&self.app)
+        }
+    }
+
+    /// Where results go: `{prefix}.results`, or `{prefix}.shadow-results` for a shadow
+    /// executor (whose results complete nothing).
+    pub(crate) fn results_topic(&self) -> String {
+        if self.shadow {
+            self.topics.shadow_results()
+        } else {
+            self.topics.results()
+        }
+    }
 }

@@ -62,7 +62,9 @@ pub struct TestWorker {
 
 impl TestWorker {
     /// A worker with `builder`'s handlers, hooks and settings (executor id, log limits,
-    /// scripts). Brokers and app may be left out: a test worker never connects.
+    /// scripts; with [`shadow(true)`](ExecutorBuilder::shadow) its handlers see
+    /// [`JobContext::is_shadow`]). Brokers and app may be left out: a test worker never
+    /// connects.
     pub fn new(builder: ExecutorBuilder) -> Result<TestWorker, ExecutorError> {
         Ok(TestWorker {
             executor: builder.build_offline()?,
@@ -101,7 +103,16 @@ impl TestWorker {
                 let cancellation = CancellationToken::new();
                 let trigger = Arc::clone(&trigger);
                 let stop_reason = StopReason::default();
-                run_handler(handler, trigger, cancellation, stop_reason, logger.clone()).await
+                let shadow = self.executor.settings.shadow;
+                run_handler(
+                    handler,
+                    trigger,
+                    cancellation,
+                    stop_reason,
+                    logger.clone(),
+                    shadow,
+                )
+                .await
             }
             Err(refusal) => RunOutcome::failure(refusal),
         };
@@ -372,6 +383,24 @@ mod tests {
                 "hello world"
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn handlers_of_a_shadow_builder_know_they_run_in_the_shadow() {
+        async fn which(ctx: JobContext) -> JobResult {
+            match ctx.is_shadow() {
+                true => Err(JobError::new("shadow")),
+                false => Ok(()),
+            }
+        }
+        let production = worker(Executor::builder().handler("which", which));
+        let shadow = worker(Executor::builder().shadow(true).handler("which", which));
+        assert_eq!(
+            production.run(TestWorker::trigger("which")).await.code(),
+            200
+        );
+        let run = shadow.run(TestWorker::trigger("which")).await;
+        assert_eq!((run.code(), run.message()), (500, Some("shadow")));
     }
 
     #[tokio::test]

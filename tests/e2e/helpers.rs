@@ -49,6 +49,53 @@ pub async fn create_topic(topic: &str, partitions: i32) {
     }
 }
 
+/// Creates `topic` with `partitions` unless it exists (as the scheduler's own topic admin
+/// does); returns the partitions it has.
+pub async fn ensure_topic(topic: &str, partitions: i32) -> i32 {
+    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        ClientConfig::new()
+            .set("bootstrap.servers", brokers())
+            .create()
+            .expect("admin client");
+    let new_topic = rdkafka::admin::NewTopic::new(
+        topic,
+        partitions,
+        rdkafka::admin::TopicReplication::Fixed(-1),
+    );
+    let options = rdkafka::admin::AdminOptions::new();
+    for result in admin
+        .create_topics([&new_topic], &options)
+        .await
+        .expect("create topics")
+    {
+        match result {
+            Ok(_) | Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => panic!("cannot create topic {topic}: {code}"),
+        }
+    }
+    let topic = topic.to_owned();
+    // Metadata requests block: off the runtime's threads.
+    tokio::task::spawn_blocking(move || {
+        let consumer: rdkafka::consumer::BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", brokers())
+            .create()
+            .expect("metadata client");
+        // A topic just created can take a moment to show in the metadata.
+        for _ in 0..50 {
+            if let Ok(metadata) = consumer.fetch_metadata(Some(&topic), Duration::from_secs(5))
+                && let Some(found) = metadata.topics().first()
+                && !found.partitions().is_empty()
+            {
+                return i32::try_from(found.partitions().len()).expect("a partition count");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("{topic} has no partitions in the broker's metadata");
+    })
+    .await
+    .expect("metadata query")
+}
+
 /// Session timeout for test consumers: the broker's first group join is slow otherwise.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
@@ -543,18 +590,32 @@ impl TestApp {
 
     /// Produces raw bytes to `topic` (poison records, hand-made results).
     pub async fn produce_raw(&self, topic: &str, partition: i32, key: &str, payload: &[u8]) {
+        self.produce_with_headers(topic, partition, key, payload, None)
+            .await
+    }
+
+    /// [`produce_raw`](Self::produce_raw) with `headers` (a signature, say).
+    pub async fn produce_with_headers(
+        &self,
+        topic: &str,
+        partition: i32,
+        key: &str,
+        payload: &[u8],
+        headers: Option<rdkafka::message::OwnedHeaders>,
+    ) {
         let producer: FutureProducer = ClientConfig::new()
             .set("bootstrap.servers", &self.brokers)
             .create()
             .expect("test producer");
+        let mut record = FutureRecord::to(topic)
+            .partition(partition)
+            .key(key)
+            .payload(payload);
+        if let Some(headers) = headers {
+            record = record.headers(headers);
+        }
         producer
-            .send(
-                FutureRecord::to(topic)
-                    .partition(partition)
-                    .key(key)
-                    .payload(payload),
-                Timeout::After(Duration::from_secs(10)),
-            )
+            .send(record, Timeout::After(Duration::from_secs(10)))
             .await
             .map_err(|(error, _)| error)
             .expect("produce");

@@ -30,7 +30,7 @@ use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, executions, spawn_app, spawn_app_with};
 
 /// The scheduler's own signing key, read from its database (as only a test may).
-async fn scheduler_key(app: &TestApp) -> RecordSigner {
+pub(crate) async fn scheduler_key(app: &TestApp) -> RecordSigner {
     let stored = app
         .store()
         .newest_signing_key()

@@ -6,6 +6,15 @@
 //! partitions, the callback first lets their runs finish or hands them back (`handoff`), then
 //! commits what they completed synchronously, before the partitions move. Assignments and
 //! revocations also update the [`Assignment`] the beats report.
+//!
+//! A shadow executor is a member of `{prefix}.shadow.{app}` on the same topic, and a new
+//! shadow group starts at the live end (`auto.offset.reset=latest`), not at the beginning: a
+//! candidate handler must not run the topic's history. The client would look the end up
+//! only when it first fetches, a moment after the assignment is announced; so on assignment
+//! the callback commits the end for each partition the group has no offset for yet, before
+//! announcing it. Every trigger emitted after [`OwnedPartitions`](crate::OwnedPartitions)
+//! shows a partition then reaches the shadow, and a shadow restarted before its first
+//! trigger still starts at the end it took.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,11 +30,11 @@ use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::statistics::Statistics;
 use rdkafka::{Offset, TopicPartitionList};
 
-use crate::beats::Assignment;
 use crate::error::ExecutorError;
 use crate::handoff::RunningRuns;
 use crate::metrics::ExecutorMetrics;
 use crate::offsets::OffsetTracker;
+use crate::partitions::Assignment;
 use crate::settings::ExecutorSettings;
 
 /// This executor's membership of its app's consumer group.
@@ -54,6 +63,7 @@ impl Group {
                 running,
                 rebalance_timeout: settings.rebalance_timeout,
                 metrics,
+                starts_at_end: settings.shadow,
             })
             .map_err(ExecutorError::kafka("create the trigger consumer"))?;
         consumer
@@ -110,7 +120,14 @@ impl Group {
 
 /// The trigger consumer's librdkafka settings over the user's.
 fn client_config(settings: &ExecutorSettings) -> ClientConfig {
-    let group = settings.topics.executor_group(&settings.app);
+    let group = settings.group();
+    // A production group runs what was emitted before it joined; a shadow group only what
+    // comes after it (see the module docs).
+    let reset = if settings.shadow {
+        "latest"
+    } else {
+        "earliest"
+    };
     let session_timeout = settings.session_timeout.as_millis().to_string();
     // Heartbeats at a tenth of the session timeout (librdkafka's default is 3 s): a member
     // learns of a rebalance at its next heartbeat, and one that rejoins after the round closed
@@ -125,8 +142,7 @@ fn client_config(settings: &ExecutorSettings) -> ClientConfig {
         ("client.id", &settings.executor_id),
         ("enable.auto.commit", "false"),
         ("enable.auto.offset.store", "false"),
-        // A trigger emitted before any executor joined must still run.
-        ("auto.offset.reset", "earliest"),
+        ("auto.offset.reset", reset),
         ("session.timeout.ms", &session_timeout),
         ("heartbeat.interval.ms", &heartbeat_interval),
         // The client's statistics carry each partition's lag, for the metrics.
@@ -151,6 +167,9 @@ struct ExecutorContext {
     running: RunningRuns,
     rebalance_timeout: Duration,
     metrics: Arc<ExecutorMetrics>,
+    /// A shadow's: the start in a partition new to the group is its end, committed at
+    /// assignment.
+    starts_at_end: bool,
 }
 
 impl ClientContext for ExecutorContext {
@@ -173,6 +192,9 @@ impl ConsumerContext for ExecutorContext {
                     .rebalances
                     .with_label_values(&["assigned"])
                     .inc();
+                if self.starts_at_end {
+                    self.commit_ends(consumer, &partitions);
+                }
                 tracing::info!(?partitions, "partitions assigned");
                 self.assignment.assign(&partitions);
             }
@@ -210,6 +232,47 @@ impl ExecutorContext {
             && let Err(error) = consumer.commit(&offsets, CommitMode::Sync)
         {
             tracing::warn!(%error, "cannot commit offsets of revoked partitions");
+        }
+    }
+
+    /// Commits the end of each of `partitions` that has no committed offset in the group, so
+    /// that the group starts there (see the module docs). On a failure the client's own reset
+    /// to the end still applies, only later: logged, not fatal.
+    fn commit_ends(&self, consumer: &BaseConsumer<Self>, partitions: &[i32]) {
+        let timeout = self.rebalance_timeout;
+        let mut wanted = TopicPartitionList::new();
+        for &partition in partitions {
+            wanted.add_partition(&self.topic, partition);
+        }
+        let committed = match consumer.committed_offsets(wanted, timeout) {
+            Ok(committed) => committed,
+            Err(error) => {
+                return tracing::warn!(%error, "cannot read the shadow group's offsets; it starts where the client finds the end");
+            }
+        };
+        let mut ends = TopicPartitionList::new();
+        for element in committed.elements() {
+            if element.offset() != Offset::Invalid {
+                continue;
+            }
+            let partition = element.partition();
+            match consumer.fetch_watermarks(&self.topic, partition, timeout) {
+                Ok((_, high)) => {
+                    let _ = ends.add_partition_offset(&self.topic, partition, Offset::Offset(high));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, partition, "cannot find the end of a partition for the shadow group");
+                }
+            }
+        }
+        if ends.count() == 0 {
+            return;
+        }
+        match consumer.commit(&ends, CommitMode::Sync) {
+            Ok(()) => {
+                tracing::info!(starts = ?ends.to_topic_map(), "shadow group starts at the end of its new partitions")
+            }
+            Err(error) => tracing::warn!(%error, "cannot commit the shadow group's start"),
         }
     }
 }

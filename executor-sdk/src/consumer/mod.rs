@@ -19,10 +19,19 @@
 //! it never runs, and it never stops the partition. Verification comes first, so not even
 //! the decoder sees a record the scheduler did not sign.
 //!
+//! A shadow executor (`ExecutorBuilder::shadow`) takes the same way in its own group, with
+//! three differences made here: a record it cannot take is logged, counted and committed
+//! past without a dead letter (the production group dead-letters the same record), it sends
+//! no beats (the beat tick still sets the gauges), and its runs are told they are shadows
+//! (`runs`: the handler's context, lines to `tracing`). Its results go to
+//! `{prefix}.shadow-results` (the publisher's choice).
+//!
 //! Here is the loop: one `select!` over its events, each handled by one method of `Loop`.
 //! Held triggers wait on one timer, set to the earliest of them. Around it:
 //! - `group`: the trigger consumer in its group: client settings, the rebalance callbacks
-//!   (assign and revoke), receiving (tracking offsets) and committing.
+//!   (assign and revoke; a shadow's start fixed at assignment), receiving (tracking
+//!   offsets) and committing.
+//! - `intake`: a received record verified and decoded, or the reason it cannot be taken.
 //! - `runs`: a run's task (handler, log lines, result) and the refusals and dead letters that
 //!   take the same way back to the loop.
 //! - `answers`: results handed to the producer without waiting; one task takes the broker's
@@ -37,6 +46,7 @@ mod answers;
 mod control;
 mod dedupe;
 mod group;
+mod intake;
 mod kills;
 mod report;
 mod runs;
@@ -45,21 +55,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use kadence_kafka::VerifyError;
-use kadence_schemas::{ExecutorState, TriggerRecord};
+use kadence_schemas::ExecutorState;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio::sync::mpsc;
 use tokio::time::{Interval, MissedTickBehavior};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::beats::{Activity, Assignment, Beats};
+use crate::beats::{Activity, Beats};
 use crate::clock::Clock;
 use crate::dispatch::{Dispatch, Step};
 use crate::error::ExecutorError;
 use crate::handler::Registry;
 use crate::handoff::RunningRuns;
 use crate::metrics::ExecutorMetrics;
+use crate::partitions::Assignment;
 use crate::publisher::Publisher;
 use crate::settings::ExecutorSettings;
 use crate::traces::RunSpans;
@@ -74,13 +84,15 @@ use runs::{ReadyRun, Runs, RunsConfig};
 /// hold are served between bursts.
 const RECEIVE_BATCH: usize = 512;
 
-/// Runs the executor until `shutdown` resolves and the drain completes.
+/// Runs the executor until `shutdown` resolves and the drain completes; the rebalance
+/// callbacks keep `assignment`.
 pub(crate) async fn run(
     settings: ExecutorSettings,
     registry: Arc<Registry>,
+    assignment: Assignment,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ExecutorError> {
-    let metrics = Arc::new(ExecutorMetrics::new(settings.app.as_str()));
+    let metrics = Arc::new(ExecutorMetrics::new(settings.app.as_str(), settings.shadow));
     // The endpoint answers until the executor has stopped, last beat included.
     let metrics_stop = CancellationToken::new();
     let _stop_serving_metrics = metrics_stop.clone().drop_guard();
@@ -91,7 +103,7 @@ pub(crate) async fn run(
                 ExecutorError::Config(format!("cannot serve metrics on {address}: {error}"))
             })?;
     }
-    let mut state = Loop::start(settings, registry, metrics)?;
+    let mut state = Loop::start(settings, registry, assignment, metrics)?;
     let drain_deadline = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(drain_deadline);
     tokio::pin!(shutdown);
@@ -124,7 +136,7 @@ pub(crate) async fn run(
             }
             _ = state.commit_tick.tick() => state.group.commit(),
             _ = state.beat_tick.tick() => state.beat(),
-            _ = state.assignment.changed(), if consuming => state.beat(),
+            Ok(()) = state.assignment_changes.changed(), if consuming => state.beat(),
             _ = &mut shutdown, if consuming => {
                 state.drain();
                 let deadline = tokio::time::Instant::now() + state.settings.drain_timeout;
@@ -160,8 +172,11 @@ struct Loop {
     runs: Runs,
     dispatch: Dispatch<ReadyRun>,
     recent: RecentTriggers,
-    beats: Beats,
+    /// `None` on a shadow executor, which sends no beats.
+    beats: Option<Beats>,
     assignment: Assignment,
+    /// Wakes the loop when the group assigns or revokes partitions, for a beat at once.
+    assignment_changes: tokio::sync::watch::Receiver<std::collections::BTreeSet<i32>>,
     /// Ended runs and records, from the run tasks and the acknowledgement task.
     ended: mpsc::UnboundedReceiver<Ended>,
     /// This app's control commands, from the control reader.
@@ -189,9 +204,10 @@ impl Loop {
     fn start(
         settings: ExecutorSettings,
         registry: Arc<Registry>,
+        assignment: Assignment,
         metrics: Arc<ExecutorMetrics>,
     ) -> Result<Loop, ExecutorError> {
-        let assignment = Assignment::default();
+        let assignment_changes = assignment.subscribe();
         let running = RunningRuns::default();
         let group = Group::join(
             &settings,
@@ -202,14 +218,16 @@ impl Loop {
         let hard_stop = CancellationToken::new();
         let (ended_tx, ended) = mpsc::unbounded_channel();
         let publisher = Publisher::new(&settings, Arc::clone(&metrics))?;
-        let beats = Beats::new(
-            publisher.producer(),
-            settings.topics.beats(),
-            settings.executor_id.clone(),
-            settings.app.clone(),
-            registry.names(),
-            settings.beat_interval,
-        );
+        let beats = (!settings.shadow).then(|| {
+            Beats::new(
+                publisher.producer(),
+                settings.topics.beats(),
+                settings.executor_id.clone(),
+                settings.app.clone(),
+                registry.names(),
+                settings.beat_interval,
+            )
+        });
         let runs = Runs::new(RunsConfig {
             executor_id: settings.executor_id.clone(),
             publisher,
@@ -221,6 +239,7 @@ impl Loop {
             clock: Clock::System,
             metrics: Arc::clone(&metrics),
             spans: RunSpans::new(settings.tracer.clone(), settings.exports_spans),
+            shadow: settings.shadow,
         });
         let dispatch = Dispatch::new(
             Clock::System,
@@ -248,6 +267,7 @@ impl Loop {
             recent: RecentTriggers::new(),
             beats,
             assignment,
+            assignment_changes,
             ended,
             commands,
             control_caught_up: false,
@@ -334,27 +354,14 @@ impl Loop {
     /// placed in its job's lane at once); never waits for a handler.
     fn admit(&mut self, message: OwnedMessage) {
         let (partition, offset) = (message.partition(), message.offset());
-        let trusted = &self.settings.trusted_keys;
-        if !trusted.is_empty()
-            && let Err(error) = trusted.verify_message(&message)
-        {
-            self.count_dead_letter(refusal_kind(&error));
-            let reason = format!("refused trigger record: {error}");
-            tracing::warn!(partition, offset, %reason, "sending trigger record to the dead-letter queue");
-            return self.runs.dead_letter(message, reason);
-        }
-        let trigger = match decode(&message) {
+        let trigger = match intake::read_trigger(&self.settings.trusted_keys, &message) {
             Ok(trigger) => Arc::new(trigger),
-            Err((kind, reason)) => {
-                self.count_dead_letter(kind);
-                tracing::warn!(partition, offset, %reason, "sending trigger record to the dead-letter queue");
-                return self.runs.dead_letter(message, reason);
-            }
+            Err((kind, reason)) => return self.cannot_take(message, kind, reason),
         };
         if !self.recent.insert(&trigger.trigger_id) {
             self.metrics.redeliveries.inc();
             tracing::info!(trigger_id = %trigger.trigger_id, "trigger redelivered; it already ran here, not running it twice");
-            return self.runs.skip_redelivered(partition, offset);
+            return self.runs.skip(partition, offset);
         }
         let trace = self.runs.consume_span(&message, &trigger);
         if let Some(reason) = self.kills.covering(&trigger, kadence_schemas::now_ms()) {
@@ -377,6 +384,22 @@ impl Loop {
         self.carry_out(steps);
     }
 
+    /// A record that must not run (`kind` of `reason`, a metric label): dead-lettered, or on a
+    /// shadow executor skipped, since production's group dead-letters the same record and a
+    /// second dead letter would only double it; either way committed past.
+    fn cannot_take(&self, message: OwnedMessage, kind: &'static str, reason: String) {
+        let (partition, offset) = (message.partition(), message.offset());
+        if self.settings.shadow {
+            self.metrics.shadow_skipped.with_label_values(&[kind]).inc();
+            tracing::warn!(partition, offset, %reason,
+                "shadow executor skipping a trigger record it cannot take (production dead-letters it)");
+            return self.runs.skip(partition, offset);
+        }
+        self.metrics.dead_letters.with_label_values(&[kind]).inc();
+        tracing::warn!(partition, offset, %reason, "sending trigger record to the dead-letter queue");
+        self.runs.dead_letter(message, reason)
+    }
+
     /// Starts the runs and publishes the refusals the dispatch decided.
     fn carry_out(&self, steps: Vec<Step<ReadyRun>>) {
         for step in steps {
@@ -397,7 +420,8 @@ impl Loop {
     }
 
     /// Beats the state of the phase (RUNNING while consuming, STOPPING once draining), and
-    /// sets the gauges of what is held, queued and running to what the beat says.
+    /// sets the gauges of what is held, queued and running to what the beat says (a shadow
+    /// executor only sets the gauges).
     fn beat(&self) {
         let state = match self.phase {
             Phase::Consuming => ExecutorState::Running,
@@ -415,12 +439,9 @@ impl Loop {
         };
         self.metrics
             .update_expected_waits(held, |partition| self.runs.running().count_on(partition));
-        let beat = self.beats.beat(state, self.assignment.owned(), activity);
-        self.beats.send(beat);
-    }
-
-    fn count_dead_letter(&self, kind: &str) {
-        self.metrics.dead_letters.with_label_values(&[kind]).inc();
+        if let Some(beats) = &self.beats {
+            beats.send(beats.beat(state, self.assignment.owned(), activity));
+        }
     }
 
     fn drain(&mut self) {
@@ -443,18 +464,18 @@ impl Loop {
         let limit = self.settings.session_timeout + self.settings.rebalance_timeout;
         self.group.leave(limit).await;
         // The last word: stopping, owning nothing, running nothing.
-        let last = self
-            .beats
-            .beat(ExecutorState::Stopping, Vec::new(), Activity::default());
-        self.beats.send_and_wait(last).await;
+        if let Some(beats) = &self.beats {
+            let last = beats.beat(ExecutorState::Stopping, Vec::new(), Activity::default());
+            beats.send_and_wait(last).await;
+        }
         tracing::info!(executor_id = %self.settings.executor_id, "executor stopped");
     }
 }
 
 /// Logs the start, warning when nothing is verified.
 fn announce_start(settings: &ExecutorSettings, registry: &Registry, topic: &str) {
-    tracing::info!(executor_id = %settings.executor_id, topic,
-        handlers = registry.names().len(),
+    tracing::info!(executor_id = %settings.executor_id, topic, group = settings.group(),
+        shadow = settings.shadow, handlers = registry.names().len(),
         trusted_keys = ?settings.trusted_keys.key_ids(), "executor started");
     if settings.trusted_keys.is_empty() {
         tracing::warn!(
@@ -462,29 +483,5 @@ fn announce_start(settings: &ExecutorSettings, registry: &Registry, topic: &str)
             "no trusted scheduler key (ExecutorBuilder::trusted_key): triggers and control \
              records are not verified, so whoever can write these topics runs handlers here"
         );
-    }
-}
-
-/// The trigger in `message`, or why there is none: the kind of reason (a metric label) and
-/// the dead-letter reason.
-fn decode(message: &OwnedMessage) -> Result<TriggerRecord, (&'static str, String)> {
-    match message.payload() {
-        None => Err(("no_value", "trigger record has no value".to_owned())),
-        Some(bytes) => crate::decode::decode_trigger(bytes).map_err(|error| {
-            (
-                "undecodable",
-                format!("undecodable trigger record: {error}"),
-            )
-        }),
-    }
-}
-
-/// The kind of a signature refusal, as a metric label.
-fn refusal_kind(error: &VerifyError) -> &'static str {
-    match error {
-        VerifyError::Unsigned => "unsigned",
-        VerifyError::UnknownKey { .. } => "unknown_key",
-        VerifyError::BadSignature { .. } => "bad_signature",
-        VerifyError::Malformed { .. } => "malformed_signature",
     }
 }

@@ -15,6 +15,9 @@
 //! refused by signature verification, undecodable ones) take the same way back, without a
 //! run.
 //!
+//! On a shadow executor the handler's context says so, and the run's lines go to the
+//! executor's `tracing` output instead of `{prefix}.logs` (`joblog::LogSink`).
+//!
 //! A run whose partition the group moved away ends without a result: its offset stays
 //! uncommitted, and the new owner runs the trigger (see `handoff`).
 
@@ -31,13 +34,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::answers::{Answer, Answers};
 use super::report::Reporter;
-use crate::beats::Assignment;
 use crate::clock::{Clock, millis_since_epoch};
 use crate::dispatch::Start;
 use crate::handler::HandlerFn;
 use crate::handoff::RunningRuns;
-use crate::joblog::{FLUSH_INTERVAL, JobLogger, LogShipper};
+use crate::joblog::{FLUSH_INTERVAL, JobLogger, LogShipper, LogSink};
 use crate::metrics::{ExecutorMetrics, handler_label, outcome_of, seconds};
+use crate::partitions::Assignment;
 use crate::publisher::Publisher;
 use crate::runner::{RunOutcome, result_record, run_handler};
 use crate::traces::{RunSpans, end_with_result, end_without_result};
@@ -82,6 +85,9 @@ pub(super) struct RunsConfig {
     pub(super) clock: Clock,
     pub(super) metrics: Arc<ExecutorMetrics>,
     pub(super) spans: RunSpans,
+    /// A shadow executor's runs: the handler is told, lines go to `tracing`, records that
+    /// cannot be taken are skipped instead of dead-lettered.
+    pub(super) shadow: bool,
 }
 
 /// Starts runs and hands their results over; every task reports back through the reporter.
@@ -176,7 +182,15 @@ impl Runs {
         let logger = JobLogger::new(config.max_log_lines);
         let trigger = Arc::clone(&ready.trigger);
         let handler = ready.handler.clone();
-        let run = run_handler(handler, trigger, cancellation, stop_reason, logger.clone());
+        let shadow = config.shadow;
+        let run = run_handler(
+            handler,
+            trigger,
+            cancellation,
+            stop_reason,
+            logger.clone(),
+            shadow,
+        );
         let outcome = self.shipping_logs(run, &logger, &ready.trigger).await;
         let finished = config.clock.now();
         // The rest of the run's work (its span and metrics, last lines, result) waits until
@@ -285,11 +299,15 @@ impl Runs {
 
     fn log_shipper(&self, logger: &JobLogger, trigger: &Arc<TriggerRecord>) -> LogShipper {
         let config = &self.shared.config;
+        let sink = match config.shadow {
+            true => LogSink::Tracing,
+            false => LogSink::Topic(config.publisher.clone()),
+        };
         LogShipper::new(
             logger.clone(),
             Arc::clone(trigger),
             config.executor_id.clone(),
-            config.publisher.clone(),
+            sink,
             config.hard_stop.clone(),
         )
     }
@@ -319,8 +337,9 @@ impl Runs {
         tokio::spawn(async move { runs.shared.answers.send(answer).await });
     }
 
-    /// Completes a redelivered trigger that already ran (or runs) here, without running it.
-    pub(super) fn skip_redelivered(&self, partition: i32, offset: i64) {
+    /// Completes a record without running it or answering it: a redelivered trigger that
+    /// already ran (or runs) here, or, on a shadow executor, one it cannot take.
+    pub(super) fn skip(&self, partition: i32, offset: i64) {
         self.shared
             .config
             .reporter

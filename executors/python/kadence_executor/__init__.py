@@ -4,7 +4,8 @@ and the executor runs them when the scheduler triggers their jobs.
 It implements the executor contract of ``schemas/PROTOCOL.md`` in full, on confluent-kafka
 and fastavro. The tour:
 
-- ``executor``: ``Executor`` (settings, handlers, ``run``) and ``Settings``.
+- ``executor``: ``Executor`` (settings, handlers, ``run``, ``on_partitions``) and ``Settings``
+  (``shadow``: a shadow executor, PROTOCOL.md section 10).
 - ``consumer``: the loop: group membership, admission, commits, beats, rebalances, drain.
 - ``dispatch``: hold until the scheduled millisecond, block strategies, KILL bookkeeping,
   redelivery recognition; pure, tested without Kafka.

@@ -4,8 +4,11 @@ Byte 0 is 0x00, bytes 1-4 the schema id (big-endian), the rest one Avro datum. S
 record family x 1000 + version. The released schemas are packaged under ``avro/`` as
 ``<record>_v<N>.avsc``, byte for byte the repository's ``schemas/avro/history`` files (a test
 keeps them equal). Decoding reads with the writer schema the id names, resolved to the newest
-version this package knows; encoding writes the newest version. Every failure is a
-``CodecError`` whose message is fit for a dead-letter reason, worded as the Rust SDK's.
+version this package knows (Avro resolution: a v1 trigger's enum symbols are matched by name,
+and a v1 datum naming a tenth trigger type is malformed, since v1 lists nine). Encoding writes
+the oldest released version that holds the record (``writer_id``): for every record but a
+BACKFILL trigger, the newest. Every failure is a ``CodecError`` whose message is fit for a
+dead-letter reason, worded as the Rust SDK's.
 """
 
 import io
@@ -22,6 +25,7 @@ HEADER_LEN = 5
 #: (schema id, record, file) of every released version, oldest first per record.
 CATALOG = [
     (1001, "TriggerRecord", "trigger_record_v1.avsc"),
+    (1002, "TriggerRecord", "trigger_record_v2.avsc"),
     (2001, "ResultRecord", "result_record_v1.avsc"),
     (3001, "ControlRecord", "control_record_v1.avsc"),
     (4001, "ExecutorBeat", "executor_beat_v1.avsc"),
@@ -53,9 +57,23 @@ def accepted_ids(record):
     return sorted(i for i, (name, _) in _SCHEMAS.items() if name == record)
 
 
+#: TriggerRecord v2 (1002) only appended these trigger types: every other trigger is the same
+#: datum under v1 (1001), which executors that predate v2 read (PROTOCOL.md section 2).
+_V2_TRIGGER_TYPES = {"BACKFILL"}
+TRIGGER_RECORD_V1 = 1001
+
+
+def writer_id(record, datum):
+    """The schema id ``encode`` writes `datum` of `record` with: the oldest released version
+    that holds it (v1 for a trigger that is not a BACKFILL), else the newest."""
+    if record == "TriggerRecord" and datum.get("trigger_type") not in _V2_TRIGGER_TYPES:
+        return TRIGGER_RECORD_V1
+    return _newest(record)
+
+
 def encode(record, datum):
-    """Frames `datum` (a dict) as the newest version of `record`."""
-    schema_id = _newest(record)
+    """Frames `datum` (a dict) as the version of `record` that ``writer_id`` picks."""
+    schema_id = writer_id(record, datum)
     out = io.BytesIO()
     out.write(struct.pack(">bI", MAGIC_BYTE, schema_id))
     try:

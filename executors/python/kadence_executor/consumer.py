@@ -11,6 +11,14 @@ Offsets are committed only up to the lowest trigger not yet answered (``offsets`
 group revokes partitions, the callback lets their running runs finish within the rebalance
 timeout and commits them; the rest are handed back without a result, and triggers of revoked
 partitions that were only queued or held never start here.
+
+A shadow executor (``Settings.shadow``, PROTOCOL.md section 10) takes the same way in the group
+``{prefix}.shadow.{app}``, with these differences: a group new to a partition starts at its end,
+committed when the partition is assigned (so the trigger emitted right after the assignment is
+announced is not missed, as it could be while the client looks the end up on its first fetch);
+results go to ``{prefix}.shadow-results``; no beats; a run's log lines go to this process's
+logging (debug) instead of ``{prefix}.logs``; a record that cannot be taken is logged, counted
+and committed past instead of dead-lettered (production's group dead-letters it).
 """
 
 import logging
@@ -19,14 +27,16 @@ import socket
 import threading
 import time
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicPartition
 
 from . import codec
 from .control import ControlReader
 from .dispatch import Dispatch, RecentTriggers, RememberedKills, Refuse, Start, kill_message
 from .offsets import OffsetTracker
 from .publishing import Publisher
-from .runs import SHUTDOWN_MESSAGE, JobLogger, log_records, now_ms, result_record, run_handler
+from .runs import (
+    SHUTDOWN_MESSAGE, JobLogger, log_locally, log_records, now_ms, result_record, run_handler,
+)
 from .signing import VerifyError
 from .traceparent import answer_header
 
@@ -44,10 +54,12 @@ class Pending:
 
 
 class Loop:
-    def __init__(self, settings, handlers, stopping):
+    def __init__(self, settings, handlers, stopping, partition_listeners=()):
         self.s = settings
         self.handlers = handlers
         self.stopping = stopping
+        self.partition_listeners = list(partition_listeners)
+        self.shadow_skipped = 0
         self.topic = f"{settings.topic_prefix}.triggers.{settings.app}"
         self.lock = threading.RLock()
         self.events = queue.SimpleQueue()
@@ -62,18 +74,20 @@ class Loop:
         self.caught_up = threading.Event()
         self.beat_now = True
         self.paused = False
-        self.publisher = Publisher(settings.client_config(), settings.topic_prefix)
+        self.publisher = Publisher(
+            settings.client_config(), settings.topic_prefix, settings.results_topic()
+        )
         self.consumer = Consumer(self._consumer_config())
 
     def _consumer_config(self):
         config = self.s.client_config()
         config.update(
             {
-                "group.id": f"{self.s.topic_prefix}.executor.{self.s.app}",
+                "group.id": self.s.group(),
                 "client.id": self.s.executor_id,
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
-                "auto.offset.reset": "earliest",
+                "auto.offset.reset": self.s.offset_reset(),
                 "session.timeout.ms": self.s.session_timeout_ms,
                 "heartbeat.interval.ms": max(100, min(3000, self.s.session_timeout_ms // 10)),
             }
@@ -160,7 +174,8 @@ class Loop:
         control.stopped.set()
         control.join(timeout=5)
         self.owned = set()
-        self.publisher.beat(self._beat_record("STOPPING", [], []))
+        if not self.s.shadow:
+            self.publisher.beat(self._beat_record("STOPPING", [], []))
         self.publisher.close()
         log.info("executor %s stopped", self.s.executor_id)
 
@@ -232,11 +247,14 @@ class Loop:
 
         def ship(final):
             first, lines = logger.take(final)
+            if self.s.shadow:
+                # Keyed by trigger id, they would mix into the production run's log.
+                return log_locally(trigger, first, lines)
             for record in log_records(trigger, self.s.executor_id, first, lines):
                 self.publisher.publish_log(record, self.hard_stop)
 
         handler = self.handlers[trigger["handler"]]
-        code, message, retry = run_handler(handler, trigger, stop, logger, ship)
+        code, message, retry = run_handler(handler, trigger, stop, logger, ship, self.s.shadow)
         with self.lock:
             handed_back = self.running[key][1]
             if handed_back:
@@ -257,6 +275,13 @@ class Loop:
         self._report(pending, handled=published)
 
     def _dead_letter(self, message, reason):
+        if self.s.shadow:
+            # Production's group dead-letters the same record; a second letter would double it.
+            self.shadow_skipped += 1
+            log.warning("shadow executor skipping trigger record at %s/%s (%d so far): %s",
+                        message.partition(), message.offset(), self.shadow_skipped, reason)
+            pending = Pending(None, message.partition(), message.offset())
+            return self._report(pending, handled=True)
         log.warning("sending trigger record at %s/%s to the DLQ: %s",
                     message.partition(), message.offset(), reason)
 
@@ -303,13 +328,43 @@ class Loop:
         self.kills.remember(command, reason, now_ms())
         self._carry_out(self.dispatch.kill(command["job_id"], command["trigger_id"], reason))
 
-    def _on_assign(self, _consumer, partitions):
+    def _on_assign(self, consumer, partitions):
         ids = [p.partition for p in partitions if p.topic == self.topic]
+        if self.s.shadow:
+            self._commit_ends(consumer, ids)
         log.info("partitions assigned: %s", ids)
         with self.lock:
             self.owned.update(ids)
         self.paused = False
         self.beat_now = True
+        self._tell_partitions()
+
+    def _commit_ends(self, consumer, ids):
+        """A shadow group starts at the live end: commits the end of each assigned partition
+        the group has no offset for, before the assignment is announced. On a failure the
+        client's own reset to the end still applies, only later."""
+        if not ids:
+            return
+        timeout = self.s.rebalance_timeout_s
+        try:
+            committed = consumer.committed([TopicPartition(self.topic, p) for p in ids], timeout)
+            ends = []
+            for tp in committed:
+                if tp.offset == OFFSET_INVALID:
+                    _low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+                    ends.append(TopicPartition(self.topic, tp.partition, high))
+            if ends:
+                consumer.commit(offsets=ends, asynchronous=False)
+                log.info("shadow group starts at the end of %s", [(t.partition, t.offset) for t in ends])
+        except KafkaException as error:
+            log.warning("cannot fix the shadow group's start (it starts where the client finds "
+                        "the end): %s", error)
+
+    def _tell_partitions(self):
+        with self.lock:
+            owned = sorted(self.owned)
+        for listener in self.partition_listeners:
+            listener(owned)
 
     def _on_revoke(self, consumer, partitions):
         ids = {p.partition for p in partitions if p.topic == self.topic}
@@ -331,6 +386,7 @@ class Loop:
         log.info("partitions revoked: %s", sorted(ids))
         self.paused = False
         self.beat_now = True
+        self._tell_partitions()
 
     def _running_on(self, partitions):
         with self.lock:
@@ -350,6 +406,8 @@ class Loop:
 
     def _beat(self, state):
         self.beat_now = False
+        if self.s.shadow:
+            return  # not production: routing and the lost-run monitor must not count it
         running, queued = self.dispatch.activity()
         with self.lock:
             owned = sorted(self.owned)

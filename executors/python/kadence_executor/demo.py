@@ -5,14 +5,19 @@
   fails with ``stopped early``; ``fail`` fails with its params as the message (``failed on
   purpose`` when empty); ``log`` (params: n) writes the job log lines ``line 1`` ... ``line n``;
   ``shard`` writes the line ``shard {index} of {total}``; ``noop`` succeeds at once and prints
-  nothing (the Rust one is the end-to-end benchmark's handler).
-- Standard output: ``ready`` once built, then ``started <trigger id>`` as every run begins.
+  nothing (the Rust one is the end-to-end benchmark's handler); ``describe`` writes the line
+  ``describing`` and fails with the message ``{production|shadow} run of a {trigger type}
+  trigger`` (a failure, because a success carries no message).
+- Standard output: ``ready`` once built, then ``started <trigger id>`` as every run begins, and
+  ``owns <partitions>`` (ascending, comma separated, ``none`` for none) whenever the group
+  assigns or revokes partitions.
 - SIGTERM and SIGINT stop it gracefully (exit code 0).
 
 Environment: ``KADENCE_BROKERS``, ``KADENCE_APP``, ``KADENCE_TOPIC_PREFIX``,
 ``KADENCE_EXECUTOR_ID``; optional ``KADENCE_SESSION_TIMEOUT_MS`` (default 6000),
-``KADENCE_BEAT_INTERVAL_MS`` (default 3000) and ``KADENCE_TRUSTED_KEYS`` (scheduler public
-keys, comma separated; none: nothing is verified).
+``KADENCE_BEAT_INTERVAL_MS`` (default 3000), ``KADENCE_TRUSTED_KEYS`` (scheduler public
+keys, comma separated; none: nothing is verified) and ``KADENCE_SHADOW`` (``1`` or ``true``: a
+shadow executor).
 """
 
 import logging
@@ -63,6 +68,26 @@ def shard(ctx):
     ctx.log(f"shard {ctx.shard_index} of {ctx.shard_total}")
 
 
+def describe(ctx):
+    announce(ctx)
+    ctx.log("describing")
+    executor = "shadow" if ctx.shadow else "production"
+    raise JobFailed(f"{executor} run of a {ctx.trigger_type} trigger")
+
+
+def announce_partitions(owned):
+    with _STDOUT:
+        sys.stdout.write(f"owns {','.join(map(str, owned)) or 'none'}\n")
+        sys.stdout.flush()
+
+
+def flag(env, name):
+    value = env.get(name, "")
+    if value not in ("", "0", "false", "1", "true"):
+        sys.exit(f"{name} must be 1, true, 0 or false, not {value!r}")
+    return value in ("1", "true")
+
+
 def main():
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     env = os.environ
@@ -81,10 +106,15 @@ def main():
         session_timeout_ms=int(env.get("KADENCE_SESSION_TIMEOUT_MS", "6000")),
         beat_interval_s=int(env.get("KADENCE_BEAT_INTERVAL_MS", "3000")) / 1000,
         trusted_keys=keys,
+        shadow=flag(env, "KADENCE_SHADOW"),
     )
-    handlers = (("ok", ok), ("noop", noop), ("sleep", sleep), ("fail", fail), ("log", log), ("shard", shard))
+    handlers = (
+        ("ok", ok), ("noop", noop), ("sleep", sleep), ("fail", fail), ("log", log),
+        ("shard", shard), ("describe", describe),
+    )
     for name, function in handlers:
         executor.handler(name, function)
+    executor.on_partitions(announce_partitions)
     print("ready", flush=True)
     executor.run()
 

@@ -14,6 +14,13 @@ executor.run()  # until SIGTERM or SIGINT, then drains
 ```
 
 The work is done by ``consumer.Loop`` (see there for the tour).
+
+``Executor(..., shadow=True)`` is a *shadow executor* (PROTOCOL.md section 10): it runs its
+handlers (a candidate version) on a copy of the app's triggers in the group
+``{prefix}.shadow.{app}``, starting at the topic's live end, and publishes its results to
+``{prefix}.shadow-results``, where they complete nothing; it sends no beats, ships no job log
+lines (they go to this process's logging, at debug level) and dead-letters nothing. Handlers
+see ``ctx.shadow``.
 """
 
 import os
@@ -49,6 +56,24 @@ class Settings:
     max_log_lines: int = 10_000
     trusted_keys: TrustedKeys = field(default_factory=TrustedKeys)
     kafka_options: dict = field(default_factory=dict)
+    shadow: bool = False
+
+    def group(self):
+        """The consumer group: ``{prefix}.executor.{app}``, or ``{prefix}.shadow.{app}`` for a
+        shadow executor."""
+        role = "shadow" if self.shadow else "executor"
+        return f"{self.topic_prefix}.{role}.{self.app}"
+
+    def offset_reset(self):
+        """Where a group without offsets starts: production at the beginning (triggers emitted
+        before any executor joined must run), a shadow at the live end (a candidate must not
+        run the topic's history)."""
+        return "latest" if self.shadow else "earliest"
+
+    def results_topic(self):
+        """Where results go: ``{prefix}.results``, or ``{prefix}.shadow-results`` for a shadow
+        executor (whose results complete nothing)."""
+        return f"{self.topic_prefix}.{'shadow-results' if self.shadow else 'results'}"
 
     def client_config(self):
         """The brokers and the operator's raw librdkafka options."""
@@ -82,6 +107,7 @@ class Executor:
             self.settings.executor_id = f"{app}-{host}-{os.getpid()}-{suffix}"
         self.handlers = {}
         self.stopping = threading.Event()
+        self.partition_listeners = []
 
     @property
     def executor_id(self):
@@ -94,6 +120,14 @@ class Executor:
         if name in self.handlers:
             raise ValueError(f"handler {name!r} is registered twice")
         self.handlers[name] = function
+        return self
+
+    def on_partitions(self, callback):
+        """Calls ``callback(partitions)`` (ascending) whenever the group assigns or revokes
+        partitions of the trigger topic, from the consumer's thread: how to learn that the
+        executor consumes, for a shadow executor, which sends no beats (for a shadow, once its
+        start in each partition is fixed, so every trigger emitted after reaches it)."""
+        self.partition_listeners.append(callback)
         return self
 
     def stop(self):
@@ -109,4 +143,5 @@ class Executor:
         if install_signal_handlers:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: self.stopping.set())
-        Loop(self.settings, dict(self.handlers), self.stopping).run()
+        listeners = list(self.partition_listeners)
+        Loop(self.settings, dict(self.handlers), self.stopping, listeners).run()

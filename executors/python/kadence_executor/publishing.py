@@ -1,5 +1,6 @@
-"""Publishing what the executor produces (PROTOCOL.md sections 6 and 8): results, log lines,
-dead letters and beats, through one idempotent producer.
+"""Publishing what the executor produces (PROTOCOL.md sections 6 and 8): results (a shadow
+executor's to ``{prefix}.shadow-results``), log lines, dead letters and beats, through one
+idempotent producer.
 
 Results, log lines and dead letters wait for the broker's acknowledgement, retrying retriable
 errors, because a trigger's offset is committed only once its answer is out. Beats do not
@@ -25,11 +26,12 @@ DLQ_OFFSET = "kadence.dlq.offset"
 class Publisher:
     """Owns the producer and a thread that serves its delivery reports."""
 
-    def __init__(self, client_config, prefix):
+    def __init__(self, client_config, prefix, results_topic=None):
         config = dict(client_config)
         config.update({"enable.idempotence": True, "acks": "all", "linger.ms": 2})
         self.producer = Producer(config)
-        self.results_topic = f"{prefix}.results"
+        # A shadow executor's results go to {prefix}.shadow-results (Settings.results_topic).
+        self.results_topic = results_topic or f"{prefix}.results"
         self.logs_topic = f"{prefix}.logs"
         self.beats_topic = f"{prefix}.beats"
         self.dlq_topic = f"{prefix}.dlq"

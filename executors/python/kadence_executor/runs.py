@@ -7,6 +7,7 @@ once, and its handler sees ``ctx.cancelled`` set and should return soon; nothing
 afterwards is reported.
 """
 
+import logging
 import threading
 import time
 
@@ -14,6 +15,8 @@ LOG_FLUSH_INTERVAL_S = 0.25
 MAX_LINE_BYTES = 4096
 LINES_PER_RECORD = 500
 SHUTDOWN_MESSAGE = "run was cancelled: the executor is shutting down"
+
+log = logging.getLogger("kadence_executor")
 
 
 def now_ms():
@@ -70,11 +73,14 @@ class JobLogger:
 class JobContext:
     """What a handler receives."""
 
-    def __init__(self, trigger, logger, cancelled):
+    def __init__(self, trigger, logger, cancelled, shadow=False):
         self._trigger = trigger
         self._logger = logger
         #: Set when the run is stopped (kill, COVER_EARLY, timeout, shutdown).
         self.cancelled = cancelled
+        #: True when a shadow executor runs it: the same trigger runs in production, and this
+        #: result is only compared with that one. Leave side effects out when it is set.
+        self.shadow = shadow
 
     params = property(lambda self: self._trigger["params"])
     shard_index = property(lambda self: self._trigger["shard_index"])
@@ -84,6 +90,7 @@ class JobContext:
     log_id = property(lambda self: self._trigger["log_id"])
     attempt = property(lambda self: self._trigger["attempt"])
     scheduled_at_ms = property(lambda self: self._trigger["scheduled_at_ms"])
+    trigger_type = property(lambda self: self._trigger["trigger_type"])
 
     def log(self, line):
         """Appends a line to the run's log."""
@@ -110,14 +117,15 @@ def humanize(millis):
     return f"{millis // 1000} s" if millis % 1000 == 0 else f"{millis} ms"
 
 
-def run_handler(handler, trigger, stop, logger, ship_logs):
+def run_handler(handler, trigger, stop, logger, ship_logs, shadow=False):
     """Runs `handler` for `trigger` until it ends, `stop` fires or the timeout passes; returns
-    (code, message, retry_after_ms). `ship_logs` is called every 250 ms meanwhile."""
+    (code, message, retry_after_ms). `ship_logs` is called every 250 ms meanwhile; `shadow`:
+    a shadow executor runs it (the handler sees ``ctx.shadow``)."""
     outcome = {}
 
     def call():
         try:
-            handler(JobContext(trigger, logger, stop.event))
+            handler(JobContext(trigger, logger, stop.event, shadow))
             outcome["answer"] = (200, None, None)
         except JobFailed as error:
             outcome["answer"] = (500, str(error), error.retry_after_ms)
@@ -159,3 +167,10 @@ def log_records(trigger, executor_id, first, lines):
             "lines": lines[start : start + LINES_PER_RECORD],
             "emitted_at_ms": now_ms(),
         }
+
+
+def log_locally(trigger, first, lines):
+    """A shadow run's lines, numbered from `first`, to this process's logging at debug level:
+    in ``{prefix}.logs`` they would mix into the production run of the same trigger id."""
+    for number, line in enumerate(lines, start=first):
+        log.debug("shadow run %s log line %d: %s", trigger["trigger_id"], number, line)

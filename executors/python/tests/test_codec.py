@@ -1,7 +1,10 @@
 """The codec against the repository's schemas and the protocol's rules."""
 
+import io
 import pathlib
 import unittest
+
+import fastavro
 
 from kadence_executor import codec
 
@@ -49,7 +52,7 @@ class Framing(unittest.TestCase):
             (b'{"a": 1}', "record is not Confluent-framed Avro: first byte is 0x7b"),
             (b"\x00\x00", "record is 2 bytes: too short for a Confluent frame"),
             (b"\x00\x00\x00\x07\xcf" + good[5:],
-             "unknown schema id 1999: this reader accepts TriggerRecord ids 1001;"),
+             "unknown schema id 1999: this reader accepts TriggerRecord ids 1001, 1002;"),
             (codec.encode("ResultRecord", result()),
              "schema id 2001 is a ResultRecord, expected a TriggerRecord"),
             (good[:-3], "malformed TriggerRecord payload"),
@@ -61,6 +64,45 @@ class Framing(unittest.TestCase):
             with self.assertRaises(codec.CodecError, msg=message) as raised:
                 codec.decode("TriggerRecord", data)
             self.assertIn(message, str(raised.exception))
+
+
+class TriggerRecordV2(unittest.TestCase):
+    """v2 (1002) appends BACKFILL to the trigger types; everything else is still written as
+    v1 (1001), which executors that predate v2 read."""
+
+    def test_backfills_are_written_as_v2_and_everything_else_as_v1(self):
+        backfill = codec.encode("TriggerRecord", trigger(trigger_type="BACKFILL"))
+        self.assertEqual(backfill[:5], b"\x00\x00\x00\x03\xea")  # id 1002
+        self.assertEqual(codec.decode("TriggerRecord", backfill), trigger(trigger_type="BACKFILL"))
+        for trigger_type in ("CRON", "MANUAL", "REPLAY"):
+            data = codec.encode("TriggerRecord", trigger(trigger_type=trigger_type))
+            self.assertEqual(codec.writer_id("TriggerRecord", trigger(trigger_type=trigger_type)), 1001)
+            self.assertEqual(data[:5], b"\x00\x00\x00\x03\xe9", trigger_type)
+        self.assertEqual(codec.writer_id("ResultRecord", result()), 2001)
+
+    def test_a_v2_record_of_any_trigger_type_reads(self):
+        for trigger_type in ("CRON", "RETRY", "MISFIRE", "BACKFILL"):
+            data = _framed(1002, trigger(trigger_type=trigger_type))
+            self.assertEqual(codec.decode("TriggerRecord", data), trigger(trigger_type=trigger_type))
+
+    def test_a_v1_record_naming_a_tenth_trigger_type_is_malformed(self):
+        # The same datum as a v2 BACKFILL, framed as v1: v1 lists nine trigger types.
+        data = bytearray(codec.encode("TriggerRecord", trigger(trigger_type="BACKFILL")))
+        data[1:5] = (1001).to_bytes(4, "big")
+        with self.assertRaises(codec.CodecError) as raised:
+            codec.decode("TriggerRecord", bytes(data))
+        self.assertTrue(str(raised.exception).startswith("malformed TriggerRecord payload"))
+
+    def test_the_reader_accepts_both_ids(self):
+        self.assertEqual(codec.accepted_ids("TriggerRecord"), [1001, 1002])
+
+
+def _framed(schema_id, datum):
+    """`datum` written with the packaged schema of `schema_id` (whichever the codec picks)."""
+    out = io.BytesIO()
+    out.write(b"\x00" + schema_id.to_bytes(4, "big"))
+    fastavro.schemaless_writer(out, codec._SCHEMAS[schema_id][1], datum)
+    return out.getvalue()
 
 
 def result():

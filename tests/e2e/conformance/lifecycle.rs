@@ -247,7 +247,7 @@ async fn a_mixed_group_runs_every_trigger_exactly_once() {
 /// Reads every partition of `topic` from the beginning until no record came for three seconds:
 /// a read up to the high watermark can miss the last records, which the broker may still be
 /// appending.
-async fn read_until_quiet(brokers: &str, topic: &str) -> Vec<OwnedMessage> {
+pub(super) async fn read_until_quiet(brokers: &str, topic: &str) -> Vec<OwnedMessage> {
     let consumer: StreamConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", unique("kt-conformance-reader."))

@@ -11,13 +11,17 @@
 //! - `process`: an executor process, its output read line by line (`started <trigger id>`
 //!   as each run begins).
 //! - `runs`: cron and manual runs, failures and their messages, timeouts, job logs, sharding
-//!   broadcast, early triggers held to their millisecond, dead letters.
+//!   broadcast, early triggers held to their millisecond, dead letters, a signed BACKFILL
+//!   trigger (`TriggerRecord` v2, schema id 1002).
 //! - `blocking`: the four block strategies, KILL of running and queued runs, and a KILL sent
 //!   while no executor is up.
 //! - `traces`: one run is one trace: the result carries the `traceparent` of its trigger's
 //!   trace (checked through the spans the scheduler and the Rust executor export).
 //! - `lifecycle`: a graceful stop mid-run, kill -9 mid-run with redelivery, and a mixed group
 //!   (one Rust and one Python executor in one app) where every trigger runs exactly once.
+//! - `shadow`: a shadow executor beside a production one: its results on
+//!   `{p}.shadow-results` only, production completing the runs, no beats, logs or dead
+//!   letters from the shadow, nothing run from before its start.
 
 /// Expands each named `async fn name(executor: Implementation)` into two tests, `rust::name`
 /// and `python::name`, each under a [`Watchdog`](crate::common::Watchdog).
@@ -47,6 +51,7 @@ mod blocking;
 mod lifecycle;
 mod process;
 mod runs;
+mod shadow;
 mod traces;
 
 pub use process::{ExecutorProcess, Implementation};

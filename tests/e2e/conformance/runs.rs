@@ -1,11 +1,16 @@
 //! Runs as the protocol defines them: cron and manual runs, failures and their exact messages,
 //! timeouts (502), job logs, sharding broadcast, early triggers held to their millisecond,
-//! unreadable and unsigned triggers sent to the dead-letter queue.
+//! unreadable and unsigned triggers sent to the dead-letter queue, and a BACKFILL trigger, the
+//! one kind the scheduler writes as `TriggerRecord` v2 (schema id 1002).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kadence_schemas::{AppName, ResultRecord, TriggerId, TriggerType, codec};
+use kadence_schemas::{
+    AppName, BlockStrategy, GlueType, JobId, ResultRecord, TriggerId, TriggerRecord, TriggerType,
+    codec,
+};
+use kadence_tests::triggers::read_records;
 use serde_json::{Value, json};
 
 use super::{
@@ -73,7 +78,7 @@ async fn failures_carry_their_messages(executor: Implementation) {
         (failing.id, "bad input".to_owned()),
         (
             missing.id,
-            "executor fails-1 has no handler named \"nope\" (it has: fail, log, noop, ok, shard, sleep)"
+            "executor fails-1 has no handler named \"nope\" (it has: describe, fail, log, noop, ok, shard, sleep)"
                 .to_owned(),
         ),
         (
@@ -215,7 +220,7 @@ async fn unreadable_triggers_go_to_the_dead_letter_queue(executor: Implementatio
         "undecodable trigger record: record is not Confluent-framed Avro: first byte is 0x7b, \
          expected 0x00",
         "undecodable trigger record: unknown schema id 1999: this reader accepts TriggerRecord \
-         ids 1001",
+         ids 1001, 1002;",
         "undecodable trigger record: schema id 2001 is a ResultRecord, expected a TriggerRecord",
     ] {
         assert!(
@@ -263,6 +268,66 @@ async fn with_a_trusted_key_only_signed_triggers_run(executor: Implementation) {
             .0
             .starts_with("refused trigger record: unsigned record"),
         "{letters:?}"
+    );
+    app.shutdown().await;
+}
+
+/// A BACKFILL trigger, produced straight to the trigger topic as the scheduler would emit it
+/// (written as `TriggerRecord` v2, signed with the scheduler's key), runs on an executor that
+/// verifies, and its handler sees the trigger type.
+async fn a_backfill_trigger_runs(executor: Implementation) {
+    let app = crate::helpers::spawn_app(Backend::Sqlite).await;
+    app.create_app("backfill", 1).await;
+    let key = app.signing_public_key().await;
+    let environment = [("KADENCE_TRUSTED_KEYS", key.as_str())];
+    let _process =
+        ExecutorProcess::start_with(executor, &app, "backfill", "backfill-1", &environment).await;
+    app.wait_for_executors("backfill", 1, 1).await;
+    let job = app
+        .create_job(json!({"app": "backfill", "handler": "describe", "schedule_type": "NONE"}))
+        .await;
+    let job_id = JobId::new(job.id).unwrap();
+    // A fire an hour ago that never happened, on its second.
+    let scheduled_at_ms = (kadence_tests::now_ms() - 3_600_000) / 1000 * 1000;
+    let backfill = TriggerRecord {
+        trigger_id: TriggerId::scheduled(job_id, scheduled_at_ms),
+        log_id: 1,
+        job_id,
+        app: AppName::parse("backfill").unwrap(),
+        handler: "describe".into(),
+        params: String::new(),
+        shard_index: 0,
+        shard_total: 1,
+        block_strategy: BlockStrategy::SerialExecution,
+        timeout_ms: 0,
+        trigger_type: TriggerType::Backfill,
+        scheduled_at_ms,
+        emitted_at_ms: kadence_tests::now_ms(),
+        attempt: 0,
+        glue_type: GlueType::Bean,
+        glue_source: None,
+        glue_updated_at_ms: None,
+        replay_of: None,
+    };
+    let bytes = codec::encode(&backfill).unwrap();
+    assert_eq!(bytes[1..5], 1002u32.to_be_bytes(), "written as v2");
+    let topic = format!("{}.triggers.backfill", app.prefix);
+    let signer = crate::signing::scheduler_key(&app).await;
+    let signature = signer.headers(&topic, &bytes);
+    app.produce_with_headers(&topic, 0, &job.id.to_string(), &bytes, Some(signature))
+        .await;
+    let results_topic = format!("{}.results", app.prefix);
+    let result = wait_for(Duration::from_secs(60), "the backfill's result", || async {
+        let results = read_records::<ResultRecord>(&app.brokers, &results_topic, 2).await;
+        results
+            .into_iter()
+            .find(|result| result.trigger_id == backfill.trigger_id)
+    })
+    .await;
+    assert_eq!(result.executor_id, "backfill-1");
+    assert_eq!(
+        (result.code, result.message.as_deref()),
+        (500, Some("production run of a BACKFILL trigger"))
     );
     app.shutdown().await;
 }
@@ -315,4 +380,5 @@ on_both_executors!(
     early_triggers_start_at_their_millisecond,
     unreadable_triggers_go_to_the_dead_letter_queue,
     with_a_trusted_key_only_signed_triggers_run,
+    a_backfill_trigger_runs,
 );

@@ -6,21 +6,27 @@
 //!   fails with `stopped early`; `fail` fails with its params as the message (`failed on
 //!   purpose` when empty); `log` (params: n) writes the job log lines `line 1` … `line n`;
 //!   `shard` writes the line `shard {index} of {total}`; `noop` succeeds at once and prints
-//!   nothing (the end-to-end benchmark's handler: it measures the SDK, not standard output).
+//!   nothing (the end-to-end benchmark's handler: it measures the SDK, not standard output);
+//!   `describe` writes the line `describing` and fails with the message `{production|shadow}
+//!   run of a {trigger type} trigger` (a failure, because a success carries no message: it
+//!   is how a test sees what the handler saw).
 //! - Standard output: `ready` once built, then `started <trigger id>` as every run begins, so
-//!   a test knows when to stop or kill it and counts how often a trigger ran.
+//!   a test knows when to stop or kill it and counts how often a trigger ran, and `owns
+//!   <partitions>` (ascending, comma separated, `none` for none) whenever the group assigns
+//!   or revokes partitions (a shadow executor sends no beats to show it).
 //! - SIGTERM and SIGINT stop it gracefully, as they stop any executor built on
 //!   `shutdown_signal`.
 //!
 //! Environment: `KADENCE_BROKERS`, `KADENCE_APP`, `KADENCE_TOPIC_PREFIX`, `KADENCE_EXECUTOR_ID`;
 //! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_BEAT_INTERVAL_MS` (default
-//! 3000), `KADENCE_OTLP_ENDPOINT` (export spans there) and `KADENCE_TRUSTED_KEYS` (scheduler
-//! public keys, comma separated; none: nothing is verified).
+//! 3000), `KADENCE_OTLP_ENDPOINT` (export spans there), `KADENCE_TRUSTED_KEYS` (scheduler
+//! public keys, comma separated; none: nothing is verified) and `KADENCE_SHADOW` (`1` or
+//! `true`: a shadow executor, `ExecutorBuilder::shadow`).
 
 use std::io::Write;
 use std::time::Duration;
 
-use kadence_executor::{Executor, JobContext, JobError, JobResult};
+use kadence_executor::{Executor, JobContext, JobError, JobResult, OwnedPartitions};
 
 /// mimalloc, as the `kadence` binary: every trigger allocates its record, run and result, and
 /// with glibc's allocator a third of an executor's CPU at 10 000 triggers/s went to
@@ -80,6 +86,45 @@ async fn shard(ctx: JobContext) -> JobResult {
     Ok(())
 }
 
+async fn describe(ctx: JobContext) -> JobResult {
+    announce(&ctx);
+    ctx.log("describing");
+    let executor = if ctx.is_shadow() {
+        "shadow"
+    } else {
+        "production"
+    };
+    Err(JobError::new(format!(
+        "{executor} run of a {} trigger",
+        ctx.trigger_type()
+    )))
+}
+
+/// Prints `owns <partitions>` on every change of the partitions the group assigns.
+fn announce_partitions(mut partitions: OwnedPartitions) {
+    tokio::spawn(async move {
+        while let Some(owned) = partitions.changed().await {
+            let list: Vec<String> = owned.iter().map(i32::to_string).collect();
+            let list = if list.is_empty() {
+                "none".to_owned()
+            } else {
+                list.join(",")
+            };
+            println!("owns {list}");
+            std::io::stdout().flush().ok();
+        }
+    });
+}
+
+/// Whether the environment variable `name` says yes (`1` or `true`).
+fn flag_from_env(name: &str) -> bool {
+    match std::env::var(name).as_deref() {
+        Err(_) | Ok("" | "0" | "false") => false,
+        Ok("1" | "true") => true,
+        Ok(other) => panic!("{name} must be 1, true, 0 or false, not {other:?}"),
+    }
+}
+
 /// A duration in ms from the environment, or `default`.
 fn millis_from_env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -113,7 +158,9 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
         .handler("sleep", sleep)
         .handler("fail", fail)
         .handler("log", log)
-        .handler("shard", shard);
+        .handler("shard", shard)
+        .handler("describe", describe)
+        .shadow(flag_from_env("KADENCE_SHADOW"));
     let trusted_keys = std::env::var("KADENCE_TRUSTED_KEYS").unwrap_or_default();
     for key in trusted_keys.split(',').filter(|key| !key.trim().is_empty()) {
         builder = builder.trusted_key(key.trim());
@@ -122,6 +169,7 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
         builder = builder.otlp_endpoint(endpoint);
     }
     let executor = builder.build()?;
+    announce_partitions(executor.partitions());
     println!("ready");
     std::io::stdout().flush().ok();
     executor.run(kadence_executor::shutdown_signal()).await
