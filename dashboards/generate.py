@@ -16,7 +16,9 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-APP = 'app=~"$app"'
+# Every panel shows production: shadow executors (ExecutorBuilder::shadow) carry shadow="true"
+# and run copies of the triggers; the shadow diff report is where they are compared.
+APP = 'app=~"$app",shadow!="true"'
 
 
 def panel(title, exprs, unit="short", kind="timeseries", description=""):

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_executor::{Executor, ExecutorBuilder, JobContext, JobError, JobResult};
+use kadence_executor::{
+    Executor, ExecutorBuilder, JobContext, JobError, JobResult, OwnedPartitions,
+};
 use kadence_scheduler::api::{ExecutorView, JobView, SigningKeyView};
 use kadence_scheduler::app::Scheduler;
 use kadence_scheduler::clock::SystemClock;
@@ -561,14 +563,8 @@ impl TestApp {
         app: &str,
         configure: impl FnOnce(ExecutorBuilder) -> ExecutorBuilder,
     ) {
-        let builder = Executor::builder()
-            .brokers(&self.brokers)
-            .app(app)
-            .topic_prefix(&self.prefix)
-            .session_timeout(SESSION_TIMEOUT)
-            .drain_timeout(Duration::from_secs(5))
-            .beat_interval(Duration::from_secs(1))
-            .max_concurrent_per_job(2)
+        let builder = self
+            .bare_executor(app)
             .handler("ok", ok)
             .handler("fail", fail)
             .handler("sleep", sleep)
@@ -576,7 +572,26 @@ impl TestApp {
             .handler("chatty", chatty)
             .handler("flaky", flaky)
             .handler("slow_count", slow_count);
-        let executor = configure(builder).build().expect("executor builds");
+        self.run_executor(configure(builder));
+    }
+
+    /// An executor of `app` on this test's broker and topics, without handlers.
+    pub fn bare_executor(&self, app: &str) -> ExecutorBuilder {
+        Executor::builder()
+            .brokers(&self.brokers)
+            .app(app)
+            .topic_prefix(&self.prefix)
+            .session_timeout(SESSION_TIMEOUT)
+            .drain_timeout(Duration::from_secs(5))
+            .beat_interval(Duration::from_secs(1))
+            .max_concurrent_per_job(2)
+    }
+
+    /// Builds and runs `builder` until the test stops its executors; returns the watch of
+    /// the partitions its group assigns it.
+    pub fn run_executor(&mut self, builder: ExecutorBuilder) -> OwnedPartitions {
+        let executor = builder.build().expect("executor builds");
+        let partitions = executor.partitions();
         let stop = CancellationToken::new();
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
@@ -586,6 +601,7 @@ impl TestApp {
                 .expect("executor runs");
         });
         self.executors.push((stop, task));
+        partitions
     }
 
     /// Produces raw bytes to `topic` (poison records, hand-made results).

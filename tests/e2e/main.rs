@@ -30,6 +30,7 @@ mod registry;
 mod replays;
 mod routing;
 mod scripts;
+mod shadow;
 mod signing;
 mod sinks;
 mod steps;
