@@ -274,6 +274,51 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
             None,
             View,
         ),
+        case(("GET", "/api/replays"), "/api/replays", None, AnyUser),
+        case(
+            ("GET", "/api/replays"),
+            "/api/replays?app=alpha",
+            None,
+            View,
+        ),
+        // Counting reads the topic: VIEW. Replaying runs jobs again: OPERATE.
+        case(
+            ("POST", "/api/replays"),
+            "/api/replays",
+            Some(json!({"app": "alpha", "from_ms": 1, "to_ms": 2, "dry_run": true})),
+            View,
+        ),
+        case(
+            ("POST", "/api/replays"),
+            "/api/replays",
+            Some(json!({"app": "alpha", "from_ms": 1, "to_ms": 2})),
+            Operate,
+        ),
+        // A replay is hidden (404), not refused, from who may see neither of its apps.
+        case(
+            ("GET", "/api/replays/{id}"),
+            "/api/replays/999999",
+            None,
+            AnyUser,
+        ),
+        case(
+            ("POST", "/api/backfills"),
+            "/api/backfills",
+            Some(json!({"job_id": job, "from_ms": 1, "to_ms": 2, "dry_run": true})),
+            View,
+        ),
+        case(
+            ("POST", "/api/backfills"),
+            "/api/backfills",
+            Some(json!({"job_id": job, "from_ms": 1, "to_ms": 2})),
+            Operate,
+        ),
+        case(
+            ("GET", "/api/shadow/report"),
+            "/api/shadow/report?app=alpha&from_ms=0&to_ms=1",
+            None,
+            View,
+        ),
         case(("GET", "/api/audit"), "/api/audit", None, AnyUser),
         case(("GET", "/api/audit"), "/api/audit?app=alpha", None, View),
         case(

@@ -277,6 +277,7 @@ async fn replays_reproduce_exactly_the_chosen_triggers(backend: Backend) {
     .await;
     assert_eq!(status, 201, "{by_offsets}");
     let third = by_offsets["operation"]["id"].as_i64().unwrap();
+    assert_eq!(by_offsets["triggers"], json!(3), "{by_offsets}");
     assert_replays_repeat(
         picked,
         &replayed(&app, "demo", 3, third, 3).await,

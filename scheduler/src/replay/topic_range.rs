@@ -147,18 +147,32 @@ pub fn read_range(
         ])
         .create()
         .map_err(broker)?;
-    let bounds = resolve(&consumer, topic, partitions, range)?;
+    let (bounds, ends) = resolve(&consumer, topic, partitions, range)?;
     let mut read = RangeRead {
         partitions: bounds.clone(),
         ..RangeRead::default()
     };
     let mut assignment = TopicPartitionList::new();
     let mut remaining = HashMap::new();
-    for bound in bounds.iter().filter(|bound| bound.from < bound.to) {
+    for (bound, (low, reported_end)) in bounds.iter().zip(&ends) {
+        if bound.from >= bound.to {
+            continue;
+        }
+        let start = (bound.from - BATCH_REACH).max(*low);
         assignment
-            .add_partition_offset(topic, bound.partition, Offset::Offset(bound.from))
+            .add_partition_offset(topic, bound.partition, Offset::Offset(start))
             .map_err(broker)?;
-        remaining.insert(bound.partition, bound.to);
+        let reading = Reading {
+            from: bound.from,
+            // A time range reads to where the records stop: the reported end may trail them.
+            to: match range {
+                TopicRange::Offsets(_) => bound.to,
+                TopicRange::Time { .. } => i64::MAX,
+            },
+            reported_end: *reported_end,
+            next: start,
+        };
+        remaining.insert(bound.partition, reading);
     }
     if remaining.is_empty() {
         return Ok(read);
@@ -178,53 +192,82 @@ pub fn read_range(
     Ok(read)
 }
 
-/// Reads the assigned partitions of `consumer` until each reaches its end offset in
-/// `remaining` (or, for a time range, a record produced after `end_time_ms`), handing each
-/// trigger signed by one of `keys` to `visit` and counting into `read`.
+/// How far before the first wanted offset a partition is fetched from. A broker may serve a
+/// fetch that starts inside a record batch from the next batch on (tansu 0.6 does), which
+/// would skip the wanted records at the batch's start; fetching from a batch's length
+/// earlier (the producers' batches hold fewer records than this) and skipping what comes
+/// before the wanted offset reads them all.
+const BATCH_REACH: i64 = 10_000;
+
+/// How long a partition that reached its reported end must stay quiet to count as read: a
+/// broker's high watermark can trail the records it serves (tansu 0.6 reports a batch's
+/// first offset + 1), so the end is where the records stop, not the number it reported.
+const QUIET: Duration = Duration::from_secs(2);
+
+/// One partition being read: wanted `[from, to)`, the end the broker reported, and the next
+/// offset expected.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    from: i64,
+    to: i64,
+    reported_end: i64,
+    next: i64,
+}
+
+/// Reads the assigned partitions of `consumer` until each reaches its wanted end (or, for a
+/// time range, a record produced after `end_time_ms`), or reached its reported end and went
+/// quiet; hands each trigger signed by one of `keys` to `visit` and counts into `read`.
 fn read_assigned(
     consumer: &BaseConsumer,
-    (topic, mut remaining, end_time_ms): (&str, HashMap<i32, i64>, Option<i64>),
+    (topic, mut remaining, end_time_ms): (&str, HashMap<i32, Reading>, Option<i64>),
     keys: &TrustedKeys,
     read: &mut RangeRead,
     mut visit: impl FnMut(StoredTrigger),
 ) -> Result<(), RangeError> {
-    let broker = |error: KafkaError| RangeError::Broker {
-        topic: topic.to_owned(),
-        message: error.to_string(),
-    };
-    let mut last_progress = Instant::now();
+    let mut last_record = Instant::now();
     while !remaining.is_empty() {
         let Some(message) = consumer.poll(Duration::from_millis(200)) else {
-            if last_progress.elapsed() > STALL_LIMIT {
-                let (partition, end) = remaining.iter().next().expect("not empty");
+            let quiet = last_record.elapsed();
+            if quiet > QUIET {
+                remaining.retain(|_, reading| reading.next < reading.reported_end);
+            }
+            if let Some((partition, reading)) = remaining.iter().next()
+                && quiet > STALL_LIMIT
+            {
                 return Err(RangeError::Broker {
                     topic: topic.to_owned(),
                     message: format!(
-                        "partition {partition} stalled: no record for {} s before its end offset {end}",
-                        STALL_LIMIT.as_secs()
+                        "partition {partition} stalled at offset {}: no record for {} s before its end offset {}",
+                        reading.next,
+                        STALL_LIMIT.as_secs(),
+                        reading.reported_end
                     ),
                 });
             }
             continue;
         };
-        let message = message.map_err(broker)?;
-        last_progress = Instant::now();
+        let message = message.map_err(|error| RangeError::Broker {
+            topic: topic.to_owned(),
+            message: error.to_string(),
+        })?;
+        last_record = Instant::now();
         let (partition, offset) = (message.partition(), message.offset());
-        let Some(&end) = remaining.get(&partition) else {
+        let Some(reading) = remaining.get_mut(&partition) else {
             continue;
         };
-        if offset >= end {
+        reading.next = reading.next.max(offset + 1);
+        if offset < reading.from {
+            continue;
+        }
+        let past_time = end_time_ms
+            .zip(message.timestamp().to_millis())
+            .is_some_and(|(end_ms, produced_ms)| produced_ms > end_ms);
+        if offset >= reading.to || past_time {
+            // Past the range (by offset, or produced past its margin): the rest is later still.
             remaining.remove(&partition);
             continue;
         }
-        if let (Some(end_ms), Some(produced_ms)) = (end_time_ms, message.timestamp().to_millis())
-            && produced_ms > end_ms
-        {
-            // Produced past the range's margin: the rest of the partition is later still.
-            remaining.remove(&partition);
-            continue;
-        }
-        if offset + 1 >= end {
+        if offset + 1 >= reading.to {
             remaining.remove(&partition);
         }
         read.records += 1;
@@ -241,14 +284,18 @@ fn read_assigned(
     Ok(())
 }
 
-/// The offsets to read of each partition: the range's, checked against what the topic still
-/// holds, or the offsets a time range covers.
+/// A partition's earliest offset and the end the broker reported.
+type Watermarks = (i64, i64);
+
+/// The offsets to read of each partition (the range's, checked against what the topic still
+/// holds, or the offsets a time range covers, up to the end reported), each with the
+/// partition's earliest offset and reported end.
 fn resolve(
     consumer: &BaseConsumer,
     topic: &str,
     partitions: i32,
     range: &TopicRange,
-) -> Result<Vec<PartitionOffsets>, RangeError> {
+) -> Result<(Vec<PartitionOffsets>, Vec<Watermarks>), RangeError> {
     let broker = |error: KafkaError| RangeError::Broker {
         topic: topic.to_owned(),
         message: error.to_string(),
@@ -261,7 +308,7 @@ fn resolve(
     };
     match range {
         TopicRange::Offsets(wanted) => {
-            let mut bounds = Vec::with_capacity(wanted.len());
+            let (mut bounds, mut ends) = (Vec::with_capacity(wanted.len()), Vec::new());
             for bound in wanted {
                 if !(0..partitions).contains(&bound.partition) {
                     return Err(RangeError::Invalid(format!(
@@ -276,17 +323,15 @@ fn resolve(
                 if bound.from < low {
                     return Err(retention(bound.partition, low));
                 }
-                bounds.push(PartitionOffsets {
-                    to: bound.to.min(high),
-                    ..*bound
-                });
+                bounds.push(*bound);
+                ends.push((low, high));
             }
-            Ok(bounds)
+            Ok((bounds, ends))
         }
         TopicRange::Time { from_ms, .. } => {
             let margin = crate::clock::millis(TIME_MARGIN);
             let starts = offsets_at(consumer, topic, partitions, from_ms - margin)?;
-            let mut bounds = Vec::with_capacity(partitions as usize);
+            let (mut bounds, mut ends) = (Vec::with_capacity(partitions as usize), Vec::new());
             for (partition, start) in (0..partitions).zip(starts) {
                 let (low, high) = consumer
                     .fetch_watermarks(topic, partition, REQUEST_TIMEOUT)
@@ -309,8 +354,9 @@ fn resolve(
                     from,
                     to: high,
                 });
+                ends.push((low, high));
             }
-            Ok(bounds)
+            Ok((bounds, ends))
         }
     }
 }
