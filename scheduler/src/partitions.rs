@@ -6,7 +6,18 @@ use std::sync::{Arc, RwLock};
 
 use kadence_schemas::AppName;
 
-use crate::store::Store;
+use crate::store::{Store, StoreError};
+
+/// Why an app's partition count is not known.
+#[derive(Debug, thiserror::Error)]
+pub enum PartitionsError {
+    /// No app has this name.
+    #[error("app {0} does not exist")]
+    UnknownApp(AppName),
+    /// The store could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// Partition counts of the apps' trigger topics, read from the store once per app.
 pub struct PartitionDirectory {
@@ -24,17 +35,16 @@ impl PartitionDirectory {
     }
 
     /// The partition count of `app`'s trigger topic.
-    pub async fn partitions(&self, app: &AppName) -> Result<i32, String> {
+    pub async fn partitions(&self, app: &AppName) -> Result<i32, PartitionsError> {
         if let Some(&count) = self.known.read().expect("directory lock").get(app) {
             return Ok(count);
         }
-        match self.store.get_app(app).await {
-            Ok(Some(found)) => {
+        match self.store.get_app(app).await? {
+            Some(found) => {
                 self.remember(app.clone(), found.partitions);
                 Ok(found.partitions)
             }
-            Ok(None) => Err(format!("app {app} does not exist")),
-            Err(error) => Err(error.to_string()),
+            None => Err(PartitionsError::UnknownApp(app.clone())),
         }
     }
 

@@ -348,7 +348,7 @@ fn decode(message: OwnedMessage) -> Received {
 /// The completion a result asks for, after the checks that need no database: the result
 /// must name the job its trigger id belongs to (the leading number of every trigger id), so
 /// an executor that mixes up its fields cannot complete another job's run.
-fn checked_completion(record: ResultRecord) -> Result<Completion, String> {
+pub(crate) fn checked_completion(record: ResultRecord) -> Result<Completion, String> {
     let trigger_job = record.trigger_id.job_id();
     if record.job_id != trigger_job {
         return Err(format!(

@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Clock;
 use crate::intake::{FireIntake, FireSource};
 use crate::model::{PendingFire, RouteStrategy};
-use crate::partitions::PartitionDirectory;
+use crate::partitions::{PartitionDirectory, PartitionsError};
 use crate::store::{NewOperation, Operation, OperationKind, RunOutcome, Store, StoreError};
 use topic_range::{PartitionOffsets, RangeError, RangeRead, StoredTrigger, TopicRange};
 
@@ -344,13 +344,13 @@ impl Replayer {
 
     /// The partition count of an existing app.
     async fn partition_count(&self, app: &AppName) -> Result<i32, ReplayError> {
-        match self.store.get_app(app).await? {
-            Some(found) => {
-                self.partitions.remember(app.clone(), found.partitions);
-                Ok(found.partitions)
-            }
-            None => Err(ReplayError::NotFound(format!("app {app} does not exist"))),
-        }
+        self.partitions
+            .partitions(app)
+            .await
+            .map_err(|error| match error {
+                PartitionsError::UnknownApp(_) => ReplayError::NotFound(error.to_string()),
+                PartitionsError::Store(store) => ReplayError::Store(store),
+            })
     }
 
     /// The public halves of every signing key the cluster has had: what a record read back

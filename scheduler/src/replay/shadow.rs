@@ -21,7 +21,6 @@ use rdkafka::message::{Message, OwnedMessage};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::results::MAX_MESSAGE_BYTES;
 use crate::store::{ShadowPair, ShadowResult, Store, StoreError};
 
 /// A failed step of the shadow results consumer.
@@ -153,25 +152,19 @@ fn decode(message: &OwnedMessage) -> Result<ShadowResult, String> {
         .ok_or_else(|| "shadow result record has no value".to_owned())?;
     let record = codec::decode::<ResultRecord>(bytes)
         .map_err(|error| format!("undecodable shadow result record: {error}"))?;
-    if record.trigger_id.job_id() != record.job_id {
-        return Err(format!(
-            "shadow result for trigger {} names job {}, but the trigger belongs to job {}",
-            record.trigger_id,
-            record.job_id,
-            record.trigger_id.job_id()
-        ));
-    }
+    // The checks and the bounded message of a production result, so that both sides of the
+    // report were read the same way.
+    let (app, job_id) = (record.app.clone(), record.job_id);
+    let completion = crate::results::checked_completion(record)?;
     Ok(ShadowResult {
-        trigger_id: record.trigger_id,
-        app: record.app,
-        job_id: record.job_id,
-        executor_id: record.executor_id,
-        code: record.code,
-        message: record
-            .message
-            .map(|text| crate::results::bound_message(text, MAX_MESSAGE_BYTES)),
-        started_at_ms: record.started_at_ms,
-        finished_at_ms: record.finished_at_ms,
+        trigger_id: completion.trigger_id,
+        app,
+        job_id,
+        executor_id: completion.executor_id,
+        code: completion.code,
+        message: completion.message,
+        started_at_ms: completion.started_at_ms,
+        finished_at_ms: completion.finished_at_ms,
     })
 }
 
