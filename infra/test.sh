@@ -5,7 +5,8 @@
 #   2. cargo fmt --check, the code-shape check (no file over 500 lines of non-test code, no
 #      function over 80, no module cycle), the dashboards being generate.py's output, and
 #      cargo clippy --all-targets -D warnings; installs Debian's prometheus (and promtool)
-#      when missing and checks the alert rules;
+#      when missing and checks the alert rules; installs Debian's chromium and chromium-driver
+#      when missing (the console's browser test, tests/e2e/console.rs);
 #   3. installs the Python tools the tests use when missing (confluent-kafka, fastavro), the
 #      reference Python executor in a virtual environment of its own (infra/python-executor.sh)
 #      and runs its unit tests, and starts a broker on a free loopback port (memory storage);
@@ -73,6 +74,14 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus
 fi
 promtool check rules dashboards/alerts.yml
+
+step "Chromium and ChromeDriver (Debian's chromium, chromium-driver, when missing)"
+# The console is tested in a real headless browser through WebDriver (tests/e2e/console.rs);
+# its screenshots land in target/test-artifacts/console/.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver
+fi
 
 step "reference Python executor (executors/python): install, unit tests"
 # The conformance suite (tests/e2e/conformance) runs it as a process beside the Rust one.

@@ -47,7 +47,8 @@
 //! - [`kafka`]: topic administration and the control channel; the Kafka plumbing shared with
 //!   executors (client settings, retries, dead letters, batch consumers) is `kadence-kafka`.
 //! - [`api`]: the HTTP API (axum) the CLI and console use, paginated and under load limits;
-//!   [`cli`]: the `kadence` command.
+//!   [`cli`]: the `kadence` command; [`console`]: the web console, served at `/`, which
+//!   works through that API.
 //! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown;
 //!   [`pools`]: its three connection pools (scheduling, background, API).
 //! - [`metrics`]: every Prometheus metric the node exports on `GET /metrics`, names and
@@ -68,6 +69,7 @@ pub mod cancellations;
 pub mod claims;
 pub mod cli;
 pub mod clock;
+pub mod console;
 pub mod config;
 pub mod dispatch;
 pub mod enums;

@@ -16,9 +16,11 @@
 mod common;
 mod access;
 mod api_load;
+mod browser;
 mod closing;
 #[cfg(unix)]
 mod conformance;
+mod console;
 mod helpers;
 mod metrics;
 mod monitors;

@@ -1,13 +1,23 @@
 //! Who is calling: every route but `/health` and the login runs behind [`authenticate`],
-//! which turns the request's bearer token into a [`Caller`] (401 without one), and every
+//! which turns the request's bearer token, or the web console's session cookie, into a
+//! [`Caller`] (401 without one), and every
 //! handler asks the [`Caller`] whether it may do what it is about to do on the app concerned
 //! (403 if not). A handler cannot forget the first step (the layer wraps the whole router);
 //! the route-enumeration test catches one that forgets the second.
+//!
+//! The console's session travels in an `HttpOnly`, `SameSite=Strict` cookie
+//! ([`SESSION_COOKIE`], set by `POST /api/auth/session`) so that no script can read it. A
+//! browser sends a cookie with requests other sites make it send, so a write that comes with
+//! the cookie must also carry [`CONSOLE_HEADER`]: a plain cross-site form cannot set a header,
+//! and a cross-site script that could would first need a CORS grant Kadence never gives.
+//! `SameSite=Strict` already keeps the cookie off cross-site requests in current browsers;
+//! the header is the second lock for the rest. A request with an `Authorization` header is
+//! judged by that header alone.
 
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::header;
+use axum::http::{HeaderMap, Method, header};
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -17,6 +27,13 @@ use super::ApiState;
 use super::error::ApiError;
 use crate::auth::{TOKEN_PREFIX, token_hash};
 use crate::model::{Access, Role, TokenInfo, User};
+
+/// The cookie the web console's session token travels in.
+pub const SESSION_COOKIE: &str = "kadence_session";
+
+/// The header a write authenticated by [`SESSION_COOKIE`] must carry (any value; the console
+/// sends `kadence-console`).
+pub const CONSOLE_HEADER: &str = "x-requested-with";
 
 /// The authenticated user of a request, and the token they came with.
 #[derive(Debug, Clone)]
@@ -96,7 +113,7 @@ pub(super) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match identify(&state, request.headers()).await {
+    match identify(&state, request.method(), request.headers()).await {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
@@ -105,11 +122,17 @@ pub(super) async fn authenticate(
     }
 }
 
-async fn identify(state: &ApiState, headers: &axum::http::HeaderMap) -> Result<Caller, ApiError> {
-    let token = bearer_token(headers)?;
+async fn identify(state: &ApiState, method: &Method, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    let token = match session_cookie(headers) {
+        Some(token) if !headers.contains_key(header::AUTHORIZATION) => {
+            require_console_header(method, headers)?;
+            token
+        }
+        _ => bearer_token(headers)?.to_owned(),
+    };
     let found = state
         .store
-        .authenticate_token(&token_hash(token), state.clock.now_ms())
+        .authenticate_token(&token_hash(&token), state.clock.now_ms())
         .await?;
     let (user, token) = found.ok_or_else(|| {
         ApiError::Unauthorized(
@@ -119,8 +142,32 @@ async fn identify(state: &ApiState, headers: &axum::http::HeaderMap) -> Result<C
     Ok(Caller { user, token })
 }
 
+/// The token of the console's session cookie, if the request has one.
+pub(super) fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|cookie| cookie.name() == SESSION_COOKIE)
+        .map(|cookie| cookie.value().to_owned())
+}
+
+/// A write with the session cookie needs [`CONSOLE_HEADER`] (see the module docs).
+fn require_console_header(method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+    let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
+    if safe || headers.contains_key(CONSOLE_HEADER) {
+        return Ok(());
+    }
+    Err(ApiError::Forbidden(format!(
+        "a write authenticated by the console's session cookie must carry the \
+         {CONSOLE_HEADER} header: a request another site made the browser send is refused"
+    )))
+}
+
 /// The token of an `Authorization: Bearer …` header.
-fn bearer_token(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     let missing = || {
         ApiError::Unauthorized(
             "credentials needed: send `Authorization: Bearer <token>` with a token from \

@@ -15,6 +15,15 @@ pub enum ApiError {
     /// The request is invalid; the message says how.
     #[error("{0}")]
     BadRequest(String),
+    /// One field of the request is invalid: a 400 whose body names the field too, so that a
+    /// form shows the message beside it.
+    #[error("{message}")]
+    InvalidField {
+        /// The field, as the request names it (`schedule_conf`).
+        field: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
     /// No credentials, or ones that are wrong, expired or revoked.
     #[error("{0}")]
     Unauthorized(String),
@@ -51,12 +60,25 @@ pub enum ApiError {
 pub(super) struct ErrorBody {
     /// What went wrong and what to fix.
     error: String,
+    /// The request field at fault, when one is (a form shows the message beside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    field: Option<String>,
+}
+
+impl ApiError {
+    /// A 400 about `field`: turns a `BadRequest` into an `InvalidField` (`.map_err(at("x"))`).
+    pub(super) fn at(field: &'static str) -> impl FnOnce(ApiError) -> ApiError {
+        move |error| match error {
+            ApiError::BadRequest(message) => ApiError::InvalidField { field, message },
+            other => other,
+        }
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match &self {
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::BadRequest(_) | ApiError::InvalidField { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -79,10 +101,15 @@ impl IntoResponse for ApiError {
             ApiError::Unavailable(_) => Some(HeaderValue::from_static("1")),
             _ => None,
         };
+        let field = match &self {
+            ApiError::InvalidField { field, .. } => Some((*field).to_owned()),
+            _ => None,
+        };
         let mut response = (
             status,
             Json(ErrorBody {
                 error: self.to_string(),
+                field,
             }),
         )
             .into_response();

@@ -110,41 +110,61 @@ where
     value.map_or(Ok(default), |raw| raw.parse::<T>().map_err(bad_request))
 }
 
+/// The job a request describes, with XXL-JOB's defaults; a 400 names the field at fault.
 pub(super) fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> {
-    let app = AppName::parse(&request.app).map_err(bad_request)?;
+    let at = ApiError::at;
+    let app = AppName::parse(&request.app)
+        .map_err(bad_request)
+        .map_err(at("app"))?;
     let handler = request.handler.trim().to_owned();
     if handler.is_empty() || handler.len() > 200 {
-        return Err(bad_request("handler must be 1 to 200 characters"));
+        return Err(at("handler")(bad_request(
+            "handler must be 1 to 200 characters",
+        )));
     }
     let params = request.params.unwrap_or_default();
-    check_params(&params)?;
+    check_params(&params).map_err(at("params"))?;
     let name = request.name.unwrap_or_else(|| handler.clone());
     if name.len() > 255 {
-        return Err(bad_request("name must be at most 255 characters"));
+        return Err(at("name")(bad_request(
+            "name must be at most 255 characters",
+        )));
     }
+    let schedule_type = request.schedule_type.as_deref().unwrap_or("CRON");
+    parse_or(Some(schedule_type), ScheduleType::Cron).map_err(at("schedule_type"))?;
     let schedule = ScheduleSpec::parse(
-        request.schedule_type.as_deref().unwrap_or("CRON"),
+        schedule_type,
         request.schedule_conf.as_deref().unwrap_or(""),
     )
-    .map_err(bad_request)?;
+    .map_err(bad_request)
+    .map_err(at("schedule_conf"))?;
     Ok(NewJob {
         app,
         name,
         schedule,
         time_zone: parse_time_zone(request.time_zone.as_deref().unwrap_or("UTC"))
-            .map_err(bad_request)?,
+            .map_err(bad_request)
+            .map_err(at("time_zone"))?,
         misfire_strategy: parse_or(
             request.misfire_strategy.as_deref(),
             MisfireStrategy::DoNothing,
-        )?,
-        route_strategy: parse_or(request.route_strategy.as_deref(), RouteStrategy::First)?,
+        )
+        .map_err(at("misfire_strategy"))?,
+        route_strategy: parse_or(request.route_strategy.as_deref(), RouteStrategy::First)
+            .map_err(at("route_strategy"))?,
         handler,
         params,
-        block_strategy: parse_or(request.block_strategy.as_deref(), BlockStrategy::default())?,
+        block_strategy: parse_or(request.block_strategy.as_deref(), BlockStrategy::default())
+            .map_err(at("block_strategy"))?,
         timeout_ms: i64::from(request.timeout_seconds.unwrap_or(0)) * 1000,
         author: request.author.unwrap_or_default(),
-        alarm_emails: parse_emails(request.alarm_emails.unwrap_or_default())?,
-        alarm_webhook: request.alarm_webhook.map(parse_webhook).transpose()?,
+        alarm_emails: parse_emails(request.alarm_emails.unwrap_or_default())
+            .map_err(at("alarm_emails"))?,
+        alarm_webhook: request
+            .alarm_webhook
+            .map(parse_webhook)
+            .transpose()
+            .map_err(at("alarm_webhook"))?,
         retry: RetryPolicy {
             count: request.retry_count.unwrap_or(0),
             backoff: RetryBackoff::from_parts(
@@ -152,24 +172,29 @@ pub(super) fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> 
                 i64::from(request.retry_backoff_seconds.unwrap_or(0)) * 1000,
                 i64::from(request.retry_backoff_cap_seconds.unwrap_or(0)) * 1000,
             )
-            .map_err(bad_request)?,
+            .map_err(bad_request)
+            .map_err(at("retry_backoff"))?,
         },
         glue: parse_glue(
             request.glue_type.as_deref(),
             request.glue_source,
             request.glue_remark.unwrap_or_default(),
-        )?,
+        )
+        .map_err(at("glue_source"))?,
         child_job_ids: request
             .child_job_ids
             .unwrap_or_default()
             .into_iter()
             .map(|id| JobId::new(id).map_err(bad_request))
-            .collect::<Result<_, _>>()?,
+            .collect::<Result<_, _>>()
+            .map_err(at("child_job_ids"))?,
         child_trigger_mode: parse_or(
             request.child_trigger_mode.as_deref(),
             ChildTriggerMode::EachShard,
-        )?,
-        history: parse_or(request.history.as_deref(), HistoryPolicy::All)?,
+        )
+        .map_err(at("child_trigger_mode"))?,
+        history: parse_or(request.history.as_deref(), HistoryPolicy::All)
+            .map_err(at("history"))?,
     })
 }
 
@@ -266,7 +291,9 @@ pub(super) async fn check_children(
     }
     for child in children {
         if !links.contains_key(child) {
-            return Err(bad_request(format!("child job {child} does not exist")));
+            return Err(ApiError::at("child_job_ids")(bad_request(format!(
+                "child job {child} does not exist"
+            ))));
         }
     }
     let Some(job) = job else {
@@ -279,10 +306,10 @@ pub(super) async fn check_children(
         let last = *path.last().expect("paths are never empty");
         if last == job {
             let shown: Vec<String> = path.iter().map(ToString::to_string).collect();
-            return Err(bad_request(format!(
+            return Err(ApiError::at("child_job_ids")(bad_request(format!(
                 "child jobs would form a cycle: {}",
                 shown.join(" → ")
-            )));
+            ))));
         }
         if !seen.insert(last) {
             continue;

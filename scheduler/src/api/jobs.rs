@@ -225,10 +225,10 @@ fn require_a_fire(spec: &NewJob, now_ms: i64) -> Result<(), ApiError> {
     };
     match spec.schedule.next_after(now_ms, spec.time_zone) {
         Some(_) => Ok(()),
-        None => Err(bad_request(
+        None => Err(ApiError::at("schedule_conf")(bad_request(
             preview_shortfall(&spec.schedule, spec.time_zone, now_ms, &[], 1)
                 .unwrap_or_else(|| "the schedule never fires".to_owned()),
-        )),
+        ))),
     }
 }
 

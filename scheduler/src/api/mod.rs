@@ -6,9 +6,12 @@
 //! | GET | `/metrics` | Prometheus metrics (no credentials needed; see `crate::metrics`) |
 //! | GET | `/api/openapi.json`, `/api/docs` | the OpenAPI document and its browsable page (no credentials needed) |
 //! | GET, POST | `/registry/…` | the schema catalog in the Confluent Schema Registry's read API shape (no credentials needed) |
+//! | GET | `/`, `/console/…` | the web console and its files (no credentials needed; its data comes from this API; see `crate::console`) |
 //! | POST | `/api/auth/login` | a session token for a user name and password (no credentials needed) |
+//! | POST | `/api/auth/session` | the same for a browser: the token goes into the `HttpOnly` cookie `kadence_session` (no credentials needed) |
 //! | POST | `/api/auth/logout` | revoke the token the request came with |
 //! | GET | `/api/auth/me` | the caller, with their grants |
+//! | PUT | `/api/auth/me/locale` | the language the console speaks to the caller (`en`, `zh-CN`, or null: the browser's) |
 //! | GET, POST | `/api/tokens` | the caller's tokens / a new named API token, shown once |
 //! | DELETE | `/api/tokens/{id}` | revoke one of the caller's tokens |
 //! | GET | `/api/users/{name}/tokens` | a user's tokens (admin) |
@@ -38,8 +41,9 @@
 //! | POST | `/api/backfills` | emit the fires a job's schedule had in a past range that never fired (or a dry run) |
 //! | GET | `/api/shadow/report` (`?app=&from_ms=&to_ms=`) | shadow runs beside production's results by trigger id, disagreements first |
 //!
-//! Every route but `/health`, `/metrics` and the login needs `Authorization: Bearer <token>` (401
-//! without; `caller`), and checks the caller's role and grants on the app concerned (403
+//! Every route but `/health`, `/metrics` and the login needs `Authorization: Bearer <token>`,
+//! or the console's session cookie with an `X-Requested-With` header on writes (401 without;
+//! `caller`), and checks the caller's role and grants on the app concerned (403
 //! when missing): an admin may do everything; a member sees only the apps granted to them,
 //! reads them with VIEW, changes their jobs with OPERATE, and writes script source with
 //! SCRIPTS. Failed logins are throttled per user name and client address (`throttle`).
@@ -57,7 +61,7 @@
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
 //! view shows in `job_spec`), `runs` (trigger, kill, list, log), `executors`,
-//! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`, `audit`,
+//! `reports`, `schedules`, `sessions` (login, logout, language), `tokens`, `users`, `audit`,
 //! `signing_keys`, `replays` (with backfills and the shadow report); the plumbing every route shares: `caller`, `throttle`, `error`, `body`,
 //! `pages`, `limits`. This file holds the state, the router and the small parsers the
 //! resources share.
@@ -100,7 +104,8 @@ pub use runs::{
     TriggerResponse, TriggeredRun,
 };
 pub use schedules::PreviewResponse;
-pub use sessions::LoginRequest;
+pub use caller::{CONSOLE_HEADER, SESSION_COOKIE};
+pub use sessions::{ConsoleSession, LocaleRequest, LoginRequest};
 pub use signing_keys::SigningKeyView;
 pub use throttle::LoginThrottle;
 pub use tokens::{IssuedToken, NewTokenRequest};
@@ -187,8 +192,11 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
     // Liveness stays outside the load limits: a busy node is alive, and a liveness probe
     // answered 503 would have it restarted for being busy.
     let (health, _) = health_routes().split_for_parts();
+    // The console's files are in memory and cheap: a busy node still shows its console,
+    // which then says the node is busy.
     limits::with_load_limits(api, limits)
         .merge(health)
+        .merge(crate::console::router())
         .merge(SwaggerUi::new(openapi::DOCS_PATH).url(openapi::DOCUMENT_PATH, openapi_document()))
         .with_state(state)
 }
@@ -210,6 +218,7 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
     OpenApiRouter::new()
         .routes(routes!(sessions::logout))
         .routes(routes!(sessions::who_am_i))
+        .routes(routes!(sessions::set_locale))
         .routes(routes!(tokens::list_tokens, tokens::create_token))
         .routes(routes!(tokens::revoke_token))
         .routes(routes!(tokens::list_user_tokens))
@@ -242,10 +251,11 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
 }
 
 /// The routes anyone may call (marked public in the document by `openapi`) but `/health`:
-/// the login and the schema registry.
+/// the logins and the schema registry.
 fn public_routes() -> OpenApiRouter<Arc<ApiState>> {
     OpenApiRouter::new()
         .routes(routes!(sessions::login))
+        .routes(routes!(sessions::open_session))
         .routes(routes!(registry::schema_by_id))
         .routes(routes!(registry::versions_of_id))
         .routes(routes!(registry::list_subjects))

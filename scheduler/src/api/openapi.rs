@@ -28,10 +28,11 @@ pub const DOCS_PATH: &str = "/api/docs";
 /// The name of the bearer security scheme in the document.
 const BEARER: &str = "bearer";
 /// Operations anyone may call: they declare an empty security requirement.
-const PUBLIC_OPERATIONS: [(&str, HttpMethod); 3] = [
+const PUBLIC_OPERATIONS: [(&str, HttpMethod); 4] = [
     ("/health", HttpMethod::Get),
     ("/metrics", HttpMethod::Get),
     ("/api/auth/login", HttpMethod::Post),
+    ("/api/auth/session", HttpMethod::Post),
 ];
 /// Operations outside the load limits, which a busy node still answers: liveness and the
 /// metrics that show why it is busy.
@@ -51,13 +52,15 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
         title = "Kadence scheduler API",
         description = "Jobs, runs, apps, executors, users and tokens of a Kadence scheduler. \
             Every operation but `/health` and the login needs `Authorization: Bearer <token>` \
-            (a session token from `POST /api/auth/login` or an API token). Bad input is a 4xx \
+            (a session token from `POST /api/auth/login` or an API token); the web console \
+            sends its `kadence_session` cookie instead (from `POST /api/auth/session`), with \
+            an `X-Requested-With` header on writes. Bad input is a 4xx \
             with `{\"error\": \"…\"}` saying what to fix."
     ),
     security(("bearer" = [])),
     modifiers(&BearerScheme),
     tags(
-        (name = "auth", description = "Login, logout, who am I"),
+        (name = "auth", description = "Login, logout, who am I, the console's language"),
         (name = "tokens", description = "Named API tokens for automation"),
         (name = "users", description = "Users and their grants per app (admin)"),
         (name = "apps", description = "Executor apps and their trigger topics"),
@@ -217,7 +220,12 @@ mod tests {
         public.sort();
         assert_eq!(
             public,
-            ["get /health", "get /metrics", "post /api/auth/login"]
+            [
+                "get /health",
+                "get /metrics",
+                "post /api/auth/login",
+                "post /api/auth/session"
+            ]
         );
         assert_eq!(document["security"], json!([{"bearer": []}]));
         assert_eq!(

@@ -1,6 +1,9 @@
 //! Logging in and out: `POST /api/auth/login` trades a user name and password for a session
-//! token (expiring after `auth.session_ttl`), `POST /api/auth/logout` revokes the token the
-//! request came with, `GET /api/auth/me` says who the token belongs to.
+//! token (expiring after `auth.session_ttl`), `POST /api/auth/session` does the same for a
+//! browser, putting the token in the console's `HttpOnly` cookie instead of the answer,
+//! `POST /api/auth/logout` revokes the token the request came with (and clears the cookie),
+//! `GET /api/auth/me` says who the token belongs to and `PUT /api/auth/me/locale` sets the
+//! language the console speaks to them.
 //!
 //! A wrong name and a wrong password get the same answer, after the same work (an unknown
 //! name is checked against a dummy hash), so the login cannot be used to find user names.
@@ -12,12 +15,13 @@ use std::sync::{Arc, LazyLock};
 use axum::Json;
 use axum::extract::{ConnectInfo, FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, StatusCode, header};
+use cookie::{Cookie, SameSite};
 use serde::{Deserialize, Serialize};
 
 use super::audit::record;
 use super::body::ApiJson;
-use super::caller::Caller;
+use super::caller::{Caller, SESSION_COOKIE};
 use super::error::ApiError;
 use super::error::ErrorBody;
 use super::tokens::{IssuedToken, issue_token};
@@ -55,6 +59,73 @@ pub(super) async fn login(
     ClientAddress(address): ClientAddress,
     ApiJson(request): ApiJson<LoginRequest>,
 ) -> Result<(StatusCode, Json<IssuedToken>), ApiError> {
+    let issued = check_login(&state, &headers, address, request).await?;
+    Ok((StatusCode::CREATED, Json(issued)))
+}
+
+/// Answer of `POST /api/auth/session`: the session's token is in the cookie, not here.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConsoleSession {
+    /// The session token's id.
+    pub token_id: i64,
+    /// The session ends at this instant, ms since the epoch.
+    pub expires_at_ms: i64,
+    /// Who logged in.
+    pub user: User,
+}
+
+#[utoipa::path(
+    post, path = "/api/auth/session", tag = "auth", request_body = LoginRequest,
+    responses(
+        (status = 201, description = "Logged in: the session token is set as the `kadence_session` cookie (HttpOnly, SameSite=Strict)", body = ConsoleSession),
+        (status = 401, description = "Wrong user name or password", body = ErrorBody),
+        (status = 429, description = "Too many failed logins: retry after Retry-After seconds", body = ErrorBody),
+    ),
+)]
+pub(super) async fn open_session(
+    State(state): State<Arc<ApiState>>,
+    headers: HeaderMap,
+    ClientAddress(address): ClientAddress,
+    ApiJson(request): ApiJson<LoginRequest>,
+) -> Result<(StatusCode, [(HeaderName, String); 1], Json<ConsoleSession>), ApiError> {
+    let issued = check_login(&state, &headers, address, request).await?;
+    let cookie = Cookie::build((SESSION_COOKIE, issued.token))
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .path("/")
+        .secure(came_over_https(&headers))
+        .max_age(cookie::time::Duration::seconds(
+            i64::try_from(state.session_ttl.as_secs()).unwrap_or(i64::MAX),
+        ));
+    let session = ConsoleSession {
+        token_id: issued.token_id,
+        expires_at_ms: issued.expires_at_ms,
+        user: issued.user,
+    };
+    Ok((
+        StatusCode::CREATED,
+        [(header::SET_COOKIE, cookie.to_string())],
+        Json(session),
+    ))
+}
+
+/// Whether a proxy in front said the browser came over HTTPS (`kadence serve` speaks plain
+/// HTTP; TLS ends at the proxy): the cookie is then marked `Secure`.
+fn came_over_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|proto| proto.eq_ignore_ascii_case("https"))
+}
+
+/// A session token for a right name and password: throttled, audited, the same work for an
+/// unknown name as for a wrong password.
+async fn check_login(
+    state: &ApiState,
+    headers: &HeaderMap,
+    address: Option<IpAddr>,
+    request: LoginRequest,
+) -> Result<IssuedToken, ApiError> {
     let now = state.clock.now_ms();
     if let Err(retry_after_secs) = state.login_throttle.check(&request.name, address, now) {
         return Err(ApiError::TooManyRequests {
@@ -74,7 +145,7 @@ pub(super) async fn login(
         state.login_throttle.failed(&request.name, address, now);
         tracing::info!(user = %request.name, ?address, "failed login");
         record_login(
-            &state,
+            state,
             None,
             &request.name,
             address,
@@ -87,18 +158,10 @@ pub(super) async fn login(
     };
     state.login_throttle.succeeded(&request.name);
     let user_id = Some(found.user.id);
-    record_login(&state, user_id, &request.name, address, StatusCode::CREATED).await;
-    let client = client_name(&headers, address);
+    record_login(state, user_id, &request.name, address, StatusCode::CREATED).await;
+    let client = client_name(headers, address);
     let expires_at_ms = millis_from_now(now, state.session_ttl);
-    let issued = issue_token(
-        &state,
-        found.user,
-        TokenKind::Session,
-        client,
-        expires_at_ms,
-    )
-    .await?;
-    Ok((StatusCode::CREATED, Json(issued)))
+    issue_token(state, found.user, TokenKind::Session, client, expires_at_ms).await
 }
 
 /// A login in the audit trail (the layer that records other writes is not in front of it).
@@ -153,17 +216,19 @@ fn client_name(headers: &HeaderMap, address: Option<IpAddr>) -> String {
 
 #[utoipa::path(
     post, path = "/api/auth/logout", tag = "auth",
-    responses((status = 204, description = "The token the request came with is revoked")),
+    responses((status = 204, description = "The token the request came with is revoked, and the console's cookie cleared")),
 )]
 pub(super) async fn logout(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-) -> Result<StatusCode, ApiError> {
+) -> Result<(StatusCode, [(HeaderName, String); 1]), ApiError> {
     state
         .store
         .revoke_token(caller.user.id, caller.token.id, state.clock.now_ms())
         .await?;
-    Ok(StatusCode::NO_CONTENT)
+    let mut cleared = Cookie::build((SESSION_COOKIE, "")).path("/").build();
+    cleared.make_removal();
+    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cleared.to_string())]))
 }
 
 #[utoipa::path(
@@ -172,4 +237,45 @@ pub(super) async fn logout(
 )]
 pub(super) async fn who_am_i(caller: Caller) -> Json<User> {
     Json(caller.user)
+}
+
+/// Body of `PUT /api/auth/me/locale`.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LocaleRequest {
+    /// `en` or `zh-CN`; null to follow the browser's language again.
+    pub locale: Option<String>,
+}
+
+#[utoipa::path(
+    put, path = "/api/auth/me/locale", tag = "auth", request_body = LocaleRequest,
+    responses(
+        (status = 200, description = "The caller, speaking the new language", body = User),
+        (status = 400, description = "A language the console does not speak", body = ErrorBody),
+    ),
+)]
+pub(super) async fn set_locale(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiJson(request): ApiJson<LocaleRequest>,
+) -> Result<Json<User>, ApiError> {
+    if let Some(locale) = &request.locale
+        && !crate::console::LOCALES.contains(&locale.as_str())
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the console speaks {}, not {locale:?}",
+            crate::console::LOCALES.join(", ")
+        )));
+    }
+    let now = state.clock.now_ms();
+    let locale = request.locale.as_deref();
+    if !state.store.set_locale(caller.user.id, locale, now).await? {
+        return Err(ApiError::NotFound(format!(
+            "user {} no longer exists",
+            caller.user.name
+        )));
+    }
+    let mut user = caller.user;
+    user.locale = request.locale;
+    Ok(Json(user))
 }

@@ -66,6 +66,9 @@ pub struct User {
     pub grants: Vec<AppGrant>,
     /// Created, ms since the epoch.
     pub created_at_ms: i64,
+    /// The language chosen for the web console (`en`, `zh-CN`); none: the browser's.
+    #[serde(default)]
+    pub locale: Option<String>,
 }
 
 impl User {
@@ -125,6 +128,7 @@ mod tests {
                 })
                 .collect(),
             created_at_ms: 0,
+            locale: None,
         }
     }
 

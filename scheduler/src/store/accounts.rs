@@ -73,6 +73,15 @@ pub trait Accounts: Send + Sync {
         now_ms: i64,
     ) -> Result<bool, StoreError>;
 
+    /// Sets the language the user chose for the console (`None`: the browser's); false if
+    /// the user does not exist.
+    async fn set_locale(
+        &self,
+        user_id: i64,
+        locale: Option<&str>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
+
     /// Grants `access` on `app` (replacing an earlier grant there); [`StoreError::UnknownApp`]
     /// if the app does not exist, false if the user does not.
     async fn grant(&self, user_id: i64, app: &AppName, access: Access) -> Result<bool, StoreError>;

@@ -11,10 +11,10 @@ macro_rules! impl_sql_accounts {
             use $crate::model::{Access, AppGrant, Role, TokenInfo, TokenKind, User};
             use $crate::store::{Accounts, NewToken, NewUser, UserCredentials};
 
-            type UserRow = (i64, String, String, String, i64);
+            type UserRow = (i64, String, String, String, i64, Option<String>);
             type TokenRow = (i64, i64, String, String, i64, i64, Option<i64>);
 
-            const USER_COLUMNS: &str = "id, name, role, password_hash, created_at_ms";
+            const USER_COLUMNS: &str = "id, name, role, password_hash, created_at_ms, locale";
             const TOKEN_COLUMNS: &str =
                 "id, user_id, kind, name, created_at_ms, expires_at_ms, revoked_at_ms";
 
@@ -26,7 +26,7 @@ macro_rules! impl_sql_accounts {
             }
 
             fn user_from(row: UserRow, grants: Vec<AppGrant>) -> Result<UserCredentials, StoreError> {
-                let (id, name, role, password_hash, created_at_ms) = row;
+                let (id, name, role, password_hash, created_at_ms, locale) = row;
                 let role = role.parse::<Role>().map_err(corrupt(format!("user {id}")))?;
                 Ok(UserCredentials {
                     user: User {
@@ -35,6 +35,7 @@ macro_rules! impl_sql_accounts {
                         role,
                         grants,
                         created_at_ms,
+                        locale,
                     },
                     password_hash,
                 })
@@ -142,6 +143,7 @@ macro_rules! impl_sql_accounts {
                             role: user.role,
                             grants: Vec::new(),
                             created_at_ms: now_ms,
+                            locale: None,
                         }),
                         Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
                             Err(StoreError::UserExists(user.name.clone()))
@@ -272,6 +274,24 @@ macro_rules! impl_sql_accounts {
                     .await
                     .map_err(StoreError::query("record a token"))?;
                     token_from(row)
+                }
+
+                async fn set_locale(
+                    &self,
+                    user_id: i64,
+                    locale: Option<&str>,
+                    now_ms: i64,
+                ) -> Result<bool, StoreError> {
+                    let done = sqlx::query(
+                        "UPDATE users SET locale = $1, updated_at_ms = $2 WHERE id = $3",
+                    )
+                    .bind(locale)
+                    .bind(now_ms)
+                    .bind(user_id)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(StoreError::query("set a user's language"))?;
+                    Ok(done.rows_affected() == 1)
                 }
 
                 async fn authenticate_token(
