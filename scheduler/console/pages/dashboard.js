@@ -26,8 +26,8 @@ export function DashboardPage() {
           <${Card} href="#/jobs" title=${t('dashboard.jobs')} value=${value.jobs.total}
             detail=${t('dashboard.jobs_detail', { running: value.jobs.running, stopped: value.jobs.stopped })} />
           <${Card} href="#/executors" title=${t('dashboard.executors')} value=${value.executors.live}
-            detail=${t('dashboard.executors_detail', { apps: value.executors.apps ?? 0 })} />
-          <${Card} href="#/runs" title=${t('dashboard.runs_today')} value=${value.today.total ?? (value.today.succeeded + value.today.failed + value.today.running)}
+            detail=${t('dashboard.executors_detail', { apps: value.executors.apps.filter((app) => app.live > 0).length })} />
+          <${Card} href="#/runs" title=${t('dashboard.runs_today')} value=${value.today.succeeded + value.today.failed + value.today.running}
             detail=${t('dashboard.today_detail', value.today)} />
         </div>
         <section class="panel chart-panel" aria-labelledby="chart-title">
@@ -40,13 +40,13 @@ export function DashboardPage() {
         </section>
         <section aria-labelledby="failures-title">
           <h2 id="failures-title">${t('dashboard.latest_failures')}</h2>
-          ${value.latest_failures.length === 0
+          ${value.recent_failures.length === 0
             ? html`<p class="muted empty">${t('dashboard.no_failures')}</p>`
             : html`<div class="table-wrap"><table class="list" id="failures-table">
                 <thead><tr><th>${t('runs.log_id')}</th><th>${t('runs.job')}</th><th>${t('runs.app')}</th>
                   <th>${t('runs.trigger_type')}</th><th>${t('runs.scheduled')}</th><th>${t('runs.partition')}</th>
                   <th>${t('runs.outcome')}</th><th>${t('runs.duration')}</th><th>${t('runs.message')}</th></tr></thead>
-                <tbody>${value.latest_failures.map((run) => html`<${RunRow} run=${run} />`)}</tbody>
+                <tbody>${value.recent_failures.map((run) => html`<${RunRow} run=${run} />`)}</tbody>
               </table></div>`}
         </section>`}
     </section>

@@ -15,7 +15,7 @@ export function RunPage({ logId }) {
   const detail = useLoad(() => get(`/api/runs/${logId}`), [logId]);
   const [notice, setNotice] = useNotice();
   const [error, setError] = useState(null);
-  const run = detail.value?.run;
+  const run = detail.value;
   const finished = run && (run.state === 'FINISHED' || run.state === 'CANCELLED');
   // While the run goes, its state is read again now and then (the log has its own poll).
   useEffect(() => {
@@ -38,7 +38,7 @@ export function RunPage({ logId }) {
   };
   const took = run.started_at_ms && run.handle_at_ms ? run.handle_at_ms - run.started_at_ms : null;
   const facts = [
-    ['run.job', html`<a href=${`#/jobs/${run.job_id}`}>${run.job_name ?? run.job_id}</a>`],
+    ['run.job', html`<a href=${`#/jobs/${run.job_id}`}>${run.job_description || run.job_id}</a>`],
     ['run.app', run.app],
     ['run.handler', run.handler],
     ['run.trigger_id', html`<code>${run.trigger_id}</code>`],
@@ -58,6 +58,10 @@ export function RunPage({ logId }) {
   ];
   if (run.replay_of) facts.push(['run.replay_of', html`<code>${run.replay_of}</code>`]);
   if (run.operation_id) facts.push(['run.operation', html`<a href=${`#/replays?id=${run.operation_id}`}>${run.operation_id}</a>`]);
+  const childJobs = detail.value.child_job_ids ?? [];
+  if (childJobs.length) {
+    facts.push(['run.child_jobs', childJobs.map((id) => html`<a class="chip" href=${`#/jobs/${id}`}>${id}</a> `)]);
+  }
   const attempts = detail.value.attempts ?? [];
   const children = detail.value.children ?? [];
   return html`
@@ -93,13 +97,15 @@ export function RunPage({ logId }) {
 }
 
 // The run's log, read from the line after the last one shown, once a second until the run
-// has finished and a last read brought nothing new. Scrolls along while the reader is at
-// the bottom.
+// has finished and two reads in a row brought nothing new (lines and results are stored by
+// separate consumers, so the last lines may land just after the result). Scrolls along
+// while the reader is at the bottom.
 function RunLog({ logId }) {
   const [lines, setLines] = useState([]);
   const [following, setFollowing] = useState(true);
   const [error, setError] = useState(null);
   const next = useRef(1);
+  const quietAfterEnd = useRef(0);
   const box = useRef(null);
   usePoll(async () => {
     try {
@@ -110,7 +116,8 @@ function RunLog({ logId }) {
         const atBottom = box.current && box.current.scrollHeight - box.current.scrollTop - box.current.clientHeight < 24;
         setLines((shown) => [...shown, ...stretch.lines]);
         if (atBottom) requestAnimationFrame(() => { box.current.scrollTop = box.current.scrollHeight; });
-      } else if (stretch.finished) {
+        quietAfterEnd.current = 0;
+      } else if (stretch.finished && ++quietAfterEnd.current >= 2) {
         setFollowing(false);
       }
     } catch (failure) {

@@ -68,7 +68,7 @@ export function RunRow({ run }) {
   return html`
     <tr data-run=${run.log_id} data-outcome=${runOutcome(run)}>
       <td><a href=${`#/runs/${run.log_id}`}>${run.log_id}</a></td>
-      <td><a href=${`#/jobs/${run.job_id}`}>${run.job_name ?? run.job_id}</a></td>
+      <td><a href=${`#/jobs/${run.job_id}`}>${run.job_description || run.job_id}</a></td>
       <td>${run.app ?? ''}</td>
       <td>${label('trigger_type', run.trigger_type)}${run.attempt > 0 && html` <span class="muted">#${run.attempt}</span>`}</td>
       <td><${Time} ms=${run.scheduled_at_ms} zone=${run.time_zone} /></td>
