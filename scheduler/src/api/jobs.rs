@@ -1,5 +1,6 @@
-//! Jobs: create, read, edit, list, start and stop (a stop or a schedule edit cancels the
-//! planned fires, see [`crate::cancellations`]).
+//! Jobs: create, read, edit, list (filtered by app, status, handler, author or text), start
+//! and stop (a stop or a schedule edit cancels the planned fires, see
+//! [`crate::cancellations`]).
 
 use std::sync::Arc;
 
@@ -174,7 +175,7 @@ pub(super) async fn list_glue_versions(
     Ok(Json(state.store.glue_versions(job.id).await?))
 }
 
-/// Query of `GET /api/jobs`.
+/// Query of `GET /api/jobs`. Every filter given narrows the list; an empty one is left out.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -183,6 +184,13 @@ pub struct JobQuery {
     pub app: Option<String>,
     /// Only RUNNING or only STOPPED jobs.
     pub status: Option<String>,
+    /// Only jobs with exactly this handler name.
+    pub handler: Option<String>,
+    /// Only jobs with exactly this author.
+    pub author: Option<String>,
+    /// Only jobs whose description (`name`) or handler contains this text, ignoring case
+    /// (`%` and `_` are plain characters), or whose id it is.
+    pub q: Option<String>,
     /// The `next` of the previous page.
     pub after: Option<String>,
     /// Jobs at most (default 100, at most 1 000).
@@ -206,6 +214,9 @@ pub(super) async fn list_jobs(
             .map(str::parse::<JobStatus>)
             .transpose()
             .map_err(bad_request)?,
+        handler: text_filter("handler", query.handler)?,
+        author: text_filter("author", query.author)?,
+        text: text_filter("q", query.q)?,
     };
     let page = page_request(query.after.as_deref(), query.limit, |text| {
         text.parse::<JobId>().ok()
@@ -215,6 +226,19 @@ pub(super) async fn list_jobs(
     Ok(Json(Page::new(views, page.limit, |job: &JobView| {
         job.id.to_string()
     })))
+}
+
+/// A text filter of a query: `None` when absent or blank (a form's empty field), refused
+/// naming `field` when it holds a NUL character (no stored text can, and PostgreSQL refuses
+/// to compare with one).
+fn text_filter(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(text) if text.contains('\0') => Err(bad_request(format!(
+            "{field} contains a NUL character (\\u0000), which no stored text holds; remove it"
+        ))),
+        Some(text) if !text.trim().is_empty() => Ok(Some(text)),
+        _ => Ok(None),
+    }
 }
 
 /// Refuses a cron expression with no fire after `now_ms`. Checked when a schedule is saved,

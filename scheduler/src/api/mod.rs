@@ -17,7 +17,7 @@
 //! | PUT | `/api/users/{name}/password` | set a password (admin, or the user with the present one); ends the user's other sessions |
 //! | PUT, DELETE | `/api/users/{name}/grants/{app}` | grant VIEW, OPERATE or SCRIPTS on an app / take it back (admin) |
 //! | GET, POST | `/api/apps` | list / create apps (creates `{prefix}.triggers.{app}`) |
-//! | GET, POST | `/api/jobs` (`?app=&status=`) | list / create jobs |
+//! | GET, POST | `/api/jobs` (`?app=&status=&handler=&author=&q=`) | list / create jobs |
 //! | GET, PATCH | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) |
 //! | GET | `/api/jobs/{id}/glue` | the job's saved script versions, newest first |
 //! | POST | `/api/jobs/{id}/start`, `/stop` | schedule or unschedule a job (a stop cancels its planned fires) |
