@@ -122,7 +122,8 @@ async fn fixture(app: &TestApp) -> Fixture {
     }
 }
 
-fn cases(fixture: &Fixture) -> Vec<Case> {
+/// The permission table; `spare` is a stopped job of alpha that the DELETE case removes.
+fn cases(fixture: &Fixture, spare: i64) -> Vec<Case> {
     use Needs::*;
     let job = fixture.alpha_job;
     let new_job = json!({"app": "alpha", "handler": "ok", "schedule_type": "NONE"});
@@ -204,6 +205,13 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
             ("PATCH", "/api/jobs/{id}"),
             &format!("/api/jobs/{job}"),
             Some(json!({"params": "edited"})),
+            Operate,
+        ),
+        // Removing a job needs OPERATE on its app, like the other writes of a job.
+        case(
+            ("DELETE", "/api/jobs/{id}"),
+            &format!("/api/jobs/{spare}"),
+            None,
             Operate,
         ),
         case(
@@ -348,7 +356,11 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
 async fn every_route_checks_credentials_and_grants(backend: Backend) {
     let app = spawn_app(backend).await;
     let fixture = fixture(&app).await;
-    let cases = cases(&fixture);
+    let spare = app
+        .create_job(json!({"app": "alpha", "handler": "ok", "schedule_type": "NONE"}))
+        .await
+        .id;
+    let cases = cases(&fixture, spare);
     let operations = documented_operations(&app).await;
     for (method, path, public) in &operations {
         if *public {

@@ -1,6 +1,6 @@
-//! Jobs: create, read, edit, list (filtered by app, status, handler, author or text), start
-//! and stop (a stop or a schedule edit cancels the planned fires, see
-//! [`crate::cancellations`]).
+//! Jobs: create, read, edit, list (filtered by app, status, handler, author or text), start,
+//! stop (a stop or a schedule edit cancels the planned fires, see [`crate::cancellations`])
+//! and delete.
 
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ use super::pages::{Page, page_request};
 use super::{ApiState, bad_request, load_job_for, parse_app_filter};
 use crate::model::{Access, GlueVersion, Job, JobStatus, NewJob};
 use crate::schedule::{ScheduleSpec, preview_shortfall};
-use crate::store::{JobChange, JobFilter};
+use crate::store::{JobChange, JobFilter, JobRemoval};
 
 /// `POST /api/jobs`. A cron expression that never fires again (30 February, only past
 /// years) is refused with 400: the job would wait for ever with nothing saying why.
@@ -157,6 +157,61 @@ pub(super) async fn update_job(
     let note = AuditNote::app(&current.spec.app)
         .with(serde_json::json!({ "before": before, "after": &after }));
     Ok((note, Json(after)))
+}
+
+/// `DELETE /api/jobs/{id}` (XXL-JOB's remove): deletes a stopped job with everything kept
+/// about it, in one transaction — its runs and their log lines, script versions, daily
+/// report rows, counts of dropped runs and shadow results (see
+/// [`Console::remove_job`](crate::store::Console::remove_job)). Refused with 409 while the
+/// job is RUNNING (stop it first: a scheduled job would fire during the removal) and while
+/// another job names it as a child (the parents are named: edit them first). Job ids are
+/// never given out again (`AUTOINCREMENT` on SQLite, a sequence on PostgreSQL), so links to
+/// the old id — audit entries, replay records — never point at another job.
+///
+/// Runs not finished yet are deleted too: a result that still comes for one is
+/// dead-lettered as a result for an unknown trigger id. Kill them first
+/// (`POST /api/jobs/{id}/kill`) if they must not run.
+#[utoipa::path(
+    delete, path = "/api/jobs/{id}", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
+    responses(
+        (status = 204, description = "The job and everything kept about it are deleted"),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job is RUNNING, or another job names it as a child", body = ErrorBody),
+    ),
+)]
+pub(super) async fn delete_job(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<(AuditNote, StatusCode), ApiError> {
+    let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
+    let stop_first = || {
+        ApiError::Conflict(format!(
+            "job {} is RUNNING: stop it first (POST /api/jobs/{}/stop), then delete it",
+            job.id, job.id
+        ))
+    };
+    if job.status == JobStatus::Running {
+        return Err(stop_first());
+    }
+    match state.store.remove_job(job.id).await? {
+        JobRemoval::Removed { runs } => {
+            let note = AuditNote::app(&job.spec.app)
+                .with(serde_json::json!({ "before": JobView::from(&job), "runs_deleted": runs }));
+            Ok((note, StatusCode::NO_CONTENT))
+        }
+        // Started since it was read.
+        JobRemoval::Running => Err(stop_first()),
+        JobRemoval::ChildOf(parents) => {
+            let names: Vec<String> = parents.iter().map(ToString::to_string).collect();
+            Err(ApiError::Conflict(format!(
+                "job {} is a child of job{} {}: remove it from their child_job_ids first",
+                job.id,
+                if parents.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            )))
+        }
+    }
 }
 
 #[utoipa::path(

@@ -18,7 +18,7 @@
 //! | PUT, DELETE | `/api/users/{name}/grants/{app}` | grant VIEW, OPERATE or SCRIPTS on an app / take it back (admin) |
 //! | GET, POST | `/api/apps` | list / create apps (creates `{prefix}.triggers.{app}`) |
 //! | GET, POST | `/api/jobs` (`?app=&status=&handler=&author=&q=`) | list / create jobs |
-//! | GET, PATCH | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) |
+//! | GET, PATCH, DELETE | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) / delete a stopped job with its runs |
 //! | GET | `/api/jobs/{id}/glue` | the job's saved script versions, newest first |
 //! | POST | `/api/jobs/{id}/start`, `/stop` | schedule or unschedule a job (a stop cancels its planned fires) |
 //! | POST | `/api/jobs/{id}/trigger` | fire once now, optionally with other params and only among named `partitions` |
@@ -219,7 +219,7 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(users::grant, users::revoke_grant))
         .routes(routes!(apps::list_apps, apps::create_app))
         .routes(routes!(jobs::list_jobs, jobs::create_job))
-        .routes(routes!(jobs::get_job, jobs::update_job))
+        .routes(routes!(jobs::get_job, jobs::update_job, jobs::delete_job))
         .routes(routes!(jobs::list_glue_versions))
         .routes(routes!(jobs::start_job))
         .routes(routes!(jobs::stop_job))
