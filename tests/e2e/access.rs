@@ -269,6 +269,22 @@ fn cases(fixture: &Fixture, spare: i64) -> Vec<Case> {
             None,
             View,
         ),
+        // Runs across jobs: filtered to the caller's apps; naming an app or a job needs
+        // VIEW there.
+        case(("GET", "/api/runs"), "/api/runs", None, AnyUser),
+        case(("GET", "/api/runs"), "/api/runs?app=alpha", None, View),
+        case(
+            ("GET", "/api/runs"),
+            &format!("/api/runs?job={job}"),
+            None,
+            View,
+        ),
+        case(
+            ("GET", "/api/runs/{log_id}"),
+            &format!("/api/runs/{}", fixture.alpha_run),
+            None,
+            View,
+        ),
         case(
             ("GET", "/api/runs/{log_id}/log"),
             &format!("/api/runs/{}/log", fixture.alpha_run),

@@ -25,6 +25,8 @@
 //! | POST | `/api/jobs/{id}/kill` | stop the job's running and queued runs on every executor |
 //! | GET | `/api/jobs/{id}/runs` | newest runs with codes and messages |
 //! | GET | `/api/schedules/preview` | next fire times of a schedule, before saving it |
+//! | GET | `/api/runs` (`?app=&job=&outcome=&from_ms=&to_ms=`) | runs across jobs, newest first, with their app, handler and job description |
+//! | GET | `/api/runs/{log_id}` | one run: its attempts, the child runs it fired |
 //! | GET | `/api/runs/{log_id}/log` (`?from_line=&limit=`) | a run's log lines from a line on |
 //! | POST | `/api/runs/{log_id}/kill` | stop one run: running, queued, or not yet at an executor |
 //! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
@@ -56,9 +58,10 @@
 //! cause and answered with a bare 500.
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
-//! view shows in `job_spec`), `runs` (trigger, kill, list, log), `executors`,
-//! `reports`, `schedules`, `sessions` (login, logout), `tokens`, `users`, `audit`,
-//! `signing_keys`, `replays` (with backfills and the shadow report); the plumbing every route shares: `caller`, `throttle`, `error`, `body`,
+//! view shows in `job_spec`), `runs` (trigger, kill, list, log), `run_search` (runs across
+//! jobs, one run in detail), `executors`, `reports`, `schedules`, `sessions` (login,
+//! logout), `tokens`, `users`, `audit`, `signing_keys`, `replays` (with backfills and the
+//! shadow report); the plumbing every route shares: `caller`, `throttle`, `error`, `body`,
 //! `pages`, `limits`. This file holds the state, the router and the small parsers the
 //! resources share.
 
@@ -76,6 +79,7 @@ mod pages;
 mod registry;
 mod replays;
 mod reports;
+mod run_search;
 mod runs;
 mod schedules;
 mod sessions;
@@ -95,6 +99,7 @@ pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
 pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, PageQuery};
 pub use replays::{BackfillBody, ReplayBody, ReplayQuery, ShadowReportQuery};
 pub use reports::{ReportQuery, ReportView};
+pub use run_search::{RunDetail, RunQuery};
 pub use runs::{
     KillRequest, KillResponse, RunKillResponse, RunLogQuery, RunLogView, TriggerRequest,
     TriggerResponse, TriggeredRun,
@@ -230,6 +235,8 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(schedules::preview_schedule))
         .routes(routes!(executors::list_executors))
         .routes(routes!(runs::read_run_log))
+        .routes(routes!(run_search::search_runs))
+        .routes(routes!(run_search::get_run))
         .routes(routes!(reports::list_reports))
         .routes(routes!(audit::list_audit))
         .routes(routes!(signing_keys::list_signing_keys))

@@ -62,7 +62,7 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
         (name = "users", description = "Users and their grants per app (admin)"),
         (name = "apps", description = "Executor apps and their trigger topics"),
         (name = "jobs", description = "Job definitions, start and stop"),
-        (name = "runs", description = "Trigger, kill, runs and their logs"),
+        (name = "runs", description = "Trigger, kill, runs (of a job or across jobs) and their logs"),
         (name = "executors", description = "The executor registry"),
         (name = "reports", description = "Daily counts per job"),
         (name = "audit", description = "Who changed what"),
