@@ -292,6 +292,8 @@ fn cases(fixture: &Fixture, spare: i64) -> Vec<Case> {
             View,
         ),
         case(("GET", "/api/reports"), "/api/reports", None, AnyUser),
+        // The dashboard counts only the caller's apps.
+        case(("GET", "/api/overview"), "/api/overview", None, AnyUser),
         case(
             ("GET", "/api/reports"),
             "/api/reports?app=alpha",

@@ -31,6 +31,7 @@
 //! | POST | `/api/runs/{log_id}/kill` | stop one run: running, queued, or not yet at an executor |
 //! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
 //! | GET | `/api/reports` (`?from=&to=&app=`) | daily running / succeeded / failed counts per job |
+//! | GET | `/api/overview` (`?days=`) | the dashboard: jobs, live executors, runs today and per day, latest failures |
 //! | GET | `/api/audit` (`?app=&user=&target=&from_ms=&to_ms=`) | the audit trail, newest first |
 //! | GET | `/api/signing-keys` | the keys triggers are signed with: public halves, which one signs now |
 //! | POST | `/api/signing-keys/rotate` | a new signing key, used by every node within `signing.key_refresh_interval` (admin) |
@@ -59,10 +60,10 @@
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
 //! view shows in `job_spec`), `runs` (trigger, kill, list, log), `run_search` (runs across
-//! jobs, one run in detail), `executors`, `reports`, `schedules`, `sessions` (login,
-//! logout), `tokens`, `users`, `audit`, `signing_keys`, `replays` (with backfills and the
-//! shadow report); the plumbing every route shares: `caller`, `throttle`, `error`, `body`,
-//! `pages`, `limits`. This file holds the state, the router and the small parsers the
+//! jobs, one run in detail), `executors`, `reports`, `overview` (the dashboard),
+//! `schedules`, `sessions` (login, logout), `tokens`, `users`, `audit`, `signing_keys`,
+//! `replays` (with backfills and the shadow report); the plumbing every route shares:
+//! `caller`, `throttle`, `error`, `body`, `pages`, `limits`. This file holds the state, the router and the small parsers the
 //! resources share.
 
 mod apps;
@@ -75,6 +76,7 @@ mod job_spec;
 mod jobs;
 mod limits;
 mod openapi;
+mod overview;
 mod pages;
 mod registry;
 mod replays;
@@ -96,6 +98,7 @@ pub use executors::{ExecutorQuery, ExecutorView};
 pub use job_spec::{JobView, MAX_GLUE_SOURCE_BYTES, NewJobRequest};
 pub use jobs::JobQuery;
 pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
+pub use overview::{AppExecutors, DayCounts, ExecutorCounts, Overview, OverviewQuery};
 pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, PageQuery};
 pub use replays::{BackfillBody, ReplayBody, ReplayQuery, ShadowReportQuery};
 pub use reports::{ReportQuery, ReportView};
@@ -238,6 +241,7 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(run_search::search_runs))
         .routes(routes!(run_search::get_run))
         .routes(routes!(reports::list_reports))
+        .routes(routes!(overview::overview))
         .routes(routes!(audit::list_audit))
         .routes(routes!(signing_keys::list_signing_keys))
         .routes(routes!(signing_keys::rotate_signing_key))

@@ -65,6 +65,7 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
         (name = "runs", description = "Trigger, kill, runs (of a job or across jobs) and their logs"),
         (name = "executors", description = "The executor registry"),
         (name = "reports", description = "Daily counts per job"),
+        (name = "overview", description = "The dashboard: counts of jobs, executors and runs, latest failures"),
         (name = "audit", description = "Who changed what"),
         (name = "schedules", description = "Schedule previews"),
         (name = "signing-keys", description = "The keys trigger and control records are signed with"),
