@@ -122,7 +122,8 @@ async fn fixture(app: &TestApp) -> Fixture {
     }
 }
 
-fn cases(fixture: &Fixture) -> Vec<Case> {
+/// The permission table; `spare` is a stopped job of alpha that the DELETE case removes.
+fn cases(fixture: &Fixture, spare: i64) -> Vec<Case> {
     use Needs::*;
     let job = fixture.alpha_job;
     let new_job = json!({"app": "alpha", "handler": "ok", "schedule_type": "NONE"});
@@ -206,6 +207,13 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
             Some(json!({"params": "edited"})),
             Operate,
         ),
+        // Removing a job needs OPERATE on its app, like the other writes of a job.
+        case(
+            ("DELETE", "/api/jobs/{id}"),
+            &format!("/api/jobs/{spare}"),
+            None,
+            Operate,
+        ),
         case(
             ("GET", "/api/jobs/{id}/glue"),
             &format!("/api/jobs/{job}/glue"),
@@ -261,6 +269,22 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
             None,
             View,
         ),
+        // Runs across jobs: filtered to the caller's apps; naming an app or a job needs
+        // VIEW there.
+        case(("GET", "/api/runs"), "/api/runs", None, AnyUser),
+        case(("GET", "/api/runs"), "/api/runs?app=alpha", None, View),
+        case(
+            ("GET", "/api/runs"),
+            &format!("/api/runs?job={job}"),
+            None,
+            View,
+        ),
+        case(
+            ("GET", "/api/runs/{log_id}"),
+            &format!("/api/runs/{}", fixture.alpha_run),
+            None,
+            View,
+        ),
         case(
             ("GET", "/api/runs/{log_id}/log"),
             &format!("/api/runs/{}/log", fixture.alpha_run),
@@ -268,6 +292,8 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
             View,
         ),
         case(("GET", "/api/reports"), "/api/reports", None, AnyUser),
+        // The dashboard counts only the caller's apps.
+        case(("GET", "/api/overview"), "/api/overview", None, AnyUser),
         case(
             ("GET", "/api/reports"),
             "/api/reports?app=alpha",
@@ -348,7 +374,11 @@ fn cases(fixture: &Fixture) -> Vec<Case> {
 async fn every_route_checks_credentials_and_grants(backend: Backend) {
     let app = spawn_app(backend).await;
     let fixture = fixture(&app).await;
-    let cases = cases(&fixture);
+    let spare = app
+        .create_job(json!({"app": "alpha", "handler": "ok", "schedule_type": "NONE"}))
+        .await
+        .id;
+    let cases = cases(&fixture, spare);
     let operations = documented_operations(&app).await;
     for (method, path, public) in &operations {
         if *public {

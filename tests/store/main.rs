@@ -8,6 +8,7 @@
 mod common;
 mod accounts;
 mod batches;
+mod console;
 mod history;
 mod monitors;
 mod operators;
@@ -163,7 +164,7 @@ async fn apps_and_jobs_round_trip(backend: Backend) {
             .list_jobs(
                 &JobFilter {
                     apps: Some(vec![AppName::parse("demo").unwrap()]),
-                    status: None,
+                    ..JobFilter::default()
                 },
                 &PageRequest::first(10),
             )

@@ -1,5 +1,6 @@
-//! Jobs: create, read, edit, list, start and stop (a stop or a schedule edit cancels the
-//! planned fires, see [`crate::cancellations`]).
+//! Jobs: create, read, edit, list (filtered by app, status, handler, author or text), start,
+//! stop (a stop or a schedule edit cancels the planned fires, see [`crate::cancellations`])
+//! and delete.
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use super::pages::{Page, page_request};
 use super::{ApiState, bad_request, load_job_for, parse_app_filter};
 use crate::model::{Access, GlueVersion, Job, JobStatus, NewJob};
 use crate::schedule::{ScheduleSpec, preview_shortfall};
-use crate::store::{JobChange, JobFilter};
+use crate::store::{JobChange, JobFilter, JobRemoval};
 
 /// `POST /api/jobs`. A cron expression that never fires again (30 February, only past
 /// years) is refused with 400: the job would wait for ever with nothing saying why.
@@ -158,6 +159,61 @@ pub(super) async fn update_job(
     Ok((note, Json(after)))
 }
 
+/// `DELETE /api/jobs/{id}` (XXL-JOB's remove): deletes a stopped job with everything kept
+/// about it, in one transaction — its runs and their log lines, script versions, daily
+/// report rows, counts of dropped runs and shadow results (see
+/// [`Console::remove_job`](crate::store::Console::remove_job)). Refused with 409 while the
+/// job is RUNNING (stop it first: a scheduled job would fire during the removal) and while
+/// another job names it as a child (the parents are named: edit them first). Job ids are
+/// never given out again (`AUTOINCREMENT` on SQLite, a sequence on PostgreSQL), so links to
+/// the old id — audit entries, replay records — never point at another job.
+///
+/// Runs not finished yet are deleted too: a result that still comes for one is
+/// dead-lettered as a result for an unknown trigger id. Kill them first
+/// (`POST /api/jobs/{id}/kill`) if they must not run.
+#[utoipa::path(
+    delete, path = "/api/jobs/{id}", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
+    responses(
+        (status = 204, description = "The job and everything kept about it are deleted"),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job is RUNNING, or another job names it as a child", body = ErrorBody),
+    ),
+)]
+pub(super) async fn delete_job(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<(AuditNote, StatusCode), ApiError> {
+    let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
+    let stop_first = || {
+        ApiError::Conflict(format!(
+            "job {} is RUNNING: stop it first (POST /api/jobs/{}/stop), then delete it",
+            job.id, job.id
+        ))
+    };
+    if job.status == JobStatus::Running {
+        return Err(stop_first());
+    }
+    match state.store.remove_job(job.id).await? {
+        JobRemoval::Removed { runs } => {
+            let note = AuditNote::app(&job.spec.app)
+                .with(serde_json::json!({ "before": JobView::from(&job), "runs_deleted": runs }));
+            Ok((note, StatusCode::NO_CONTENT))
+        }
+        // Started since it was read.
+        JobRemoval::Running => Err(stop_first()),
+        JobRemoval::ChildOf(parents) => {
+            let names: Vec<String> = parents.iter().map(ToString::to_string).collect();
+            Err(ApiError::Conflict(format!(
+                "job {} is a child of job{} {}: remove it from their child_job_ids first",
+                job.id,
+                if parents.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            )))
+        }
+    }
+}
+
 #[utoipa::path(
     get, path = "/api/jobs/{id}/glue", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
     responses(
@@ -174,7 +230,7 @@ pub(super) async fn list_glue_versions(
     Ok(Json(state.store.glue_versions(job.id).await?))
 }
 
-/// Query of `GET /api/jobs`.
+/// Query of `GET /api/jobs`. Every filter given narrows the list; an empty one is left out.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -183,6 +239,13 @@ pub struct JobQuery {
     pub app: Option<String>,
     /// Only RUNNING or only STOPPED jobs.
     pub status: Option<String>,
+    /// Only jobs with exactly this handler name.
+    pub handler: Option<String>,
+    /// Only jobs with exactly this author.
+    pub author: Option<String>,
+    /// Only jobs whose description (`name`) or handler contains this text, ignoring case
+    /// (`%` and `_` are plain characters), or whose id it is.
+    pub q: Option<String>,
     /// The `next` of the previous page.
     pub after: Option<String>,
     /// Jobs at most (default 100, at most 1 000).
@@ -206,6 +269,9 @@ pub(super) async fn list_jobs(
             .map(str::parse::<JobStatus>)
             .transpose()
             .map_err(bad_request)?,
+        handler: text_filter("handler", query.handler)?,
+        author: text_filter("author", query.author)?,
+        text: text_filter("q", query.q)?,
     };
     let page = page_request(query.after.as_deref(), query.limit, |text| {
         text.parse::<JobId>().ok()
@@ -215,6 +281,19 @@ pub(super) async fn list_jobs(
     Ok(Json(Page::new(views, page.limit, |job: &JobView| {
         job.id.to_string()
     })))
+}
+
+/// A text filter of a query: `None` when absent or blank (a form's empty field), refused
+/// naming `field` when it holds a NUL character (no stored text can, and PostgreSQL refuses
+/// to compare with one).
+fn text_filter(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(text) if text.contains('\0') => Err(bad_request(format!(
+            "{field} contains a NUL character (\\u0000), which no stored text holds; remove it"
+        ))),
+        Some(text) if !text.trim().is_empty() => Ok(Some(text)),
+        _ => Ok(None),
+    }
 }
 
 /// Refuses a cron expression with no fire after `now_ms`. Checked when a schedule is saved,

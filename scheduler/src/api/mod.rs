@@ -20,18 +20,21 @@
 //! | PUT | `/api/users/{name}/password` | set a password (admin, or the user with the present one); ends the user's other sessions |
 //! | PUT, DELETE | `/api/users/{name}/grants/{app}` | grant VIEW, OPERATE or SCRIPTS on an app / take it back (admin) |
 //! | GET, POST | `/api/apps` | list / create apps (creates `{prefix}.triggers.{app}`) |
-//! | GET, POST | `/api/jobs` (`?app=&status=`) | list / create jobs |
-//! | GET, PATCH | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) |
+//! | GET, POST | `/api/jobs` (`?app=&status=&handler=&author=&q=`) | list / create jobs |
+//! | GET, PATCH, DELETE | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) / delete a stopped job with its runs |
 //! | GET | `/api/jobs/{id}/glue` | the job's saved script versions, newest first |
 //! | POST | `/api/jobs/{id}/start`, `/stop` | schedule or unschedule a job (a stop cancels its planned fires) |
 //! | POST | `/api/jobs/{id}/trigger` | fire once now, optionally with other params and only among named `partitions` |
 //! | POST | `/api/jobs/{id}/kill` | stop the job's running and queued runs on every executor |
 //! | GET | `/api/jobs/{id}/runs` | newest runs with codes and messages |
 //! | GET | `/api/schedules/preview` | next fire times of a schedule, before saving it |
+//! | GET | `/api/runs` (`?app=&job=&outcome=&from_ms=&to_ms=`) | runs across jobs, newest first, with their app, handler and job description |
+//! | GET | `/api/runs/{log_id}` | one run: its attempts, the child runs it fired |
 //! | GET | `/api/runs/{log_id}/log` (`?from_line=&limit=`) | a run's log lines from a line on |
 //! | POST | `/api/runs/{log_id}/kill` | stop one run: running, queued, or not yet at an executor |
 //! | GET | `/api/executors` (`?app=`) | the registry: partitions, handlers, running jobs, liveness |
 //! | GET | `/api/reports` (`?from=&to=&app=`) | daily running / succeeded / failed counts per job |
+//! | GET | `/api/overview` (`?days=`) | the dashboard: jobs, live executors, runs today and per day, latest failures |
 //! | GET | `/api/audit` (`?app=&user=&target=&from_ms=&to_ms=`) | the audit trail, newest first |
 //! | GET | `/api/signing-keys` | the keys triggers are signed with: public halves, which one signs now |
 //! | POST | `/api/signing-keys/rotate` | a new signing key, used by every node within `signing.key_refresh_interval` (admin) |
@@ -60,10 +63,12 @@
 //! cause and answered with a bare 500.
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
-//! view shows in `job_spec`), `runs` (trigger, kill, list, log), `executors`,
-//! `reports`, `schedules`, `sessions` (login, logout, language), `tokens`, `users`, `audit`,
-//! `signing_keys`, `replays` (with backfills and the shadow report); the plumbing every route shares: `caller`, `throttle`, `error`, `body`,
-//! `pages`, `limits`. This file holds the state, the router and the small parsers the
+//! view shows in `job_spec`), `runs` (trigger, kill, list, log), `run_search` (runs across
+//! jobs, one run in detail), `executors`, `reports`, `overview` (the dashboard),
+//! `schedules`, `sessions` (login, logout, language), `tokens`, `users`, `audit`,
+//! `signing_keys`, `replays` (with backfills and the shadow report); the plumbing every
+//! route shares: `caller`, `throttle`, `error`, `body`, `pages`, `limits`. This file holds
+//! the state, the router and the small parsers the
 //! resources share.
 
 mod apps;
@@ -76,10 +81,12 @@ mod job_spec;
 mod jobs;
 mod limits;
 mod openapi;
+mod overview;
 mod pages;
 mod registry;
 mod replays;
 mod reports;
+mod run_search;
 mod runs;
 mod schedules;
 mod sessions;
@@ -96,9 +103,11 @@ pub use executors::{ExecutorQuery, ExecutorView};
 pub use job_spec::{JobView, MAX_GLUE_SOURCE_BYTES, NewJobRequest};
 pub use jobs::JobQuery;
 pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
+pub use overview::{AppExecutors, DayCounts, ExecutorCounts, Overview, OverviewQuery};
 pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, PageQuery};
 pub use replays::{BackfillBody, ReplayBody, ReplayQuery, ShadowReportQuery};
 pub use reports::{ReportQuery, ReportView};
+pub use run_search::{RunDetail, RunQuery};
 pub use runs::{
     KillRequest, KillResponse, RunKillResponse, RunLogQuery, RunLogView, TriggerRequest,
     TriggerResponse, TriggeredRun,
@@ -228,7 +237,7 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(users::grant, users::revoke_grant))
         .routes(routes!(apps::list_apps, apps::create_app))
         .routes(routes!(jobs::list_jobs, jobs::create_job))
-        .routes(routes!(jobs::get_job, jobs::update_job))
+        .routes(routes!(jobs::get_job, jobs::update_job, jobs::delete_job))
         .routes(routes!(jobs::list_glue_versions))
         .routes(routes!(jobs::start_job))
         .routes(routes!(jobs::stop_job))
@@ -239,7 +248,10 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(schedules::preview_schedule))
         .routes(routes!(executors::list_executors))
         .routes(routes!(runs::read_run_log))
+        .routes(routes!(run_search::search_runs))
+        .routes(routes!(run_search::get_run))
         .routes(routes!(reports::list_reports))
+        .routes(routes!(overview::overview))
         .routes(routes!(audit::list_audit))
         .routes(routes!(signing_keys::list_signing_keys))
         .routes(routes!(signing_keys::rotate_signing_key))

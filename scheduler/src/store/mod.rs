@@ -15,7 +15,9 @@
 mod accounts;
 mod audit;
 mod batches;
+mod console;
 mod error;
+mod filters;
 pub mod fire_batch;
 mod fire_cancellation;
 mod postgres;
@@ -38,7 +40,9 @@ pub use audit::{AuditFilter, AuditTrail};
 pub use batches::{
     BatchProgress, DispatchMarks, FireBatches, NewFireBatch, ScanBatch, StoredBatch,
 };
+pub use console::{Console, JobCounts, JobRemoval, RunCounts, RunSummary};
 pub use error::StoreError;
+pub use filters::{JobFilter, RunFilter};
 pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
 pub use postgres::PostgresStore;
 pub use replays::{
@@ -170,15 +174,6 @@ impl<K> PageRequest<K> {
 /// The apps a listing may show: `None` for all, `Some` for only these (none if empty).
 pub type AppScope<'a> = Option<&'a [AppName]>;
 
-/// Filters of a job listing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JobFilter {
-    /// Only these apps' jobs (see [`AppScope`]).
-    pub apps: Option<Vec<AppName>>,
-    /// Only jobs in this status.
-    pub status: Option<JobStatus>,
-}
-
 /// The broker acknowledged a trigger: mark its run dispatched.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DispatchAck {
@@ -246,10 +241,20 @@ pub struct UnfinishedRun {
 /// processes on one database. Users, grants and tokens are the [`Accounts`] half; the audit
 /// trail the [`AuditTrail`] half; the keys triggers are signed with the [`SigningKeys`] half;
 /// schedule shards and fire batches are the [`ScheduleShards`] and [`FireBatches`] halves;
-/// replays, backfills and shadow results the [`Replays`] half.
+/// replays, backfills and shadow results the [`Replays`] half; what the console's pages read
+/// (runs across jobs, dashboard counts) and the removal of a job the [`Console`] half.
 #[async_trait::async_trait]
 pub trait Store:
-    Accounts + AuditTrail + FireBatches + Replays + ScheduleShards + SigningKeys + Send + Sync + 'static
+    Accounts
+    + AuditTrail
+    + Console
+    + FireBatches
+    + Replays
+    + ScheduleShards
+    + SigningKeys
+    + Send
+    + Sync
+    + 'static
 {
     /// "sqlite" or "postgres".
     fn backend(&self) -> &'static str;

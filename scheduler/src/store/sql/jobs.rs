@@ -125,6 +125,27 @@ macro_rules! sql_jobs {
                 if let Some(status) = filter.status {
                     query.push(" AND status = ").push_bind(status.as_str());
                 }
+                if let Some(handler) = &filter.handler {
+                    query.push(" AND handler = ").push_bind(handler.clone());
+                }
+                if let Some(author) = &filter.author {
+                    query.push(" AND author = ").push_bind(author.clone());
+                }
+                if let Some(text) = &filter.text {
+                    // Both backends take LOWER(…) LIKE LOWER(…) with an explicit escape
+                    // (SQLite has no default one); SQLite's LOWER folds ASCII letters only.
+                    let pattern = $crate::store::filters::contains_pattern(text);
+                    query
+                        .push(" AND (LOWER(name) LIKE LOWER(")
+                        .push_bind(pattern.clone())
+                        .push(r") ESCAPE '\' OR LOWER(handler) LIKE LOWER(")
+                        .push_bind(pattern)
+                        .push(r") ESCAPE '\'");
+                    if let Ok(id) = text.trim().parse::<JobId>() {
+                        query.push(" OR id = ").push_bind(id.get());
+                    }
+                    query.push(")");
+                }
                 if let Some(after) = page.after {
                     query.push(" AND id > ").push_bind(after.get());
                 }

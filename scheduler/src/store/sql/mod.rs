@@ -22,15 +22,16 @@
 //! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
 //! functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the backend's
 //! file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
-//! [`accounts`], [`audit`], [`batches`], [`replays`], [`shards`] and [`signing`] implement the
-//! separate [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail),
-//! [`FireBatches`](super::FireBatches), [`Replays`](super::Replays),
+//! [`accounts`], [`audit`], [`batches`], [`console`], [`replays`], [`shards`] and [`signing`]
+//! implement the separate [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail),
+//! [`FireBatches`](super::FireBatches), [`Console`](super::Console), [`Replays`](super::Replays),
 //! [`ScheduleShards`](super::ScheduleShards) and [`SigningKeys`](super::SigningKeys) traits the
 //! same way.
 
 pub(crate) mod accounts;
 pub(crate) mod audit;
 pub(crate) mod batches;
+pub(crate) mod console;
 pub(crate) mod fires;
 pub(crate) mod history;
 pub(crate) mod jobs;
@@ -472,6 +473,7 @@ macro_rules! impl_sql_store {
         $crate::store::sql::shards::impl_sql_shards!($store, $db);
         $crate::store::sql::signing::impl_sql_signing!($store, $db);
         $crate::store::sql::replays::impl_sql_replays!($store, $db);
+        $crate::store::sql::console::impl_sql_console!($store, $db);
     };
 }
 
