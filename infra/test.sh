@@ -5,7 +5,7 @@
 #   2. cargo fmt --check, the code-shape check (no file over 500 lines of non-test code, no
 #      function over 80, no module cycle), the dashboards being generate.py's output, and
 #      cargo clippy --all-targets -D warnings; installs Debian's prometheus (and promtool)
-#      when missing and checks the alert rules; installs Debian's chromium and chromium-driver
+#      when missing and checks the alert rules; installs Debian's chromium, chromium-driver and a CJK font
 #      when missing (the console's browser test, tests/e2e/console.rs);
 #   3. installs the Python tools the tests use when missing (confluent-kafka, fastavro), the
 #      reference Python executor in a virtual environment of its own (infra/python-executor.sh)
@@ -75,12 +75,12 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
 fi
 promtool check rules dashboards/alerts.yml
 
-step "Chromium and ChromeDriver (Debian's chromium, chromium-driver, when missing)"
+step "Chromium, ChromeDriver and a CJK font (Debian's chromium, chromium-driver, fonts-noto-cjk, when missing)"
 # The console is tested in a real headless browser through WebDriver (tests/e2e/console.rs);
 # its screenshots land in target/test-artifacts/console/.
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || ! fc-list :lang=zh | grep -q .; then
   apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver fonts-noto-cjk
 fi
 
 step "reference Python executor (executors/python): install, unit tests"

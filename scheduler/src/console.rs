@@ -97,14 +97,17 @@ static CATALOGS: LazyLock<BTreeMap<&'static str, Result<String, String>>> = Lazy
 fn catalog(locale: &str) -> Result<BTreeMap<String, String>, String> {
     let prefix = format!("i18n/{locale}/");
     let mut merged = BTreeMap::new();
-    let files = ConsoleFiles::iter().filter(|name| name.starts_with(&prefix) && name.ends_with(".json"));
+    let files =
+        ConsoleFiles::iter().filter(|name| name.starts_with(&prefix) && name.ends_with(".json"));
     for name in files {
         let file = ConsoleFiles::get(&name).ok_or_else(|| format!("{name} vanished"))?;
         let messages: BTreeMap<String, String> = serde_json::from_slice(&file.data)
             .map_err(|error| format!("{name}: {error} (a flat object of key to message)"))?;
         for (key, message) in messages {
             if merged.insert(key.clone(), message).is_some() {
-                return Err(format!("{name}: key {key} is in another file of {locale} too"));
+                return Err(format!(
+                    "{name}: key {key} is in another file of {locale} too"
+                ));
             }
         }
     }

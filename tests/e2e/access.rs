@@ -17,10 +17,11 @@ use crate::common::Backend;
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, login, spawn_app, spawn_app_with};
 
 /// The operations anyone may call, besides the schema registry's (under [`PUBLIC_PREFIX`]).
-const PUBLIC: [(&str, &str); 3] = [
+const PUBLIC: [(&str, &str); 4] = [
     ("GET", "/health"),
     ("GET", "/metrics"),
     ("POST", "/api/auth/login"),
+    ("POST", "/api/auth/session"),
 ];
 /// Where every operation is public: the record schemas, the same as the repository's.
 const PUBLIC_PREFIX: &str = "/registry/";
@@ -135,6 +136,12 @@ fn cases(fixture: &Fixture, spare: i64) -> Vec<Case> {
             AnyUser,
         ),
         case(("GET", "/api/auth/me"), "/api/auth/me", None, AnyUser),
+        case(
+            ("PUT", "/api/auth/me/locale"),
+            "/api/auth/me/locale",
+            Some(json!({"locale": "zh-CN"})),
+            AnyUser,
+        ),
         case(("GET", "/api/tokens"), "/api/tokens", None, AnyUser),
         case(
             ("POST", "/api/tokens"),

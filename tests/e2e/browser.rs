@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
@@ -64,8 +65,7 @@ impl Browser {
         let url = format!("http://127.0.0.1:{port}");
         let started = Instant::now();
         let client = loop {
-            match ClientBuilder::rustls()
-                .expect("a TLS configuration")
+            match ClientBuilder::new(HttpConnector::new())
                 .capabilities(capabilities.clone())
                 .connect(&url)
                 .await
@@ -145,7 +145,12 @@ impl Browser {
     }
 
     /// The text of the element matching `css` once `accept` takes it.
-    pub async fn wait_for_text(&self, css: &str, what: &str, accept: impl Fn(&str) -> bool) -> String {
+    pub async fn wait_for_text(
+        &self,
+        css: &str,
+        what: &str,
+        accept: impl Fn(&str) -> bool,
+    ) -> String {
         let started = Instant::now();
         let mut last = String::new();
         while started.elapsed() < WAIT {

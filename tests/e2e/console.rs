@@ -30,9 +30,8 @@ async fn ticker(ctx: JobContext) -> JobResult {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_operator_and_a_viewer_use_the_console_in_a_real_browser() {
-    let mut app = spawn_app(Backend::Sqlite).await;
+async fn an_operator_and_a_viewer_use_the_console_in_a_real_browser(backend: Backend) {
+    let mut app = spawn_app(backend).await;
     app.create_app("web", 2).await;
     app.start_executor_with("web", |builder| builder.handler("ticker", ticker));
     let script_job = script_job_with_two_versions(&app).await;
@@ -52,9 +51,16 @@ async fn an_operator_and_a_viewer_use_the_console_in_a_real_browser() {
     browser
         .click(&format!("tr[data-job=\"{job}\"] [data-action=\"stop\"]"))
         .await;
-    browser.find(&format!("tr[data-job=\"{job}\"] [data-action=\"start\"]")).await;
-    let (_, stopped) = app.call(reqwest::Method::GET, &format!("/api/jobs/{job}"), None).await;
-    assert_eq!(stopped["status"], "STOPPED", "the stop button stopped the job");
+    browser
+        .find(&format!("tr[data-job=\"{job}\"] [data-action=\"start\"]"))
+        .await;
+    let (_, stopped) = app
+        .call(reqwest::Method::GET, &format!("/api/jobs/{job}"), None)
+        .await;
+    assert_eq!(
+        stopped["status"], "STOPPED",
+        "the stop button stopped the job"
+    );
 
     screenshot_every_page(&browser, &base, job, log_id, script_job).await;
     narrow_window_shows_the_menu(&browser, &base).await;
@@ -63,9 +69,13 @@ async fn an_operator_and_a_viewer_use_the_console_in_a_real_browser() {
     browser.goto(&format!("{base}/#/jobs")).await;
     browser.select("#language", "zh-CN").await;
     browser
-        .wait_for_text("nav#nav", "the Chinese menu", |text| text.contains("任务管理"))
+        .wait_for_text("nav#nav", "the Chinese menu", |text| {
+            text.contains("任务管理")
+        })
         .await;
-    browser.wait_for_text("h1", "the Chinese title", |text| text.contains("任务管理")).await;
+    browser
+        .wait_for_text("h1", "the Chinese title", |text| text.contains("任务管理"))
+        .await;
     browser.screenshot("jobs-zh-CN").await;
     let (_, me) = app.call(reqwest::Method::GET, "/api/auth/me", None).await;
     assert_eq!(me["locale"], "zh-CN", "the language is the user's: {me}");
@@ -111,7 +121,9 @@ async fn create_job_through_the_form(browser: &Browser, app: &TestApp, base: &st
     browser.find("#job-form").await;
     browser.select("#job-app", "web").await;
     browser.type_into("#job-handler", "ticker").await;
-    browser.type_into("#job-schedule_conf", "0 61 * * * ?").await;
+    browser
+        .type_into("#job-schedule_conf", "0 61 * * * ?")
+        .await;
     browser
         .wait_for_text("#schedule-preview-error", "the bad field named", |text| {
             text.contains("minute") && text.contains("61")
@@ -125,21 +137,35 @@ async fn create_job_through_the_form(browser: &Browser, app: &TestApp, base: &st
         })
         .await;
     browser.screenshot("job-form-error").await;
-    browser.type_into("#job-schedule_conf", "*/3 * * * * ?").await;
+    browser
+        .type_into("#job-schedule_conf", "*/3 * * * * ?")
+        .await;
     browser.type_into("#job-time_zone", "Asia/Shanghai").await;
     let started = std::time::Instant::now();
     while browser.all("#schedule-preview li").await.len() != 5 {
-        assert!(started.elapsed() < Duration::from_secs(20), "no preview of the next fires");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no preview of the next fires"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let first = browser.find("#schedule-preview li").await.text().await.unwrap();
+    let first = browser
+        .find("#schedule-preview li")
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(!first.is_empty(), "a fire time is shown");
     browser.screenshot("job-form-preview").await;
     browser.find("#job-start").await.click().await.unwrap();
     browser.click("#job-save").await;
     browser.wait_gone("#job-start").await;
     let (_, jobs) = app
-        .call(reqwest::Method::GET, "/api/jobs?app=web&handler=ticker", None)
+        .call(
+            reqwest::Method::GET,
+            "/api/jobs?app=web&handler=ticker",
+            None,
+        )
         .await;
     let job = &jobs["items"][0];
     assert_eq!(job["status"], "RUNNING", "saved and started: {jobs}");
@@ -155,55 +181,96 @@ async fn watch_runs_appear(browser: &Browser, base: &str, job: i64) -> i64 {
     let started = std::time::Instant::now();
     loop {
         if let Some(row) = browser.all(going).await.into_iter().next() {
-            let log_id = row.attr("data-run").await.unwrap().expect("rows carry their run");
+            let log_id = row
+                .attr("data-run")
+                .await
+                .unwrap()
+                .expect("rows carry their run");
             browser.screenshot("runs").await;
             return log_id.parse().expect("a log id");
         }
-        assert!(started.elapsed() < Duration::from_secs(40), "no run of job {job} appeared");
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "no run of job {job} appeared"
+        );
         tokio::time::sleep(Duration::from_millis(700)).await;
         browser.click("#refresh-runs").await;
     }
 }
 
 /// The run page follows the log while the run goes, and kills it.
-async fn follow_the_log_and_kill(browser: &Browser, app: &TestApp, base: &str, job: i64, log_id: i64) {
+async fn follow_the_log_and_kill(
+    browser: &Browser,
+    app: &TestApp,
+    base: &str,
+    job: i64,
+    log_id: i64,
+) {
     browser.goto(&format!("{base}/#/runs/{log_id}")).await;
-    let lines = |text: &str| text.lines().filter(|line| line.starts_with("tick ")).count();
+    let lines = |text: &str| {
+        text.lines()
+            .filter(|line| line.starts_with("tick "))
+            .count()
+    };
     let first = browser
         .wait_for_text("#run-log", "log lines", |text| lines(text) >= 2)
         .await;
     let later = browser
-        .wait_for_text("#run-log", "more lines arriving", |text| lines(text) >= lines(&first) + 3)
+        .wait_for_text("#run-log", "more lines arriving", |text| {
+            lines(text) >= lines(&first) + 3
+        })
         .await;
     assert!(later.contains("tick 1"), "{later}");
     browser.screenshot("run-log").await;
     browser.click("#kill-run").await;
     browser.click("[data-confirm=\"yes\"]").await;
-    let run = wait_for(Duration::from_secs(30), "the killed run's result", || async {
-        let (_, runs) = app
-            .call(reqwest::Method::GET, &format!("/api/jobs/{job}/runs"), None)
-            .await;
-        runs["items"]
-            .as_array()
-            .and_then(|runs| runs.iter().find(|run| run["log_id"] == log_id).cloned())
-            .filter(|run| run["handle_code"].is_number())
-    })
+    let run = wait_for(
+        Duration::from_secs(30),
+        "the killed run's result",
+        || async {
+            let (_, runs) = app
+                .call(reqwest::Method::GET, &format!("/api/jobs/{job}/runs"), None)
+                .await;
+            runs["items"]
+                .as_array()
+                .and_then(|runs| runs.iter().find(|run| run["log_id"] == log_id).cloned())
+                .filter(|run| run["handle_code"].is_number())
+        },
+    )
     .await;
     assert_eq!(run["handle_code"], 500, "{run}");
-    assert!(run["handle_msg"].as_str().unwrap_or_default().contains("killed"), "{run}");
+    assert!(
+        run["handle_msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("killed"),
+        "{run}"
+    );
     browser.find("h1 .badge.outcome-failed").await;
     browser
-        .wait_for_text("#log-state", "the log done", |text| !text.contains("Following"))
+        .wait_for_text("#log-state", "the log done", |text| {
+            !text.contains("Following")
+        })
         .await;
 }
 
 /// Every page, as the operator sees it, saved for the record.
-async fn screenshot_every_page(browser: &Browser, base: &str, job: i64, log_id: i64, script_job: i64) {
+async fn screenshot_every_page(
+    browser: &Browser,
+    base: &str,
+    job: i64,
+    log_id: i64,
+    script_job: i64,
+) {
     let pages = [
         ("dashboard", "/#/".to_owned(), "#daily-chart"),
         ("jobs", "/#/jobs".to_owned(), "#jobs-table tbody tr"),
         ("job", format!("/#/jobs/{job}"), "#job-form"),
-        ("script", format!("/#/jobs/{script_job}/script"), "[data-version=\"1\"]"),
+        (
+            "script",
+            format!("/#/jobs/{script_job}/script"),
+            "[data-version=\"1\"]",
+        ),
         ("runs-all", "/#/runs".to_owned(), "#runs-table tbody tr"),
         ("run", format!("/#/runs/{log_id}"), "#run-log"),
         ("executors", "/#/executors".to_owned(), "main table"),
@@ -227,7 +294,10 @@ async fn narrow_window_shows_the_menu(browser: &Browser, base: &str) {
     browser.resize(420, 860).await;
     browser.goto(&format!("{base}/#/jobs")).await;
     let nav = browser.find("nav#nav").await;
-    assert!(!nav.is_displayed().await.unwrap(), "the sidebar is folded away");
+    assert!(
+        !nav.is_displayed().await.unwrap(),
+        "the sidebar is folded away"
+    );
     browser.click("button.menu").await;
     assert!(nav.is_displayed().await.unwrap(), "the menu opens it");
     browser.screenshot("jobs-narrow").await;
@@ -245,8 +315,14 @@ async fn a_viewer_sees_no_write_controls(base: &str, job: i64, log_id: i64) {
     log_in(&browser, "viewer", "viewer-password-1").await;
     browser.goto(&format!("{base}/#/jobs")).await;
     browser.find(&format!("tr[data-job=\"{job}\"]")).await;
-    assert!(browser.all("#new-job").await.is_empty(), "no new-job button");
-    assert!(browser.all("[data-action]").await.is_empty(), "no write control on any job");
+    assert!(
+        browser.all("#new-job").await.is_empty(),
+        "no new-job button"
+    );
+    assert!(
+        browser.all("[data-action]").await.is_empty(),
+        "no write control on any job"
+    );
     browser.screenshot("jobs-viewer-zh-CN").await;
     browser.goto(&format!("{base}/#/runs/{log_id}")).await;
     browser.find("#run-log").await;
@@ -272,3 +348,5 @@ async fn a_viewer_sees_no_write_controls(base: &str, job: i64, log_id: i64) {
     );
     browser.close().await;
 }
+
+on_sqlite_only!(an_operator_and_a_viewer_use_the_console_in_a_real_browser);

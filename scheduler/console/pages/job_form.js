@@ -50,6 +50,8 @@ function toRequest(form) {
   body.child_job_ids = form.child_job_ids.split(/[\s,]+/).filter(Boolean).map(Number);
   for (const key of NUMBERS) body[key] = Number(form[key]) || 0;
   body.alarm_webhook = form.alarm_webhook.trim() || null;
+  // An empty name takes the handler's, as in XXL-JOB.
+  body.name = form.name.trim() || undefined;
   body.glue_source = form.glue_type === 'BEAN' ? null : form.glue_source;
   return body;
 }
@@ -85,7 +87,11 @@ export function JobFormPage({ id, copy }) {
 
   const writable = editing ? can(existing.value.app, 'OPERATE') : true;
   const operableApps = appsWith((apps.value ?? []).map((app) => app.name), 'OPERATE');
-  const set = (name) => (value) => setForm((previous) => ({ ...previous, [name]: value }));
+  const set = (name) => (value) => {
+    setForm((previous) => ({ ...previous, [name]: value }));
+    // A field's error goes once the field is changed.
+    setError((previous) => (previous?.field === name ? null : previous));
+  };
   const errorOf = (name) => (error?.field === name ? error.message : null);
 
   const submit = async (event) => {

@@ -17,8 +17,8 @@
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::{HeaderMap, Method, header};
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use kadence_schemas::AppName;
@@ -122,7 +122,11 @@ pub(super) async fn authenticate(
     }
 }
 
-async fn identify(state: &ApiState, method: &Method, headers: &HeaderMap) -> Result<Caller, ApiError> {
+async fn identify(
+    state: &ApiState,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<Caller, ApiError> {
     let token = match session_cookie(headers) {
         Some(token) if !headers.contains_key(header::AUTHORIZATION) => {
             require_console_header(method, headers)?;

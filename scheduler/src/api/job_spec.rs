@@ -118,26 +118,22 @@ pub(super) fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> 
         .map_err(at("app"))?;
     let handler = request.handler.trim().to_owned();
     if handler.is_empty() || handler.len() > 200 {
-        return Err(at("handler")(bad_request(
-            "handler must be 1 to 200 characters",
-        )));
+        return invalid("handler", "handler must be 1 to 200 characters");
     }
     let params = request.params.unwrap_or_default();
     check_params(&params).map_err(at("params"))?;
-    let name = request.name.unwrap_or_else(|| handler.clone());
+    // A blank name takes the handler's, as a missing one does.
+    let name = request
+        .name
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| handler.clone());
     if name.len() > 255 {
-        return Err(at("name")(bad_request(
-            "name must be at most 255 characters",
-        )));
+        return invalid("name", "name must be at most 255 characters");
     }
-    let schedule_type = request.schedule_type.as_deref().unwrap_or("CRON");
-    parse_or(Some(schedule_type), ScheduleType::Cron).map_err(at("schedule_type"))?;
-    let schedule = ScheduleSpec::parse(
-        schedule_type,
-        request.schedule_conf.as_deref().unwrap_or(""),
-    )
-    .map_err(bad_request)
-    .map_err(at("schedule_conf"))?;
+    let schedule = parse_schedule(
+        request.schedule_type.as_deref(),
+        request.schedule_conf.as_deref(),
+    )?;
     Ok(NewJob {
         app,
         name,
@@ -160,11 +156,7 @@ pub(super) fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> 
         author: request.author.unwrap_or_default(),
         alarm_emails: parse_emails(request.alarm_emails.unwrap_or_default())
             .map_err(at("alarm_emails"))?,
-        alarm_webhook: request
-            .alarm_webhook
-            .map(parse_webhook)
-            .transpose()
-            .map_err(at("alarm_webhook"))?,
+        alarm_webhook: parse_webhook(request.alarm_webhook).map_err(at("alarm_webhook"))?,
         retry: RetryPolicy {
             count: request.retry_count.unwrap_or(0),
             backoff: RetryBackoff::from_parts(
@@ -193,9 +185,25 @@ pub(super) fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> 
             ChildTriggerMode::EachShard,
         )
         .map_err(at("child_trigger_mode"))?,
-        history: parse_or(request.history.as_deref(), HistoryPolicy::All)
-            .map_err(at("history"))?,
+        history: parse_or(request.history.as_deref(), HistoryPolicy::All).map_err(at("history"))?,
     })
+}
+
+/// A 400 about `field`.
+fn invalid<T>(field: &'static str, message: &str) -> Result<T, ApiError> {
+    Err(ApiError::at(field)(bad_request(message)))
+}
+
+/// A schedule's type and configuration; the error names whichever is at fault.
+fn parse_schedule(
+    schedule_type: Option<&str>,
+    schedule_conf: Option<&str>,
+) -> Result<ScheduleSpec, ApiError> {
+    let schedule_type = schedule_type.unwrap_or("CRON");
+    parse_or(Some(schedule_type), ScheduleType::Cron).map_err(ApiError::at("schedule_type"))?;
+    ScheduleSpec::parse(schedule_type, schedule_conf.unwrap_or(""))
+        .map_err(bad_request)
+        .map_err(ApiError::at("schedule_conf"))
 }
 
 pub(super) fn parse_emails(emails: Vec<String>) -> Result<Vec<String>, ApiError> {
@@ -219,13 +227,15 @@ pub(super) fn parse_emails(emails: Vec<String>) -> Result<Vec<String>, ApiError>
         .collect()
 }
 
-pub(super) fn parse_webhook(url: String) -> Result<String, ApiError> {
+/// An alarm webhook, if one is given: an http or https URL.
+pub(super) fn parse_webhook(url: Option<String>) -> Result<Option<String>, ApiError> {
+    let Some(url) = url else { return Ok(None) };
     let url = url.trim().to_owned();
     if (url.starts_with("http://") || url.starts_with("https://"))
         && url.len() <= 2048
         && !url.contains(char::is_whitespace)
     {
-        Ok(url)
+        Ok(Some(url))
     } else {
         Err(bad_request(format!(
             "invalid alarm webhook {url:?}: give an http:// or https:// URL"

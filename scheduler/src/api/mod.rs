@@ -98,6 +98,7 @@ mod users;
 pub use apps::NewAppRequest;
 pub use audit::{AuditNote, AuditQuery};
 pub use caller::Caller;
+pub use caller::{CONSOLE_HEADER, SESSION_COOKIE};
 pub use error::ApiError;
 pub use executors::{ExecutorQuery, ExecutorView};
 pub use job_spec::{JobView, MAX_GLUE_SOURCE_BYTES, NewJobRequest};
@@ -113,7 +114,6 @@ pub use runs::{
     TriggerResponse, TriggeredRun,
 };
 pub use schedules::PreviewResponse;
-pub use caller::{CONSOLE_HEADER, SESSION_COOKIE};
 pub use sessions::{ConsoleSession, LocaleRequest, LoginRequest};
 pub use signing_keys::SigningKeyView;
 pub use throttle::LoginThrottle;

@@ -228,7 +228,10 @@ pub(super) async fn logout(
         .await?;
     let mut cleared = Cookie::build((SESSION_COOKIE, "")).path("/").build();
     cleared.make_removal();
-    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cleared.to_string())]))
+    Ok((
+        StatusCode::NO_CONTENT,
+        [(header::SET_COOKIE, cleared.to_string())],
+    ))
 }
 
 #[utoipa::path(

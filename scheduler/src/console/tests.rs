@@ -21,9 +21,17 @@ fn scripts() -> Vec<(String, String)> {
 fn every_language_has_every_key() {
     let catalogs: BTreeMap<&str, BTreeMap<String, String>> = LOCALES
         .iter()
-        .map(|&locale| (locale, catalog(locale).unwrap_or_else(|error| panic!("{error}"))))
+        .map(|&locale| {
+            (
+                locale,
+                catalog(locale).unwrap_or_else(|error| panic!("{error}")),
+            )
+        })
         .collect();
-    let all: BTreeSet<&String> = catalogs.values().flat_map(|catalog| catalog.keys()).collect();
+    let all: BTreeSet<&String> = catalogs
+        .values()
+        .flat_map(|catalog| catalog.keys())
+        .collect();
     let mut missing = Vec::new();
     for (locale, catalog) in &catalogs {
         for key in &all {
@@ -36,7 +44,11 @@ fn every_language_has_every_key() {
             }
         }
     }
-    assert!(missing.is_empty(), "keys in one language only:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "keys in one language only:\n{}",
+        missing.join("\n")
+    );
 }
 
 /// The literal keys of `t('…')` and `t("…")` calls in `text`.
@@ -69,7 +81,11 @@ fn every_key_a_page_uses_is_in_the_catalogs() {
             }
         }
     }
-    assert!(unknown.is_empty(), "keys no catalog has:\n{}", unknown.join("\n"));
+    assert!(
+        unknown.is_empty(),
+        "keys no catalog has:\n{}",
+        unknown.join("\n")
+    );
 }
 
 /// The static text of every html`…` template in `text`, with each `${…}` replaced by a
@@ -178,15 +194,26 @@ fn templates_carry_no_words_of_their_own() {
             }
         }
     }
-    assert!(found.is_empty(), "text outside the catalogs:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "text outside the catalogs:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
 fn the_checker_sees_words_in_a_template() {
-    let page = "const a = html`<p>${t('x.y')}</p><b>Hello</b>${ok && html`<i title=\"Bye\">${n}</i>`}`;";
-    let words: Vec<String> = templates(page).iter().flat_map(|template| hard_coded_words(template)).collect();
+    let page =
+        "const a = html`<p>${t('x.y')}</p><b>Hello</b>${ok && html`<i title=\"Bye\">${n}</i>`}`;";
+    let words: Vec<String> = templates(page)
+        .iter()
+        .flat_map(|template| hard_coded_words(template))
+        .collect();
     assert_eq!(words, ["title=\"Bye\"", "Hello"]);
-    assert_eq!(used_keys("t('a.b'); split('x'); t(\"c\"); t(`d${e}`)"), ["a.b", "c"]);
+    assert_eq!(
+        used_keys("t('a.b'); split('x'); t(\"c\"); t(`d${e}`)"),
+        ["a.b", "c"]
+    );
 }
 
 #[test]
@@ -196,7 +223,10 @@ fn every_page_the_shell_imports_is_embedded() {
     for line in shell.lines().filter(|line| line.starts_with("import ")) {
         let path = line.split('\'').nth(1).expect("a quoted module path");
         let path = path.trim_start_matches("./");
-        assert!(ConsoleFiles::get(path).is_some(), "app.js imports {path}, which is not there");
+        assert!(
+            ConsoleFiles::get(path).is_some(),
+            "app.js imports {path}, which is not there"
+        );
     }
     assert!(ConsoleFiles::get("index.html").is_some());
 }
