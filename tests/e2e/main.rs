@@ -19,6 +19,7 @@ mod api_load;
 mod closing;
 #[cfg(unix)]
 mod conformance;
+mod console;
 mod helpers;
 mod metrics;
 mod monitors;
