@@ -21,6 +21,7 @@ mod closing;
 #[cfg(unix)]
 mod conformance;
 mod console;
+mod console_api;
 mod console_session;
 mod helpers;
 mod metrics;
