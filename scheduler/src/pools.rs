@@ -1,5 +1,5 @@
 //! A node's database connections: [`StorePools`], one pool per kind of work, and
-//! [`open_store`], the one way a URL (`sqlite:` or `postgres:`) becomes a [`Store`].
+//! [`open_store`], the one way a URL (`sqlite:`, `postgres:` or `mysql:`) becomes a [`Store`].
 
 use std::sync::Arc;
 
@@ -7,9 +7,10 @@ use anyhow::Context as _;
 use secrecy::ExposeSecret;
 
 use crate::config::DatabaseConfig;
-use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
+use crate::store::{MySqlStore, PoolSettings, PostgresStore, SqliteStore, Store};
 
-/// Opens the store a database URL names (`sqlite:` or `postgres:`/`postgresql:`) with a pool
+/// Opens the store a database URL names (`sqlite:`, `postgres:`/`postgresql:` or
+/// `mysql:`/`mariadb:`) with a pool
 /// of `max_connections`, and brings its schema up to date.
 pub async fn open_store(url: &str, max_connections: u32) -> anyhow::Result<Arc<dyn Store>> {
     let store = connect_store(url, PoolSettings::new(max_connections)).await?;
@@ -23,9 +24,15 @@ async fn connect_store(url: &str, pool: PoolSettings) -> anyhow::Result<Arc<dyn 
         Arc::new(SqliteStore::connect(url, pool).await?)
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         Arc::new(PostgresStore::connect(url, pool).await?)
+    } else if url.starts_with("mysql:") {
+        Arc::new(MySqlStore::connect(url, pool).await?)
+    } else if let Some(rest) = url.strip_prefix("mariadb:") {
+        // MariaDB speaks MySQL's protocol; sqlx knows it by the `mysql:` scheme only.
+        Arc::new(MySqlStore::connect(&format!("mysql:{rest}"), pool).await?)
     } else {
         anyhow::bail!(
-            "unsupported database URL scheme: use sqlite://FILE or postgres://USER@HOST/DB"
+            "unsupported database URL scheme: use sqlite://FILE, postgres://USER@HOST/DB \
+             or mysql://USER@HOST/DB (MySQL 8, MariaDB 10.11+)"
         );
     })
 }

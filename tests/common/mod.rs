@@ -1,13 +1,15 @@
 //! Fixtures shared by the suites: a fresh database per test (a SQLite file in a temporary
-//! directory, or a new PostgreSQL database dropped afterwards), random topic prefixes, the
-//! broker address, a polling wait with a deadline ([`wait_for`]), and the macros that make
-//! tests of an `async fn test(backend: Backend)`: on both stores (`on_both_backends!`) or
-//! once, on SQLite (`on_sqlite_only!`); the rule for which is which stands above them.
+//! directory, or a new PostgreSQL or MySQL database dropped afterwards), random topic
+//! prefixes, the broker address, a polling wait with a deadline ([`wait_for`]), and the macros
+//! that make tests of an `async fn test(backend: Backend)`: on every store
+//! (`on_every_backend!`) or once, on SQLite (`on_sqlite_only!`); the rule for which is which
+//! stands above them.
 //!
 //! Tests need a running Kafka-compatible broker named by `KADENCE_TEST_BROKERS`
-//! (`infra/test.sh` starts one) and PostgreSQL at `KADENCE_TEST_POSTGRES_URL` (default
+//! (`infra/test.sh` starts one), PostgreSQL at `KADENCE_TEST_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`, the server's maintenance database used to create
-//! and drop one database per test).
+//! and drop one database per test) and MySQL or MariaDB at `KADENCE_TEST_MYSQL_URL` (default
+//! `mysql://root@127.0.0.1:3306`, a user that may create and drop databases).
 
 #![allow(dead_code)] // each suite uses its own subset
 
@@ -16,39 +18,40 @@ use std::time::Duration;
 
 use rand::Rng;
 
-// What runs on both stores and what runs once.
+// What runs on every store and what runs once.
 //
-// A test runs on both backends when what it proves passes through the store: scheduling
+// A test runs on every backend when what it proves passes through the store: scheduling
 // (pre-read, pending fires, next-fire times), results and logs recorded, stops and edits,
 // retries and alarms, the executor rows the registry lists, the API's answers that come
-// from the database. Such a test can fail on one backend only, and PostgreSQL is where
-// clusters of schedulers run.
+// from the database. Such a test can fail on one backend only, and PostgreSQL and MySQL are
+// where clusters of schedulers run.
 //
 // A test runs once, on SQLite, when its subject is the executor or the broker: block
 // strategies, kills, redelivery, rebalance hand-back, script handlers, the executor's
 // dead-letter queue, routing that only needs the partition count, topic checks at start.
 // The store only records the outcome there, and the store suite checks those writes on
-// both backends; running the test on PostgreSQL as well would repeat the same broker
-// traffic for nothing. SQLite because it is the cheaper fixture: a file, where PostgreSQL
-// needs a database created and dropped.
+// every backend; running the test on the servers as well would repeat the same broker
+// traffic for nothing. SQLite because it is the cheaper fixture: a file, where the servers
+// need a database created and dropped.
 //
 // Each suite file says in its `//!` doc which of its tests run where, and why.
 
-/// Expands each named `async fn name(backend: Backend)` into two tests, `sqlite::name` and
-/// `postgres::name`, each under a [`Watchdog`]: for tests whose subject passes through the
-/// store (see the rule above).
-#[allow(unused_macros)] // not every suite runs on both backends
-macro_rules! on_both_backends {
+/// Expands each named `async fn name(backend: Backend)` into three tests, `sqlite::name`,
+/// `postgres::name` and `mysql::name`, each under a [`Watchdog`]: for tests whose subject
+/// passes through the store (see the rule above).
+#[allow(unused_macros)] // not every suite runs on every backend
+macro_rules! on_every_backend {
     ($($test:ident),* $(,)?) => {
         backend_tests!(sqlite, Sqlite, $($test),*);
         backend_tests!(postgres, Postgres, $($test),*);
+        backend_tests!(mysql, MySql, $($test),*);
     };
 }
 
 /// Expands each named `async fn name(backend: Backend)` into one test, `sqlite_only::name`,
 /// under a [`Watchdog`]: for tests whose subject is the executor or the broker, not the store
 /// (see the rule above). The module's name keeps them in a `sqlite` filter and says that no
-/// PostgreSQL twin exists.
+/// PostgreSQL or MySQL twin exists.
 #[allow(unused_macros)] // not every suite has tests that run once
 macro_rules! on_sqlite_only {
     ($($test:ident),* $(,)?) => {
@@ -151,6 +154,7 @@ impl Watchdog {
 pub enum Backend {
     Sqlite,
     Postgres,
+    MySql,
 }
 
 /// The broker the tests use.
@@ -174,10 +178,17 @@ fn postgres_admin_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
+fn mysql_admin_url() -> String {
+    std::env::var("KADENCE_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned())
+}
+
 /// A database that exists for one test.
 pub struct TestDatabase {
     pub url: String,
-    postgres_name: Option<String>,
+    backend: Backend,
+    /// The server's database, dropped with this (PostgreSQL and MySQL).
+    server_name: Option<String>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -190,72 +201,114 @@ impl TestDatabase {
                 let url = format!("sqlite://{}", dir.path().join("kadence.db").display());
                 TestDatabase {
                     url,
-                    postgres_name: None,
+                    backend,
+                    server_name: None,
                     _dir: Some(dir),
                 }
             }
-            Backend::Postgres => {
+            Backend::Postgres | Backend::MySql => {
                 let name = unique("kadence_test_");
-                let admin = postgres_admin_url();
-                let mut connection = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
+                let admin = admin_url(backend);
+                run_on_server(backend, &admin, &format!("CREATE DATABASE {name}"))
                     .await
-                    .unwrap_or_else(|error| panic!("cannot reach PostgreSQL at {admin}: {error}"));
-                sqlx::query(&format!("CREATE DATABASE {name}"))
-                    .execute(&mut connection)
-                    .await
-                    .expect("create test database");
-                let base = admin
-                    .rsplit_once('/')
-                    .map(|(base, _)| base)
-                    .unwrap_or(&admin);
+                    .unwrap_or_else(|error| {
+                        panic!("cannot create a test database at {admin}: {error}")
+                    });
+                // The admin URL names a maintenance database (PostgreSQL) or none (MySQL).
+                let base = match backend {
+                    Backend::Postgres => admin
+                        .rsplit_once('/')
+                        .map_or(admin.as_str(), |(base, _)| base),
+                    _ => admin.trim_end_matches('/'),
+                };
                 TestDatabase {
                     url: format!("{base}/{name}"),
-                    postgres_name: Some(name),
+                    backend,
+                    server_name: Some(name),
                     _dir: None,
                 }
             }
         }
     }
 
+    /// Which backend the database is on.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
     /// Runs SQL on the database outside any store (to stage a fault), panicking on error.
     #[allow(dead_code)] // not every suite stages faults
     pub async fn execute(&self, sql: &str) {
-        use sqlx::{Connection, Executor};
-        let done = if self.postgres_name.is_some() {
-            let mut connection = sqlx::PgConnection::connect(&self.url)
-                .await
-                .expect("connect to the test database");
+        run_on_server(self.backend, &self.url, sql)
+            .await
+            .unwrap_or_else(|error| panic!("{sql}: {error}"));
+    }
+}
+
+fn admin_url(backend: Backend) -> String {
+    match backend {
+        Backend::MySql => mysql_admin_url(),
+        _ => postgres_admin_url(),
+    }
+}
+
+/// Runs `sql` (one or more statements) on a connection of its own to `url`.
+async fn run_on_server(backend: Backend, url: &str, sql: &str) -> Result<(), sqlx::Error> {
+    use sqlx::{Connection, Executor};
+    match backend {
+        Backend::Postgres => {
+            let mut connection = sqlx::PgConnection::connect(url).await?;
             connection.execute(sql).await.map(|_| ())
-        } else {
-            let mut connection = sqlx::SqliteConnection::connect(&self.url)
-                .await
-                .expect("open the test database");
+        }
+        Backend::MySql => {
+            let mut connection = sqlx::MySqlConnection::connect(url).await?;
             connection.execute(sql).await.map(|_| ())
-        };
-        done.unwrap_or_else(|error| panic!("{sql}: {error}"));
+        }
+        Backend::Sqlite => {
+            let mut connection = sqlx::SqliteConnection::connect(url).await?;
+            connection.execute(sql).await.map(|_| ())
+        }
     }
 }
 
 impl Drop for TestDatabase {
-    /// Drops the PostgreSQL database even when the test panicked. Runs on its own thread and
+    /// Drops the server's database even when the test panicked. Runs on its own thread and
     /// runtime because `Drop` cannot await.
     fn drop(&mut self) {
-        let Some(name) = self.postgres_name.take() else {
+        let Some(name) = self.server_name.take() else {
             return;
         };
-        let admin = postgres_admin_url();
+        let backend = self.backend;
+        let drop_statement = match backend {
+            Backend::Postgres => format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            _ => format!("DROP DATABASE IF EXISTS {name}"),
+        };
         let dropped = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("runtime");
             runtime.block_on(async move {
-                let mut connection =
-                    <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await?;
-                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut connection)
-                    .await
-                    .map(|_| ())
+                let admin = admin_url(backend);
+                if backend == Backend::MySql {
+                    // As PostgreSQL's FORCE: sessions still on the database (a store the test
+                    // leaked) would make the drop wait for their locks.
+                    use sqlx::Connection;
+                    let mut connection = sqlx::MySqlConnection::connect(&admin).await?;
+                    let sessions: Vec<(i64,)> = sqlx::query_as(
+                        "SELECT id FROM information_schema.processlist WHERE db = ?",
+                    )
+                    .bind(&name)
+                    .fetch_all(&mut connection)
+                    .await?;
+                    for (id,) in sessions {
+                        // A session may end by itself meanwhile.
+                        let _ = sqlx::query(&format!("KILL {id}"))
+                            .execute(&mut connection)
+                            .await;
+                    }
+                }
+                run_on_server(backend, &admin, &drop_statement).await
             })
         })
         .join();

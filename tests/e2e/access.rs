@@ -890,7 +890,7 @@ async fn writes_are_audited(backend: Backend) {
     app.shutdown().await;
 }
 
-on_both_backends!(
+on_every_backend!(
     every_route_checks_credentials_and_grants,
     listings_show_a_member_only_their_apps,
     writes_are_audited,

@@ -131,4 +131,4 @@ async fn listing_jobs_under_load_keeps_every_fire_once(backend: Backend) {
     app.shutdown().await;
 }
 
-on_both_backends!(listing_jobs_under_load_keeps_every_fire_once);
+on_every_backend!(listing_jobs_under_load_keeps_every_fire_once);

@@ -489,7 +489,7 @@ async fn overview_counts_what_the_test_created(backend: Backend) {
     app.shutdown().await;
 }
 
-on_both_backends!(
+on_every_backend!(
     job_filters_return_exactly_the_matching_jobs,
     runs_search_filters_and_never_shows_a_member_another_app,
     run_detail_shows_attempts_and_the_child_run,

@@ -247,7 +247,7 @@ async fn the_console_is_served_from_the_binary(backend: Backend) {
     app.shutdown().await;
 }
 
-on_both_backends!(
+on_every_backend!(
     a_console_session_lives_in_a_cookie_and_writes_need_the_header,
     the_console_is_served_from_the_binary
 );

@@ -761,7 +761,7 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
     app.shutdown().await;
 }
 
-on_both_backends!(
+on_every_backend!(
     a_run_log_is_read_from_line_n_while_it_runs,
     triggers_emitted_early_run_at_their_scheduled_millisecond,
     editing_jobs_follows_xxl_job_rules,

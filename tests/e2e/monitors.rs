@@ -176,4 +176,4 @@ async fn a_failing_run_is_retried_alarmed_and_its_child_fires_only_on_success(ba
     app.shutdown().await;
 }
 
-on_both_backends!(a_failing_run_is_retried_alarmed_and_its_child_fires_only_on_success);
+on_every_backend!(a_failing_run_is_retried_alarmed_and_its_child_fires_only_on_success);

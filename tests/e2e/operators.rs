@@ -250,7 +250,7 @@ async fn a_busy_api_answers_503_with_retry_after(backend: Backend) {
 }
 
 /// A transaction that keeps writers off the `jobs` table until dropped (SQLite: the write
-/// lock; PostgreSQL: an exclusive table lock).
+/// lock; PostgreSQL: an exclusive table lock; MySQL: a table write lock).
 async fn hold_jobs_table(backend: Backend, url: &str) -> Box<dyn std::any::Any + Send> {
     use sqlx::{Connection, Executor};
     match backend {
@@ -265,6 +265,11 @@ async fn hold_jobs_table(backend: Backend, url: &str) -> Box<dyn std::any::Any +
                 .execute("BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
                 .await
                 .unwrap();
+            Box::new(connection)
+        }
+        Backend::MySql => {
+            let mut connection = sqlx::MySqlConnection::connect(url).await.unwrap();
+            connection.execute("LOCK TABLES jobs WRITE").await.unwrap();
             Box::new(connection)
         }
     }
@@ -489,7 +494,7 @@ async fn lists_come_in_pages(backend: Backend) {
     app.shutdown().await;
 }
 
-on_both_backends!(
+on_every_backend!(
     bad_input_is_a_4xx_everywhere,
     lists_come_in_pages,
     a_busy_api_answers_503_with_retry_after,

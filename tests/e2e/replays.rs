@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
 
-on_both_backends!(
+on_every_backend!(
     replays_reproduce_exactly_the_chosen_triggers,
     a_backfill_after_an_outage_emits_exactly_the_missing_fires,
 );

@@ -468,7 +468,7 @@ async fn executors_are_listed_from_their_beats(backend: Backend) {
     app.shutdown().await;
 }
 
-on_both_backends!(
+on_every_backend!(
     executors_are_listed_from_their_beats,
     every_strategy_routes_among_three_executors,
     busyover_avoids_executors_running_the_job,

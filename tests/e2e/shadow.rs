@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::common::{Backend, wait_for};
 use crate::helpers::spawn_app;
 
-on_both_backends!(a_shadow_group_yields_a_diff_report_naming_exactly_the_disagreements);
+on_every_backend!(a_shadow_group_yields_a_diff_report_naming_exactly_the_disagreements);
 
 /// The candidate version of `ok`: refuses the fires of odd seconds, and anything that is not
 /// a shadow run (which would show up as disagreements everywhere).

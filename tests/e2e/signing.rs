@@ -387,7 +387,7 @@ async fn signed_kills_stop_runs_and_forged_ones_are_ignored(backend: Backend) {
     app.shutdown().await;
 }
 
-on_both_backends!(a_rotation_reaches_every_node);
+on_every_backend!(a_rotation_reaches_every_node);
 on_sqlite_only!(
     forged_unsigned_and_tampered_triggers_go_to_the_dlq,
     signed_kills_stop_runs_and_forged_ones_are_ignored,

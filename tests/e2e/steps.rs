@@ -300,4 +300,4 @@ async fn send(producer: &FutureProducer, topic: &str, payload: &[u8]) {
         .expect("produce to the results topic");
 }
 
-on_both_backends!(the_fire_path_runs_step_by_step_on_a_manual_clock);
+on_every_backend!(the_fire_path_runs_step_by_step_on_a_manual_clock);

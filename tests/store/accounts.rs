@@ -314,7 +314,7 @@ async fn the_audit_trail_filters_and_pages(backend: Backend) {
     );
 }
 
-on_both_backends!(
+on_every_backend!(
     users_have_unique_names_and_grants_on_existing_apps,
     tokens_work_until_revoked_or_expired,
     the_first_start_makes_one_admin,

@@ -510,7 +510,7 @@ async fn dashboard_counts_cover_the_apps_asked_for(backend: Backend) {
     assert_eq!(all[0].1.failed, 2);
 }
 
-on_both_backends!(
+on_every_backend!(
     jobs_are_filtered_by_handler_author_and_text,
     runs_are_searched_across_jobs_newest_first,
     a_run_s_attempts_are_its_first_attempt_and_retries,

@@ -193,4 +193,4 @@ async fn history_policies_keep_what_they_say_and_count_every_run(backend: Backen
     assert_eq!(run.handle_msg.as_deref(), Some("first"));
 }
 
-on_both_backends!(history_policies_keep_what_they_say_and_count_every_run);
+on_every_backend!(history_policies_keep_what_they_say_and_count_every_run);

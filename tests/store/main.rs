@@ -729,7 +729,7 @@ async fn the_whole_job_model_round_trips_and_keeps_30_script_versions(backend: B
     assert_eq!(fires[0].glue_updated_at_ms, Some(T0 + 35));
 }
 
-on_both_backends!(
+on_every_backend!(
     the_whole_job_model_round_trips_and_keeps_30_script_versions,
     fix_delay_waits_for_the_run_to_finish,
     fix_delay_waits_for_the_last_attempt,

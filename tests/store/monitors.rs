@@ -448,7 +448,7 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
     );
 }
 
-on_both_backends!(
+on_every_backend!(
     reports_count_days_and_retention_deletes_old_rows_in_batches,
     failed_runs_are_retried_with_backoff_and_alarmed_once_each,
     children_fire_on_success_only_and_once_per_fire_for_all_shards,

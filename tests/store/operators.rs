@@ -203,6 +203,15 @@ async fn refuse_dispatched_marks(db: &TestDatabase, backend: Backend, refuse: bo
              WHEN (NEW.state = 'DISPATCHED') EXECUTE FUNCTION refuse_marks()",
         ],
         (Backend::Postgres, false) => &["DROP TRIGGER refuse_marks ON job_logs"],
+        (Backend::MySql, true) => &[
+            "CREATE TRIGGER refuse_marks BEFORE UPDATE ON job_logs FOR EACH ROW \
+             BEGIN IF NEW.state = 'DISPATCHED' THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'marks refused'; END IF; END",
+            "CREATE TRIGGER refuse_runs BEFORE INSERT ON job_logs FOR EACH ROW \
+             BEGIN IF NEW.state = 'DISPATCHED' THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'marks refused'; END IF; END",
+        ],
+        (Backend::MySql, false) => &["DROP TRIGGER refuse_marks", "DROP TRIGGER refuse_runs"],
     };
     for statement in statements {
         db.execute(statement).await;
@@ -293,7 +302,7 @@ async fn an_unwritten_acknowledgement_is_retried_and_never_re_emitted(backend: B
     );
 }
 
-on_both_backends!(
+on_every_backend!(
     stopping_a_job_cancels_its_planned_fires,
     a_schedule_edit_replaces_the_planned_fires,
     an_unwritten_acknowledgement_is_retried_and_never_re_emitted,

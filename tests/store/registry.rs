@@ -375,7 +375,7 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
     );
 }
 
-on_both_backends!(
+on_every_backend!(
     log_lines_are_stored_once_bounded_and_read_from_a_line,
     registry_keeps_the_newest_beat_and_sweeps_dead_executors,
     broadcast_fires_become_one_row_per_partition,

@@ -205,7 +205,7 @@ async fn a_paused_owner_is_fenced_out_once_its_shards_were_taken_over(backend: B
     assert_eq!(a.live_nodes, 2);
 }
 
-on_both_backends!(
+on_every_backend!(
     nodes_share_the_shards_evenly_and_scan_only_their_own,
     a_paused_owner_is_fenced_out_once_its_shards_were_taken_over,
 );

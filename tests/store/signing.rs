@@ -168,7 +168,7 @@ async fn concurrent_retirements_leave_an_active_key(backend: Backend) {
     assert!(node_b.newest_signing_key().await.unwrap().is_some());
 }
 
-on_both_backends!(
+on_every_backend!(
     the_first_key_is_made_once_even_by_concurrent_nodes,
     rotation_and_retirement_keep_one_key_to_sign_with,
     concurrent_retirements_leave_an_active_key,

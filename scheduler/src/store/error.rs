@@ -8,7 +8,7 @@ pub enum StoreError {
     /// The database could not be opened or reached.
     #[error("cannot connect to the {backend} database: {source}")]
     Connect {
-        /// "sqlite" or "postgres".
+        /// "sqlite", "postgres" or "mysql".
         backend: &'static str,
         /// The driver's error.
         source: sqlx::Error,
@@ -16,7 +16,7 @@ pub enum StoreError {
     /// Applying the schema migrations failed.
     #[error("cannot apply the {backend} schema migrations: {source}")]
     Migrate {
-        /// "sqlite" or "postgres".
+        /// "sqlite", "postgres" or "mysql".
         backend: &'static str,
         /// The migrator's error.
         source: sqlx::migrate::MigrateError,

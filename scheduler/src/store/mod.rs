@@ -1,13 +1,18 @@
-//! Persistence behind one trait, [`Store`], with a SQLite backend (the embedded default: one
-//! file, no server) and a PostgreSQL backend (for several schedulers on one database).
+//! Persistence behind one trait, [`Store`], with three backends: SQLite (the embedded
+//! default: one file, no server), PostgreSQL and MySQL/MariaDB (for several schedulers on one
+//! database).
 //!
-//! Both backends share their SQL (`sql.rs`): sqlx accepts `$N` placeholders on both, and every
-//! integer column is a 64-bit integer on both, so one macro-generated implementation serves
-//! both. What differs lives in each backend's file: the migrations (`migrations/{sqlite,
-//! postgres}`), how a write transaction begins (SQLite `BEGIN IMMEDIATE`), and how rows are
-//! locked: PostgreSQL locks the schedule shards a scan covers (`FOR UPDATE`, in shard order)
-//! and claims expired pending fires and free shards with `SKIP LOCKED`; on SQLite one writer
-//! at a time makes both unnecessary. There is no global schedule lock: see [`ScheduleShards`].
+//! The backends share their SQL (`sql/`): one macro-generated implementation serves all
+//! three, written in two dialects (`sql/dialect.rs`): `ansi` for SQLite and PostgreSQL, which
+//! read the same statements, and `mysql`, which has no `RETURNING`, `ON CONFLICT` or
+//! `UPDATE … FROM`; where they differ, both versions stand side by side in the one function.
+//! Every integer column is a 64-bit integer on all three. What differs otherwise lives in
+//! each backend's file: the migrations (`migrations/{sqlite,postgres,mysql}`), how a write
+//! transaction begins (SQLite `BEGIN IMMEDIATE`), how job-log ids are reserved, and how rows
+//! are locked: PostgreSQL and MySQL lock the schedule shards a scan covers (`FOR UPDATE`, in
+//! shard order) and claim expired pending fires and free shards with `SKIP LOCKED`; on SQLite
+//! one writer at a time makes both unnecessary. There is no global schedule lock: see
+//! [`ScheduleShards`].
 //!
 //! Times are stored as UTC milliseconds since the epoch (`BIGINT`): the same on both
 //! backends, exact, and free of time-zone conversions in SQL.
@@ -20,6 +25,7 @@ mod error;
 mod filters;
 pub mod fire_batch;
 mod fire_cancellation;
+mod mysql;
 mod postgres;
 mod replays;
 mod rows;
@@ -44,6 +50,7 @@ pub use console::{Console, JobCounts, JobRemoval, RunCounts, RunSummary};
 pub use error::StoreError;
 pub use filters::{JobFilter, RunFilter};
 pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
+pub use mysql::MySqlStore;
 pub use postgres::PostgresStore;
 pub use replays::{
     FireMaker, FireOwner, NewOperation, Operation, OperationKind, Replays, RunOutcome, ShadowPair,
@@ -256,7 +263,7 @@ pub trait Store:
     + Sync
     + 'static
 {
-    /// "sqlite" or "postgres".
+    /// "sqlite", "postgres" or "mysql".
     fn backend(&self) -> &'static str;
 
     /// Brings the schema up to date.

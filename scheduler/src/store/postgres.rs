@@ -114,6 +114,7 @@ impl PostgresStore {
     /// Reserves `count` job-log ids from the table's sequence: no row is written, and other
     /// nodes reserving at once wait for nothing (a sequence is outside transactions).
     async fn reserve_log_ids_in(
+        &self,
         tx: &mut Transaction<'_, Postgres>,
         count: usize,
     ) -> Result<Vec<i64>, StoreError> {
@@ -150,4 +151,4 @@ impl PostgresStore {
     }
 }
 
-impl_sql_store!(PostgresStore, Postgres);
+impl_sql_store!(PostgresStore, Postgres, ansi);

@@ -68,15 +68,16 @@ pub(crate) const RUN_COLUMNS: &str = "id, trigger_id, job_id, trigger_type, para
      shard_index, shard_total, scheduled_at_ms, state, partition_no, dispatched_at_ms, executor_id, handle_code, \
      handle_msg, handle_at_ms, handle_started_at_ms, first_log_id, alarm_status, replay_of, operation_id";
 
-/// Claims up to `$4` pending fires whose lease ended before `$3` for node `$1` until `$2`.
+/// Claims up to `$5` pending fires whose lease ended before `$3` (and `$4`, the same time)
+/// for node `$1` until `$2`.
 /// `lock_clause` lets PostgreSQL add `FOR UPDATE SKIP LOCKED`; SQLite needs none (a single
 /// `UPDATE` holds the write lock).
 pub(crate) fn claim_expired_sql(lock_clause: &str) -> String {
     format!(
         "UPDATE job_logs SET owner_node = $1, lease_until_ms = $2 \
          WHERE state = 'SCHEDULED' AND lease_until_ms < $3 AND id IN ( \
-             SELECT id FROM job_logs WHERE state = 'SCHEDULED' AND lease_until_ms < $3 \
-             ORDER BY lease_until_ms LIMIT $4{lock_clause}) \
+             SELECT id FROM job_logs WHERE state = 'SCHEDULED' AND lease_until_ms < $4 \
+             ORDER BY lease_until_ms LIMIT $5{lock_clause}) \
          RETURNING {FIRE_COLUMNS}"
     )
 }

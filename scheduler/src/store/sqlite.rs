@@ -114,6 +114,7 @@ impl SqliteStore {
     /// them (SQLite documents `sqlite_sequence` as writable), so rows inserted later without
     /// an id never take one of them. The write lock `tx` holds makes the move atomic.
     async fn reserve_log_ids_in(
+        &self,
         tx: &mut Transaction<'_, Sqlite>,
         count: usize,
     ) -> Result<Vec<i64>, StoreError> {
@@ -145,4 +146,4 @@ impl SqliteStore {
     }
 }
 
-impl_sql_store!(SqliteStore, Sqlite);
+impl_sql_store!(SqliteStore, Sqlite, ansi);

@@ -3,7 +3,7 @@
 
 /// Implements [`Accounts`](crate::store::Accounts) for a backend type with a `pool` field.
 macro_rules! impl_sql_accounts {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod accounts {
             use kadence_schemas::AppName;
 
@@ -61,9 +61,10 @@ macro_rules! impl_sql_accounts {
             ) -> Result<std::collections::HashMap<i64, Vec<AppGrant>>, StoreError> {
                 const OPERATION: &str = "read user grants";
                 let rows: Vec<(i64, String, String)> = sqlx::query_as(
-                    "SELECT user_id, app, access FROM user_grants \
-                     WHERE $1 IS NULL OR user_id = $1 ORDER BY user_id, app",
+                    &backend_sql("SELECT user_id, app, access FROM user_grants \
+                     WHERE $1 IS NULL OR user_id = $2 ORDER BY user_id, app",)
                 )
+                .bind(user_id)
                 .bind(user_id)
                 .fetch_all(&store.pool)
                 .await
@@ -96,13 +97,13 @@ macro_rules! impl_sql_accounts {
             ) -> Result<Option<UserCredentials>, StoreError> {
                 let row: Option<UserRow> = match key {
                     UserKey::Name(name) => {
-                        sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE name = $1"))
+                        sqlx::query_as(&backend_sql(&format!("SELECT {USER_COLUMNS} FROM users WHERE name = $1")))
                             .bind(name)
                             .fetch_optional(&store.pool)
                             .await
                     }
                     UserKey::Id(id) => {
-                        sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
+                        sqlx::query_as(&backend_sql(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1")))
                             .bind(id)
                             .fetch_optional(&store.pool)
                             .await
@@ -118,7 +119,7 @@ macro_rules! impl_sql_accounts {
             #[async_trait::async_trait]
             impl Accounts for $store {
                 async fn count_users(&self) -> Result<i64, StoreError> {
-                    let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users")
+                    let (count,): (i64,) = sqlx::query_as(&backend_sql("SELECT COUNT(*) FROM users"))
                         .fetch_one(&self.pool)
                         .await
                         .map_err(StoreError::query("count users"))?;
@@ -126,18 +127,18 @@ macro_rules! impl_sql_accounts {
                 }
 
                 async fn create_user(&self, user: &NewUser, now_ms: i64) -> Result<User, StoreError> {
-                    let inserted: Result<(i64,), sqlx::Error> = sqlx::query_as(
+                    let sql = returning_id(
                         "INSERT INTO users (name, password_hash, role, created_at_ms, updated_at_ms) \
-                         VALUES ($1, $2, $3, $4, $4) RETURNING id",
-                    )
-                    .bind(&user.name)
-                    .bind(&user.password_hash)
-                    .bind(user.role.as_str())
-                    .bind(now_ms)
-                    .fetch_one(&self.pool)
-                    .await;
-                    match inserted {
-                        Ok((id,)) => Ok(User {
+                         VALUES ($1, $2, $3, $4, $5)",
+                    );
+                    let insert = sqlx::query(&sql)
+                        .bind(&user.name)
+                        .bind(&user.password_hash)
+                        .bind(user.role.as_str())
+                        .bind(now_ms)
+                        .bind(now_ms);
+                    match inserted_id(&self.pool, insert).await {
+                        Ok(id) => Ok(User {
                             id,
                             name: user.name.clone(),
                             role: user.role,
@@ -166,7 +167,7 @@ macro_rules! impl_sql_accounts {
 
                 async fn list_users(&self) -> Result<Vec<User>, StoreError> {
                     let rows: Vec<UserRow> =
-                        sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users ORDER BY name"))
+                        sqlx::query_as(&backend_sql(&format!("SELECT {USER_COLUMNS} FROM users ORDER BY name")))
                             .fetch_all(&self.pool)
                             .await
                             .map_err(StoreError::query("list users"))?;
@@ -189,7 +190,7 @@ macro_rules! impl_sql_accounts {
                     const OPERATION: &str = "change a password";
                     let mut tx = self.begin_write(OPERATION).await?;
                     let done = sqlx::query(
-                        "UPDATE users SET password_hash = $1, updated_at_ms = $2 WHERE id = $3",
+                        &backend_sql("UPDATE users SET password_hash = $1, updated_at_ms = $2 WHERE id = $3",)
                     )
                     .bind(password_hash)
                     .bind(now_ms)
@@ -198,9 +199,9 @@ macro_rules! impl_sql_accounts {
                     .await
                     .map_err(StoreError::query(OPERATION))?;
                     sqlx::query(
-                        "UPDATE auth_tokens SET revoked_at_ms = $1 \
+                        &backend_sql("UPDATE auth_tokens SET revoked_at_ms = $1 \
                          WHERE user_id = $2 AND kind = $3 AND revoked_at_ms IS NULL \
-                         AND id <> $4",
+                         AND id <> $4",)
                     )
                     .bind(now_ms)
                     .bind(user_id)
@@ -222,7 +223,7 @@ macro_rules! impl_sql_accounts {
                     const OPERATION: &str = "grant access to an app";
                     let mut tx = self.begin_write(OPERATION).await?;
                     let app_exists: Option<(String,)> =
-                        sqlx::query_as("SELECT name FROM apps WHERE name = $1")
+                        sqlx::query_as(&backend_sql("SELECT name FROM apps WHERE name = $1"))
                             .bind(app.as_str())
                             .fetch_optional(&mut *tx)
                             .await
@@ -231,22 +232,28 @@ macro_rules! impl_sql_accounts {
                         return Err(StoreError::UnknownApp(app.clone()));
                     }
                     let done = sqlx::query(
-                        "INSERT INTO user_grants (user_id, app, access) \
-                         SELECT id, $2, $3 FROM users WHERE id = $1 \
-                         ON CONFLICT (user_id, app) DO UPDATE SET access = excluded.access",
+                        &backend_sql($crate::store::sql::dialect::dialect!($dialect,
+                            ansi => "INSERT INTO user_grants (user_id, app, access) \
+                             SELECT id, $1, $2 FROM users WHERE id = $3 \
+                             ON CONFLICT (user_id, app) DO UPDATE SET access = excluded.access",
+                            mysql => "INSERT INTO user_grants (user_id, app, access) \
+                             SELECT id, $1, $2 FROM users WHERE id = $3 \
+                             ON DUPLICATE KEY UPDATE access = VALUES(access)",
+                        ))
                     )
-                    .bind(user_id)
                     .bind(app.as_str())
                     .bind(access.as_str())
+                    .bind(user_id)
                     .execute(&mut *tx)
                     .await
                     .map_err(StoreError::query(OPERATION))?;
                     tx.commit().await.map_err(StoreError::query(OPERATION))?;
-                    Ok(done.rows_affected() == 1)
+                    // A row inserted or updated (MySQL counts an update twice): the user exists.
+                    Ok(done.rows_affected() >= 1)
                 }
 
                 async fn revoke_grant(&self, user_id: i64, app: &AppName) -> Result<bool, StoreError> {
-                    let done = sqlx::query("DELETE FROM user_grants WHERE user_id = $1 AND app = $2")
+                    let done = sqlx::query(&backend_sql("DELETE FROM user_grants WHERE user_id = $1 AND app = $2"))
                         .bind(user_id)
                         .bind(app.as_str())
                         .execute(&self.pool)
@@ -260,19 +267,27 @@ macro_rules! impl_sql_accounts {
                     token: &NewToken,
                     now_ms: i64,
                 ) -> Result<TokenInfo, StoreError> {
-                    let row: TokenRow = sqlx::query_as(&format!(
+                    const OPERATION: &str = "record a token";
+                    let sql = returning_id(
                         "INSERT INTO auth_tokens (user_id, kind, name, token_hash, created_at_ms, \
-                         expires_at_ms) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {TOKEN_COLUMNS}"
-                    ))
-                    .bind(token.user_id)
-                    .bind(token.kind.as_str())
-                    .bind(&token.name)
-                    .bind(&token.token_hash)
-                    .bind(now_ms)
-                    .bind(token.expires_at_ms)
-                    .fetch_one(&self.pool)
-                    .await
-                    .map_err(StoreError::query("record a token"))?;
+                         expires_at_ms) VALUES ($1, $2, $3, $4, $5, $6)",
+                    );
+                    let insert = sqlx::query(&sql)
+                        .bind(token.user_id)
+                        .bind(token.kind.as_str())
+                        .bind(&token.name)
+                        .bind(&token.token_hash)
+                        .bind(now_ms)
+                        .bind(token.expires_at_ms);
+                    let mut tx = self.begin_write(OPERATION).await?;
+                    let id = inserted_id(&mut *tx, insert).await.map_err(StoreError::query(OPERATION))?;
+                    let row: TokenRow =
+                        sqlx::query_as(&backend_sql(&format!("SELECT {TOKEN_COLUMNS} FROM auth_tokens WHERE id = $1")))
+                            .bind(id)
+                            .fetch_one(&mut *tx)
+                            .await
+                            .map_err(StoreError::query(OPERATION))?;
+                    tx.commit().await.map_err(StoreError::query(OPERATION))?;
                     token_from(row)
                 }
 
@@ -283,7 +298,7 @@ macro_rules! impl_sql_accounts {
                     now_ms: i64,
                 ) -> Result<bool, StoreError> {
                     let done = sqlx::query(
-                        "UPDATE users SET locale = $1, updated_at_ms = $2 WHERE id = $3",
+                        &backend_sql("UPDATE users SET locale = $1, updated_at_ms = $2 WHERE id = $3",)
                     )
                     .bind(locale)
                     .bind(now_ms)
@@ -299,10 +314,10 @@ macro_rules! impl_sql_accounts {
                     token_hash: &str,
                     now_ms: i64,
                 ) -> Result<Option<(User, TokenInfo)>, StoreError> {
-                    let row: Option<TokenRow> = sqlx::query_as(&format!(
+                    let row: Option<TokenRow> = sqlx::query_as(&backend_sql(&format!(
                         "SELECT {TOKEN_COLUMNS} FROM auth_tokens WHERE token_hash = $1 \
                          AND revoked_at_ms IS NULL AND expires_at_ms > $2"
-                    ))
+                    )))
                     .bind(token_hash)
                     .bind(now_ms)
                     .fetch_optional(&self.pool)
@@ -314,9 +329,9 @@ macro_rules! impl_sql_accounts {
                 }
 
                 async fn list_tokens(&self, user_id: i64) -> Result<Vec<TokenInfo>, StoreError> {
-                    let rows: Vec<TokenRow> = sqlx::query_as(&format!(
+                    let rows: Vec<TokenRow> = sqlx::query_as(&backend_sql(&format!(
                         "SELECT {TOKEN_COLUMNS} FROM auth_tokens WHERE user_id = $1 ORDER BY id DESC"
-                    ))
+                    )))
                     .bind(user_id)
                     .fetch_all(&self.pool)
                     .await
@@ -331,8 +346,8 @@ macro_rules! impl_sql_accounts {
                     now_ms: i64,
                 ) -> Result<bool, StoreError> {
                     let done = sqlx::query(
-                        "UPDATE auth_tokens SET revoked_at_ms = $1 \
-                         WHERE id = $2 AND user_id = $3 AND revoked_at_ms IS NULL",
+                        &backend_sql("UPDATE auth_tokens SET revoked_at_ms = $1 \
+                         WHERE id = $2 AND user_id = $3 AND revoked_at_ms IS NULL",)
                     )
                     .bind(now_ms)
                     .bind(token_id)

@@ -4,7 +4,7 @@
 /// Implements [`AuditTrail`](crate::store::AuditTrail) for a backend type with a `pool`
 /// field.
 macro_rules! impl_sql_audit {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod audit {
             use kadence_schemas::AppName;
 
@@ -45,8 +45,8 @@ macro_rules! impl_sql_audit {
             impl AuditTrail for $store {
                 async fn record_audit(&self, entry: &NewAuditEntry) -> Result<(), StoreError> {
                     sqlx::query(
-                        "INSERT INTO audit_log (at_ms, user_id, user_name, action, target, app, status, details) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                        &backend_sql("INSERT INTO audit_log (at_ms, user_id, user_name, action, target, app, status, details) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",)
                     )
                     .bind(entry.at_ms)
                     .bind(entry.user_id)
@@ -104,8 +104,10 @@ macro_rules! impl_sql_audit {
 
                 async fn delete_old_audit(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
                     let done = sqlx::query(
-                        "DELETE FROM audit_log WHERE id IN \
-                         (SELECT id FROM audit_log WHERE at_ms < $1 ORDER BY id LIMIT $2)",
+                        // The derived table lets MySQL delete from the table it reads, and
+                        // take a LIMIT inside IN.
+                        &backend_sql("DELETE FROM audit_log WHERE id IN (SELECT id FROM \
+                         (SELECT id FROM audit_log WHERE at_ms < $1 ORDER BY id LIMIT $2) AS old)",)
                     )
                     .bind(before_ms)
                     .bind(i64::from(limit))

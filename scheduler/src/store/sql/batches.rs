@@ -6,7 +6,7 @@
 /// Implements [`FireBatches`](crate::store::FireBatches) for a backend type with a `pool`
 /// field, `begin_write`, `SKIP_LOCKED` and `reserve_log_ids_in(tx, count)`.
 macro_rules! impl_sql_batches {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod batches {
             use super::*;
             use $crate::store::fire_batch;
@@ -23,10 +23,11 @@ macro_rules! impl_sql_batches {
                     .map(|fire| fire.fire_at_ms)
                     .min()
                     .unwrap_or(batch.now_ms);
-                let (id,): (i64,) = sqlx::query_as(
+                let sql = returning_id(
                     "INSERT INTO fire_batches (shard, owner_node, fire_count, pending_from_ms, \
-                     lease_until_ms, fires, created_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-                )
+                     lease_until_ms, fires, created_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                );
+                let insert = sqlx::query(&sql)
                 .bind(i64::from(batch.shard))
                 .bind(batch.node_id)
                 .bind(batch.fires.len() as i64)
@@ -34,17 +35,15 @@ macro_rules! impl_sql_batches {
                 // A misfire fired now is due before the scan: its lease runs from now.
                 .bind(pending_from.max(batch.now_ms) + batch.lease_ms)
                 .bind(fire_batch::encode(batch.fires))
-                .bind(batch.now_ms)
-                .fetch_one(&mut **tx)
-                .await
-                .map_err(StoreError::query("write a fire batch"))?;
-                Ok(id)
+                .bind(batch.now_ms);
+                inserted_id(&mut **tx, insert).await.map_err(StoreError::query("write a fire batch"))
             }
 
             /// Writes the fires a pre-read scan planned (broadcasts expanded) as one batch per
             /// schedule shard, with reserved log ids; returns them (grouped by batch) and where
             /// each batch's are.
             pub(super) async fn write_scan_batches(
+                store: &$store,
                 tx: &mut sqlx::Transaction<'_, $db>,
                 fires: Vec<PendingFire>,
                 shard_of: &std::collections::HashMap<i64, u32>,
@@ -53,7 +52,7 @@ macro_rules! impl_sql_batches {
                 let mut fires = expand_broadcasts(tx, fires).await?;
                 let shard = |fire: &PendingFire| shard_of.get(&fire.job_id.get()).copied().unwrap_or(0);
                 fires.sort_by_key(|fire| (shard(fire), fire.fire_at_ms));
-                let ids = <$store>::reserve_log_ids_in(tx, fires.len()).await?;
+                let ids = store.reserve_log_ids_in(tx, fires.len()).await?;
                 for (fire, id) in fires.iter_mut().zip(ids) {
                     fire.log_id = id;
                 }
@@ -99,7 +98,10 @@ macro_rules! impl_sql_batches {
                     });
                     // No conflict target: the id (a claimer emitted the fire again) and the
                     // trigger id are both unique, and either way the first row stays.
-                    insert.push(" ON CONFLICT DO NOTHING");
+                    insert.push($crate::store::sql::dialect::dialect!($dialect,
+                        ansi => " ON CONFLICT DO NOTHING",
+                        mysql => " ON DUPLICATE KEY UPDATE id = job_logs.id",
+                    ));
                     insert.build().execute(&mut **tx).await.map_err(StoreError::query("write dispatched runs"))?;
                 }
                 Ok(())
@@ -125,18 +127,35 @@ macro_rules! impl_sql_batches {
                     delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                 }
                 for chunk in moving.chunks($crate::store::sql::UPDATE_CHUNK) {
-                    let mut update = sqlx::QueryBuilder::<$db>::new("WITH v(id, pending_from) AS (");
-                    update.push_values(chunk, |mut values, batch| {
+                    let push_batch = |mut values: sqlx::query_builder::Separated<'_, '_, $db, &'static str>, batch: &&BatchProgress| {
                         values.push_bind(batch.id).push_bind(batch.pending_from_ms);
-                    });
-                    update
-                        .push(
-                            ") UPDATE fire_batches SET pending_from_ms = v.pending_from, \
-                             lease_until_ms = v.pending_from + ",
-                        )
-                        .push_bind(lease_ms)
-                        .push(" FROM v WHERE fire_batches.id = v.id AND fire_batches.owner_node = ")
-                        .push_bind(node_id);
+                    };
+                    let mut update = sqlx::QueryBuilder::<$db>::new("");
+                    $crate::store::sql::dialect::dialect!($dialect,
+                        ansi => {
+                            update.push("WITH v(id, pending_from) AS (");
+                            update.push_values(chunk, push_batch);
+                            update.push(
+                                ") UPDATE fire_batches SET pending_from_ms = v.pending_from, \
+                                 lease_until_ms = v.pending_from + ",
+                            )
+                            .push_bind(lease_ms)
+                            .push(" FROM v WHERE fire_batches.id = v.id AND fire_batches.owner_node = ")
+                            .push_bind(node_id);
+                        },
+                        mysql => {
+                            update.push("UPDATE ");
+                            $crate::store::sql::dialect::push_mysql_rows(&mut update, &["id", "pending_from"], chunk, push_batch);
+                            update
+                                .push(
+                                    " STRAIGHT_JOIN fire_batches ON fire_batches.id = v.id SET fire_batches.pending_from_ms = v.pending_from, \
+                                     fire_batches.lease_until_ms = v.pending_from + ",
+                                )
+                                .push_bind(lease_ms)
+                                .push(" WHERE fire_batches.owner_node = ")
+                                .push_bind(node_id);
+                        },
+                    );
                     update.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                 }
                 Ok(())
@@ -159,7 +178,7 @@ macro_rules! impl_sql_batches {
                     settled.extend(rows.into_iter().map(|(id,)| id));
                 }
                 let cancellations: Vec<(i64, i64, i64)> =
-                    sqlx::query_as("SELECT job_id, up_to_log_id, from_ms FROM fire_cancellations")
+                    sqlx::query_as(&backend_sql("SELECT job_id, up_to_log_id, from_ms FROM fire_cancellations"))
                         .fetch_all(&mut **tx)
                         .await
                         .map_err(StoreError::query(OPERATION))?;
@@ -188,12 +207,63 @@ macro_rules! impl_sql_batches {
                 Ok(settled)
             }
 
+            /// Takes up to `limit` batches whose lease ended before `now_ms` for `node_id`;
+            /// returns their id, shard, pending-from time and fires.
+            async fn claim_batch_rows(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                node_id: &str,
+                now_ms: i64,
+                lease_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<(i64, i64, i64, Vec<u8>)>, StoreError> {
+                const OPERATION: &str = "claim expired fire batches";
+                $crate::store::sql::dialect::dialect!($dialect,
+                    // Compare-and-set: the condition is repeated outside the subquery, so a
+                    // batch two nodes picked at once goes to one of them.
+                    ansi => sqlx::query_as(&backend_sql(&format!(
+                        "UPDATE fire_batches SET owner_node = $1, lease_until_ms = $2 \
+                         WHERE id IN (SELECT id FROM fire_batches WHERE lease_until_ms < $3 \
+                         ORDER BY lease_until_ms LIMIT $4{}) AND lease_until_ms < $5 \
+                         RETURNING id, shard, pending_from_ms, fires",
+                        <$store>::SKIP_LOCKED
+                    )))
+                    .bind(node_id)
+                    .bind(now_ms + lease_ms)
+                    .bind(now_ms)
+                    .bind(i64::from(limit))
+                    .bind(now_ms)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION)),
+                    // The rows are locked as they are read, passing over those another node
+                    // holds: each batch goes to one node.
+                    mysql => {
+                        let rows: Vec<(i64, i64, i64, Vec<u8>)> = sqlx::query_as(&backend_sql(
+                            "SELECT id, shard, pending_from_ms, fires FROM fire_batches WHERE lease_until_ms < $1 \
+                             ORDER BY lease_until_ms LIMIT $2 FOR UPDATE SKIP LOCKED",
+                        ))
+                        .bind(now_ms)
+                        .bind(i64::from(limit))
+                        .fetch_all(&mut **tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
+                        if !rows.is_empty() {
+                            let mut update = sqlx::QueryBuilder::<$db>::new("UPDATE fire_batches SET owner_node = ");
+                            update.push_bind(node_id.to_owned()).push(", lease_until_ms = ").push_bind(now_ms + lease_ms).push(" WHERE id");
+                            $crate::store::sql::push_in_list!(update, rows.iter().map(|row| row.0));
+                            update.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        }
+                        Ok(rows)
+                    },
+                )
+            }
+
             #[async_trait::async_trait]
             impl FireBatches for $store {
                 async fn reserve_log_ids(&self, count: usize) -> Result<Vec<i64>, StoreError> {
                     const OPERATION: &str = "reserve job-log ids";
                     let mut tx = self.begin_write(OPERATION).await?;
-                    let ids = <$store>::reserve_log_ids_in(&mut tx, count).await?;
+                    let ids = self.reserve_log_ids_in(&mut tx, count).await?;
                     tx.commit().await.map_err(StoreError::query(OPERATION))?;
                     Ok(ids)
                 }
@@ -215,22 +285,7 @@ macro_rules! impl_sql_batches {
                 ) -> Result<Vec<StoredBatch>, StoreError> {
                     const OPERATION: &str = "claim expired fire batches";
                     let mut tx = self.begin_write(OPERATION).await?;
-                    // Compare-and-set: the condition is repeated outside the subquery, so a
-                    // batch two nodes picked at once goes to one of them.
-                    let rows: Vec<(i64, i64, i64, Vec<u8>)> = sqlx::query_as(&format!(
-                        "UPDATE fire_batches SET owner_node = $1, lease_until_ms = $2 \
-                         WHERE id IN (SELECT id FROM fire_batches WHERE lease_until_ms < $3 \
-                         ORDER BY lease_until_ms LIMIT $4{}) AND lease_until_ms < $3 \
-                         RETURNING id, shard, pending_from_ms, fires",
-                        <$store>::SKIP_LOCKED
-                    ))
-                    .bind(node_id)
-                    .bind(now_ms + lease_ms)
-                    .bind(now_ms)
-                    .bind(i64::from(limit))
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
+                    let rows = claim_batch_rows(&mut tx, node_id, now_ms, lease_ms, limit).await?;
                     let mut claimed = Vec::with_capacity(rows.len());
                     for (id, shard, pending_from_ms, bytes) in rows {
                         match fire_batch::decode(&bytes) {
@@ -246,8 +301,8 @@ macro_rules! impl_sql_batches {
                                 tracing::error!(batch = id, %error,
                                     "a fire batch cannot be read; its fires are not emitted, the row is kept");
                                 sqlx::query(
-                                    "UPDATE fire_batches SET owner_node = 'unreadable', \
-                                     lease_until_ms = 9223372036854775807 WHERE id = $1",
+                                    &backend_sql("UPDATE fire_batches SET owner_node = 'unreadable', \
+                                     lease_until_ms = 9223372036854775807 WHERE id = $1",)
                                 )
                                 .bind(id)
                                 .execute(&mut *tx)

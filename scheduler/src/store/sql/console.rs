@@ -10,7 +10,7 @@
 /// Implements [`Console`](crate::store::Console) for a backend type with a `pool` field, a
 /// `ROW_LOCK` clause and the write helpers of [`sql_writes`](super::writes::sql_writes).
 macro_rules! impl_sql_console {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod console {
             use kadence_schemas::{AppName, JobId, TriggerId};
 
@@ -92,7 +92,7 @@ macro_rules! impl_sql_console {
                 // The text match finds candidates (any list holding the digits); parsing
                 // each list keeps only the exact ones.
                 let rows: Vec<(i64, String)> = sqlx::query_as(
-                    "SELECT id, child_job_ids FROM jobs WHERE id <> $1 AND child_job_ids LIKE $2 ORDER BY id",
+                    &backend_sql("SELECT id, child_job_ids FROM jobs WHERE id <> $1 AND child_job_ids LIKE $2 ORDER BY id",)
                 )
                 .bind(id.get())
                 .bind(format!("%{id}%"))
@@ -127,7 +127,7 @@ macro_rules! impl_sql_console {
                     "DELETE FROM shadow_results WHERE job_id = $1",
                     "DELETE FROM jobs WHERE id = $1",
                 ] {
-                    let done = sqlx::query(statement)
+                    let done = sqlx::query(&backend_sql(statement))
                         .bind(id.get())
                         .execute(&mut **tx)
                         .await
@@ -179,11 +179,11 @@ macro_rules! impl_sql_console {
 
                 async fn run_attempts(&self, first_log_id: i64) -> Result<Vec<Run>, StoreError> {
                     // Two keyed reads rather than an OR, which neither planner splits well.
-                    let rows: Vec<RunRow> = sqlx::query_as(&format!(
+                    let rows: Vec<RunRow> = sqlx::query_as(&backend_sql(&format!(
                         "SELECT {RUN_COLUMNS} FROM job_logs WHERE id = $1 UNION ALL \
                          SELECT {RUN_COLUMNS} FROM job_logs WHERE first_log_id = $2 \
                          ORDER BY attempt, id"
-                    ))
+                    )))
                     .bind(first_log_id)
                     .bind(first_log_id)
                     .fetch_all(&self.pool)
@@ -213,10 +213,10 @@ macro_rules! impl_sql_console {
                     let mut tx = self.begin_write(OPERATION).await?;
                     // Locked (PostgreSQL) so that a start waits for the removal, then finds
                     // no job, instead of starting one being removed.
-                    let status: Option<(String,)> = sqlx::query_as(&format!(
+                    let status: Option<(String,)> = sqlx::query_as(&backend_sql(&format!(
                         "SELECT status FROM jobs WHERE id = $1{}",
                         <$store>::ROW_LOCK
-                    ))
+                    )))
                     .bind(id.get())
                     .fetch_optional(&mut *tx)
                     .await
@@ -270,16 +270,16 @@ macro_rules! impl_sql_console {
                     apps: AppScope<'_>,
                 ) -> Result<RunCounts, StoreError> {
                     // As refresh_reports counts a day: the rows, plus the counts of the rows a
-                    // history policy dropped. (PostgreSQL's SUM of BIGINT is NUMERIC: cast.)
-                    let mut query = sqlx::QueryBuilder::<$db>::new(
-                        "SELECT CAST(COALESCE(SUM(succeeded), 0) AS BIGINT), \
-                         CAST(COALESCE(SUM(failed), 0) AS BIGINT), \
-                         CAST(COALESCE(SUM(running), 0) AS BIGINT) FROM ( \
+                    // history policy dropped. (PostgreSQL's SUM of BIGINT is NUMERIC, MySQL's DECIMAL: cast.)
+                    let mut query = sqlx::QueryBuilder::<$db>::new(format!(
+                        "SELECT CAST(COALESCE(SUM(succeeded), 0) AS {BIGINT}), \
+                         CAST(COALESCE(SUM(failed), 0) AS {BIGINT}), \
+                         CAST(COALESCE(SUM(running), 0) AS {BIGINT}) FROM ( \
                          SELECT CASE WHEN handle_code = 200 THEN 1 ELSE 0 END AS succeeded, \
                          CASE WHEN state = 'FINISHED' AND handle_code <> 200 THEN 1 ELSE 0 END AS failed, \
                          CASE WHEN state IN ('SCHEDULED', 'DISPATCHED') THEN 1 ELSE 0 END AS running \
                          FROM job_logs WHERE scheduled_at_ms >= ",
-                    );
+                    ));
                     query.push_bind(from_ms).push(" AND scheduled_at_ms < ").push_bind(to_ms);
                     $crate::store::sql::push_app_scope!(query, "app", apps);
                     query
@@ -303,10 +303,10 @@ macro_rules! impl_sql_console {
                     to_ms: i64,
                     apps: AppScope<'_>,
                 ) -> Result<Vec<(i64, RunCounts)>, StoreError> {
-                    let mut query = sqlx::QueryBuilder::<$db>::new(
-                        "SELECT day_ms, CAST(SUM(succeeded) AS BIGINT), CAST(SUM(failed) AS BIGINT), \
-                         CAST(SUM(running) AS BIGINT) FROM job_reports WHERE day_ms >= ",
-                    );
+                    let mut query = sqlx::QueryBuilder::<$db>::new(format!(
+                        "SELECT day_ms, CAST(SUM(succeeded) AS {BIGINT}), CAST(SUM(failed) AS {BIGINT}), \
+                         CAST(SUM(running) AS {BIGINT}) FROM job_reports WHERE day_ms >= ",
+                    ));
                     query.push_bind(from_ms).push(" AND day_ms < ").push_bind(to_ms);
                     $crate::store::sql::push_app_scope!(query, "app", apps);
                     query.push(" GROUP BY day_ms ORDER BY day_ms");

@@ -5,7 +5,7 @@
 /// Generates, in the backend's file, the module `fires` of functions on `$store` that the
 /// [`Store`](crate::store::Store) implementation calls.
 macro_rules! sql_fires {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod fires {
             use super::*;
 
@@ -17,7 +17,7 @@ macro_rules! sql_fires {
                 };
                 let mut tx = store.begin_write("write a fire").await?;
                 let written =
-                    insert_fires(&mut tx, vec![draft], &fire.node_id, fire.lease_until_ms - fire.scheduled_at_ms, fire.scheduled_at_ms)
+                    insert_fires(store, &mut tx, vec![draft], &fire.node_id, fire.lease_until_ms - fire.scheduled_at_ms, fire.scheduled_at_ms)
                         .await?;
                 tx.commit().await.map_err(StoreError::query("write a fire"))?;
                 Ok(written)
@@ -39,11 +39,11 @@ macro_rules! sql_fires {
                 }
                 <$store>::prefer_keyed_joins(&mut tx).await?;
                 let shard_list: Vec<String> = shards.iter().map(u32::to_string).collect();
-                let rows: Vec<JobRow> = sqlx::query_as(&format!(
+                let rows: Vec<JobRow> = sqlx::query_as(&backend_sql(&format!(
                     "SELECT {JOB_COLUMNS}, shard FROM jobs WHERE status = 'RUNNING' AND next_fire_ms <= $1 \
                      AND shard IN ({}) ORDER BY next_fire_ms LIMIT $2",
                     shard_list.join(", ")
-                ))
+                )))
                 .bind(request.now_ms + request.read_ahead_ms.min(request.window_ms))
                 .bind(i64::from(request.batch_size))
                 .fetch_all(&mut *tx)
@@ -60,39 +60,14 @@ macro_rules! sql_fires {
                 let mut advanced = std::collections::HashSet::with_capacity(planned.advances.len());
                 // All next-fire times in one statement per chunk: one round trip, not one per job.
                 for chunk in planned.advances.chunks($crate::store::sql::UPDATE_CHUNK) {
-                    let mut update = sqlx::QueryBuilder::<$db>::new(
-                        "WITH v(id, next_fire, last_fire, status, read_next_fire) AS (",
-                    );
-                    update.push_values(chunk, |mut values, advance| {
-                        values
-                            .push_bind(advance.job_id)
-                            .push_bind(advance.next_fire_ms)
-                            .push_bind(advance.last_fire_ms)
-                            .push_bind(advance.status.as_str())
-                            .push_bind(advance.read_next_fire_ms);
-                    });
-                    // Compare-and-set: a job stopped or edited while this scan ran (possible on
-                    // PostgreSQL, where the scan does not lock job rows) keeps the change; the
-                    // scan must never restart a stopped job.
-                    update.push(
-                        ") UPDATE jobs SET next_fire_ms = v.next_fire, \
-                         last_fire_ms = COALESCE(v.last_fire, jobs.last_fire_ms), status = v.status \
-                         FROM v WHERE jobs.id = v.id AND jobs.status = 'RUNNING' \
-                         AND jobs.next_fire_ms = v.read_next_fire RETURNING jobs.id",
-                    );
-                    let ids: Vec<(i64,)> = update
-                        .build_query_as()
-                        .fetch_all(&mut *tx)
-                        .await
-                        .map_err(StoreError::query(OPERATION))?;
-                    advanced.extend(ids.into_iter().map(|(id,)| id));
+                    advanced.extend(fire_updates::advance_jobs(&mut tx, chunk).await?);
                 }
                 let fires: Vec<PendingFire> = planned
                     .fires
                     .into_iter()
                     .filter(|fire| advanced.contains(&fire.job_id.get()))
                     .collect();
-                let (fires, batches) = batches::write_scan_batches(&mut tx, fires, &shard_of, request).await?;
+                let (fires, batches) = batches::write_scan_batches(store, &mut tx, fires, &shard_of, request).await?;
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 let misfires = planned
                     .misfires
@@ -115,30 +90,7 @@ macro_rules! sql_fires {
                 batches::insert_dispatched_runs(&mut tx, &new_runs).await?;
                 batches::settle_in(&mut tx, marks.node_id, marks.batches, marks.lease_ms).await?;
                 for chunk in existing.chunks($crate::store::sql::UPDATE_CHUNK) {
-                    let mut update = sqlx::QueryBuilder::<$db>::new(
-                        "WITH v(id, partition_no, dispatched_at, executor_id) AS (",
-                    );
-                    update.push_values(chunk, |mut values, ack| {
-                        values
-                            .push_bind(ack.log_id)
-                            .push_bind(i64::from(ack.partition))
-                            .push_bind(ack.dispatched_at_ms)
-                            .push_bind(ack.executor_id.clone());
-                    });
-                    // A run whose result arrived first keeps state FINISHED and the executor
-                    // that ran it.
-                    update.push(
-                        ") UPDATE job_logs SET \
-                         state = CASE WHEN job_logs.state = 'SCHEDULED' THEN 'DISPATCHED' ELSE job_logs.state END, \
-                         executor_id = COALESCE(job_logs.executor_id, v.executor_id), \
-                         partition_no = v.partition_no, dispatched_at_ms = v.dispatched_at, \
-                         owner_node = NULL, lease_until_ms = NULL FROM v WHERE job_logs.id = v.id",
-                    );
-                    update
-                        .build()
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(StoreError::query(OPERATION))?;
+                    fire_updates::mark_runs_dispatched(&mut tx, chunk).await?;
                 }
                 tx.commit().await.map_err(StoreError::query(OPERATION))
             }
@@ -165,7 +117,7 @@ macro_rules! sql_fires {
                     .collect();
                 let mut applied = std::collections::HashSet::new();
                 for chunk in firsts.chunks($crate::store::sql::UPDATE_CHUNK) {
-                    let completed = update_completions(&mut tx, chunk, &with_children).await?;
+                    let completed = fire_updates::update_completions(&mut tx, chunk, &with_children).await?;
                     advance_fix_delay(&mut tx, &completed).await?;
                     applied.extend(completed.into_iter().map(|run| run.trigger_id));
                 }
@@ -192,54 +144,6 @@ macro_rules! sql_fires {
                     .collect())
             }
 
-            /// Completes the unfinished runs of `completions` (one result per trigger) in one
-            /// statement; returns the runs completed.
-            async fn update_completions(
-                tx: &mut sqlx::Transaction<'_, $db>,
-                completions: &[&Completion],
-                with_children: &std::collections::HashSet<i64>,
-            ) -> Result<Vec<$crate::store::rows::CompletedRunRow>, StoreError> {
-                let mut update = sqlx::QueryBuilder::<$db>::new(
-                    "WITH v(trigger_id, executor_id, code, msg, started, finished, retry_after, done) AS (",
-                );
-                update.push_values(completions, |mut values, completion| {
-                    // A success of a job without children needs no follow-up (nothing to
-                    // retry, tell or fire): it is done here, which spares the follow-up
-                    // monitor two writes per run.
-                    let done = completion.code == kadence_schemas::result_code::SUCCESS
-                        && !with_children.contains(&completion.trigger_id.job_id().get());
-                    values
-                        .push_bind(completion.trigger_id.as_str().to_owned())
-                        .push_bind(completion.executor_id.clone())
-                        .push_bind(i64::from(completion.code))
-                        .push_bind(completion.message.clone())
-                        .push_bind(completion.started_at_ms)
-                        .push_bind(completion.finished_at_ms)
-                        .push_bind(completion.retry_after_ms)
-                        .push_bind(i64::from(done));
-                });
-                // The run's trigger type is its first attempt's: a retry's own is RETRY.
-                // (SQLite's RETURNING may not name `v`: the new values are read back.)
-                update.push(
-                    ") UPDATE job_logs SET state = 'FINISHED', executor_id = v.executor_id, \
-                     handle_code = v.code, handle_msg = v.msg, handle_started_at_ms = v.started, \
-                     handle_at_ms = v.finished, retry_after_ms = v.retry_after, \
-                     owner_node = NULL, lease_until_ms = NULL, \
-                     follow_up = CASE WHEN v.done = 1 THEN 'DONE' ELSE job_logs.follow_up END, \
-                     alarm_status = CASE WHEN v.done = 1 THEN 'NOT_NEEDED' ELSE job_logs.alarm_status END \
-                     FROM v WHERE job_logs.trigger_id = v.trigger_id AND job_logs.handle_code IS NULL \
-                     RETURNING job_logs.trigger_id, job_logs.job_id, \
-                     COALESCE((SELECT first_attempt.trigger_type FROM job_logs first_attempt \
-                     WHERE first_attempt.id = job_logs.first_log_id), job_logs.trigger_type) AS run_trigger_type, \
-                     job_logs.attempt, job_logs.handle_code, job_logs.handle_at_ms",
-                );
-                update
-                    .build_query_as()
-                    .fetch_all(&mut **tx)
-                    .await
-                    .map_err(StoreError::query("record results"))
-            }
-
             /// FIX_DELAY: once the run the schedule fired has ended for good, the next fire is
             /// due `delay` after its end (only while the job still waits). A failure the
             /// follow-up monitor will retry has not ended: the job waits for its last
@@ -255,9 +159,11 @@ macro_rules! sql_fires {
                     // The same rule as the follow-up monitor's: a failure is retried while
                     // its attempt number is below the job's retry count.
                     sqlx::query(
-                        "UPDATE jobs SET next_fire_ms = $1 + CAST(schedule_conf AS BIGINT) * 1000 \
+                        &backend_sql(&format!("UPDATE jobs SET next_fire_ms = $1 + CAST(schedule_conf AS {}) * 1000 \
                          WHERE id = $2 AND schedule_type = 'FIX_DELAY' AND status = 'RUNNING' \
                          AND next_fire_ms IS NULL AND ($3 OR $4 >= retry_count)",
+                        BIGINT,
+                    ))
                     )
                     .bind(run.handle_at_ms)
                     .bind(run.job_id)
@@ -314,37 +220,6 @@ macro_rules! sql_fires {
                 Ok(with_children)
             }
 
-            pub(super) async fn claim_finished_runs(
-                store: &$store,
-                now_ms: i64,
-                locked_until_ms: i64,
-                limit: u32,
-            ) -> Result<Vec<$crate::store::FinishedRun>, StoreError> {
-                // Compare-and-set: the condition is repeated outside the subquery, so a row
-                // two nodes picked at once is claimed by one of them only.
-                let rows: Vec<$crate::store::rows::FinishedRunRow> = sqlx::query_as(&format!(
-                    "UPDATE job_logs SET follow_up = 'LOCKED', follow_up_locked_until = $1, \
-                     alarm_status = CASE WHEN handle_code = 200 THEN 'NOT_NEEDED' ELSE 'LOCKED' END \
-                     WHERE id IN (SELECT id FROM job_logs WHERE state = 'FINISHED' \
-                         AND follow_up <> 'DONE' \
-                         AND (follow_up = 'PENDING' OR follow_up_locked_until < $2) \
-                         ORDER BY id LIMIT $3) \
-                     AND follow_up <> 'DONE' AND (follow_up = 'PENDING' OR follow_up_locked_until < $2) \
-                     RETURNING {}, handle_code, handle_msg, executor_id, handle_at_ms, first_log_id, \
-                     retry_after_ms",
-                    $crate::store::rows::FIRE_COLUMNS
-                ))
-                .bind(locked_until_ms)
-                .bind(now_ms)
-                .bind(i64::from(limit))
-                .fetch_all(&store.pool)
-                .await
-                .map_err(StoreError::query("claim finished runs"))?;
-                let mut runs: Vec<$crate::store::FinishedRun> = convert_all(rows)?;
-                runs.sort_by_key(|run| run.fire.log_id);
-                Ok(runs)
-            }
-
             pub(super) async fn insert_retry(
                 store: &$store,
                 fire: &PendingFire,
@@ -355,9 +230,9 @@ macro_rules! sql_fires {
             ) -> Result<Option<PendingFire>, StoreError> {
                 const OPERATION: &str = "write a retry";
                 let mut tx = store.begin_write(OPERATION).await?;
-                let written = insert_fires(&mut tx, vec![fire.clone()], node_id, lease_ms, now_ms).await?;
+                let written = insert_fires(store, &mut tx, vec![fire.clone()], node_id, lease_ms, now_ms).await?;
                 for retry in &written {
-                    sqlx::query("UPDATE job_logs SET first_log_id = $1 WHERE id = $2")
+                    sqlx::query(&backend_sql("UPDATE job_logs SET first_log_id = $1 WHERE id = $2"))
                         .bind(first_log_id)
                         .bind(retry.log_id)
                         .execute(&mut *tx)

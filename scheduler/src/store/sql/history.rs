@@ -4,7 +4,7 @@
 /// Generates, in the backend's file, the module `history` of functions on `$store` that the
 /// [`Store`](crate::store::Store) implementation calls.
 macro_rules! sql_history {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod history {
             use super::*;
 
@@ -32,17 +32,29 @@ macro_rules! sql_history {
                 let lines: Vec<(i64, i64, &str)> =
                     lines.into_iter().filter(|(log_id, _, _)| (1..=last_log_id).contains(log_id)).collect();
                 for chunk in lines.chunks($crate::store::sql::INSERT_CHUNK) {
-                    let mut insert =
-                        sqlx::QueryBuilder::<$db>::new("WITH v(log_id, line_no, line) AS (");
-                    insert.push_values(chunk, |mut values, (log_id, line_no, line)| {
-                        values.push_bind(*log_id).push_bind(*line_no).push_bind(line.to_string());
-                    });
-                    // Repeats are dropped by the key. (SQLite needs a WHERE before ON CONFLICT
-                    // to parse INSERT … SELECT.)
-                    insert.push(
-                        ") INSERT INTO run_log_lines (log_id, line_no, line) \
-                         SELECT v.log_id, v.line_no, v.line FROM v WHERE true \
-                         ON CONFLICT (log_id, line_no) DO NOTHING",
+                    let push_line = |mut values: sqlx::query_builder::Separated<'_, '_, $db, &'static str>, line: &(i64, i64, &str)| {
+                        values.push_bind(line.0).push_bind(line.1).push_bind(line.2.to_string());
+                    };
+                    let mut insert = sqlx::QueryBuilder::<$db>::new("");
+                    $crate::store::sql::dialect::dialect!($dialect,
+                        ansi => {
+                            insert.push("WITH v(log_id, line_no, line) AS (");
+                            insert.push_values(chunk, push_line);
+                            // Repeats are dropped by the key. (SQLite needs a WHERE before ON
+                            // CONFLICT to parse INSERT … SELECT.)
+                            insert.push(
+                                ") INSERT INTO run_log_lines (log_id, line_no, line) \
+                                 SELECT v.log_id, v.line_no, v.line FROM v WHERE true \
+                                 ON CONFLICT (log_id, line_no) DO NOTHING",
+                            );
+                        },
+                        // Repeats are dropped by the key and not counted (an ON DUPLICATE KEY
+                        // no-op would count them); lines are plain text of bounded length, so
+                        // IGNORE turns nothing else into a warning.
+                        mysql => {
+                            insert.push("INSERT IGNORE INTO run_log_lines (log_id, line_no, line) ");
+                            insert.push_values(chunk, push_line);
+                        },
                     );
                     stored += insert
                         .build()
@@ -60,20 +72,27 @@ macro_rules! sql_history {
                 // the runs a history policy dropped), never incremented, so a repeated or
                 // concurrent refresh writes the same numbers.
                 let done = sqlx::query(
-                    "INSERT INTO job_reports (day_ms, app, job_id, running, succeeded, failed) \
+                    &backend_sql(&format!("INSERT INTO job_reports (day_ms, app, job_id, running, succeeded, failed) \
                      SELECT day_ms, app, job_id, SUM(running), SUM(succeeded), SUM(failed) FROM ( \
-                         SELECT (scheduled_at_ms / 86400000) * 86400000 AS day_ms, app, job_id, \
+                         SELECT scheduled_at_ms - scheduled_at_ms % 86400000 AS day_ms, app, job_id, \
                          CASE WHEN state IN ('SCHEDULED', 'DISPATCHED') THEN 1 ELSE 0 END AS running, \
                          CASE WHEN handle_code = 200 THEN 1 ELSE 0 END AS succeeded, \
                          CASE WHEN state = 'FINISHED' AND handle_code <> 200 THEN 1 ELSE 0 END AS failed \
                          FROM job_logs WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 \
                          UNION ALL \
                          SELECT day_ms, app, job_id, 0, succeeded, failed FROM run_counts \
-                         WHERE day_ms >= $1 AND day_ms < $2 \
-                     ) counted WHERE true GROUP BY day_ms, app, job_id \
-                     ON CONFLICT (day_ms, app, job_id) DO UPDATE SET running = excluded.running, \
-                     succeeded = excluded.succeeded, failed = excluded.failed",
+                         WHERE day_ms >= $3 AND day_ms < $4 \
+                     ) counted WHERE true GROUP BY day_ms, app, job_id {}",
+                     $crate::store::sql::dialect::dialect!($dialect,
+                         ansi => "ON CONFLICT (day_ms, app, job_id) DO UPDATE SET running = excluded.running, \
+                             succeeded = excluded.succeeded, failed = excluded.failed",
+                         mysql => "ON DUPLICATE KEY UPDATE running = VALUES(running), \
+                             succeeded = VALUES(succeeded), failed = VALUES(failed)",
+                     ),
+                    ))
                 )
+                .bind(from_ms)
+                .bind(to_ms)
                 .bind(from_ms)
                 .bind(to_ms)
                 .execute(&store.pool)
@@ -121,8 +140,8 @@ macro_rules! sql_history {
                 const OPERATION: &str = "delete old runs";
                 let mut tx = store.begin_write(OPERATION).await?;
                 let ids: Vec<(i64,)> = sqlx::query_as(
-                    "SELECT id FROM job_logs WHERE scheduled_at_ms < $1 AND state IN ('FINISHED', 'CANCELLED') \
-                     ORDER BY scheduled_at_ms LIMIT $2",
+                    &backend_sql("SELECT id FROM job_logs WHERE scheduled_at_ms < $1 AND state IN ('FINISHED', 'CANCELLED') \
+                     ORDER BY scheduled_at_ms LIMIT $2",)
                 )
                 .bind(before_ms)
                 .bind(i64::from(limit))
@@ -153,10 +172,13 @@ macro_rules! sql_history {
                 let mut tx = store.begin_write(OPERATION).await?;
                 let mut deleted = 0;
                 for table in ["job_reports", "run_counts"] {
-                    deleted += sqlx::query(&format!(
+                    deleted += sqlx::query(&backend_sql(&format!(
+                        // The derived table lets MySQL delete from the table it reads, and
+                        // take a LIMIT inside IN.
                         "DELETE FROM {table} WHERE (day_ms, app, job_id) IN \
-                         (SELECT day_ms, app, job_id FROM {table} WHERE day_ms < $1 LIMIT $2)",
-                    ))
+                         (SELECT day_ms, app, job_id FROM \
+                         (SELECT day_ms, app, job_id FROM {table} WHERE day_ms < $1 LIMIT $2) AS old)",
+                    )))
                     .bind(before_ms)
                     .bind(i64::from(limit))
                     .execute(&mut *tx)
@@ -180,14 +202,14 @@ macro_rules! sql_history {
                 // an ALL_SHARDS parent's fire (its join counts their successes). The jobs with
                 // a policy other than ALL are few: the plan starts from them.
                 let ids: Vec<(i64,)> = sqlx::query_as(
-                    "SELECT l.id FROM jobs j JOIN job_logs l ON l.job_id = j.id \
+                    &backend_sql("SELECT l.id FROM jobs j JOIN job_logs l ON l.job_id = j.id \
                      WHERE j.history <> 'ALL' \
                      AND (j.history = 'NONE' OR l.handle_code = 200) \
                      AND l.state = 'FINISHED' AND l.follow_up = 'DONE' AND l.handle_at_ms < $1 \
                      AND NOT (j.child_trigger_mode = 'ALL_SHARDS' AND j.child_job_ids <> '' AND l.shard_total > 1) \
                      AND NOT EXISTS (SELECT 1 FROM job_logs r WHERE r.first_log_id = l.id \
                          AND (r.state <> 'FINISHED' OR r.follow_up <> 'DONE')) \
-                     ORDER BY l.id LIMIT $2",
+                     ORDER BY l.id LIMIT $2",)
                 )
                 .bind(finished_before_ms)
                 .bind(i64::from(limit))
@@ -202,16 +224,7 @@ macro_rules! sql_history {
                     let mut lines = sqlx::QueryBuilder::<$db>::new("DELETE FROM run_log_lines WHERE log_id");
                     $crate::store::sql::push_in_list!(lines, chunk.iter().map(|(id,)| *id));
                     lines.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
-                    let mut runs = sqlx::QueryBuilder::<$db>::new(
-                        "DELETE FROM job_logs WHERE state = 'FINISHED' AND id",
-                    );
-                    $crate::store::sql::push_in_list!(runs, chunk.iter().map(|(id,)| *id));
-                    runs.push(" RETURNING scheduled_at_ms, app, job_id, handle_code");
-                    let gone: Vec<(i64, String, i64, Option<i64>)> = runs
-                        .build_query_as()
-                        .fetch_all(&mut *tx)
-                        .await
-                        .map_err(StoreError::query(OPERATION))?;
+                    let gone = delete_finished_runs(&mut tx, chunk).await?;
                     dropped += gone.len() as u64;
                     for (scheduled_at_ms, app, job_id, code) in gone {
                         let day = $crate::clock::day_of(scheduled_at_ms);
@@ -226,6 +239,41 @@ macro_rules! sql_history {
                 add_run_counts(&mut tx, counts).await?;
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 Ok(dropped)
+            }
+
+            /// Deletes the finished runs among `ids`; returns the scheduled time, app, job and
+            /// code of each deleted (by this transaction: two nodes never count one twice).
+            async fn delete_finished_runs(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                ids: &[(i64,)],
+            ) -> Result<Vec<(i64, String, i64, Option<i64>)>, StoreError> {
+                const OPERATION: &str = "drop runs their history policy does not keep";
+                let ids = || ids.iter().map(|(id,)| *id);
+                $crate::store::sql::dialect::dialect!($dialect,
+                    ansi => {
+                        let mut runs = sqlx::QueryBuilder::<$db>::new("DELETE FROM job_logs WHERE state = 'FINISHED' AND id");
+                        $crate::store::sql::push_in_list!(runs, ids());
+                        runs.push(" RETURNING scheduled_at_ms, app, job_id, handle_code");
+                        runs.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))
+                    },
+                    // The rows are locked as they are read: another node's delete of the same
+                    // rows waits, then finds them gone and counts nothing.
+                    mysql => {
+                        let mut select = sqlx::QueryBuilder::<$db>::new(
+                            "SELECT id, scheduled_at_ms, app, job_id, handle_code FROM job_logs WHERE state = 'FINISHED' AND id",
+                        );
+                        $crate::store::sql::push_in_list!(select, ids());
+                        select.push(" FOR UPDATE");
+                        let rows: Vec<(i64, i64, String, i64, Option<i64>)> =
+                            select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        if !rows.is_empty() {
+                            let mut delete = sqlx::QueryBuilder::<$db>::new("DELETE FROM job_logs WHERE id");
+                            $crate::store::sql::push_in_list!(delete, rows.iter().map(|row| row.0));
+                            delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        }
+                        Ok(rows.into_iter().map(|(_, scheduled, app, job, code)| (scheduled, app, job, code)).collect())
+                    },
+                )
             }
 
             /// Adds `counts` ((day, app, job) -> (succeeded, failed)) to `run_counts`.
@@ -246,11 +294,13 @@ macro_rules! sql_history {
                             .push_bind(*succeeded)
                             .push_bind(*failed);
                     });
-                    upsert.push(
-                        " ON CONFLICT (day_ms, app, job_id) DO UPDATE SET \
+                    upsert.push($crate::store::sql::dialect::dialect!($dialect,
+                        ansi => " ON CONFLICT (day_ms, app, job_id) DO UPDATE SET \
                          succeeded = run_counts.succeeded + excluded.succeeded, \
                          failed = run_counts.failed + excluded.failed",
-                    );
+                        mysql => " ON DUPLICATE KEY UPDATE succeeded = succeeded + VALUES(succeeded), \
+                         failed = failed + VALUES(failed)",
+                    ));
                     upsert.build().execute(&mut **tx).await.map_err(StoreError::query("count dropped runs"))?;
                 }
                 Ok(())

@@ -4,9 +4,24 @@
 /// Generates, in the backend's file, the module `jobs` of functions on `$store` that the
 /// [`Store`](crate::store::Store) implementation calls.
 macro_rules! sql_jobs {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod jobs {
             use super::*;
+
+            /// Job `id` as `tx` sees it (just written by it: no backend returns the row of
+            /// an update in one statement on all three, MySQL having no RETURNING).
+            async fn read_job_in(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                id: i64,
+                operation: &'static str,
+            ) -> Result<Job, StoreError> {
+                let row: JobRow = sqlx::query_as(&backend_sql(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1")))
+                    .bind(id)
+                    .fetch_one(&mut **tx)
+                    .await
+                    .map_err(StoreError::query(operation))?;
+                Job::try_from(row)
+            }
 
             pub(super) async fn create_job(store: &$store, job: &NewJob, now_ms: i64) -> Result<Job, StoreError> {
                 const OPERATION: &str = "create a job";
@@ -15,34 +30,33 @@ macro_rules! sql_jobs {
                 let placeholders: Vec<String> = (1..=JOB_SPEC_COLUMNS.len()).map(|n| format!("${n}")).collect();
                 // The spec takes $1…$n; the rest follow it.
                 let n = JOB_SPEC_COLUMNS.len();
-                let sql = format!(
+                let sql = returning_id(&format!(
                     "INSERT INTO jobs ({}, status, created_at_ms, updated_at_ms, glue_updated_at_ms) \
-                     VALUES ({}, ${}, ${}, ${}, ${}) RETURNING {JOB_COLUMNS}",
+                     VALUES ({}, ${}, ${}, ${}, ${})",
                     JOB_SPEC_COLUMNS.join(", "),
                     placeholders.join(", "),
                     n + 1,
                     n + 2,
-                    n + 2,
                     n + 3,
-                );
+                    n + 4,
+                ));
                 let glue_version = job.glue.source.is_some().then_some(now_ms);
-                let row: JobRow = bind_job_spec(sqlx::query_as(&sql), job)
+                let insert = bind_job_spec(sqlx::query(&sql), job)
                     .bind(JobStatus::Stopped.as_str())
                     .bind(now_ms)
-                    .bind(glue_version)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
-                let created = Job::try_from(row)?;
+                    .bind(now_ms)
+                    .bind(glue_version);
+                let id = inserted_id(&mut *tx, insert).await.map_err(StoreError::query(OPERATION))?;
                 // Its schedule shard (see crate::shards): the id modulo the shard count.
                 sqlx::query(
-                    "UPDATE jobs SET shard = COALESCE(id % NULLIF((SELECT COUNT(*) FROM schedule_shards), 0), 0) \
-                     WHERE id = $1",
+                    &backend_sql("UPDATE jobs SET shard = COALESCE(id % NULLIF((SELECT COUNT(*) FROM schedule_shards), 0), 0) \
+                     WHERE id = $1",)
                 )
-                .bind(created.id.get())
+                .bind(id)
                 .execute(&mut *tx)
                 .await
                 .map_err(StoreError::query(OPERATION))?;
+                let created = read_job_in(&mut tx, id, OPERATION).await?;
                 if glue_version.is_some() {
                     save_glue_version(&mut tx, created.id, &job.glue, now_ms).await?;
                 }
@@ -63,7 +77,7 @@ macro_rules! sql_jobs {
                 let mut tx = store.begin_write(OPERATION).await?;
                 ensure_app_exists(&mut tx, &job.app, OPERATION).await?;
                 let current: Option<(String, Option<String>, Option<i64>)> = sqlx::query_as(
-                    "SELECT glue_type, glue_source, glue_updated_at_ms FROM jobs WHERE id = $1",
+                    &backend_sql("SELECT glue_type, glue_source, glue_updated_at_ms FROM jobs WHERE id = $1",)
                 )
                 .bind(id.get())
                 .fetch_optional(&mut *tx)
@@ -82,7 +96,7 @@ macro_rules! sql_jobs {
                 let n = JOB_SPEC_COLUMNS.len();
                 let sql = format!(
                     "UPDATE jobs SET {}, status = ${}, next_fire_ms = ${}, updated_at_ms = ${}, \
-                     glue_updated_at_ms = ${} WHERE id = ${} RETURNING {JOB_COLUMNS}",
+                     glue_updated_at_ms = ${} WHERE id = ${}",
                     assignments.join(", "),
                     n + 1,
                     n + 2,
@@ -90,15 +104,16 @@ macro_rules! sql_jobs {
                     n + 4,
                     n + 5,
                 );
-                let row: JobRow = bind_job_spec(sqlx::query_as(&sql), job)
+                bind_job_spec(sqlx::query(&backend_sql(&sql)), job)
                     .bind(status.as_str())
                     .bind(next_fire_ms)
                     .bind(now_ms)
                     .bind(glue_version)
                     .bind(id.get())
-                    .fetch_one(&mut *tx)
+                    .execute(&mut *tx)
                     .await
                     .map_err(StoreError::query(OPERATION))?;
+                let updated = read_job_in(&mut tx, id.get(), OPERATION).await?;
                 if glue_changed && job.glue.source.is_some() {
                     save_glue_version(&mut tx, id, &job.glue, now_ms).await?;
                 }
@@ -109,7 +124,7 @@ macro_rules! sql_jobs {
                     None => None,
                 };
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
-                Ok(JobChange { job: Job::try_from(row)?, cancelled })
+                Ok(JobChange { job: updated, cancelled })
             }
 
             pub(super) async fn list_jobs(
@@ -188,18 +203,20 @@ macro_rules! sql_jobs {
             ) -> Result<JobChange, StoreError> {
                 const OPERATION: &str = "change a job's status";
                 let mut tx = store.begin_write(OPERATION).await?;
-                let row: Option<JobRow> = sqlx::query_as(&format!(
-                    "UPDATE jobs SET status = $1, next_fire_ms = $2, updated_at_ms = $3 \
-                     WHERE id = $4 RETURNING {JOB_COLUMNS}"
+                let changed = sqlx::query(&backend_sql(
+                    "UPDATE jobs SET status = $1, next_fire_ms = $2, updated_at_ms = $3 WHERE id = $4",
                 ))
                 .bind(status.as_str())
                 .bind(next_fire_ms)
                 .bind(now_ms)
                 .bind(id.get())
-                .fetch_optional(&mut *tx)
+                .execute(&mut *tx)
                 .await
                 .map_err(StoreError::query(OPERATION))?;
-                let job = row.map(Job::try_from).transpose()?.ok_or(StoreError::JobNotFound(id))?;
+                if changed.rows_affected() == 0 {
+                    return Err(StoreError::JobNotFound(id));
+                }
+                let job = read_job_in(&mut tx, id.get(), OPERATION).await?;
                 let cancelled = if status == JobStatus::Stopped {
                     cancel_planned_fires(&mut tx, id, "the job was stopped", cancel_from_ms, now_ms).await?
                 } else {
@@ -214,8 +231,8 @@ macro_rules! sql_jobs {
                 now_ms: i64,
             ) -> Result<Vec<$crate::store::FireCancellation>, StoreError> {
                 let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
-                    "SELECT job_id, up_to_log_id, from_ms, until_ms FROM fire_cancellations \
-                     WHERE until_ms > $1",
+                    &backend_sql("SELECT job_id, up_to_log_id, from_ms, until_ms FROM fire_cancellations \
+                     WHERE until_ms > $1",)
                 )
                 .bind(now_ms)
                 .fetch_all(&store.pool)

@@ -32,6 +32,8 @@ pub(crate) mod accounts;
 pub(crate) mod audit;
 pub(crate) mod batches;
 pub(crate) mod console;
+pub(crate) mod dialect;
+pub(crate) mod fire_updates;
 pub(crate) mod fires;
 pub(crate) mod history;
 pub(crate) mod jobs;
@@ -87,7 +89,19 @@ macro_rules! push_in_list {
 pub(crate) use push_in_list;
 
 macro_rules! impl_sql_store {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
+        /// This backend's text of a statement written with `$1`, `$2`, … placeholders (see
+        /// [`dialect`](crate::store::sql::dialect)).
+        fn backend_sql(text: &str) -> std::borrow::Cow<'_, str> {
+            $crate::store::sql::dialect::dialect!($dialect,
+                ansi => std::borrow::Cow::Borrowed(text),
+                mysql => std::borrow::Cow::Owned($crate::store::sql::dialect::mysql_placeholders(text)),
+            )
+        }
+
+        /// The type a `CAST` to a 64-bit integer names.
+        const BIGINT: &str = $crate::store::sql::dialect::dialect!($dialect, ansi => "BIGINT", mysql => "SIGNED");
+
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {
             fn backend(&self) -> &'static str {
@@ -100,7 +114,7 @@ macro_rules! impl_sql_store {
 
             async fn create_app(&self, app: &App) -> Result<(), StoreError> {
                 let inserted = sqlx::query(
-                    "INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ($1, $2, $3, $4)",
+                    &backend_sql("INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ($1, $2, $3, $4)",)
                 )
                 .bind(app.name.as_str())
                 .bind(&app.title)
@@ -119,7 +133,7 @@ macro_rules! impl_sql_store {
 
             async fn get_app(&self, name: &AppName) -> Result<Option<App>, StoreError> {
                 let row: Option<AppRow> =
-                    sqlx::query_as(&format!("SELECT {APP_COLUMNS} FROM apps WHERE name = $1"))
+                    sqlx::query_as(&backend_sql(&format!("SELECT {APP_COLUMNS} FROM apps WHERE name = $1")))
                         .bind(name.as_str())
                         .fetch_optional(&self.pool)
                         .await
@@ -129,7 +143,7 @@ macro_rules! impl_sql_store {
 
             async fn list_apps(&self) -> Result<Vec<App>, StoreError> {
                 let rows: Vec<AppRow> =
-                    sqlx::query_as(&format!("SELECT {APP_COLUMNS} FROM apps ORDER BY name"))
+                    sqlx::query_as(&backend_sql(&format!("SELECT {APP_COLUMNS} FROM apps ORDER BY name")))
                         .fetch_all(&self.pool)
                         .await
                         .map_err(StoreError::query("list apps"))?;
@@ -173,8 +187,8 @@ macro_rules! impl_sql_store {
 
             async fn glue_versions(&self, id: JobId) -> Result<Vec<GlueVersion>, StoreError> {
                 let rows: Vec<GlueVersionRow> = sqlx::query_as(
-                    "SELECT glue_type, glue_source, glue_remark, created_at_ms FROM job_glue_versions \
-                     WHERE job_id = $1 ORDER BY id DESC",
+                    &backend_sql("SELECT glue_type, glue_source, glue_remark, created_at_ms FROM job_glue_versions \
+                     WHERE job_id = $1 ORDER BY id DESC",)
                 )
                 .bind(id.get())
                 .fetch_all(&self.pool)
@@ -185,7 +199,7 @@ macro_rules! impl_sql_store {
 
             async fn get_job(&self, id: JobId) -> Result<Option<Job>, StoreError> {
                 let row: Option<JobRow> =
-                    sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+                    sqlx::query_as(&backend_sql(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1")))
                         .bind(id.get())
                         .fetch_optional(&self.pool)
                         .await
@@ -238,14 +252,7 @@ macro_rules! impl_sql_store {
                 lease_until_ms: i64,
                 limit: u32,
             ) -> Result<Vec<PendingFire>, StoreError> {
-                let rows: Vec<FireRow> = sqlx::query_as(Self::claim_expired_sql())
-                    .bind(node_id)
-                    .bind(lease_until_ms)
-                    .bind(now_ms)
-                    .bind(i64::from(limit))
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(StoreError::query("claim expired pending fires"))?;
+                let rows = fire_updates::claim_expired_fires(self, node_id, now_ms, lease_until_ms, limit).await?;
                 let mut fires: Vec<PendingFire> = convert_all(rows)?;
                 fires.sort_by_key(|fire| (fire.fire_at_ms, fire.log_id));
                 Ok(fires)
@@ -263,10 +270,10 @@ macro_rules! impl_sql_store {
             }
 
             async fn list_runs(&self, job: JobId, page: &PageRequest<i64>) -> Result<Vec<Run>, StoreError> {
-                let rows: Vec<RunRow> = sqlx::query_as(&format!(
+                let rows: Vec<RunRow> = sqlx::query_as(&backend_sql(&format!(
                     "SELECT {RUN_COLUMNS} FROM job_logs WHERE job_id = $1 AND id < $2 \
                      ORDER BY id DESC LIMIT $3"
-                ))
+                )))
                 .bind(job.get())
                 .bind(page.after.unwrap_or(i64::MAX))
                 .bind(i64::from(page.limit))
@@ -289,10 +296,11 @@ macro_rules! impl_sql_store {
                 &self,
                 app: Option<&AppName>,
             ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
-                let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(&format!(
-                    "SELECT {} FROM executors WHERE ($1 IS NULL OR app = $1) ORDER BY app, executor_id",
+                let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(&backend_sql(&format!(
+                    "SELECT {} FROM executors WHERE ($1 IS NULL OR app = $2) ORDER BY app, executor_id",
                     $crate::store::rows::EXECUTOR_COLUMNS
-                ))
+                )))
+                .bind(app.map(|app| app.as_str().to_owned()))
                 .bind(app.map(|app| app.as_str().to_owned()))
                 .fetch_all(&self.pool)
                 .await
@@ -312,21 +320,13 @@ macro_rules! impl_sql_store {
                 &self,
                 stale_before_ms: i64,
             ) -> Result<Vec<String>, StoreError> {
-                let rows: Vec<(String,)> = sqlx::query_as(
-                    "UPDATE executors SET state = 'DEAD' \
-                     WHERE state <> 'DEAD' AND last_beat_at_ms < $1 RETURNING executor_id",
-                )
-                .bind(stale_before_ms)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(StoreError::query("mark executors dead"))?;
-                Ok(rows.into_iter().map(|(id,)| id).collect())
+                registry::mark_dead_executors(self, stale_before_ms).await
             }
 
             async fn get_run(&self, log_id: i64) -> Result<Option<Run>, StoreError> {
-                let row: Option<RunRow> = sqlx::query_as(&format!(
+                let row: Option<RunRow> = sqlx::query_as(&backend_sql(&format!(
                     "SELECT {RUN_COLUMNS} FROM job_logs WHERE id = $1"
-                ))
+                )))
                 .bind(log_id)
                 .fetch_optional(&self.pool)
                 .await
@@ -349,8 +349,8 @@ macro_rules! impl_sql_store {
                 limit: u32,
             ) -> Result<Vec<(i64, String)>, StoreError> {
                 sqlx::query_as(
-                    "SELECT line_no, line FROM run_log_lines WHERE log_id = $1 AND line_no >= $2 \
-                     ORDER BY line_no LIMIT $3",
+                    &backend_sql("SELECT line_no, line FROM run_log_lines WHERE log_id = $1 AND line_no >= $2 \
+                     ORDER BY line_no LIMIT $3",)
                 )
                 .bind(log_id)
                 .bind(from_line)
@@ -370,7 +370,7 @@ macro_rules! impl_sql_store {
 
             async fn forget_executors(&self, dead_before_ms: i64) -> Result<u64, StoreError> {
                 let done = sqlx::query(
-                    "DELETE FROM executors WHERE state = 'DEAD' AND last_beat_at_ms < $1",
+                    &backend_sql("DELETE FROM executors WHERE state = 'DEAD' AND last_beat_at_ms < $1",)
                 )
                 .bind(dead_before_ms)
                 .execute(&self.pool)
@@ -387,7 +387,7 @@ macro_rules! impl_sql_store {
                 locked_until_ms: i64,
                 limit: u32,
             ) -> Result<Vec<$crate::store::FinishedRun>, StoreError> {
-                fires::claim_finished_runs(self, now_ms, locked_until_ms, limit).await
+                fire_updates::claim_finished_runs(self, now_ms, locked_until_ms, limit).await
             }
 
             async fn finish_follow_up(
@@ -396,8 +396,8 @@ macro_rules! impl_sql_store {
                 alarm_status: $crate::model::AlarmStatus,
             ) -> Result<(), StoreError> {
                 sqlx::query(
-                    "UPDATE job_logs SET follow_up = 'DONE', follow_up_locked_until = NULL, \
-                     alarm_status = $1 WHERE id = $2",
+                    &backend_sql("UPDATE job_logs SET follow_up = 'DONE', follow_up_locked_until = NULL, \
+                     alarm_status = $1 WHERE id = $2",)
                 )
                 .bind(alarm_status.as_str())
                 .bind(log_id)
@@ -450,8 +450,8 @@ macro_rules! impl_sql_store {
                 fire_prefix: &str,
             ) -> Result<i64, StoreError> {
                 let (count,): (i64,) = sqlx::query_as(
-                    "SELECT COUNT(DISTINCT shard_index) FROM job_logs \
-                     WHERE job_id = $1 AND trigger_id LIKE $2 AND handle_code = 200",
+                    &backend_sql("SELECT COUNT(DISTINCT shard_index) FROM job_logs \
+                     WHERE job_id = $1 AND trigger_id LIKE $2 AND handle_code = 200",)
                 )
                 .bind(job.get())
                 .bind(format!("{fire_prefix}-%"))
@@ -462,18 +462,19 @@ macro_rules! impl_sql_store {
             }
         }
 
-        $crate::store::sql::writes::sql_writes!($store, $db);
-        $crate::store::sql::jobs::sql_jobs!($store, $db);
-        $crate::store::sql::fires::sql_fires!($store, $db);
-        $crate::store::sql::registry::sql_registry!($store, $db);
-        $crate::store::sql::history::sql_history!($store, $db);
-        $crate::store::sql::accounts::impl_sql_accounts!($store, $db);
-        $crate::store::sql::audit::impl_sql_audit!($store, $db);
-        $crate::store::sql::batches::impl_sql_batches!($store, $db);
-        $crate::store::sql::shards::impl_sql_shards!($store, $db);
-        $crate::store::sql::signing::impl_sql_signing!($store, $db);
-        $crate::store::sql::replays::impl_sql_replays!($store, $db);
-        $crate::store::sql::console::impl_sql_console!($store, $db);
+        $crate::store::sql::writes::sql_writes!($store, $db, $dialect);
+        $crate::store::sql::jobs::sql_jobs!($store, $db, $dialect);
+        $crate::store::sql::fires::sql_fires!($store, $db, $dialect);
+        $crate::store::sql::fire_updates::sql_fire_updates!($store, $db, $dialect);
+        $crate::store::sql::registry::sql_registry!($store, $db, $dialect);
+        $crate::store::sql::history::sql_history!($store, $db, $dialect);
+        $crate::store::sql::accounts::impl_sql_accounts!($store, $db, $dialect);
+        $crate::store::sql::audit::impl_sql_audit!($store, $db, $dialect);
+        $crate::store::sql::batches::impl_sql_batches!($store, $db, $dialect);
+        $crate::store::sql::shards::impl_sql_shards!($store, $db, $dialect);
+        $crate::store::sql::signing::impl_sql_signing!($store, $db, $dialect);
+        $crate::store::sql::replays::impl_sql_replays!($store, $db, $dialect);
+        $crate::store::sql::console::impl_sql_console!($store, $db, $dialect);
     };
 }
 

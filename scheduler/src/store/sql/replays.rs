@@ -4,7 +4,7 @@
 /// Implements [`Replays`](crate::store::Replays) for a backend type with a `pool` field and
 /// the write helpers of [`sql_writes`](super::writes::sql_writes).
 macro_rules! impl_sql_replays {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod replays {
             use std::collections::{HashMap, HashSet};
 
@@ -133,11 +133,12 @@ macro_rules! impl_sql_replays {
                             .await
                             .map_err(StoreError::query(OPERATION))?;
                     }
-                    let (id,): (i64,) = sqlx::query_as(
+                    let sql = returning_id(
                         "INSERT INTO replays (kind, app, target_app, job_id, selection, from_ms, to_ms, \
                          rate_per_second, forced, triggers, requested_by, requested_at_ms) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11) RETURNING id",
-                    )
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11)",
+                    );
+                    let insert = sqlx::query(&sql)
                     .bind(operation.kind.as_str())
                     .bind(operation.app.as_str())
                     .bind(operation.target_app.as_str())
@@ -148,20 +149,18 @@ macro_rules! impl_sql_replays {
                     .bind(i64::from(operation.rate_per_second))
                     .bind(i64::from(operation.forced))
                     .bind(&operation.requested_by)
-                    .bind(operation.requested_at_ms)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
+                    .bind(operation.requested_at_ms);
+                    let id = inserted_id(&mut *tx, insert).await.map_err(StoreError::query(OPERATION))?;
                     let fires = make_fires(id);
                     if operation.kind == OperationKind::Replay && !operation.forced {
                         if let Some((count, example, replay_id, replay_ids)) = replayed_before(&mut tx, &fires).await? {
                             return Err(StoreError::ReplayedBefore { count, example, replay_id, replay_ids });
                         }
                     }
-                    let written = insert_fires(&mut tx, fires, &owner.node_id, owner.lease_ms, now_ms).await?;
-                    sqlx::query("UPDATE replays SET triggers = $2 WHERE id = $1")
-                        .bind(id)
+                    let written = insert_fires(self, &mut tx, fires, &owner.node_id, owner.lease_ms, now_ms).await?;
+                    sqlx::query(&backend_sql("UPDATE replays SET triggers = $1 WHERE id = $2"))
                         .bind(written.len() as i64)
+                        .bind(id)
                         .execute(&mut *tx)
                         .await
                         .map_err(StoreError::query(OPERATION))?;
@@ -172,7 +171,7 @@ macro_rules! impl_sql_replays {
 
                 async fn get_operation(&self, id: i64) -> Result<Option<Operation>, StoreError> {
                     let row: Option<OperationRow> =
-                        sqlx::query_as(&format!("SELECT {OPERATION_COLUMNS} FROM replays WHERE id = $1"))
+                        sqlx::query_as(&backend_sql(&format!("SELECT {OPERATION_COLUMNS} FROM replays WHERE id = $1")))
                             .bind(id)
                             .fetch_optional(&self.pool)
                             .await
@@ -215,8 +214,8 @@ macro_rules! impl_sql_replays {
                     to_ms: i64,
                 ) -> Result<HashSet<String>, StoreError> {
                     let rows: Vec<(String,)> = sqlx::query_as(
-                        "SELECT trigger_id FROM job_logs WHERE job_id = $1 \
-                         AND scheduled_at_ms >= $2 AND scheduled_at_ms < $3",
+                        &backend_sql("SELECT trigger_id FROM job_logs WHERE job_id = $1 \
+                         AND scheduled_at_ms >= $2 AND scheduled_at_ms < $3",)
                     )
                     .bind(job.get())
                     .bind(from_ms)
@@ -236,10 +235,13 @@ macro_rules! impl_sql_replays {
                     let mut tx = self.begin_write(OPERATION).await?;
                     let mut stored = 0;
                     for chunk in results.chunks($crate::store::sql::INSERT_CHUNK) {
-                        let mut insert = sqlx::QueryBuilder::<$db>::new(
-                            "INSERT INTO shadow_results (trigger_id, app, job_id, executor_id, code, message, \
+                        // The first result of a trigger is kept; repeats are dropped by the key
+                        // and not counted.
+                        let mut insert = sqlx::QueryBuilder::<$db>::new(format!(
+                            "{} INTO shadow_results (trigger_id, app, job_id, executor_id, code, message, \
                              started_at_ms, finished_at_ms, received_at_ms) ",
-                        );
+                            $crate::store::sql::dialect::dialect!($dialect, ansi => "INSERT", mysql => "INSERT IGNORE"),
+                        ));
                         insert.push_values(chunk, |mut values, result| {
                             values
                                 .push_bind(result.trigger_id.as_str().to_owned())
@@ -252,7 +254,7 @@ macro_rules! impl_sql_replays {
                                 .push_bind(result.finished_at_ms)
                                 .push_bind(now_ms);
                         });
-                        insert.push(" ON CONFLICT (trigger_id) DO NOTHING");
+                        insert.push($crate::store::sql::dialect::dialect!($dialect, ansi => " ON CONFLICT (trigger_id) DO NOTHING", mysql => ""));
                         stored += insert
                             .build()
                             .execute(&mut *tx)
@@ -266,8 +268,10 @@ macro_rules! impl_sql_replays {
 
                 async fn delete_old_shadow_results(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
                     let deleted = sqlx::query(
-                        "DELETE FROM shadow_results WHERE trigger_id IN \
-                         (SELECT trigger_id FROM shadow_results WHERE received_at_ms < $1 LIMIT $2)",
+                        // The derived table lets MySQL delete from the table it reads, and
+                        // take a LIMIT inside IN.
+                        &backend_sql("DELETE FROM shadow_results WHERE trigger_id IN (SELECT trigger_id FROM \
+                         (SELECT trigger_id FROM shadow_results WHERE received_at_ms < $1 LIMIT $2) AS old)",)
                     )
                     .bind(before_ms)
                     .bind(i64::from(limit))
@@ -289,14 +293,14 @@ macro_rules! impl_sql_replays {
                         Option<i64>, Option<String>, Option<i64>, Option<i64>,
                     );
                     let rows: Vec<PairRow> = sqlx::query_as(
-                        "SELECT s.trigger_id, s.app, s.job_id, s.executor_id, s.code, s.message, \
+                        &backend_sql("SELECT s.trigger_id, s.app, s.job_id, s.executor_id, s.code, s.message, \
                          s.started_at_ms, s.finished_at_ms, \
                          j.handle_code, j.handle_msg, j.handle_started_at_ms, j.handle_at_ms \
                          FROM shadow_results s LEFT JOIN job_logs j ON j.trigger_id = s.trigger_id \
                          WHERE s.app = $1 AND s.started_at_ms >= $2 AND s.started_at_ms < $3 \
                          ORDER BY CASE WHEN j.handle_code IS NULL OR j.handle_code <> s.code \
                          OR COALESCE(j.handle_msg, '') <> COALESCE(s.message, '') THEN 0 ELSE 1 END, \
-                         s.started_at_ms, s.trigger_id LIMIT $4",
+                         s.started_at_ms, s.trigger_id LIMIT $4",)
                     )
                     .bind(app.as_str())
                     .bind(from_ms)

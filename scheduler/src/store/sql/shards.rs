@@ -9,7 +9,7 @@
 /// Implements [`ScheduleShards`](crate::store::ScheduleShards) for a backend type with a
 /// `pool` field, `begin_write`, and the constants `ROW_LOCK` and `SKIP_LOCKED`.
 macro_rules! impl_sql_shards {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod shards {
             use super::*;
             use $crate::store::{
@@ -37,6 +37,53 @@ macro_rules! impl_sql_shards {
                     .join(", ")
             }
 
+            /// Runs `update` (an `UPDATE schedule_shards SET …` whose `WHERE` the caller
+            /// ends with the shards' condition) and returns the shard and fence of every row
+            /// of `shards` that `node_id` now owns. For MySQL, which has no RETURNING: the
+            /// caller has locked the rows of `shards`, so nobody else changed them since.
+            #[allow(dead_code)] // MySQL's alone
+            async fn update_shards_then_read<'q>(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                update: sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>,
+                shards: &[u32],
+                node_id: &str,
+                operation: &'static str,
+            ) -> Result<Vec<(i64, i64)>, StoreError> {
+                update.execute(&mut **tx).await.map_err(StoreError::query(operation))?;
+                sqlx::query_as(&backend_sql(&format!(
+                    "SELECT shard, fence FROM schedule_shards WHERE shard IN ({}) AND owner_node = $1 ORDER BY shard",
+                    shard_list(shards)
+                )))
+                .bind(node_id)
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(StoreError::query(operation))
+            }
+
+            /// Locks the rows of `shards` in shard order, by primary key alone, and returns
+            /// each with its owner and fence (MySQL). InnoDB locks every row a locking read
+            /// scans, and waits for those another transaction holds, before it applies the
+            /// condition: a condition on the owner would make a node wait on (and deadlock
+            /// with) the shards other nodes are scanning, so the caller filters instead.
+            #[allow(dead_code)] // MySQL's alone
+            async fn lock_shards(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                shards: &[u32],
+                operation: &'static str,
+            ) -> Result<Vec<(u32, Option<String>, i64)>, StoreError> {
+                if shards.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let rows: Vec<(i64, Option<String>, i64)> = sqlx::query_as(&format!(
+                    "SELECT shard, owner_node, fence FROM schedule_shards WHERE shard IN ({}) ORDER BY shard FOR UPDATE",
+                    shard_list(shards)
+                ))
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(StoreError::query(operation))?;
+                Ok(rows.into_iter().map(|(shard, owner, fence)| (shard as u32, owner, fence)).collect())
+            }
+
             /// Takes up to `wanted` free or expired shards for the request's node.
             async fn acquire(
                 tx: &mut sqlx::Transaction<'_, $db>,
@@ -44,11 +91,11 @@ macro_rules! impl_sql_shards {
                 wanted: usize,
             ) -> Result<Vec<AcquiredShard>, StoreError> {
                 const OPERATION: &str = "take schedule shards";
-                let candidates: Vec<(i64, Option<String>, i64, i64)> = sqlx::query_as(&format!(
+                let candidates: Vec<(i64, Option<String>, i64, i64)> = sqlx::query_as(&backend_sql(&format!(
                     "SELECT shard, owner_node, lease_until_ms, scanned_at_ms FROM schedule_shards \
                      WHERE owner_node IS NULL OR lease_until_ms < $1 ORDER BY shard LIMIT $2{}",
                     <$store>::SKIP_LOCKED
-                ))
+                )))
                 .bind(request.now_ms)
                 .bind(wanted as i64)
                 .fetch_all(&mut **tx)
@@ -58,18 +105,23 @@ macro_rules! impl_sql_shards {
                     return Ok(Vec::new());
                 }
                 let shards: Vec<u32> = candidates.iter().map(|row| row.0 as u32).collect();
-                let taken: Vec<(i64, i64)> = sqlx::query_as(&format!(
+                let sql = format!(
                     "UPDATE schedule_shards SET owner_node = $1, lease_until_ms = $2, fence = fence + 1 \
-                     WHERE shard IN ({}) AND (owner_node IS NULL OR lease_until_ms < $3) \
-                     RETURNING shard, fence",
-                    shard_list(&shards)
-                ))
-                .bind(&request.node_id)
-                .bind(request.now_ms + request.lease_ms)
-                .bind(request.now_ms)
-                .fetch_all(&mut **tx)
-                .await
-                .map_err(StoreError::query(OPERATION))?;
+                     WHERE shard IN ({}) AND (owner_node IS NULL OR lease_until_ms < $3){}",
+                    shard_list(&shards),
+                    $crate::store::sql::dialect::dialect!($dialect, ansi => " RETURNING shard, fence", mysql => ""),
+                );
+                let sql = backend_sql(&sql).into_owned();
+                let update = sqlx::query(&sql)
+                    .bind(&request.node_id)
+                    .bind(request.now_ms + request.lease_ms)
+                    .bind(request.now_ms);
+                let taken: Vec<(i64, i64)> = $crate::store::sql::dialect::dialect!($dialect,
+                    ansi => update.fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?
+                        .iter().map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?)))
+                        .collect::<Result<_, sqlx::Error>>().map_err(StoreError::query(OPERATION))?,
+                    mysql => update_shards_then_read(tx, update, &shards, &request.node_id, OPERATION).await?,
+                );
                 Ok(owned(taken)
                     .into_iter()
                     .filter_map(|shard| {
@@ -97,9 +149,9 @@ macro_rules! impl_sql_shards {
             ) -> Result<Vec<AcquiredShard>, StoreError> {
                 const OPERATION: &str = "take schedule shards from nodes above their share";
                 let owners: Vec<(String, i64)> = sqlx::query_as(
-                    "SELECT owner_node, COUNT(*) FROM schedule_shards WHERE owner_node IS NOT NULL \
+                    &backend_sql("SELECT owner_node, COUNT(*) FROM schedule_shards WHERE owner_node IS NOT NULL \
                      AND owner_node <> $1 AND lease_until_ms >= $2 GROUP BY owner_node \
-                     ORDER BY COUNT(*) DESC, owner_node",
+                     ORDER BY COUNT(*) DESC, owner_node",)
                 )
                 .bind(&request.node_id)
                 .bind(request.now_ms)
@@ -112,11 +164,11 @@ macro_rules! impl_sql_shards {
                     if excess == 0 {
                         continue;
                     }
-                    let candidates: Vec<(i64, i64)> = sqlx::query_as(&format!(
+                    let candidates: Vec<(i64, i64)> = sqlx::query_as(&backend_sql(&format!(
                         "SELECT shard, scanned_at_ms FROM schedule_shards WHERE owner_node = $1 \
                          AND lease_until_ms >= $2 ORDER BY shard DESC LIMIT $3{}",
                         <$store>::SKIP_LOCKED
-                    ))
+                    )))
                     .bind(&owner)
                     .bind(request.now_ms)
                     .bind(excess as i64)
@@ -127,17 +179,23 @@ macro_rules! impl_sql_shards {
                         continue;
                     }
                     let shards: Vec<u32> = candidates.iter().map(|row| row.0 as u32).collect();
-                    let moved: Vec<(i64, i64)> = sqlx::query_as(&format!(
+                    let sql = format!(
                         "UPDATE schedule_shards SET owner_node = $1, lease_until_ms = $2, fence = fence + 1 \
-                         WHERE shard IN ({}) AND owner_node = $3 RETURNING shard, fence",
-                        shard_list(&shards)
-                    ))
-                    .bind(&request.node_id)
-                    .bind(request.now_ms + request.lease_ms)
-                    .bind(&owner)
-                    .fetch_all(&mut **tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
+                         WHERE shard IN ({}) AND owner_node = $3{}",
+                        shard_list(&shards),
+                        $crate::store::sql::dialect::dialect!($dialect, ansi => " RETURNING shard, fence", mysql => ""),
+                    );
+                    let sql = backend_sql(&sql).into_owned();
+                let update = sqlx::query(&sql)
+                        .bind(&request.node_id)
+                        .bind(request.now_ms + request.lease_ms)
+                        .bind(&owner);
+                    let moved: Vec<(i64, i64)> = $crate::store::sql::dialect::dialect!($dialect,
+                        ansi => update.fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?
+                            .iter().map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?)))
+                            .collect::<Result<_, sqlx::Error>>().map_err(StoreError::query(OPERATION))?,
+                        mysql => update_shards_then_read(tx, update, &shards, &request.node_id, OPERATION).await?,
+                    );
                     for shard in owned(moved) {
                         let scanned_at_ms = candidates
                             .iter()
@@ -157,17 +215,65 @@ macro_rules! impl_sql_shards {
                 Ok(taken)
             }
 
+            /// Renews the leases of the shards the request's node owns; returns them with
+            /// their fences. Locked in shard order, as the scan locks them: see the module docs.
+            async fn renew_leases(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                request: &ShardLeaseRequest,
+            ) -> Result<Vec<(i64, i64)>, StoreError> {
+                const OPERATION: &str = "renew schedule shard leases";
+                $crate::store::sql::dialect::dialect!($dialect,
+                    ansi => sqlx::query_as(&backend_sql(&format!(
+                        "UPDATE schedule_shards SET lease_until_ms = $1 WHERE shard IN \
+                         (SELECT shard FROM schedule_shards WHERE owner_node = $2 ORDER BY shard{}) \
+                         AND owner_node = $3 RETURNING shard, fence",
+                        <$store>::ROW_LOCK
+                    )))
+                    .bind(request.now_ms + request.lease_ms)
+                    .bind(&request.node_id)
+                    .bind(&request.node_id)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION)),
+                    mysql => {
+                        let mine: Vec<(i64,)> =
+                            sqlx::query_as(&backend_sql("SELECT shard FROM schedule_shards WHERE owner_node = $1"))
+                                .bind(&request.node_id)
+                                .fetch_all(&mut **tx)
+                                .await
+                                .map_err(StoreError::query(OPERATION))?;
+                        let mine: Vec<u32> = mine.iter().map(|(shard,)| *shard as u32).collect();
+                        let shards: Vec<u32> = lock_shards(tx, &mine, OPERATION)
+                            .await?
+                            .into_iter()
+                            .filter(|(_, owner, _)| owner.as_deref() == Some(request.node_id.as_str()))
+                            .map(|(shard, _, _)| shard)
+                            .collect();
+                        if shards.is_empty() {
+                            return Ok(Vec::new());
+                        }
+                        let sql = format!(
+                            "UPDATE schedule_shards SET lease_until_ms = $1 WHERE shard IN ({}) AND owner_node = $2",
+                            shard_list(&shards)
+                        );
+                        let sql = backend_sql(&sql).into_owned();
+                let update = sqlx::query(&sql).bind(request.now_ms + request.lease_ms).bind(&request.node_id);
+                        update_shards_then_read(tx, update, &shards, &request.node_id, OPERATION).await
+                    },
+                )
+            }
+
             #[async_trait::async_trait]
             impl ScheduleShards for $store {
                 async fn ensure_shards(&self, count: u32) -> Result<u32, StoreError> {
                     const OPERATION: &str = "create the schedule shards";
                     let mut tx = self.begin_write(OPERATION).await?;
                     // Nodes starting at once take turns on the lock row, so one creates.
-                    sqlx::query("UPDATE schedule_lock SET name = name WHERE name = 'schedule'")
+                    sqlx::query(&backend_sql("UPDATE schedule_lock SET name = name WHERE name = 'schedule'"))
                         .execute(&mut *tx)
                         .await
                         .map_err(StoreError::query(OPERATION))?;
-                    let (existing,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM schedule_shards")
+                    let (existing,): (i64,) = sqlx::query_as(&backend_sql("SELECT COUNT(*) FROM schedule_shards"))
                         .fetch_one(&mut *tx)
                         .await
                         .map_err(StoreError::query(OPERATION))?;
@@ -185,7 +291,7 @@ macro_rules! impl_sql_shards {
                         .execute(&mut *tx)
                         .await
                         .map_err(StoreError::query(OPERATION))?;
-                    sqlx::query("UPDATE jobs SET shard = id % $1")
+                    sqlx::query(&backend_sql("UPDATE jobs SET shard = id % $1"))
                         .bind(i64::from(count))
                         .execute(&mut *tx)
                         .await
@@ -198,8 +304,12 @@ macro_rules! impl_sql_shards {
                     const OPERATION: &str = "renew schedule shard leases";
                     let mut tx = self.begin_write(OPERATION).await?;
                     sqlx::query(
-                        "INSERT INTO scheduler_nodes (node_id, seen_at_ms) VALUES ($1, $2) \
-                         ON CONFLICT (node_id) DO UPDATE SET seen_at_ms = excluded.seen_at_ms",
+                        &backend_sql($crate::store::sql::dialect::dialect!($dialect,
+                            ansi => "INSERT INTO scheduler_nodes (node_id, seen_at_ms) VALUES ($1, $2) \
+                             ON CONFLICT (node_id) DO UPDATE SET seen_at_ms = excluded.seen_at_ms",
+                            mysql => "INSERT INTO scheduler_nodes (node_id, seen_at_ms) VALUES ($1, $2) \
+                             ON DUPLICATE KEY UPDATE seen_at_ms = VALUES(seen_at_ms)",
+                        ))
                     )
                     .bind(&request.node_id)
                     .bind(request.now_ms)
@@ -207,25 +317,14 @@ macro_rules! impl_sql_shards {
                     .await
                     .map_err(StoreError::query(OPERATION))?;
                     let (live_nodes, total_shards): (i64, i64) = sqlx::query_as(
-                        "SELECT (SELECT COUNT(*) FROM scheduler_nodes WHERE seen_at_ms >= $1), \
-                         (SELECT COUNT(*) FROM schedule_shards)",
+                        &backend_sql("SELECT (SELECT COUNT(*) FROM scheduler_nodes WHERE seen_at_ms >= $1), \
+                         (SELECT COUNT(*) FROM schedule_shards)",)
                     )
                     .bind(request.now_ms - request.lease_ms)
                     .fetch_one(&mut *tx)
                     .await
                     .map_err(StoreError::query(OPERATION))?;
-                    // Locked in shard order, as the scan locks them: see the module docs.
-                    let renewed: Vec<(i64, i64)> = sqlx::query_as(&format!(
-                        "UPDATE schedule_shards SET lease_until_ms = $1 WHERE shard IN \
-                         (SELECT shard FROM schedule_shards WHERE owner_node = $2 ORDER BY shard{}) \
-                         AND owner_node = $2 RETURNING shard, fence",
-                        <$store>::ROW_LOCK
-                    ))
-                    .bind(request.now_ms + request.lease_ms)
-                    .bind(&request.node_id)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
+                    let renewed = renew_leases(&mut tx, request).await?;
                     let mut lease = ShardLease {
                         owned: owned(renewed),
                         live_nodes: live_nodes.max(1) as u32,
@@ -245,7 +344,7 @@ macro_rules! impl_sql_shards {
                         lease.owned.extend(lease.acquired.iter().map(|acquired| acquired.owned));
                         lease.owned.sort_unstable();
                     }
-                    sqlx::query("DELETE FROM scheduler_nodes WHERE seen_at_ms < $1")
+                    sqlx::query(&backend_sql("DELETE FROM scheduler_nodes WHERE seen_at_ms < $1"))
                         .bind(request.now_ms - FORGET_AFTER_LEASES * request.lease_ms)
                         .execute(&mut *tx)
                         .await
@@ -258,14 +357,14 @@ macro_rules! impl_sql_shards {
                     const OPERATION: &str = "release schedule shards";
                     let mut tx = self.begin_write(OPERATION).await?;
                     sqlx::query(
-                        "UPDATE schedule_shards SET owner_node = NULL, lease_until_ms = 0 \
-                         WHERE owner_node = $1",
+                        &backend_sql("UPDATE schedule_shards SET owner_node = NULL, lease_until_ms = 0 \
+                         WHERE owner_node = $1",)
                     )
                     .bind(node_id)
                     .execute(&mut *tx)
                     .await
                     .map_err(StoreError::query(OPERATION))?;
-                    sqlx::query("DELETE FROM scheduler_nodes WHERE node_id = $1")
+                    sqlx::query(&backend_sql("DELETE FROM scheduler_nodes WHERE node_id = $1"))
                         .bind(node_id)
                         .execute(&mut *tx)
                         .await
@@ -275,8 +374,8 @@ macro_rules! impl_sql_shards {
 
                 async fn shard_owners(&self) -> Result<Vec<ShardOwner>, StoreError> {
                     let rows: Vec<(i64, Option<String>, i64, i64, i64)> = sqlx::query_as(
-                        "SELECT shard, owner_node, lease_until_ms, fence, scanned_at_ms \
-                         FROM schedule_shards ORDER BY shard",
+                        &backend_sql("SELECT shard, owner_node, lease_until_ms, fence, scanned_at_ms \
+                         FROM schedule_shards ORDER BY shard",)
                     )
                     .fetch_all(&self.pool)
                     .await
@@ -308,24 +407,46 @@ macro_rules! impl_sql_shards {
                 if held.is_empty() {
                     return Ok(Vec::new());
                 }
-                // Integers of this node's own state, written inline: no binds to count.
-                let pairs: Vec<String> = held
-                    .iter()
-                    .map(|shard| format!("({}, {})", shard.shard, shard.fence))
-                    .collect();
-                let passed: Vec<(i64,)> = sqlx::query_as(&format!(
-                    "UPDATE schedule_shards SET scanned_at_ms = $1 WHERE shard IN \
-                     (SELECT shard FROM schedule_shards WHERE owner_node = $2 \
-                      AND (shard, fence) IN (VALUES {}) ORDER BY shard{}) \
-                     RETURNING shard",
-                    pairs.join(", "),
-                    <$store>::ROW_LOCK
-                ))
-                .bind(now_ms)
-                .bind(node_id)
-                .fetch_all(&mut **tx)
-                .await
-                .map_err(StoreError::query(OPERATION))?;
+                let passed: Vec<(i64,)> = $crate::store::sql::dialect::dialect!($dialect,
+                    ansi => sqlx::query_as(&backend_sql(&format!(
+                        "UPDATE schedule_shards SET scanned_at_ms = $1 WHERE shard IN \
+                         (SELECT shard FROM schedule_shards WHERE owner_node = $2 \
+                          AND (shard, fence) IN (VALUES {}) ORDER BY shard{}) \
+                         RETURNING shard",
+                        // Integers of this node's own state, written inline: no binds to count.
+                        held.iter().map(|shard| format!("({}, {})", shard.shard, shard.fence)).collect::<Vec<_>>().join(", "),
+                        <$store>::ROW_LOCK
+                    )))
+                    .bind(now_ms)
+                    .bind(node_id)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?,
+                    mysql => {
+                        let held_shards: Vec<u32> = held.iter().map(|owned| owned.shard).collect();
+                        let passed: Vec<(i64,)> = lock_shards(tx, &held_shards, OPERATION)
+                            .await?
+                            .into_iter()
+                            .filter(|(shard, owner, fence)| {
+                                owner.as_deref() == Some(node_id)
+                                    && held.iter().any(|owned| owned.shard == *shard && owned.fence == *fence)
+                            })
+                            .map(|(shard, _, _)| (i64::from(shard),))
+                            .collect();
+                        if !passed.is_empty() {
+                            let shards: Vec<u32> = passed.iter().map(|(shard,)| *shard as u32).collect();
+                            sqlx::query(&backend_sql(&format!(
+                                "UPDATE schedule_shards SET scanned_at_ms = $1 WHERE shard IN ({})",
+                                shard_list(&shards)
+                            )))
+                            .bind(now_ms)
+                            .execute(&mut **tx)
+                            .await
+                            .map_err(StoreError::query(OPERATION))?;
+                        }
+                        passed
+                    },
+                );
                 let mut passed: Vec<u32> = passed.into_iter().map(|(shard,)| shard as u32).collect();
                 passed.sort_unstable();
                 Ok(passed)

@@ -5,7 +5,7 @@
 /// Implements [`SigningKeys`](crate::store::SigningKeys) for a backend type with a `pool`
 /// field.
 macro_rules! impl_sql_signing {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
         mod signing {
             use secrecy::{ExposeSecret, SecretString};
 
@@ -39,10 +39,12 @@ macro_rules! impl_sql_signing {
             ) -> Result<sqlx::Transaction<'s, $db>, StoreError> {
                 let mut tx = store.begin_write(operation).await?;
                 // Writing the row locks it on PostgreSQL until the transaction ends.
-                sqlx::query("UPDATE schedule_lock SET name = name WHERE name = 'signing_keys'")
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(operation))?;
+                sqlx::query(&backend_sql(
+                    "UPDATE schedule_lock SET name = name WHERE name = 'signing_keys'",
+                ))
+                .execute(&mut *tx)
+                .await
+                .map_err(StoreError::query(operation))?;
                 Ok(tx)
             }
 
@@ -50,10 +52,10 @@ macro_rules! impl_sql_signing {
                 executor: impl sqlx::Executor<'e, Database = $db>,
                 operation: &'static str,
             ) -> Result<Option<StoredSigningKey>, StoreError> {
-                let row: Option<KeyRow> = sqlx::query_as(&format!(
+                let row: Option<KeyRow> = sqlx::query_as(&backend_sql(&format!(
                     "SELECT {KEY_COLUMNS} FROM signing_keys WHERE retired_at_ms IS NULL \
                      ORDER BY id DESC LIMIT 1"
-                ))
+                )))
                 .fetch_optional(executor)
                 .await
                 .map_err(StoreError::query(operation))?;
@@ -66,10 +68,10 @@ macro_rules! impl_sql_signing {
                 now_ms: i64,
                 operation: &'static str,
             ) -> Result<(), StoreError> {
-                sqlx::query(
+                sqlx::query(&backend_sql(
                     "INSERT INTO signing_keys (key_id, public_key, private_key, created_at_ms) \
                      VALUES ($1, $2, $3, $4)",
-                )
+                ))
                 .bind(&key.key_id)
                 .bind(&key.public_key)
                 .bind(key.private_key.expose_secret())
@@ -126,9 +128,9 @@ macro_rules! impl_sql_signing {
                 }
 
                 async fn list_signing_keys(&self) -> Result<Vec<SigningKeyInfo>, StoreError> {
-                    let rows: Vec<KeyRow> = sqlx::query_as(&format!(
+                    let rows: Vec<KeyRow> = sqlx::query_as(&backend_sql(&format!(
                         "SELECT {KEY_COLUMNS} FROM signing_keys ORDER BY id DESC"
-                    ))
+                    )))
                     .fetch_all(&self.pool)
                     .await
                     .map_err(StoreError::query("list signing keys"))?;
@@ -142,9 +144,9 @@ macro_rules! impl_sql_signing {
                 ) -> Result<RetireOutcome, StoreError> {
                     const OPERATION: &str = "retire a signing key";
                     let mut tx = begin_key_change(self, OPERATION).await?;
-                    let row: Option<KeyRow> = sqlx::query_as(&format!(
+                    let row: Option<KeyRow> = sqlx::query_as(&backend_sql(&format!(
                         "SELECT {KEY_COLUMNS} FROM signing_keys WHERE key_id = $1"
-                    ))
+                    )))
                     .bind(key_id)
                     .fetch_optional(&mut *tx)
                     .await
@@ -155,21 +157,23 @@ macro_rules! impl_sql_signing {
                     if info.retired_at_ms.is_some() {
                         return Ok(RetireOutcome::AlreadyRetired(info));
                     }
-                    let (active,): (i64,) = sqlx::query_as(
+                    let (active,): (i64,) = sqlx::query_as(&backend_sql(
                         "SELECT COUNT(*) FROM signing_keys WHERE retired_at_ms IS NULL",
-                    )
+                    ))
                     .fetch_one(&mut *tx)
                     .await
                     .map_err(StoreError::query(OPERATION))?;
                     if active <= 1 {
                         return Ok(RetireOutcome::OnlyActiveKey);
                     }
-                    sqlx::query("UPDATE signing_keys SET retired_at_ms = $1 WHERE key_id = $2")
-                        .bind(now_ms)
-                        .bind(key_id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(StoreError::query(OPERATION))?;
+                    sqlx::query(&backend_sql(
+                        "UPDATE signing_keys SET retired_at_ms = $1 WHERE key_id = $2",
+                    ))
+                    .bind(now_ms)
+                    .bind(key_id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::query(OPERATION))?;
                     tx.commit().await.map_err(StoreError::query(OPERATION))?;
                     info.retired_at_ms = Some(now_ms);
                     Ok(RetireOutcome::Retired(info))

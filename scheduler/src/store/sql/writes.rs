@@ -3,7 +3,34 @@
 
 /// Generates the shared write helpers in the backend's file.
 macro_rules! sql_writes {
-    ($store:ty, $db:ty) => {
+    ($store:ty, $db:ty, $dialect:ident) => {
+
+        /// The text of `insert` (an `INSERT` of one row into a table with a generated `id`)
+        /// for [`inserted_id`]: ANSI backends return the id (`RETURNING id`), MySQL tells it
+        /// after the statement (`LAST_INSERT_ID()`).
+        fn returning_id(insert: &str) -> String {
+            $crate::store::sql::dialect::dialect!($dialect,
+                ansi => format!("{insert} RETURNING id"),
+                mysql => $crate::store::sql::dialect::mysql_placeholders(insert),
+            )
+        }
+
+        /// Runs an insert made with [`returning_id`]; returns the new row's id.
+        async fn inserted_id<'q, 'c, E>(
+            executor: E,
+            insert: sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>,
+        ) -> Result<i64, sqlx::Error>
+        where
+            E: sqlx::Executor<'c, Database = $db>,
+        {
+            $crate::store::sql::dialect::dialect!($dialect,
+                ansi => sqlx::Row::try_get(&insert.fetch_one(executor).await?, 0),
+                mysql => {
+                    let id = insert.execute(executor).await?.last_insert_id();
+                    i64::try_from(id).map_err(|error| sqlx::Error::Decode(Box::new(error)))
+                },
+            )
+        }
 
         /// Fails with [`StoreError::UnknownApp`] unless `app` exists.
         async fn ensure_app_exists(
@@ -11,7 +38,7 @@ macro_rules! sql_writes {
             app: &AppName,
             operation: &'static str,
         ) -> Result<(), StoreError> {
-            let exists = sqlx::query("SELECT name FROM apps WHERE name = $1")
+            let exists = sqlx::query(&backend_sql("SELECT name FROM apps WHERE name = $1"))
                 .bind(app.as_str())
                 .fetch_optional(&mut **tx)
                 .await
@@ -35,14 +62,14 @@ macro_rules! sql_writes {
             now_ms: i64,
         ) -> Result<Option<$crate::store::FireCancellation>, StoreError> {
             sqlx::query(
-                "UPDATE job_logs SET state = 'CANCELLED', handle_msg = $2, handle_at_ms = $3, \
-                 owner_node = NULL WHERE job_id = $1 AND state = 'SCHEDULED' \
+                &backend_sql("UPDATE job_logs SET state = 'CANCELLED', handle_msg = $1, handle_at_ms = $2, \
+                 owner_node = NULL WHERE job_id = $3 AND state = 'SCHEDULED' \
                  AND trigger_type IN ('CRON', 'FIX_RATE', 'FIX_DELAY', 'MISFIRE') \
-                 AND fire_at_ms > $4",
+                 AND fire_at_ms > $4",)
             )
-            .bind(job.get())
             .bind(format!("cancelled: {reason} before this fire was emitted"))
             .bind(now_ms)
+            .bind(job.get())
             .bind(from_ms)
             .execute(&mut **tx)
             .await
@@ -55,14 +82,14 @@ macro_rules! sql_writes {
             };
             // Cancellations an hour past their leases are of no use to any node: cleared here
             // rather than by a loop of their own.
-            sqlx::query("DELETE FROM fire_cancellations WHERE until_ms < $1")
+            sqlx::query(&backend_sql("DELETE FROM fire_cancellations WHERE until_ms < $1"))
                 .bind(now_ms - 3_600_000)
                 .execute(&mut **tx)
                 .await
                 .map_err(StoreError::query("cancel planned fires"))?;
             sqlx::query(
-                "INSERT INTO fire_cancellations (job_id, up_to_log_id, from_ms, until_ms, created_at_ms) \
-                 VALUES ($1, $2, $3, $4, $5)",
+                &backend_sql("INSERT INTO fire_cancellations (job_id, up_to_log_id, from_ms, until_ms, created_at_ms) \
+                 VALUES ($1, $2, $3, $4, $5)",)
             )
             .bind(job.get())
             .bind(cancellation.up_to_log_id)
@@ -76,10 +103,10 @@ macro_rules! sql_writes {
         }
 
         /// Binds a job's definition in [`JOB_SPEC_COLUMNS`] order, as `$1`…`$n`.
-        fn bind_job_spec<'q, O>(
-            query: sqlx::query::QueryAs<'q, $db, O, <$db as sqlx::Database>::Arguments<'q>>,
+        fn bind_job_spec<'q>(
+            query: sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>,
             job: &NewJob,
-        ) -> sqlx::query::QueryAs<'q, $db, O, <$db as sqlx::Database>::Arguments<'q>> {
+        ) -> sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>> {
             let (backoff_ms, backoff_cap_ms) = job.retry.backoff.parts();
             query
                 .bind(job.app.as_str().to_owned())
@@ -117,8 +144,8 @@ macro_rules! sql_writes {
         ) -> Result<(), StoreError> {
             const OPERATION: &str = "save a glue version";
             sqlx::query(
-                "INSERT INTO job_glue_versions (job_id, glue_type, glue_source, glue_remark, created_at_ms) \
-                 VALUES ($1, $2, $3, $4, $5)",
+                &backend_sql("INSERT INTO job_glue_versions (job_id, glue_type, glue_source, glue_remark, created_at_ms) \
+                 VALUES ($1, $2, $3, $4, $5)",)
             )
             .bind(job.get())
             .bind(glue.glue_type.as_str())
@@ -129,9 +156,11 @@ macro_rules! sql_writes {
             .await
             .map_err(StoreError::query(OPERATION))?;
             sqlx::query(
-                "DELETE FROM job_glue_versions WHERE job_id = $1 AND id NOT IN \
-                 (SELECT id FROM job_glue_versions WHERE job_id = $1 ORDER BY id DESC LIMIT $2)",
+                &backend_sql("DELETE FROM job_glue_versions WHERE job_id = $1 AND id < \
+                 (SELECT MIN(id) FROM (SELECT id FROM job_glue_versions WHERE job_id = $2 \
+                 ORDER BY id DESC LIMIT $3) AS kept)",)
             )
+            .bind(job.get())
             .bind(job.get())
             .bind($crate::store::sql::GLUE_VERSIONS_KEPT)
             .execute(&mut **tx)
@@ -149,7 +178,7 @@ macro_rules! sql_writes {
             if !drafts.iter().any(|fire| fire.route_strategy == $crate::model::RouteStrategy::ShardingBroadcast) {
                 return Ok(drafts);
             }
-            let rows: Vec<(String, i64)> = sqlx::query_as("SELECT name, partitions FROM apps")
+            let rows: Vec<(String, i64)> = sqlx::query_as(&backend_sql("SELECT name, partitions FROM apps"))
                 .fetch_all(&mut **tx)
                 .await
                 .map_err(StoreError::query("read partition counts for a broadcast"))?;
@@ -171,6 +200,7 @@ macro_rules! sql_writes {
         /// the cancelled one. It gets a new row id, above the cancellation's, so the copy of
         /// the cancelled fire that a wheel may hold is still recognised and dropped.
         async fn insert_fires(
+            store: &$store,
             tx: &mut sqlx::Transaction<'_, $db>,
             drafts: Vec<PendingFire>,
             node_id: &str,
@@ -178,33 +208,60 @@ macro_rules! sql_writes {
             now_ms: i64,
         ) -> Result<Vec<PendingFire>, StoreError> {
             let drafts = expand_broadcasts(tx, drafts).await?;
-            let (mut written, existing) = insert_new_fires(tx, drafts, node_id, lease_ms, now_ms).await?;
+            let (mut written, existing) = insert_new_fires(store, tx, drafts, node_id, lease_ms, now_ms).await?;
             if existing.is_empty() {
                 return Ok(written);
             }
-            let mut replaced = std::collections::HashSet::new();
-            for chunk in existing.chunks($crate::store::sql::UPDATE_CHUNK) {
-                let mut delete = sqlx::QueryBuilder::<$db>::new(
-                    "DELETE FROM job_logs WHERE state = 'CANCELLED' AND trigger_id",
-                );
-                $crate::store::sql::push_in_list!(delete, chunk.iter().map(|fire| fire.trigger_id.as_str().to_owned()));
-                delete.push(" RETURNING trigger_id");
-                let rows: Vec<(String,)> = delete
-                    .build_query_as()
-                    .fetch_all(&mut **tx)
-                    .await
-                    .map_err(StoreError::query("replace cancelled fires"))?;
-                replaced.extend(rows.into_iter().map(|(trigger,)| trigger));
-            }
+            let replaced = delete_cancelled_fires(tx, &existing).await?;
             let (again, still_existing): (Vec<PendingFire>, Vec<PendingFire>) = existing
                 .into_iter()
                 .partition(|fire| replaced.contains(fire.trigger_id.as_str()));
             for fire in &still_existing {
                 tracing::warn!(trigger_id = %fire.trigger_id, "fire exists already; not writing it twice");
             }
-            let (rewritten, _) = insert_new_fires(tx, again, node_id, lease_ms, now_ms).await?;
+            let (rewritten, _) = insert_new_fires(store, tx, again, node_id, lease_ms, now_ms).await?;
             written.extend(rewritten);
             Ok(written)
+        }
+
+        /// Deletes the cancelled runs among the trigger ids of `fires`; returns their trigger ids.
+        async fn delete_cancelled_fires(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            fires: &[PendingFire],
+        ) -> Result<std::collections::HashSet<String>, StoreError> {
+            const OPERATION: &str = "replace cancelled fires";
+            let mut replaced = std::collections::HashSet::new();
+            for chunk in fires.chunks($crate::store::sql::UPDATE_CHUNK) {
+                let trigger_ids = || chunk.iter().map(|fire| fire.trigger_id.as_str().to_owned());
+                $crate::store::sql::dialect::dialect!($dialect,
+                    ansi => {
+                        let mut delete = sqlx::QueryBuilder::<$db>::new(
+                            "DELETE FROM job_logs WHERE state = 'CANCELLED' AND trigger_id",
+                        );
+                        $crate::store::sql::push_in_list!(delete, trigger_ids());
+                        delete.push(" RETURNING trigger_id");
+                        let rows: Vec<(String,)> =
+                            delete.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        replaced.extend(rows.into_iter().map(|(trigger,)| trigger));
+                    },
+                    mysql => {
+                        let mut select = sqlx::QueryBuilder::<$db>::new(
+                            "SELECT trigger_id FROM job_logs WHERE state = 'CANCELLED' AND trigger_id",
+                        );
+                        $crate::store::sql::push_in_list!(select, trigger_ids());
+                        select.push(" FOR UPDATE");
+                        let rows: Vec<(String,)> =
+                            select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        if !rows.is_empty() {
+                            let mut delete = sqlx::QueryBuilder::<$db>::new("DELETE FROM job_logs WHERE trigger_id");
+                            $crate::store::sql::push_in_list!(delete, rows.iter().map(|(trigger,)| trigger.clone()));
+                            delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        }
+                        replaced.extend(rows.into_iter().map(|(trigger,)| trigger));
+                    },
+                );
+            }
+            Ok(replaced)
         }
 
         /// The columns of `job_logs` a fire fills, in [`push_fire_values`] order.
@@ -241,6 +298,7 @@ macro_rules! sql_writes {
         /// Inserts fires whose trigger ids are new; returns the written ones with their row
         /// ids, and the ones whose trigger id exists already.
         async fn insert_new_fires(
+            store: &$store,
             tx: &mut sqlx::Transaction<'_, $db>,
             drafts: Vec<PendingFire>,
             node_id: &str,
@@ -250,25 +308,7 @@ macro_rules! sql_writes {
             let mut written = Vec::with_capacity(drafts.len());
             let mut existing = Vec::new();
             for chunk in drafts.chunks($crate::store::sql::INSERT_CHUNK) {
-                let mut insert = sqlx::QueryBuilder::<$db>::new(format!(
-                    "INSERT INTO job_logs ({FIRE_INSERT_COLUMNS}, state, owner_node, lease_until_ms, created_at_ms) "
-                ));
-                insert.push_values(chunk, |mut values, fire| {
-                    push_fire_values(&mut values, fire);
-                    values
-                        .push_bind(RunState::Scheduled.as_str())
-                        .push_bind(node_id.to_owned())
-                        .push_bind(fire.fire_at_ms.max(now_ms) + lease_ms)
-                        .push_bind(now_ms);
-                });
-                insert.push(" ON CONFLICT (trigger_id) DO NOTHING RETURNING id, trigger_id");
-                let rows: Vec<(i64, String)> = insert
-                    .build_query_as()
-                    .fetch_all(&mut **tx)
-                    .await
-                    .map_err(StoreError::query("write pending fires"))?;
-                let ids: std::collections::HashMap<String, i64> =
-                    rows.into_iter().map(|(id, trigger)| (trigger, id)).collect();
+                let ids = insert_fire_rows(store, tx, chunk, node_id, lease_ms, now_ms).await?;
                 for fire in chunk {
                     match ids.get(fire.trigger_id.as_str()) {
                         Some(&log_id) => written.push(PendingFire { log_id, ..fire.clone() }),
@@ -277,6 +317,57 @@ macro_rules! sql_writes {
                 }
             }
             Ok((written, existing))
+        }
+
+        /// Inserts the rows of `fires` whose trigger ids are new, as SCHEDULED runs owned by
+        /// `node_id`; returns the row id of each written, by trigger id.
+        async fn insert_fire_rows(
+            store: &$store,
+            tx: &mut sqlx::Transaction<'_, $db>,
+            fires: &[PendingFire],
+            node_id: &str,
+            lease_ms: i64,
+            now_ms: i64,
+        ) -> Result<std::collections::HashMap<String, i64>, StoreError> {
+            const OPERATION: &str = "write pending fires";
+            // MySQL has no RETURNING: the rows get reserved ids, and the ids that are there
+            // afterwards are the rows written (a trigger id that existed kept its row).
+            let reserved = $crate::store::sql::dialect::dialect!($dialect,
+                ansi => { let _ = store; Vec::<i64>::new() },
+                mysql => store.reserve_log_ids_in(tx, fires.len()).await?,
+            );
+            let mut insert = sqlx::QueryBuilder::<$db>::new(format!(
+                "INSERT INTO job_logs ({FIRE_INSERT_COLUMNS}, state, owner_node, lease_until_ms, created_at_ms{}) ",
+                if reserved.is_empty() { "" } else { ", id" },
+            ));
+            insert.push_values(fires.iter().enumerate(), |mut values, (index, fire)| {
+                push_fire_values(&mut values, fire);
+                values
+                    .push_bind(RunState::Scheduled.as_str())
+                    .push_bind(node_id.to_owned())
+                    .push_bind(fire.fire_at_ms.max(now_ms) + lease_ms)
+                    .push_bind(now_ms);
+                if let Some(&id) = reserved.get(index) {
+                    values.push_bind(id);
+                }
+            });
+            $crate::store::sql::dialect::dialect!($dialect,
+                ansi => {
+                    insert.push(" ON CONFLICT (trigger_id) DO NOTHING RETURNING id, trigger_id");
+                    let rows: Vec<(i64, String)> =
+                        insert.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                    Ok(rows.into_iter().map(|(id, trigger)| (trigger, id)).collect())
+                },
+                mysql => {
+                    insert.push(" ON DUPLICATE KEY UPDATE id = id");
+                    insert.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                    let mut select = sqlx::QueryBuilder::<$db>::new("SELECT id, trigger_id FROM job_logs WHERE id");
+                    $crate::store::sql::push_in_list!(select, reserved.iter().copied());
+                    let rows: Vec<(i64, String)> =
+                        select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                    Ok(rows.into_iter().map(|(id, trigger)| (trigger, id)).collect())
+                },
+            )
         }
     };
 }

@@ -1,0 +1,225 @@
+//! The MySQL backend (MySQL 8, MariaDB 10.11+), for teams whose databases are MySQL: any
+//! number of schedulers on one database, as on PostgreSQL. The statements are the shared
+//! ones of [`sql`](super::sql) in the `mysql` dialect (see [`dialect`](super::sql::dialect)):
+//! where PostgreSQL returns what an update changed, MySQL locks the rows it reads
+//! (`FOR UPDATE`, `SKIP LOCKED` for claims), decides, and updates those rows in the same
+//! transaction, which gives the same compare-and-set outcomes.
+//!
+//! Every session runs with:
+//! - `READ COMMITTED`, PostgreSQL's level: InnoDB's default `REPEATABLE READ` takes gap locks
+//!   on range reads, which makes concurrent inserts of fires wait on each other;
+//! - `NO_BACKSLASH_ESCAPES` and `STRICT_ALL_TABLES` (beside the `PIPES_AS_CONCAT` sqlx sets):
+//!   a backslash in a literal is a backslash (the `LIKE … ESCAPE '\'` of the filters), and a
+//!   value that does not fit is an error rather than silently cut;
+//! - an idle-in-transaction limit (MariaDB's `idle_transaction_timeout`; MySQL has none, so
+//!   its `wait_timeout` ends any idle session, and the pool drops idle connections before
+//!   that): a node stopped in the middle of a transaction (SIGSTOP, a frozen VM) would
+//!   otherwise hold its shards' row locks for as long as its connection lives.
+//!
+//! Job-log ids come from the counter row `id_counters.job_logs`, moved on a connection of
+//! its own outside the caller's transaction (as PostgreSQL's sequence is outside
+//! transactions): reserving ids never waits for another node's scan to commit, and
+//! [`last_log_id_in`](MySqlStore::last_log_id_in) sees every id given out so far.
+
+use std::time::Duration;
+
+use kadence_schemas::{AppName, JobId};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
+use sqlx::{Executor as _, MySql, MySqlPool, Transaction};
+
+use super::rows::{
+    APP_COLUMNS, AppRow, FireRow, GlueVersionRow, JOB_COLUMNS, JOB_SPEC_COLUMNS, JobRow,
+    RUN_COLUMNS, RunRow, convert_all,
+};
+use super::sql::impl_sql_store;
+use super::sql::planning::plan_rows;
+use super::{
+    DispatchAck, DispatchMarks, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome,
+    PreReadRequest, StoreError,
+};
+use crate::model::{
+    App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire,
+    Run, RunState,
+};
+
+/// The MySQL store.
+#[derive(Clone)]
+pub struct MySqlStore {
+    pool: MySqlPool,
+    /// One connection that moves the job-log id counter, outside every transaction.
+    id_pool: MySqlPool,
+}
+
+impl MySqlStore {
+    const BACKEND: &'static str = "mysql";
+
+    /// Locks the rows a statement selects until the transaction ends.
+    const ROW_LOCK: &'static str = " FOR UPDATE";
+    /// Locks the rows a statement selects, passing over rows other transactions hold.
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    /// Taken first by a transaction that records a replay or backfill: one at a time, so the
+    /// double-replay guard of the second sees the first's runs.
+    const OPERATIONS_LOCK: &'static str =
+        "SELECT name FROM schedule_lock WHERE name = 'replays' FOR UPDATE";
+    /// How long a session may sit idle inside a transaction (see the module docs), seconds.
+    const IDLE_IN_TRANSACTION_SECS: u64 = 15;
+
+    /// Connects to `url`, e.g. `mysql://kadence:secret@db.internal:3306/kadence`.
+    pub async fn connect(url: &str, pool: PoolSettings) -> Result<MySqlStore, StoreError> {
+        let connect_error = |source| StoreError::Connect {
+            backend: Self::BACKEND,
+            source,
+        };
+        let options = url
+            .parse::<MySqlConnectOptions>()
+            .map_err(connect_error)?
+            .charset("utf8mb4");
+        let options_for_ids = options.clone();
+        let pool = Self::pool_options(pool.max_connections.max(1), pool.acquire_timeout)
+            .connect_with(options)
+            .await
+            .map_err(connect_error)?;
+        let id_pool = Self::pool_options(1, Duration::from_secs(30))
+            .connect_with(options_for_ids)
+            .await
+            .map_err(connect_error)?;
+        Ok(MySqlStore { pool, id_pool })
+    }
+
+    fn pool_options(max_connections: u32, acquire_timeout: Duration) -> MySqlPoolOptions {
+        MySqlPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(acquire_timeout)
+            // Before the server's own limit ends an idle session (MySQL's wait_timeout).
+            .idle_timeout(Duration::from_secs(Self::IDLE_IN_TRANSACTION_SECS - 5))
+            .after_connect(|connection, _| {
+                Box::pin(async move {
+                    connection
+                        .execute(
+                            "SET SESSION sql_mode = \
+                             CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES,STRICT_ALL_TABLES')",
+                        )
+                        .await?;
+                    connection
+                        .execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                        .await?;
+                    let (version,): (String,) = sqlx::query_as("SELECT VERSION()")
+                        .fetch_one(&mut *connection)
+                        .await?;
+                    let idle_limit = if version.contains("MariaDB") {
+                        "idle_transaction_timeout"
+                    } else {
+                        "wait_timeout"
+                    };
+                    connection
+                        .execute(
+                            format!(
+                                "SET SESSION {idle_limit} = {}",
+                                Self::IDLE_IN_TRANSACTION_SECS
+                            )
+                            .as_str(),
+                        )
+                        .await?;
+                    Ok(())
+                })
+            })
+    }
+
+    async fn apply_migrations(&self) -> Result<(), StoreError> {
+        self.choose_collation().await?;
+        // The migrator serialises concurrent schedulers with a named lock (GET_LOCK).
+        sqlx::migrate!("migrations/mysql")
+            .run(&self.pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                backend: Self::BACKEND,
+                source,
+            })
+    }
+
+    /// Makes utf8mb4 with a case- and accent-sensitive collation the default of a database
+    /// that has no tables yet, so the tables the migrations create compare text as the other
+    /// backends do (see `migrations/mysql/0001_initial.sql`). A database that has tables
+    /// keeps what it has: its tables were made with it.
+    async fn choose_collation(&self) -> Result<(), StoreError> {
+        const OPERATION: &str = "set the database's collation";
+        let (tables,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        if tables > 0 {
+            return Ok(());
+        }
+        let (version,): (String,) = sqlx::query_as("SELECT VERSION()")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(StoreError::query(OPERATION))?;
+        let collation = if version.contains("MariaDB") {
+            "utf8mb4_uca1400_as_cs"
+        } else {
+            "utf8mb4_0900_as_cs"
+        };
+        self.pool
+            .execute(format!("ALTER DATABASE CHARACTER SET utf8mb4 COLLATE {collation}").as_str())
+            .await
+            .map_err(StoreError::query(OPERATION))?;
+        Ok(())
+    }
+
+    /// A transaction that will write: InnoDB locks rows as the statements reach them.
+    async fn begin_write(
+        &self,
+        operation: &'static str,
+    ) -> Result<Transaction<'_, MySql>, StoreError> {
+        self.pool
+            .begin()
+            .await
+            .map_err(StoreError::query(operation))
+    }
+
+    /// The highest job-log id given out so far (rows and reserved ids alike).
+    async fn last_log_id_in(tx: &mut Transaction<'_, MySql>) -> Result<i64, StoreError> {
+        let (last,): (i64,) =
+            sqlx::query_as("SELECT last_id FROM id_counters WHERE name = 'job_logs'")
+                .fetch_one(&mut **tx)
+                .await
+                .map_err(StoreError::query("read the last job-log id"))?;
+        Ok(last)
+    }
+
+    /// Reserves `count` job-log ids by moving the counter on the id connection, committed at
+    /// once (see the module docs): `tx` is not used, and other nodes reserving at once wait
+    /// only for that one statement.
+    async fn reserve_log_ids_in(
+        &self,
+        _tx: &mut Transaction<'_, MySql>,
+        count: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        const OPERATION: &str = "reserve job-log ids";
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        // LAST_INSERT_ID(expr) hands the new value back with the statement's answer.
+        let moved = sqlx::query(
+            "UPDATE id_counters SET last_id = LAST_INSERT_ID(last_id + ?) WHERE name = 'job_logs'",
+        )
+        .bind(count as i64)
+        .execute(&self.id_pool)
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        let last = i64::try_from(moved.last_insert_id()).map_err(|_| StoreError::CorruptRow {
+            what: "the job-log id counter".to_owned(),
+            reason: format!("{} is out of range", moved.last_insert_id()),
+        })?;
+        Ok((last - count as i64 + 1..=last).collect())
+    }
+
+    /// InnoDB probes the primary key for each row of a keyed batch already.
+    async fn prefer_keyed_joins(_tx: &mut Transaction<'_, MySql>) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+impl_sql_store!(MySqlStore, MySql, mysql);

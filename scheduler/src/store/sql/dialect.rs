@@ -1,0 +1,140 @@
+//! The two SQL dialects the shared store code is written for.
+//!
+//! - `ansi`: PostgreSQL and SQLite, which read the same statements: `$1` placeholders,
+//!   `RETURNING`, `ON CONFLICT`, `UPDATE … FROM (VALUES …)`.
+//! - `mysql`: MySQL 8 and MariaDB 10.11+, which have none of those: `?` placeholders,
+//!   `ON DUPLICATE KEY UPDATE`, `UPDATE … JOIN`, and no `RETURNING` on an update (MySQL has
+//!   none at all), so a statement that returns what it changed becomes a locking read and a
+//!   write in the same transaction.
+//!
+//! Statements both dialects read are written once, with `$n` placeholders each used once
+//! and in order; the MySQL backend turns them into `?` ([`mysql_placeholders`]). Where the
+//! dialects differ, [`dialect!`] keeps both versions side by side in the one function that
+//! does the work, so a change to an operation is made in one place for every backend.
+
+/// Picks the code written for the backend's dialect: `dialect!($dialect, ansi => {…},
+/// mysql => {…})`, where `$dialect` is the `ansi` or `mysql` the store macros were given.
+/// Only the chosen branch is compiled for a backend.
+macro_rules! dialect {
+    (ansi, ansi => $ansi:expr, mysql => $mysql:expr $(,)?) => {
+        $ansi
+    };
+    (mysql, ansi => $ansi:expr, mysql => $mysql:expr $(,)?) => {
+        $mysql
+    };
+}
+pub(crate) use dialect;
+
+/// `text` with its `$1`, `$2`, … placeholders as MySQL's `?`.
+///
+/// MySQL binds by position, so the placeholders must appear once each and in order (the
+/// shared statements are written so); anything else is a defect in the statement, caught by
+/// the store suite on MySQL, and panics rather than binding a value to the wrong place.
+/// A `$` inside a quoted literal is left alone.
+pub(crate) fn mysql_placeholders(text: &str) -> String {
+    let mut rewritten = String::with_capacity(text.len());
+    let mut next_expected = 1_u32;
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(open), _) if c == open => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"' | '`') => quote = Some(c),
+            (None, '$') if chars.peek().is_some_and(char::is_ascii_digit) => {
+                let mut number = 0_u32;
+                while let Some(digit) = chars.peek().and_then(|next| next.to_digit(10)) {
+                    number = number * 10 + digit;
+                    chars.next();
+                }
+                assert_eq!(
+                    number, next_expected,
+                    "placeholder ${number} out of order (expected ${next_expected}) in: {text}"
+                );
+                next_expected += 1;
+                rewritten.push('?');
+                continue;
+            }
+            (None, _) => {}
+        }
+        rewritten.push(c);
+    }
+    rewritten
+}
+
+/// Pushes a batch of rows as a derived table `v` with `columns`, for MySQL's
+/// `UPDATE (…) AS v STRAIGHT_JOIN t ON t.key = v.key SET …` (the ANSI backends'
+/// `WITH v(…) AS (VALUES …)`). The join order matters: the other way round InnoDB may scan
+/// `t` and probe `v` (it does on small tables), locking, and waiting on, every row it scans
+/// rather than the batch's, and two nodes' batches deadlock.
+///
+/// MariaDB cannot name the columns of a `VALUES` list, so the table is a `UNION ALL` of
+/// `SELECT`s: a first, empty one names the columns, and the types of each column are those
+/// of all the rows together.
+pub(crate) fn push_mysql_rows<'args, DB, I, F>(
+    query: &mut sqlx::QueryBuilder<'args, DB>,
+    columns: &[&str],
+    rows: I,
+    mut push_row: F,
+) where
+    DB: sqlx::Database,
+    I: IntoIterator,
+    F: FnMut(sqlx::query_builder::Separated<'_, 'args, DB, &'static str>, I::Item),
+{
+    let names: Vec<String> = columns
+        .iter()
+        .map(|column| format!("NULL AS {column}"))
+        .collect();
+    query.push(format!(
+        "(SELECT {} FROM DUAL WHERE 1 = 0",
+        names.join(", ")
+    ));
+    for row in rows {
+        query.push(" UNION ALL SELECT ");
+        push_row(query.separated(", "), row);
+    }
+    query.push(") AS v");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mysql_placeholders;
+
+    #[test]
+    fn placeholders_become_question_marks_in_order() {
+        assert_eq!(
+            mysql_placeholders("SELECT a FROM t WHERE b = $1 AND c IN ($2, $3) LIMIT $4"),
+            "SELECT a FROM t WHERE b = ? AND c IN (?, ?) LIMIT ?"
+        );
+        assert_eq!(
+            mysql_placeholders(
+                "SELECT 1 FROM t WHERE x = $1 OR y = $2 OR z = $3 OR w = $4 OR v = $5 OR u = $6 OR s = $7 OR r = $8 OR q = $9 OR p = $10"
+            ),
+            "SELECT 1 FROM t WHERE x = ? OR y = ? OR z = ? OR w = ? OR v = ? OR u = ? OR s = ? OR r = ? OR q = ? OR p = ?"
+        );
+    }
+
+    #[test]
+    fn quoted_dollars_are_text() {
+        assert_eq!(
+            mysql_placeholders("SELECT '$1 costs', name FROM t WHERE id = $1"),
+            "SELECT '$1 costs', name FROM t WHERE id = ?"
+        );
+        assert_eq!(
+            mysql_placeholders("SELECT 'it''s' FROM t"),
+            "SELECT 'it''s' FROM t"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "out of order")]
+    fn a_reused_placeholder_is_a_defect() {
+        mysql_placeholders("SELECT 1 FROM t WHERE $1 IS NULL OR app = $1");
+    }
+
+    #[test]
+    #[should_panic(expected = "out of order")]
+    fn placeholders_out_of_order_are_a_defect() {
+        mysql_placeholders("UPDATE t SET a = $2 WHERE id = $1");
+    }
+}
