@@ -197,9 +197,14 @@ async fn an_xxl_job_database_moves_over_and_back(backend: Backend) {
     assert!(ok, "import: {stderr}\n{stdout}");
     assert!(stdout.contains("(done)"), "{stdout}");
     let tokens = reset_tokens(&stdout);
-    assert_eq!(
-        tokens.keys().collect::<std::collections::BTreeSet<_>>(),
-        ["boss", "li"].iter().collect()
+    let mut users: Vec<&str> = tokens.keys().map(String::as_str).collect();
+    users.sort_unstable();
+    assert_eq!(users, ["boss", "li"], "{stdout}");
+    assert!(
+        tokens
+            .values()
+            .all(|token| token.starts_with("kdr_") && token.len() == 68),
+        "{tokens:?}"
     );
     let jobs = check_imported(&app).await;
 
@@ -238,6 +243,7 @@ async fn an_xxl_job_database_moves_over_and_back(backend: Backend) {
         "never overwritten"
     );
 
+    snapshots_beyond_the_usual_body_limit_and_bad_ones(&app).await;
     fires_as_xxl_job_did(&mut app, &jobs).await;
     redeems_a_reset_token(&app, &tokens["li"]).await;
     undoes_the_import(&app, &jobs, &base).await;
@@ -535,14 +541,89 @@ async fn check_scripts_and_users(app: &TestApp, jobs: &HashMap<String, Value>) {
     assert_eq!(status, 401);
 }
 
-fn scheduled_runs(runs: &[Run], kind: TriggerType) -> Vec<i64> {
-    let mut times: Vec<i64> = runs
+/// An import's body may pass the API's usual 512 KiB (up to 64 MiB); a snapshot that lists a
+/// job twice, or bad options, is refused naming the problem.
+async fn snapshots_beyond_the_usual_body_limit_and_bad_ones(app: &TestApp) {
+    let job = |id: i64, params: &str| {
+        json!({"id": id, "job_group": 10, "job_desc": "big", "schedule_type": "NONE",
+            "executor_route_strategy": "FIRST", "executor_handler": "ok", "glue_type": "BEAN",
+            "executor_param": params})
+    };
+    let big = "x".repeat(600 * 1024);
+    let body = |jobs: Value, options: Value| {
+        json!({"source": "xxl-job:elsewhere:3306/big", "dry_run": true, "options": options,
+            "snapshot": {"groups": [{"id": 10, "app_name": "billing"}], "jobs": jobs}})
+    };
+    let (status, report) = app
+        .call(
+            Method::POST,
+            "/api/imports/xxl-job",
+            Some(body(json!([job(1, &big)]), json!({}))),
+        )
+        .await;
+    assert_eq!(
+        status,
+        200,
+        "{}",
+        report.to_string().chars().take(500).collect::<String>()
+    );
+    let row = &report["rows"]
+        .as_array()
+        .unwrap()
         .iter()
-        .filter(|run| run.trigger_type == kind && run.handle_code == Some(200))
-        .map(|run| run.scheduled_at_ms)
-        .collect();
+        .find(|row| row["kind"] == "JOB")
+        .unwrap();
+    assert_eq!(row["action"], "REFUSE");
+    assert!(
+        row["reason"]
+            .as_str()
+            .unwrap()
+            .contains("params are 614400 bytes"),
+        "{row}"
+    );
+    let (status, answer) = app
+        .call(
+            Method::POST,
+            "/api/imports/xxl-job",
+            Some(body(json!([job(1, ""), job(1, "")]), json!({}))),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"].clone()),
+        (
+            400,
+            json!("the snapshot lists job 1 twice: ids are unique in XXL-JOB's tables")
+        )
+    );
+    let (status, answer) = app
+        .call(
+            Method::POST,
+            "/api/imports/xxl-job",
+            Some(body(json!([]), json!({"time_zone": "Mars/Olympus"}))),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["field"].clone()),
+        (400, json!("time_zone")),
+        "{answer}"
+    );
+}
+
+/// The scheduled times of `kind` runs, in order, once `count` of them have a result (the
+/// scheduler chose the times, whatever the results).
+fn scheduled_runs(runs: &[Run], kind: TriggerType, count: usize) -> Option<Vec<i64>> {
+    let of_kind: Vec<&Run> = runs.iter().filter(|run| run.trigger_type == kind).collect();
+    if of_kind
+        .iter()
+        .filter(|run| run.handle_code.is_some())
+        .count()
+        < count
+    {
+        return None;
+    }
+    let mut times: Vec<i64> = of_kind.iter().map(|run| run.scheduled_at_ms).collect();
     times.sort_unstable();
-    times
+    Some(times)
 }
 
 /// Started with an executor, the cron job fires on even seconds and the FIX_RATE job every
@@ -564,8 +645,11 @@ async fn fires_as_xxl_job_did(app: &mut TestApp, jobs: &HashMap<String, Value>) 
         "09:30 in Shanghai is 01:30 UTC: {weekday}"
     );
     let cron = wait_for(Duration::from_secs(60), "three cron runs", || async {
-        let times = scheduled_runs(&app.runs(id("every two seconds")).await, TriggerType::Cron);
-        (times.len() >= 3).then_some(times)
+        scheduled_runs(
+            &app.runs(id("every two seconds")).await,
+            TriggerType::Cron,
+            3,
+        )
     })
     .await;
     assert!(
@@ -573,8 +657,7 @@ async fn fires_as_xxl_job_did(app: &mut TestApp, jobs: &HashMap<String, Value>) 
         "even seconds: {cron:?}"
     );
     let rate = wait_for(Duration::from_secs(60), "three FIX_RATE runs", || async {
-        let times = scheduled_runs(&app.runs(id("fixed rate")).await, TriggerType::FixRate);
-        (times.len() >= 3).then_some(times)
+        scheduled_runs(&app.runs(id("fixed rate")).await, TriggerType::FixRate, 3)
     })
     .await;
     assert!(

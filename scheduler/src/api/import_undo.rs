@@ -12,7 +12,7 @@
 //! `imported_ids` is forgotten once its entity is gone, so an undo cut short is finished by
 //! running it again. A dry run answers the same table and removes nothing.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::Json;
@@ -108,29 +108,14 @@ pub(super) async fn undo_xxl_import(
         &mut report,
     )
     .await?;
-    for row in of(ImportedKind::User) {
-        let id = row.kadence_id.parse::<i64>().map_err(bad_request)?;
-        let name = state
-            .store
-            .get_user(id)
-            .await?
-            .map_or_else(|| row.kadence_id.clone(), |user| user.name);
-        if !request.dry_run {
-            state.store.remove_user(id).await?;
-            state
-                .store
-                .forget_imported(&source, ImportedKind::User, row.source_id)
-                .await?;
-        }
-        report.rows.push(undo_row(
-            SourceKind::User,
-            row,
-            &name,
-            Action::Remove,
-            format!("user {name}"),
-            None,
-        ));
-    }
+    undo_users(
+        &state,
+        &source,
+        of(ImportedKind::User),
+        request.dry_run,
+        &mut report,
+    )
+    .await?;
     let note = AuditNote::default().with(serde_json::json!({
         "source": source,
         "dry_run": request.dry_run,
@@ -164,6 +149,41 @@ async fn has_other_jobs(
     }
 }
 
+/// Removes the imported users, with their grants and tokens.
+async fn undo_users(
+    state: &ApiState,
+    source: &str,
+    users: impl Iterator<Item = &ImportedId>,
+    dry_run: bool,
+    report: &mut ImportReport,
+) -> Result<(), ApiError> {
+    for row in users {
+        let id = row.kadence_id.parse::<i64>().map_err(bad_request)?;
+        let name = state
+            .store
+            .get_user(id)
+            .await?
+            .map_or_else(|| row.kadence_id.clone(), |user| user.name);
+        if !dry_run {
+            state.store.remove_user(id).await?;
+            state
+                .store
+                .forget_imported(source, ImportedKind::User, row.source_id)
+                .await?;
+        }
+        let kadence = format!("user {name}");
+        report.rows.push(undo_row(
+            SourceKind::User,
+            row,
+            &name,
+            Action::Remove,
+            kadence,
+            None,
+        ));
+    }
+    Ok(())
+}
+
 fn undo_row(
     kind: SourceKind,
     row: &ImportedId,
@@ -182,109 +202,118 @@ fn undo_row(
     }
 }
 
-/// Removes the imported jobs, parents first; returns the apps of the jobs kept.
+/// An imported job, as the undo found it: its row, its id, the job if it still exists.
+type ImportedJobEntry<'a> = (&'a ImportedId, JobId, Option<crate::model::Job>);
+
+/// What the undo does with one job: removed (with a note), kept (with the reason), or tried
+/// again after its imported parents.
+enum JobUndo {
+    Removed(Option<String>),
+    Kept(String),
+    AfterParents,
+}
+
+/// Removes one imported job (or, in a dry run, says whether it would be).
+async fn undo_job(
+    state: &ApiState,
+    (id, job): (JobId, Option<&crate::model::Job>),
+    imported: &HashSet<JobId>,
+    dry_run: bool,
+) -> Result<JobUndo, ApiError> {
+    let gone = || JobUndo::Removed(Some("already deleted".to_owned()));
+    let Some(job) = job else { return Ok(gone()) };
+    if dry_run {
+        return Ok(if job.status == JobStatus::Running {
+            JobUndo::Kept("RUNNING: stop it first".to_owned())
+        } else {
+            JobUndo::Removed(None)
+        });
+    }
+    Ok(match state.store.remove_job(id).await {
+        Ok(JobRemoval::Removed { .. }) => JobUndo::Removed(None),
+        Err(StoreError::JobNotFound(_)) => gone(),
+        Err(other) => return Err(other.into()),
+        Ok(JobRemoval::Running) => {
+            JobUndo::Kept("started meanwhile: stop it, then undo again".to_owned())
+        }
+        Ok(JobRemoval::ChildOf(parents)) if parents.iter().all(|p| imported.contains(p)) => {
+            JobUndo::AfterParents
+        }
+        Ok(JobRemoval::ChildOf(parents)) => {
+            let shown: Vec<String> = parents.iter().map(ToString::to_string).collect();
+            JobUndo::Kept(format!(
+                "job {} (not imported) lists it as a child",
+                shown.join(", ")
+            ))
+        }
+    })
+}
+
+/// Removes the imported jobs, parents before their children (a pass removes what it can,
+/// the next what that freed); returns the apps of the jobs kept.
 async fn undo_jobs(
     state: &ApiState,
     source: &str,
-    jobs: &[(&ImportedId, JobId, Option<crate::model::Job>)],
+    jobs: &[ImportedJobEntry<'_>],
     dry_run: bool,
     report: &mut ImportReport,
 ) -> Result<HashSet<AppName>, ApiError> {
     let imported: HashSet<JobId> = jobs.iter().map(|(_, id, _)| *id).collect();
-    let mut remaining: Vec<_> = jobs.iter().collect();
+    let mut remaining: Vec<&ImportedJobEntry<'_>> = jobs.iter().collect();
     let mut kept = HashSet::new();
-    let mut rows: HashMap<JobId, MappingRow> = HashMap::new();
-    loop {
-        let mut progress = false;
+    let mut rows: Vec<MappingRow> = Vec::new();
+    while !remaining.is_empty() {
         let mut next = Vec::new();
-        for entry @ (row, id, job) in remaining {
+        for entry @ (row, id, job) in remaining.iter().copied() {
             let name = job.as_ref().map_or("", |job| job.spec.name.as_str());
-            let outcome = match (job, dry_run) {
-                (None, _) => Ok(Some("already deleted".to_owned())),
-                (Some(job), true) if job.status == JobStatus::Running => {
-                    Err("RUNNING: stop it first".to_owned())
-                }
-                (Some(_), true) => Ok(None),
-                (Some(_), false) => match state.store.remove_job(*id).await {
-                    Ok(JobRemoval::Removed { .. }) => Ok(None),
-                    Err(StoreError::JobNotFound(_)) => Ok(Some("already deleted".to_owned())),
-                    Ok(JobRemoval::Running) => {
-                        Err("started meanwhile: stop it, then undo again".to_owned())
-                    }
-                    Ok(JobRemoval::ChildOf(parents))
-                        if parents.iter().all(|parent| imported.contains(parent)) =>
-                    {
-                        next.push(entry); // its imported parents go first
+            let kadence = format!("job {id}");
+            let (action, reason) =
+                match undo_job(state, (*id, job.as_ref()), &imported, dry_run).await? {
+                    JobUndo::AfterParents => {
+                        next.push(entry);
                         continue;
                     }
-                    Ok(JobRemoval::ChildOf(parents)) => {
-                        let shown: Vec<String> = parents.iter().map(ToString::to_string).collect();
-                        Err(format!(
-                            "job {} (not imported) lists it as a child",
-                            shown.join(", ")
-                        ))
+                    JobUndo::Removed(note) => {
+                        if !dry_run {
+                            state
+                                .store
+                                .forget_imported(source, ImportedKind::Job, row.source_id)
+                                .await?;
+                        }
+                        (Action::Remove, note)
                     }
-                    Err(other) => return Err(other.into()),
-                },
-            };
-            progress = true;
-            let row = match outcome {
-                Ok(reason) => {
-                    if !dry_run {
-                        state
-                            .store
-                            .forget_imported(source, ImportedKind::Job, row.source_id)
-                            .await?;
+                    JobUndo::Kept(reason) => {
+                        kept.extend(job.as_ref().map(|job| job.spec.app.clone()));
+                        (Action::Keep, Some(reason))
                     }
-                    undo_row(
-                        SourceKind::Job,
-                        row,
-                        name,
-                        Action::Remove,
-                        format!("job {id}"),
-                        reason,
-                    )
-                }
-                Err(reason) => {
-                    if let Some(job) = job {
-                        kept.insert(job.spec.app.clone());
-                    }
-                    undo_row(
-                        SourceKind::Job,
-                        row,
-                        name,
-                        Action::Keep,
-                        format!("job {id}"),
-                        Some(reason),
-                    )
-                }
-            };
-            rows.insert(*id, row);
-        }
-        remaining = next;
-        if remaining.is_empty() || !progress {
-            break;
-        }
-    }
-    for (row, id, job) in remaining {
-        // Imported parents that could not go keep these.
-        if let Some(job) = job {
-            kept.insert(job.spec.app.clone());
-        }
-        let reason = Some("a job kept lists it as a child".to_owned());
-        rows.insert(
-            *id,
-            undo_row(
+                };
+            rows.push(undo_row(
                 SourceKind::Job,
                 row,
-                "",
-                Action::Keep,
-                format!("job {id}"),
+                name,
+                action,
+                kadence,
                 reason,
-            ),
-        );
+            ));
+        }
+        if next.len() == remaining.len() {
+            // No progress: their imported parents are kept, so they are too.
+            for (row, id, job) in next {
+                kept.extend(job.as_ref().map(|job| job.spec.app.clone()));
+                let reason = Some("a job kept lists it as a child".to_owned());
+                rows.push(undo_row(
+                    SourceKind::Job,
+                    row,
+                    "",
+                    Action::Keep,
+                    format!("job {id}"),
+                    reason,
+                ));
+            }
+            break;
+        }
+        remaining = next;
     }
-    let mut rows: Vec<MappingRow> = rows.into_values().collect();
     rows.sort_by_key(|row| row.source_id);
     report.rows.extend(rows);
     Ok(kept)

@@ -74,6 +74,7 @@ pub(super) async fn import_xxl_job(
     let source = check_source(&request.source)?;
     let options = &request.options;
     let zone = check_options(options)?;
+    check_unique_ids(&request.snapshot)?;
     let known = Known {
         imported: state.store.imported_ids(&source).await?,
         apps: state.store.list_apps().await?,
@@ -120,6 +121,35 @@ fn check_source(source: &str) -> Result<String, ApiError> {
         )));
     }
     Ok(source.to_owned())
+}
+
+/// Each group, job, script version and user once: ids are what `imported_ids` keys on.
+fn check_unique_ids(snapshot: &XxlSnapshot) -> Result<(), ApiError> {
+    let lists: [(&str, Vec<i64>); 4] = [
+        (
+            "group",
+            snapshot.groups.iter().map(|group| group.id).collect(),
+        ),
+        ("job", snapshot.jobs.iter().map(|job| job.id).collect()),
+        (
+            "script version",
+            snapshot
+                .glue_versions
+                .iter()
+                .map(|version| version.id)
+                .collect(),
+        ),
+        ("user", snapshot.users.iter().map(|user| user.id).collect()),
+    ];
+    for (what, ids) in lists {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = ids.into_iter().find(|id| !seen.insert(*id)) {
+            return Err(ApiError::at("snapshot")(bad_request(format!(
+                "the snapshot lists {what} {twice} twice: ids are unique in XXL-JOB's tables"
+            ))));
+        }
+    }
+    Ok(())
 }
 
 fn check_options(options: &ImportOptions) -> Result<chrono_tz::Tz, ApiError> {
@@ -197,27 +227,7 @@ async fn write(
             .iter()
             .map(|job| imported_job(state, job, now))
             .collect(),
-        users: plan
-            .users
-            .iter()
-            .map(|user| {
-                let hours = options.reset_token_hours;
-                let (token, reset) = new_reset_token(&caller.user.name, now, hours);
-                tokens.push(IssuedResetToken {
-                    user: user.name.clone(),
-                    token,
-                    expires_at_ms: reset.expires_at_ms,
-                });
-                ImportedUser {
-                    source_id: user.source_id,
-                    fingerprint: user.fingerprint.clone(),
-                    name: user.name.clone(),
-                    role: user.role,
-                    grants: user.grants.clone(),
-                    reset,
-                }
-            })
-            .collect(),
+        users: imported_users(&plan, caller, now, options.reset_token_hours, &mut tokens),
     };
     let ids = state
         .store
@@ -248,6 +258,35 @@ async fn write(
         }
     }
     Ok(tokens)
+}
+
+/// The users to create, each with a reset token (pushed onto `tokens`, shown once).
+fn imported_users(
+    plan: &Plan,
+    caller: &Caller,
+    now_ms: i64,
+    hours: u32,
+    tokens: &mut Vec<IssuedResetToken>,
+) -> Vec<ImportedUser> {
+    plan.users
+        .iter()
+        .map(|user| {
+            let (token, reset) = new_reset_token(&caller.user.name, now_ms, hours);
+            tokens.push(IssuedResetToken {
+                user: user.name.clone(),
+                token,
+                expires_at_ms: reset.expires_at_ms,
+            });
+            ImportedUser {
+                source_id: user.source_id,
+                fingerprint: user.fingerprint.clone(),
+                name: user.name.clone(),
+                role: user.role,
+                grants: user.grants.clone(),
+                reset,
+            }
+        })
+        .collect()
 }
 
 fn imported_app(app: &crate::import::PlannedApp, now_ms: i64) -> ImportedApp {

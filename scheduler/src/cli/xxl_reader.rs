@@ -24,7 +24,7 @@ const TABLES: [&str; 4] = [
 ];
 
 /// Script versions sent per job, as XXL-JOB keeps them (the count of all is sent too).
-const VERSIONS_SENT: usize = crate::import::mapping::GLUE_VERSIONS_KEPT;
+const VERSIONS_SENT: usize = crate::import::planned::GLUE_VERSIONS_KEPT;
 
 /// Reads the XXL-JOB database at `url` (`mysql://user:password@host:port/database`).
 pub(super) async fn read_snapshot(url: &str) -> anyhow::Result<XxlSnapshot> {

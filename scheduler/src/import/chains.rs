@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use kadence_schemas::JobId;
 
-use super::mapping::Candidate;
+use super::planned::Candidate;
 
 /// Refuses every candidate with a refused child (a job whose children would not fire is not
 /// the same job) and every candidate on a cycle of children (Kadence refuses cycles), until

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use kadence_schemas::AppName;
 
-use super::mapping::{GroupApp, Known, Plan, PlannedApp, already_imported, refused, row};
+use super::planned::{GroupApp, Known, Plan, PlannedApp, already_imported, refused, row};
 use super::report::{Action, Difference, MappingRow, SourceKind};
 use super::snapshot::{ImportOptions, XxlGroup, XxlSnapshot, fingerprint};
 use crate::store::{ImportedId, ImportedKind};
@@ -24,6 +24,7 @@ pub(super) fn plan_groups(
         .map(|app| (app.name.as_str(), app.partitions))
         .collect();
     let mut groups = HashMap::new();
+    let mut planned: HashMap<String, i64> = HashMap::new();
     let mut sorted: Vec<&XxlGroup> = snapshot.groups.iter().collect();
     sorted.sort_by_key(|group| group.id);
     for group in sorted {
@@ -55,35 +56,58 @@ pub(super) fn plan_groups(
                 continue;
             }
         };
-        let kadence = Some(format!("app {app}"));
-        if let Some(&partitions) = existing.get(app.as_str()) {
-            plan.rows.push(MappingRow {
-                reason: Some(format!(
-                    "an app named {app} exists in Kadence (not made by an import): its jobs go \
-                     into it, with its {partitions} partitions"
-                )),
-                ..row(SourceKind::Group, group.id, name, Action::Reuse, kadence)
-            });
-            groups.insert(group.id, Ok((app, partitions)));
-            continue;
-        }
-        plan.rows.push(row(
-            SourceKind::Group,
-            group.id,
-            name,
-            Action::Create,
-            kadence,
-        ));
-        plan.apps.push(PlannedApp {
-            source_id: group.id,
-            fingerprint: print,
-            name: app.clone(),
-            title: group.title.trim().to_owned(),
-            partitions: options.partitions,
-        });
-        groups.insert(group.id, Ok((app, options.partitions)));
+        let app = new_or_reused(plan, group, app, (&existing, &mut planned), options);
+        groups.insert(group.id, Ok(app));
     }
     groups
+}
+
+/// The app of a group that was not imported before: an app already planned by a group of
+/// the same AppName, an app of that name made by hand, or a new one.
+fn new_or_reused(
+    plan: &mut Plan,
+    group: &XxlGroup,
+    app: AppName,
+    (existing, planned): (&HashMap<&str, i32>, &mut HashMap<String, i64>),
+    options: &ImportOptions,
+) -> (AppName, i32) {
+    let name = group.app_name.trim();
+    let kadence = Some(format!("app {app}"));
+    if let Some(first) = planned.get(app.as_str()) {
+        plan.rows.push(MappingRow {
+            reason: Some(format!(
+                "the same AppName as group {first}: its jobs go into that app"
+            )),
+            ..row(SourceKind::Group, group.id, name, Action::Reuse, kadence)
+        });
+        return (app, options.partitions);
+    }
+    if let Some(&partitions) = existing.get(app.as_str()) {
+        plan.rows.push(MappingRow {
+            reason: Some(format!(
+                "an app named {app} exists in Kadence (not made by an import): its jobs go \
+                 into it, with its {partitions} partitions"
+            )),
+            ..row(SourceKind::Group, group.id, name, Action::Reuse, kadence)
+        });
+        return (app, partitions);
+    }
+    plan.rows.push(row(
+        SourceKind::Group,
+        group.id,
+        name,
+        Action::Create,
+        kadence,
+    ));
+    planned.insert(app.to_string(), group.id);
+    plan.apps.push(PlannedApp {
+        source_id: group.id,
+        fingerprint: fingerprint(group),
+        name: app.clone(),
+        title: group.title.trim().to_owned(),
+        partitions: options.partitions,
+    });
+    (app, options.partitions)
 }
 
 fn group_differences(plan: &mut Plan, group: &XxlGroup) {

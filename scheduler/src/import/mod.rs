@@ -10,8 +10,8 @@
 //! [`ImportReport`]: the mapping table, every difference in behaviour known, the reset tokens.
 //! A dry run answers the same report and writes nothing. XXL-JOB's database is never written.
 //!
-//! - [`snapshot`]: the rows read and the command's options; [`mapping`]: the plan, with the
-//!   jobs' part (`groups` and `users` plan the others, `chains` the child links); [`jobs`]:
+//! - [`snapshot`]: the rows read and the command's options; [`mapping`]: the plan ([`planned`]
+//!   holds its parts), with the jobs' part (`groups` and `users` plan the others, `chains` the child links); [`jobs`]:
 //!   one job's settings and their differences; [`general`]: the differences of every import;
 //!   [`report`]: the answer.
 //!
@@ -58,15 +58,19 @@ pub mod general;
 mod groups;
 pub mod jobs;
 pub mod mapping;
+pub mod planned;
 pub mod report;
 pub mod snapshot;
 mod users;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_groups_users;
 
 pub use jobs::JobDraft;
-pub use mapping::{ChildRef, Known, Plan, PlannedApp, PlannedJob, PlannedUser, Validate, plan};
+pub use mapping::plan;
+pub use planned::{ChildRef, Known, Plan, PlannedApp, PlannedJob, PlannedUser, Validate};
 pub use report::{Action, Difference, ImportReport, IssuedResetToken, MappingRow, SourceKind};
 pub use snapshot::{
     DEFAULT_PARTITIONS, DEFAULT_RESET_TOKEN_HOURS, ImportOptions, XxlGlueVersion, XxlGroup, XxlJob,

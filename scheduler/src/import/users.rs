@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use kadence_schemas::AppName;
 
-use super::mapping::{GroupApp, Known, Plan, PlannedUser, already_imported, refused, row};
+use super::planned::{GroupApp, Known, Plan, PlannedUser, already_imported, refused, row};
 use super::report::{Action, Difference, SourceKind};
 use super::snapshot::{ImportOptions, XxlSnapshot, XxlUser, fingerprint};
 use crate::model::{Access, Role};
