@@ -305,6 +305,9 @@ fn reset_tokens(stdout: &str) -> HashMap<String, String> {
         .collect()
 }
 
+/// A field whose value the test cannot know (set by the seed rows' `now()`), or checks apart.
+const ANY: &str = "<any>";
+
 /// Every field of every job, the apps, the script versions, the users; the jobs by name.
 async fn check_imported(app: &TestApp) -> HashMap<String, Value> {
     let apps = get(app, "/api/apps").await;
@@ -340,7 +343,11 @@ async fn check_imported(app: &TestApp) -> HashMap<String, Value> {
         json!({"name": name, "app": app, "schedule_type": schedule.0, "schedule_conf": schedule.1,
             "time_zone": "Asia/Shanghai", "misfire_strategy": strategies.0, "route_strategy": strategies.1,
             "block_strategy": strategies.2, "handler": handler, "status": "STOPPED", "next_fire_ms": null,
-            "retry_backoff": "NONE", "alarm_webhook": null, "child_trigger_mode": "EACH_SHARD", "history": "ALL"})
+            "last_fire_ms": null, "retry_backoff": "NONE", "retry_backoff_seconds": 0,
+            "retry_backoff_cap_seconds": 0, "alarm_webhook": null, "child_trigger_mode": "EACH_SHARD",
+            "history": "ALL", "params": "", "timeout_seconds": 0, "retry_count": 0, "author": "li",
+            "alarm_emails": [], "glue_type": "BEAN", "glue_source": null, "glue_remark": "GLUE代码初始化",
+            "child_job_ids": [], "glue_updated_at_ms": 1_767_317_400_000_i64})
     };
     let mut expected: Vec<(Value, Value)> = vec![
         (
@@ -404,7 +411,7 @@ async fn check_imported(app: &TestApp) -> HashMap<String, Value> {
                 ("DO_NOTHING", "FIRST", "SERIAL_EXECUTION"),
                 "GLUE_POWERSHELL",
             ),
-            json!({"glue_type": "GLUE_POWERSHELL", "glue_source": "Write-Output hi"}),
+            json!({"glue_type": "GLUE_POWERSHELL", "glue_source": "Write-Output hi", "glue_remark": "ps"}),
         ),
         (
             every(
@@ -414,7 +421,7 @@ async fn check_imported(app: &TestApp) -> HashMap<String, Value> {
                 ("DO_NOTHING", "FIRST", "SERIAL_EXECUTION"),
                 "demoJobHandler",
             ),
-            json!({"author": "XXL", "glue_remark": "GLUE代码初始化", "params": ""}),
+            json!({"author": "XXL", "glue_updated_at_ms": ANY}),
         ),
         (
             every(
@@ -424,7 +431,7 @@ async fn check_imported(app: &TestApp) -> HashMap<String, Value> {
                 ("DO_NOTHING", "FIRST", "SERIAL_EXECUTION"),
                 "ollamaJobHandler",
             ),
-            json!({}),
+            json!({"author": "XXL", "glue_updated_at_ms": ANY, "params": ANY}),
         ),
         (
             every(
@@ -434,7 +441,7 @@ async fn check_imported(app: &TestApp) -> HashMap<String, Value> {
                 ("DO_NOTHING", "FIRST", "SERIAL_EXECUTION"),
                 "difyWorkflowJobHandler",
             ),
-            json!({}),
+            json!({"author": "XXL", "glue_updated_at_ms": ANY, "params": ANY}),
         ),
         (
             every(
@@ -444,7 +451,7 @@ async fn check_imported(app: &TestApp) -> HashMap<String, Value> {
                 ("DO_NOTHING", "FIRST", "SERIAL_EXECUTION"),
                 "openClawJobHandler",
             ),
-            json!({}),
+            json!({"author": "XXL", "glue_updated_at_ms": ANY, "params": ANY}),
         ),
     ];
     for route in [
@@ -467,23 +474,37 @@ async fn check_imported(app: &TestApp) -> HashMap<String, Value> {
         expected.push((fields, json!({"author": "li", "timeout_seconds": 0, "retry_count": 0, "glue_remark": "GLUE代码初始化"})));
     }
     assert_eq!(expected.len(), 17);
-    for (fields, more) in expected {
-        let name = fields["name"].as_str().unwrap();
-        let job = &jobs[name];
-        for (field, value) in fields
-            .as_object()
-            .unwrap()
-            .iter()
-            .chain(more.as_object().unwrap())
-        {
+    let fields_checked = jobs["fixed rate"].as_object().unwrap().len() - 1; // all but the id
+    for (mut fields, more) in expected {
+        let fields = fields.as_object_mut().unwrap();
+        fields.extend(more.as_object().unwrap().clone());
+        assert_eq!(
+            fields.len(),
+            fields_checked,
+            "every field of the job view is checked"
+        );
+        let name = fields["name"].as_str().unwrap().to_owned();
+        let job = &jobs[&name];
+        for (field, value) in fields.iter().filter(|(_, value)| **value != json!(ANY)) {
             assert_eq!(&job[field], value, "job {name:?}, field {field}: {job}");
         }
     }
+    // The seed rows' JSON params, newlines and all.
+    for (name, key) in [
+        ("Ollama示例任务", "\"prompt\""),
+        ("Dify示例任务", "\"apiKey\""),
+        ("OpenClaw示例任务", "\"input\""),
+    ] {
+        let params = jobs[name]["params"].as_str().unwrap();
+        assert!(
+            params.starts_with("{\n") && params.contains(key),
+            "{name}: {params}"
+        );
+    }
+    let seed_glue = jobs["示例任务01"]["glue_updated_at_ms"].as_i64().unwrap();
     assert!(
-        jobs["Ollama示例任务"]["params"]
-            .as_str()
-            .unwrap()
-            .contains("\"prompt\"")
+        (seed_glue - kadence_tests::now_ms()).abs() < 3_600_000 * 24,
+        "now() in the seed rows"
     );
     check_scripts_and_users(app, &jobs).await;
     jobs
