@@ -193,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn only_health_and_the_login_are_public() {
+    fn only_health_the_login_and_the_password_reset_are_public() {
         let document = document();
         let mut public = Vec::new();
         for (path, item) in document["paths"].as_object().unwrap() {
@@ -227,6 +227,7 @@ mod tests {
                 "get /health",
                 "get /metrics",
                 "post /api/auth/login",
+                "post /api/auth/password-reset",
                 "post /api/auth/session"
             ]
         );
