@@ -175,7 +175,9 @@ function App() {
 
   if (!ready) return null;
   // A reset token is redeemed without a session (an imported user has no password yet).
-  if (route.path === '/reset-password') return html`<${ResetPasswordPage} query=${route.query} />`;
+  if (route.path === '/reset-password') {
+    return html`<${ResetPasswordPage} query=${route.query} key=${route.query.token ?? ''} />`;
+  }
   if (!user) return html`<${LoginPage} onLogin=${signedIn} onLocale=${chooseLocale} />`;
   return html`<${Shell} route=${route} onLocale=${chooseLocale} onLogout=${logout} />`;
 }

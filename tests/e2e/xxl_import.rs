@@ -802,4 +802,71 @@ async fn undoes_the_import(app: &TestApp, jobs: &HashMap<String, Value>, base: &
     assert!(!ok && stderr.contains("nothing was imported"), "{stderr}");
 }
 
+/// An admin issues a reset token with `kadence user reset-token`; the user redeems it in the
+/// console's reset page (without a session) and logs in with the new password.
+async fn a_reset_token_is_redeemed_in_the_console(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (status, body) = app
+        .call(
+            Method::POST,
+            "/api/users",
+            Some(json!({"name": "mei", "password": "forgotten password"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (ok, stdout, stderr) = kadence(&app, &["user", "reset-token", "mei", "--hours", "2"]).await;
+    assert!(ok, "{stderr}");
+    let token = stdout
+        .lines()
+        .find(|line| line.starts_with("kdr_"))
+        .unwrap_or_else(|| panic!("no token in {stdout}"))
+        .trim()
+        .to_owned();
+    let base = app.api_url().to_owned();
+    let browser = crate::browser::Browser::start("en-US").await;
+    browser.goto(&base).await;
+    browser.click("#login-reset").await;
+    browser.find("#reset-token").await;
+    browser
+        .goto(&format!("{base}/#/reset-password?token={token}"))
+        .await;
+    browser
+        .type_into("#reset-password", "mei's new password")
+        .await;
+    browser.type_into("#reset-repeat", "something else").await;
+    browser.click("#reset-submit").await;
+    browser
+        .wait_for_text("p.error", "the mismatch said", |text| {
+            text.contains("differ")
+        })
+        .await;
+    browser.screenshot("reset-password").await;
+    browser
+        .type_into("#reset-repeat", "mei's new password")
+        .await;
+    browser.click("#reset-submit").await;
+    browser.find("#reset-done").await;
+    browser.click("#reset-login").await;
+    browser.type_into("#login-name", "mei").await;
+    browser
+        .type_into("#login-password", "mei's new password")
+        .await;
+    browser.click("#login-submit").await;
+    browser.find("#logout").await;
+    browser.close().await;
+    let (status, _) = app
+        .call_as(
+            None,
+            Method::POST,
+            "/api/auth/password-reset",
+            Some(json!({"token": token, "password": "yet another one"})),
+        )
+        .await;
+    assert_eq!(status, 400, "the token was used up in the console");
+    app.shutdown().await;
+}
+
 on_both_backends!(an_xxl_job_database_moves_over_and_back);
+
+// The console page is the subject; the store's part is the test above's, on both stores.
+on_sqlite_only!(a_reset_token_is_redeemed_in_the_console);
