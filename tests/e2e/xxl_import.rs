@@ -772,6 +772,17 @@ async fn undoes_the_import(app: &TestApp, jobs: &HashMap<String, Value>, base: &
     for name in ["every two seconds", "fixed rate", "route random"] {
         app.stop_job(jobs[name]["id"].as_i64().unwrap()).await;
     }
+    let dry: Vec<&str> = undo.iter().copied().chain(["--dry-run"]).collect();
+    let (ok, stdout, stderr) = kadence(app, &dry).await;
+    assert!(ok, "undo dry run: {stderr}\n{stdout}");
+    assert_row(&stdout, "JOB", 100, "REMOVE", "job ");
+    assert_row(&stdout, "GROUP", 10, "REMOVE", "app billing");
+    assert_row(&stdout, "USER", 10, "REMOVE", "user li");
+    assert_eq!(
+        jobs_by_name(app).await.len(),
+        jobs.len() + 1,
+        "a dry run removes nothing"
+    );
     app.create_app("kept", 1).await;
     let mine = app
         .create_job(json!({"app": "kept", "handler": "ok", "schedule_type": "NONE"}))
@@ -800,6 +811,60 @@ async fn undoes_the_import(app: &TestApp, jobs: &HashMap<String, Value>, base: &
     assert_eq!(names, ["admin"]);
     let (ok, _, stderr) = kadence(app, &undo).await;
     assert!(!ok && stderr.contains("nothing was imported"), "{stderr}");
+}
+
+/// The reader finds its columns by name: XXL-JOB 3.5's renamed ones (`name` for the group's
+/// title and the job's description, a per-group `access_token`) and 2.2's `job_cron` (no
+/// schedule type, no misfire strategy) read as 3.4's do.
+async fn older_and_newer_xxl_job_schemas_are_read(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let newer = XxlDatabase::create().await;
+    newer
+        .run_script(
+            "ALTER TABLE xxl_job_group CHANGE `title` `name` VARCHAR(64) NOT NULL;
+             ALTER TABLE xxl_job_group ADD COLUMN `access_token` VARCHAR(255) DEFAULT NULL;
+             UPDATE xxl_job_group SET access_token = 'default_token' WHERE id = 10;
+             ALTER TABLE xxl_job_info CHANGE `job_desc` `name` VARCHAR(255) NOT NULL;",
+        )
+        .await;
+    let (ok, stdout, stderr) = kadence(
+        &app,
+        &["import", "xxl-job", "--from", &newer.url, "--dry-run"],
+    )
+    .await;
+    assert!(ok, "3.5: {stderr}\n{stdout}");
+    assert_row(&stdout, "JOB", 100, "CREATE", "every two seconds");
+    assert_row(&stdout, "GROUP", 11, "CREATE", "app reports");
+    assert!(stdout.contains("an executor access token"), "{stdout}");
+
+    let older = XxlDatabase::create().await;
+    older
+        .run_script(
+            "ALTER TABLE xxl_job_info ADD COLUMN `job_cron` VARCHAR(128) NOT NULL DEFAULT '';
+             UPDATE xxl_job_info SET job_cron = schedule_conf WHERE schedule_type = 'CRON';
+             DELETE FROM xxl_job_info WHERE schedule_type <> 'CRON';
+             ALTER TABLE xxl_job_info DROP COLUMN `schedule_type`, DROP COLUMN `schedule_conf`,
+                 DROP COLUMN `misfire_strategy`;",
+        )
+        .await;
+    let (ok, stdout, stderr) = kadence(
+        &app,
+        &["import", "xxl-job", "--from", &older.url, "--dry-run"],
+    )
+    .await;
+    assert!(ok, "2.2: {stderr}\n{stdout}");
+    assert_row(&stdout, "JOB", 100, "CREATE", "every two seconds");
+    assert_row(&stdout, "JOB", 115, "REFUSE", "never fires");
+    let rows_of_101 = stdout.lines().filter(|line| {
+        let words: Vec<&str> = line.split_whitespace().take(2).collect();
+        words == ["JOB", "101"]
+    });
+    assert_eq!(rows_of_101.count(), 0, "the FIX_RATE job is gone: {stdout}");
+    assert!(
+        stdout.contains("child job 101 does not exist in XXL-JOB"),
+        "{stdout}"
+    );
+    app.shutdown().await;
 }
 
 /// An admin issues a reset token with `kadence user reset-token`; the user redeems it in the
@@ -868,5 +933,9 @@ async fn a_reset_token_is_redeemed_in_the_console(backend: Backend) {
 
 on_both_backends!(an_xxl_job_database_moves_over_and_back);
 
-// The console page is the subject; the store's part is the test above's, on both stores.
-on_sqlite_only!(a_reset_token_is_redeemed_in_the_console);
+// The console page and the reader are the subjects; the store's part is the test above's, on
+// both stores.
+on_sqlite_only!(
+    a_reset_token_is_redeemed_in_the_console,
+    older_and_newer_xxl_job_schemas_are_read
+);
