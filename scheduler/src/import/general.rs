@@ -56,6 +56,10 @@ pub(super) fn general_differences(
         "not imported: run history and daily reports (xxl_job_log, xxl_job_log_report), \
          executor registrations (xxl_job_registry): executors register by beating"
             .to_owned(),
+        "names: an executor group is an app (its AppName the app's name, its trigger topic \
+         {prefix}.triggers.{app}), job_desc is the job's name, GLUE jobs are script jobs, the \
+         scheduling log is the runs list, a trigger's executor address is a partition"
+            .to_owned(),
         "alarm e-mails are sent only once the scheduler has alarm.smtp_* settings; timeouts \
          become milliseconds (XXL-JOB's seconds × 1000); retries run at once, as in XXL-JOB"
             .to_owned(),
