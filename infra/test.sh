@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this script):
 #   1. installs what is missing: rustfmt/clippy, the broker (tansu, ~10 min the first time),
-#      and starts the local PostgreSQL if it is installed but stopped;
+#      and starts the local PostgreSQL and MariaDB if they are installed but stopped;
 #   2. cargo fmt --check, the code-shape check (no file over 500 lines of non-test code, no
 #      function over 80, no module cycle), the dashboards being generate.py's output, and
 #      cargo clippy --all-targets -D warnings; installs Debian's prometheus (and promtool)
@@ -15,13 +15,15 @@
 #      installs schemathesis from PyPI when missing);
 #   6. stops the broker, whatever happened.
 # PostgreSQL: KADENCE_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test);
-# each test creates and drops its own database there.
+# each test creates and drops its own database there. MariaDB (XXL-JOB's database, for the
+# import tests): KADENCE_TEST_MYSQL_URL (default mysql://root@127.0.0.1:3306), the same way.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo_root"
 export PATH="$HOME/.cargo/bin:$PATH"
 export KADENCE_TEST_POSTGRES_URL="${KADENCE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
+export KADENCE_TEST_MYSQL_URL="${KADENCE_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -41,6 +43,22 @@ if ! pg_answers; then
   pg_answers || { echo "PostgreSQL is not reachable on 127.0.0.1:5432; the store tests need it" >&2; exit 1; }
 fi
 echo "PostgreSQL answers on 127.0.0.1:5432"
+
+step "MariaDB (XXL-JOB's database, for the import tests)"
+# tests/e2e/xxl_import.rs creates a database of its own there, loads XXL-JOB's schema and
+# imports from it (KADENCE_TEST_MYSQL_URL, default mysql://root@127.0.0.1:3306).
+mysql_answers() { (exec 3<>/dev/tcp/127.0.0.1/3306) 2>/dev/null; }
+if ! mysql_answers; then
+  if [ -x /etc/init.d/mariadb ]; then
+    service mariadb start || true
+  fi
+  if ! mysql_answers && command -v mysqld_safe >/dev/null 2>&1; then
+    (mysqld_safe >/dev/null 2>&1 &)
+  fi
+  for _ in $(seq 1 100); do mysql_answers && break; sleep 0.2; done
+  mysql_answers || { echo "MariaDB is not reachable on 127.0.0.1:3306; the XXL-JOB import tests need it" >&2; exit 1; }
+fi
+echo "MariaDB answers on 127.0.0.1:3306"
 
 step "broker (tansu)"
 infra/broker.sh install

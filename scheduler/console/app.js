@@ -6,6 +6,7 @@ import { api, get, put, whenSessionEnds } from './lib/api.js';
 import { LOCALES, browserLocale, loadLocale, t } from './lib/i18n.js';
 import { currentUser, isAdmin, setCurrentUser } from './lib/session.js';
 import { LoginPage } from './pages/login.js';
+import { ResetPasswordPage } from './pages/reset_password.js';
 import { DashboardPage } from './pages/dashboard.js';
 import { JobsPage } from './pages/jobs.js';
 import { JobFormPage } from './pages/job_form.js';
@@ -173,6 +174,10 @@ function App() {
   };
 
   if (!ready) return null;
+  // A reset token is redeemed without a session (an imported user has no password yet).
+  if (route.path === '/reset-password') {
+    return html`<${ResetPasswordPage} query=${route.query} key=${route.query.token ?? ''} />`;
+  }
   if (!user) return html`<${LoginPage} onLogin=${signedIn} onLocale=${chooseLocale} />`;
   return html`<${Shell} route=${route} onLocale=${chooseLocale} onLogout=${logout} />`;
 }

@@ -13,7 +13,8 @@
 //!   the message catalogs (`t("key")`), time and duration formats, shared widgets (paged
 //!   tables, fields with their error, confirmations).
 //! - `pages/`: one module per page (dashboard, jobs, job editor, scripts, runs, run detail
-//!   with its live log, executors, apps, users and tokens, audit, replays, shadow report).
+//!   with its live log, executors, apps, users and tokens, audit, replays, shadow report, and
+//!   the password reset a user without a session reaches at `#/reset-password`).
 //! - `i18n/{locale}/{area}.json`: every string the console shows, per language ([`LOCALES`])
 //!   and per area of the console (one file per page, so that pages are written side by
 //!   side), served merged as `/console/i18n/{locale}.json`; a test fails when a key is in

@@ -57,6 +57,11 @@
 //!   scans, carried across Kafka in `traceparent` headers, exported over OTLP when
 //!   `[telemetry]` names an endpoint.
 //! - [`clock`]: injectable time for the step functions.
+//! - [`import`]: `kadence import xxl-job`: an XXL-JOB database's groups, jobs, script
+//!   versions and users mapped onto apps, jobs and users (a pure plan with every difference
+//!   in behaviour, written in one transaction through the store's
+//!   [`Imports`](store::Imports) half); imported users set a password with a one-time reset
+//!   token ([`PasswordResets`](store::PasswordResets)).
 //! - [`auth`]: passwords (Argon2id), tokens (random, stored as SHA-256) and the first admin
 //!   of a fresh database; users, grants and tokens are kept by the store's
 //!   [`Accounts`](store::Accounts) half.
@@ -73,6 +78,7 @@ pub mod config;
 pub mod console;
 pub mod dispatch;
 pub mod enums;
+pub mod import;
 pub mod intake;
 pub mod kafka;
 pub mod logs;

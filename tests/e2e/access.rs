@@ -17,11 +17,12 @@ use crate::common::Backend;
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, login, spawn_app, spawn_app_with};
 
 /// The operations anyone may call, besides the schema registry's (under [`PUBLIC_PREFIX`]).
-const PUBLIC: [(&str, &str); 4] = [
+const PUBLIC: [(&str, &str); 5] = [
     ("GET", "/health"),
     ("GET", "/metrics"),
     ("POST", "/api/auth/login"),
     ("POST", "/api/auth/session"),
+    ("POST", "/api/auth/password-reset"),
 ];
 /// Where every operation is public: the record schemas, the same as the repository's.
 const PUBLIC_PREFIX: &str = "/registry/";
@@ -370,6 +371,26 @@ fn cases(fixture: &Fixture, spare: i64) -> Vec<Case> {
         case(
             ("POST", "/api/signing-keys/{id}/retire"),
             "/api/signing-keys/0000/retire",
+            None,
+            Admin,
+        ),
+        // Imports create apps, jobs and users: an admin's, dry run included.
+        case(
+            ("POST", "/api/imports/xxl-job"),
+            "/api/imports/xxl-job",
+            Some(json!({"source": "xxl-job:db:3306/x", "snapshot": {}, "dry_run": true})),
+            Admin,
+        ),
+        // Nothing imported from it: the admin's answer is 404, after the role check.
+        case(
+            ("POST", "/api/imports/xxl-job/undo"),
+            "/api/imports/xxl-job/undo",
+            Some(json!({"source": "xxl-job:db:3306/x", "dry_run": true})),
+            Admin,
+        ),
+        case(
+            ("POST", "/api/users/{name}/password-reset"),
+            "/api/users/op-beta/password-reset",
             None,
             Admin,
         ),

@@ -38,6 +38,7 @@ mod shadow;
 mod signing;
 mod sinks;
 mod steps;
+mod xxl_import;
 
 use std::collections::HashSet;
 use std::time::Duration;

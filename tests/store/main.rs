@@ -10,6 +10,7 @@ mod accounts;
 mod batches;
 mod console;
 mod history;
+mod imports;
 mod monitors;
 mod operators;
 mod registry;

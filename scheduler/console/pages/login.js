@@ -35,6 +35,7 @@ export function LoginPage({ onLogin, onLocale }) {
           value=${password} onInput=${(event) => setPassword(event.target.value)} />
         ${error && html`<${ErrorNote} error=${error.status === 401 ? { message: t('login.wrong') } : error} />`}
         <button type="submit" id="login-submit" disabled=${busy}>${t('login.submit')}</button>
+        <a href="#/reset-password" id="login-reset">${t('login.reset_link')}</a>
         <label class="language">
           <span>${t('nav.language')}</span>
           <select id="login-language" value=${locale()} onChange=${(event) => onLocale(event.target.value)}>

@@ -298,7 +298,7 @@ fn text_filter(field: &str, value: Option<String>) -> Result<Option<String>, Api
 
 /// Refuses a cron expression with no fire after `now_ms`. Checked when a schedule is saved,
 /// not when it is read back, so a job whose last year has passed still loads and lists.
-fn require_a_fire(spec: &NewJob, now_ms: i64) -> Result<(), ApiError> {
+pub(super) fn require_a_fire(spec: &NewJob, now_ms: i64) -> Result<(), ApiError> {
     let ScheduleSpec::Cron(_) = spec.schedule else {
         return Ok(());
     };

@@ -43,6 +43,10 @@
 //! | GET | `/api/replays/{id}` | one replay or backfill: who, what range, how many |
 //! | POST | `/api/backfills` | emit the fires a job's schedule had in a past range that never fired (or a dry run) |
 //! | GET | `/api/shadow/report` (`?app=&from_ms=&to_ms=`) | shadow runs beside production's results by trigger id, disagreements first |
+//! | POST | `/api/imports/xxl-job` | map an XXL-JOB snapshot onto apps, jobs and users and create them in one transaction, or a dry run (admin; see `crate::import`) |
+//! | POST | `/api/imports/xxl-job/undo` | remove what the import of a source created (admin) |
+//! | POST | `/api/users/{name}/password-reset` | a one-time password reset token for a user, shown once (admin) |
+//! | POST | `/api/auth/password-reset` | set a password with a reset token (no credentials needed; throttled like logins) |
 //!
 //! Every route but `/health`, `/metrics` and the login needs `Authorization: Bearer <token>`,
 //! or the console's session cookie with an `X-Requested-With` header on writes (401 without;
@@ -66,7 +70,8 @@
 //! view shows in `job_spec`), `runs` (trigger, kill, list, log), `run_search` (runs across
 //! jobs, one run in detail), `executors`, `reports`, `overview` (the dashboard),
 //! `schedules`, `sessions` (login, logout, language), `tokens`, `users`, `audit`,
-//! `signing_keys`, `replays` (with backfills and the shadow report); the plumbing every
+//! `signing_keys`, `replays` (with backfills and the shadow report), `imports` and
+//! `import_undo` (XXL-JOB), `password_resets`; the plumbing every
 //! route shares: `caller`, `throttle`, `error`, `body`, `pages`, `limits`. This file holds
 //! the state, the router and the small parsers the
 //! resources share.
@@ -77,12 +82,15 @@ mod body;
 mod caller;
 mod error;
 mod executors;
+mod import_undo;
+mod imports;
 mod job_spec;
 mod jobs;
 mod limits;
 mod openapi;
 mod overview;
 mod pages;
+mod password_resets;
 mod registry;
 mod replays;
 mod reports;
@@ -101,11 +109,14 @@ pub use caller::Caller;
 pub use caller::{CONSOLE_HEADER, SESSION_COOKIE};
 pub use error::ApiError;
 pub use executors::{ExecutorQuery, ExecutorView};
+pub use import_undo::XxlUndoRequest;
+pub use imports::{IMPORT_BODY_LIMIT_BYTES, XxlImportRequest};
 pub use job_spec::{JobView, MAX_GLUE_SOURCE_BYTES, NewJobRequest};
 pub use jobs::JobQuery;
 pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
 pub use overview::{AppExecutors, DayCounts, ExecutorCounts, Overview, OverviewQuery};
 pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, PageQuery};
+pub use password_resets::{DEFAULT_RESET_TOKEN_HOURS, PasswordResetRequest, ResetTokenRequest};
 pub use replays::{BackfillBody, ReplayBody, ReplayQuery, ShadowReportQuery};
 pub use reports::{ReportQuery, ReportView};
 pub use run_search::{RunDetail, RunQuery};
@@ -260,14 +271,26 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(replays::get_replay))
         .routes(routes!(replays::backfill))
         .routes(routes!(replays::shadow_report))
+        .routes(routes!(password_resets::issue_reset_token))
+        .merge(import_routes())
+}
+
+/// The import routes, whose bodies may be as large as [`IMPORT_BODY_LIMIT_BYTES`]: this
+/// layer is inside the router's, so it wins for them.
+fn import_routes() -> OpenApiRouter<Arc<ApiState>> {
+    OpenApiRouter::new()
+        .routes(routes!(imports::import_xxl_job))
+        .routes(routes!(import_undo::undo_xxl_import))
+        .layer(DefaultBodyLimit::max(IMPORT_BODY_LIMIT_BYTES))
 }
 
 /// The routes anyone may call (marked public in the document by `openapi`) but `/health`:
-/// the logins and the schema registry.
+/// the logins, the password reset and the schema registry.
 fn public_routes() -> OpenApiRouter<Arc<ApiState>> {
     OpenApiRouter::new()
         .routes(routes!(sessions::login))
         .routes(routes!(sessions::open_session))
+        .routes(routes!(password_resets::redeem_reset_token))
         .routes(routes!(registry::schema_by_id))
         .routes(routes!(registry::versions_of_id))
         .routes(routes!(registry::list_subjects))

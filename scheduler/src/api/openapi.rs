@@ -28,11 +28,12 @@ pub const DOCS_PATH: &str = "/api/docs";
 /// The name of the bearer security scheme in the document.
 const BEARER: &str = "bearer";
 /// Operations anyone may call: they declare an empty security requirement.
-const PUBLIC_OPERATIONS: [(&str, HttpMethod); 4] = [
+const PUBLIC_OPERATIONS: [(&str, HttpMethod); 5] = [
     ("/health", HttpMethod::Get),
     ("/metrics", HttpMethod::Get),
     ("/api/auth/login", HttpMethod::Post),
     ("/api/auth/session", HttpMethod::Post),
+    ("/api/auth/password-reset", HttpMethod::Post),
 ];
 /// Operations outside the load limits, which a busy node still answers: liveness and the
 /// metrics that show why it is busy.
@@ -60,7 +61,7 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
     security(("bearer" = [])),
     modifiers(&BearerScheme),
     tags(
-        (name = "auth", description = "Login, logout, who am I, the console's language"),
+        (name = "auth", description = "Login, logout, who am I, the console's language, password resets"),
         (name = "tokens", description = "Named API tokens for automation"),
         (name = "users", description = "Users and their grants per app (admin)"),
         (name = "apps", description = "Executor apps and their trigger topics"),
@@ -72,6 +73,7 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
         (name = "audit", description = "Who changed what"),
         (name = "schedules", description = "Schedule previews"),
         (name = "signing-keys", description = "The keys trigger and control records are signed with"),
+        (name = "imports", description = "Imports from XXL-JOB: dry run, import, undo (admin)"),
         (name = "replays", description = "Replays of past triggers, backfills of missed fires, the shadow diff report"),
         (name = "health", description = "Liveness"),
         (name = "schema-registry", description = "The record schemas, in the Confluent Schema Registry's read API shape"),
@@ -191,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn only_health_and_the_login_are_public() {
+    fn only_health_the_login_and_the_password_reset_are_public() {
         let document = document();
         let mut public = Vec::new();
         for (path, item) in document["paths"].as_object().unwrap() {
@@ -225,6 +227,7 @@ mod tests {
                 "get /health",
                 "get /metrics",
                 "post /api/auth/login",
+                "post /api/auth/password-reset",
                 "post /api/auth/session"
             ]
         );

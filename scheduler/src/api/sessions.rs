@@ -188,7 +188,7 @@ async fn record_login(
 
 /// The client's IP address, when the server was started with connection info (it is, by
 /// `kadence serve`; a router driven in-process has none).
-pub(super) struct ClientAddress(Option<IpAddr>);
+pub(super) struct ClientAddress(pub(super) Option<IpAddr>);
 
 impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
     type Rejection = std::convert::Infallible;

@@ -234,7 +234,7 @@ fn check_user_name(name: &str) -> Result<(), ApiError> {
 
 /// The Argon2id hash of an acceptable password (off the async workers: it is slow on
 /// purpose).
-async fn hashed(password: String) -> Result<String, ApiError> {
+pub(super) async fn hashed(password: String) -> Result<String, ApiError> {
     if password.chars().count() < MIN_PASSWORD_CHARS || password.len() > MAX_PASSWORD_BYTES {
         return Err(bad_request(format!(
             "the password must be at least {MIN_PASSWORD_CHARS} characters (and at most \

@@ -10,6 +10,7 @@ use crate::api::DEFAULT_PAGE_SIZE;
 use crate::model::{ChildTriggerMode, HistoryPolicy, RouteStrategy};
 use crate::schedule::MisfireStrategy;
 
+pub(super) use super::imports::ImportCommand;
 pub(super) use super::replays::{ReplayArgs, ShadowCommand};
 
 /// The values a flag accepts, taken from the enum itself so that `--help` lists them all and
@@ -116,6 +117,9 @@ pub(super) enum Command {
     /// Shadow runs: candidate handler versions run beside production.
     #[command(subcommand)]
     Shadow(ShadowCommand),
+    /// Import definitions from another scheduler (XXL-JOB), or undo an import (admin).
+    #[command(subcommand)]
+    Import(ImportCommand),
     /// Print the API's OpenAPI 3 document (JSON), as a node serves it at /api/openapi.json
     /// (no server needed).
     Openapi,
@@ -194,6 +198,16 @@ pub(super) enum UserCommand {
     },
     /// List users with their roles and grants.
     List,
+    /// Issue a one-time password reset token for a user (printed once; their earlier unused
+    /// ones stop working): they set a password with it in the console or through
+    /// POST /api/auth/password-reset.
+    ResetToken {
+        /// Login name.
+        name: String,
+        /// Hours the token works (1 to 720).
+        #[arg(long, default_value_t = crate::api::DEFAULT_RESET_TOKEN_HOURS)]
+        hours: u32,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,7 +3,9 @@
 //!
 //! Every client subcommand sends a token: `KADENCE_TOKEN`, else the one `kadence login` saved
 //! (`credentials`). Login and logout are `sessions`; users and API tokens `users`; signing
-//! keys `keys`; replays, backfills and the shadow report `replays`.
+//! keys `keys`; replays, backfills and the shadow report `replays`; `kadence import xxl-job`
+//! `imports`, which reads XXL-JOB's MySQL database itself (`xxl_reader`, read-only) and posts
+//! what it read: the server maps and writes it.
 //!
 //! ```text
 //! kadence login --user admin
@@ -35,6 +37,7 @@ mod args;
 mod client;
 mod credentials;
 mod executors;
+mod imports;
 mod jobs;
 mod keys;
 mod preview;
@@ -42,6 +45,7 @@ mod print;
 mod replays;
 mod sessions;
 mod users;
+mod xxl_reader;
 
 use apps::app_command;
 pub use args::Cli;
@@ -104,6 +108,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             dry_run,
         } => replays::backfill_command(&client, job, (from, to), rate, dry_run).await,
         Command::Shadow(command) => replays::shadow_command(&client, command).await,
+        Command::Import(command) => imports::import_command(&client, command).await,
         Command::Audit {
             app,
             user,

@@ -1,4 +1,4 @@
-//! `kadence user add|passwd|grant|revoke|list`, `kadence token create|list|revoke` and
+//! `kadence user add|passwd|grant|revoke|list|reset-token`, `kadence token create|list|revoke` and
 //! `kadence audit`.
 
 use super::args::{TokenCommand, UserCommand};
@@ -6,7 +6,10 @@ use super::client::ApiClient;
 use super::print::{OutputError, format_ms, outln};
 use super::sessions::PasswordSource;
 use crate::api::Page;
-use crate::api::{GrantRequest, IssuedToken, NewTokenRequest, NewUserRequest, PasswordRequest};
+use crate::api::{
+    GrantRequest, IssuedToken, NewTokenRequest, NewUserRequest, PasswordRequest, ResetTokenRequest,
+};
+use crate::import::IssuedResetToken;
 use crate::model::{AuditEntry, TokenInfo, User};
 
 /// Runs a `user` subcommand against the API.
@@ -61,6 +64,18 @@ pub(super) async fn user_command(client: &ApiClient, command: UserCommand) -> an
             print_users(&[user])?;
         }
         UserCommand::List => print_users(&client.get::<Vec<User>>("/api/users").await?)?,
+        UserCommand::ResetToken { name, hours } => {
+            let request = ResetTokenRequest { hours: Some(hours) };
+            let issued: IssuedResetToken = client
+                .post(&format!("/api/users/{name}/password-reset"), &request)
+                .await?;
+            outln!(
+                "reset token for {} (shown only now; works once, until {}):",
+                issued.user,
+                format_ms(Some(issued.expires_at_ms))
+            )?;
+            outln!("{}", issued.token)?;
+        }
     }
     Ok(())
 }

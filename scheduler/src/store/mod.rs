@@ -25,7 +25,9 @@ mod error;
 mod filters;
 pub mod fire_batch;
 mod fire_cancellation;
+mod imports;
 mod mysql;
+mod password_resets;
 mod postgres;
 mod replays;
 mod rows;
@@ -50,7 +52,12 @@ pub use console::{Console, JobCounts, JobRemoval, RunCounts, RunSummary};
 pub use error::StoreError;
 pub use filters::{JobFilter, RunFilter};
 pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
+pub use imports::{
+    ImportIds, ImportWrite, ImportedApp, ImportedId, ImportedJob, ImportedKind, ImportedUser,
+    Imports, NewResetToken,
+};
 pub use mysql::MySqlStore;
+pub use password_resets::PasswordResets;
 pub use postgres::PostgresStore;
 pub use replays::{
     FireMaker, FireOwner, NewOperation, Operation, OperationKind, Replays, RunOutcome, ShadowPair,
@@ -249,13 +256,16 @@ pub struct UnfinishedRun {
 /// trail the [`AuditTrail`] half; the keys triggers are signed with the [`SigningKeys`] half;
 /// schedule shards and fire batches are the [`ScheduleShards`] and [`FireBatches`] halves;
 /// replays, backfills and shadow results the [`Replays`] half; what the console's pages read
-/// (runs across jobs, dashboard counts) and the removal of a job the [`Console`] half.
+/// (runs across jobs, dashboard counts) and the removal of a job the [`Console`] half; what
+/// imports from XXL-JOB write the [`Imports`] half, password reset tokens [`PasswordResets`].
 #[async_trait::async_trait]
 pub trait Store:
     Accounts
     + AuditTrail
     + Console
     + FireBatches
+    + Imports
+    + PasswordResets
     + Replays
     + ScheduleShards
     + SigningKeys

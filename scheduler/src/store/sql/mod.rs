@@ -26,7 +26,8 @@
 //! implement the separate [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail),
 //! [`FireBatches`](super::FireBatches), [`Console`](super::Console), [`Replays`](super::Replays),
 //! [`ScheduleShards`](super::ScheduleShards) and [`SigningKeys`](super::SigningKeys) traits the
-//! same way.
+//! same way, as [`imports`] and [`password_resets`] do for [`Imports`](super::Imports) and
+//! [`PasswordResets`](super::PasswordResets).
 
 pub(crate) mod accounts;
 pub(crate) mod audit;
@@ -36,7 +37,9 @@ pub(crate) mod dialect;
 pub(crate) mod fire_updates;
 pub(crate) mod fires;
 pub(crate) mod history;
+pub(crate) mod imports;
 pub(crate) mod jobs;
+pub(crate) mod password_resets;
 pub(crate) mod planning;
 pub(crate) mod registry;
 pub(crate) mod replays;
@@ -475,6 +478,8 @@ macro_rules! impl_sql_store {
         $crate::store::sql::signing::impl_sql_signing!($store, $db, $dialect);
         $crate::store::sql::replays::impl_sql_replays!($store, $db, $dialect);
         $crate::store::sql::console::impl_sql_console!($store, $db, $dialect);
+        $crate::store::sql::imports::impl_sql_imports!($store, $db, $dialect);
+        $crate::store::sql::password_resets::impl_sql_password_resets!($store, $db, $dialect);
     };
 }
 

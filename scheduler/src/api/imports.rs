@@ -1,0 +1,336 @@
+//! Imports from XXL-JOB (admin only; see `crate::import` for what is mapped and why):
+//!
+//! - `POST /api/imports/xxl-job` (`{source, snapshot, options, dry_run}`): maps the snapshot
+//!   the CLI read, checks every job with the job API's own rules, and — unless `dry_run` —
+//!   creates the trigger topics of the new apps, then writes apps, jobs, script versions,
+//!   users, grants and reset tokens in one transaction. The answer is the report: the mapping
+//!   table, the differences, the reset tokens (shown only here).
+//! - `POST /api/imports/xxl-job/undo` (`{source, dry_run}`): removes what the import of
+//!   `source` created (see [`super::import_undo`]).
+//!
+//! A snapshot carries every job with up to 30 script versions each (a script is at most
+//! 256 KiB), so these routes take bodies up to [`IMPORT_BODY_LIMIT_BYTES`] (64 MiB) rather
+//! than the API's 512 KiB: large enough for thousands of jobs with their histories, while a
+//! bigger installation is rare and would be imported app by app anyway. Only an admin can
+//! send one, after authentication (the limit applies as the body is read, in the handler).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+
+use super::audit::AuditNote;
+use super::body::ApiJson;
+use super::caller::Caller;
+use super::error::{ApiError, ErrorBody};
+use super::job_spec::{NewJobRequest, parse_new_job};
+use super::jobs::require_a_fire;
+use super::password_resets::{check_hours, new_reset_token};
+use super::{ApiState, MAX_PARTITIONS, bad_request};
+use crate::import::{
+    Action, ChildRef, ImportOptions, ImportReport, IssuedResetToken, JobDraft, Known, Plan,
+    SourceKind, XxlSnapshot, plan,
+};
+use crate::kafka::TopicError;
+use crate::model::{App, JobStatus, NewJob};
+use crate::schedule::parse_time_zone;
+use crate::store::{ImportWrite, ImportedApp, ImportedJob, ImportedUser};
+
+/// Largest body of an import request (see the module docs).
+pub const IMPORT_BODY_LIMIT_BYTES: usize = 64 * 1024 * 1024;
+
+/// Body of `POST /api/imports/xxl-job`.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct XxlImportRequest {
+    /// The source's name (the CLI derives it from the URL: `xxl-job:host:port/database`);
+    /// a second import of the same source skips what the first created.
+    pub source: String,
+    /// The rows read from XXL-JOB.
+    pub snapshot: XxlSnapshot,
+    /// How to map what cannot be taken over as it is.
+    #[serde(default)]
+    pub options: ImportOptions,
+    /// Answer the report and write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+#[utoipa::path(
+    post, path = "/api/imports/xxl-job", tag = "imports", request_body = XxlImportRequest,
+    responses(
+        (status = 200, description = "The report: what was (or, in a dry run, would be) created, skipped, reused or refused and why, every difference in behaviour, the reset tokens of the users created", body = ImportReport),
+        (status = 409, description = "An app or user of the plan was created meanwhile, or an app's trigger topic exists with another partition count", body = ErrorBody),
+    ),
+)]
+pub(super) async fn import_xxl_job(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiJson(request): ApiJson<XxlImportRequest>,
+) -> Result<(AuditNote, Json<ImportReport>), ApiError> {
+    caller.require_admin()?;
+    let source = check_source(&request.source)?;
+    let options = &request.options;
+    let zone = check_options(options)?;
+    check_unique_ids(&request.snapshot)?;
+    let known = Known {
+        imported: state.store.imported_ids(&source).await?,
+        apps: state.store.list_apps().await?,
+        users: state
+            .store
+            .list_users()
+            .await?
+            .into_iter()
+            .map(|user| user.name)
+            .collect(),
+    };
+    let now = state.clock.now_ms();
+    let validate = |draft: &JobDraft| -> Result<NewJob, String> {
+        let spec = parse_new_job(request_of(draft)).map_err(|error| error.to_string())?;
+        require_a_fire(&spec, now).map_err(|error| error.to_string())?;
+        Ok(spec)
+    };
+    let plan = plan(&request.snapshot, options, zone, &known, &validate);
+    let mut report = ImportReport {
+        source: source.clone(),
+        dry_run: request.dry_run,
+        rows: plan.rows.clone(),
+        differences: plan.differences.clone(),
+        reset_tokens: Vec::new(),
+    };
+    if !request.dry_run {
+        report.reset_tokens = write(&state, &caller, &source, plan, options, &mut report).await?;
+    }
+    let note = AuditNote::default().with(serde_json::json!({
+        "source": source,
+        "dry_run": request.dry_run,
+        "created": report.count(Action::Create),
+        "skipped": report.count(Action::Skip),
+        "refused": report.count(Action::Refuse),
+    }));
+    Ok((note, Json(report)))
+}
+
+fn check_source(source: &str) -> Result<String, ApiError> {
+    let source = source.trim();
+    if source.is_empty() || source.len() > 200 {
+        return Err(ApiError::at("source")(bad_request(
+            "source must name the XXL-JOB database in 1 to 200 characters",
+        )));
+    }
+    Ok(source.to_owned())
+}
+
+/// Each group, job, script version and user once: ids are what `imported_ids` keys on.
+fn check_unique_ids(snapshot: &XxlSnapshot) -> Result<(), ApiError> {
+    let lists: [(&str, Vec<i64>); 4] = [
+        (
+            "group",
+            snapshot.groups.iter().map(|group| group.id).collect(),
+        ),
+        ("job", snapshot.jobs.iter().map(|job| job.id).collect()),
+        (
+            "script version",
+            snapshot
+                .glue_versions
+                .iter()
+                .map(|version| version.id)
+                .collect(),
+        ),
+        ("user", snapshot.users.iter().map(|user| user.id).collect()),
+    ];
+    for (what, ids) in lists {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = ids.into_iter().find(|id| !seen.insert(*id)) {
+            return Err(ApiError::at("snapshot")(bad_request(format!(
+                "the snapshot lists {what} {twice} twice: ids are unique in XXL-JOB's tables"
+            ))));
+        }
+    }
+    Ok(())
+}
+
+fn check_options(options: &ImportOptions) -> Result<chrono_tz::Tz, ApiError> {
+    if !(1..=MAX_PARTITIONS).contains(&options.partitions) {
+        return Err(ApiError::at("partitions")(bad_request(format!(
+            "partitions must be between 1 and {MAX_PARTITIONS}, not {}",
+            options.partitions
+        ))));
+    }
+    check_hours(options.reset_token_hours).map_err(ApiError::at("reset_token_hours"))?;
+    parse_time_zone(&options.time_zone)
+        .map_err(bad_request)
+        .map_err(ApiError::at("time_zone"))
+}
+
+/// A draft in the job API's terms, so that the job API's checks apply to it unchanged.
+fn request_of(draft: &JobDraft) -> NewJobRequest {
+    NewJobRequest {
+        app: draft.app.clone(),
+        name: Some(draft.name.clone()),
+        schedule_type: Some(draft.schedule_type.clone()),
+        schedule_conf: Some(draft.schedule_conf.clone()),
+        time_zone: Some(draft.time_zone.clone()),
+        misfire_strategy: Some(draft.misfire_strategy.clone()),
+        route_strategy: Some(draft.route_strategy.clone()),
+        handler: draft.handler.clone(),
+        params: Some(draft.params.clone()),
+        block_strategy: Some(draft.block_strategy.clone()),
+        timeout_seconds: Some(draft.timeout_seconds),
+        author: Some(draft.author.clone()),
+        alarm_emails: Some(draft.alarm_emails.clone()),
+        alarm_webhook: None,
+        retry_count: Some(draft.retry_count),
+        retry_backoff: None,
+        retry_backoff_seconds: None,
+        retry_backoff_cap_seconds: None,
+        glue_type: Some(draft.glue_type.clone()),
+        glue_source: draft.glue_source.clone(),
+        glue_remark: Some(draft.glue_remark.clone()),
+        child_job_ids: None,
+        child_trigger_mode: None,
+        history: None,
+        start: false,
+    }
+}
+
+/// Creates the new apps' topics, then writes the plan in one transaction; fills the new
+/// jobs' ids into `report` and returns the reset tokens.
+async fn write(
+    state: &ApiState,
+    caller: &Caller,
+    source: &str,
+    plan: Plan,
+    options: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<Vec<IssuedResetToken>, ApiError> {
+    let now = state.clock.now_ms();
+    // Topics first, as `POST /api/apps` does: an app must never exist without its topic.
+    for app in &plan.apps {
+        state
+            .admin
+            .ensure_topic(&state.topics.triggers(&app.name), app.partitions, &[])
+            .await
+            .map_err(|error| match error {
+                TopicError::PartitionMismatch { .. } => ApiError::Conflict(error.to_string()),
+                other => ApiError::Internal(other.into()),
+            })?;
+    }
+    let mut tokens = Vec::new();
+    let write = ImportWrite {
+        source: source.to_owned(),
+        apps: plan.apps.iter().map(|app| imported_app(app, now)).collect(),
+        jobs: plan
+            .jobs
+            .iter()
+            .map(|job| imported_job(state, job, now))
+            .collect(),
+        users: imported_users(&plan, caller, now, options.reset_token_hours, &mut tokens),
+    };
+    let ids = state
+        .store
+        .write_import(&write, now)
+        .await
+        .map_err(|error| match error {
+            crate::store::StoreError::AppExists(_) | crate::store::StoreError::UserExists(_) => {
+                ApiError::Conflict(format!(
+                    "{error}: created since the plan was made; run the import again"
+                ))
+            }
+            other => other.into(),
+        })?;
+    for app in &plan.apps {
+        state.partitions.remember(app.name.clone(), app.partitions);
+    }
+    if plan.jobs.iter().any(|job| job.start) {
+        state.pre_read_waker.notify_one();
+    }
+    let jobs: HashMap<i64, i64> = ids
+        .jobs
+        .iter()
+        .map(|(source, id)| (*source, id.get()))
+        .collect();
+    for row in &mut report.rows {
+        if row.kind == SourceKind::Job && row.action == Action::Create {
+            row.kadence = jobs.get(&row.source_id).map(|id| format!("job {id}"));
+        }
+    }
+    Ok(tokens)
+}
+
+/// The users to create, each with a reset token (pushed onto `tokens`, shown once).
+fn imported_users(
+    plan: &Plan,
+    caller: &Caller,
+    now_ms: i64,
+    hours: u32,
+    tokens: &mut Vec<IssuedResetToken>,
+) -> Vec<ImportedUser> {
+    plan.users
+        .iter()
+        .map(|user| {
+            let (token, reset) = new_reset_token(&caller.user.name, now_ms, hours);
+            tokens.push(IssuedResetToken {
+                user: user.name.clone(),
+                token,
+                expires_at_ms: reset.expires_at_ms,
+            });
+            ImportedUser {
+                source_id: user.source_id,
+                fingerprint: user.fingerprint.clone(),
+                name: user.name.clone(),
+                role: user.role,
+                grants: user.grants.clone(),
+                reset,
+            }
+        })
+        .collect()
+}
+
+fn imported_app(app: &crate::import::PlannedApp, now_ms: i64) -> ImportedApp {
+    ImportedApp {
+        source_id: app.source_id,
+        fingerprint: app.fingerprint.clone(),
+        app: App {
+            name: app.name.clone(),
+            title: app.title.clone(),
+            partitions: app.partitions,
+            created_at_ms: now_ms,
+        },
+    }
+}
+
+fn imported_job(state: &ApiState, job: &crate::import::PlannedJob, now_ms: i64) -> ImportedJob {
+    let mut spec = job.spec.clone();
+    let mut child_sources = Vec::new();
+    for child in &job.children {
+        match child {
+            ChildRef::Existing(id) => spec.child_job_ids.push(*id),
+            ChildRef::Planned(source) => child_sources.push(*source),
+        }
+    }
+    // XXL-JOB's start: the first fire after now + the pre-read window (as `start_job_now`).
+    let next_fire_ms = job
+        .start
+        .then(|| {
+            spec.schedule
+                .next_after(now_ms + state.pre_read_window_ms, spec.time_zone)
+        })
+        .flatten();
+    ImportedJob {
+        source_id: job.source_id,
+        fingerprint: job.fingerprint.clone(),
+        status: if next_fire_ms.is_some() {
+            JobStatus::Running
+        } else {
+            JobStatus::Stopped
+        },
+        next_fire_ms,
+        spec,
+        child_sources,
+        glue_versions: job.glue_versions.clone(),
+        glue_updated_at_ms: job.glue_updated_at_ms,
+    }
+}
