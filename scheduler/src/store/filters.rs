@@ -1,5 +1,6 @@
 //! What a listing can be narrowed by: [`JobFilter`] for jobs, [`RunFilter`] for runs across
-//! jobs, and [`contains_pattern`], which turns text a user typed into a `LIKE` pattern that
+//! jobs, [`AppScope`] for the apps a caller may see, [`PageRequest`] for where a page starts,
+//! and [`contains_pattern`], which turns text a user typed into a `LIKE` pattern that
 //! matches it literally.
 
 use kadence_schemas::{AppName, JobId};
@@ -58,6 +59,26 @@ pub(crate) fn contains_pattern(text: &str) -> String {
     pattern.push('%');
     pattern
 }
+
+/// Where a page of a listing starts and how long it is: keyset pagination, so a page costs
+/// the same however deep it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest<K> {
+    /// The key of the last item of the previous page; `None` for the first page.
+    pub after: Option<K>,
+    /// Items at most.
+    pub limit: u32,
+}
+
+impl<K> PageRequest<K> {
+    /// The first `limit` items.
+    pub fn first(limit: u32) -> Self {
+        PageRequest { after: None, limit }
+    }
+}
+
+/// The apps a listing may show: `None` for all, `Some` for only these (none if empty).
+pub type AppScope<'a> = Option<&'a [AppName]>;
 
 #[cfg(test)]
 mod tests {

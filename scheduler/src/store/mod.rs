@@ -50,7 +50,7 @@ pub use batches::{
 };
 pub use console::{Console, JobCounts, JobRemoval, RunCounts, RunSummary};
 pub use error::StoreError;
-pub use filters::{JobFilter, RunFilter};
+pub use filters::{AppScope, JobFilter, PageRequest, RunFilter};
 pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
 pub use imports::{
     ImportIds, ImportWrite, ImportedApp, ImportedId, ImportedJob, ImportedKind, ImportedUser,
@@ -167,26 +167,6 @@ pub struct JobChange {
     /// Its planned fires the change cancelled, if any.
     pub cancelled: Option<FireCancellation>,
 }
-
-/// Where a page of a listing starts and how long it is: keyset pagination, so a page costs
-/// the same however deep it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageRequest<K> {
-    /// The key of the last item of the previous page; `None` for the first page.
-    pub after: Option<K>,
-    /// Items at most.
-    pub limit: u32,
-}
-
-impl<K> PageRequest<K> {
-    /// The first `limit` items.
-    pub fn first(limit: u32) -> Self {
-        PageRequest { after: None, limit }
-    }
-}
-
-/// The apps a listing may show: `None` for all, `Some` for only these (none if empty).
-pub type AppScope<'a> = Option<&'a [AppName]>;
 
 /// The broker acknowledged a trigger: mark its run dispatched.
 #[derive(Debug, Clone, PartialEq)]
