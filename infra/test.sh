@@ -15,8 +15,9 @@
 #      installs schemathesis from PyPI when missing);
 #   6. stops the broker, whatever happened.
 # PostgreSQL: KADENCE_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test);
-# each test creates and drops its own database there. MariaDB (XXL-JOB's database, for the
-# import tests): KADENCE_TEST_MYSQL_URL (default mysql://root@127.0.0.1:3306), the same way.
+# each test creates and drops its own database there. MySQL/MariaDB (the third store backend,
+# and XXL-JOB's database for the import tests): KADENCE_TEST_MYSQL_URL (default
+# mysql://root@127.0.0.1:3306), the same way.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,9 +45,10 @@ if ! pg_answers; then
 fi
 echo "PostgreSQL answers on 127.0.0.1:5432"
 
-step "MariaDB (XXL-JOB's database, for the import tests)"
-# tests/e2e/xxl_import.rs creates a database of its own there, loads XXL-JOB's schema and
-# imports from it (KADENCE_TEST_MYSQL_URL, default mysql://root@127.0.0.1:3306).
+step "MariaDB (the MySQL store's tests, and XXL-JOB's database for the import tests)"
+# Every store test and every e2e test that runs on PostgreSQL runs on it too, in a database
+# of its own; tests/e2e/xxl_import.rs also loads XXL-JOB's schema into one and imports from it
+# (KADENCE_TEST_MYSQL_URL, default mysql://root@127.0.0.1:3306).
 mysql_answers() { (exec 3<>/dev/tcp/127.0.0.1/3306) 2>/dev/null; }
 if ! mysql_answers; then
   if [ -x /etc/init.d/mariadb ]; then
@@ -56,7 +58,7 @@ if ! mysql_answers; then
     (mysqld_safe >/dev/null 2>&1 &)
   fi
   for _ in $(seq 1 100); do mysql_answers && break; sleep 0.2; done
-  mysql_answers || { echo "MariaDB is not reachable on 127.0.0.1:3306; the XXL-JOB import tests need it" >&2; exit 1; }
+  mysql_answers || { echo "MariaDB is not reachable on 127.0.0.1:3306; the MySQL store and XXL-JOB import tests need it" >&2; exit 1; }
 fi
 echo "MariaDB answers on 127.0.0.1:3306"
 
