@@ -8,7 +8,7 @@
 //!
 //! ```toml
 //! [database]
-//! url = "sqlite://kadence.db"        # or postgres://user:pass@host/db
+//! url = "sqlite://kadence.db"        # or postgres://user:pass@host/db, mysql://user:pass@host/db
 //! [kafka]
 //! brokers = "127.0.0.1:9092"
 //! [kafka.options]                    # raw librdkafka options for every client
@@ -110,7 +110,8 @@ impl Default for AuthConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
-    /// `sqlite://FILE` (created if missing) or `postgres://…`. Default `sqlite://kadence.db`.
+    /// `sqlite://FILE` (created if missing), `postgres://…`, or `mysql://…` (MySQL 8,
+    /// MariaDB 10.11+; `mariadb://…` is taken too). Default `sqlite://kadence.db`.
     pub url: SecretString,
     /// Connections of the scheduling loops (pre-read, acknowledgements, claims,
     /// cancellations, results). Default 5: one per loop, so none waits for another.

@@ -1,6 +1,8 @@
 //! Several `kadence serve` processes on one database, killed with SIGKILL: no fire is lost,
 //! a re-emission carries the same trigger id, and with no crash every trigger id is emitted
 //! exactly once. Trigger records are read straight from the topic (no executor needed).
+//! The tests of several nodes run on PostgreSQL and on MySQL, the backends several
+//! schedulers share; the restart of a lone node on SQLite.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -9,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Backend, TestDatabase, Watchdog, brokers, unique, wait_for};
+use common::{Backend, TestDatabase, Watchdog, brokers, fetch_rows, unique, wait_for};
 use kadence_scheduler::store::fire_batch;
 use kadence_schemas::TriggerRecord;
 use kadence_tests::now_ms;
@@ -17,7 +19,6 @@ use kadence_tests::serve::spawn_serve;
 use kadence_tests::session::{TEST_ADMIN_PASSWORD, login};
 use kadence_tests::triggers::read_triggers;
 use serde_json::{Value, json};
-use sqlx::Connection;
 use tokio::process::{Child, Command};
 
 const APP: &str = "crash";
@@ -136,33 +137,20 @@ async fn stop_jobs(node: &Node, jobs: &[i64]) {
     }
 }
 
-/// The trigger ids `sql` selects (with `$1` bound to `bind`, if given), on either backend.
-async fn trigger_ids(database_url: &str, sql: &str, bind: Option<&str>) -> HashSet<String> {
-    let rows: Vec<String> = if database_url.starts_with("sqlite:") {
-        let mut connection = sqlx::SqliteConnection::connect(database_url).await.unwrap();
-        let mut query = sqlx::query_scalar(sql);
-        if let Some(value) = bind {
-            query = query.bind(value);
-        }
-        query.fetch_all(&mut connection).await.unwrap()
-    } else {
-        let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
-        let mut query = sqlx::query_scalar(sql);
-        if let Some(value) = bind {
-            query = query.bind(value);
-        }
-        query.fetch_all(&mut connection).await.unwrap()
-    };
-    rows.into_iter().collect()
+/// The trigger ids `sql` selects (with `$1` bound to `bind`, if given).
+async fn trigger_ids(db: &TestDatabase, sql: &str, bind: Option<&str>) -> HashSet<String> {
+    let rows: Vec<(String,)> = fetch_rows(db, sql, bind).await;
+    rows.into_iter().map(|(trigger_id,)| trigger_id).collect()
 }
 
-/// The schedule shards and their owners and fences, by shard (PostgreSQL).
-async fn shard_owners(database_url: &str) -> Vec<(Option<String>, i64)> {
-    let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
-    sqlx::query_as("SELECT owner_node, fence FROM schedule_shards ORDER BY shard")
-        .fetch_all(&mut connection)
-        .await
-        .unwrap()
+/// The schedule shards and their owners and fences, by shard.
+async fn shard_owners(db: &TestDatabase) -> Vec<(Option<String>, i64)> {
+    fetch_rows(
+        db,
+        "SELECT owner_node, fence FROM schedule_shards ORDER BY shard",
+        None,
+    )
+    .await
 }
 
 /// How many shards `node` owns.
@@ -175,27 +163,13 @@ fn owned_by(owners: &[(Option<String>, i64)], node: &str) -> usize {
 
 /// Trigger ids of the fires planned and not yet recorded as runs: the open fires of the fire
 /// batches (of `owner` only, if given) whose run row is not written, and the pending rows.
-async fn pending_fires(database_url: &str, owner: Option<&str>) -> HashSet<String> {
+async fn pending_fires(db: &TestDatabase, owner: Option<&str>) -> HashSet<String> {
     let sql = match owner {
         Some(_) => "SELECT pending_from_ms, fires FROM fire_batches WHERE owner_node = $1",
         None => "SELECT pending_from_ms, fires FROM fire_batches",
     };
-    let batches: Vec<(i64, Vec<u8>)> = if database_url.starts_with("sqlite:") {
-        let mut connection = sqlx::SqliteConnection::connect(database_url).await.unwrap();
-        let mut query = sqlx::query_as(sql);
-        if let Some(owner) = owner {
-            query = query.bind(owner);
-        }
-        query.fetch_all(&mut connection).await.unwrap()
-    } else {
-        let mut connection = sqlx::PgConnection::connect(database_url).await.unwrap();
-        let mut query = sqlx::query_as(sql);
-        if let Some(owner) = owner {
-            query = query.bind(owner);
-        }
-        query.fetch_all(&mut connection).await.unwrap()
-    };
-    let recorded = trigger_ids(database_url, "SELECT trigger_id FROM job_logs", None).await;
+    let batches: Vec<(i64, Vec<u8>)> = fetch_rows(db, sql, owner).await;
+    let recorded = trigger_ids(db, "SELECT trigger_id FROM job_logs", None).await;
     let mut pending: HashSet<String> = batches
         .iter()
         .flat_map(|(pending_from_ms, bytes)| {
@@ -211,21 +185,21 @@ async fn pending_fires(database_url: &str, owner: Option<&str>) -> HashSet<Strin
         Some(_) => "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED' AND owner_node = $1",
         None => "SELECT trigger_id FROM job_logs WHERE state = 'SCHEDULED'",
     };
-    pending.extend(trigger_ids(database_url, rows, owner).await);
+    pending.extend(trigger_ids(db, rows, owner).await);
     pending
 }
 
 /// Trigger ids of the fires a node planned and still owns (not yet acknowledged).
-async fn pending_owned_by(database_url: &str, node_id: &str) -> HashSet<String> {
-    pending_fires(database_url, Some(node_id)).await
+async fn pending_owned_by(db: &TestDatabase, node_id: &str) -> HashSet<String> {
+    pending_fires(db, Some(node_id)).await
 }
 
 /// The fires the broker acknowledged so far: job id → scheduled times (ms), from the
 /// trigger ids (`{job}-{scheduled_ms}`).
-async fn dispatched_fires(database_url: &str) -> HashMap<i64, Vec<i64>> {
+async fn dispatched_fires(db: &TestDatabase) -> HashMap<i64, Vec<i64>> {
     let sql = "SELECT trigger_id FROM job_logs WHERE state = 'DISPATCHED'";
     let mut fires: HashMap<i64, Vec<i64>> = HashMap::new();
-    for trigger_id in trigger_ids(database_url, sql, None).await {
+    for trigger_id in trigger_ids(db, sql, None).await {
         let (job, scheduled_ms) = trigger_id
             .split_once('-')
             .unwrap_or_else(|| panic!("a scheduled trigger id: {trigger_id}"));
@@ -242,7 +216,7 @@ async fn dispatched_fires(database_url: &str) -> HashMap<i64, Vec<i64>> {
 /// acknowledged fires, one of them due after anything the dead node could have planned
 /// (its pre-read window is 5 s), so the new node schedules on its own too.
 async fn wait_for_takeover(
-    database_url: &str,
+    db: &TestDatabase,
     jobs: &[i64],
     held: &HashSet<String>,
     killed_ms: i64,
@@ -256,11 +230,11 @@ async fn wait_for_takeover(
             held.len()
         ),
         || async {
-            let still_pending = pending_fires(database_url, None).await;
+            let still_pending = pending_fires(db, None).await;
             if !held.is_disjoint(&still_pending) {
                 return None;
             }
-            let fires = dispatched_fires(database_url).await;
+            let fires = dispatched_fires(db).await;
             jobs.iter()
                 .all(|job| {
                     fires.get(job).is_some_and(|times| {
@@ -283,7 +257,7 @@ async fn emitted_triggers(prefix: &str) -> Vec<TriggerRecord> {
 /// owned), that each job's fires are consecutive seconds, and returns how many times each
 /// trigger id was emitted.
 async fn check_nothing_lost(
-    database_url: &str,
+    db: &TestDatabase,
     prefix: &str,
     jobs: &[i64],
     min_fires: usize,
@@ -292,23 +266,18 @@ async fn check_nothing_lost(
     wait_for(
         Duration::from_secs(30),
         "every pending fire emitted",
-        || async {
-            pending_fires(database_url, None)
-                .await
-                .is_empty()
-                .then_some(())
-        },
+        || async { pending_fires(db, None).await.is_empty().then_some(()) },
     )
     .await;
     // The jobs are stopped at the end: their fires planned beyond the stop are cancelled.
     let written = trigger_ids(
-        database_url,
+        db,
         "SELECT trigger_id FROM job_logs WHERE state <> 'CANCELLED'",
         None,
     )
     .await;
     let cancelled = trigger_ids(
-        database_url,
+        db,
         "SELECT trigger_id FROM job_logs WHERE state = 'CANCELLED'",
         None,
     )
@@ -372,10 +341,8 @@ async fn check_nothing_lost(
     emitted
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_survivor_emits_the_pending_fires_of_a_killed_scheduler() {
-    let _watchdog = Watchdog::arm("a_survivor_emits_the_pending_fires_of_a_killed_scheduler");
-    let database = TestDatabase::create(Backend::Postgres).await;
+async fn a_survivor_emits_the_pending_fires_of_a_killed_scheduler(backend: Backend) {
+    let database = TestDatabase::create(backend).await;
     let prefix = unique("kcrash");
     let doomed = Node::start(&database.url, &prefix, "node-doomed").await;
     let jobs = every_second_jobs(&doomed, 20).await;
@@ -383,7 +350,7 @@ async fn a_survivor_emits_the_pending_fires_of_a_killed_scheduler() {
         Duration::from_secs(20),
         "the doomed node to hold pending fires",
         || async {
-            let held = pending_owned_by(&database.url, "node-doomed").await;
+            let held = pending_owned_by(&database, "node-doomed").await;
             (held.len() >= 40).then_some(held)
         },
     )
@@ -393,9 +360,9 @@ async fn a_survivor_emits_the_pending_fires_of_a_killed_scheduler() {
     let killed_ms = now_ms();
     // The survivor keeps scheduling and, once the dead node's leases end, emits its fires.
     let min_fires = 6;
-    wait_for_takeover(&database.url, &jobs, &held, killed_ms, min_fires).await;
+    wait_for_takeover(&database, &jobs, &held, killed_ms, min_fires).await;
     stop_jobs(&survivor, &jobs).await;
-    check_nothing_lost(&database.url, &prefix, &jobs, min_fires, &held).await;
+    check_nothing_lost(&database, &prefix, &jobs, min_fires, &held).await;
     survivor.terminate().await;
 }
 
@@ -407,7 +374,7 @@ async fn a_lone_sqlite_scheduler_restarted_after_kill_9_loses_nothing() {
     let first = Node::start(&database.url, &prefix, "node-first-life").await;
     let jobs = every_second_jobs(&first, 10).await;
     let held = wait_for(Duration::from_secs(20), "pending fires", || async {
-        let held = pending_owned_by(&database.url, "node-first-life").await;
+        let held = pending_owned_by(&database, "node-first-life").await;
         (held.len() >= 20).then_some(held)
     })
     .await;
@@ -420,16 +387,14 @@ async fn a_lone_sqlite_scheduler_restarted_after_kill_9_loses_nothing() {
     // The second life claims what the first held and schedules on; the restart's gap is
     // filled by the claims.
     let min_fires = 6;
-    wait_for_takeover(&database.url, &jobs, &held, killed_ms, min_fires).await;
+    wait_for_takeover(&database, &jobs, &held, killed_ms, min_fires).await;
     stop_jobs(&second, &jobs).await;
-    check_nothing_lost(&database.url, &prefix, &jobs, min_fires, &held).await;
+    check_nothing_lost(&database, &prefix, &jobs, min_fires, &held).await;
     second.terminate().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_schedulers_emit_every_fire_exactly_once() {
-    let _watchdog = Watchdog::arm("three_schedulers_emit_every_fire_exactly_once");
-    let database = TestDatabase::create(Backend::Postgres).await;
+async fn three_schedulers_emit_every_fire_exactly_once(backend: Backend) {
+    let database = TestDatabase::create(backend).await;
     let prefix = unique("kthree");
     let first = Node::start(&database.url, &prefix, "node-1").await;
     let second = Node::start(&database.url, &prefix, "node-2").await;
@@ -443,7 +408,7 @@ async fn three_schedulers_emit_every_fire_exactly_once() {
     stop_jobs(&second, &jobs).await;
     // 60 s from start + 5 s to the stop + 1.25 s (later fires are cancelled): about 56; the
     // margin is for 200 job creations on a busy machine.
-    let emitted = check_nothing_lost(&database.url, &prefix, &jobs, 50, &HashSet::new()).await;
+    let emitted = check_nothing_lost(&database, &prefix, &jobs, 50, &HashSet::new()).await;
     let repeated: Vec<(&String, &usize)> =
         emitted.iter().filter(|(_, count)| **count > 1).collect();
     assert!(
@@ -458,11 +423,10 @@ async fn three_schedulers_emit_every_fire_exactly_once() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost() {
-    let _watchdog = Watchdog::arm("a_paused_shard_owner_is_fenced_out_and_nothing_is_lost");
-    let database = TestDatabase::create(Backend::Postgres).await;
+async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost(backend: Backend) {
+    let database = TestDatabase::create(backend).await;
     let url = &database.url;
+    let db = &database;
     let prefix = unique("kfence");
     let paused = Node::start(url, &prefix, "node-paused").await;
     let other = Node::start(url, &prefix, "node-other").await;
@@ -471,7 +435,7 @@ async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost() {
         Duration::from_secs(30),
         "the nodes to share the shards",
         || async {
-            let owners = shard_owners(url).await;
+            let owners = shard_owners(db).await;
             (owned_by(&owners, "node-paused") == 8 && owned_by(&owners, "node-other") == 8)
                 .then_some(owners)
         },
@@ -481,19 +445,19 @@ async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost() {
     wait_for(
         Duration::from_secs(20),
         "the node to hold pending fires",
-        || async { (pending_owned_by(url, "node-paused").await.len() >= 40).then_some(()) },
+        || async { (pending_owned_by(db, "node-paused").await.len() >= 40).then_some(()) },
     )
     .await;
     // Frozen past its leases (2 s here): the other node takes every shard over, and claims
     // the fires the frozen one held.
     paused.signal("STOP");
     let stopped_ms = now_ms();
-    let held = pending_owned_by(url, "node-paused").await;
+    let held = pending_owned_by(db, "node-paused").await;
     let after = wait_for(
         Duration::from_secs(60),
         "the other node to own every shard",
         || async {
-            let owners = shard_owners(url).await;
+            let owners = shard_owners(db).await;
             (owned_by(&owners, "node-other") == 16).then_some(owners)
         },
     )
@@ -506,7 +470,7 @@ async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost() {
     }
     // The other node schedules alone beyond anything the frozen one planned.
     let min_fires = 4;
-    wait_for_takeover(url, &jobs, &held, stopped_ms, min_fires).await;
+    wait_for_takeover(db, &jobs, &held, stopped_ms, min_fires).await;
 
     // Woken, the node still believes it owns 8 shards: its scan or its lease step finds them
     // fenced and it writes nothing for them; later it gets a share again.
@@ -523,13 +487,13 @@ async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost() {
         Duration::from_secs(30),
         "the nodes to share the shards again",
         || async {
-            let owners = shard_owners(url).await;
+            let owners = shard_owners(db).await;
             (owned_by(&owners, "node-paused") == 8).then_some(())
         },
     )
     .await;
     stop_jobs(&other, &jobs).await;
-    let emitted = check_nothing_lost(url, &prefix, &jobs, min_fires, &held).await;
+    let emitted = check_nothing_lost(db, &prefix, &jobs, min_fires, &held).await;
     // Its wheel still held fires the other node had claimed meanwhile: those went out twice,
     // each time with the same trigger id.
     let twice = emitted.values().filter(|count| **count > 1).count();
@@ -542,3 +506,30 @@ async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost() {
         node.terminate().await;
     }
 }
+
+/// One test per named `async fn name(backend: Backend)` and server backend (PostgreSQL and
+/// MySQL: several schedulers share a database only there), each under a [`Watchdog`].
+macro_rules! on_server_backends {
+    ($($test:ident),* $(,)?) => {
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                let _watchdog = super::Watchdog::arm(concat!("postgres::", stringify!($test)));
+                super::$test(super::Backend::Postgres).await
+            })*
+        }
+        mod mysql {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                let _watchdog = super::Watchdog::arm(concat!("mysql::", stringify!($test)));
+                super::$test(super::Backend::MySql).await
+            })*
+        }
+    };
+}
+
+on_server_backends!(
+    a_survivor_emits_the_pending_fires_of_a_killed_scheduler,
+    three_schedulers_emit_every_fire_exactly_once,
+    a_paused_shard_owner_is_fenced_out_and_nothing_is_lost,
+);

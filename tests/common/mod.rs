@@ -245,6 +245,40 @@ impl TestDatabase {
     }
 }
 
+/// Rows `sql` selects on `db`'s database, with `$1` bound to `bind` if given (written `$1`
+/// for every backend; MySQL's `?` is made of it).
+pub async fn fetch_rows<T>(db: &TestDatabase, sql: &str, bind: Option<&str>) -> Vec<T>
+where
+    T: Send
+        + Unpin
+        + for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+        + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+        + for<'r> sqlx::FromRow<'r, sqlx::mysql::MySqlRow>,
+{
+    use sqlx::Connection;
+    macro_rules! fetch_with {
+        ($connection:ty, $sql:expr) => {{
+            let mut connection = <$connection>::connect(&db.url)
+                .await
+                .unwrap_or_else(|error| panic!("connect to {}: {error}", db.url));
+            let mut query = sqlx::query_as::<_, T>($sql);
+            if let Some(value) = bind {
+                query = query.bind(value.to_owned());
+            }
+            query
+                .fetch_all(&mut connection)
+                .await
+                .unwrap_or_else(|error| panic!("{sql}: {error}"))
+        }};
+    }
+    let mysql_sql = sql.replace("$1", "?");
+    match db.backend {
+        Backend::Sqlite => fetch_with!(sqlx::SqliteConnection, sql),
+        Backend::Postgres => fetch_with!(sqlx::PgConnection, sql),
+        Backend::MySql => fetch_with!(sqlx::MySqlConnection, &mysql_sql),
+    }
+}
+
 fn admin_url(backend: Backend) -> String {
     match backend {
         Backend::MySql => mysql_admin_url(),
