@@ -159,6 +159,7 @@ cat <<EOT
 
 Kadence dev stack is running.
   API:        $api   (export KADENCE_API_URL=$api for the CLI; it is logged in)
+  console:    $api/   (in a browser)
   admin:      user admin, password in $password_file
   signing:    the executor trusts $trusted_keys
   broker:     $brokers

@@ -263,6 +263,28 @@ macro_rules! impl_sql_shards {
                 )
             }
 
+            /// Forgets the nodes not seen since `before_ms`: found first, then deleted by key.
+            /// A `DELETE` by the time alone would, on MySQL, lock and wait on every node's row
+            /// as it scans, while each node's lease step holds its own row from its first
+            /// statement: two lease steps deadlocked on each other at every step.
+            async fn forget_nodes(tx: &mut sqlx::Transaction<'_, $db>, before_ms: i64) -> Result<(), StoreError> {
+                const OPERATION: &str = "forget scheduler nodes";
+                let stale: Vec<(String,)> =
+                    sqlx::query_as(&backend_sql("SELECT node_id FROM scheduler_nodes WHERE seen_at_ms < $1"))
+                        .bind(before_ms)
+                        .fetch_all(&mut **tx)
+                        .await
+                        .map_err(StoreError::query(OPERATION))?;
+                if stale.is_empty() {
+                    return Ok(());
+                }
+                let mut delete = sqlx::QueryBuilder::<$db>::new("DELETE FROM scheduler_nodes WHERE seen_at_ms < ");
+                delete.push_bind(before_ms).push(" AND node_id");
+                $crate::store::sql::push_in_list!(delete, stale.into_iter().map(|(node,)| node));
+                delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                Ok(())
+            }
+
             #[async_trait::async_trait]
             impl ScheduleShards for $store {
                 async fn ensure_shards(&self, count: u32) -> Result<u32, StoreError> {
@@ -344,11 +366,7 @@ macro_rules! impl_sql_shards {
                         lease.owned.extend(lease.acquired.iter().map(|acquired| acquired.owned));
                         lease.owned.sort_unstable();
                     }
-                    sqlx::query(&backend_sql("DELETE FROM scheduler_nodes WHERE seen_at_ms < $1"))
-                        .bind(request.now_ms - FORGET_AFTER_LEASES * request.lease_ms)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(StoreError::query(OPERATION))?;
+                    forget_nodes(&mut tx, request.now_ms - FORGET_AFTER_LEASES * request.lease_ms).await?;
                     tx.commit().await.map_err(StoreError::query(OPERATION))?;
                     Ok(lease)
                 }
