@@ -4,7 +4,7 @@
 //! - [`config`]: typed configuration (file, then `KADENCE_…` environment).
 //! - [`model`]: the domain nouns: apps, jobs, runs (job-log rows), pending fires, executors,
 //!   reports; [`enums`]: the enumerations users type and the error naming accepted values.
-//! - [`store`]: the [`Store`](store::Store) trait with SQLite and PostgreSQL backends: apps,
+//! - [`store`]: the [`Store`](store::Store) trait with SQLite, PostgreSQL and MySQL backends: apps,
 //!   jobs and job-log rows (one per trigger, keyed by its deterministic trigger id).
 //! - [`schedule`]: Quartz cron, fixed rate and manual-only schedules, per-job time zone;
 //!   `quartz` handles the Quartz forms the `croner` crate lacks (`L` as day-of-week, `L-n`).

@@ -7,6 +7,12 @@
 //!   none at all), so a statement that returns what it changed becomes a locking read and a
 //!   write in the same transaction.
 //!
+//! MySQL's locking reads name the index they must use (`FORCE INDEX (PRIMARY)`, or the
+//! trigger-id key): InnoDB locks every entry a locking read scans, and waits for those another
+//! transaction holds, before it applies the condition, so a read that the optimizer served
+//! from another index (`jobs_due` covers `id, status, next_fire_ms`) locked other nodes'
+//! rows and deadlocked two scans. Locked by key, a transaction holds only its own rows.
+//!
 //! Statements both dialects read are written once, with `$n` placeholders each used once
 //! and in order; the MySQL backend turns them into `?` ([`mysql_placeholders`]). Where the
 //! dialects differ, [`dialect!`] keeps both versions side by side in the one function that

@@ -48,10 +48,11 @@ macro_rules! sql_fire_updates {
                         Ok(ids.into_iter().map(|(id,)| id).collect())
                     },
                     mysql => {
-                        // By primary key alone, so that InnoDB locks these rows only (a
-                        // condition on the status could make it scan, and wait on, the rows
-                        // of other nodes' scans); the condition is checked here instead.
-                        let mut select = sqlx::QueryBuilder::<$db>::new("SELECT id, status, next_fire_ms FROM jobs WHERE id");
+                        // By primary key alone, so InnoDB locks these rows only (see
+                        // `dialect`); the condition is checked here instead.
+                        let mut select = sqlx::QueryBuilder::<$db>::new(
+                            "SELECT id, status, next_fire_ms FROM jobs FORCE INDEX (PRIMARY) WHERE id",
+                        );
                         $crate::store::sql::push_in_list!(select, chunk.iter().map(|advance| advance.job_id));
                         select.push(" FOR UPDATE");
                         let current: std::collections::HashMap<i64, (String, Option<i64>)> = select
@@ -224,7 +225,8 @@ macro_rules! sql_fire_updates {
             ) -> Result<Vec<(String, i64, String, i64)>, StoreError> {
                 let mut select = sqlx::QueryBuilder::<$db>::new(format!(
                     "SELECT job_logs.trigger_id, job_logs.job_id, {run_trigger_type} AS run_trigger_type, \
-                     job_logs.attempt FROM job_logs WHERE job_logs.handle_code IS NULL AND job_logs.trigger_id"
+                     job_logs.attempt FROM job_logs FORCE INDEX (job_logs_trigger) \
+                     WHERE job_logs.handle_code IS NULL AND job_logs.trigger_id"
                 ));
                 $crate::store::sql::push_in_list!(select, completions.iter().map(|completion| completion.trigger_id.as_str().to_owned()));
                 select.push(" FOR UPDATE");

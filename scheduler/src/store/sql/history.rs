@@ -260,7 +260,8 @@ macro_rules! sql_history {
                     // rows waits, then finds them gone and counts nothing.
                     mysql => {
                         let mut select = sqlx::QueryBuilder::<$db>::new(
-                            "SELECT id, scheduled_at_ms, app, job_id, handle_code FROM job_logs WHERE state = 'FINISHED' AND id",
+                            "SELECT id, scheduled_at_ms, app, job_id, handle_code FROM job_logs FORCE INDEX (PRIMARY) \
+                             WHERE state = 'FINISHED' AND id",
                         );
                         $crate::store::sql::push_in_list!(select, ids());
                         select.push(" FOR UPDATE");

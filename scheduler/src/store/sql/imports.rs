@@ -51,40 +51,16 @@ macro_rules! impl_sql_imports {
                 job: &ImportedJob,
                 now_ms: i64,
             ) -> Result<JobId, StoreError> {
-                ensure_app_exists(tx, &job.spec.app, OPERATION).await?;
-                let n = JOB_SPEC_COLUMNS.len();
-                let placeholders: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
-                let sql = returning_id(&format!(
-                    "INSERT INTO jobs ({}, status, next_fire_ms, created_at_ms, updated_at_ms, \
-                     glue_updated_at_ms) VALUES ({}, ${}, ${}, ${}, ${}, ${})",
-                    JOB_SPEC_COLUMNS.join(", "),
-                    placeholders.join(", "),
-                    n + 1,
-                    n + 2,
-                    n + 3,
-                    n + 4,
-                    n + 5,
-                ));
-                let insert = bind_job_spec(sqlx::query(&sql), &job.spec)
-                    .bind(job.status.as_str())
-                    .bind(job.next_fire_ms)
-                    .bind(now_ms)
-                    .bind(now_ms)
-                    .bind(job.glue_updated_at_ms);
-                let id = inserted_id(&mut **tx, insert).await.map_err(StoreError::query(OPERATION))?;
+                let state = JobRowState {
+                    status: job.status,
+                    next_fire_ms: job.next_fire_ms,
+                    glue_updated_at_ms: job.glue_updated_at_ms,
+                };
+                let id = insert_job_row(tx, &job.spec, state, now_ms, OPERATION).await?;
                 let id = JobId::new(id).map_err(|error| StoreError::CorruptRow {
                     what: format!("job {id}"),
                     reason: error.to_string(),
                 })?;
-                // Its schedule shard, as create_job gives it (see crate::shards).
-                sqlx::query(
-                    &backend_sql("UPDATE jobs SET shard = COALESCE(id % NULLIF((SELECT COUNT(*) FROM schedule_shards), 0), 0) \
-                     WHERE id = $1",)
-                )
-                .bind(id.get())
-                .execute(&mut **tx)
-                .await
-                .map_err(StoreError::query(OPERATION))?;
                 for version in &job.glue_versions {
                     let glue = Glue {
                         glue_type: version.glue_type,

@@ -26,36 +26,9 @@ macro_rules! sql_jobs {
             pub(super) async fn create_job(store: &$store, job: &NewJob, now_ms: i64) -> Result<Job, StoreError> {
                 const OPERATION: &str = "create a job";
                 let mut tx = store.begin_write(OPERATION).await?;
-                ensure_app_exists(&mut tx, &job.app, OPERATION).await?;
-                let placeholders: Vec<String> = (1..=JOB_SPEC_COLUMNS.len()).map(|n| format!("${n}")).collect();
-                // The spec takes $1…$n; the rest follow it.
-                let n = JOB_SPEC_COLUMNS.len();
-                let sql = returning_id(&format!(
-                    "INSERT INTO jobs ({}, status, created_at_ms, updated_at_ms, glue_updated_at_ms) \
-                     VALUES ({}, ${}, ${}, ${}, ${})",
-                    JOB_SPEC_COLUMNS.join(", "),
-                    placeholders.join(", "),
-                    n + 1,
-                    n + 2,
-                    n + 3,
-                    n + 4,
-                ));
                 let glue_version = job.glue.source.is_some().then_some(now_ms);
-                let insert = bind_job_spec(sqlx::query(&sql), job)
-                    .bind(JobStatus::Stopped.as_str())
-                    .bind(now_ms)
-                    .bind(now_ms)
-                    .bind(glue_version);
-                let id = inserted_id(&mut *tx, insert).await.map_err(StoreError::query(OPERATION))?;
-                // Its schedule shard (see crate::shards): the id modulo the shard count.
-                sqlx::query(
-                    &backend_sql("UPDATE jobs SET shard = COALESCE(id % NULLIF((SELECT COUNT(*) FROM schedule_shards), 0), 0) \
-                     WHERE id = $1",)
-                )
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(StoreError::query(OPERATION))?;
+                let state = JobRowState { status: JobStatus::Stopped, next_fire_ms: None, glue_updated_at_ms: glue_version };
+                let id = insert_job_row(&mut tx, job, state, now_ms, OPERATION).await?;
                 let created = read_job_in(&mut tx, id, OPERATION).await?;
                 if glue_version.is_some() {
                     save_glue_version(&mut tx, created.id, &job.glue, now_ms).await?;

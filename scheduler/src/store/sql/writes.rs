@@ -135,6 +135,50 @@ macro_rules! sql_writes {
                 .bind(job.history.as_str())
         }
 
+        /// The settings of a new job's row beside its definition.
+        struct JobRowState {
+            status: JobStatus,
+            next_fire_ms: Option<i64>,
+            glue_updated_at_ms: Option<i64>,
+        }
+
+        /// Inserts the row of a new job and gives it its schedule shard (see
+        /// [`crate::shards`]: the id modulo the shard count); returns its id.
+        async fn insert_job_row(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            job: &NewJob,
+            state: JobRowState,
+            now_ms: i64,
+            operation: &'static str,
+        ) -> Result<i64, StoreError> {
+            ensure_app_exists(tx, &job.app, operation).await?;
+            // The spec takes $1…$n; the rest follow it.
+            let n = JOB_SPEC_COLUMNS.len();
+            let placeholders: Vec<String> = (1..=n + 5).map(|i| format!("${i}")).collect();
+            let sql = returning_id(&format!(
+                "INSERT INTO jobs ({}, status, next_fire_ms, created_at_ms, updated_at_ms, glue_updated_at_ms) \
+                 VALUES ({})",
+                JOB_SPEC_COLUMNS.join(", "),
+                placeholders.join(", "),
+            ));
+            let insert = bind_job_spec(sqlx::query(&sql), job)
+                .bind(state.status.as_str())
+                .bind(state.next_fire_ms)
+                .bind(now_ms)
+                .bind(now_ms)
+                .bind(state.glue_updated_at_ms);
+            let id = inserted_id(&mut **tx, insert).await.map_err(StoreError::query(operation))?;
+            sqlx::query(&backend_sql(
+                "UPDATE jobs SET shard = COALESCE(id % NULLIF((SELECT COUNT(*) FROM schedule_shards), 0), 0) \
+                 WHERE id = $1",
+            ))
+            .bind(id)
+            .execute(&mut **tx)
+            .await
+            .map_err(StoreError::query(operation))?;
+            Ok(id)
+        }
+
         /// Saves a script version and keeps only the newest [`GLUE_VERSIONS_KEPT`].
         async fn save_glue_version(
             tx: &mut sqlx::Transaction<'_, $db>,
@@ -246,7 +290,8 @@ macro_rules! sql_writes {
                     },
                     mysql => {
                         let mut select = sqlx::QueryBuilder::<$db>::new(
-                            "SELECT trigger_id FROM job_logs WHERE state = 'CANCELLED' AND trigger_id",
+                            "SELECT trigger_id FROM job_logs FORCE INDEX (job_logs_trigger) \
+                             WHERE state = 'CANCELLED' AND trigger_id",
                         );
                         $crate::store::sql::push_in_list!(select, trigger_ids());
                         select.push(" FOR UPDATE");
