@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Kadence under injected faults (issue 20): each scenario starts the parts it needs (its own
+# broker, `kadence serve`, an executor), injects one fault while jobs fire every second, and
+# prints what it counted from the trigger topic and the API: fires due, emitted, completed,
+# emitted twice, lost (must be 0), time to recover. Exits non-zero when a fire was lost.
+#
+#   infra/faults.sh broker-cut [--jobs 30] [--before-secs 10] [--outage-secs 10] [--after-secs 15]
+#
+# The harness is tests/src/bin/faults.rs; the README's "Faults" section lists the scenarios
+# with their latest figures.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo_root"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+infra/broker.sh install
+cargo build --quiet -p kadence-tests --bins
+exec target/debug/faults "$@"
