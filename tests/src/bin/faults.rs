@@ -276,9 +276,11 @@ impl Api {
 }
 
 /// A scheduler node on a SQLite file of its own, and an executor of the app; both are
-/// killed when dropped.
+/// killed when dropped. The scheduler's log goes to `log` (its errors during a fault are
+/// many, and expected): kept and named when a fire was lost, removed otherwise.
 struct Stack {
     api: Api,
+    log: PathBuf,
     _scheduler: Child,
     _executor: Child,
     _database: tempfile::TempDir,
@@ -287,6 +289,7 @@ struct Stack {
 impl Stack {
     async fn start(paths: &Paths, brokers: &str, prefix: &str) -> Stack {
         let database = tempfile::tempdir().expect("a database directory");
+        let log = std::env::temp_dir().join(format!("{prefix}-scheduler.log"));
         let mut serve = Command::new(paths.binaries.join("kadence-cli"));
         serve
             .arg("serve")
@@ -300,7 +303,9 @@ impl Stack {
             .env("KADENCE_KAFKA__SESSION_TIMEOUT", "6s")
             .env("KADENCE_API__LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "warn")
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::from(
+                std::fs::File::create(&log).expect("the scheduler's log file"),
+            ));
         let (scheduler, url) = spawn_serve(serve).await;
         let token = login(&url, "admin", TEST_ADMIN_PASSWORD).await;
         let api = Api {
@@ -326,6 +331,7 @@ impl Stack {
             .expect("start test-executor");
         Stack {
             api,
+            log,
             _scheduler: scheduler,
             _executor: executor,
             _database: database,
@@ -336,6 +342,8 @@ impl Stack {
 /// What a scenario counted.
 struct Counts {
     audit: FireAudit,
+    /// The scheduler's log.
+    log: PathBuf,
     completed: usize,
     /// From the broker's return until every fire due while it was away had completed.
     recovered_after_ms: Option<i64>,
@@ -414,6 +422,7 @@ async fn broker_cut(paths: &Paths, options: &Options) -> Counts {
         .max();
     Counts {
         audit,
+        log: stack.log.clone(),
         completed,
         recovered_after_ms,
     }
@@ -424,7 +433,7 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((scenario, rest)) = args.split_first() else {
         eprintln!(
-            "usage: faults broker-restart [--jobs N] [--before-secs S] [--outage-secs S] [--after-secs S]"
+            "usage: faults broker-cut [--jobs N] [--before-secs S] [--outage-secs S] [--after-secs S]"
         );
         return ExitCode::from(2);
     };
@@ -456,9 +465,11 @@ async fn main() -> ExitCode {
         }
     };
     if counts.audit.missing.is_empty() {
+        let _ = std::fs::remove_file(&counts.log);
         ExitCode::SUCCESS
     } else {
         eprintln!("LOST: {}", counts.audit.summary());
+        eprintln!("the scheduler's log: {}", counts.log.display());
         ExitCode::FAILURE
     }
 }
