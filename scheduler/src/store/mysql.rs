@@ -23,24 +23,11 @@
 
 use std::time::Duration;
 
-use kadence_schemas::{AppName, JobId};
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::{Executor as _, MySql, MySqlPool, Transaction};
 
-use super::rows::{
-    APP_COLUMNS, AppRow, FireRow, GlueVersionRow, JOB_COLUMNS, JOB_SPEC_COLUMNS, JobRow,
-    RUN_COLUMNS, RunRow, convert_all,
-};
 use super::sql::impl_sql_store;
-use super::sql::planning::plan_rows;
-use super::{
-    DispatchAck, DispatchMarks, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome,
-    PreReadRequest, StoreError,
-};
-use crate::model::{
-    App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire,
-    Run, RunState,
-};
+use super::{PoolSettings, StoreError};
 
 /// The MySQL store.
 #[derive(Clone)]

@@ -8,24 +8,11 @@
 //! of a transaction (a SIGSTOP, a frozen VM) would otherwise hold its shards' row locks for as
 //! long as its connection lives, and no other node could take them over when its lease ends.
 
-use kadence_schemas::{AppName, JobId};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
-use super::rows::{
-    APP_COLUMNS, AppRow, FireRow, GlueVersionRow, JOB_COLUMNS, JOB_SPEC_COLUMNS, JobRow,
-    RUN_COLUMNS, RunRow, convert_all,
-};
 use super::sql::impl_sql_store;
-use super::sql::planning::plan_rows;
-use super::{
-    DispatchAck, DispatchMarks, JobChange, NewFire, PageRequest, PoolSettings, PreReadOutcome,
-    PreReadRequest, StoreError,
-};
-use crate::model::{
-    App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire,
-    Run, RunState,
-};
+use super::{PoolSettings, StoreError};
 
 /// The PostgreSQL store.
 #[derive(Clone)]

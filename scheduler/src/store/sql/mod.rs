@@ -1,5 +1,6 @@
-//! The SQL both backends share, as one macro that implements [`Store`](super::Store) for a
-//! backend type. A backend supplies, as inherent items:
+//! The SQL the backends share, as one macro that implements [`Store`](super::Store) for a
+//! backend type; it brings the names its code uses, but for `StoreError`, which the backend's
+//! file imports for its own code too. A backend supplies, as inherent items:
 //! - `const BACKEND: &'static str` and `fn claim_expired_sql() -> &'static str`;
 //! - `async fn apply_migrations(&self) -> Result<(), StoreError>`;
 //! - `async fn begin_write(&self, operation) -> Result<sqlx::Transaction<'_, DB>, StoreError>`:
@@ -93,6 +94,13 @@ pub(crate) use push_in_list;
 
 macro_rules! impl_sql_store {
     ($store:ty, $db:ty, $dialect:ident) => {
+        // What the generated code names; the backend's file brings `StoreError` itself.
+        use kadence_schemas::{AppName, JobId};
+        use $crate::model::{App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire, Run, RunState};
+        use $crate::store::rows::{APP_COLUMNS, AppRow, FireRow, GlueVersionRow, JOB_COLUMNS, JOB_SPEC_COLUMNS, JobRow, RUN_COLUMNS, RunRow, convert_all};
+        use $crate::store::sql::planning::plan_rows;
+        use $crate::store::{DispatchAck, DispatchMarks, JobChange, NewFire, PageRequest, PreReadOutcome, PreReadRequest};
+
         /// This backend's text of a statement written with `$1`, `$2`, … placeholders (see
         /// [`dialect`](crate::store::sql::dialect)).
         fn backend_sql(text: &str) -> std::borrow::Cow<'_, str> {
