@@ -116,6 +116,38 @@ macro_rules! impl_sql_accounts {
                 user_from(row, mine).map(Some)
             }
 
+            /// Sets user `user_id`'s password hash and ends their sessions but `keep_session`
+            /// (whoever held one under the old password holds nothing now); whether the user
+            /// exists. A password change and a reset token's redemption both come here.
+            pub(super) async fn set_password_in(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                user_id: i64,
+                password_hash: &str,
+                keep_session: Option<i64>,
+                now_ms: i64,
+                operation: &'static str,
+            ) -> Result<bool, StoreError> {
+                let done = sqlx::query(&backend_sql("UPDATE users SET password_hash = $1, updated_at_ms = $2 WHERE id = $3"))
+                    .bind(password_hash)
+                    .bind(now_ms)
+                    .bind(user_id)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(StoreError::query(operation))?;
+                sqlx::query(&backend_sql(
+                    "UPDATE auth_tokens SET revoked_at_ms = $1 \
+                     WHERE user_id = $2 AND kind = $3 AND revoked_at_ms IS NULL AND id <> $4",
+                ))
+                .bind(now_ms)
+                .bind(user_id)
+                .bind(TokenKind::Session.as_str())
+                .bind(keep_session.unwrap_or(0))
+                .execute(&mut **tx)
+                .await
+                .map_err(StoreError::query(operation))?;
+                Ok(done.rows_affected() == 1)
+            }
+
             #[async_trait::async_trait]
             impl Accounts for $store {
                 async fn count_users(&self) -> Result<i64, StoreError> {
@@ -189,29 +221,9 @@ macro_rules! impl_sql_accounts {
                 ) -> Result<bool, StoreError> {
                     const OPERATION: &str = "change a password";
                     let mut tx = self.begin_write(OPERATION).await?;
-                    let done = sqlx::query(
-                        &backend_sql("UPDATE users SET password_hash = $1, updated_at_ms = $2 WHERE id = $3",)
-                    )
-                    .bind(password_hash)
-                    .bind(now_ms)
-                    .bind(user_id)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
-                    sqlx::query(
-                        &backend_sql("UPDATE auth_tokens SET revoked_at_ms = $1 \
-                         WHERE user_id = $2 AND kind = $3 AND revoked_at_ms IS NULL \
-                         AND id <> $4",)
-                    )
-                    .bind(now_ms)
-                    .bind(user_id)
-                    .bind(TokenKind::Session.as_str())
-                    .bind(keep_session.unwrap_or(0))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
+                    let changed = set_password_in(&mut tx, user_id, password_hash, keep_session, now_ms, OPERATION).await?;
                     tx.commit().await.map_err(StoreError::query(OPERATION))?;
-                    Ok(done.rows_affected() == 1)
+                    Ok(changed)
                 }
 
                 async fn grant(

@@ -7,7 +7,7 @@ macro_rules! impl_sql_password_resets {
     ($store:ty, $db:ty, $dialect:ident) => {
         mod password_resets {
             use super::*;
-            use $crate::model::{TokenKind, User};
+            use $crate::model::User;
             use $crate::store::{Accounts, NewResetToken, PasswordResets};
 
             #[async_trait::async_trait]
@@ -82,24 +82,8 @@ macro_rules! impl_sql_password_resets {
                             .fetch_one(&mut *tx)
                             .await
                             .map_err(StoreError::query(OPERATION))?;
-                    sqlx::query(&backend_sql("UPDATE users SET password_hash = $1, updated_at_ms = $2 WHERE id = $3"))
-                        .bind(password_hash)
-                        .bind(now_ms)
-                        .bind(user_id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(StoreError::query(OPERATION))?;
-                    // Whoever held a session under the old password holds nothing now.
-                    sqlx::query(
-                        &backend_sql("UPDATE auth_tokens SET revoked_at_ms = $1 \
-                         WHERE user_id = $2 AND kind = $3 AND revoked_at_ms IS NULL",)
-                    )
-                    .bind(now_ms)
-                    .bind(user_id)
-                    .bind(TokenKind::Session.as_str())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
+                    // Every session of the user ends: none is the redeemer's.
+                    accounts::set_password_in(&mut tx, user_id, password_hash, None, now_ms, OPERATION).await?;
                     tx.commit().await.map_err(StoreError::query(OPERATION))?;
                     self.get_user(user_id).await
                 }

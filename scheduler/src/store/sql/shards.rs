@@ -37,27 +37,42 @@ macro_rules! impl_sql_shards {
                     .join(", ")
             }
 
-            /// Runs `update` (an `UPDATE schedule_shards SET …` whose `WHERE` the caller
-            /// ends with the shards' condition) and returns the shard and fence of every row
-            /// of `shards` that `node_id` now owns. For MySQL, which has no RETURNING: the
-            /// caller has locked the rows of `shards`, so nobody else changed them since.
-            #[allow(dead_code)] // MySQL's alone
-            async fn update_shards_then_read<'q>(
+            /// Runs `update` (an `UPDATE schedule_shards SET …` of the rows of `shards`, ending
+            /// in ` RETURNING shard, fence` on the ANSI backends) and returns the shard and fence
+            /// of every row of `shards` that `node_id` now owns. MySQL, which has no RETURNING,
+            /// reads them after the update: the caller has locked those rows, so nobody else
+            /// changed them since.
+            async fn update_shards<'q>(
                 tx: &mut sqlx::Transaction<'_, $db>,
                 update: sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>,
                 shards: &[u32],
                 node_id: &str,
                 operation: &'static str,
             ) -> Result<Vec<(i64, i64)>, StoreError> {
-                update.execute(&mut **tx).await.map_err(StoreError::query(operation))?;
-                sqlx::query_as(&backend_sql(&format!(
-                    "SELECT shard, fence FROM schedule_shards WHERE shard IN ({}) AND owner_node = $1 ORDER BY shard",
-                    shard_list(shards)
-                )))
-                .bind(node_id)
-                .fetch_all(&mut **tx)
-                .await
-                .map_err(StoreError::query(operation))
+                $crate::store::sql::dialect::dialect!($dialect,
+                    ansi => {
+                        let _ = (shards, node_id); // RETURNING names the rows already
+                        update
+                            .fetch_all(&mut **tx)
+                            .await
+                            .map_err(StoreError::query(operation))?
+                            .iter()
+                            .map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?)))
+                            .collect::<Result<_, sqlx::Error>>()
+                            .map_err(StoreError::query(operation))
+                    },
+                    mysql => {
+                        update.execute(&mut **tx).await.map_err(StoreError::query(operation))?;
+                        sqlx::query_as(&backend_sql(&format!(
+                            "SELECT shard, fence FROM schedule_shards WHERE shard IN ({}) AND owner_node = $1 ORDER BY shard",
+                            shard_list(shards)
+                        )))
+                        .bind(node_id)
+                        .fetch_all(&mut **tx)
+                        .await
+                        .map_err(StoreError::query(operation))
+                    },
+                )
             }
 
             /// Locks the rows of `shards` in shard order, by primary key alone, and returns
@@ -116,12 +131,7 @@ macro_rules! impl_sql_shards {
                     .bind(&request.node_id)
                     .bind(request.now_ms + request.lease_ms)
                     .bind(request.now_ms);
-                let taken: Vec<(i64, i64)> = $crate::store::sql::dialect::dialect!($dialect,
-                    ansi => update.fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?
-                        .iter().map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?)))
-                        .collect::<Result<_, sqlx::Error>>().map_err(StoreError::query(OPERATION))?,
-                    mysql => update_shards_then_read(tx, update, &shards, &request.node_id, OPERATION).await?,
-                );
+                let taken = update_shards(tx, update, &shards, &request.node_id, OPERATION).await?;
                 Ok(owned(taken)
                     .into_iter()
                     .filter_map(|shard| {
@@ -190,12 +200,7 @@ macro_rules! impl_sql_shards {
                         .bind(&request.node_id)
                         .bind(request.now_ms + request.lease_ms)
                         .bind(&owner);
-                    let moved: Vec<(i64, i64)> = $crate::store::sql::dialect::dialect!($dialect,
-                        ansi => update.fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?
-                            .iter().map(|row| Ok((sqlx::Row::try_get(row, 0)?, sqlx::Row::try_get(row, 1)?)))
-                            .collect::<Result<_, sqlx::Error>>().map_err(StoreError::query(OPERATION))?,
-                        mysql => update_shards_then_read(tx, update, &shards, &request.node_id, OPERATION).await?,
-                    );
+                    let moved = update_shards(tx, update, &shards, &request.node_id, OPERATION).await?;
                     for shard in owned(moved) {
                         let scanned_at_ms = candidates
                             .iter()
@@ -258,7 +263,7 @@ macro_rules! impl_sql_shards {
                         );
                         let sql = backend_sql(&sql).into_owned();
                 let update = sqlx::query(&sql).bind(request.now_ms + request.lease_ms).bind(&request.node_id);
-                        update_shards_then_read(tx, update, &shards, &request.node_id, OPERATION).await
+                        update_shards(tx, update, &shards, &request.node_id, OPERATION).await
                     },
                 )
             }
