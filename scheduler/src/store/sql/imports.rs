@@ -162,22 +162,7 @@ macro_rules! impl_sql_imports {
                     let source = write.source.as_str();
                     for imported in &write.apps {
                         let app = &imported.app;
-                        let inserted = sqlx::query(
-                            &backend_sql("INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ($1, $2, $3, $4)",)
-                        )
-                        .bind(app.name.as_str())
-                        .bind(&app.title)
-                        .bind(i64::from(app.partitions))
-                        .bind(app.created_at_ms)
-                        .execute(&mut *tx)
-                        .await;
-                        match inserted {
-                            Ok(_) => {}
-                            Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
-                                return Err(StoreError::AppExists(app.name.clone()));
-                            }
-                            Err(source) => return Err(StoreError::query(OPERATION)(source)),
-                        }
+                        insert_app(&mut *tx, app, OPERATION).await?;
                         let key = (ImportedKind::App, imported.source_id, app.name.to_string());
                         remember(&mut tx, source, key, &imported.fingerprint, now_ms).await?;
                     }

@@ -124,22 +124,7 @@ macro_rules! impl_sql_store {
             }
 
             async fn create_app(&self, app: &App) -> Result<(), StoreError> {
-                let inserted = sqlx::query(
-                    &backend_sql("INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ($1, $2, $3, $4)",)
-                )
-                .bind(app.name.as_str())
-                .bind(&app.title)
-                .bind(i64::from(app.partitions))
-                .bind(app.created_at_ms)
-                .execute(&self.pool)
-                .await;
-                match inserted {
-                    Ok(_) => Ok(()),
-                    Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
-                        Err(StoreError::AppExists(app.name.clone()))
-                    }
-                    Err(source) => Err(StoreError::query("create an app")(source)),
-                }
+                insert_app(&self.pool, app, "create an app").await
             }
 
             async fn get_app(&self, name: &AppName) -> Result<Option<App>, StoreError> {

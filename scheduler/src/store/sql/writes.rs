@@ -32,6 +32,29 @@ macro_rules! sql_writes {
             )
         }
 
+        /// Inserts `app`; [`StoreError::AppExists`] when its name is taken.
+        async fn insert_app<'c, E>(executor: E, app: &App, operation: &'static str) -> Result<(), StoreError>
+        where
+            E: sqlx::Executor<'c, Database = $db>,
+        {
+            let inserted = sqlx::query(&backend_sql(
+                "INSERT INTO apps (name, title, partitions, created_at_ms) VALUES ($1, $2, $3, $4)",
+            ))
+            .bind(app.name.as_str())
+            .bind(&app.title)
+            .bind(i64::from(app.partitions))
+            .bind(app.created_at_ms)
+            .execute(executor)
+            .await;
+            match inserted {
+                Ok(_) => Ok(()),
+                Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
+                    Err(StoreError::AppExists(app.name.clone()))
+                }
+                Err(source) => Err(StoreError::query(operation)(source)),
+            }
+        }
+
         /// Fails with [`StoreError::UnknownApp`] unless `app` exists.
         async fn ensure_app_exists(
             tx: &mut sqlx::Transaction<'_, $db>,
