@@ -93,6 +93,11 @@ SCHEDULER = [
         ("increase(kadence_scheduler_lease_claims_total[$__rate_interval])", "claims"),
         ("increase(kadence_scheduler_pre_read_failures_total[$__rate_interval])", "scan failures"),
     ]),
+    panel("Database reachable, by node", [
+        ("min by (instance) (kadence_scheduler_database_reachable)", "{{instance}}")],
+        description="1 while the node's database answers its checks (every second), 0 during "
+                    "an outage (KadenceDatabaseUnreachable fires after 30 s). No fire is "
+                    "planned while it is 0; afterwards the misfire strategies apply."),
     panel("Misfires by strategy", [(
         f"sum by (app, strategy) (increase(kadence_scheduler_misfires_total{{{APP}}}[$__rate_interval]))",
         "{{app}} {{strategy}}")]),

@@ -4,10 +4,13 @@
 # prints what it counted from the trigger topic and the API: fires due, emitted, completed,
 # emitted twice, lost (must be 0), time to recover. Exits non-zero when a fire was lost.
 #
-#   infra/faults.sh broker-cut [--jobs 30] [--before-secs 10] [--outage-secs 10] [--after-secs 15]
+#   infra/faults.sh broker-cut   [--jobs 30] [--before-secs 10] [--outage-secs 10] [--after-secs 15]
+#   infra/faults.sh database-cut [--jobs 20] [--before-secs 10] [--outage-secs 30] [--after-secs 20]
 #
-# The harness is tests/src/bin/faults.rs; the README's "Faults" section lists the scenarios
-# with their latest figures.
+# database-cut needs PostgreSQL (KADENCE_TEST_POSTGRES_URL, default
+# postgres://postgres@127.0.0.1:5432/test); it makes a database of its own and drops it.
+# The harness is tests/src/faults/ (binary tests/src/bin/faults.rs); the README's "Faults"
+# section lists the scenarios with their latest figures.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)

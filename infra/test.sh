@@ -11,7 +11,7 @@
 #      reference Python executor in a virtual environment of its own (infra/python-executor.sh)
 #      and runs its unit tests, and starts a broker on a free loopback port (memory storage);
 #   4. runs every test of the workspace against it, SQLite and PostgreSQL;
-#   5. runs the fault scenarios that fit in the test command (infra/faults.sh: broker-cut)
+#   5. runs the fault scenarios that fit in the test command (infra/faults.sh: broker-cut, database-cut)
 #      and fuzzes the HTTP API with schemathesis against a running scheduler
 #      (infra/fuzz-api.sh; installs schemathesis from PyPI when missing);
 #   6. stops the broker, whatever happened.
@@ -128,6 +128,7 @@ RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --workspace --locked
 step "fault scenarios that fit here (infra/faults.sh; each prints its counters, fails on a lost fire)"
 # Each starts its own broker, scheduler and executor; the long ones run on their own.
 target/debug/faults broker-cut
+target/debug/faults database-cut
 
 step "API fuzz (schemathesis against a running scheduler)"
 infra/fuzz-api.sh --brokers "$KADENCE_TEST_BROKERS"

@@ -51,6 +51,8 @@
 //!   works through that API.
 //! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown;
 //!   [`pools`]: its three connection pools (scheduling, background, API).
+//! - [`database_watch`]: whether the node reaches its database, checked every second: one log
+//!   line per outage, a gauge, and the readiness answer `GET /health/ready`.
 //! - [`metrics`]: every Prometheus metric the node exports on `GET /metrics`, names and
 //!   labels in one place.
 //! - [`traces`]: the node's spans of a run's trace (dispatch, completion) and of pre-read
@@ -76,6 +78,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod console;
+pub mod database_watch;
 pub mod dispatch;
 pub mod enums;
 pub mod import;

@@ -18,7 +18,10 @@
 //! forgets them after `forget_after`.
 //!
 //! When two live executors claim the same partition (the moment of a rebalance), the one with
-//! the newer beat owns it.
+//! the newer beat owns it. A beat of an app that does not exist, or claiming partitions its
+//! app's trigger topic does not have, is refused to the dead-letter queue
+//! ([`BeatsReader::checking_claims`]). Beats are not signed (executors hold no keys): who may
+//! write to `{prefix}.beats` is for the broker's ACLs to say, as for the results topic.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -33,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::{Clock, run_every};
 use crate::config::RegistryConfig;
 use crate::model::{ExecutorEntry, ExecutorStatus};
+use crate::partitions::{PartitionDirectory, PartitionsError};
 use crate::routing::{OwnerLookup, PartitionOwner};
 use crate::store::{Store, StoreError};
 
@@ -233,6 +237,9 @@ pub struct BeatsReader {
     unwritten: HashMap<String, ExecutorEntry>,
     /// Unreadable records not yet in the dead-letter queue.
     undelivered: Vec<(OwnedMessage, String)>,
+    /// The apps' partition counts, against which a beat's claims are checked (none: beats
+    /// are taken unchecked, as by a reader built for a test of the registry alone).
+    partitions: Option<Arc<PartitionDirectory>>,
 }
 
 impl BeatsReader {
@@ -266,6 +273,43 @@ impl BeatsReader {
             clock,
             unwritten: HashMap::new(),
             undelivered: Vec::new(),
+            partitions: None,
+        })
+    }
+
+    /// Checks every beat against the apps' partition counts: a beat of an app that does not
+    /// exist, or claiming a partition its app's trigger topic does not have, goes to the
+    /// dead-letter queue with the reason instead of into the registry (it could only be a
+    /// misconfigured or hostile producer, and routing by it would send triggers nowhere).
+    pub fn checking_claims(mut self, partitions: Arc<PartitionDirectory>) -> BeatsReader {
+        self.partitions = Some(partitions);
+        self
+    }
+
+    /// Why `beat` is refused, if it is (see [`checking_claims`](Self::checking_claims)). A
+    /// store that cannot be read refuses nothing: liveness is not withheld for an outage.
+    async fn refusal(&self, beat: &ExecutorBeat) -> Option<String> {
+        let directory = self.partitions.as_ref()?;
+        let count = match directory.partitions(&beat.app).await {
+            Ok(count) => count,
+            Err(PartitionsError::UnknownApp(app)) => {
+                return Some(format!(
+                    "beat of executor {} for app {app}, which does not exist",
+                    beat.executor_id
+                ));
+            }
+            Err(PartitionsError::Store(_)) => return None,
+        };
+        let outside: Vec<i32> = (beat.owned_partitions.iter())
+            .copied()
+            .filter(|partition| !(0..count).contains(partition))
+            .collect();
+        (!outside.is_empty()).then(|| {
+            format!(
+                "beat of executor {} claims partitions {outside:?} of app {}, whose trigger \
+                 topic has {count}",
+                beat.executor_id, beat.app
+            )
         })
     }
 
@@ -284,6 +328,13 @@ impl BeatsReader {
                 None => Err("beat record has no value".to_owned()),
                 Some(bytes) => codec::decode::<ExecutorBeat>(bytes)
                     .map_err(|error| format!("undecodable executor beat: {error}")),
+            };
+            let decoded = match decoded {
+                Ok(beat) => match self.refusal(&beat).await {
+                    Some(reason) => Err(reason),
+                    None => Ok(beat),
+                },
+                Err(reason) => Err(reason),
             };
             match decoded {
                 Ok(beat) => {

@@ -10,8 +10,10 @@
 //!
 //! A run's row is written once the broker acknowledged its trigger (see [`crate::acks`]), so a
 //! fast handler's result can arrive before it. A result whose trigger id no row has yet
-//! waits ([`RUN_ROW_WAIT`]): it is tried again with every later step, and offsets are not
-//! committed past it; only after the wait is it an unknown trigger for the DLQ.
+//! waits ([`RUN_ROW_WAIT`], counted from the first time the database answered that no row has
+//! it, so a database outage does not use it up): it is tried again with every later step,
+//! and offsets are not committed past it; only after the wait is it an unknown trigger for
+//! the DLQ.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,11 +78,27 @@ pub struct ResultsSummary {
 
 struct Received {
     message: OwnedMessage,
-    /// When it was received: a result for a run not written yet waits from then on.
-    received_at: std::time::Instant,
+    /// When the store first said no run has its trigger id: it waits [`RUN_ROW_WAIT`] from
+    /// then on. Not from its receipt: while the database is out of reach the run rows of the
+    /// outage's triggers cannot be written either, and a result received then must not run
+    /// out of wait before the ack writer had a chance to write its row.
+    unknown_since: std::sync::OnceLock<std::time::Instant>,
     /// The completion and the app it is for, or why the record goes to the DLQ: the kind of
     /// reason (a metric label) and the reason.
     decoded: Result<(Completion, AppName), (&'static str, String)>,
+}
+
+impl Received {
+    /// Whether a result the store found no run for (`outcome`) still waits for its row:
+    /// for [`RUN_ROW_WAIT`] from the first such answer.
+    fn waits_for_its_row(&self, outcome: Option<&CompletionOutcome>) -> bool {
+        matches!(outcome, Some(CompletionOutcome::UnknownTrigger))
+            && self
+                .unknown_since
+                .get_or_init(std::time::Instant::now)
+                .elapsed()
+                < RUN_ROW_WAIT
+    }
 }
 
 /// Consumes `{prefix}.results` in group `{prefix}.scheduler`.
@@ -216,8 +234,7 @@ impl ResultsConsumer {
                 Ok(_) => outcomes.next(),
                 Err(_) => None,
             };
-            let waits = matches!(outcome, Some(CompletionOutcome::UnknownTrigger))
-                && received.received_at.elapsed() < RUN_ROW_WAIT;
+            let waits = received.waits_for_its_row(outcome.as_ref());
             if let (Some(span), Some(outcome)) = (span, &outcome) {
                 let label = if waits { "waiting" } else { outcome.label() };
                 trace::set_attribute(span, KeyValue::new("kadence.completion", label));
@@ -340,7 +357,7 @@ fn decode(message: OwnedMessage) -> Received {
     };
     Received {
         message,
-        received_at: std::time::Instant::now(),
+        unknown_since: std::sync::OnceLock::new(),
         decoded,
     }
 }

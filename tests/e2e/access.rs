@@ -17,8 +17,9 @@ use crate::common::Backend;
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, login, spawn_app, spawn_app_with};
 
 /// The operations anyone may call, besides the schema registry's (under [`PUBLIC_PREFIX`]).
-const PUBLIC: [(&str, &str); 5] = [
+const PUBLIC: [(&str, &str); 6] = [
     ("GET", "/health"),
+    ("GET", "/health/ready"),
     ("GET", "/metrics"),
     ("POST", "/api/auth/login"),
     ("POST", "/api/auth/session"),

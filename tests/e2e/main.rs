@@ -46,7 +46,9 @@ use std::time::Duration;
 use common::{Backend, wait_for};
 use helpers::spawn_app;
 use kadence_scheduler::model::{Run, RunState};
-use kadence_schemas::{AppName, JobId, ResultRecord, TriggerId, TriggerType, codec};
+use kadence_schemas::{
+    AppName, ExecutorBeat, ExecutorState, JobId, ResultRecord, TriggerId, TriggerType, codec,
+};
 use serde_json::json;
 
 fn finished(runs: &[Run], code: i32) -> Vec<&Run> {
@@ -762,6 +764,53 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
     app.shutdown().await;
 }
 
+/// A beat of an app that does not exist, or claiming partitions its app's topic does not
+/// have, goes to the dead-letter queue with the reason and never into the registry.
+async fn beats_claiming_what_no_app_has_go_to_the_dlq(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create_app("claims", 3).await;
+    let beat = |executor: &str, app_name: &str, partitions: Vec<i32>| ExecutorBeat {
+        executor_id: executor.to_owned(),
+        app: AppName::parse(app_name).unwrap(),
+        host: "elsewhere".to_owned(),
+        version: "hostile".to_owned(),
+        handlers: vec!["ok".to_owned()],
+        owned_partitions: partitions,
+        running_jobs: Vec::new(),
+        queued_jobs: Vec::new(),
+        state: ExecutorState::Running,
+        sent_at_ms: kadence_schemas::now_ms(),
+    };
+    let beats = format!("{}.beats", app.prefix);
+    for (executor, app_name, partitions) in [
+        ("intruder", "claims", vec![0, 7]),
+        ("ghost", "nowhere", vec![0]),
+    ] {
+        let payload = codec::encode(&beat(executor, app_name, partitions)).unwrap();
+        app.produce_raw(&beats, 0, executor, &payload).await;
+    }
+    let letters = app.dead_letters(2).await;
+    let reasons: Vec<&str> = letters.iter().map(|(reason, _)| reason.as_str()).collect();
+    assert!(
+        reasons.contains(
+            &"beat of executor intruder claims partitions [7] of app claims, whose trigger \
+              topic has 3"
+        ),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&"beat of executor ghost for app nowhere, which does not exist"),
+        "{reasons:?}"
+    );
+    let (status, listed) = app.call(reqwest::Method::GET, "/api/executors", None).await;
+    assert_eq!(status, 200, "{listed}");
+    assert!(
+        !listed.to_string().contains("intruder") && !listed.to_string().contains("ghost"),
+        "{listed}"
+    );
+    app.shutdown().await;
+}
+
 on_every_backend!(
     a_run_log_is_read_from_line_n_while_it_runs,
     triggers_emitted_early_run_at_their_scheduled_millisecond,
@@ -775,4 +824,5 @@ on_every_backend!(
 on_sqlite_only!(
     block_strategies_behave_as_in_xxl_job,
     poison_records_go_to_the_dlq_and_the_partition_keeps_flowing,
+    beats_claiming_what_no_app_has_go_to_the_dlq,
 );

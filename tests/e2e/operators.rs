@@ -219,6 +219,18 @@ async fn a_busy_api_answers_503_with_retry_after(backend: Backend) {
         200,
         "health is outside the limits"
     );
+    let ready = reqwest::get(format!("{}/health/ready", app.api_url()))
+        .await
+        .unwrap();
+    assert_eq!(
+        ready.status().as_u16(),
+        200,
+        "readiness is outside the limits"
+    );
+    let ready: serde_json::Value = ready.json().await.unwrap();
+    assert_eq!(ready["status"], "ready", "{ready}");
+    assert_eq!(ready["database"]["reachable"], true, "{ready}");
+    assert!(ready["database"]["error"].is_null(), "{ready}");
 
     let timed_out = blocked.await.unwrap();
     assert_eq!(timed_out.status().as_u16(), 503);

@@ -213,7 +213,7 @@ async fn dashboards_and_rules_hold_against_a_real_prometheus(backend: Backend) {
         .iter()
         .flat_map(|group| group["rules"].as_array().unwrap())
         .collect();
-    assert_eq!(loaded.len(), 9, "{rules}");
+    assert_eq!(loaded.len(), 10, "{rules}");
     assert!(loaded.iter().all(|rule| rule["health"] != "err"), "{rules}");
 
     // Every panel's query answers, with data once the counters have moved for a while.

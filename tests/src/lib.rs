@@ -6,12 +6,15 @@
 //! - [`api_load`]: many concurrent clients listing jobs for a while, every answer tallied.
 //! - [`serve`]: `kadence serve` as a child process, ready once its API listens.
 //! - [`session`]: a login to a scheduler's API, and the admin password the suites set.
+//! - [`faults`]: the fault harness behind `infra/faults.sh`: scenarios that inject a fault
+//!   while jobs fire, with what they counted.
 //! - [`now_ms`]: the wall clock in the records' unit.
 //!
 //! They take addresses as arguments (never a test's environment), so a benchmark that starts
 //! its own broker and `kadence serve` uses them as a test does.
 
 pub mod api_load;
+pub mod faults;
 pub mod serve;
 pub mod session;
 pub mod triggers;

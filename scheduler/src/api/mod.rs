@@ -3,6 +3,7 @@
 //! | method | path | does |
 //! |---|---|---|
 //! | GET | `/health` | liveness (no credentials needed) |
+//! | GET | `/health/ready` | readiness: 200 while the node's database answers, 503 during an outage, with since when and why (no credentials needed; see `crate::database_watch`) |
 //! | GET | `/metrics` | Prometheus metrics (no credentials needed; see `crate::metrics`) |
 //! | GET | `/api/openapi.json`, `/api/docs` | the OpenAPI document and its browsable page (no credentials needed) |
 //! | GET, POST | `/registry/…` | the schema catalog in the Confluent Schema Registry's read API shape (no credentials needed) |
@@ -194,6 +195,8 @@ pub struct ApiState {
     pub session_ttl: Duration,
     /// Longest life of an API token.
     pub api_token_max_ttl: Duration,
+    /// Whether the node's database answers (for `/health/ready`).
+    pub database: Arc<crate::database_watch::DatabaseHealth>,
     /// Replays and backfills (through the API's pool and intake).
     pub replayer: Arc<crate::replay::Replayer>,
 }
@@ -300,10 +303,11 @@ fn public_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(registry::registry_config))
 }
 
-/// `/health` and `/metrics`, the routes outside the load limits.
+/// `/health`, `/health/ready` and `/metrics`, the routes outside the load limits.
 fn health_routes() -> OpenApiRouter<Arc<ApiState>> {
     OpenApiRouter::new()
         .routes(routes!(health))
+        .routes(routes!(readiness))
         .routes(routes!(metrics))
 }
 
@@ -345,6 +349,35 @@ async fn metrics(
     responses((status = 200, description = "The node is up", body = String, example = "ok")))]
 async fn health() -> &'static str {
     "ok"
+}
+
+/// The readiness answer: whether the node can do its work, i.e. reaches its database.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+struct Readiness {
+    /// `ready`, or `unavailable` while the database is out of reach.
+    status: &'static str,
+    /// The database as the node's checks see it (every second).
+    database: crate::database_watch::DatabaseState,
+}
+
+/// Readiness: 200 while the node's database answers, 503 while it is out of reach (the node
+/// keeps running and catches up when it is back; see `crate::database_watch`). The broker is
+/// not part of it: its clients buffer and reconnect on their own, and the fires of a broker
+/// outage are emitted when it returns.
+#[utoipa::path(get, path = "/health/ready", tag = "health",
+    responses(
+        (status = 200, description = "The database answers", body = Readiness),
+        (status = 503, description = "The database is out of reach", body = Readiness)))]
+async fn readiness(
+    axum::extract::State(state): axum::extract::State<Arc<ApiState>>,
+) -> (axum::http::StatusCode, axum::Json<Readiness>) {
+    let database = state.database.state();
+    let (code, status) = if database.reachable {
+        (axum::http::StatusCode::OK, "ready")
+    } else {
+        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+    };
+    (code, axum::Json(Readiness { status, database }))
 }
 
 /// `now_ms` plus `ttl`, saturating.

@@ -28,16 +28,17 @@ pub const DOCS_PATH: &str = "/api/docs";
 /// The name of the bearer security scheme in the document.
 const BEARER: &str = "bearer";
 /// Operations anyone may call: they declare an empty security requirement.
-const PUBLIC_OPERATIONS: [(&str, HttpMethod); 5] = [
+const PUBLIC_OPERATIONS: [(&str, HttpMethod); 6] = [
     ("/health", HttpMethod::Get),
+    ("/health/ready", HttpMethod::Get),
     ("/metrics", HttpMethod::Get),
     ("/api/auth/login", HttpMethod::Post),
     ("/api/auth/session", HttpMethod::Post),
     ("/api/auth/password-reset", HttpMethod::Post),
 ];
-/// Operations outside the load limits, which a busy node still answers: liveness and the
-/// metrics that show why it is busy.
-const NEVER_SHED: [&str; 2] = ["/health", "/metrics"];
+/// Operations outside the load limits, which a busy node still answers: liveness, readiness
+/// and the metrics that show why it is busy.
+const NEVER_SHED: [&str; 3] = ["/health", "/health/ready", "/metrics"];
 /// Paths under which every operation is public: the schema registry (see `registry`).
 const PUBLIC_PREFIX: &str = "/registry/";
 

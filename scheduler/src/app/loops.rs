@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::{FirePath, Node};
+use crate::database_watch::run_database_watch;
 use crate::logs::LogsConsumer;
 use crate::lost_runs::run_lost_run_monitor;
 use crate::monitors::{
@@ -35,7 +36,8 @@ impl Node {
             self.dead_letters(),
             Arc::clone(&self.clock),
         )
-        .context("starting the beats reader")?;
+        .context("starting the beats reader")?
+        .checking_claims(Arc::clone(&self.partitions));
         self.tasks.spawn(beats.run(self.shutdown.clone()));
         let registry_config = &self.config.registry;
         self.tasks.spawn(run_sweeper(
@@ -89,9 +91,15 @@ impl Node {
     }
 
     /// What follows a finished run, on the background pool: retries, alarms and children,
-    /// daily reports, retention; and the signing key's refresh.
+    /// daily reports, retention; the signing key's refresh; and the database watch.
     pub(super) fn spawn_monitors(&self, fire_path: &FirePath) -> anyhow::Result<()> {
         let background = &self.pools.background;
+        self.tasks.spawn(run_database_watch(
+            Arc::clone(background),
+            Arc::clone(&self.database),
+            Arc::clone(&self.clock),
+            self.shutdown.clone(),
+        ));
         self.tasks.spawn(run_refresh(
             Arc::clone(self.signed.signer()),
             Arc::clone(background) as Arc<dyn crate::store::SigningKeys>,

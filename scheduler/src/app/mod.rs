@@ -49,6 +49,7 @@ use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
 use crate::clock::{Clock, millis};
 use crate::config::Config;
+use crate::database_watch::DatabaseHealth;
 use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher};
 use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
@@ -156,6 +157,7 @@ struct Node {
     partitions: Arc<PartitionDirectory>,
     registry: Arc<Registry>,
     metrics: Arc<SchedulerMetrics>,
+    database: Arc<DatabaseHealth>,
     tracer: RunTracer,
     shutdown: CancellationToken,
     tasks: TaskTracker,
@@ -225,14 +227,18 @@ impl Node {
             .await
             .context("loading the signing key")?;
         let tracer = node_tracer(&config.telemetry).context("telemetry.otlp_endpoint")?;
+        let metrics = Arc::new(SchedulerMetrics::with_jobs(
+            config.telemetry.job_metrics.iter().copied().collect(),
+        ));
+        let database = Arc::new(DatabaseHealth::new(clock.now_ms()));
+        metrics.register(database.collectors());
         Ok(Node {
             signed: SignedProducer::new(producer.clone(), Arc::new(signer))
                 .with_signing_threads(config.signing.signing_threads()),
             tracer,
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
-            metrics: Arc::new(SchedulerMetrics::with_jobs(
-                config.telemetry.job_metrics.iter().copied().collect(),
-            )),
+            metrics,
+            database,
             config,
             node_id,
             clock,
@@ -381,6 +387,7 @@ impl Node {
             login_throttle: LoginThrottle::new(&self.config.auth),
             session_ttl: self.config.auth.session_ttl,
             api_token_max_ttl: self.config.auth.api_token_max_ttl,
+            database: Arc::clone(&self.database),
             replayer: Arc::new(
                 Replayer::new(
                     (Arc::clone(&self.pools.api), api_intake),

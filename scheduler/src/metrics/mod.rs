@@ -249,6 +249,16 @@ impl SchedulerMetrics {
         }
     }
 
+    /// Registers metrics kept by a part of the node rather than here (the database watch's,
+    /// [`crate::database_watch`]).
+    pub fn register(&self, collectors: Vec<Box<dyn prometheus::core::Collector>>) {
+        for collector in collectors {
+            self.registry
+                .register(collector)
+                .expect("metric names are unique");
+        }
+    }
+
     /// Counts an acknowledged trigger and its lateness: from the time it was scheduled for
     /// (a misfire's original time, so that late fires show as late) to `now_ms`.
     pub fn count_acknowledged(&self, fire: &crate::model::PendingFire, now_ms: i64) {

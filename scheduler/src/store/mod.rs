@@ -259,6 +259,10 @@ pub trait Store:
     /// Brings the schema up to date.
     async fn migrate(&self) -> Result<(), StoreError>;
 
+    /// Asks the database a trivial question (`SELECT 1`) on a connection of the pool: `Ok` when
+    /// it answered (see [`crate::database_watch`]).
+    async fn ping(&self) -> Result<(), StoreError>;
+
     /// Creates an app; [`StoreError::AppExists`] if the name is taken.
     async fn create_app(&self, app: &App) -> Result<(), StoreError>;
 

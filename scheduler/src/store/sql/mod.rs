@@ -123,6 +123,14 @@ macro_rules! impl_sql_store {
                 self.apply_migrations().await
             }
 
+            async fn ping(&self) -> Result<(), StoreError> {
+                sqlx::query("SELECT 1")
+                    .execute(&self.pool)
+                    .await
+                    .map(|_| ())
+                    .map_err(StoreError::query("check that the database answers"))
+            }
+
             async fn create_app(&self, app: &App) -> Result<(), StoreError> {
                 insert_app(&self.pool, app, "create an app").await
             }

@@ -1,0 +1,122 @@
+//! The fault harness behind `infra/faults.sh` (binary `faults`): each scenario starts real
+//! parts of its own, injects one fault while jobs fire every second, and counts from the
+//! trigger topic and the API, never from log lines: fires due, emitted, completed, emitted
+//! twice (same trigger id), lost (must be 0), time to recover. The README's "Faults" section
+//! lists the scenarios with their latest figures.
+//!
+//! - [`proxy`]: a TCP proxy the harness cuts, in front of the broker or the database;
+//! - [`stack`]: `kadence serve` and an executor as processes, and the API they answer;
+//! - [`broker_cut`]: the broker unreachable for a while (every connection cut);
+//! - [`database_cut`]: the database unreachable for a while, with the misfire policies and the
+//!   outage's report (log, `/health/ready`, metric) checked;
+//! - [`executor_faults`]: an executor frozen past its session, and a rebalance storm;
+//! - [`node_pause`]: one of two scheduler nodes frozen past its leases, then thawed;
+//! - [`load`]: the end every scenario shares: stop, read the topic, wait for the runs, count;
+//! - [`postgres`]: a PostgreSQL database of a scenario's own.
+
+pub mod broker_cut;
+pub mod database_cut;
+pub mod executor_faults;
+pub mod load;
+pub mod node_pause;
+pub mod postgres;
+pub mod proxy;
+pub mod stack;
+
+use std::time::Duration;
+
+/// The timeline and load of a scenario, `--name value` on the command line.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Jobs firing every second.
+    pub jobs: usize,
+    /// Steady load before the fault.
+    pub before: Duration,
+    /// How long the fault lasts.
+    pub outage: Duration,
+    /// Steady load after it.
+    pub after: Duration,
+}
+
+impl Options {
+    /// Parses `args` over `defaults`.
+    pub fn parse(args: &[String], defaults: Options) -> Result<Options, String> {
+        let mut options = defaults;
+        let mut args = args.iter();
+        while let Some(name) = args.next() {
+            let value = args.next().ok_or_else(|| format!("{name} needs a value"))?;
+            let number: u64 = value
+                .parse()
+                .map_err(|_| format!("{name} takes a whole number, not {value:?}"))?;
+            match name.as_str() {
+                "--jobs" => options.jobs = number.clamp(1, 10_000) as usize,
+                "--before-secs" => options.before = Duration::from_secs(number),
+                "--outage-secs" => options.outage = Duration::from_secs(number),
+                "--after-secs" => options.after = Duration::from_secs(number),
+                other => return Err(format!("unknown option {other}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// What a scenario found: its table, and how many fires it lost (the exit code's ground).
+pub struct Report {
+    /// The scenario's name.
+    pub scenario: &'static str,
+    /// What was injected, in words.
+    pub injected: String,
+    /// The table's columns: heading and value.
+    pub columns: Vec<(&'static str, String)>,
+    /// Fires lost: due and neither emitted nor skipped by their misfire strategy, or
+    /// emitted and never completed. Must be 0.
+    pub lost: usize,
+    /// Other findings that fail the scenario (a policy applied wrongly, an outage not
+    /// reported), empty when it passed.
+    pub failures: Vec<String>,
+    /// Lines that explain a failure (which fires, where the log is).
+    pub details: Vec<String>,
+}
+
+impl Report {
+    /// Prints the scenario, what was injected and its one-row table (Markdown, as the README
+    /// keeps it).
+    pub fn print(&self) {
+        println!("scenario: {}", self.scenario);
+        println!("injected: {}", self.injected);
+        let headings: Vec<&str> = self.columns.iter().map(|(heading, _)| *heading).collect();
+        println!("| {} |", headings.join(" | "));
+        println!("|{}", "---|".repeat(headings.len()));
+        let values: Vec<&str> = self
+            .columns
+            .iter()
+            .map(|(_, value)| value.as_str())
+            .collect();
+        println!("| {} |", values.join(" | "));
+    }
+
+    /// Removes the stack's logs (the scheduler's, the executors') when the scenario passed;
+    /// names them in the details otherwise.
+    pub fn keeping_logs_on_failure(mut self, stack: &stack::Stack) -> Report {
+        let logs = std::iter::once(&stack.log).chain(&stack.logs);
+        if self.passed() {
+            for log in logs {
+                let _ = std::fs::remove_file(log);
+            }
+        } else {
+            let names: Vec<String> = logs.map(|log| log.display().to_string()).collect();
+            self.details.push(format!("logs: {}", names.join(" ")));
+        }
+        self
+    }
+
+    /// Whether nothing was lost and nothing went wrong.
+    pub fn passed(&self) -> bool {
+        self.lost == 0 && self.failures.is_empty()
+    }
+}
+
+/// `ms` as the tables show a time ("9870 ms"), or "—" when it never happened.
+pub fn millis_cell(ms: Option<i64>) -> String {
+    ms.map_or_else(|| "—".to_owned(), |ms| format!("{ms} ms"))
+}

@@ -1,0 +1,135 @@
+//! A TCP proxy the harness can cut: every connection through it closed at once and new ones
+//! refused until it is mended, the way a peer that went away looks to its clients. Put in
+//! front of the broker (which advertises the proxy, so every connection goes through it) or
+//! of the database server (without stopping the server other tests share).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+use tokio::sync::watch;
+
+/// A free port on the loopback interface.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A proxy on `127.0.0.1:{port}` to a target on the loopback interface.
+pub struct CuttableProxy {
+    port: u16,
+    /// Bumped by every cut: connections of an older generation are closed.
+    generation: watch::Sender<u64>,
+    refusing: Arc<AtomicBool>,
+}
+
+impl CuttableProxy {
+    /// Listens on `port` and forwards each connection to `127.0.0.1:{target_port}`.
+    pub async fn start(port: u16, target_port: u16) -> CuttableProxy {
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("the proxy's port");
+        let (generation, _) = watch::channel(0_u64);
+        let refusing = Arc::new(AtomicBool::new(false));
+        tokio::spawn(forward(
+            listener,
+            target_port,
+            generation.clone(),
+            Arc::clone(&refusing),
+        ));
+        CuttableProxy {
+            port,
+            generation,
+            refusing,
+        }
+    }
+
+    /// Where clients connect.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Closes every connection and refuses new ones until [`mend`](Self::mend).
+    pub fn cut(&self) {
+        self.refusing.store(true, Ordering::SeqCst);
+        self.generation.send_modify(|generation| *generation += 1);
+    }
+
+    /// Accepts connections again.
+    pub fn mend(&self) {
+        self.refusing.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Forwards each accepted connection to the target until the generation changes; while
+/// refusing, closes each one as it comes.
+async fn forward(
+    listener: TcpListener,
+    target_port: u16,
+    generation: watch::Sender<u64>,
+    refusing: Arc<AtomicBool>,
+) {
+    while let Ok((mut client, _)) = listener.accept().await {
+        if refusing.load(Ordering::SeqCst) {
+            drop(client);
+            continue;
+        }
+        let mut cut = generation.subscribe();
+        tokio::spawn(async move {
+            let Ok(mut target) = TcpStream::connect(("127.0.0.1", target_port)).await else {
+                return;
+            };
+            tokio::select! {
+                _ = tokio::io::copy_bidirectional(&mut client, &mut target) => {}
+                _ = cut.changed() => {}
+            }
+        });
+    }
+}
+
+/// A tansu broker of its own (memory storage) that clients reach through a
+/// [`CuttableProxy`]: it advertises the proxy's address, so every connection, bootstrap or
+/// not, goes through it. Killed when dropped.
+pub struct ProxiedBroker {
+    /// `host:port` for clients.
+    pub address: String,
+    /// The proxy in front of it.
+    pub proxy: CuttableProxy,
+    _broker: Child,
+}
+
+impl ProxiedBroker {
+    /// Starts tansu and its proxy; returns once the broker accepts connections.
+    pub async fn start() -> ProxiedBroker {
+        let (broker_port, proxy_port) = (free_port(), free_port());
+        let broker = Command::new("tansu")
+            .arg("broker")
+            .arg("--listener-url")
+            .arg(format!("tcp://127.0.0.1:{broker_port}"))
+            .arg("--advertised-listener-url")
+            .arg(format!("tcp://127.0.0.1:{proxy_port}"))
+            .arg("--storage-engine")
+            .arg("memory://tansu/")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("tansu runs (infra/broker.sh install)");
+        let proxy = CuttableProxy::start(proxy_port, broker_port).await;
+        for _ in 0..300 {
+            if TcpStream::connect(("127.0.0.1", broker_port)).await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        ProxiedBroker {
+            address: format!("127.0.0.1:{proxy_port}"),
+            proxy,
+            _broker: broker,
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! The parts a scenario runs: `kadence serve` as a process of its own on a database the
+//! scenario names, and a `test-executor` process of the app; and the scheduler's API as the
+//! scenario calls it (logged in as its admin).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+use crate::serve::spawn_serve;
+use crate::session::{TEST_ADMIN_PASSWORD, login};
+
+/// The app every scenario's jobs belong to.
+pub const APP: &str = "faults";
+/// Partitions of its trigger topic.
+pub const PARTITIONS: i32 = 3;
+
+/// Where this build's binaries are (the harness is built beside them).
+pub fn binaries() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug"))
+}
+
+/// A scheduler's API, logged in as its admin.
+pub struct Api {
+    url: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    /// `method path` with a JSON `body` (none when null); panics unless it succeeds.
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token);
+        if !body.is_null() {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("the API answers");
+        let status = response.status();
+        let text = response.text().await.expect("an answer");
+        assert!(status.is_success(), "{path}: {status} {text}");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    /// `GET /health/ready`: whether it answered 200, and its body.
+    pub async fn readiness(&self) -> Option<(bool, Value)> {
+        let response = self
+            .http
+            .get(format!("{}/health/ready", self.url))
+            .timeout(std::time::Duration::from_secs(2))
+            .send()
+            .await
+            .ok()?;
+        let ready = response.status().is_success();
+        Some((ready, response.json().await.unwrap_or(Value::Null)))
+    }
+
+    /// The value of metric `name` in `GET /metrics`, of the first series whose labels include
+    /// each of `labels` (`key="value"`).
+    pub async fn metric(&self, name: &str, labels: &[&str]) -> Option<f64> {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines().find_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let series_labels = series.strip_prefix(name)?;
+            let named = series_labels.is_empty() || series_labels.starts_with('{');
+            (named && labels.iter().all(|label| series_labels.contains(label)))
+                .then(|| value.parse().ok())
+                .flatten()
+        })
+    }
+
+    /// The public keys of the cluster's signing keys, for an executor to trust.
+    pub async fn trusted_keys(&self) -> String {
+        let keys = self
+            .call(reqwest::Method::GET, "/api/signing-keys", Value::Null)
+            .await;
+        let keys: Vec<&str> = keys
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|key| key["public_key"].as_str())
+            .collect();
+        keys.join(",")
+    }
+
+    /// `count` jobs due every second with misfire strategy `misfire`, started, running the
+    /// test executor's `noop` handler.
+    pub async fn every_second_jobs(&self, count: usize, misfire: &str) -> Vec<i64> {
+        self.every_second_jobs_running(count, misfire, ("noop", ""))
+            .await
+    }
+
+    /// [`every_second_jobs`](Self::every_second_jobs) running `handler` with `params`.
+    pub async fn every_second_jobs_running(
+        &self,
+        count: usize,
+        misfire: &str,
+        (handler, params): (&str, &str),
+    ) -> Vec<i64> {
+        let mut jobs = Vec::with_capacity(count);
+        for _ in 0..count {
+            let job = self
+                .call(
+                    reqwest::Method::POST,
+                    "/api/jobs",
+                    json!({"app": APP, "handler": handler, "params": params,
+                           "schedule_conf": "* * * * * ?", "misfire_strategy": misfire,
+                           "start": true}),
+                )
+                .await;
+            jobs.push(job["id"].as_i64().expect("a job id"));
+        }
+        jobs
+    }
+
+    /// Stops each of `jobs`.
+    pub async fn stop_jobs(&self, jobs: &[i64]) {
+        for job in jobs {
+            self.call(
+                reqwest::Method::POST,
+                &format!("/api/jobs/{job}/stop"),
+                json!({}),
+            )
+            .await;
+        }
+    }
+
+    /// The app's runs that succeeded: trigger id → when the run finished (ms).
+    pub async fn succeeded(&self) -> HashMap<String, i64> {
+        let mut succeeded = HashMap::new();
+        let mut after: Option<String> = None;
+        loop {
+            let mut path = format!("/api/runs?app={APP}&outcome=SUCCEEDED&limit=1000");
+            if let Some(after) = &after {
+                path.push_str(&format!("&after={after}"));
+            }
+            let page = self.call(reqwest::Method::GET, &path, Value::Null).await;
+            for run in page["items"].as_array().into_iter().flatten() {
+                if let (Some(id), Some(finished)) =
+                    (run["trigger_id"].as_str(), run["handle_at_ms"].as_i64())
+                {
+                    succeeded.insert(id.to_owned(), finished);
+                }
+            }
+            match &page["next"] {
+                Value::Null => return succeeded,
+                next => after = Some(next.to_string().trim_matches('"').to_owned()),
+            }
+        }
+    }
+}
+
+/// Scheduler nodes on one database and executors of the app, as processes; all are killed
+/// when dropped. The first scheduler's log goes to `log` (its errors during a fault are many,
+/// and expected): kept and named when a fire was lost, removed otherwise; other nodes' logs
+/// are discarded.
+pub struct Stack {
+    /// The first scheduler's API.
+    pub api: Api,
+    /// The first scheduler's log file.
+    pub log: PathBuf,
+    /// The executors' output (what they ran, which partitions they owned, their warnings).
+    pub logs: Vec<PathBuf>,
+    database_url: String,
+    brokers: String,
+    prefix: String,
+    trusted_keys: String,
+    schedulers: Vec<Child>,
+    executors: Vec<Child>,
+}
+
+impl Stack {
+    /// Starts `kadence serve` on `database_url` with topics under `prefix` on `brokers`,
+    /// creates the app, and starts an executor of it.
+    pub async fn start(database_url: &str, brokers: &str, prefix: &str) -> Stack {
+        let log = std::env::temp_dir().join(format!("{prefix}-scheduler.log"));
+        let (scheduler, url) = spawn_serve(serve_command(
+            database_url,
+            brokers,
+            prefix,
+            Stdio::from(std::fs::File::create(&log).expect("the scheduler's log file")),
+        ))
+        .await;
+        let token = login(&url, "admin", TEST_ADMIN_PASSWORD).await;
+        let api = Api {
+            url,
+            token,
+            http: reqwest::Client::new(),
+        };
+        api.call(
+            reqwest::Method::POST,
+            "/api/apps",
+            json!({"name": APP, "partitions": PARTITIONS}),
+        )
+        .await;
+        let trusted_keys = api.trusted_keys().await;
+        let mut stack = Stack {
+            api,
+            log,
+            database_url: database_url.to_owned(),
+            brokers: brokers.to_owned(),
+            prefix: prefix.to_owned(),
+            trusted_keys,
+            schedulers: vec![scheduler],
+            executors: Vec::new(),
+            logs: Vec::new(),
+        };
+        stack.add_executor();
+        stack
+    }
+
+    /// Starts one more scheduler node on the same database and broker; returns its number
+    /// (the first is 0).
+    pub async fn add_node(&mut self) -> usize {
+        let (scheduler, _) = spawn_serve(serve_command(
+            &self.database_url,
+            &self.brokers,
+            &self.prefix,
+            Stdio::null(),
+        ))
+        .await;
+        self.schedulers.push(scheduler);
+        self.schedulers.len() - 1
+    }
+
+    /// Starts one more executor of the app; returns its number (the first is 0).
+    pub fn add_executor(&mut self) -> usize {
+        let number = self.executors.len();
+        let log = std::env::temp_dir().join(format!("{}-executor-{number}.log", self.prefix));
+        let executor = Command::new(binaries().join("test-executor"))
+            .env("KADENCE_BROKERS", &self.brokers)
+            .env("KADENCE_APP", APP)
+            .env("KADENCE_TOPIC_PREFIX", &self.prefix)
+            .env("KADENCE_EXECUTOR_ID", format!("faults-executor-{number}"))
+            .env("KADENCE_TRUSTED_KEYS", &self.trusted_keys)
+            .env("RUST_LOG", "warn")
+            .stdout(log_file(&log))
+            .stderr(log_file(&log))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start test-executor");
+        self.executors.push(executor);
+        self.logs.push(log);
+        number
+    }
+
+    /// The process id of scheduler node `node`.
+    pub fn node_pid(&self, node: usize) -> u32 {
+        self.schedulers[node].id().expect("a running node")
+    }
+
+    /// The process id of executor `executor`.
+    pub fn executor_pid(&self, executor: usize) -> u32 {
+        self.executors[executor].id().expect("a running executor")
+    }
+
+    /// Kills executor `executor` at once (SIGKILL) and waits for it.
+    pub async fn kill_executor(&mut self, executor: usize) {
+        let _ = self.executors[executor].kill().await;
+    }
+
+    /// Stops executor `executor` gracefully (SIGTERM: it finishes its runs and leaves the
+    /// group) and waits for it, at most `patience`, then kills it.
+    pub async fn stop_executor(&mut self, executor: usize, patience: Duration) {
+        if let Some(pid) = self.executors[executor].id() {
+            signal(pid, "TERM");
+        }
+        let child = &mut self.executors[executor];
+        if tokio::time::timeout(patience, child.wait()).await.is_err() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Whether the first scheduler's process still runs.
+    pub fn scheduler_running(&mut self) -> bool {
+        matches!(self.schedulers[0].try_wait(), Ok(None))
+    }
+}
+
+/// `log` opened for appending (an executor's standard output and error share it).
+fn log_file(log: &Path) -> Stdio {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_or_else(|_| Stdio::null(), Stdio::from)
+}
+
+/// Sends `signal` (`STOP`, `CONT`, …) to process `pid`.
+pub fn signal(pid: u32, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(sent, "kill -{signal} {pid}");
+}
+
+/// `kadence serve` on `database_url` with topics under `prefix` on `brokers`, its log to
+/// `log`.
+fn serve_command(database_url: &str, brokers: &str, prefix: &str, log: Stdio) -> Command {
+    let mut serve = Command::new(binaries().join("kadence-cli"));
+    serve
+        .arg("serve")
+        .env("KADENCE_DATABASE__URL", database_url)
+        .env("KADENCE_KAFKA__BROKERS", brokers)
+        .env("KADENCE_KAFKA__TOPIC_PREFIX", prefix)
+        .env("KADENCE_KAFKA__RESULTS_PARTITIONS", "1")
+        .env("KADENCE_KAFKA__SESSION_TIMEOUT", "6s")
+        .env("KADENCE_API__LISTEN", "127.0.0.1:0")
+        .env("RUST_LOG", "warn,kadence_scheduler::database_watch=info")
+        .stderr(log);
+    serve
+}
