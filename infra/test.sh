@@ -11,7 +11,7 @@
 #      reference Python executor in a virtual environment of its own (infra/python-executor.sh)
 #      and runs its unit tests, and starts a broker on a free loopback port (memory storage);
 #   4. runs every test of the workspace against it, SQLite and PostgreSQL;
-#   5. runs the fault scenarios that fit in the test command (infra/faults.sh: broker-cut, database-cut)
+#   5. runs the fault scenarios that fit in the test command (infra/faults.sh: every scenario but the soak, side by side)
 #      and fuzzes the HTTP API with schemathesis against a running scheduler
 #      (infra/fuzz-api.sh; installs schemathesis from PyPI when missing);
 #   6. stops the broker, whatever happened.
@@ -126,9 +126,26 @@ step "cargo test"
 RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --workspace --locked
 
 step "fault scenarios that fit here (infra/faults.sh; each prints its counters, fails on a lost fire)"
-# Each starts its own broker, scheduler and executor; the long ones run on their own.
-target/debug/faults broker-cut
-target/debug/faults database-cut
+# Each starts its own broker, scheduler and executors, and spends most of its time waiting
+# on its timeline, so they run side by side (about two minutes in all); each one's table is
+# printed when all are done. The soak runs on its own (infra/faults.sh soak).
+fault_scenarios=(broker-cut database-cut node-pause executor-hang rebalance-storm hostile-input)
+fault_logs=$(mktemp -d)
+for scenario in "${fault_scenarios[@]}"; do
+  (target/debug/faults "$scenario" >"$fault_logs/$scenario.log" 2>&1
+   echo $? >"$fault_logs/$scenario.exit") &
+done
+wait
+failed_scenarios=()
+for scenario in "${fault_scenarios[@]}"; do
+  cat "$fault_logs/$scenario.log"
+  [ "$(cat "$fault_logs/$scenario.exit")" = 0 ] || failed_scenarios+=("$scenario")
+done
+rm -rf "$fault_logs"
+if [ ${#failed_scenarios[@]} -gt 0 ]; then
+  echo "fault scenarios failed: ${failed_scenarios[*]}" >&2
+  exit 1
+fi
 
 step "API fuzz (schemathesis against a running scheduler)"
 infra/fuzz-api.sh --brokers "$KADENCE_TEST_BROKERS"

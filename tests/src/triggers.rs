@@ -58,6 +58,52 @@ pub async fn read_placed_records<R: AvroRecord>(
     topic: &str,
     partitions: i32,
 ) -> Vec<Placed<R>> {
+    read_placed(brokers, topic, partitions, true).await
+}
+
+/// [`read_triggers`] on a topic that also holds records that are not triggers (a test put
+/// them there): those are passed over.
+pub async fn read_triggers_among_others(
+    brokers: &str,
+    topic: &str,
+    partitions: i32,
+) -> Vec<TriggerRecord> {
+    read_placed(brokers, topic, partitions, false)
+        .await
+        .into_iter()
+        .map(|placed| placed.record)
+        .collect()
+}
+
+/// How many records partitions `0..partitions` of `topic` hold, by their watermarks.
+async fn records_held(config: &ClientConfig, topic: &str, partitions: i32) -> usize {
+    let (config, topic) = (config.clone(), topic.to_owned());
+    // Watermark queries block: off the runtime's threads.
+    tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer = config.create().expect("watermark client");
+        (0..partitions)
+            .map(|partition| {
+                let (low, high) = consumer
+                    .fetch_watermarks(&topic, partition, Duration::from_secs(10))
+                    .unwrap_or_else(|error| {
+                        panic!("watermarks of {topic} partition {partition}: {error}")
+                    });
+                usize::try_from(high - low).unwrap_or(0)
+            })
+            .sum::<usize>()
+    })
+    .await
+    .expect("watermark query")
+}
+
+/// Reads as [`read_placed_records`] says; `strict`: a record that does not decode panics,
+/// otherwise it is passed over.
+async fn read_placed<R: AvroRecord>(
+    brokers: &str,
+    topic: &str,
+    partitions: i32,
+    strict: bool,
+) -> Vec<Placed<R>> {
     let config = {
         let mut config = ClientConfig::new();
         config
@@ -69,25 +115,7 @@ pub async fn read_placed_records<R: AvroRecord>(
             .set("enable.auto.commit", "false");
         config
     };
-    let promised = {
-        let (config, topic) = (config.clone(), topic.to_owned());
-        // Watermark queries block: off the runtime's threads.
-        tokio::task::spawn_blocking(move || {
-            let consumer: BaseConsumer = config.create().expect("watermark client");
-            (0..partitions)
-                .map(|partition| {
-                    let (low, high) = consumer
-                        .fetch_watermarks(&topic, partition, Duration::from_secs(10))
-                        .unwrap_or_else(|error| {
-                            panic!("watermarks of {topic} partition {partition}: {error}")
-                        });
-                    usize::try_from(high - low).unwrap_or(0)
-                })
-                .sum::<usize>()
-        })
-        .await
-        .expect("watermark query")
-    };
+    let mut promised = records_held(&config, topic, partitions).await;
     let consumer: StreamConsumer = config.create().expect("trigger topic reader");
     let mut assignment = TopicPartitionList::new();
     for partition in 0..partitions {
@@ -109,13 +137,18 @@ pub async fn read_placed_records<R: AvroRecord>(
             Ok(received) => {
                 let message = received.unwrap_or_else(|error| panic!("reading {topic}: {error}"));
                 let payload = message.payload().unwrap_or_default();
-                let record = codec::decode::<R>(payload).unwrap_or_else(|error| {
-                    panic!(
+                let record = match codec::decode::<R>(payload) {
+                    Ok(record) => record,
+                    Err(_) if !strict => {
+                        promised = promised.saturating_sub(1);
+                        continue;
+                    }
+                    Err(error) => panic!(
                         "{topic} offset {}: not a {}: {error}",
                         message.offset(),
                         R::RECORD
-                    )
-                });
+                    ),
+                };
                 records.push(Placed {
                     partition: message.partition(),
                     offset: message.offset(),

@@ -98,8 +98,18 @@ pub(crate) fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| ApiError::BadRequest(format!("invalid request body: {error}")))?;
     refuse_nul(&value, "")?;
-    serde_json::from_value(value)
-        .map_err(|error| ApiError::BadRequest(format!("invalid request body: {error}")))
+    let items = value.as_array().map(Vec::len);
+    serde_json::from_value(value).map_err(|error| {
+        ApiError::BadRequest(match items {
+            // serde reads a struct from a list too, so its message would be about the first
+            // item's type; say what is wrong instead.
+            Some(items) => format!(
+                "invalid request body: a JSON list of {items} items, where one JSON object is \
+                 expected (one request per item)"
+            ),
+            None => format!("invalid request body: {error}"),
+        })
+    })
 }
 
 /// Fails naming the first field (a dotted path, `[n]` for list items) whose text holds NUL.
@@ -158,6 +168,12 @@ mod tests {
         let error = parse_json::<Value>(br#"{"a": {"b": "\u0000"}}"#).unwrap_err();
         assert!(message(error).starts_with("a.b contains"));
         assert!(parse_json::<Body>(br#"{"params": "fine \\u0000 as text"}"#).is_ok());
+        let error = parse_json::<Body>(br#"[{"params": "a"}, {"params": "b"}]"#).unwrap_err();
+        assert_eq!(
+            message(error),
+            "invalid request body: a JSON list of 2 items, where one JSON object is expected \
+             (one request per item)"
+        );
     }
 
     #[test]

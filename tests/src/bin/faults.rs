@@ -9,10 +9,11 @@
 use std::process::ExitCode;
 
 use kadence_tests::faults::{
-    Options, Report, broker_cut, database_cut, executor_faults, node_pause,
+    Options, Report, broker_cut, database_cut, executor_faults, hostile, node_pause,
 };
 
-const SCENARIOS: &str = "broker-cut, database-cut, node-pause, executor-hang, rebalance-storm";
+const SCENARIOS: &str =
+    "broker-cut, database-cut, node-pause, executor-hang, rebalance-storm, hostile-input";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -30,6 +31,7 @@ async fn main() -> ExitCode {
         "node-pause" => node_pause::defaults(),
         "executor-hang" => executor_faults::hang_defaults(),
         "rebalance-storm" => executor_faults::storm_defaults(),
+        "hostile-input" => hostile::defaults(),
         other => {
             eprintln!("error: unknown scenario {other} ({SCENARIOS})");
             return ExitCode::from(2);
@@ -47,7 +49,8 @@ async fn main() -> ExitCode {
         "database-cut" => database_cut::run(&options).await,
         "node-pause" => node_pause::run(&options).await,
         "executor-hang" => executor_faults::run_hang(&options).await,
-        _ => executor_faults::run_storm(&options).await,
+        "rebalance-storm" => executor_faults::run_storm(&options).await,
+        _ => hostile::run(&options).await,
     };
     report.print();
     for line in &report.details {

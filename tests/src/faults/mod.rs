@@ -11,12 +11,16 @@
 //!   outage's report (log, `/health/ready`, metric) checked;
 //! - [`executor_faults`]: an executor frozen past its session, and a rebalance storm;
 //! - [`node_pause`]: one of two scheduler nodes frozen past its leases, then thawed;
+//! - [`hostile`]: malformed and hostile records on every topic, and [`abuse`]: abusive
+//!   requests to the API;
 //! - [`load`]: the end every scenario shares: stop, read the topic, wait for the runs, count;
 //! - [`postgres`]: a PostgreSQL database of a scenario's own.
 
+pub mod abuse;
 pub mod broker_cut;
 pub mod database_cut;
 pub mod executor_faults;
+pub mod hostile;
 pub mod load;
 pub mod node_pause;
 pub mod postgres;

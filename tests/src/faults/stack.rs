@@ -129,6 +129,52 @@ impl Api {
         jobs
     }
 
+    /// A job that fires only when triggered, running `handler` with `params`.
+    pub async fn manual_job(&self, (handler, params): (&str, &str)) -> i64 {
+        let job = self
+            .call(
+                reqwest::Method::POST,
+                "/api/jobs",
+                json!({"app": APP, "handler": handler, "params": params, "schedule_type": "NONE"}),
+            )
+            .await;
+        job["id"].as_i64().expect("a job id")
+    }
+
+    /// Fires `job` once now; its trigger id.
+    pub async fn trigger(&self, job: i64) -> String {
+        let fired = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/jobs/{job}/trigger"),
+                json!({}),
+            )
+            .await;
+        fired["trigger_id"]
+            .as_str()
+            .expect("a trigger id")
+            .to_owned()
+    }
+
+    /// `POST path` with `body` as JSON, whatever it holds: the status and the answer.
+    pub async fn post_raw(&self, path: &str, body: Vec<u8>) -> (u16, String) {
+        let sent = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await;
+        match sent {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                (status, response.text().await.unwrap_or_default())
+            }
+            Err(error) => (0, error.to_string()),
+        }
+    }
+
     /// Stops each of `jobs`.
     pub async fn stop_jobs(&self, jobs: &[i64]) {
         for job in jobs {
@@ -285,6 +331,18 @@ impl Stack {
         if tokio::time::timeout(patience, child.wait()).await.is_err() {
             let _ = child.kill().await;
         }
+    }
+
+    /// The first scheduler's resident memory, MiB (0 where `/proc` does not tell).
+    pub fn scheduler_rss_mib(&self) -> u64 {
+        let pid = self.node_pid(0);
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .map_or(0, |kib| kib / 1024)
     }
 
     /// Whether the first scheduler's process still runs.
