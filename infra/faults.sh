@@ -6,8 +6,13 @@
 #
 #   infra/faults.sh broker-cut   [--jobs 30] [--before-secs 10] [--outage-secs 10] [--after-secs 15]
 #   infra/faults.sh database-cut [--jobs 20] [--before-secs 10] [--outage-secs 30] [--after-secs 20]
+#   infra/faults.sh disk-full    (the same options and defaults; needs root: it mounts a tmpfs)
+#   infra/faults.sh node-pause   [--jobs 30] [--before-secs 15] [--outage-secs 20] [--after-secs 15]
+#   infra/faults.sh executor-hang   [--jobs 20] [--before-secs 10] [--outage-secs 20] [--after-secs 20]
+#   infra/faults.sh rebalance-storm [--jobs 20] [--before-secs 10] [--outage-secs 60] [--after-secs 20]
+#   infra/faults.sh hostile-input   [--jobs 10] [--before-secs 10] [--outage-secs 45] [--after-secs 10]
 #
-# database-cut needs PostgreSQL (KADENCE_TEST_POSTGRES_URL, default
+# database-cut and node-pause need PostgreSQL (KADENCE_TEST_POSTGRES_URL, default
 # postgres://postgres@127.0.0.1:5432/test); it makes a database of its own and drops it.
 # The harness is tests/src/faults/ (binary tests/src/bin/faults.rs); the README's "Faults"
 # section lists the scenarios with their latest figures.

@@ -10,6 +10,10 @@
 //! stay in their topic until written, and after the outage the pre-read scan applies each
 //! job's misfire strategy to the fires it could not plan in time (see [`crate::planning`]).
 //!
+//! A database that answers but cannot write (its disk is full or read-only) is out of reach
+//! too: the store notes such failures of any operation of the node
+//! ([`recent_storage_failure`]), and a check that follows one within its timeout fails.
+//!
 //! One failed check is not an outage: a check that times out on a saturated pool, or a
 //! connection the database closed, is retried at the next tick. The database counts as out
 //! of reach after [`FAILURES_BEFORE_OUTAGE`] failed checks in a row, from the first of them.
@@ -23,7 +27,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, run_every};
-use crate::store::Store;
+use crate::store::{Store, recent_storage_failure};
 
 /// How often the database is asked.
 pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
@@ -176,10 +180,15 @@ pub async fn run_database_watch(
     .await;
 }
 
-/// One check, at `now_ms`.
+/// One check, at `now_ms`: the database answers, and the node's writes did not fail within
+/// the last [`CHECK_TIMEOUT`] for want of a disk that takes them (a full or read-only disk
+/// answers reads, and `SELECT 1`, all the same).
 pub async fn check_once(store: &dyn Store, health: &DatabaseHealth, now_ms: i64) {
     match tokio::time::timeout(CHECK_TIMEOUT, store.ping()).await {
-        Ok(Ok(())) => health.record_answer(now_ms),
+        Ok(Ok(())) => match recent_storage_failure(CHECK_TIMEOUT) {
+            None => health.record_answer(now_ms),
+            Some(why) => health.record_failure(now_ms, format!("the database cannot write: {why}")),
+        },
         Ok(Err(error)) => health.record_failure(now_ms, error.to_string()),
         Err(_) => health.record_failure(
             now_ms,

@@ -77,6 +77,12 @@ impl StoreError {
             crate::metrics::STORE_ERRORS
                 .with_label_values(&[operation])
                 .inc();
+            if let Some(why) = storage_failure(&source) {
+                *LAST_STORAGE_FAILURE
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some((std::time::Instant::now(), format!("{operation}: {why}")));
+            }
             StoreError::Query { operation, source }
         }
     }
@@ -92,4 +98,41 @@ impl StoreError {
             }
         )
     }
+}
+
+/// The latest failure of this process's store that says the database cannot write (see
+/// [`storage_failure`]): when, and the operation with the database's message.
+static LAST_STORAGE_FAILURE: std::sync::Mutex<Option<(std::time::Instant, String)>> =
+    std::sync::Mutex::new(None);
+
+/// The database's message when `error` says it cannot write at all — its disk is full or
+/// read-only, its file cannot be written — rather than that one statement failed: SQLite's
+/// FULL, IOERR, READONLY and CANTOPEN results, PostgreSQL's disk_full, insufficient_resources
+/// and read_only_sql_transaction, and MySQL's "table is full" and read-only answers.
+fn storage_failure(error: &sqlx::Error) -> Option<String> {
+    let sqlx::Error::Database(database) = error else {
+        return None;
+    };
+    let code = database.code().unwrap_or_default();
+    let message = database.message().to_owned();
+    let sqlite_result = code.parse::<i64>().ok().map(|code| code & 0xff);
+    let says = |needle: &str| message.to_ascii_lowercase().contains(needle);
+    let cannot_write = matches!(sqlite_result, Some(8 | 10 | 13 | 14))
+        || matches!(code.as_ref(), "53100" | "53000" | "25006")
+        || says("is full")
+        || says("read-only")
+        || says("readonly");
+    cannot_write.then_some(message)
+}
+
+/// The latest store failure of this process that says the database cannot write, if it came
+/// within `recent` (the database watch reports the database out of reach while they come).
+pub fn recent_storage_failure(recent: std::time::Duration) -> Option<String> {
+    let latest = LAST_STORAGE_FAILURE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    latest
+        .as_ref()
+        .filter(|(at, _)| at.elapsed() <= recent)
+        .map(|(_, why)| why.clone())
 }

@@ -49,7 +49,7 @@ pub use batches::{
     BatchProgress, DispatchMarks, FireBatches, NewFireBatch, ScanBatch, StoredBatch,
 };
 pub use console::{Console, JobCounts, JobRemoval, RunCounts, RunSummary};
-pub use error::StoreError;
+pub use error::{StoreError, recent_storage_failure};
 pub use filters::{AppScope, JobFilter, PageRequest, RunFilter};
 pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
 pub use imports::{

@@ -44,6 +44,7 @@ impl SqliteStore {
         let pool = SqlitePoolOptions::new()
             .max_connections(pool.max_connections.max(1))
             .acquire_timeout(pool.acquire_timeout)
+            .before_acquire(|connection, _| Box::pin(async move { Ok(in_step(connection)) }))
             .connect_with(options)
             .await
             .map_err(connect)?;
@@ -134,3 +135,15 @@ impl SqliteStore {
 }
 
 impl_sql_store!(SqliteStore, Sqlite, ansi);
+
+/// Whether a pooled connection's idea of its transaction agrees with SQLite's, checked before
+/// the pool hands it out (after its ping, so a rollback queued when its last transaction was
+/// dropped has run). A COMMIT that fails for a full disk or an I/O error makes SQLite roll the
+/// transaction back itself; the rollback sqlx then sends fails for want of a transaction, and
+/// sqlx goes on counting one open, refusing every later `BEGIN` on that connection ("non-zero
+/// transaction depth") long after the disk has room again. Such a connection is closed (the
+/// pool opens a fresh one) instead of being handed out.
+fn in_step(connection: &mut sqlx::SqliteConnection) -> bool {
+    use sqlx::TransactionManager as _;
+    <sqlx::Sqlite as sqlx::Database>::TransactionManager::get_transaction_depth(connection) == 0
+}

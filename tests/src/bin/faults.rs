@@ -12,8 +12,7 @@ use kadence_tests::faults::{
     Options, Report, broker_cut, database_cut, executor_faults, hostile, node_pause,
 };
 
-const SCENARIOS: &str =
-    "broker-cut, database-cut, node-pause, executor-hang, rebalance-storm, hostile-input";
+const SCENARIOS: &str = "broker-cut, database-cut, disk-full, node-pause, executor-hang, rebalance-storm, hostile-input";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -27,7 +26,7 @@ async fn main() -> ExitCode {
     };
     let defaults = match scenario.as_str() {
         "broker-cut" => broker_cut::defaults(),
-        "database-cut" => database_cut::defaults(),
+        "database-cut" | "disk-full" => database_cut::defaults(),
         "node-pause" => node_pause::defaults(),
         "executor-hang" => executor_faults::hang_defaults(),
         "rebalance-storm" => executor_faults::storm_defaults(),
@@ -47,6 +46,7 @@ async fn main() -> ExitCode {
     let report: Report = match scenario.as_str() {
         "broker-cut" => broker_cut::run(&options).await,
         "database-cut" => database_cut::run(&options).await,
+        "disk-full" => database_cut::run_disk_full(&options).await,
         "node-pause" => node_pause::run(&options).await,
         "executor-hang" => executor_faults::run_hang(&options).await,
         "rebalance-storm" => executor_faults::run_storm(&options).await,

@@ -77,5 +77,5 @@ pub async fn run(options: &Options) -> Report {
         failures: Vec::new(),
         details: outcome.lost_details(),
     }
-    .keeping_logs_on_failure(&stack)
+    .keeping_logs_on_failure(&stack.log_files())
 }

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use kadence_schemas::TriggerType;
 
+use super::disk::SmallDisk;
 use super::load::Outcome;
 use super::postgres::ScenarioDatabase;
 use super::proxy::{CuttableProxy, ProxiedBroker, free_port};
@@ -78,14 +79,124 @@ async fn observe(api: &Api, observed: &mut Observed, until_ms: i64, runs: bool) 
     }
 }
 
-/// Runs the scenario.
+/// Runs `database-cut`.
 pub async fn run(options: &Options) -> Report {
-    let database = ScenarioDatabase::create().await;
-    let proxy = CuttableProxy::start(free_port(), database.server_port).await;
+    run_outage(options, StoreFault::cut().await).await
+}
+
+/// Runs `disk-full`: the scheduler's SQLite file on a small disk of its own, filled to the
+/// last byte for the outage and freed again. The same must hold as for a cut (the outage
+/// reported, the misfire strategies applied, no result lost), and the file must pass
+/// SQLite's integrity check afterwards.
+pub async fn run_disk_full(options: &Options) -> Report {
+    match SmallDisk::mount(64) {
+        Ok(disk) => run_outage(options, StoreFault::DiskFull(disk)).await,
+        Err(why) => panic!("disk-full: {why}"),
+    }
+}
+
+/// The fault of the scheduler's store, and what it needs.
+enum StoreFault {
+    /// PostgreSQL behind a proxy that is cut.
+    Cut(ScenarioDatabase, CuttableProxy),
+    /// SQLite on a disk that is filled.
+    DiskFull(SmallDisk),
+}
+
+impl StoreFault {
+    async fn cut() -> StoreFault {
+        let database = ScenarioDatabase::create().await;
+        let proxy = CuttableProxy::start(free_port(), database.server_port).await;
+        StoreFault::Cut(database, proxy)
+    }
+
+    fn database_url(&self) -> String {
+        match self {
+            StoreFault::Cut(database, proxy) => database.url_through(proxy.port()),
+            StoreFault::DiskFull(disk) => {
+                format!("sqlite://{}", disk.path().join("kadence.db").display())
+            }
+        }
+    }
+
+    fn inject(&self) {
+        match self {
+            StoreFault::Cut(_, proxy) => proxy.cut(),
+            StoreFault::DiskFull(disk) => {
+                let bytes = disk.fill();
+                eprintln!("disk filled with {bytes} bytes");
+            }
+        }
+    }
+
+    fn recover(&self) {
+        match self {
+            StoreFault::Cut(_, proxy) => proxy.mend(),
+            StoreFault::DiskFull(disk) => disk.free(),
+        }
+    }
+
+    /// The scenario's name, and what it injected.
+    fn describe(&self, options: &Options) -> (&'static str, String) {
+        let load = format!(
+            "during {} jobs firing every second (half DO_NOTHING, half FIRE_ONCE_NOW)",
+            options.jobs
+        );
+        let secs = options.outage.as_secs();
+        match self {
+            StoreFault::Cut(..) => (
+                "database-cut",
+                format!(
+                    "every connection to PostgreSQL cut and new ones refused for {secs} s, {load}"
+                ),
+            ),
+            StoreFault::DiskFull(_) => (
+                "disk-full",
+                format!("the disk of the SQLite file filled to the last byte for {secs} s, {load}"),
+            ),
+        }
+    }
+
+    /// After the scheduler stopped: the SQLite file's integrity check ("ok"), or none; the
+    /// PostgreSQL database dropped.
+    async fn finish(self) -> Option<String> {
+        match self {
+            StoreFault::Cut(database, _) => {
+                database.drop_it().await;
+                None
+            }
+            StoreFault::DiskFull(disk) => {
+                Some(integrity_check(&disk.path().join("kadence.db")).await)
+            }
+        }
+    }
+}
+
+/// `PRAGMA integrity_check` of the SQLite file at `path`: "ok", or what is wrong.
+async fn integrity_check(path: &std::path::Path) -> String {
+    use sqlx::{Connection, Row};
+    let url = format!("sqlite://{}", path.display());
+    match sqlx::SqliteConnection::connect(&url).await {
+        Ok(mut connection) => match sqlx::query("PRAGMA integrity_check")
+            .fetch_all(&mut connection)
+            .await
+        {
+            Ok(rows) => rows
+                .iter()
+                .map(|row| row.try_get::<String, _>(0).unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("; "),
+            Err(error) => format!("cannot check: {error}"),
+        },
+        Err(error) => format!("cannot open: {error}"),
+    }
+}
+
+/// The scenario's timeline around `fault`, and its judgement.
+async fn run_outage(options: &Options, fault: StoreFault) -> Report {
     let broker = ProxiedBroker::start().await;
     let prefix = format!("kfaults{}", now_ms());
-    let database_url = database.url_through(proxy.port());
-    let mut stack = Stack::start(&database_url, &broker.address, &prefix).await;
+    let mut stack = Stack::start(&fault.database_url(), &broker.address, &prefix).await;
     let half = options.jobs.div_ceil(2);
     let skipping = stack.api.every_second_jobs(half, "DO_NOTHING").await;
     let firing_once = (stack.api)
@@ -101,9 +212,8 @@ pub async fn run(options: &Options) -> Report {
         false,
     )
     .await;
-    proxy.cut();
+    fault.inject();
     let cut_ms = now_ms();
-    eprintln!("database cut off for {:?}", options.outage);
     observe(
         &stack.api,
         &mut observed,
@@ -111,7 +221,7 @@ pub async fn run(options: &Options) -> Report {
         false,
     )
     .await;
-    proxy.mend();
+    fault.recover();
     let back_ms = now_ms();
     observe(
         &stack.api,
@@ -133,11 +243,25 @@ pub async fn run(options: &Options) -> Report {
         running: stack.scheduler_running(),
     };
     let policy = Policy::judge(&outcome, (&skipping, &firing_once), &outage, counted);
-    let report =
-        report(options, &outcome, &policy, &outage, &observed).keeping_logs_on_failure(&stack);
+    let mut report = report(
+        fault.describe(options),
+        &outcome,
+        &policy,
+        &outage,
+        &observed,
+    );
+    // The integrity check needs the scheduler stopped.
+    let logs = stack.log_files();
     drop(stack);
-    database.drop_it().await;
-    report
+    if let Some(integrity) = fault.finish().await {
+        if integrity != "ok" {
+            report
+                .failures
+                .push(format!("SQLite's integrity check: {integrity}"));
+        }
+        report.columns.push(("integrity check", integrity));
+    }
+    report.keeping_logs_on_failure(&logs)
 }
 
 /// `kadence_scheduler_misfires_total` of `strategy`.
@@ -229,7 +353,7 @@ impl Policy {
 
 /// The table, with what the readiness polls and the gauge showed of the outage.
 fn report(
-    options: &Options,
+    (scenario, injected): (&'static str, String),
     outcome: &Outcome,
     policy: &Policy,
     outage: &Outage,
@@ -287,13 +411,8 @@ fn report(
         ),
     ]);
     Report {
-        scenario: "database-cut",
-        injected: format!(
-            "every connection to PostgreSQL cut and new ones refused for {} s, during {} \
-             jobs firing every second (half DO_NOTHING, half FIRE_ONCE_NOW)",
-            options.outage.as_secs(),
-            options.jobs
-        ),
+        scenario,
+        injected,
         columns,
         lost,
         failures,

@@ -179,7 +179,7 @@ async fn run(options: &Options, scenario: &'static str, fault: Fault) -> Report 
         failures: Vec::new(),
         details,
     }
-    .keeping_logs_on_failure(&stack)
+    .keeping_logs_on_failure(&stack.log_files())
 }
 
 /// Where the fires emitted and never completed are: how many have a result in the results

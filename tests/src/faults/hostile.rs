@@ -286,7 +286,7 @@ pub async fn run(options: &Options) -> Report {
         &abuse,
         (victim_succeeded, running),
     )
-    .keeping_logs_on_failure(&stack)
+    .keeping_logs_on_failure(&stack.log_files())
 }
 
 /// The table: the load's columns, then what became of the hostile records and requests.

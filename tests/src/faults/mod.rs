@@ -9,6 +9,7 @@
 //! - [`broker_cut`]: the broker unreachable for a while (every connection cut);
 //! - [`database_cut`]: the database unreachable for a while, with the misfire policies and the
 //!   outage's report (log, `/health/ready`, metric) checked;
+//!   `disk-full` is the same with the SQLite file's [`disk`] filled;
 //! - [`executor_faults`]: an executor frozen past its session, and a rebalance storm;
 //! - [`node_pause`]: one of two scheduler nodes frozen past its leases, then thawed;
 //! - [`hostile`]: malformed and hostile records on every topic, and [`abuse`]: abusive
@@ -19,6 +20,7 @@
 pub mod abuse;
 pub mod broker_cut;
 pub mod database_cut;
+pub mod disk;
 pub mod executor_faults;
 pub mod hostile;
 pub mod load;
@@ -99,16 +101,15 @@ impl Report {
         println!("| {} |", values.join(" | "));
     }
 
-    /// Removes the stack's logs (the scheduler's, the executors') when the scenario passed;
-    /// names them in the details otherwise.
-    pub fn keeping_logs_on_failure(mut self, stack: &stack::Stack) -> Report {
-        let logs = std::iter::once(&stack.log).chain(&stack.logs);
+    /// Removes `logs` (a stack's [`log_files`](stack::Stack::log_files)) when the scenario
+    /// passed; names them in the details otherwise.
+    pub fn keeping_logs_on_failure(mut self, logs: &[std::path::PathBuf]) -> Report {
         if self.passed() {
             for log in logs {
                 let _ = std::fs::remove_file(log);
             }
         } else {
-            let names: Vec<String> = logs.map(|log| log.display().to_string()).collect();
+            let names: Vec<String> = logs.iter().map(|log| log.display().to_string()).collect();
             self.details.push(format!("logs: {}", names.join(" ")));
         }
         self

@@ -86,7 +86,7 @@ pub async fn run(options: &Options) -> Report {
         failures,
         details: outcome.lost_details(),
     }
-    .keeping_logs_on_failure(&stack);
+    .keeping_logs_on_failure(&stack.log_files());
     drop(stack);
     database.drop_it().await;
     report

@@ -345,6 +345,14 @@ impl Stack {
             .map_or(0, |kib| kib / 1024)
     }
 
+    /// The scheduler's log and the executors'.
+    pub fn log_files(&self) -> Vec<PathBuf> {
+        std::iter::once(&self.log)
+            .chain(&self.logs)
+            .cloned()
+            .collect()
+    }
+
     /// Whether the first scheduler's process still runs.
     pub fn scheduler_running(&mut self) -> bool {
         matches!(self.schedulers[0].try_wait(), Ok(None))
