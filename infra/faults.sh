@@ -11,6 +11,9 @@
 #   infra/faults.sh executor-hang   [--jobs 20] [--before-secs 10] [--outage-secs 20] [--after-secs 20]
 #   infra/faults.sh rebalance-storm [--jobs 20] [--before-secs 10] [--outage-secs 60] [--after-secs 20]
 #   infra/faults.sh hostile-input   [--jobs 10] [--before-secs 10] [--outage-secs 45] [--after-secs 10]
+#   infra/faults.sh soak            [--jobs 2000] [--before-secs 60] [--outage-secs 3600]
+#                                   (--outage-secs: how long it lasts; release build; not in
+#                                   the test command)
 #
 # database-cut and node-pause need PostgreSQL (KADENCE_TEST_POSTGRES_URL, default
 # postgres://postgres@127.0.0.1:5432/test); it makes a database of its own and drops it.
@@ -23,5 +26,11 @@ cd "$repo_root"
 export PATH="$HOME/.cargo/bin:$PATH"
 
 infra/broker.sh install
+# The soak measures memory and lateness over an hour: on the build users run (release); the
+# others on the test build the test command already made.
+if [ "${1:-}" = soak ]; then
+  cargo build --quiet --release -p kadence-tests --bins
+  exec target/release/faults "$@"
+fi
 cargo build --quiet -p kadence-tests --bins
 exec target/debug/faults "$@"

@@ -9,10 +9,10 @@
 use std::process::ExitCode;
 
 use kadence_tests::faults::{
-    Options, Report, broker_cut, database_cut, executor_faults, hostile, node_pause,
+    Options, Report, broker_cut, database_cut, executor_faults, hostile, node_pause, soak,
 };
 
-const SCENARIOS: &str = "broker-cut, database-cut, disk-full, node-pause, executor-hang, rebalance-storm, hostile-input";
+const SCENARIOS: &str = "broker-cut, database-cut, disk-full, node-pause, executor-hang, rebalance-storm, hostile-input, soak";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -31,6 +31,7 @@ async fn main() -> ExitCode {
         "executor-hang" => executor_faults::hang_defaults(),
         "rebalance-storm" => executor_faults::storm_defaults(),
         "hostile-input" => hostile::defaults(),
+        "soak" => soak::defaults(),
         other => {
             eprintln!("error: unknown scenario {other} ({SCENARIOS})");
             return ExitCode::from(2);
@@ -50,7 +51,8 @@ async fn main() -> ExitCode {
         "node-pause" => node_pause::run(&options).await,
         "executor-hang" => executor_faults::run_hang(&options).await,
         "rebalance-storm" => executor_faults::run_storm(&options).await,
-        _ => hostile::run(&options).await,
+        "hostile-input" => hostile::run(&options).await,
+        _ => soak::run(&options).await,
     };
     report.print();
     for line in &report.details {

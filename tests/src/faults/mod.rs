@@ -15,6 +15,7 @@
 //! - [`hostile`]: malformed and hostile records on every topic, and [`abuse`]: abusive
 //!   requests to the API;
 //! - [`load`]: the end every scenario shares: stop, read the topic, wait for the runs, count;
+//! - [`soak`]: a steady load for an hour, sampled every minute (not in the test command);
 //! - [`postgres`]: a PostgreSQL database of a scenario's own.
 
 pub mod abuse;
@@ -27,6 +28,7 @@ pub mod load;
 pub mod node_pause;
 pub mod postgres;
 pub mod proxy;
+pub mod soak;
 pub mod stack;
 
 use std::time::Duration;

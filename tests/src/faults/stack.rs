@@ -63,6 +63,14 @@ impl Api {
         Some((ready, response.json().await.unwrap_or(Value::Null)))
     }
 
+    /// `GET /metrics`, as text (empty when it does not answer).
+    pub async fn metrics_text(&self) -> String {
+        match self.http.get(format!("{}/metrics", self.url)).send().await {
+            Ok(response) => response.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
     /// The value of metric `name` in `GET /metrics`, of the first series whose labels include
     /// each of `labels` (`key="value"`).
     pub async fn metric(&self, name: &str, labels: &[&str]) -> Option<f64> {
@@ -235,14 +243,26 @@ impl Stack {
     /// Starts `kadence serve` on `database_url` with topics under `prefix` on `brokers`,
     /// creates the app, and starts an executor of it.
     pub async fn start(database_url: &str, brokers: &str, prefix: &str) -> Stack {
+        Stack::start_with(database_url, brokers, prefix, &[]).await
+    }
+
+    /// [`start`](Self::start) with more of the scheduler's settings, as `KADENCE_…`
+    /// environment variables.
+    pub async fn start_with(
+        database_url: &str,
+        brokers: &str,
+        prefix: &str,
+        settings: &[(&str, &str)],
+    ) -> Stack {
         let log = std::env::temp_dir().join(format!("{prefix}-scheduler.log"));
-        let (scheduler, url) = spawn_serve(serve_command(
+        let mut serve = serve_command(
             database_url,
             brokers,
             prefix,
             Stdio::from(std::fs::File::create(&log).expect("the scheduler's log file")),
-        ))
-        .await;
+        );
+        serve.envs(settings.iter().copied());
+        let (scheduler, url) = spawn_serve(serve).await;
         let token = login(&url, "admin", TEST_ADMIN_PASSWORD).await;
         let api = Api {
             url,
