@@ -138,14 +138,18 @@ else
 fi
 fault_logs=$(mktemp -d)
 for scenario in "${fault_scenarios[@]}"; do
-  (target/debug/faults "$scenario" >"$fault_logs/$scenario.log" 2>&1
-   echo $? >"$fault_logs/$scenario.exit") &
+  # (errexit holds in the subshell too: the exit status is written on both branches.)
+  (if target/debug/faults "$scenario" >"$fault_logs/$scenario.log" 2>&1; then
+     echo 0 >"$fault_logs/$scenario.exit"
+   else
+     echo "$?" >"$fault_logs/$scenario.exit"
+   fi) &
 done
 wait
 failed_scenarios=()
 for scenario in "${fault_scenarios[@]}"; do
   cat "$fault_logs/$scenario.log"
-  [ "$(cat "$fault_logs/$scenario.exit")" = 0 ] || failed_scenarios+=("$scenario")
+  [ "$(cat "$fault_logs/$scenario.exit" 2>/dev/null)" = 0 ] || failed_scenarios+=("$scenario")
 done
 rm -rf "$fault_logs"
 if [ ${#failed_scenarios[@]} -gt 0 ]; then

@@ -1,12 +1,15 @@
 //! The abusive requests `hostile-input` sends the API, each of which must get a clear 4xx
-//! (a status and a JSON body naming what is wrong) without hurting the node: an oversized
-//! body (several times), nesting far deeper than any job has, invalid UTF-8, params past
+//! (a status and a JSON body naming what is wrong) without hurting the node: a body declared
+//! 20 MiB long (several times, answered before the rest is sent), nesting far deeper than any job has, invalid UTF-8, params past
 //! their limit, thousands of jobs in one request, an id no integer holds. The scheduler's
 //! resident memory is read before and after.
 
 use serde_json::json;
 
 use super::stack::{APP, Stack};
+
+/// The length the oversized requests declare.
+const OVERSIZED: usize = 20 * 1024 * 1024;
 
 /// What the API answered.
 pub struct Abuse {
@@ -22,28 +25,18 @@ pub struct Abuse {
     pub memory: String,
 }
 
-/// The requests: what each is, its path, content type and body.
+/// The requests but the oversized ones: what each is, its path and its body (JSON, or
+/// meant to be).
 fn requests() -> Vec<(String, &'static str, Vec<u8>)> {
     let job = |params: serde_json::Value| json!({"app": APP, "handler": "noop", "schedule_type": "NONE", "params": params});
-    let oversized = format!(
-        r#"{{"app":"{APP}","handler":"noop","params":"{}"}}"#,
-        "A".repeat(20 * 1024 * 1024)
-    );
+
     let depth = 100_000;
     let nested = format!(
         r#"{{"app":"{APP}","handler":"noop","params":{}{}}}"#,
         "[".repeat(depth),
         "]".repeat(depth)
     );
-    let mut requests: Vec<(String, &'static str, Vec<u8>)> = (1..=5)
-        .map(|copy| {
-            (
-                format!("a 20 MiB body ({copy} of 5)"),
-                "/api/jobs",
-                oversized.clone().into_bytes(),
-            )
-        })
-        .collect();
+    let mut requests: Vec<(String, &'static str, Vec<u8>)> = Vec::new();
     let thousands: Vec<serde_json::Value> = (0..5_000).map(|_| job(json!(""))).collect();
     requests.extend([
         (
@@ -85,9 +78,25 @@ pub async fn abuse_the_api(stack: &Stack) -> Abuse {
         answers: Vec::new(),
         memory: String::new(),
     };
-    for (what, path, body) in requests() {
+    // A body declared 20 MiB long (of which the first 600 KiB are sent, past the 512 KiB
+    // limit), five times: refused without the rest being read.
+    let start = format!(r#"{{"app":"{APP}","handler":"noop","params":""#);
+    let mut sent = start.into_bytes();
+    sent.resize(600 * 1024, b'A');
+    let oversized = (1..=5).map(|copy| (format!("a 20 MiB body ({copy} of 5)"), None));
+    let others = requests()
+        .into_iter()
+        .map(|(what, path, body)| (what, Some((path, body))));
+    for (what, request) in oversized.chain(others) {
         abuse.sent += 1;
-        let (status, answer) = stack.api.post_raw(path, body).await;
+        let (status, answer) = match request {
+            None => {
+                (stack.api)
+                    .post_declaring("/api/jobs", OVERSIZED, &sent)
+                    .await
+            }
+            Some((path, body)) => stack.api.post_raw(path, body).await,
+        };
         let clear = (400..500).contains(&status)
             && serde_json::from_str::<serde_json::Value>(&answer).is_ok_and(|body| {
                 body["error"]

@@ -183,6 +183,41 @@ impl Api {
         }
     }
 
+    /// `POST path` declaring a body of `declared` bytes and sending only `sent`, then reading
+    /// the answer: how a client sends a body too large to buffer, which the server must refuse
+    /// without waiting for the rest. The status and the answer's body (status 0: no answer).
+    pub async fn post_declaring(&self, path: &str, declared: usize, sent: &[u8]) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let address = self.url.trim_start_matches("http://");
+        let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else {
+            return (0, "cannot connect".to_owned());
+        };
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {}\r\n\
+             Content-Type: application/json\r\nContent-Length: {declared}\r\n\
+             Connection: close\r\n\r\n",
+            self.token
+        );
+        // The server may answer and close before it has read all that was sent.
+        let _ = stream.write_all(head.as_bytes()).await;
+        let _ = stream.write_all(sent).await;
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            stream.read_to_end(&mut answer),
+        )
+        .await;
+        if read.is_err() && answer.is_empty() {
+            return (0, "no answer within 10 s".to_owned());
+        }
+        let answer = String::from_utf8_lossy(&answer);
+        let status = (answer.split_whitespace().nth(1))
+            .and_then(|code| code.parse().ok())
+            .unwrap_or(0);
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+        (status, body.to_owned())
+    }
+
     /// Stops each of `jobs`.
     pub async fn stop_jobs(&self, jobs: &[i64]) {
         for job in jobs {
