@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::load::{Outcome, due_in};
 use super::proxy::ProxiedBroker;
-use super::stack::Stack;
+use super::stack::{Stack, sqlite_url};
 use super::{Options, Report, millis_cell};
 use crate::now_ms;
 
@@ -36,7 +36,7 @@ pub async fn run(options: &Options) -> Report {
     let broker = ProxiedBroker::start().await;
     let prefix = format!("kfaults{}", now_ms());
     let database = tempfile::tempdir().expect("a database directory");
-    let database_url = format!("sqlite://{}", database.path().join("kadence.db").display());
+    let database_url = sqlite_url(database.path());
     let stack = Stack::start(&database_url, &broker.address, &prefix).await;
     let jobs = stack
         .api

@@ -25,7 +25,7 @@ use super::disk::SmallDisk;
 use super::load::Outcome;
 use super::postgres::ScenarioDatabase;
 use super::proxy::{CuttableProxy, ProxiedBroker, free_port};
-use super::stack::{Api, Stack};
+use super::stack::{Api, Stack, sqlite_url};
 use super::{Options, Report, millis_cell};
 use crate::now_ms;
 
@@ -113,9 +113,7 @@ impl StoreFault {
     fn database_url(&self) -> String {
         match self {
             StoreFault::Cut(database, proxy) => database.url_through(proxy.port()),
-            StoreFault::DiskFull(disk) => {
-                format!("sqlite://{}", disk.path().join("kadence.db").display())
-            }
+            StoreFault::DiskFull(disk) => sqlite_url(disk.path()),
         }
     }
 

@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use kadence_schemas::{ResultRecord, TriggerRecord};
 
-use super::load::{Outcome, due_in};
+use super::load::{Outcome, due_in, scheduled_ms};
 use super::proxy::ProxiedBroker;
-use super::stack::{APP, PARTITIONS, Stack, signal};
+use super::stack::{APP, PARTITIONS, Stack, signal, sqlite_url};
 use super::{Options, Report, millis_cell};
 use crate::now_ms;
 use crate::triggers::{Placed, read_placed_records, read_records};
@@ -111,7 +111,7 @@ async fn run(options: &Options, scenario: &'static str, fault: Fault) -> Report 
     let broker = ProxiedBroker::start().await;
     let prefix = format!("kfaults{}", now_ms());
     let database = tempfile::tempdir().expect("a database directory");
-    let database_url = format!("sqlite://{}", database.path().join("kadence.db").display());
+    let database_url = sqlite_url(database.path());
     let mut stack = Stack::start(&database_url, &broker.address, &prefix).await;
     stack.add_executor();
     let jobs = stack
@@ -149,7 +149,7 @@ async fn run(options: &Options, scenario: &'static str, fault: Fault) -> Report 
         .iter()
         .filter(|(id, _)| outcome.emitted.contains_key(*id) && due_in(id, fault_ms..over_ms))
         .filter_map(|(id, finished)| {
-            let scheduled: i64 = id.rsplit_once('-')?.1.parse().ok()?;
+            let scheduled = scheduled_ms(id)?;
             Some(finished - scheduled)
         })
         .max();

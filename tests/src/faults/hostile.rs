@@ -30,7 +30,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::abuse::{Abuse, abuse_the_api};
 use super::load::Outcome;
 use super::proxy::ProxiedBroker;
-use super::stack::{APP, Stack};
+use super::stack::{APP, Stack, sqlite_url};
 use super::{Options, Report};
 use crate::now_ms;
 
@@ -258,7 +258,7 @@ pub async fn run(options: &Options) -> Report {
     let broker = ProxiedBroker::start().await;
     let prefix = format!("kfaults{}", now_ms());
     let database = tempfile::tempdir().expect("a database directory");
-    let database_url = format!("sqlite://{}", database.path().join("kadence.db").display());
+    let database_url = sqlite_url(database.path());
     let mut stack = Stack::start(&database_url, &broker.address, &prefix).await;
     let jobs = stack
         .api
@@ -277,8 +277,7 @@ pub async fn run(options: &Options) -> Report {
     let window = (from_ms, now_ms());
     let outcome = Outcome::collect(&stack, &broker.address, &prefix, &jobs, window).await;
     let letters = dead_letters(&broker.address, &prefix).await;
-    let victim_succeeded = outcome.succeeded.contains_key(&victim_trigger)
-        || stack.api.succeeded().await.contains_key(&victim_trigger);
+    let victim_succeeded = outcome.succeeded.contains_key(&victim_trigger);
     let running = stack.scheduler_running();
     report(
         &outcome,

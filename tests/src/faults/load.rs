@@ -135,9 +135,12 @@ impl Outcome {
     }
 }
 
+/// The scheduled time (ms) in trigger id `{job}-{scheduled ms}`.
+pub fn scheduled_ms(id: &str) -> Option<i64> {
+    id.rsplit_once('-')?.1.parse().ok()
+}
+
 /// Whether trigger id `{job}-{scheduled ms}` was due within `range`.
 pub fn due_in(id: &str, range: std::ops::Range<i64>) -> bool {
-    id.rsplit_once('-')
-        .and_then(|(_, scheduled)| scheduled.parse::<i64>().ok())
-        .is_some_and(|scheduled| range.contains(&scheduled))
+    scheduled_ms(id).is_some_and(|scheduled| range.contains(&scheduled))
 }

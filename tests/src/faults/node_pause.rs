@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use super::load::{Outcome, due_in};
+use super::load::{Outcome, due_in, scheduled_ms};
 use super::postgres::ScenarioDatabase;
 use super::proxy::ProxiedBroker;
 use super::stack::{Stack, signal};
@@ -56,7 +56,7 @@ pub async fn run(options: &Options) -> Report {
         .iter()
         .filter(|(id, _)| due_in(id, stopped_ms..resumed_ms))
         .filter_map(|(id, emitted)| {
-            let scheduled: i64 = id.rsplit_once('-')?.1.parse().ok()?;
+            let scheduled = scheduled_ms(id)?;
             Some(emitted - scheduled)
         })
         .max();

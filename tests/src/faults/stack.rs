@@ -414,6 +414,11 @@ impl Stack {
     }
 }
 
+/// The URL of the SQLite file `kadence.db` in `dir` (created at the scheduler's start).
+pub fn sqlite_url(dir: &Path) -> String {
+    format!("sqlite://{}", dir.join("kadence.db").display())
+}
+
 /// `log` opened for appending (an executor's standard output and error share it).
 fn log_file(log: &Path) -> Stdio {
     std::fs::OpenOptions::new()
