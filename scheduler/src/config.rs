@@ -405,7 +405,9 @@ pub struct RetentionConfig {
     pub interval: Duration,
     /// Rows deleted per transaction. Default 1000.
     pub batch_size: u32,
-    /// Batches per pass at most (the next pass goes on). Default 100.
+    /// Batches of each kind per retention pass at most (the next pass goes on). Default 100.
+    /// The drop of unkept runs is not capped by it but by time (half of
+    /// `monitors.report_interval`): see [`crate::monitors::retention`].
     pub max_batches: u32,
     /// How long a finished run that its job's history policy does not keep (FAILURES, NONE)
     /// stays before it is counted and dropped, with the report recount every

@@ -8,7 +8,9 @@
 //! Each step first drops the finished runs their jobs' history policies do not keep
 //! ([`crate::monitors::retention::drop_unkept_runs_once`]): they are counted in `run_counts`
 //! as they go, and the recount adds those counts, so the reports count every run whatever
-//! the policy.
+//! the policy. The drop may take up to half the interval when it is behind (see
+//! [`crate::monitors::retention`]); the recount then follows it, and the next step comes an
+//! interval after that.
 
 use std::sync::Arc;
 
@@ -38,7 +40,8 @@ pub async fn run_reports(
     run_every("report refresh", interval, clock, shutdown, |now_ms| {
         let (store, retention) = (Arc::clone(&store), retention.clone());
         async move {
-            let dropped = drop_unkept_runs_once(store.as_ref(), &retention, now_ms).await?;
+            let dropped =
+                drop_unkept_runs_once(store.as_ref(), &retention, now_ms, interval / 2).await?;
             if dropped > 0 {
                 tracing::debug!(dropped, "runs their history policy does not keep dropped");
             }

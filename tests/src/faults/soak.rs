@@ -9,6 +9,11 @@
 //! hold: memory and database size flat after the first minutes, lateness not drifting, every
 //! fire due emitted and completed (completion read from the results topic, since retention
 //! removes the runs themselves).
+//!
+//! The runs retention drops leave dead rows that PostgreSQL's autovacuum makes reusable; a
+//! server with autovacuum off (this project's development machine has it off) would grow
+//! however well retention keeps pace. There the soak runs `VACUUM (ANALYZE)` on its database
+//! after each minute's sample, as autovacuum would, and says so in its output.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -39,6 +44,8 @@ struct Sample {
     minute: u64,
     rss_mib: u64,
     database_mib: u64,
+    /// Runs in the table: flat once retention keeps pace with the load.
+    runs_kept: u64,
     emitted_per_second: f64,
     lateness_p99_ms: f64,
 }
@@ -115,24 +122,34 @@ async fn sample_every_minute(
         metric_total(stack, "_count").await,
         lateness_buckets(stack).await,
     );
-    println!("| minute | scheduler RSS | database size | emitted/s | lateness p99 |");
-    println!("|---|---|---|---|---|");
+    let vacuums = !autovacuum_is_on(database).await;
+    if vacuums {
+        println!("(the server's autovacuum is off: the soak vacuums its database every minute)");
+    }
+    println!("| minute | scheduler RSS | database size | runs kept | emitted/s | lateness p99 |");
+    println!("|---|---|---|---|---|---|");
     for minute in 1..=length.as_secs().div_ceil(60) {
         tokio::time::sleep(Duration::from_secs(60)).await;
         let count = metric_total(stack, "_count").await;
         let buckets = lateness_buckets(stack).await;
+        let (database_mib, runs_kept) = database_sample(database).await;
+        if vacuums {
+            vacuum(database).await;
+        }
         let sample = Sample {
             minute,
             rss_mib: stack.scheduler_rss_mib(),
-            database_mib: database_size_mib(database).await,
+            database_mib,
+            runs_kept,
             emitted_per_second: (count - last.0) / 60.0,
             lateness_p99_ms: p99_ms(&last.1, &buckets),
         };
         println!(
-            "| {} | {} MiB | {} MiB | {:.0} | {:.0} ms |",
+            "| {} | {} MiB | {} MiB | {} | {:.0} | {:.0} ms |",
             sample.minute,
             sample.rss_mib,
             sample.database_mib,
+            sample.runs_kept,
             sample.emitted_per_second,
             sample.lateness_p99_ms
         );
@@ -182,17 +199,55 @@ fn p99_ms(before: &[(f64, f64)], after: &[(f64, f64)]) -> f64 {
         .map_or(0.0, |(bound, _)| bound * 1000.0)
 }
 
-/// The database's size on disk, MiB.
-async fn database_size_mib(database: &ScenarioDatabase) -> u64 {
+/// Whether the server runs autovacuum (`true` when it cannot tell).
+async fn autovacuum_is_on(database: &ScenarioDatabase) -> bool {
     let Ok(mut connection) = sqlx::PgConnection::connect(&database.url()).await else {
-        return 0;
+        return true;
     };
-    sqlx::query("SELECT pg_database_size(current_database())")
+    sqlx::query_scalar::<_, String>("SHOW autovacuum")
         .fetch_one(&mut connection)
         .await
-        .ok()
-        .and_then(|row| row.try_get::<i64, _>(0).ok())
-        .map_or(0, |bytes| u64::try_from(bytes / (1024 * 1024)).unwrap_or(0))
+        .map_or(true, |setting| setting == "on")
+}
+
+/// `VACUUM (ANALYZE)` of the database: dead rows become reusable, as autovacuum makes them.
+async fn vacuum(database: &ScenarioDatabase) {
+    let Ok(mut connection) = sqlx::PgConnection::connect(&database.url()).await else {
+        return;
+    };
+    if let Err(error) = sqlx::raw_sql("VACUUM (ANALYZE)")
+        .execute(&mut connection)
+        .await
+    {
+        println!("(vacuum failed: {error})");
+    }
+}
+
+/// The database's size on disk (MiB) and the runs in its table (0 and 0 when it cannot be
+/// read).
+async fn database_sample(database: &ScenarioDatabase) -> (u64, u64) {
+    let Ok(mut connection) = sqlx::PgConnection::connect(&database.url()).await else {
+        return (0, 0);
+    };
+    sqlx::query(
+        "SELECT pg_database_size(current_database()) / (1024 * 1024), \
+         (SELECT count(*) FROM job_logs)",
+    )
+    .fetch_one(&mut connection)
+    .await
+    .ok()
+    .and_then(|row| {
+        Some((
+            row.try_get::<i64, _>(0).ok()?,
+            row.try_get::<i64, _>(1).ok()?,
+        ))
+    })
+    .map_or((0, 0), |(mib, runs)| {
+        (
+            u64::try_from(mib).unwrap_or(0),
+            u64::try_from(runs).unwrap_or(0),
+        )
+    })
 }
 
 fn report(
@@ -230,6 +285,10 @@ fn report(
             (
                 "database, first → last minute",
                 span(&|sample| format!("{} MiB", sample.database_mib)),
+            ),
+            (
+                "runs kept, first → last minute",
+                span(&|sample| sample.runs_kept.to_string()),
             ),
             (
                 "lateness p99, first → last minute",
