@@ -60,7 +60,8 @@ impl MySqlStore {
         let options = url
             .parse::<MySqlConnectOptions>()
             .map_err(connect_error)?
-            .charset("utf8mb4");
+            .charset("utf8mb4")
+            .statement_cache_capacity(crate::store::sql::STATEMENT_CACHE);
         let options_for_ids = options.clone();
         let pool = Self::pool_options(pool.max_connections.max(1), pool.acquire_timeout)
             .connect_with(options)

@@ -49,7 +49,8 @@ impl PostgresStore {
             .options([(
                 "idle_in_transaction_session_timeout",
                 Self::IDLE_IN_TRANSACTION,
-            )]);
+            )])
+            .statement_cache_capacity(crate::store::sql::STATEMENT_CACHE);
         let pool = PgPoolOptions::new()
             .max_connections(pool.max_connections.max(1))
             .acquire_timeout(pool.acquire_timeout)

@@ -40,7 +40,8 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(30))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            .statement_cache_capacity(crate::store::sql::STATEMENT_CACHE);
         let pool = SqlitePoolOptions::new()
             .max_connections(pool.max_connections.max(1))
             .acquire_timeout(pool.acquire_timeout)

@@ -95,7 +95,7 @@ macro_rules! impl_sql_audit {
                     }
                     query.push(" ORDER BY id DESC LIMIT ").push_bind(i64::from(page.limit));
                     let rows: Vec<AuditRow> = query
-                        .build_query_as().persistent(false)
+                        .build_query_as()
                         .fetch_all(&self.pool)
                         .await
                         .map_err(StoreError::query("list the audit trail"))?;

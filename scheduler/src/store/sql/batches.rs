@@ -102,7 +102,7 @@ macro_rules! impl_sql_batches {
                         ansi => " ON CONFLICT DO NOTHING",
                         mysql => " ON DUPLICATE KEY UPDATE id = job_logs.id",
                     ));
-                    insert.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query("write dispatched runs"))?;
+                    insert.build().execute(&mut **tx).await.map_err(StoreError::query("write dispatched runs"))?;
                 }
                 Ok(())
             }
@@ -124,7 +124,7 @@ macro_rules! impl_sql_batches {
                     );
                     delete.push_bind(node_id).push(" AND id");
                     $crate::store::sql::push_in_list!(delete, chunk.iter().map(|batch| batch.id));
-                    delete.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                    delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                 }
                 for chunk in moving.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let push_batch = |mut values: sqlx::query_builder::Separated<'_, '_, $db, &'static str>, batch: &&BatchProgress| {
@@ -156,7 +156,7 @@ macro_rules! impl_sql_batches {
                                 .push_bind(node_id);
                         },
                     );
-                    update.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                    update.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                 }
                 Ok(())
             }
@@ -174,7 +174,7 @@ macro_rules! impl_sql_batches {
                 for chunk in pending.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let mut select = sqlx::QueryBuilder::<$db>::new("SELECT id FROM job_logs WHERE id");
                     $crate::store::sql::push_in_list!(select, chunk.iter().map(|fire| fire.log_id));
-                    let rows: Vec<(i64,)> = select.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                    let rows: Vec<(i64,)> = select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                     settled.extend(rows.into_iter().map(|(id,)| id));
                 }
                 let cancellations: Vec<(i64, i64, i64)> =
@@ -251,7 +251,7 @@ macro_rules! impl_sql_batches {
                             let mut update = sqlx::QueryBuilder::<$db>::new("UPDATE fire_batches SET owner_node = ");
                             update.push_bind(node_id.to_owned()).push(", lease_until_ms = ").push_bind(now_ms + lease_ms).push(" WHERE id");
                             $crate::store::sql::push_in_list!(update, rows.iter().map(|row| row.0));
-                            update.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                            update.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         }
                         Ok(rows)
                     },

@@ -77,7 +77,7 @@ macro_rules! impl_sql_console {
                 operation: &'static str,
             ) -> Result<Vec<RunSummary>, StoreError> {
                 let rows: Vec<SummaryRow> = query
-                    .build_query_as().persistent(false)
+                    .build_query_as()
                     .fetch_all(&store.pool)
                     .await
                     .map_err(StoreError::query(operation))?;
@@ -242,7 +242,7 @@ macro_rules! impl_sql_console {
                     $crate::store::sql::push_app_scope!(query, "app", apps);
                     query.push(" GROUP BY status");
                     let rows: Vec<(String, i64)> = query
-                        .build_query_as().persistent(false)
+                        .build_query_as()
                         .fetch_all(&self.pool)
                         .await
                         .map_err(StoreError::query("count jobs"))?;
@@ -290,7 +290,7 @@ macro_rules! impl_sql_console {
                     $crate::store::sql::push_app_scope!(query, "app", apps);
                     query.push(") counted");
                     let (succeeded, failed, running): (i64, i64, i64) = query
-                        .build_query_as().persistent(false)
+                        .build_query_as()
                         .fetch_one(&self.pool)
                         .await
                         .map_err(StoreError::query("count runs"))?;
@@ -311,7 +311,7 @@ macro_rules! impl_sql_console {
                     $crate::store::sql::push_app_scope!(query, "app", apps);
                     query.push(" GROUP BY day_ms ORDER BY day_ms");
                     let rows: Vec<(i64, i64, i64, i64)> = query
-                        .build_query_as().persistent(false)
+                        .build_query_as()
                         .fetch_all(&self.pool)
                         .await
                         .map_err(StoreError::query("sum daily reports"))?;

@@ -44,7 +44,7 @@ macro_rules! sql_fire_updates {
                              AND jobs.next_fire_ms = v.read_next_fire RETURNING jobs.id",
                         );
                         let ids: Vec<(i64,)> =
-                            update.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                            update.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         Ok(ids.into_iter().map(|(id,)| id).collect())
                     },
                     mysql => {
@@ -93,7 +93,7 @@ macro_rules! sql_fire_updates {
                             " STRAIGHT_JOIN jobs ON jobs.id = v.id SET jobs.next_fire_ms = v.next_fire, \
                              jobs.last_fire_ms = COALESCE(v.last_fire, jobs.last_fire_ms), jobs.status = v.status",
                         );
-                        update.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        update.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         Ok(applying.into_iter().map(|advance| advance.job_id).collect())
                     },
                 )
@@ -139,7 +139,7 @@ macro_rules! sql_fire_updates {
                         );
                     },
                 );
-                update.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                update.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                 Ok(())
             }
 
@@ -189,7 +189,7 @@ macro_rules! sql_fire_updates {
                              RETURNING job_logs.trigger_id, job_logs.job_id, {RUN_TRIGGER_TYPE} AS run_trigger_type, \
                              job_logs.attempt, job_logs.handle_code, job_logs.handle_at_ms",
                         ));
-                        update.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))
+                        update.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))
                     },
                     mysql => {
                         let unfinished = lock_unfinished_runs(tx, completions, RUN_TRIGGER_TYPE).await?;
@@ -208,7 +208,7 @@ macro_rules! sql_fire_updates {
                              job_logs.alarm_status = CASE WHEN v.done = 1 THEN 'NOT_NEEDED' ELSE job_logs.alarm_status END \
                              WHERE job_logs.handle_code IS NULL",
                         );
-                        update.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        update.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         Ok(completed_rows(unfinished, completions))
                     },
                 )
@@ -230,7 +230,7 @@ macro_rules! sql_fire_updates {
                 ));
                 $crate::store::sql::push_in_list!(select, completions.iter().map(|completion| completion.trigger_id.as_str().to_owned()));
                 select.push(" FOR UPDATE");
-                select.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query("record results"))
+                select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query("record results"))
             }
 
             /// The completed runs of [`lock_unfinished_runs`]' rows, with their results.
@@ -293,7 +293,7 @@ macro_rules! sql_fire_updates {
                             let mut update = sqlx::QueryBuilder::<$db>::new("UPDATE job_logs SET owner_node = ");
                             update.push_bind(node_id.to_owned()).push(", lease_until_ms = ").push_bind(lease_until_ms).push(" WHERE id");
                             $crate::store::sql::push_in_list!(update, ids.iter().copied());
-                            update.build().persistent(false).execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
+                            update.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
                         }
                         let rows = rows_by_id(&mut tx, $crate::store::rows::FIRE_COLUMNS, &ids, OPERATION).await?;
                         tx.commit().await.map_err(StoreError::query(OPERATION))?;
@@ -356,7 +356,7 @@ macro_rules! sql_fire_updates {
                                 .push_bind(locked_until_ms)
                                 .push(", alarm_status = CASE WHEN handle_code = 200 THEN 'NOT_NEEDED' ELSE 'LOCKED' END WHERE id");
                             $crate::store::sql::push_in_list!(update, ids.iter().copied());
-                            update.build().persistent(false).execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
+                            update.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
                         }
                         let rows = rows_by_id(&mut tx, &columns, &ids, OPERATION).await?;
                         tx.commit().await.map_err(StoreError::query(OPERATION))?;
@@ -384,7 +384,7 @@ macro_rules! sql_fire_updates {
                 for chunk in ids.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let mut select = sqlx::QueryBuilder::<$db>::new(format!("SELECT {columns} FROM job_logs WHERE id"));
                     $crate::store::sql::push_in_list!(select, chunk.iter().copied());
-                    rows.extend(select.build_query_as::<R>().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(operation))?);
+                    rows.extend(select.build_query_as::<R>().fetch_all(&mut **tx).await.map_err(StoreError::query(operation))?);
                 }
                 Ok(rows)
             }

@@ -187,7 +187,7 @@ macro_rules! sql_fires {
                         sqlx::QueryBuilder::<$db>::new("SELECT trigger_id FROM job_logs WHERE trigger_id");
                     $crate::store::sql::push_in_list!(query, chunk.iter().map(|trigger_id| trigger_id.to_string()));
                     let rows: Vec<(String,)> = query
-                        .build_query_as().persistent(false)
+                        .build_query_as()
                         .fetch_all(&mut **tx)
                         .await
                         .map_err(StoreError::query("record results"))?;
@@ -211,7 +211,7 @@ macro_rules! sql_fires {
                     );
                     $crate::store::sql::push_in_list!(query, chunk.iter().copied());
                     let rows: Vec<(i64,)> = query
-                        .build_query_as().persistent(false)
+                        .build_query_as()
                         .fetch_all(&mut **tx)
                         .await
                         .map_err(StoreError::query("read the jobs of results"))?;

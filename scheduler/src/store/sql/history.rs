@@ -57,7 +57,7 @@ macro_rules! sql_history {
                         },
                     );
                     stored += insert
-                        .build().persistent(false)
+                        .build()
                         .execute(&mut *tx)
                         .await
                         .map_err(StoreError::query(OPERATION))?
@@ -130,7 +130,7 @@ macro_rules! sql_history {
                 }
                 query.push(" ORDER BY day_ms, app, job_id LIMIT ").push_bind(i64::from(page.limit));
                 query
-                .build_query_as().persistent(false)
+                .build_query_as()
                 .fetch_all(&store.pool)
                 .await
                 .map_err(StoreError::query("list daily reports"))
@@ -154,7 +154,7 @@ macro_rules! sql_history {
                         let mut delete = sqlx::QueryBuilder::<$db>::new(format!("DELETE FROM {table}"));
                         $crate::store::sql::push_in_list!(delete, chunk.iter().map(|(id,)| *id));
                         let done = delete
-                            .build().persistent(false)
+                            .build()
                             .execute(&mut *tx)
                             .await
                             .map_err(StoreError::query(OPERATION))?;
@@ -223,7 +223,7 @@ macro_rules! sql_history {
                 for chunk in ids.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let mut lines = sqlx::QueryBuilder::<$db>::new("DELETE FROM run_log_lines WHERE log_id");
                     $crate::store::sql::push_in_list!(lines, chunk.iter().map(|(id,)| *id));
-                    lines.build().persistent(false).execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
+                    lines.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
                     let gone = delete_finished_runs(&mut tx, chunk).await?;
                     dropped += gone.len() as u64;
                     for (scheduled_at_ms, app, job_id, code) in gone {
@@ -254,7 +254,7 @@ macro_rules! sql_history {
                         let mut runs = sqlx::QueryBuilder::<$db>::new("DELETE FROM job_logs WHERE state = 'FINISHED' AND id");
                         $crate::store::sql::push_in_list!(runs, ids());
                         runs.push(" RETURNING scheduled_at_ms, app, job_id, handle_code");
-                        runs.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))
+                        runs.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))
                     },
                     // The rows are locked as they are read: another node's delete of the same
                     // rows waits, then finds them gone and counts nothing.
@@ -266,11 +266,11 @@ macro_rules! sql_history {
                         $crate::store::sql::push_in_list!(select, ids());
                         select.push(" FOR UPDATE");
                         let rows: Vec<(i64, i64, String, i64, Option<i64>)> =
-                            select.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                            select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         if !rows.is_empty() {
                             let mut delete = sqlx::QueryBuilder::<$db>::new("DELETE FROM job_logs WHERE id");
                             $crate::store::sql::push_in_list!(delete, rows.iter().map(|row| row.0));
-                            delete.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                            delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         }
                         Ok(rows.into_iter().map(|(_, scheduled, app, job, code)| (scheduled, app, job, code)).collect())
                     },
@@ -302,7 +302,7 @@ macro_rules! sql_history {
                         mysql => " ON DUPLICATE KEY UPDATE succeeded = succeeded + VALUES(succeeded), \
                          failed = failed + VALUES(failed)",
                     ));
-                    upsert.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query("count dropped runs"))?;
+                    upsert.build().execute(&mut **tx).await.map_err(StoreError::query("count dropped runs"))?;
                 }
                 Ok(())
             }

@@ -139,7 +139,7 @@ macro_rules! sql_jobs {
                 }
                 query.push(" ORDER BY id LIMIT ").push_bind(i64::from(page.limit));
                 let rows: Vec<JobRow> = query
-                    .build_query_as().persistent(false)
+                    .build_query_as()
                     .fetch_all(&store.pool)
                     .await
                     .map_err(StoreError::query("list jobs"))?;
@@ -152,7 +152,7 @@ macro_rules! sql_jobs {
                     let mut query = sqlx::QueryBuilder::<$db>::new("SELECT id, child_job_ids FROM jobs WHERE id");
                     $crate::store::sql::push_in_list!(query, chunk.iter().map(|id| id.get()));
                     let rows: Vec<(i64, String)> = query
-                        .build_query_as().persistent(false)
+                        .build_query_as()
                         .fetch_all(&store.pool)
                         .await
                         .map_err(StoreError::query("read child job links"))?;

@@ -101,7 +101,7 @@ macro_rules! sql_registry {
                                 "UPDATE executors SET state = 'DEAD' WHERE executor_id",
                             );
                             $crate::store::sql::push_in_list!(update, chunk.iter().cloned());
-                            update.build().persistent(false).execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
+                            update.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
                         }
                         tx.commit().await.map_err(StoreError::query(OPERATION))?;
                         Ok(ids)
@@ -131,7 +131,7 @@ macro_rules! sql_registry {
                 }
                 query.push(" ORDER BY app, executor_id LIMIT ").push_bind(i64::from(page.limit));
                 let rows: Vec<$crate::store::rows::ExecutorRow> = query
-                    .build_query_as().persistent(false)
+                    .build_query_as()
                     .fetch_all(&store.pool)
                     .await
                     .map_err(StoreError::query("list executors"))?;

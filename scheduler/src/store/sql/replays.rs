@@ -64,7 +64,7 @@ macro_rules! impl_sql_replays {
                     );
                     $crate::store::sql::push_in_list!(query, chunk.iter().cloned());
                     let rows: Vec<(String, i64)> = query
-                        .build_query_as().persistent(false)
+                        .build_query_as()
                         .fetch_all(&mut **tx)
                         .await
                         .map_err(StoreError::query("look for earlier replays"))?;
@@ -103,7 +103,7 @@ macro_rules! impl_sql_replays {
                         );
                         $crate::store::sql::push_in_list!(query, chunk.iter().map(|id| id.as_str().to_owned()));
                         let rows: Vec<(String, String, Option<i64>)> = query
-                            .build_query_as().persistent(false)
+                            .build_query_as()
                             .fetch_all(&self.pool)
                             .await
                             .map_err(StoreError::query("read run outcomes"))?;
@@ -200,7 +200,7 @@ macro_rules! impl_sql_replays {
                     }
                     query.push(" ORDER BY id DESC LIMIT ").push_bind(i64::from(page.limit));
                     let rows: Vec<OperationRow> = query
-                        .build_query_as().persistent(false)
+                        .build_query_as()
                         .fetch_all(&self.pool)
                         .await
                         .map_err(StoreError::query("list replays"))?;
@@ -256,7 +256,7 @@ macro_rules! impl_sql_replays {
                         });
                         insert.push($crate::store::sql::dialect::dialect!($dialect, ansi => " ON CONFLICT (trigger_id) DO NOTHING", mysql => ""));
                         stored += insert
-                            .build().persistent(false)
+                            .build()
                             .execute(&mut *tx)
                             .await
                             .map_err(StoreError::query(OPERATION))?

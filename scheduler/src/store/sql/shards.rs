@@ -286,7 +286,7 @@ macro_rules! impl_sql_shards {
                 let mut delete = sqlx::QueryBuilder::<$db>::new("DELETE FROM scheduler_nodes WHERE seen_at_ms < ");
                 delete.push_bind(before_ms).push(" AND node_id");
                 $crate::store::sql::push_in_list!(delete, stale.into_iter().map(|(node,)| node));
-                delete.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                 Ok(())
             }
 
@@ -314,7 +314,7 @@ macro_rules! impl_sql_shards {
                         values.push_bind(i64::from(shard));
                     });
                     insert
-                        .build().persistent(false)
+                        .build()
                         .execute(&mut *tx)
                         .await
                         .map_err(StoreError::query(OPERATION))?;

@@ -308,7 +308,7 @@ macro_rules! sql_writes {
                         $crate::store::sql::push_in_list!(delete, trigger_ids());
                         delete.push(" RETURNING trigger_id");
                         let rows: Vec<(String,)> =
-                            delete.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                            delete.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         replaced.extend(rows.into_iter().map(|(trigger,)| trigger));
                     },
                     mysql => {
@@ -319,11 +319,11 @@ macro_rules! sql_writes {
                         $crate::store::sql::push_in_list!(select, trigger_ids());
                         select.push(" FOR UPDATE");
                         let rows: Vec<(String,)> =
-                            select.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                            select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         if !rows.is_empty() {
                             let mut delete = sqlx::QueryBuilder::<$db>::new("DELETE FROM job_logs WHERE trigger_id");
                             $crate::store::sql::push_in_list!(delete, rows.iter().map(|(trigger,)| trigger.clone()));
-                            delete.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                            delete.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         }
                         replaced.extend(rows.into_iter().map(|(trigger,)| trigger));
                     },
@@ -423,16 +423,16 @@ macro_rules! sql_writes {
                 ansi => {
                     insert.push(" ON CONFLICT (trigger_id) DO NOTHING RETURNING id, trigger_id");
                     let rows: Vec<(i64, String)> =
-                        insert.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        insert.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                     Ok(rows.into_iter().map(|(id, trigger)| (trigger, id)).collect())
                 },
                 mysql => {
                     insert.push(" ON DUPLICATE KEY UPDATE id = id");
-                    insert.build().persistent(false).execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                    insert.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                     let mut select = sqlx::QueryBuilder::<$db>::new("SELECT id, trigger_id FROM job_logs WHERE id");
                     $crate::store::sql::push_in_list!(select, reserved.iter().copied());
                     let rows: Vec<(i64, String)> =
-                        select.build_query_as().persistent(false).fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
+                        select.build_query_as().fetch_all(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                     Ok(rows.into_iter().map(|(id, trigger)| (trigger, id)).collect())
                 },
             )
