@@ -9,6 +9,7 @@
 #   infra/faults.sh disk-full    (the same options and defaults; needs root: it mounts a tmpfs)
 #   infra/faults.sh node-pause   [--jobs 30] [--before-secs 15] [--outage-secs 20] [--after-secs 15]
 #   infra/faults.sh executor-hang   [--jobs 20] [--before-secs 10] [--outage-secs 20] [--after-secs 20]
+#   infra/faults.sh executor-handover  (the same, on librdkafka's mock cluster, no scheduler)
 #   infra/faults.sh rebalance-storm [--jobs 20] [--before-secs 10] [--outage-secs 60] [--after-secs 20]
 #   infra/faults.sh hostile-input   [--jobs 10] [--before-secs 10] [--outage-secs 45] [--after-secs 10]
 #   infra/faults.sh soak            [--jobs 2000] [--before-secs 60] [--outage-secs 3600]

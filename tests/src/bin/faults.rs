@@ -9,10 +9,10 @@
 use std::process::ExitCode;
 
 use kadence_tests::faults::{
-    Options, Report, broker_cut, database_cut, executor_faults, hostile, node_pause, soak,
+    Options, Report, broker_cut, database_cut, executor_faults, handover, hostile, node_pause, soak,
 };
 
-const SCENARIOS: &str = "broker-cut, database-cut, disk-full, node-pause, executor-hang, rebalance-storm, hostile-input, soak";
+const SCENARIOS: &str = "broker-cut, database-cut, disk-full, node-pause, executor-hang, executor-handover, rebalance-storm, hostile-input, soak";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -29,6 +29,7 @@ async fn main() -> ExitCode {
         "database-cut" | "disk-full" => database_cut::defaults(),
         "node-pause" => node_pause::defaults(),
         "executor-hang" => executor_faults::hang_defaults(),
+        "executor-handover" => handover::defaults(),
         "rebalance-storm" => executor_faults::storm_defaults(),
         "hostile-input" => hostile::defaults(),
         "soak" => soak::defaults(),
@@ -50,6 +51,7 @@ async fn main() -> ExitCode {
         "disk-full" => database_cut::run_disk_full(&options).await,
         "node-pause" => node_pause::run(&options).await,
         "executor-hang" => executor_faults::run_hang(&options).await,
+        "executor-handover" => handover::run(&options).await,
         "rebalance-storm" => executor_faults::run_storm(&options).await,
         "hostile-input" => hostile::run(&options).await,
         _ => soak::run(&options).await,

@@ -11,6 +11,8 @@
 //!   outage's report (log, `/health/ready`, metric) checked;
 //!   `disk-full` is the same with the SQLite file's [`disk`] filled;
 //! - [`executor_faults`]: an executor frozen past its session, and a rebalance storm;
+//!   [`handover`]: the frozen executor on librdkafka's mock cluster, whose coordinator hands
+//!   its partitions over (the development broker's does not);
 //! - [`node_pause`]: one of two scheduler nodes frozen past its leases, then thawed;
 //! - [`hostile`]: malformed and hostile records on every topic, and [`abuse`]: abusive
 //!   requests to the API;
@@ -23,6 +25,7 @@ pub mod broker_cut;
 pub mod database_cut;
 pub mod disk;
 pub mod executor_faults;
+pub mod handover;
 pub mod hostile;
 pub mod load;
 pub mod node_pause;
@@ -32,6 +35,10 @@ pub mod soak;
 pub mod stack;
 
 use std::time::Duration;
+
+/// Set (to anything) in the environment, every scenario keeps its processes' logs, passed
+/// or not, and names them: for looking into how a fault played out.
+pub const KEEP_LOGS: &str = "KADENCE_FAULTS_KEEP_LOGS";
 
 /// The timeline and load of a scenario, `--name value` on the command line.
 #[derive(Debug, Clone)]
@@ -104,9 +111,9 @@ impl Report {
     }
 
     /// Removes `logs` (a stack's [`log_files`](stack::Stack::log_files)) when the scenario
-    /// passed; names them in the details otherwise.
+    /// passed, unless [`KEEP_LOGS`] is set; names them in the details otherwise.
     pub fn keeping_logs_on_failure(mut self, logs: &[std::path::PathBuf]) -> Report {
-        if self.passed() {
+        if self.passed() && std::env::var_os(KEEP_LOGS).is_none() {
             for log in logs {
                 let _ = std::fs::remove_file(log);
             }

@@ -91,6 +91,25 @@ async fn forward(
     }
 }
 
+/// Where the broker's output goes (standard output, then standard error): nowhere, unless
+/// the scenario keeps its logs ([`KEEP_LOGS`](super::KEEP_LOGS)); then to a file it names on
+/// stdout.
+fn broker_log(port: u16) -> (std::process::Stdio, std::process::Stdio) {
+    let nowhere = || (std::process::Stdio::null(), std::process::Stdio::null());
+    if std::env::var_os(super::KEEP_LOGS).is_none() {
+        return nowhere();
+    }
+    let path = std::env::temp_dir().join(format!("kfaults-broker-{port}.log"));
+    let Ok(file) = std::fs::File::create(&path) else {
+        return nowhere();
+    };
+    let Ok(second) = file.try_clone() else {
+        return nowhere();
+    };
+    println!("broker log: {}", path.display());
+    (file.into(), second.into())
+}
+
 /// A tansu broker of its own (memory storage) that clients reach through a
 /// [`CuttableProxy`]: it advertises the proxy's address, so every connection, bootstrap or
 /// not, goes through it. Killed when dropped.
@@ -106,6 +125,7 @@ impl ProxiedBroker {
     /// Starts tansu and its proxy; returns once the broker accepts connections.
     pub async fn start() -> ProxiedBroker {
         let (broker_port, proxy_port) = (free_port(), free_port());
+        let (stdout, stderr) = broker_log(broker_port);
         let broker = Command::new("tansu")
             .arg("broker")
             .arg("--listener-url")
@@ -114,8 +134,11 @@ impl ProxiedBroker {
             .arg(format!("tcp://127.0.0.1:{proxy_port}"))
             .arg("--storage-engine")
             .arg("memory://tansu/")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            // Its group coordinator's decisions (members joining, heartbeats missed) are at
+            // info; the rest of its info is a line per request.
+            .env("RUST_LOG", "warn,tansu_broker::coordinator=info")
             .kill_on_drop(true)
             .spawn()
             .expect("tansu runs (infra/broker.sh install)");

@@ -121,6 +121,7 @@ async fn sample_every_minute(
     let mut last = (
         metric_total(stack, "_count").await,
         lateness_buckets(stack).await,
+        std::time::Instant::now(),
     );
     let vacuums = !autovacuum_is_on(database).await;
     if vacuums {
@@ -128,9 +129,15 @@ async fn sample_every_minute(
     }
     println!("| minute | scheduler RSS | database size | runs kept | emitted/s | lateness p99 |");
     println!("|---|---|---|---|---|---|");
+    // On the minute whatever the sampling and the vacuum take; the rate is over the time
+    // between two readings.
+    let minute_length = Duration::from_secs(60);
+    let mut minutes =
+        tokio::time::interval_at(tokio::time::Instant::now() + minute_length, minute_length);
     for minute in 1..=length.as_secs().div_ceil(60) {
-        tokio::time::sleep(Duration::from_secs(60)).await;
+        minutes.tick().await;
         let count = metric_total(stack, "_count").await;
+        let read_at = std::time::Instant::now();
         let buckets = lateness_buckets(stack).await;
         let (database_mib, runs_kept) = database_sample(database).await;
         if vacuums {
@@ -141,7 +148,7 @@ async fn sample_every_minute(
             rss_mib: stack.scheduler_rss_mib(),
             database_mib,
             runs_kept,
-            emitted_per_second: (count - last.0) / 60.0,
+            emitted_per_second: (count - last.0) / (read_at - last.2).as_secs_f64(),
             lateness_p99_ms: p99_ms(&last.1, &buckets),
         };
         println!(
@@ -154,7 +161,7 @@ async fn sample_every_minute(
             sample.lateness_p99_ms
         );
         samples.push(sample);
-        last = (count, buckets);
+        last = (count, buckets, read_at);
     }
     samples
 }

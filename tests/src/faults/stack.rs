@@ -343,19 +343,8 @@ impl Stack {
     /// Starts one more executor of the app; returns its number (the first is 0).
     pub fn add_executor(&mut self) -> usize {
         let number = self.executors.len();
-        let log = std::env::temp_dir().join(format!("{}-executor-{number}.log", self.prefix));
-        let executor = Command::new(binaries().join("test-executor"))
-            .env("KADENCE_BROKERS", &self.brokers)
-            .env("KADENCE_APP", APP)
-            .env("KADENCE_TOPIC_PREFIX", &self.prefix)
-            .env("KADENCE_EXECUTOR_ID", format!("faults-executor-{number}"))
-            .env("KADENCE_TRUSTED_KEYS", &self.trusted_keys)
-            .env("RUST_LOG", "warn")
-            .stdout(log_file(&log))
-            .stderr(log_file(&log))
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start test-executor");
+        let (executor, log) =
+            spawn_executor(&self.brokers, &self.prefix, &self.trusted_keys, number);
         self.executors.push(executor);
         self.logs.push(log);
         number
@@ -420,6 +409,31 @@ pub fn sqlite_url(dir: &Path) -> String {
 }
 
 /// `log` opened for appending (an executor's standard output and error share it).
+/// Executor `number` of the app (the test executor, killed when dropped) on `brokers`, with
+/// topics under `prefix`, verifying with `trusted_keys` (empty: it verifies nothing); its
+/// standard output and log go to the file returned with it.
+pub fn spawn_executor(
+    brokers: &str,
+    prefix: &str,
+    trusted_keys: &str,
+    number: usize,
+) -> (Child, PathBuf) {
+    let log = std::env::temp_dir().join(format!("{prefix}-executor-{number}.log"));
+    let executor = Command::new(binaries().join("test-executor"))
+        .env("KADENCE_BROKERS", brokers)
+        .env("KADENCE_APP", APP)
+        .env("KADENCE_TOPIC_PREFIX", prefix)
+        .env("KADENCE_EXECUTOR_ID", format!("faults-executor-{number}"))
+        .env("KADENCE_TRUSTED_KEYS", trusted_keys)
+        .env("RUST_LOG", "warn")
+        .stdout(log_file(&log))
+        .stderr(log_file(&log))
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start test-executor");
+    (executor, log)
+}
+
 fn log_file(log: &Path) -> Stdio {
     std::fs::OpenOptions::new()
         .create(true)
