@@ -5,6 +5,7 @@
 # emitted twice, lost (must be 0), time to recover. Exits non-zero when a fire was lost.
 #
 #   infra/faults.sh broker-cut   [--jobs 30] [--before-secs 10] [--outage-secs 10] [--after-secs 15]
+#   infra/faults.sh broker-restart  (the same; the broker on SQLite storage, stopped and started)
 #   infra/faults.sh database-cut [--jobs 20] [--before-secs 10] [--outage-secs 30] [--after-secs 20]
 #   infra/faults.sh disk-full    (the same options and defaults; needs root: it mounts a tmpfs)
 #   infra/faults.sh node-pause   [--jobs 30] [--before-secs 15] [--outage-secs 20] [--after-secs 15]
@@ -18,6 +19,7 @@
 #
 # database-cut and node-pause need PostgreSQL (KADENCE_TEST_POSTGRES_URL, default
 # postgres://postgres@127.0.0.1:5432/test); it makes a database of its own and drops it.
+# KADENCE_FAULTS_KEEP_LOGS=1 keeps every process's log (the broker's too), passed or not.
 # The harness is tests/src/faults/ (binary tests/src/bin/faults.rs); the README's "Faults"
 # section lists the scenarios with their latest figures.
 set -euo pipefail

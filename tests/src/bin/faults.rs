@@ -12,7 +12,7 @@ use kadence_tests::faults::{
     Options, Report, broker_cut, database_cut, executor_faults, handover, hostile, node_pause, soak,
 };
 
-const SCENARIOS: &str = "broker-cut, database-cut, disk-full, node-pause, executor-hang, executor-handover, rebalance-storm, hostile-input, soak";
+const SCENARIOS: &str = "broker-cut, broker-restart, database-cut, disk-full, node-pause, executor-hang, executor-handover, rebalance-storm, hostile-input, soak";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -25,7 +25,7 @@ async fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let defaults = match scenario.as_str() {
-        "broker-cut" => broker_cut::defaults(),
+        "broker-cut" | "broker-restart" => broker_cut::defaults(),
         "database-cut" | "disk-full" => database_cut::defaults(),
         "node-pause" => node_pause::defaults(),
         "executor-hang" => executor_faults::hang_defaults(),
@@ -47,6 +47,7 @@ async fn main() -> ExitCode {
     };
     let report: Report = match scenario.as_str() {
         "broker-cut" => broker_cut::run(&options).await,
+        "broker-restart" => broker_cut::run_restart(&options).await,
         "database-cut" => database_cut::run(&options).await,
         "disk-full" => database_cut::run_disk_full(&options).await,
         "node-pause" => node_pause::run(&options).await,

@@ -1,15 +1,17 @@
-//! `broker-cut`: the broker becomes unreachable during a steady load of fires: every
-//! connection to it is cut and new ones are refused, then it answers again with everything
-//! it had. The broker (tansu, memory storage) advertises a [`CuttableProxy`] in front of it,
-//! so every client (scheduler and executor) goes through the proxy. To the clients this is a
-//! broker restart: the same connection errors, the same reconnects. The broker's own restart
-//! is not used because tansu 0.6 on SQLite storage fails every request after one
-//! (`Storage(UnableToSend)` in its log, seen here).
+//! The broker goes away during a steady load of fires, then comes back with everything it
+//! had:
+//! - `broker-cut`: every connection to it is cut and new ones are refused (memory storage);
+//!   to the clients this is what a restart looks like: the same connection errors, the
+//!   same reconnects;
+//! - `broker-restart`: the broker itself stopped (SIGTERM) and started again on the same
+//!   port and its SQLite storage, which keeps topics, offsets and groups.
 //!
-//! The scheduler keeps planning; its producer holds the records of the outage
-//! (`message.timeout.ms` 30 s) and a fire it could not deliver stays pending and is emitted
-//! again when its lease ends, under its own trigger id. Every fire due is expected in the
-//! topic and completed.
+//! The broker (tansu) advertises a [`CuttableProxy`] in front of it, so every client
+//! (scheduler and executor) goes through the proxy, which also refuses connections while a
+//! restarted broker is down. The scheduler keeps planning; its producer holds the records
+//! of the outage (`message.timeout.ms` 30 s) and a fire it could not deliver stays pending
+//! and is emitted again when its lease ends, under its own trigger id. Every fire due is
+//! expected in the topic and completed.
 //!
 //! [`CuttableProxy`]: super::proxy::CuttableProxy
 
@@ -31,9 +33,22 @@ pub fn defaults() -> Options {
     }
 }
 
-/// Runs the scenario.
+/// Runs `broker-cut`.
 pub async fn run(options: &Options) -> Report {
-    let broker = ProxiedBroker::start().await;
+    run_one(options, false).await
+}
+
+/// Runs `broker-restart`.
+pub async fn run_restart(options: &Options) -> Report {
+    run_one(options, true).await
+}
+
+async fn run_one(options: &Options, restart: bool) -> Report {
+    let mut broker = if restart {
+        ProxiedBroker::start_on_sqlite().await
+    } else {
+        ProxiedBroker::start().await
+    };
     let prefix = format!("kfaults{}", now_ms());
     let database = tempfile::tempdir().expect("a database directory");
     let database_url = sqlite_url(database.path());
@@ -45,11 +60,16 @@ pub async fn run(options: &Options) -> Report {
     // A started job's first fire comes 5 s after its start, as in XXL-JOB.
     let from_ms = now_ms() + 6_000;
     tokio::time::sleep(options.before).await;
-    broker.proxy.cut();
     let cut_ms = now_ms();
-    eprintln!("broker cut off for {:?}", options.outage);
-    tokio::time::sleep(options.outage).await;
-    broker.proxy.mend();
+    if restart {
+        eprintln!("broker stopped for {:?}", options.outage);
+        broker.restart(options.outage).await;
+    } else {
+        eprintln!("broker cut off for {:?}", options.outage);
+        broker.proxy.cut();
+        tokio::time::sleep(options.outage).await;
+        broker.proxy.mend();
+    }
     let back_ms = now_ms();
     tokio::time::sleep(options.after).await;
     let window = (from_ms, now_ms());
@@ -65,13 +85,26 @@ pub async fn run(options: &Options) -> Report {
     columns.push(("misfires", outcome.audit.misfires.to_string()));
     columns.push(("time to recover", millis_cell(recovered_after_ms)));
     Report {
-        scenario: "broker-cut",
-        injected: format!(
-            "every connection to the broker cut and new ones refused for {} s, during {} jobs \
-             firing every second",
-            options.outage.as_secs(),
-            options.jobs
-        ),
+        scenario: if restart {
+            "broker-restart"
+        } else {
+            "broker-cut"
+        },
+        injected: if restart {
+            format!(
+                "the broker (SQLite storage) stopped with SIGTERM, started again {} s later, \
+                 during {} jobs firing every second",
+                options.outage.as_secs(),
+                options.jobs
+            )
+        } else {
+            format!(
+                "every connection to the broker cut and new ones refused for {} s, during {} \
+                 jobs firing every second",
+                options.outage.as_secs(),
+                options.jobs
+            )
+        },
         columns,
         lost: outcome.lost(),
         failures: Vec::new(),

@@ -100,7 +100,11 @@ fn broker_log(port: u16) -> (std::process::Stdio, std::process::Stdio) {
         return nowhere();
     }
     let path = std::env::temp_dir().join(format!("kfaults-broker-{port}.log"));
-    let Ok(file) = std::fs::File::create(&path) else {
+    let opened = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path);
+    let Ok(file) = opened else {
         return nowhere();
     };
     let Ok(second) = file.try_clone() else {
@@ -110,49 +114,105 @@ fn broker_log(port: u16) -> (std::process::Stdio, std::process::Stdio) {
     (file.into(), second.into())
 }
 
-/// A tansu broker of its own (memory storage) that clients reach through a
-/// [`CuttableProxy`]: it advertises the proxy's address, so every connection, bootstrap or
-/// not, goes through it. Killed when dropped.
+/// A tansu broker of its own that clients reach through a [`CuttableProxy`]: it advertises
+/// the proxy's address, so every connection, bootstrap or not, goes through it. Its storage
+/// is memory, or a SQLite file that outlives a [`restart`](Self::restart). Killed when
+/// dropped.
 pub struct ProxiedBroker {
     /// `host:port` for clients.
     pub address: String,
     /// The proxy in front of it.
     pub proxy: CuttableProxy,
-    _broker: Child,
+    broker: Child,
+    broker_port: u16,
+    /// The SQLite storage's directory (tansu takes the file relative to its working
+    /// directory); `None` for memory storage.
+    storage: Option<tempfile::TempDir>,
 }
 
 impl ProxiedBroker {
-    /// Starts tansu and its proxy; returns once the broker accepts connections.
+    /// Starts tansu on memory storage and its proxy; returns once the broker accepts
+    /// connections.
     pub async fn start() -> ProxiedBroker {
+        ProxiedBroker::start_on(None).await
+    }
+
+    /// [`start`](Self::start) on SQLite storage, which keeps topics, offsets and groups
+    /// across a [`restart`](Self::restart).
+    pub async fn start_on_sqlite() -> ProxiedBroker {
+        let directory = tempfile::tempdir().expect("a directory for the broker's storage");
+        ProxiedBroker::start_on(Some(directory)).await
+    }
+
+    async fn start_on(storage: Option<tempfile::TempDir>) -> ProxiedBroker {
         let (broker_port, proxy_port) = (free_port(), free_port());
-        let (stdout, stderr) = broker_log(broker_port);
-        let broker = Command::new("tansu")
-            .arg("broker")
-            .arg("--listener-url")
-            .arg(format!("tcp://127.0.0.1:{broker_port}"))
-            .arg("--advertised-listener-url")
-            .arg(format!("tcp://127.0.0.1:{proxy_port}"))
-            .arg("--storage-engine")
-            .arg("memory://tansu/")
-            .stdout(stdout)
-            .stderr(stderr)
-            // Its group coordinator's decisions (members joining, heartbeats missed) are at
-            // info; the rest of its info is a line per request.
-            .env("RUST_LOG", "warn,tansu_broker::coordinator=info")
-            .kill_on_drop(true)
-            .spawn()
-            .expect("tansu runs (infra/broker.sh install)");
+        let broker = spawn_tansu(broker_port, proxy_port, storage.as_ref()).await;
         let proxy = CuttableProxy::start(proxy_port, broker_port).await;
-        for _ in 0..300 {
-            if TcpStream::connect(("127.0.0.1", broker_port)).await.is_ok() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
         ProxiedBroker {
             address: format!("127.0.0.1:{proxy_port}"),
             proxy,
-            _broker: broker,
+            broker,
+            broker_port,
+            storage,
         }
     }
+
+    /// Stops the broker (SIGTERM, SIGKILL after 10 s), waits `down`, and starts it again on
+    /// the same port and storage; the proxy refuses connections meanwhile, as a stopped
+    /// broker's port does. Returns once it accepts connections.
+    pub async fn restart(&mut self, down: Duration) {
+        self.proxy.cut();
+        if let Some(pid) = self.broker.id() {
+            super::stack::signal(pid, "TERM");
+        }
+        if tokio::time::timeout(Duration::from_secs(10), self.broker.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.broker.kill().await;
+        }
+        tokio::time::sleep(down).await;
+        self.broker = spawn_tansu(self.broker_port, self.proxy.port(), self.storage.as_ref()).await;
+        self.proxy.mend();
+    }
+}
+
+/// tansu on `broker_port`, advertising `proxy_port`, on SQLite storage in `storage` (memory
+/// storage without one); returns once it accepts connections.
+async fn spawn_tansu(
+    broker_port: u16,
+    proxy_port: u16,
+    storage: Option<&tempfile::TempDir>,
+) -> Child {
+    let (stdout, stderr) = broker_log(broker_port);
+    let mut command = Command::new("tansu");
+    command
+        .arg("broker")
+        .arg("--listener-url")
+        .arg(format!("tcp://127.0.0.1:{broker_port}"))
+        .arg("--advertised-listener-url")
+        .arg(format!("tcp://127.0.0.1:{proxy_port}"))
+        .arg("--storage-engine");
+    match storage {
+        Some(directory) => command
+            .arg("sqlite://broker.db")
+            .current_dir(directory.path()),
+        None => command.arg("memory://tansu/"),
+    };
+    let broker = command
+        .stdout(stdout)
+        .stderr(stderr)
+        // Its group coordinator's decisions (members joining, heartbeats missed) are at
+        // info; the rest of its info is a line per request.
+        .env("RUST_LOG", "warn,tansu_broker::coordinator=info")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("tansu runs (infra/broker.sh install)");
+    for _ in 0..300 {
+        if TcpStream::connect(("127.0.0.1", broker_port)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    broker
 }
