@@ -1,8 +1,8 @@
 //! The abusive requests `hostile-input` sends the API, each of which must get a clear 4xx
 //! (a status and a JSON body naming what is wrong) without hurting the node: a body declared
-//! 20 MiB long (several times, answered before the rest is sent), nesting far deeper than any job has, invalid UTF-8, params past
-//! their limit, thousands of jobs in one request, an id no integer holds. The scheduler's
-//! resident memory is read before and after.
+//! 20 MiB long (several times, answered before the rest is sent), nesting far deeper than
+//! any job has, invalid UTF-8, params past their limit, thousands of jobs in one request, an
+//! id no integer holds. The scheduler's resident memory is read before and after.
 
 use serde_json::json;
 

@@ -82,12 +82,10 @@ pub async fn run(options: &Options) -> Report {
     let seen_before_freeze = std::fs::metadata(&survivor_log).map_or(0, |meta| meta.len());
     signal(frozen_pid, "STOP");
     let freeze_ms = now_ms();
+    let thaw_at = tokio::time::Instant::now() + options.outage;
     let handover = owns_after(&survivor_log, seen_before_freeze, options.outage).await;
     let handover_ms = handover.map(|at_ms| at_ms - freeze_ms);
-    tokio::time::sleep(options.outage.saturating_sub(Duration::from_millis(
-        u64::try_from(now_ms() - freeze_ms).unwrap_or(0),
-    )))
-    .await;
+    tokio::time::sleep_until(thaw_at).await;
     signal(frozen_pid, "CONT");
     let produced = load.await.expect("the load ran");
     let results = results_once_complete(&brokers, &topics.results(), &produced).await;

@@ -3,6 +3,7 @@
 //! front of the broker (which advertises the proxy, so every connection goes through it) or
 //! of the database server (without stopping the server other tests share).
 
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -10,6 +11,8 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
+
+use super::stack::{log_file, terminate};
 
 /// A free port on the loopback interface.
 pub fn free_port() -> u16 {
@@ -94,24 +97,13 @@ async fn forward(
 /// Where the broker's output goes (standard output, then standard error): nowhere, unless
 /// the scenario keeps its logs ([`KEEP_LOGS`](super::KEEP_LOGS)); then to a file it names on
 /// stdout.
-fn broker_log(port: u16) -> (std::process::Stdio, std::process::Stdio) {
-    let nowhere = || (std::process::Stdio::null(), std::process::Stdio::null());
+fn broker_log(port: u16) -> (Stdio, Stdio) {
     if std::env::var_os(super::KEEP_LOGS).is_none() {
-        return nowhere();
+        return (Stdio::null(), Stdio::null());
     }
     let path = std::env::temp_dir().join(format!("kfaults-broker-{port}.log"));
-    let opened = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path);
-    let Ok(file) = opened else {
-        return nowhere();
-    };
-    let Ok(second) = file.try_clone() else {
-        return nowhere();
-    };
     println!("broker log: {}", path.display());
-    (file.into(), second.into())
+    (log_file(&path), log_file(&path))
 }
 
 /// A tansu broker of its own that clients reach through a [`CuttableProxy`]: it advertises
@@ -162,15 +154,7 @@ impl ProxiedBroker {
     /// broker's port does. Returns once it accepts connections.
     pub async fn restart(&mut self, down: Duration) {
         self.proxy.cut();
-        if let Some(pid) = self.broker.id() {
-            super::stack::signal(pid, "TERM");
-        }
-        if tokio::time::timeout(Duration::from_secs(10), self.broker.wait())
-            .await
-            .is_err()
-        {
-            let _ = self.broker.kill().await;
-        }
+        terminate(&mut self.broker, Duration::from_secs(10)).await;
         tokio::time::sleep(down).await;
         self.broker = spawn_tansu(self.broker_port, self.proxy.port(), self.storage.as_ref()).await;
         self.proxy.mend();

@@ -368,13 +368,7 @@ impl Stack {
     /// Stops executor `executor` gracefully (SIGTERM: it finishes its runs and leaves the
     /// group) and waits for it, at most `patience`, then kills it.
     pub async fn stop_executor(&mut self, executor: usize, patience: Duration) {
-        if let Some(pid) = self.executors[executor].id() {
-            signal(pid, "TERM");
-        }
-        let child = &mut self.executors[executor];
-        if tokio::time::timeout(patience, child.wait()).await.is_err() {
-            let _ = child.kill().await;
-        }
+        terminate(&mut self.executors[executor], patience).await;
     }
 
     /// The first scheduler's resident memory, MiB (0 where `/proc` does not tell).
@@ -434,7 +428,18 @@ pub fn spawn_executor(
     (executor, log)
 }
 
-fn log_file(log: &Path) -> Stdio {
+/// Stops `child` gracefully (SIGTERM) and waits for it, at most `patience`, then kills it.
+pub async fn terminate(child: &mut Child, patience: Duration) {
+    if let Some(pid) = child.id() {
+        signal(pid, "TERM");
+    }
+    if tokio::time::timeout(patience, child.wait()).await.is_err() {
+        let _ = child.kill().await;
+    }
+}
+
+/// `log` opened for appending, as a child's output (nowhere when it cannot be opened).
+pub(super) fn log_file(log: &Path) -> Stdio {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
