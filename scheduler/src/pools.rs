@@ -2,6 +2,7 @@
 //! [`open_store`], the one way a URL (`sqlite:`, `postgres:` or `mysql:`) becomes a [`Store`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use secrecy::ExposeSecret;
@@ -49,21 +50,28 @@ pub struct StorePools {
 }
 
 impl StorePools {
-    /// Opens the three pools and brings the schema up to date.
-    pub async fn open(config: &DatabaseConfig) -> anyhow::Result<StorePools> {
+    /// Opens the three pools and brings the schema up to date. Their sessions are ended by
+    /// the database when idle inside a transaction for `shard_lease` (see
+    /// [`PoolSettings::idle_in_transaction`]).
+    pub async fn open(
+        config: &DatabaseConfig,
+        shard_lease: Duration,
+    ) -> anyhow::Result<StorePools> {
         let url = config.url.expose_secret();
-        let scheduling = connect_store(url, PoolSettings::new(config.scheduling_connections))
+        let pool =
+            |max_connections| PoolSettings::new(max_connections).idle_in_transaction(shard_lease);
+        let scheduling = connect_store(url, pool(config.scheduling_connections))
             .await
             .context("opening the scheduling connection pool")?;
         scheduling.migrate().await?;
-        let background = connect_store(url, PoolSettings::new(config.background_connections))
+        let background = connect_store(url, pool(config.background_connections))
             .await
             .context("opening the background connection pool")?;
         let api = connect_store(
             url,
             PoolSettings {
-                max_connections: config.api_connections,
                 acquire_timeout: config.api_acquire_timeout,
+                ..pool(config.api_connections)
             },
         )
         .await

@@ -448,9 +448,9 @@ async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost(backend: Backend
         || async { (pending_owned_by(db, "node-paused").await.len() >= 40).then_some(()) },
     )
     .await;
-    // Frozen past its leases (2 s here): the other node takes every shard over, and claims
-    // the fires the frozen one held.
-    paused.signal("STOP");
+    // Frozen past its leases (2 s here), holding its shards' row locks if it can be caught
+    // so: the other node takes every shard over, and claims the fires the frozen one held.
+    let holding_locks = stop_holding_the_shard_rows(&paused, db).await;
     let stopped_ms = now_ms();
     let held = pending_owned_by(db, "node-paused").await;
     let after = wait_for(
@@ -462,7 +462,10 @@ async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost(backend: Backend
         },
     )
     .await;
-    eprintln!("shard takeover after SIGSTOP: {} ms", now_ms() - stopped_ms);
+    eprintln!(
+        "shard takeover after SIGSTOP: {} ms (frozen holding the shard rows: {holding_locks})",
+        now_ms() - stopped_ms
+    );
     for ((owner, fence), (_, new_fence)) in before.iter().zip(&after) {
         if owner.as_deref() == Some("node-paused") {
             assert!(new_fence > fence, "a taken shard has a new fence");
@@ -505,6 +508,78 @@ async fn a_paused_shard_owner_is_fenced_out_and_nothing_is_lost(backend: Backend
     for node in [paused, other] {
         node.terminate().await;
     }
+}
+
+/// SIGSTOPs `node` at a moment one of its transactions holds row locks on the schedule
+/// shards (a lease step or a pre-read scan), so the locks stay held while it is frozen: the
+/// case the sessions' idle-in-transaction limit is for (with a limit longer than the shard
+/// lease the other node's lease step waits on them, and the frozen node's fires are missed
+/// rather than late). Tries again, letting the node run a few milliseconds between tries,
+/// for at most 60 s; returns whether it caught one (the node is stopped either way).
+async fn stop_holding_the_shard_rows(node: &Node, db: &TestDatabase) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        node.signal("STOP");
+        // A statement sent just before the stop still finishes on the server; locks then
+        // still held belong to a transaction the node was in the middle of.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if shard_rows_stay_locked(db).await {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        node.signal("CONT");
+        let run_ms = rand::random_range(2..40);
+        tokio::time::sleep(Duration::from_millis(run_ms)).await;
+    }
+}
+
+/// Whether a locking read of the schedule shards that must not wait (`NOWAIT`) fails three
+/// times 30 ms apart: some transaction holds their rows, and not for a live node's moment.
+async fn shard_rows_stay_locked(db: &TestDatabase) -> bool {
+    use sqlx::Connection as _;
+    const SQL: &str = "SELECT shard FROM schedule_shards FOR UPDATE NOWAIT";
+    macro_rules! locked_with {
+        ($connection:ty) => {{
+            let mut connection = <$connection>::connect(&db.url).await.expect("connect");
+            let mut transaction = connection.begin().await.expect("begin");
+            let locked = match sqlx::query(SQL).fetch_all(&mut *transaction).await {
+                Ok(_) => false,
+                Err(error) => refused_for_a_lock(&error),
+            };
+            transaction.rollback().await.expect("roll back");
+            locked
+        }};
+    }
+    for attempt in 0..3 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        let locked = match db.backend() {
+            Backend::Postgres => locked_with!(sqlx::PgConnection),
+            Backend::MySql => locked_with!(sqlx::MySqlConnection),
+            Backend::Sqlite => unreachable!("several nodes share a server database only"),
+        };
+        if !locked {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether `error` is the refusal of a `NOWAIT` read to wait for a lock (any other error fails
+/// the test: the check would otherwise see locks that are not there).
+fn refused_for_a_lock(error: &sqlx::Error) -> bool {
+    let refused = error.as_database_error().is_some_and(|database_error| {
+        // PostgreSQL's lock_not_available; MariaDB's lock wait timeout; MySQL 8's NOWAIT.
+        database_error.code().as_deref() == Some("55P03")
+            || database_error
+                .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                .is_some_and(|mysql| matches!(mysql.number(), 1205 | 3572))
+    });
+    assert!(refused, "the locking read of the shards failed: {error}");
+    refused
 }
 
 /// One test per named `async fn name(backend: Backend)` and server backend (PostgreSQL and

@@ -179,7 +179,7 @@ impl Node {
             .node_id
             .clone()
             .unwrap_or_else(default_node_id);
-        let pools = StorePools::open(&config.database)
+        let pools = StorePools::open(&config.database, config.schedule.shard_lease)
             .await
             .context("opening the database")?;
         announce_first_admin(

@@ -28,6 +28,7 @@ mod fire_cancellation;
 mod imports;
 mod mysql;
 mod password_resets;
+mod pool_settings;
 mod postgres;
 mod replays;
 mod rows;
@@ -58,6 +59,7 @@ pub use imports::{
 };
 pub use mysql::MySqlStore;
 pub use password_resets::PasswordResets;
+pub use pool_settings::PoolSettings;
 pub use postgres::PostgresStore;
 pub use replays::{
     FireMaker, FireOwner, NewOperation, Operation, OperationKind, Replays, RunOutcome, ShadowPair,
@@ -69,26 +71,6 @@ pub use shards::{
 };
 pub use signing::{NewSigningKey, RetireOutcome, SigningKeyInfo, SigningKeys, StoredSigningKey};
 pub use sqlite::SqliteStore;
-
-/// The size of a store's connection pool and how long an operation waits for a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolSettings {
-    /// Connections at most.
-    pub max_connections: u32,
-    /// How long an operation waits for a free connection before it fails with a
-    /// [`StoreError::is_busy`] error.
-    pub acquire_timeout: std::time::Duration,
-}
-
-impl PoolSettings {
-    /// `max_connections` connections, waiting at most 10 s for one.
-    pub fn new(max_connections: u32) -> Self {
-        PoolSettings {
-            max_connections,
-            acquire_timeout: std::time::Duration::from_secs(10),
-        }
-    }
-}
 
 /// Parameters of one pre-read scan (see [`crate::preread`]).
 #[derive(Debug, Clone)]

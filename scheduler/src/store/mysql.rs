@@ -11,10 +11,14 @@
 //! - `NO_BACKSLASH_ESCAPES` and `STRICT_ALL_TABLES` (beside the `PIPES_AS_CONCAT` sqlx sets):
 //!   a backslash in a literal is a backslash (the `LIKE … ESCAPE '\'` of the filters), and a
 //!   value that does not fit is an error rather than silently cut;
-//! - an idle-in-transaction limit (MariaDB's `idle_transaction_timeout`; MySQL has none, so
-//!   its `wait_timeout` ends any idle session, and the pool drops idle connections before
-//!   that): a node stopped in the middle of a transaction (SIGSTOP, a frozen VM) would
-//!   otherwise hold its shards' row locks for as long as its connection lives.
+//! - an idle-in-transaction limit, the pool's
+//!   [`idle_in_transaction`](PoolSettings::idle_in_transaction) (a node's shard lease):
+//!   MariaDB's `idle_transaction_timeout`; MySQL has none, so there its `wait_timeout` ends
+//!   any idle session, and the pool drops idle connections at half that. A node stopped in
+//!   the middle of a transaction (SIGSTOP, a frozen VM) would otherwise hold its shards' row
+//!   locks for as long as its connection lives, and no other node could take them over
+//!   when its lease ends. Which server it is, is asked once on a connection of its own
+//!   before the pools open.
 //!
 //! Job-log ids come from the counter row `id_counters.job_logs`, moved on a connection of
 //! its own outside the caller's transaction (as PostgreSQL's sequence is outside
@@ -24,7 +28,7 @@
 use std::time::Duration;
 
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
-use sqlx::{Executor as _, MySql, MySqlPool, Transaction};
+use sqlx::{ConnectOptions as _, Connection as _, Executor as _, MySql, MySqlPool, Transaction};
 
 use super::sql::impl_sql_store;
 use super::{PoolSettings, StoreError};
@@ -35,6 +39,31 @@ pub struct MySqlStore {
     pool: MySqlPool,
     /// One connection that moves the job-log id counter, outside every transaction.
     id_pool: MySqlPool,
+    /// Which server this is.
+    flavour: Flavour,
+}
+
+/// The two servers of the MySQL protocol, which differ in a setting and a collation's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flavour {
+    MySql,
+    MariaDb,
+}
+
+impl Flavour {
+    /// Asks the server its version on a connection of its own, closed after.
+    async fn of_server(options: &MySqlConnectOptions) -> Result<Flavour, sqlx::Error> {
+        let mut connection = options.connect().await?;
+        let (version,): (String,) = sqlx::query_as("SELECT VERSION()")
+            .fetch_one(&mut connection)
+            .await?;
+        connection.close().await?;
+        Ok(if version.contains("MariaDB") {
+            Flavour::MariaDb
+        } else {
+            Flavour::MySql
+        })
+    }
 }
 
 impl MySqlStore {
@@ -48,8 +77,6 @@ impl MySqlStore {
     /// double-replay guard of the second sees the first's runs.
     const OPERATIONS_LOCK: &'static str =
         "SELECT name FROM schedule_lock WHERE name = 'replays' FOR UPDATE";
-    /// How long a session may sit idle inside a transaction (see the module docs), seconds.
-    const IDLE_IN_TRANSACTION_SECS: u64 = 15;
 
     /// Connects to `url`, e.g. `mysql://kadence:secret@db.internal:3306/kadence`.
     pub async fn connect(url: &str, pool: PoolSettings) -> Result<MySqlStore, StoreError> {
@@ -62,25 +89,42 @@ impl MySqlStore {
             .map_err(connect_error)?
             .charset("utf8mb4")
             .statement_cache_capacity(crate::store::sql::STATEMENT_CACHE);
-        let options_for_ids = options.clone();
-        let pool = Self::pool_options(pool.max_connections.max(1), pool.acquire_timeout)
+        let flavour = Flavour::of_server(&options).await.map_err(connect_error)?;
+        let id_pool_settings = PoolSettings {
+            max_connections: 1,
+            acquire_timeout: Duration::from_secs(30),
+            ..pool
+        };
+        let id_pool = Self::pool_options(id_pool_settings, flavour)
+            .connect_with(options.clone())
+            .await
+            .map_err(connect_error)?;
+        let pool = Self::pool_options(pool, flavour)
             .connect_with(options)
             .await
             .map_err(connect_error)?;
-        let id_pool = Self::pool_options(1, Duration::from_secs(30))
-            .connect_with(options_for_ids)
-            .await
-            .map_err(connect_error)?;
-        Ok(MySqlStore { pool, id_pool })
+        Ok(MySqlStore {
+            pool,
+            id_pool,
+            flavour,
+        })
     }
 
-    fn pool_options(max_connections: u32, acquire_timeout: Duration) -> MySqlPoolOptions {
-        MySqlPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(acquire_timeout)
-            // Before the server's own limit ends an idle session (MySQL's wait_timeout).
-            .idle_timeout(Duration::from_secs(Self::IDLE_IN_TRANSACTION_SECS - 5))
-            .after_connect(|connection, _| {
+    fn pool_options(settings: PoolSettings, flavour: Flavour) -> MySqlPoolOptions {
+        let idle_limit_secs = settings.idle_in_transaction_secs();
+        let (idle_limit, pool_options) = match flavour {
+            Flavour::MariaDb => ("idle_transaction_timeout", MySqlPoolOptions::new()),
+            // The server ends any session idle this long: the pool lets go of it first.
+            Flavour::MySql => (
+                "wait_timeout",
+                MySqlPoolOptions::new()
+                    .idle_timeout(Duration::from_millis(idle_limit_secs * 1000 / 2)),
+            ),
+        };
+        pool_options
+            .max_connections(settings.max_connections.max(1))
+            .acquire_timeout(settings.acquire_timeout)
+            .after_connect(move |connection, _| {
                 Box::pin(async move {
                     connection
                         .execute(
@@ -91,22 +135,8 @@ impl MySqlStore {
                     connection
                         .execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
                         .await?;
-                    let (version,): (String,) = sqlx::query_as("SELECT VERSION()")
-                        .fetch_one(&mut *connection)
-                        .await?;
-                    let idle_limit = if version.contains("MariaDB") {
-                        "idle_transaction_timeout"
-                    } else {
-                        "wait_timeout"
-                    };
                     connection
-                        .execute(
-                            format!(
-                                "SET SESSION {idle_limit} = {}",
-                                Self::IDLE_IN_TRANSACTION_SECS
-                            )
-                            .as_str(),
-                        )
+                        .execute(format!("SET SESSION {idle_limit} = {idle_limit_secs}").as_str())
                         .await?;
                     Ok(())
                 })
@@ -140,14 +170,9 @@ impl MySqlStore {
         if tables > 0 {
             return Ok(());
         }
-        let (version,): (String,) = sqlx::query_as("SELECT VERSION()")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(StoreError::query(OPERATION))?;
-        let collation = if version.contains("MariaDB") {
-            "utf8mb4_uca1400_as_cs"
-        } else {
-            "utf8mb4_0900_as_cs"
+        let collation = match self.flavour {
+            Flavour::MariaDb => "utf8mb4_uca1400_as_cs",
+            Flavour::MySql => "utf8mb4_0900_as_cs",
         };
         self.pool
             .execute(format!("ALTER DATABASE CHARACTER SET utf8mb4 COLLATE {collation}").as_str())

@@ -4,9 +4,11 @@
 //! fires and of free shards use `SKIP LOCKED` so several nodes can claim at once without
 //! waiting on each other or taking the same row twice.
 //!
-//! Every session runs with `idle_in_transaction_session_timeout`: a node stopped in the middle
-//! of a transaction (a SIGSTOP, a frozen VM) would otherwise hold its shards' row locks for as
-//! long as its connection lives, and no other node could take them over when its lease ends.
+//! Every session runs with `idle_in_transaction_session_timeout` at the pool's
+//! [`idle_in_transaction`](PoolSettings::idle_in_transaction) limit (a node's shard lease): a
+//! node stopped in the middle of a transaction (a SIGSTOP, a frozen VM) would otherwise hold
+//! its shards' row locks for as long as its connection lives, and no other node could take
+//! them over when its lease ends.
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
@@ -31,10 +33,6 @@ impl PostgresStore {
     /// double-replay guard of the second sees the first's runs (the mode conflicts with
     /// itself, not with readers).
     const OPERATIONS_LOCK: &'static str = "LOCK TABLE replays IN SHARE ROW EXCLUSIVE MODE";
-    /// How long a session may sit idle inside a transaction before PostgreSQL ends it (see
-    /// the module docs): far longer than any transaction of the store, short enough that a
-    /// stopped node's shards are free soon after its lease.
-    const IDLE_IN_TRANSACTION: &'static str = "15s";
 
     /// Connects to `url`, e.g. `postgres://kadence@db.internal/kadence`.
     pub async fn connect(url: &str, pool: PoolSettings) -> Result<PostgresStore, StoreError> {
@@ -48,7 +46,7 @@ impl PostgresStore {
             .map_err(connect_error)?
             .options([(
                 "idle_in_transaction_session_timeout",
-                Self::IDLE_IN_TRANSACTION,
+                format!("{}ms", pool.idle_in_transaction.as_millis().max(1)),
             )])
             .statement_cache_capacity(crate::store::sql::STATEMENT_CACHE);
         let pool = PgPoolOptions::new()
