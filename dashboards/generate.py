@@ -183,6 +183,13 @@ EXECUTORS = [
     panel("Publish retries", [(
         f"sum by (topic) (increase(kadence_executor_publish_retries_total{{{APP}}}[$__rate_interval]))",
         "{{topic}}")]),
+    panel("Control records refused", [(
+        f"sum by (app, reason) (increase(kadence_executor_control_refused_total{{{APP}}}[$__rate_interval]))",
+        "{{app}} {{reason}}")],
+        description="KILL records an executor read and ignored: failing signature verification "
+                    "(unsigned, unknown_key, bad_signature, malformed_signature), empty or "
+                    "undecodable. Every executor reads every control record, so one forged "
+                    "record counts once per executor."),
 ]
 
 HANDLER = [

@@ -39,7 +39,7 @@ const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
 ];
 
-/// The kinds of reason a trigger record is dead-lettered for.
+/// The kinds of reason a trigger record is dead-lettered for, and a control record ignored.
 pub(crate) const DEAD_LETTER_REASONS: [&str; 6] = [
     "unsigned",
     "unknown_key",
@@ -77,6 +77,8 @@ pub(crate) struct ExecutorMetrics {
     /// Trigger records a shadow executor could not take and skipped (production's group
     /// dead-letters them), by kind of reason.
     pub(crate) shadow_skipped: IntCounterVec,
+    /// Control records ignored (unverified, empty or undecodable), by kind of reason.
+    pub(crate) control_refused: IntCounterVec,
     /// Trigger records of each owned partition not yet done: the high watermark minus the
     /// committed offset, from the client's statistics every 5 s (held, queued and running
     /// triggers count: their offsets are not committed yet).
@@ -168,17 +170,20 @@ impl ExecutorMetrics {
                 "Publishes retried after a retriable broker error.",
                 &["topic"],
             ),
-            dead_letters: counter_vec(
+            dead_letters: by_reason(
                 "kadence_executor_dead_letters_total",
                 "Trigger records sent to the dead-letter queue: unverified (signature) or \
                  undecodable.",
-                &["reason"],
             ),
-            shadow_skipped: counter_vec(
+            shadow_skipped: by_reason(
                 "kadence_executor_shadow_skipped_total",
                 "Trigger records a shadow executor could not take (unverified or undecodable) \
                  and skipped without a dead letter: the production group dead-letters them.",
-                &["reason"],
+            ),
+            control_refused: by_reason(
+                "kadence_executor_control_refused_total",
+                "Control records (KILL) read and ignored, never applied: failing signature \
+                 verification (when scheduler keys are trusted), empty or undecodable.",
             ),
             expected_wait: expected_wait_gauge(),
             load: Mutex::default(),
@@ -203,6 +208,7 @@ impl ExecutorMetrics {
         for reason in DEAD_LETTER_REASONS {
             self.dead_letters.with_label_values(&[reason]);
             self.shadow_skipped.with_label_values(&[reason]);
+            self.control_refused.with_label_values(&[reason]);
         }
         for change in ["assigned", "revoked"] {
             self.rebalances.with_label_values(&[change]);
@@ -210,7 +216,7 @@ impl ExecutorMetrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 14] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 15] = [
             Box::new(self.trigger_to_start.clone()),
             Box::new(self.run_duration.clone()),
             Box::new(self.results.clone()),
@@ -223,6 +229,7 @@ impl ExecutorMetrics {
             Box::new(self.publish_retries.clone()),
             Box::new(self.dead_letters.clone()),
             Box::new(self.shadow_skipped.clone()),
+            Box::new(self.control_refused.clone()),
             Box::new(self.consumer_lag.clone()),
             Box::new(self.expected_wait.clone()),
         ];
@@ -381,6 +388,11 @@ fn expected_wait_gauge() -> GaugeVec {
 
 fn counter(name: &str, help: &str) -> IntCounter {
     IntCounter::new(name, help).expect("valid metric definition")
+}
+
+/// A counter of refused records by kind of reason (see [`DEAD_LETTER_REASONS`]).
+fn by_reason(name: &str, help: &str) -> IntCounterVec {
+    counter_vec(name, help, &["reason"])
 }
 
 fn gauge(name: &str, help: &str) -> IntGauge {

@@ -40,7 +40,7 @@ fn canonical(series: &str) -> String {
 }
 
 /// Reads `/metrics` as Prometheus does: no token.
-async fn scrape(base_url: &str) -> (String, HashMap<String, f64>) {
+pub(crate) async fn scrape(base_url: &str) -> (String, HashMap<String, f64>) {
     let answer = reqwest::get(format!("{base_url}/metrics"))
         .await
         .expect("scrape /metrics");
@@ -160,7 +160,7 @@ async fn the_metrics_count_fires_results_and_executors(backend: Backend) {
 }
 
 /// A free loopback address for an executor's metrics endpoint.
-fn free_address() -> std::net::SocketAddr {
+pub(crate) fn free_address() -> std::net::SocketAddr {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     probe.local_addr().unwrap()
 }

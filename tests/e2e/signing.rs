@@ -28,6 +28,7 @@ use serde_json::json;
 
 use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, executions, spawn_app, spawn_app_with};
+use crate::metrics::{free_address, scrape};
 
 /// The scheduler's own signing key, read from its database (as only a test may).
 pub(crate) async fn scheduler_key(app: &TestApp) -> RecordSigner {
@@ -316,12 +317,26 @@ async fn a_rotation_reaches_every_node(backend: Backend) {
 }
 
 /// A KILL the scheduler signed stops the run with the kill's reason; a forged one and an
-/// unsigned one are ignored and the run finishes.
+/// unsigned one are ignored, counted by reason on the executor's `/metrics`, and the run
+/// finishes.
 async fn signed_kills_stop_runs_and_forged_ones_are_ignored(backend: Backend) {
     let mut app = spawn_app(backend).await;
     app.create_app("killable", 1).await;
     let public_key = app.signing_public_key().await;
-    app.start_executor_with("killable", |builder| builder.trusted_key(public_key));
+    let metrics_address = free_address();
+    app.start_executor_with("killable", |builder| {
+        builder
+            .trusted_key(public_key)
+            .metrics_address(metrics_address)
+    });
+    let refused = |reason: &str| {
+        format!("kadence_executor_control_refused_total{{app=\"killable\",reason=\"{reason}\"}}")
+    };
+    let refusals = || async {
+        let (_, metrics) = scrape(&format!("http://{metrics_address}")).await;
+        ["unsigned", "unknown_key", "bad_signature"]
+            .map(|reason| metrics.get(&refused(reason)).copied())
+    };
     let job = app
         .create_job(json!({"app": "killable", "handler": "sleep", "schedule_type": "NONE"}))
         .await;
@@ -357,6 +372,12 @@ async fn signed_kills_stop_runs_and_forged_ones_are_ignored(backend: Backend) {
         (Some(200), None),
         "forged kills are ignored: {run:?}"
     );
+    wait_for(
+        Duration::from_secs(30),
+        "the forged kills counted as refused",
+        || async { (refusals().await == [Some(1.0), Some(1.0), Some(0.0)]).then_some(()) },
+    )
+    .await;
 
     // The scheduler's own KILL of a 30 s run: obeyed, with its reason. As in the kill test
     // of main.rs, the run is known to be running (a beat says so) before the kill is sent:
@@ -383,6 +404,11 @@ async fn signed_kills_stop_runs_and_forged_ones_are_ignored(backend: Backend) {
     assert!(
         run.handle_at_ms.unwrap() - run.started_at_ms.unwrap() < 20_000,
         "stopped long before its 30 s: {run:?}"
+    );
+    assert_eq!(
+        refusals().await,
+        [Some(1.0), Some(1.0), Some(0.0)],
+        "the signed kill is not counted as refused"
     );
     app.shutdown().await;
 }

@@ -12,7 +12,8 @@
 //!
 //! An executor that trusts scheduler keys verifies every control record before it reads it,
 //! as it does triggers; one that fails (unsigned, unknown key, bad signature, malformed
-//! header) is logged as a warning with the reason and ignored, never applied. It is not
+//! header) is logged as a warning with the reason and ignored, never applied, and counted
+//! (`kadence_executor_control_refused_total{reason}`, as are empty and undecodable ones). It is not
 //! dead-lettered: every executor of every app reads every control record, so each would
 //! write its own copy to `{prefix}.dlq`, and a refused command has nothing to retry.
 
@@ -27,9 +28,11 @@ use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::intake::refusal_kind;
 use super::kills::RememberedKills;
 use crate::dispatch::{Dispatch, Step};
 use crate::error::ExecutorError;
+use crate::metrics::ExecutorMetrics;
 use crate::settings::ExecutorSettings;
 
 /// What the control reader tells the loop.
@@ -45,6 +48,7 @@ pub(super) enum ControlEvent {
 /// last `kill_memory` to `events` until `stop` fires.
 pub(super) fn spawn_reader(
     settings: &ExecutorSettings,
+    metrics: &Arc<ExecutorMetrics>,
     events: mpsc::UnboundedSender<ControlEvent>,
     stop: CancellationToken,
 ) -> Result<(), ExecutorError> {
@@ -76,6 +80,7 @@ pub(super) fn spawn_reader(
         memory_ms: i64::try_from(settings.kill_memory.as_millis()).unwrap_or(i64::MAX),
         patience: settings.session_timeout,
         events,
+        metrics: Arc::clone(metrics),
     };
     tokio::spawn(reader.run(stop));
     Ok(())
@@ -90,6 +95,7 @@ struct Reader {
     /// How long catching up may take before the loop is let go anyway.
     patience: Duration,
     events: mpsc::UnboundedSender<ControlEvent>,
+    metrics: Arc<ExecutorMetrics>,
 }
 
 impl Reader {
@@ -158,49 +164,56 @@ impl Reader {
     }
 
     /// Sends this app's command in `message` to the loop if it is signed (when keys are
-    /// trusted) and recent enough to remember.
+    /// trusted) and recent enough to remember; counts it if it is refused.
     fn forward(&self, message: &BorrowedMessage<'_>) {
-        if !self.trusted.is_empty() && verified(&self.trusted, message).is_none() {
-            return;
-        }
-        match decode(message) {
-            Some(command)
+        let read = if self.trusted.is_empty() {
+            decode(message)
+        } else {
+            verify(&self.trusted, message).and_then(|()| decode(message))
+        };
+        match read {
+            Ok(command)
                 if command.app == self.app
                     && command.requested_at_ms >= now_ms() - self.memory_ms =>
             {
                 let _ = self.events.send(ControlEvent::Command(command));
             }
-            _ => {}
+            Ok(_) => {}
+            Err(reason) => self
+                .metrics
+                .control_refused
+                .with_label_values(&[reason])
+                .inc(),
         }
     }
 }
 
-/// The key that signed `message`; `None` (logged) when it is not signed by a trusted key.
-fn verified(trusted: &TrustedKeys, message: &BorrowedMessage<'_>) -> Option<String> {
-    match trusted.verify_message(message) {
-        Ok(key_id) => Some(key_id),
-        Err(error) => {
+/// Whether `message` is signed by a trusted key; if not, the kind of refusal (logged).
+fn verify(trusted: &TrustedKeys, message: &BorrowedMessage<'_>) -> Result<(), &'static str> {
+    trusted
+        .verify_message(message)
+        .map(|_| ())
+        .map_err(|error| {
             tracing::warn!(offset = message.offset(), %error,
-                "ignoring a control record that fails signature verification");
-            None
-        }
-    }
+            "ignoring a control record that fails signature verification");
+            refusal_kind(&error)
+        })
 }
 
-/// The command in `message`; `None` (logged) when there is none to read.
-fn decode(message: &BorrowedMessage<'_>) -> Option<ControlRecord> {
+/// The command in `message`; if there is none to read, the kind of refusal (logged).
+fn decode(message: &BorrowedMessage<'_>) -> Result<ControlRecord, &'static str> {
     match message.payload().map(codec::decode::<ControlRecord>) {
-        Some(Ok(command)) => Some(command),
+        Some(Ok(command)) => Ok(command),
         Some(Err(error)) => {
             tracing::warn!(%error, offset = message.offset(), "skipping an unreadable control record");
-            None
+            Err("undecodable")
         }
         None => {
             tracing::warn!(
                 offset = message.offset(),
                 "skipping an empty control record"
             );
-            None
+            Err("no_value")
         }
     }
 }

@@ -37,7 +37,7 @@ pub(super) fn read_trigger(
 }
 
 /// The kind of a signature refusal, as a metric label.
-fn refusal_kind(error: &VerifyError) -> &'static str {
+pub(super) fn refusal_kind(error: &VerifyError) -> &'static str {
     match error {
         VerifyError::Unsigned => "unsigned",
         VerifyError::UnknownKey { .. } => "unknown_key",

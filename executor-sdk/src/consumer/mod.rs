@@ -252,7 +252,7 @@ impl Loop {
             i64::try_from(settings.kill_memory.as_millis()).unwrap_or(i64::MAX),
         );
         let control_stop = CancellationToken::new();
-        control::spawn_reader(&settings, commands_tx, control_stop.clone())?;
+        control::spawn_reader(&settings, &metrics, commands_tx, control_stop.clone())?;
         let mut beat_tick = tokio::time::interval(settings.beat_interval);
         beat_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         announce_start(&settings, &registry, group.topic());
