@@ -27,6 +27,7 @@ use std::time::Duration;
 use kadence_kafka::Backoff;
 use tokio::sync::mpsc;
 
+use crate::failure_log::{FailureLog, Severity};
 use crate::open_batches::OpenBatches;
 use crate::store::{DispatchAck, DispatchMarks, Store, StoreError};
 
@@ -198,15 +199,18 @@ impl AckWriter {
     /// batch is retried with backoff (50 ms doubling to 5 s) for as long as it takes.
     pub async fn run(mut self) {
         let mut backoff = Backoff::standard();
+        // Acknowledged triggers are not emitted again while their marks wait.
+        let mut failures = FailureLog::new(
+            "marking acknowledged triggers dispatched",
+            Severity::Warning,
+        );
         loop {
-            match self.write_once().await {
+            let written = self.write_once().await;
+            failures.record(&written);
+            match written {
                 Ok(Some(_)) => backoff.reset(),
                 Ok(None) => return,
-                Err(error) => {
-                    tracing::warn!(%error, batch = self.batch.len(),
-                        "cannot mark acknowledged triggers dispatched; retrying (they are not emitted again meanwhile)");
-                    tokio::time::sleep(backoff.next_delay()).await;
-                }
+                Err(_) => tokio::time::sleep(backoff.next_delay()).await,
             }
         }
     }

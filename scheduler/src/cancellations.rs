@@ -38,6 +38,7 @@ use kadence_schemas::JobId;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::failure_log::{FailureLog, Severity};
 use crate::model::PendingFire;
 use crate::store::{FireCancellation, Store, StoreError};
 
@@ -171,10 +172,9 @@ impl CancellationPoller {
 
     /// Polls every `interval` until `shutdown`; errors are logged and retried.
     pub async fn run(self, clock: Arc<dyn Clock>, interval: Duration, shutdown: CancellationToken) {
+        let mut failures = FailureLog::new("reading cancelled fires", Severity::Warning);
         loop {
-            if let Err(error) = self.poll_once(clock.now_ms()).await {
-                tracing::warn!(%error, "reading cancelled fires failed; retrying");
-            }
+            failures.record(&self.poll_once(clock.now_ms()).await);
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(interval) => {}

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acks::AckLedger;
 use crate::clock::Clock;
+use crate::failure_log::{FailureLog, Severity};
 use crate::intake::FireIntake;
 use crate::store::StoreError;
 
@@ -49,14 +50,11 @@ impl Claimer {
 
     /// Claims every `interval` until `shutdown`; a full batch claims again at once.
     pub async fn run(self, clock: Arc<dyn Clock>, interval: Duration, shutdown: CancellationToken) {
+        let mut failures = FailureLog::new("claiming expired pending fires", Severity::Error);
         loop {
-            let again = match self.claim_once(clock.now_ms()).await {
-                Ok(claimed) => claimed >= self.batch_size as usize,
-                Err(error) => {
-                    tracing::error!(%error, "claiming expired pending fires failed; retrying next tick");
-                    false
-                }
-            };
+            let claimed = self.claim_once(clock.now_ms()).await;
+            failures.record(&claimed);
+            let again = claimed.is_ok_and(|claimed| claimed >= self.batch_size as usize);
             if again {
                 continue;
             }

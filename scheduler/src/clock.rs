@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::failure_log::{FailureLog, Severity};
+
 /// One day in ms.
 pub const DAY_MS: i64 = 86_400_000;
 
@@ -24,7 +26,7 @@ pub trait Clock: Send + Sync + 'static {
 }
 
 /// Drives a step function: calls `step(now)` every `interval` until `shutdown`. A failed
-/// step is logged as `what` and simply runs again at the next tick.
+/// step runs again at the next tick; failures are logged as `what` by a [`FailureLog`].
 pub async fn run_every<F, Fut, E>(
     what: &'static str,
     interval: Duration,
@@ -36,10 +38,9 @@ pub async fn run_every<F, Fut, E>(
     Fut: Future<Output = Result<(), E>>,
     E: Display,
 {
+    let mut failures = FailureLog::new(what, Severity::Warning);
     loop {
-        if let Err(error) = step(clock.now_ms()).await {
-            tracing::warn!(%error, "{what} failed; retrying");
-        }
+        failures.record(&step(clock.now_ms()).await);
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(interval) => {}

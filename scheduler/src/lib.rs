@@ -58,7 +58,9 @@
 //! - [`traces`]: the node's spans of a run's trace (dispatch, completion) and of pre-read
 //!   scans, carried across Kafka in `traceparent` headers, exported over OTLP when
 //!   `[telemetry]` names an endpoint.
-//! - [`clock`]: injectable time for the step functions.
+//! - [`clock`]: injectable time for the step functions, and [`run_every`](clock::run_every),
+//!   the loop most background steps run in; [`failure_log`]: how a retrying loop logs its
+//!   failed steps (a streak's beginning, once a minute, its end; not a line per tick).
 //! - [`import`]: `kadence import xxl-job`: an XXL-JOB database's groups, jobs, script
 //!   versions and users mapped onto apps, jobs and users (a pure plan with every difference
 //!   in behaviour, written in one transaction through the store's
@@ -81,6 +83,7 @@ pub mod console;
 pub mod database_watch;
 pub mod dispatch;
 pub mod enums;
+pub mod failure_log;
 pub mod import;
 pub mod intake;
 pub mod kafka;

@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
+use crate::failure_log::{FailureLog, Severity};
 use crate::intake::{FireIntake, PlannedBatch};
 use crate::shards::ShardOwnership;
 use crate::store::StoreError;
@@ -144,17 +145,13 @@ impl PreReader {
     /// Scans every `interval` until `shutdown`; database errors are logged and retried on the
     /// next tick (fires stay safe in the table meanwhile).
     pub async fn run(self, clock: Arc<dyn Clock>, interval: Duration, shutdown: CancellationToken) {
+        let mut failures = FailureLog::new("pre-read scan", Severity::Error);
         loop {
-            let full_batch = match self.pre_read_once(clock.now_ms()).await {
-                Ok(summary) => {
-                    // A full batch means more jobs are due: scan again at once.
-                    summary.jobs_read >= self.settings.batch_size as usize
-                }
-                Err(error) => {
-                    tracing::error!(error = %error, "pre-read scan failed; retrying next tick");
-                    false
-                }
-            };
+            let scan = self.pre_read_once(clock.now_ms()).await;
+            failures.record(&scan);
+            // A full batch means more jobs are due: scan again at once.
+            let full_batch =
+                scan.is_ok_and(|summary| summary.jobs_read >= self.settings.batch_size as usize);
             if full_batch {
                 continue;
             }

@@ -44,6 +44,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
+use crate::failure_log::{FailureLog, Severity};
 use crate::metrics::SchedulerMetrics;
 use crate::store::{Acquisition, OwnedShard, ShardLease, ShardLeaseRequest, Store, StoreError};
 
@@ -312,10 +313,9 @@ impl ShardLeaser {
     /// at their next step rather than after the lease.
     pub async fn run(self, clock: Arc<dyn Clock>, shutdown: CancellationToken) {
         let interval = self.interval();
+        let mut failures = FailureLog::new("schedule shard lease step", Severity::Error);
         loop {
-            if let Err(error) = self.lease_once(clock.now_ms()).await {
-                tracing::error!(%error, "schedule shard lease step failed; retrying");
-            }
+            failures.record(&self.lease_once(clock.now_ms()).await);
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = tokio::time::sleep(interval) => {}

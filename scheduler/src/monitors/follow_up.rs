@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::config::MonitorConfig;
+use crate::failure_log::{FailureLog, Severity};
 use crate::intake::{FireIntake, FireNow, FireSource};
 use crate::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
 use crate::monitors::alarm::{Alarm, Alarms};
@@ -226,16 +227,16 @@ impl FollowUp {
 
     /// Runs steps until `shutdown`; a busy step is followed at once by the next.
     pub async fn run(self, clock: Arc<dyn Clock>, shutdown: CancellationToken) {
+        let mut failures = FailureLog::new("follow-up step", Severity::Warning);
         loop {
-            let pause = match self.follow_up_once(clock.now_ms()).await {
+            let step = self.follow_up_once(clock.now_ms()).await;
+            failures.record(&step);
+            let pause = match step {
                 Ok(summary) if summary.runs as u32 >= self.config.batch_size => {
                     std::time::Duration::ZERO
                 }
                 Ok(_) => self.config.interval,
-                Err(error) => {
-                    tracing::warn!(%error, "follow-up step failed; retrying");
-                    self.config.interval.max(std::time::Duration::from_secs(1))
-                }
+                Err(_) => self.config.interval.max(std::time::Duration::from_secs(1)),
             };
             tokio::select! {
                 _ = shutdown.cancelled() => return,
