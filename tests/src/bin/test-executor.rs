@@ -165,6 +165,12 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
     for key in trusted_keys.split(',').filter(|key| !key.trim().is_empty()) {
         builder = builder.trusted_key(key.trim());
     }
+    if let Ok(address) = std::env::var("KADENCE_METRICS_ADDRESS") {
+        let address = address
+            .parse()
+            .unwrap_or_else(|_| panic!("KADENCE_METRICS_ADDRESS must be host:port, not {address}"));
+        builder = builder.metrics_address(address);
+    }
     if let Ok(endpoint) = std::env::var("KADENCE_OTLP_ENDPOINT") {
         builder = builder.otlp_endpoint(endpoint);
     }

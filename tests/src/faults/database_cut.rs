@@ -23,8 +23,9 @@ use kadence_schemas::TriggerType;
 
 use super::disk::SmallDisk;
 use super::load::Outcome;
+use super::net::free_port;
 use super::postgres::ScenarioDatabase;
-use super::proxy::{CuttableProxy, ProxiedBroker, free_port};
+use super::proxy::{CuttableProxy, ProxiedBroker};
 use super::stack::{Api, Stack, sqlite_url};
 use super::{Options, Report, millis_cell};
 use crate::now_ms;

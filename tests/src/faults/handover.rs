@@ -64,8 +64,8 @@ pub async fn run(options: &Options) -> Report {
     ] {
         cluster.create_topic(&topic, 1, 1).expect("a topic");
     }
-    let (frozen, frozen_log) = spawn_executor(&brokers, &prefix, "", 0);
-    let (_survivor, survivor_log) = spawn_executor(&brokers, &prefix, "", 1);
+    let (frozen, frozen_log, _) = spawn_executor(&brokers, &prefix, "", 0);
+    let (_survivor, survivor_log, _) = spawn_executor(&brokers, &prefix, "", 1);
     let mut failures = Vec::new();
     if !group_formed(&[&frozen_log, &survivor_log], Duration::from_secs(60)).await {
         failures.push("the two executors never shared every partition".to_owned());

@@ -11,8 +11,10 @@
 //! What must hold: every malformed record and every refused one is in `{p}.dlq` with a
 //! reason, once, from the reader of its topic (executors for triggers, the scheduler for the
 //! rest), except control records, which every executor reads and refuses on its own (logged,
-//! never dead-lettered: each would write its own copy, see PROTOCOL.md); the forged KILL is
-//! not applied (its run succeeds); the fires keep completing; the scheduler keeps running.
+//! never dead-lettered: each would write its own copy, see PROTOCOL.md) and count
+//! (`kadence_executor_control_refused_total`, read from the executor's metrics); the forged
+//! KILL is not applied (its run succeeds); the fires keep completing; the scheduler keeps
+//! running.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -279,23 +281,32 @@ pub async fn run(options: &Options) -> Report {
     let letters = dead_letters(&broker.address, &prefix).await;
     let victim_succeeded = outcome.succeeded.contains_key(&victim_trigger);
     let running = stack.scheduler_running();
+    // The executor verifies: every control record injected is unsigned to it.
+    let control_refused = stack
+        .executor_metric(
+            0,
+            "kadence_executor_control_refused_total",
+            &["reason=\"unsigned\""],
+        )
+        .await;
     report(
         &outcome,
         (&injected, &letters),
         &abuse,
-        (victim_succeeded, running),
+        (victim_succeeded, running, control_refused),
     )
     .keeping_logs_on_failure(&stack.log_files())
 }
 
-/// The table: the load's columns, then what became of the hostile records and requests.
-fn report(
-    outcome: &Outcome,
-    (injected, letters): (&[Injected], &[Letter]),
-    abuse: &Abuse,
-    (victim_succeeded, running): (bool, bool),
-) -> Report {
-    let mut failures = Vec::new();
+/// Matches each injected record with its dead letters: one with a reason for each record
+/// that should have one, none for the others (each mismatch added to `failures`). Returns
+/// how many were dead-lettered as they should be, and how many by each reason (its first 60
+/// characters).
+fn match_letters(
+    injected: &[Injected],
+    letters: &[Letter],
+    failures: &mut Vec<String>,
+) -> (usize, HashMap<String, usize>) {
     let mut reasons: HashMap<String, usize> = HashMap::new();
     let mut lettered = 0;
     for record in injected {
@@ -319,8 +330,28 @@ fn report(
             )),
         }
     }
+    (lettered, reasons)
+}
+
+/// The table: the load's columns, then what became of the hostile records and requests.
+fn report(
+    outcome: &Outcome,
+    (injected, letters): (&[Injected], &[Letter]),
+    abuse: &Abuse,
+    (victim_succeeded, running, control_refused): (bool, bool, Option<f64>),
+) -> Report {
+    let mut failures = Vec::new();
+    let (lettered, reasons) = match_letters(injected, letters, &mut failures);
     if !victim_succeeded {
         failures.push("the run the forged KILL named did not succeed".to_owned());
+    }
+    let control_records = (injected.iter())
+        .filter(|record| record.topic.ends_with(".control"))
+        .count();
+    if control_refused != Some(control_records as f64) {
+        failures.push(format!(
+            "the executor counted {control_refused:?} refused control records, not {control_records}"
+        ));
     }
     if !running {
         failures.push("the scheduler's process exited".to_owned());
@@ -345,6 +376,10 @@ fn report(
         (
             "forged KILL applied",
             if victim_succeeded { "no" } else { "yes" }.to_owned(),
+        ),
+        (
+            "control records refused (executor's count)",
+            format!("{} of {control_records}", control_refused.unwrap_or(0.0)),
         ),
         (
             "abusive requests answered 4xx",

@@ -5,6 +5,7 @@
 //! lists the scenarios with their latest figures.
 //!
 //! - [`proxy`]: a TCP proxy the harness cuts, in front of the broker or the database;
+//!   [`net`]: a free port, one value of a process's metrics;
 //! - [`stack`]: `kadence serve` and an executor as processes, and the API they answer;
 //! - [`broker_cut`]: the broker unreachable for a while (every connection cut);
 //! - [`database_cut`]: the database unreachable for a while, with the misfire policies and the
@@ -28,6 +29,7 @@ pub mod executor_faults;
 pub mod handover;
 pub mod hostile;
 pub mod load;
+pub mod net;
 pub mod node_pause;
 pub mod postgres;
 pub mod proxy;

@@ -12,15 +12,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
 
+use super::net::free_port;
 use super::stack::{log_file, terminate};
-
-/// A free port on the loopback interface.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
 
 /// A proxy on `127.0.0.1:{port}` to a target on the loopback interface.
 pub struct CuttableProxy {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
+use super::net::{free_port, metric_at};
 use crate::serve::spawn_serve;
 use crate::session::{TEST_ADMIN_PASSWORD, login};
 
@@ -74,23 +75,7 @@ impl Api {
     /// The value of metric `name` in `GET /metrics`, of the first series whose labels include
     /// each of `labels` (`key="value"`).
     pub async fn metric(&self, name: &str, labels: &[&str]) -> Option<f64> {
-        let text = self
-            .http
-            .get(format!("{}/metrics", self.url))
-            .send()
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
-        text.lines().find_map(|line| {
-            let (series, value) = line.rsplit_once(' ')?;
-            let series_labels = series.strip_prefix(name)?;
-            let named = series_labels.is_empty() || series_labels.starts_with('{');
-            (named && labels.iter().all(|label| series_labels.contains(label)))
-                .then(|| value.parse().ok())
-                .flatten()
-        })
+        metric_at(&self.http, &self.url, name, labels).await
     }
 
     /// The public keys of the cluster's signing keys, for an executor to trust.
@@ -272,6 +257,8 @@ pub struct Stack {
     trusted_keys: String,
     schedulers: Vec<Child>,
     executors: Vec<Child>,
+    /// Each executor's metrics address (`host:port`).
+    executor_metrics: Vec<String>,
 }
 
 impl Stack {
@@ -320,6 +307,7 @@ impl Stack {
             trusted_keys,
             schedulers: vec![scheduler],
             executors: Vec::new(),
+            executor_metrics: Vec::new(),
             logs: Vec::new(),
         };
         stack.add_executor();
@@ -343,11 +331,24 @@ impl Stack {
     /// Starts one more executor of the app; returns its number (the first is 0).
     pub fn add_executor(&mut self) -> usize {
         let number = self.executors.len();
-        let (executor, log) =
+        let (executor, log, metrics) =
             spawn_executor(&self.brokers, &self.prefix, &self.trusted_keys, number);
         self.executors.push(executor);
         self.logs.push(log);
+        self.executor_metrics.push(metrics);
         number
+    }
+
+    /// The value of metric `name` on executor `executor`'s metrics address, of the first
+    /// series whose labels include each of `labels` (`key="value"`).
+    pub async fn executor_metric(
+        &self,
+        executor: usize,
+        name: &str,
+        labels: &[&str],
+    ) -> Option<f64> {
+        let base_url = format!("http://{}", self.executor_metrics[executor]);
+        metric_at(&self.api.http, &base_url, name, labels).await
     }
 
     /// The process id of scheduler node `node`.
@@ -402,30 +403,32 @@ pub fn sqlite_url(dir: &Path) -> String {
     format!("sqlite://{}", dir.join("kadence.db").display())
 }
 
-/// `log` opened for appending (an executor's standard output and error share it).
 /// Executor `number` of the app (the test executor, killed when dropped) on `brokers`, with
 /// topics under `prefix`, verifying with `trusted_keys` (empty: it verifies nothing); its
-/// standard output and log go to the file returned with it.
+/// standard output and log go to the file returned with it (output and errors share it),
+/// and it serves its metrics on the address returned last.
 pub fn spawn_executor(
     brokers: &str,
     prefix: &str,
     trusted_keys: &str,
     number: usize,
-) -> (Child, PathBuf) {
+) -> (Child, PathBuf, String) {
     let log = std::env::temp_dir().join(format!("{prefix}-executor-{number}.log"));
+    let metrics = format!("127.0.0.1:{}", free_port());
     let executor = Command::new(binaries().join("test-executor"))
         .env("KADENCE_BROKERS", brokers)
         .env("KADENCE_APP", APP)
         .env("KADENCE_TOPIC_PREFIX", prefix)
         .env("KADENCE_EXECUTOR_ID", format!("faults-executor-{number}"))
         .env("KADENCE_TRUSTED_KEYS", trusted_keys)
+        .env("KADENCE_METRICS_ADDRESS", &metrics)
         .env("RUST_LOG", "warn")
         .stdout(log_file(&log))
         .stderr(log_file(&log))
         .kill_on_drop(true)
         .spawn()
         .expect("start test-executor");
-    (executor, log)
+    (executor, log, metrics)
 }
 
 /// Stops `child` gracefully (SIGTERM) and waits for it, at most `patience`, then kills it.
