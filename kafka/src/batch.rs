@@ -21,6 +21,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
 use crate::closing::close_consumer;
+use crate::failure_log::{FailureLog, Severity};
 use crate::retry::Backoff;
 use crate::settings::KafkaSettings;
 
@@ -218,15 +219,18 @@ pub trait BatchStep: Send {
 }
 
 /// Runs `reader`'s steps until `shutdown`: a step that did something is logged at debug, a
-/// failed one at warn and tried again after a backoff (250 ms doubling to 5 s). Returns at
-/// the shutdown; the caller finishes what it holds and closes its consumer.
+/// failed one tried again after a backoff (250 ms doubling to 5 s), its failures logged at
+/// warn by a [`FailureLog`]. Returns at the shutdown; the caller finishes what it holds and
+/// closes its consumer.
 pub async fn run_steps<S: BatchStep>(reader: &mut S, shutdown: &CancellationToken) {
     let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
+    let mut failures = FailureLog::new(format!("{} batch step", reader.name()), Severity::Warning);
     loop {
         let step = tokio::select! {
             _ = shutdown.cancelled() => return,
             step = reader.step(STEP_WAIT) => step,
         };
+        failures.record(&step);
         match step {
             Ok(summary) => {
                 backoff.reset();
@@ -234,8 +238,7 @@ pub async fn run_steps<S: BatchStep>(reader: &mut S, shutdown: &CancellationToke
                     tracing::debug!(reader = reader.name(), ?summary, "batch processed");
                 }
             }
-            Err(error) => {
-                tracing::warn!(reader = reader.name(), %error, "batch step failed; retrying");
+            Err(_) => {
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
                     _ = tokio::time::sleep(backoff.next_delay()) => {}

@@ -4,7 +4,8 @@
 //! - [`settings`]: [`KafkaSettings`], the brokers plus the operator's raw librdkafka options,
 //!   merged over Kadence's defaults for each client; the idempotent producer both sides use.
 //! - [`retry`]: [`is_retriable`] (which errors may succeed when tried again) and [`Backoff`],
-//!   the one pace every retry loop waits at.
+//!   the one pace every retry loop waits at; [`failure_log`]: [`FailureLog`], how such a
+//!   loop logs its failures (a streak's beginning, once a minute, its end; not every tick).
 //! - [`closing`]: [`close_consumer`], closing a consumer on a thread of its own with a limit
 //!   (librdkafka's close has no deadline and would block a runtime worker).
 //! - [`dead_letter`]: [`DeadLetters`] and the `kadence.dlq.*` headers naming why and where
@@ -28,6 +29,7 @@
 pub mod batch;
 pub mod closing;
 pub mod dead_letter;
+pub mod failure_log;
 pub mod retry;
 pub mod settings;
 pub mod signal;
@@ -37,6 +39,7 @@ pub mod trace;
 pub use batch::{BatchConsumer, BatchStep, CONSUMER_CLOSE_LIMIT, partition_lags, run_steps};
 pub use closing::close_consumer;
 pub use dead_letter::{DeadLetters, RecordOrigin, dead_letter_headers};
+pub use failure_log::{FailureLog, Severity};
 pub use retry::{Backoff, is_retriable};
 pub use settings::KafkaSettings;
 pub use signal::shutdown_signal;

@@ -27,9 +27,9 @@ use std::time::Duration;
 use kadence_kafka::Backoff;
 use tokio::sync::mpsc;
 
-use crate::failure_log::{FailureLog, Severity};
 use crate::open_batches::OpenBatches;
 use crate::store::{DispatchAck, DispatchMarks, Store, StoreError};
+use kadence_kafka::{FailureLog, Severity};
 
 /// What became of a fire dispatch took from the wheel, for the [`AckWriter`].
 #[derive(Debug)]

@@ -38,9 +38,9 @@ use kadence_schemas::JobId;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::failure_log::{FailureLog, Severity};
 use crate::model::PendingFire;
 use crate::store::{FireCancellation, Store, StoreError};
+use kadence_kafka::{FailureLog, Severity};
 
 /// Per job, the cancellations dispatch must respect (see the module docs).
 #[derive(Default)]

@@ -19,9 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acks::AckLedger;
 use crate::clock::Clock;
-use crate::failure_log::{FailureLog, Severity};
 use crate::intake::FireIntake;
 use crate::store::StoreError;
+use kadence_kafka::{FailureLog, Severity};
 
 /// Claims expired pending fires for this node.
 pub struct Claimer {

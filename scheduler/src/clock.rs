@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::failure_log::{FailureLog, Severity};
+use kadence_kafka::{FailureLog, Severity};
 
 /// One day in ms.
 pub const DAY_MS: i64 = 86_400_000;

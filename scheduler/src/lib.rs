@@ -59,8 +59,8 @@
 //!   scans, carried across Kafka in `traceparent` headers, exported over OTLP when
 //!   `[telemetry]` names an endpoint.
 //! - [`clock`]: injectable time for the step functions, and [`run_every`](clock::run_every),
-//!   the loop most background steps run in; [`failure_log`]: how a retrying loop logs its
-//!   failed steps (a streak's beginning, once a minute, its end; not a line per tick).
+//!   the loop most background steps run in (its failures logged by
+//!   [`FailureLog`](kadence_kafka::FailureLog), as every retrying loop's are).
 //! - [`import`]: `kadence import xxl-job`: an XXL-JOB database's groups, jobs, script
 //!   versions and users mapped onto apps, jobs and users (a pure plan with every difference
 //!   in behaviour, written in one transaction through the store's
@@ -83,7 +83,6 @@ pub mod console;
 pub mod database_watch;
 pub mod dispatch;
 pub mod enums;
-pub mod failure_log;
 pub mod import;
 pub mod intake;
 pub mod kafka;

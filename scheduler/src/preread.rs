@@ -28,11 +28,11 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
-use crate::failure_log::{FailureLog, Severity};
 use crate::intake::{FireIntake, PlannedBatch};
 use crate::shards::ShardOwnership;
 use crate::store::StoreError;
 use crate::traces::record_pre_read;
+use kadence_kafka::{FailureLog, Severity};
 
 /// Parameters of one pre-read scan.
 #[derive(Debug, Clone)]

@@ -44,9 +44,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
-use crate::failure_log::{FailureLog, Severity};
 use crate::metrics::SchedulerMetrics;
 use crate::store::{Acquisition, OwnedShard, ShardLease, ShardLeaseRequest, Store, StoreError};
+use kadence_kafka::{FailureLog, Severity};
 
 /// Most schedule shards a database may be split into: more than nodes anyone runs, few
 /// enough that a scan's shard list stays short.

@@ -27,11 +27,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::config::MonitorConfig;
-use crate::failure_log::{FailureLog, Severity};
 use crate::intake::{FireIntake, FireNow, FireSource};
 use crate::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
 use crate::monitors::alarm::{Alarm, Alarms};
 use crate::store::{FinishedRun, Store, StoreError};
+use kadence_kafka::{FailureLog, Severity};
 
 /// What one step did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

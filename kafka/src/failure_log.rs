@@ -1,4 +1,5 @@
-//! [`FailureLog`]: how a loop that retries logs its failed steps.
+//! [`FailureLog`]: how a loop that retries logs its failed steps, in the scheduler's loops
+//! and the batch readers of both sides (see [`crate::batch::run_steps`]).
 //!
 //! During an outage (the database or the broker away) every loop of a node fails its step
 //! every tick: a line per failure would write hundreds of the same lines a minute and bury
@@ -8,13 +9,14 @@
 //! long). Every failure still counts where the loop counts them (metrics, health), so fewer
 //! lines hide nothing.
 
+use std::borrow::Cow;
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
 /// A loop's log of failed steps (see the module docs).
 #[derive(Debug)]
 pub struct FailureLog {
-    what: &'static str,
+    what: Cow<'static, str>,
     severity: Severity,
     streak: Option<Streak>,
 }
@@ -55,9 +57,9 @@ impl FailureLog {
     pub const REPEAT_EVERY: Duration = Duration::from_secs(60);
 
     /// The log of the loop doing `what` (e.g. "pre-read scan"), at `severity`.
-    pub fn new(what: &'static str, severity: Severity) -> FailureLog {
+    pub fn new(what: impl Into<Cow<'static, str>>, severity: Severity) -> FailureLog {
         FailureLog {
-            what,
+            what: what.into(),
             severity,
             streak: None,
         }
@@ -74,8 +76,9 @@ impl FailureLog {
     /// Notes a failed step, logging it if it begins a streak or the streak's last line is a
     /// minute old.
     pub fn failed(&mut self, error: &dyn Display) {
-        let what = self.what;
-        match (self.note_failure(Instant::now()), self.severity) {
+        let line = self.note_failure(Instant::now());
+        let what = &self.what;
+        match (line, self.severity) {
             (Line::Began, Severity::Error) => {
                 tracing::error!(%error, "{what} failed; retrying (logged again once a minute while it fails)");
             }
