@@ -76,22 +76,23 @@ impl FailureLog {
     /// Notes a failed step, logging it if it begins a streak or the streak's last line is a
     /// minute old.
     pub fn failed(&mut self, error: &dyn Display) {
+        // A tracing event's level is part of its static metadata: one event per level.
+        macro_rules! at_severity {
+            ($($event:tt)*) => {
+                match self.severity {
+                    Severity::Error => tracing::error!($($event)*),
+                    Severity::Warning => tracing::warn!($($event)*),
+                }
+            };
+        }
         let line = self.note_failure(Instant::now());
         let what = &self.what;
-        match (line, self.severity) {
-            (Line::Began, Severity::Error) => {
-                tracing::error!(%error, "{what} failed; retrying (logged again once a minute while it fails)");
-            }
-            (Line::Began, Severity::Warning) => {
-                tracing::warn!(%error, "{what} failed; retrying (logged again once a minute while it fails)");
-            }
-            (Line::StillFailing { failures, for_secs }, Severity::Error) => {
-                tracing::error!(%error, failures, for_secs, "{what} still failing; retrying");
-            }
-            (Line::StillFailing { failures, for_secs }, Severity::Warning) => {
-                tracing::warn!(%error, failures, for_secs, "{what} still failing; retrying");
-            }
-            _ => {}
+        match line {
+            Line::Began => at_severity!(%error,
+                "{what} failed; retrying (logged again once a minute while it fails)"),
+            Line::StillFailing { failures, for_secs } => at_severity!(%error, failures, for_secs,
+                "{what} still failing; retrying"),
+            Line::Ended { .. } | Line::Nothing => {}
         }
     }
 

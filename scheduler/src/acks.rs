@@ -24,12 +24,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kadence_kafka::Backoff;
+use kadence_kafka::{Backoff, FailureLog, Severity};
 use tokio::sync::mpsc;
 
 use crate::open_batches::OpenBatches;
 use crate::store::{DispatchAck, DispatchMarks, Store, StoreError};
-use kadence_kafka::{FailureLog, Severity};
 
 /// What became of a fire dispatch took from the wheel, for the [`AckWriter`].
 #[derive(Debug)]

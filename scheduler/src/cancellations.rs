@@ -34,13 +34,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kadence_kafka::{FailureLog, Severity};
 use kadence_schemas::JobId;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::model::PendingFire;
 use crate::store::{FireCancellation, Store, StoreError};
-use kadence_kafka::{FailureLog, Severity};
 
 /// Per job, the cancellations dispatch must respect (see the module docs).
 #[derive(Default)]

@@ -15,13 +15,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kadence_kafka::{FailureLog, Severity};
 use tokio_util::sync::CancellationToken;
 
 use crate::acks::AckLedger;
 use crate::clock::Clock;
 use crate::intake::FireIntake;
 use crate::store::StoreError;
-use kadence_kafka::{FailureLog, Severity};
 
 /// Claims expired pending fires for this node.
 pub struct Claimer {

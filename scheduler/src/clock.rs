@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use kadence_kafka::{FailureLog, Severity};
+use tokio_util::sync::CancellationToken;
 
 /// One day in ms.
 pub const DAY_MS: i64 = 86_400_000;

@@ -23,7 +23,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_kafka::RunTracer;
+use kadence_kafka::{FailureLog, RunTracer, Severity};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +32,6 @@ use crate::intake::{FireIntake, PlannedBatch};
 use crate::shards::ShardOwnership;
 use crate::store::StoreError;
 use crate::traces::record_pre_read;
-use kadence_kafka::{FailureLog, Severity};
 
 /// Parameters of one pre-read scan.
 #[derive(Debug, Clone)]

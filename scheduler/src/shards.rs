@@ -40,13 +40,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kadence_kafka::{FailureLog, Severity};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::metrics::SchedulerMetrics;
 use crate::store::{Acquisition, OwnedShard, ShardLease, ShardLeaseRequest, Store, StoreError};
-use kadence_kafka::{FailureLog, Severity};
 
 /// Most schedule shards a database may be split into: more than nodes anyone runs, few
 /// enough that a scan's shard list stays short.

@@ -546,7 +546,10 @@ async fn shard_rows_stay_locked(db: &TestDatabase) -> bool {
             let mut transaction = connection.begin().await.expect("begin");
             let locked = match sqlx::query(SQL).fetch_all(&mut *transaction).await {
                 Ok(_) => false,
-                Err(error) => refused_for_a_lock(&error),
+                Err(error) => {
+                    assert_refused_for_a_lock(&error);
+                    true
+                }
             };
             transaction.rollback().await.expect("roll back");
             locked
@@ -568,9 +571,9 @@ async fn shard_rows_stay_locked(db: &TestDatabase) -> bool {
     true
 }
 
-/// Whether `error` is the refusal of a `NOWAIT` read to wait for a lock (any other error fails
-/// the test: the check would otherwise see locks that are not there).
-fn refused_for_a_lock(error: &sqlx::Error) -> bool {
+/// Fails the test unless `error` is the refusal of a `NOWAIT` read to wait for a lock (the
+/// check would otherwise see locks that are not there).
+fn assert_refused_for_a_lock(error: &sqlx::Error) {
     let refused = error.as_database_error().is_some_and(|database_error| {
         // PostgreSQL's lock_not_available; MariaDB's lock wait timeout; MySQL 8's NOWAIT.
         database_error.code().as_deref() == Some("55P03")
@@ -579,7 +582,6 @@ fn refused_for_a_lock(error: &sqlx::Error) -> bool {
                 .is_some_and(|mysql| matches!(mysql.number(), 1205 | 3572))
     });
     assert!(refused, "the locking read of the shards failed: {error}");
-    refused
 }
 
 /// One test per named `async fn name(backend: Backend)` and server backend (PostgreSQL and

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use kadence_kafka::{FailureLog, Severity};
 use kadence_schemas::{JobId, TriggerId, TriggerType, result_code};
 use tokio_util::sync::CancellationToken;
 
@@ -31,7 +32,6 @@ use crate::intake::{FireIntake, FireNow, FireSource};
 use crate::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
 use crate::monitors::alarm::{Alarm, Alarms};
 use crate::store::{FinishedRun, Store, StoreError};
-use kadence_kafka::{FailureLog, Severity};
 
 /// What one step did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
