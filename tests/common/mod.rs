@@ -16,8 +16,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use rand::Rng;
-
 // What runs on every store and what runs once.
 //
 // A test runs on every backend when what it proves passes through the store: scheduling
@@ -167,11 +165,7 @@ pub fn brokers() -> String {
     })
 }
 
-/// A random lower-case suffix for names that must not collide between tests.
-pub fn unique(prefix: &str) -> String {
-    let suffix: u64 = rand::rng().random();
-    format!("{prefix}{suffix:016x}")
-}
+pub use kadence_tests::unique;
 
 fn postgres_admin_url() -> String {
     std::env::var("KADENCE_TEST_POSTGRES_URL")

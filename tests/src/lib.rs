@@ -8,7 +8,8 @@
 //! - [`session`]: a login to a scheduler's API, and the admin password the suites set.
 //! - [`faults`]: the fault harness behind `infra/faults.sh`: scenarios that inject a fault
 //!   while jobs fire, with what they counted.
-//! - [`now_ms`]: the wall clock in the records' unit.
+//! - [`now_ms`]: the wall clock in the records' unit; [`unique`]: a name no other test or
+//!   scenario running at the same time takes.
 //!
 //! They take addresses as arguments (never a test's environment), so a benchmark that starts
 //! its own broker and `kadence serve` uses them as a test does.
@@ -26,6 +27,13 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock after 1970");
     i64::try_from(since_epoch.as_millis()).expect("milliseconds fit in i64")
+}
+
+/// `prefix` and a random lower-case suffix, for names that must not collide between tests
+/// or fault scenarios running side by side (topics, groups, databases).
+pub fn unique(prefix: &str) -> String {
+    let suffix: u64 = rand::random();
+    format!("{prefix}{suffix:016x}")
 }
 
 /// The value at `fraction` (0.5 = median) of `sorted`, nearest rank; the default when empty.

@@ -49,7 +49,7 @@ async fn run_one(options: &Options, restart: bool) -> Report {
     } else {
         ProxiedBroker::start().await
     };
-    let prefix = format!("kfaults{}", now_ms());
+    let prefix = crate::unique("kfaults");
     let database = tempfile::tempdir().expect("a database directory");
     let database_url = sqlite_url(database.path());
     let stack = Stack::start(&database_url, &broker.address, &prefix).await;

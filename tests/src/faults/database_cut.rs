@@ -194,7 +194,7 @@ async fn integrity_check(path: &std::path::Path) -> String {
 /// The scenario's timeline around `fault`, and its judgement.
 async fn run_outage(options: &Options, fault: StoreFault) -> Report {
     let broker = ProxiedBroker::start().await;
-    let prefix = format!("kfaults{}", now_ms());
+    let prefix = crate::unique("kfaults");
     let mut stack = Stack::start(&fault.database_url(), &broker.address, &prefix).await;
     let half = options.jobs.div_ceil(2);
     let skipping = stack.api.every_second_jobs(half, "DO_NOTHING").await;

@@ -112,7 +112,7 @@ type Fault = for<'a> fn(
 
 async fn run(options: &Options, scenario: &'static str, fault: Fault) -> Report {
     let broker = ProxiedBroker::start().await;
-    let prefix = format!("kfaults{}", now_ms());
+    let prefix = crate::unique("kfaults");
     let database = tempfile::tempdir().expect("a database directory");
     let database_url = sqlite_url(database.path());
     let mut stack = Stack::start(&database_url, &broker.address, &prefix).await;

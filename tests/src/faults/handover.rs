@@ -49,7 +49,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(120);
 pub async fn run(options: &Options) -> Report {
     let cluster = MockCluster::new(1).expect("librdkafka's mock cluster");
     let brokers = cluster.bootstrap_servers();
-    let prefix = format!("kfaults{}", now_ms());
+    let prefix = crate::unique("kfaults");
     let topics = Topics::new(&prefix).expect("a valid prefix");
     let app = AppName::parse(APP).expect("a valid app name");
     cluster

@@ -258,7 +258,7 @@ async fn dead_letters(brokers: &str, prefix: &str) -> Vec<Letter> {
 /// Runs the scenario.
 pub async fn run(options: &Options) -> Report {
     let broker = ProxiedBroker::start().await;
-    let prefix = format!("kfaults{}", now_ms());
+    let prefix = crate::unique("kfaults");
     let database = tempfile::tempdir().expect("a database directory");
     let database_url = sqlite_url(database.path());
     let mut stack = Stack::start(&database_url, &broker.address, &prefix).await;

@@ -32,7 +32,7 @@ pub fn defaults() -> Options {
 pub async fn run(options: &Options) -> Report {
     let database = ScenarioDatabase::create().await;
     let broker = ProxiedBroker::start().await;
-    let prefix = format!("kfaults{}", now_ms());
+    let prefix = crate::unique("kfaults");
     let mut stack = Stack::start(&database.url(), &broker.address, &prefix).await;
     let paused = stack.add_node().await;
     let jobs = stack

@@ -4,8 +4,6 @@
 
 use sqlx::{Connection, Executor};
 
-use crate::now_ms;
-
 /// A PostgreSQL database of the scenario's own, dropped at the end.
 pub struct ScenarioDatabase {
     admin_url: String,
@@ -15,11 +13,11 @@ pub struct ScenarioDatabase {
 }
 
 impl ScenarioDatabase {
-    /// Creates it, named after the time.
+    /// Creates it, under a name of its own (scenarios run side by side).
     pub async fn create() -> ScenarioDatabase {
         let admin_url = std::env::var("KADENCE_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-        let name = format!("kfaults_{}", now_ms());
+        let name = crate::unique("kfaults_");
         let mut connection = sqlx::PgConnection::connect(&admin_url)
             .await
             .unwrap_or_else(|error| panic!("PostgreSQL at {admin_url}: {error}"));

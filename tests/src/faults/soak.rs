@@ -55,7 +55,7 @@ struct Sample {
 pub async fn run(options: &Options) -> Report {
     let database = ScenarioDatabase::create().await;
     let broker = ProxiedBroker::start().await;
-    let prefix = format!("kfaults{}", now_ms());
+    let prefix = crate::unique("kfaults");
     let settings = [("KADENCE_RETENTION__UNKEPT_RUNS_FOR", "5m")];
     let mut stack = Stack::start_with(&database.url(), &broker.address, &prefix, &settings).await;
     stack.add_executor();
