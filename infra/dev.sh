@@ -20,6 +20,8 @@
 #                  dashboards/alerts.yml loaded; point Grafana at it (see the README).
 #
 # Environment: KADENCE_BROKERS (use this cluster instead of starting a broker),
+# KADENCE_BROKER_KIND (the broker to start: tansu, the default, or kafka for one Apache Kafka
+# node, or kafka-cluster for three; see infra/broker.sh),
 # KADENCE_API_PORT (default 8080), KADENCE_OTLP_ENDPOINT (export the scheduler's and the
 # executor's spans to this OTLP/HTTP endpoint, e.g. a local Jaeger at http://127.0.0.1:4318).
 # State lives in .kadence/dev.
@@ -79,7 +81,7 @@ if [ -n "${KADENCE_BROKERS:-}" ]; then
 else
   brokers=$(infra/broker.sh start --state "$state/broker")
   started_broker=yes
-  echo "broker started at $brokers (log: $state/broker/broker.log)"
+  echo "broker ($(cat "$state/broker/kind")) started at $brokers (logs: $state/broker)"
 fi
 
 password_file="$state/admin-password"

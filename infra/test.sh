@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite, exactly as CI runs it (.ci/run calls this script):
-#   1. installs what is missing: rustfmt/clippy, the broker (tansu, ~10 min the first time),
-#      and starts the local PostgreSQL and MariaDB if they are installed but stopped;
+# The whole test suite, exactly as CI runs it (.ci/run calls this script). On a fresh machine
+# it installs what is missing, and it leaves the machine as it found it apart from packages
+# and caches:
+#   1. rustfmt/clippy; the databases (infra/databases.sh: Debian's postgresql and
+#      mariadb-server when missing, each started as a server of its own with its data in a
+#      temporary folder, or the one already answering on its port reused); the brokers
+#      (infra/broker.sh: tansu, ~10 min the first time; Apache Kafka 4 resolved by Maven
+#      into ~/.cache/kadence, ~1 min the first time);
 #   2. cargo fmt --check, the code-shape check (no file over 500 lines of non-test code, no
 #      function over 80, no module cycle), the dashboards being generate.py's output, and
 #      cargo clippy --all-targets -D warnings; installs Debian's prometheus (and promtool)
@@ -9,16 +14,20 @@
 #      when missing (the console's browser test, tests/e2e/console.rs);
 #   3. installs the Python tools the tests use when missing (confluent-kafka, fastavro), the
 #      reference Python executor in a virtual environment of its own (infra/python-executor.sh)
-#      and runs its unit tests, and starts a broker on a free loopback port (memory storage);
-#   4. runs every test of the workspace against it, SQLite and PostgreSQL;
+#      and runs its unit tests, and starts the brokers on free loopback ports: one Apache
+#      Kafka node and one tansu (memory storage);
+#   4. runs every test of the workspace against Apache Kafka, SQLite, PostgreSQL and
+#      MariaDB, then the e2e suites whose subject is Kafka behaviour again on tansu (the
+#      README's "Brokers" section says which and why);
 #   5. runs the fault scenarios that fit in the test command (infra/faults.sh: every scenario but the soak, side by side)
 #      and fuzzes the HTTP API with schemathesis against a running scheduler
 #      (infra/fuzz-api.sh; installs schemathesis from PyPI when missing);
-#   6. stops the broker, whatever happened.
+#   6. stops the brokers and the databases it started, whatever happened.
 # PostgreSQL: KADENCE_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test);
 # each test creates and drops its own database there. MySQL/MariaDB (the third store backend,
 # and XXL-JOB's database for the import tests): KADENCE_TEST_MYSQL_URL (default
-# mysql://root@127.0.0.1:3306), the same way.
+# mysql://root@127.0.0.1:3306), the same way. Either URL pointing elsewhere leaves the local
+# server alone only if something answers on its port already.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,42 +38,31 @@ export KADENCE_TEST_MYSQL_URL="${KADENCE_TEST_MYSQL_URL:-mysql://root@127.0.0.1:
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Everything this run starts keeps its state under one folder, stopped and removed at exit.
+run_state=$(mktemp -d "${TMPDIR:-/tmp}/kadence-test.XXXXXX")
+chmod 755 "$run_state" # the database servers run as their own users
+cleanup() {
+  infra/broker.sh stop --state "$run_state/kafka" || true
+  infra/broker.sh stop --state "$run_state/tansu" || true
+  infra/databases.sh stop --state "$run_state/databases" || true
+  rm -rf "$run_state"
+}
+trap cleanup EXIT
+
 step "toolchain components"
 for component in rustfmt clippy; do
   rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component"
 done
 
-step "PostgreSQL"
-pg_answers() { (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; }
-if ! pg_answers; then
-  if command -v pg_ctlcluster >/dev/null 2>&1; then
-    version=$(ls /etc/postgresql | sort -V | tail -n 1)
-    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
-  fi
-  for _ in $(seq 1 50); do pg_answers && break; sleep 0.2; done
-  pg_answers || { echo "PostgreSQL is not reachable on 127.0.0.1:5432; the store tests need it" >&2; exit 1; }
-fi
-echo "PostgreSQL answers on 127.0.0.1:5432"
+step "databases: PostgreSQL on 127.0.0.1:5432, MariaDB on 127.0.0.1:3306 (infra/databases.sh)"
+# Every store test and every e2e test that runs on PostgreSQL runs on MariaDB too, in a
+# database of its own; tests/e2e/xxl_import.rs also loads XXL-JOB's schema into one and
+# imports from it.
+infra/databases.sh start --state "$run_state/databases"
 
-step "MariaDB (the MySQL store's tests, and XXL-JOB's database for the import tests)"
-# Every store test and every e2e test that runs on PostgreSQL runs on it too, in a database
-# of its own; tests/e2e/xxl_import.rs also loads XXL-JOB's schema into one and imports from it
-# (KADENCE_TEST_MYSQL_URL, default mysql://root@127.0.0.1:3306).
-mysql_answers() { (exec 3<>/dev/tcp/127.0.0.1/3306) 2>/dev/null; }
-if ! mysql_answers; then
-  if [ -x /etc/init.d/mariadb ]; then
-    service mariadb start || true
-  fi
-  if ! mysql_answers && command -v mysqld_safe >/dev/null 2>&1; then
-    (mysqld_safe >/dev/null 2>&1 &)
-  fi
-  for _ in $(seq 1 100); do mysql_answers && break; sleep 0.2; done
-  mysql_answers || { echo "MariaDB is not reachable on 127.0.0.1:3306; the MySQL store and XXL-JOB import tests need it" >&2; exit 1; }
-fi
-echo "MariaDB answers on 127.0.0.1:3306"
-
-step "broker (tansu)"
-infra/broker.sh install
+step "brokers: tansu and Apache Kafka (infra/broker.sh install)"
+infra/broker.sh install --kind tansu
+infra/broker.sh install --kind kafka
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -110,20 +108,27 @@ KADENCE_TEST_PYTHON_EXECUTOR=$(infra/python-executor.sh)
 export KADENCE_TEST_PYTHON_EXECUTOR
 (cd executors/python && "$KADENCE_TEST_PYTHON_EXECUTOR" -m unittest discover --start-directory tests --top-level-directory . --quiet)
 
-step "starting a broker for the tests"
-state=$(mktemp -d "${TMPDIR:-/tmp}/kadence-test-broker.XXXXXX")
-cleanup() {
-  infra/broker.sh stop --state "$state" || true
-  rm -rf "$state"
-}
-trap cleanup EXIT
-KADENCE_TEST_BROKERS=$(infra/broker.sh start --state "$state")
-export KADENCE_TEST_BROKERS
-echo "broker at $KADENCE_TEST_BROKERS"
+step "starting the brokers for the tests: Apache Kafka (one node) and tansu"
+KADENCE_TEST_BROKERS=$(infra/broker.sh start --kind kafka --state "$run_state/kafka")
+KADENCE_TEST_BROKER_KIND=kafka
+export KADENCE_TEST_BROKERS KADENCE_TEST_BROKER_KIND
+tansu_brokers=$(infra/broker.sh start --kind tansu --state "$run_state/tansu")
+echo "Apache Kafka at $KADENCE_TEST_BROKERS, tansu at $tansu_brokers"
 
-step "cargo test"
+step "cargo test, on Apache Kafka"
 # The end-to-end tests mostly wait on the broker and the clock, so run more than one per core.
 RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --workspace --locked
+
+step "the e2e tests whose subject is Kafka behaviour, again on tansu (the dev stack's broker)"
+# The e2e tests on SQLite but those whose subject is the API, the console or the dashboards:
+# conformance (Rust and Python executors), rebalances, SIGTERM drain, kills, redelivery, the
+# DLQ, sharding broadcast, routing, replays by offset and time, backfills, shadow groups, the
+# schema registry. Their PostgreSQL and MariaDB twins prove the stores, which the first pass
+# did on the same code. The README's "Brokers" section says what runs where.
+tansu_skips=(postgres:: mysql:: access:: api_load:: console:: console_api:: console_session::
+  prometheus:: xxl_import::)
+KADENCE_TEST_BROKERS=$tansu_brokers KADENCE_TEST_BROKER_KIND=tansu RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" \
+  cargo test --locked -p kadence-tests --test e2e -- "${tansu_skips[@]/#/--skip=}"
 
 step "fault scenarios that fit here (infra/faults.sh; each prints its counters, fails on a lost fire)"
 # Each starts its own broker, scheduler and executors, and spends most of its time waiting

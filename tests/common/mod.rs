@@ -165,6 +165,25 @@ pub fn brokers() -> String {
     })
 }
 
+/// The kind of broker `KADENCE_TEST_BROKERS` names: `KADENCE_TEST_BROKER_KIND`, `tansu` (the
+/// default, as `infra/broker.sh start` starts it) or `kafka` (`infra/test.sh` sets it for each
+/// of its passes). Tests use only standard Kafka APIs; the kind matters only where a test has
+/// to do what the broker cannot be asked to do through them (see each use).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerKind {
+    Tansu,
+    Kafka,
+}
+
+/// The kind of the tests' broker (see [`BrokerKind`]).
+pub fn broker_kind() -> BrokerKind {
+    match std::env::var("KADENCE_TEST_BROKER_KIND").as_deref() {
+        Err(_) | Ok("tansu") => BrokerKind::Tansu,
+        Ok("kafka" | "kafka-cluster") => BrokerKind::Kafka,
+        Ok(other) => panic!("KADENCE_TEST_BROKER_KIND is tansu or kafka, not {other}"),
+    }
+}
+
 pub use kadence_tests::unique;
 
 fn postgres_admin_url() -> String {

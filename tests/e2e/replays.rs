@@ -17,7 +17,7 @@ use kadence_tests::triggers::{Placed, read_placed_records};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Backend, wait_for};
+use crate::common::{Backend, BrokerKind, wait_for};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
 
 on_every_backend!(
@@ -433,57 +433,100 @@ async fn a_backfill_after_an_outage_emits_exactly_the_missing_fires(backend: Bac
 
 on_sqlite_only!(a_range_older_than_the_retention_is_refused_naming_the_earliest_offset);
 
-/// A broker of its own, storing in SQLite, whose records a test can delete as the broker's
-/// retention would (tansu's own retention runs every ten minutes, too rarely for a test; it
-/// deletes the same rows).
-struct SqliteBroker {
-    state: tempfile::TempDir,
-    address: String,
+/// A broker whose records a test can delete as the broker's retention would. On Apache
+/// Kafka that is the tests' broker and DeleteRecords, which moves a partition's start as
+/// retention does. tansu 0.6 answers no DeleteRecords and runs its retention every ten
+/// minutes, too rarely for a test: there it is a tansu of the test's own on SQLite storage,
+/// whose rows the test deletes as tansu's retention does.
+enum RetentionBroker {
+    Kafka { address: String },
+    TansuOnSqlite { state: tempfile::TempDir, address: String },
 }
 
-impl SqliteBroker {
-    fn start() -> SqliteBroker {
+impl RetentionBroker {
+    fn start() -> RetentionBroker {
+        if crate::common::broker_kind() == BrokerKind::Kafka {
+            return RetentionBroker::Kafka {
+                address: crate::common::brokers(),
+            };
+        }
         let state = tempfile::tempdir().expect("broker state dir");
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/broker.sh");
         let output = std::process::Command::new(script)
-            .args(["start", "--storage", "sqlite", "--state"])
+            .args(["start", "--kind", "tansu", "--storage", "sqlite", "--state"])
             .arg(state.path())
             .output()
             .expect("infra/broker.sh runs");
         assert!(output.status.success(), "broker starts: {output:?}");
         let address = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        SqliteBroker { state, address }
+        RetentionBroker::TansuOnSqlite { state, address }
+    }
+
+    fn address(&self) -> &str {
+        match self {
+            RetentionBroker::Kafka { address } | RetentionBroker::TansuOnSqlite { address, .. } => {
+                address
+            }
+        }
     }
 
     /// Deletes the records of partition 0 of `topic` below `offset`, as retention does.
     async fn delete_before(&self, topic: &str, offset: i64) {
-        let url = format!(
-            "sqlite://{}?mode=rw",
-            self.state.path().join("broker.db").display()
-        );
-        let pool = sqlx::SqlitePool::connect(&url)
-            .await
-            .expect("the broker's database");
-        sqlx::query(
-            "DELETE FROM record WHERE offset_id < $1 AND topition IN \
-             (SELECT tp.id FROM topition tp JOIN topic t ON t.id = tp.topic \
-              WHERE t.name = $2 AND tp.partition = 0)",
-        )
-        .bind(offset)
-        .bind(topic)
-        .execute(&pool)
-        .await
-        .expect("records deleted");
-        pool.close().await;
+        match self {
+            RetentionBroker::Kafka { address } => delete_records(address, topic, offset).await,
+            RetentionBroker::TansuOnSqlite { state, .. } => {
+                delete_tansu_rows(state.path(), topic, offset).await
+            }
+        }
     }
 }
 
-impl Drop for SqliteBroker {
+async fn delete_records(address: &str, topic: &str, offset: i64) {
+    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        rdkafka::config::ClientConfig::new()
+            .set("bootstrap.servers", address)
+            .create()
+            .expect("admin client");
+    let mut before = rdkafka::TopicPartitionList::new();
+    before
+        .add_partition_offset(topic, 0, rdkafka::Offset::Offset(offset))
+        .expect("partition offset");
+    let deleted = admin
+        .delete_records(&before, &rdkafka::admin::AdminOptions::new())
+        .await
+        .expect("DeleteRecords answered");
+    for element in deleted.elements() {
+        assert!(element.error().is_ok(), "records deleted: {element:?}");
+    }
+}
+
+async fn delete_tansu_rows(state: &std::path::Path, topic: &str, offset: i64) {
+    let url = format!("sqlite://{}?mode=rw", state.join("broker.db").display());
+    let pool = sqlx::SqlitePool::connect(&url)
+        .await
+        .expect("the broker's database");
+    sqlx::query(
+        "DELETE FROM record WHERE offset_id < $1 AND topition IN \
+         (SELECT tp.id FROM topition tp JOIN topic t ON t.id = tp.topic \
+          WHERE t.name = $2 AND tp.partition = 0)",
+    )
+    .bind(offset)
+    .bind(topic)
+    .execute(&pool)
+    .await
+    .expect("records deleted");
+    pool.close().await;
+}
+
+impl Drop for RetentionBroker {
     fn drop(&mut self) {
+        let RetentionBroker::TansuOnSqlite { state, .. } = self else {
+            return;
+        };
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/broker.sh");
         let _ = std::process::Command::new(script)
             .args(["stop", "--state"])
-            .arg(self.state.path())
+            .arg(state.path())
             .status();
     }
 }
@@ -491,13 +534,13 @@ impl Drop for SqliteBroker {
 /// Ten records, the first four deleted: a replay from before them is refused with the
 /// earliest offset still there and when it was produced; from there on it reads.
 async fn a_range_older_than_the_retention_is_refused_naming_the_earliest_offset(backend: Backend) {
-    let broker = SqliteBroker::start();
-    let address = broker.address.clone();
+    let broker = RetentionBroker::start();
+    let address = broker.address().to_owned();
     let app = spawn_app_with(backend, |config| config.kafka.brokers = address).await;
     app.create_app("demo", 1).await;
     let topic = format!("{}.triggers.demo", app.prefix);
     let producer: rdkafka::producer::FutureProducer = rdkafka::config::ClientConfig::new()
-        .set("bootstrap.servers", &broker.address)
+        .set("bootstrap.servers", broker.address())
         .create()
         .expect("producer");
     let start_ms = kadence_tests::now_ms();

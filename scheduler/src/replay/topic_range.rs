@@ -197,11 +197,22 @@ pub fn read_range(
 /// would skip the wanted records at the batch's start; fetching from a batch's length
 /// earlier (the producers' batches hold fewer records than this) and skipping what comes
 /// before the wanted offset reads them all.
+///
+/// Only tansu needs it, and it is kept because it is harmless on Apache Kafka, which serves a
+/// fetch from the exact offset asked (the records before it in its batch are dropped by the
+/// client): there it costs reading up to this many records per partition that the reader
+/// passes over, a fraction of a second, once per replay. Brokers cannot be told apart
+/// through the standard APIs, so one rule serves both.
 const BATCH_REACH: i64 = 10_000;
 
 /// How long a partition that reached its reported end must stay quiet to count as read: a
 /// broker's high watermark can trail the records it serves (tansu 0.6 reports a batch's
 /// first offset + 1), so the end is where the records stop, not the number it reported.
+///
+/// Only tansu needs it, and it is kept because it is harmless on Apache Kafka, whose high
+/// watermark is exact (a consumer is never served a record above it): there a time range's
+/// reading ends this much later than it could, once per replay; a range by offsets ends at
+/// its last offset and never waits.
 const QUIET: Duration = Duration::from_secs(2);
 
 /// One partition being read: wanted `[from, to)`, the end the broker reported, and the next
