@@ -14,7 +14,7 @@ use crate::error::ExecutorError;
 use crate::handler::{self, HandlerFn, Lifecycle, Registry};
 use crate::partitions::Assignment;
 use crate::script::script_handler;
-use crate::settings::ExecutorSettings;
+use crate::settings::{ExecutorSettings, GroupProtocol};
 
 /// Builds an [`Executor`]. Required: [`brokers`](Self::brokers), [`app`](Self::app) and at
 /// least one [`handler`](Self::handler).
@@ -25,6 +25,7 @@ pub struct ExecutorBuilder {
     topic_prefix: String,
     executor_id: Option<String>,
     session_timeout: Duration,
+    group_protocol: GroupProtocol,
     max_in_flight: usize,
     max_concurrent_per_job: usize,
     drain_timeout: Duration,
@@ -53,6 +54,7 @@ impl Default for ExecutorBuilder {
             topic_prefix: kadence_schemas::topics::DEFAULT_PREFIX.to_owned(),
             executor_id: None,
             session_timeout: Duration::from_secs(10),
+            group_protocol: GroupProtocol::Classic,
             max_in_flight: 20_000,
             max_concurrent_per_job: 16,
             drain_timeout: Duration::from_secs(30),
@@ -102,9 +104,36 @@ impl ExecutorBuilder {
     }
 
     /// Consumer group session timeout: how long the group waits for a silent executor before
-    /// giving its partitions to others. Default 10 s.
+    /// giving its partitions to others. Default 10 s. The executor also takes it as its own
+    /// patience: how long it waits at start to read the control topic to its end before it
+    /// takes triggers anyway, and (with the rebalance timeout) for a clean leave at the end.
+    ///
+    /// Under [`GroupProtocol::Consumer`] the broker sets the session and the heartbeat, so
+    /// this only sets that patience (see [`group_protocol`](Self::group_protocol)).
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
+        self
+    }
+
+    /// The protocol the executor joins its consumer group with (librdkafka's
+    /// `group.protocol`). Default [`GroupProtocol::Classic`].
+    ///
+    /// [`GroupProtocol::Consumer`] (Kafka's KIP-848 protocol, which the broker must offer:
+    /// Apache Kafka 4.0 and later) leaves the session and heartbeat to the broker's
+    /// `group.consumer.session.timeout.ms` and `group.consumer.heartbeat.interval.ms`, so the
+    /// executor sets neither `session.timeout.ms` nor `heartbeat.interval.ms` then, and
+    /// [`session_timeout`](Self::session_timeout) only sets the executor's own patience; a
+    /// rebalance moves only the partitions that change owner. librdkafka refuses a consumer
+    /// with `session.timeout.ms`, `heartbeat.interval.ms`, `partition.assignment.strategy` or
+    /// `group.protocol.type` under that protocol, so [`build`](Self::build) fails if
+    /// [`kafka_option`](Self::kafka_option) sets one of them.
+    ///
+    /// This is the only place to choose the protocol: [`build`](Self::build) fails if
+    /// `group.protocol` is given as a raw [`kafka_option`](Self::kafka_option), because the
+    /// protocol decides which other settings the consumer may carry, and a raw option would
+    /// also reach every other client.
+    pub fn group_protocol(mut self, protocol: GroupProtocol) -> Self {
+        self.group_protocol = protocol;
         self
     }
 
@@ -260,7 +289,8 @@ impl ExecutorBuilder {
         self
     }
 
-    /// A raw librdkafka option for every client (security, tuning).
+    /// A raw librdkafka option for every client (security, tuning). Not `group.protocol`: see
+    /// [`group_protocol`](Self::group_protocol).
     pub fn kafka_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.kafka_options.insert(key.into(), value.into());
         self
@@ -354,6 +384,7 @@ impl ExecutorBuilder {
                 "max_in_flight must be at least 1".to_owned(),
             ));
         }
+        check_group_options(self.group_protocol, &self.kafka_options)?;
         let tracer = RunTracer::new(app.as_str(), self.otlp_endpoint.as_deref())
             .map_err(|error| ExecutorError::Config(error.to_string()))?;
         let settings = ExecutorSettings {
@@ -368,6 +399,7 @@ impl ExecutorBuilder {
             trusted_keys,
             executor_id,
             session_timeout: self.session_timeout,
+            group_protocol: self.group_protocol,
             max_in_flight: self.max_in_flight,
             max_concurrent_per_job: self.max_concurrent_per_job,
             drain_timeout: self.drain_timeout,
@@ -395,6 +427,43 @@ impl ExecutorBuilder {
         self.allow_unverified_scripts = true;
         self.build()
     }
+}
+
+/// Raw options librdkafka refuses in a consumer of the KIP-848 protocol: the broker keeps the
+/// session and heartbeat and assigns the partitions.
+const CLASSIC_ONLY_OPTIONS: [&str; 4] = [
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "partition.assignment.strategy",
+    "group.protocol.type",
+];
+
+/// Fails on a raw `group.protocol` (the typed setting is the only one) and, under
+/// [`GroupProtocol::Consumer`], on raw options that protocol does not take, so the mistake
+/// shows at build with the way out instead of as librdkafka's refusal when the executor runs.
+fn check_group_options(
+    protocol: GroupProtocol,
+    options: &BTreeMap<String, String>,
+) -> Result<(), ExecutorError> {
+    if let Some(value) = options.get("group.protocol") {
+        return Err(ExecutorError::Config(format!(
+            "kafka_option(\"group.protocol\", {value:?}): choose the group protocol with \
+             group_protocol(GroupProtocol::Classic | GroupProtocol::Consumer) instead"
+        )));
+    }
+    if protocol == GroupProtocol::Consumer
+        && let Some(key) = CLASSIC_ONLY_OPTIONS
+            .into_iter()
+            .find(|key| options.contains_key(*key))
+    {
+        return Err(ExecutorError::Config(format!(
+            "kafka_option({key:?}) is not allowed with group_protocol(GroupProtocol::Consumer): \
+             the broker sets the session, the heartbeat and the assignment under that protocol \
+             (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms, \
+             group.consumer.assignors); leave the option out, or use GroupProtocol::Classic"
+        )));
+    }
+    Ok(())
 }
 
 fn default_executor_id(app: &AppName) -> String {
@@ -495,6 +564,65 @@ mod tests {
             .build()
             .expect("valid");
         assert_eq!(built.id(), "e-1");
+    }
+
+    #[test]
+    fn a_raw_group_protocol_and_classic_only_options_under_consumer_fail_the_build() {
+        let base = |protocol| {
+            ExecutorBuilder::default()
+                .brokers("b:9092")
+                .app("demo")
+                .handler("ok", ok)
+                .group_protocol(protocol)
+        };
+        assert_eq!(
+            base(GroupProtocol::Classic)
+                .build()
+                .unwrap()
+                .settings
+                .group_protocol,
+            GroupProtocol::Classic
+        );
+        assert_eq!(
+            ExecutorBuilder::default()
+                .brokers("b:9092")
+                .app("demo")
+                .handler("ok", ok)
+                .build()
+                .unwrap()
+                .settings
+                .group_protocol,
+            GroupProtocol::Classic,
+            "classic unless said otherwise"
+        );
+        let raw = base(GroupProtocol::Consumer)
+            .kafka_option("group.protocol", "consumer")
+            .build();
+        assert!(
+            matches!(&raw, Err(ExecutorError::Config(m)) if m.starts_with("kafka_option(\"group.protocol\", \"consumer\"): choose the group protocol with group_protocol(")),
+            "{:?}",
+            raw.err()
+        );
+        for key in CLASSIC_ONLY_OPTIONS {
+            let refused = base(GroupProtocol::Consumer).kafka_option(key, "1").build();
+            assert!(
+                matches!(&refused, Err(ExecutorError::Config(m)) if m.starts_with(&format!("kafka_option({key:?}) is not allowed with group_protocol(GroupProtocol::Consumer)"))),
+                "{key}: {:?}",
+                refused.err()
+            );
+            assert!(
+                base(GroupProtocol::Classic)
+                    .kafka_option(key, "1")
+                    .build()
+                    .is_ok(),
+                "{key} is the classic protocol's to take"
+            );
+        }
+        let consumer = base(GroupProtocol::Consumer)
+            .kafka_option("group.remote.assignor", "uniform")
+            .build()
+            .unwrap();
+        assert_eq!(consumer.settings.group_protocol, GroupProtocol::Consumer);
     }
 
     #[test]

@@ -43,7 +43,9 @@
 //! handler a run lets the runs due now start before it reports.
 //!
 //! What a handler author meets:
-//! - [`ExecutorBuilder`] (`builder`): settings and handlers, checked once in `build`.
+//! - [`ExecutorBuilder`] (`builder`): settings and handlers, checked once in `build`;
+//!   [`GroupProtocol`] (`settings`): the consumer group protocol it joins with, classic or
+//!   Kafka's KIP-848 consumer protocol.
 //! - [`JobContext`], [`JobResult`], [`JobError`] (`context`): what a handler receives and
 //!   returns.
 //! - [`ExecutorError`] (`error`): why an executor could not be built or could not run.
@@ -168,6 +170,7 @@ pub use error::ExecutorError;
 pub use joblog::{FLUSH_INTERVAL, JobLogger, MAX_LINE_BYTES};
 pub use kadence_kafka::shutdown_signal;
 pub use partitions::OwnedPartitions;
+pub use settings::GroupProtocol;
 
 use handler::Registry;
 use partitions::Assignment;

@@ -1,6 +1,8 @@
 //! [`ExecutorSettings`]: what a built executor runs with, checked once by the builder and
 //! read by the parts that run it (consumer, publisher, beats). The handlers, scripts included,
-//! are the [`Registry`](crate::handler::Registry)'s.
+//! are the [`Registry`](crate::handler::Registry)'s. [`GroupProtocol`] is the one setting with
+//! a type of its own, because it changes which other client settings the group consumer may
+//! carry.
 
 use std::time::Duration;
 
@@ -20,6 +22,8 @@ pub(crate) struct ExecutorSettings {
     pub(crate) trusted_keys: TrustedKeys,
     pub(crate) executor_id: String,
     pub(crate) session_timeout: Duration,
+    /// How the trigger consumer joins its group (see [`GroupProtocol`]).
+    pub(crate) group_protocol: GroupProtocol,
     pub(crate) max_in_flight: usize,
     pub(crate) max_concurrent_per_job: usize,
     pub(crate) drain_timeout: Duration,
@@ -58,5 +62,89 @@ impl ExecutorSettings {
         } else {
             self.topics.results()
         }
+    }
+}
+
+/// The consumer group protocol the executor joins its group with (librdkafka's
+/// `group.protocol`), set with
+/// [`ExecutorBuilder::group_protocol`](crate::ExecutorBuilder::group_protocol).
+///
+/// Either runs triggers the same way: the same group, the same commit rule, the same
+/// hand-back of revoked partitions' runs. They differ in who keeps the member alive and in
+/// how partitions move:
+///
+/// - [`Classic`](Self::Classic): the client chooses its session timeout (the builder's
+///   [`session_timeout`](crate::ExecutorBuilder::session_timeout)) and heartbeats at a tenth
+///   of it; a rebalance stops the whole group, takes every partition from every member and
+///   hands them out again (eager), unless the raw option `partition.assignment.strategy` names
+///   `cooperative-sticky`.
+/// - [`Consumer`](Self::Consumer) (Kafka's KIP-848 protocol, Apache Kafka 4.0 and later): the
+///   broker keeps the session and the heartbeat, with its `group.consumer.session.timeout.ms`
+///   and `group.consumer.heartbeat.interval.ms` (45 s and 5 s unless the broker or the group's
+///   dynamic configuration says otherwise), and assigns the partitions itself (the raw
+///   option `group.remote.assignor` may name its assignor). A rebalance is incremental: only the partitions that move are
+///   revoked from their old owner and then assigned to the new one, and every member keeps
+///   consuming the rest meanwhile. The broker must offer the protocol.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum GroupProtocol {
+    /// Kafka's original group protocol (JoinGroup/SyncGroup); every Kafka-compatible broker
+    /// offers it. The default.
+    #[default]
+    Classic,
+    /// Kafka's consumer group protocol of KIP-848 (ConsumerGroupHeartbeat): session,
+    /// heartbeat and assignment are the broker's.
+    Consumer,
+}
+
+impl GroupProtocol {
+    /// The value of librdkafka's `group.protocol`: `classic` or `consumer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupProtocol::Classic => "classic",
+            GroupProtocol::Consumer => "consumer",
+        }
+    }
+}
+
+impl std::fmt::Display for GroupProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for GroupProtocol {
+    type Err = crate::ExecutorError;
+
+    /// `classic` or `consumer`, as librdkafka spells them.
+    fn from_str(text: &str) -> Result<GroupProtocol, crate::ExecutorError> {
+        match text {
+            "classic" => Ok(GroupProtocol::Classic),
+            "consumer" => Ok(GroupProtocol::Consumer),
+            other => Err(crate::ExecutorError::Config(format!(
+                "unknown group protocol {other:?}: use \"classic\" or \"consumer\""
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_protocols_parse_as_librdkafka_spells_them() {
+        for protocol in [GroupProtocol::Classic, GroupProtocol::Consumer] {
+            assert_eq!(
+                protocol.as_str().parse::<GroupProtocol>().unwrap(),
+                protocol
+            );
+            assert_eq!(protocol.to_string(), protocol.as_str());
+        }
+        assert_eq!(GroupProtocol::default(), GroupProtocol::Classic);
+        let unknown = "Consumer".parse::<GroupProtocol>().unwrap_err().to_string();
+        assert_eq!(
+            unknown,
+            "invalid executor configuration: unknown group protocol \"Consumer\": use \"classic\" or \"consumer\""
+        );
     }
 }

@@ -7,6 +7,17 @@
 //! commits what they completed synchronously, before the partitions move. Assignments and
 //! revocations also update the [`Assignment`] the beats report.
 //!
+//! The group protocol ([`GroupProtocol`]) changes the client settings and the lists the
+//! callbacks see, not the callbacks. Under the classic protocol with librdkafka's default
+//! assignors a rebalance is eager: the whole assignment is revoked, then a whole new one
+//! assigned. Under the consumer protocol (KIP-848), and under the classic one with the
+//! `cooperative-sticky` assignor, librdkafka reports the rebalance protocol as
+//! `COOPERATIVE`: a revocation lists only the partitions leaving and an assignment only those
+//! arriving, and rust-rdkafka's default rebalance handler, which runs after `pre_rebalance`,
+//! applies them with `incremental_unassign`/`incremental_assign` instead of replacing the
+//! assignment. So every list is handled as a change: the runs, offsets and [`Assignment`]
+//! entries of the partitions named, and only those; the others keep running and committing.
+//!
 //! A shadow executor is a member of `{prefix}.shadow.{app}` on the same topic, and a new
 //! shadow group starts at the live end (`auto.offset.reset=latest`), not at the beginning: a
 //! candidate handler must not run the topic's history. The client would look the end up
@@ -35,7 +46,7 @@ use crate::handoff::RunningRuns;
 use crate::metrics::ExecutorMetrics;
 use crate::offsets::OffsetTracker;
 use crate::partitions::Assignment;
-use crate::settings::ExecutorSettings;
+use crate::settings::{ExecutorSettings, GroupProtocol};
 
 /// This executor's membership of its app's consumer group.
 pub(super) struct Group {
@@ -128,23 +139,13 @@ fn client_config(settings: &ExecutorSettings) -> ClientConfig {
     } else {
         "earliest"
     };
-    let session_timeout = settings.session_timeout.as_millis().to_string();
-    // Heartbeats at a tenth of the session timeout (librdkafka's default is 3 s): a member
-    // learns of a rebalance at its next heartbeat, and one that rejoins after the round closed
-    // starts another. On the development broker (tansu) three executors starting together kept
-    // passing partitions round among themselves for minutes with 3 s heartbeats, leaving one
-    // partition unowned (seen in the routing tests); with 1 s they settle.
-    let heartbeat_interval = (settings.session_timeout.as_millis() / 10)
-        .clamp(100, 3_000)
-        .to_string();
-    settings.kafka.client_config_with(&[
-        ("group.id", &group),
+    let mut defaults = vec![
+        ("group.id", group.as_str()),
+        ("group.protocol", settings.group_protocol.as_str()),
         ("client.id", &settings.executor_id),
         ("enable.auto.commit", "false"),
         ("enable.auto.offset.store", "false"),
         ("auto.offset.reset", reset),
-        ("session.timeout.ms", &session_timeout),
-        ("heartbeat.interval.ms", &heartbeat_interval),
         // The client's statistics carry each partition's lag, for the metrics.
         ("statistics.interval.ms", "5000"),
         // A fetch is answered as soon as one record is there, and after 10 ms at the latest
@@ -155,7 +156,23 @@ fn client_config(settings: &ExecutorSettings) -> ClientConfig {
         // second per executor.
         ("fetch.wait.max.ms", "10"),
         ("fetch.min.bytes", "1"),
-    ])
+    ];
+    let session_timeout = settings.session_timeout.as_millis().to_string();
+    // Heartbeats at a tenth of the session timeout (librdkafka's default is 3 s): a member
+    // learns of a rebalance at its next heartbeat, and one that rejoins after the round closed
+    // starts another. On the development broker (tansu) three executors starting together kept
+    // passing partitions round among themselves for minutes with 3 s heartbeats, leaving one
+    // partition unowned (seen in the routing tests); with 1 s they settle.
+    let heartbeat_interval = (settings.session_timeout.as_millis() / 10)
+        .clamp(100, 3_000)
+        .to_string();
+    // Under the consumer protocol the broker keeps the session and the heartbeat, and
+    // librdkafka refuses a consumer that sets either.
+    if settings.group_protocol == GroupProtocol::Classic {
+        defaults.push(("session.timeout.ms", &session_timeout));
+        defaults.push(("heartbeat.interval.ms", &heartbeat_interval));
+    }
+    settings.kafka.client_config_with(&defaults)
 }
 
 /// Commits the revoked partitions' offsets before the group moves them, and keeps the
@@ -291,4 +308,106 @@ fn offset_list(topic: &str, offsets: &[(i32, i64)]) -> Option<TopicPartitionList
             .ok()?;
     }
     Some(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ExecutorBuilder, JobContext, JobResult};
+
+    async fn ok(_ctx: JobContext) -> JobResult {
+        Ok(())
+    }
+
+    fn settings(protocol: GroupProtocol, builder: ExecutorBuilder) -> ExecutorSettings {
+        builder
+            .brokers("127.0.0.1:9")
+            .app("billing")
+            .executor_id("billing-1")
+            .session_timeout(Duration::from_secs(6))
+            .group_protocol(protocol)
+            .handler("ok", ok)
+            .build()
+            .expect("valid settings")
+            .settings
+    }
+
+    /// The settings both protocols share, with the group's and the client's names.
+    const SHARED: [(&str, &str); 9] = [
+        ("bootstrap.servers", "127.0.0.1:9"),
+        ("group.id", "kadence.executor.billing"),
+        ("client.id", "billing-1"),
+        ("enable.auto.commit", "false"),
+        ("enable.auto.offset.store", "false"),
+        ("auto.offset.reset", "earliest"),
+        ("statistics.interval.ms", "5000"),
+        ("fetch.wait.max.ms", "10"),
+        ("fetch.min.bytes", "1"),
+    ];
+
+    #[test]
+    fn the_classic_protocol_sets_the_session_timeout_and_heartbeat() {
+        let config = client_config(&settings(
+            GroupProtocol::Classic,
+            ExecutorBuilder::default(),
+        ));
+        let mut expected = std::collections::BTreeMap::from(SHARED);
+        expected.insert("group.protocol", "classic");
+        expected.insert("session.timeout.ms", "6000");
+        expected.insert("heartbeat.interval.ms", "600");
+        assert_eq!(config.config_map(), expected);
+    }
+
+    #[test]
+    fn the_consumer_protocol_leaves_the_session_and_heartbeat_to_the_broker() {
+        let config = client_config(&settings(
+            GroupProtocol::Consumer,
+            ExecutorBuilder::default(),
+        ));
+        let mut expected = std::collections::BTreeMap::from(SHARED);
+        expected.insert("group.protocol", "consumer");
+        assert_eq!(config.config_map(), expected);
+        for refused in [
+            "session.timeout.ms",
+            "heartbeat.interval.ms",
+            "partition.assignment.strategy",
+            "group.protocol.type",
+        ] {
+            assert_eq!(config.get(refused), None, "{refused} is set");
+        }
+    }
+
+    #[test]
+    fn librdkafka_takes_the_config_of_either_protocol() {
+        // librdkafka checks a consumer's settings when it creates one, before it connects
+        // (nothing listens on port 9): under the consumer protocol it refuses
+        // `session.timeout.ms` and `heartbeat.interval.ms`.
+        for protocol in [GroupProtocol::Classic, GroupProtocol::Consumer] {
+            let config = client_config(&settings(protocol, ExecutorBuilder::default()));
+            if let Err(error) = config.create::<BaseConsumer>() {
+                panic!("librdkafka refuses the {protocol} config: {error}");
+            }
+        }
+        let mut classic_leftover = client_config(&settings(
+            GroupProtocol::Consumer,
+            ExecutorBuilder::default(),
+        ));
+        classic_leftover.set("session.timeout.ms", "6000");
+        let refusal = classic_leftover
+            .create::<BaseConsumer>()
+            .err()
+            .expect("librdkafka refuses a session timeout under the consumer protocol");
+        assert!(
+            refusal.to_string().contains("session.timeout.ms"),
+            "{refusal}"
+        );
+    }
+
+    #[test]
+    fn raw_options_still_override_the_classic_defaults() {
+        let builder = ExecutorBuilder::default().kafka_option("session.timeout.ms", "30000");
+        let config = client_config(&settings(GroupProtocol::Classic, builder));
+        assert_eq!(config.get("session.timeout.ms"), Some("30000"));
+        assert_eq!(config.get("heartbeat.interval.ms"), Some("600"));
+    }
 }

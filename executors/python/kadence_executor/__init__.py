@@ -5,8 +5,10 @@ It implements the executor contract of ``schemas/PROTOCOL.md`` in full, on confl
 and fastavro. The tour:
 
 - ``executor``: ``Executor`` (settings, handlers, ``run``, ``on_partitions``) and ``Settings``
-  (``shadow``: a shadow executor, PROTOCOL.md section 10).
-- ``consumer``: the loop: group membership, admission, commits, beats, rebalances, drain.
+  (``shadow``: a shadow executor, PROTOCOL.md section 10; ``group_protocol``: ``classic`` or
+  Kafka's KIP-848 ``consumer`` protocol).
+- ``consumer``: the loop: group membership, admission, commits, beats, rebalances (eager or
+  incremental), drain.
 - ``dispatch``: hold until the scheduled millisecond, block strategies, KILL bookkeeping,
   redelivery recognition; pure, tested without Kafka.
 - ``runs``: one run: handler thread, timeout, stop reasons, job log, result record.

@@ -12,6 +12,19 @@ group revokes partitions, the callback lets their running runs finish within the
 timeout and commits them; the rest are handed back without a result, and triggers of revoked
 partitions that were only queued or held never start here.
 
+Assignments and revocations are handled as changes: ``on_assign`` adds the partitions it is
+given and ``on_revoke`` takes away, hands back and commits only those it is given. That is what
+both group protocols need (``Settings.group_protocol``). Under the classic one with the default
+assignors a rebalance is eager: every partition is revoked, then the new assignment given whole.
+Under the consumer protocol (KIP-848), and the classic one with ``cooperative-sticky``,
+librdkafka reports the rebalance as ``COOPERATIVE``: the callbacks get only the partitions that
+move, and since they call neither ``assign`` nor ``incremental_assign``, confluent-kafka applies
+the lists itself when they return, with ``incremental_assign`` / ``incremental_unassign``, so
+the partitions that stay are never interrupted. The loop's pause (no fetching while
+``max_in_flight`` triggers are in flight) is kept per partition by the client: partitions that
+stay through an incremental rebalance keep theirs, and those that arrive need not have it, so
+after every rebalance the loop sets it afresh on the whole assignment.
+
 A shadow executor (``Settings.shadow``, PROTOCOL.md section 10) takes the same way in the group
 ``{prefix}.shadow.{app}``, with these differences: a group new to a partition starts at its end,
 committed when the partition is assigned (so the trigger emitted right after the assignment is
@@ -73,27 +86,12 @@ class Loop:
         self.hard_stop = threading.Event()
         self.caught_up = threading.Event()
         self.beat_now = True
+        # Whether the loop paused the assignment; None after a rebalance: set afresh.
         self.paused = False
         self.publisher = Publisher(
             settings.client_config(), settings.topic_prefix, settings.results_topic()
         )
-        self.consumer = Consumer(self._consumer_config())
-
-    def _consumer_config(self):
-        config = self.s.client_config()
-        config.update(
-            {
-                "group.id": self.s.group(),
-                "client.id": self.s.executor_id,
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "auto.offset.reset": self.s.offset_reset(),
-                "session.timeout.ms": self.s.session_timeout_ms,
-                "heartbeat.interval.ms": max(100, min(3000, self.s.session_timeout_ms // 10)),
-            }
-        )
-        config.update(self.s.kafka_options)
-        return config
+        self.consumer = Consumer(settings.group_consumer_config())
 
     # The loop.
 
@@ -335,7 +333,8 @@ class Loop:
         log.info("partitions assigned: %s", ids)
         with self.lock:
             self.owned.update(ids)
-        self.paused = False
+        # Which of the assigned partitions are paused is not known now (module docs).
+        self.paused = None
         self.beat_now = True
         self._tell_partitions()
 
@@ -384,7 +383,7 @@ class Loop:
             except KafkaException as error:
                 log.warning("cannot commit offsets of revoked partitions: %s", error)
         log.info("partitions revoked: %s", sorted(ids))
-        self.paused = False
+        self.paused = None
         self.beat_now = True
         self._tell_partitions()
 

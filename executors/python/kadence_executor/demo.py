@@ -16,8 +16,9 @@
 Environment: ``KADENCE_BROKERS``, ``KADENCE_APP``, ``KADENCE_TOPIC_PREFIX``,
 ``KADENCE_EXECUTOR_ID``; optional ``KADENCE_SESSION_TIMEOUT_MS`` (default 6000),
 ``KADENCE_BEAT_INTERVAL_MS`` (default 3000), ``KADENCE_TRUSTED_KEYS`` (scheduler public
-keys, comma separated; none: nothing is verified) and ``KADENCE_SHADOW`` (``1`` or ``true``: a
-shadow executor).
+keys, comma separated; none: nothing is verified), ``KADENCE_SHADOW`` (``1`` or ``true``: a
+shadow executor) and ``KADENCE_GROUP_PROTOCOL`` (``classic``, the default, also when empty, or
+``consumer``: Kafka's KIP-848 group protocol, whose session and heartbeat are the broker's).
 """
 
 import logging
@@ -26,6 +27,7 @@ import sys
 import threading
 
 from . import Executor, JobFailed
+from .executor import GROUP_PROTOCOLS
 
 
 # Handlers run in threads of their own: one line at a time, never two interleaved.
@@ -88,6 +90,13 @@ def flag(env, name):
     return value in ("1", "true")
 
 
+def group_protocol(env):
+    value = env.get("KADENCE_GROUP_PROTOCOL") or "classic"
+    if value not in GROUP_PROTOCOLS:
+        sys.exit(f"KADENCE_GROUP_PROTOCOL must be classic or consumer, not {value!r}")
+    return value
+
+
 def main():
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     env = os.environ
@@ -107,6 +116,7 @@ def main():
         beat_interval_s=int(env.get("KADENCE_BEAT_INTERVAL_MS", "3000")) / 1000,
         trusted_keys=keys,
         shadow=flag(env, "KADENCE_SHADOW"),
+        group_protocol=group_protocol(env),
     )
     handlers = (
         ("ok", ok), ("noop", noop), ("sleep", sleep), ("fail", fail), ("log", log),

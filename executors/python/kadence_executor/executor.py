@@ -21,6 +21,16 @@ handlers (a candidate version) on a copy of the app's triggers in the group
 ``{prefix}.shadow-results``, where they complete nothing; it sends no beats, ships no job log
 lines (they go to this process's logging, at debug level) and dead-letters nothing. Handlers
 see ``ctx.shadow``.
+
+``Executor(..., group_protocol="consumer")`` joins the group with Kafka's consumer group
+protocol (KIP-848; the broker must offer it, as Apache Kafka 4 does) instead of the classic one:
+the broker then keeps the session and heartbeat (its ``group.consumer.session.timeout.ms`` and
+``group.consumer.heartbeat.interval.ms``) and assigns the partitions, so the consumer sets
+neither ``session.timeout.ms`` nor ``heartbeat.interval.ms`` and ``session_timeout_ms`` only says
+how long the executor waits for the control topic at start; a rebalance moves only the
+partitions that change owner (``consumer`` handles assignments as changes under either).
+The protocol is chosen here only: ``group.protocol`` in ``kafka_options`` is refused, as are,
+under ``consumer``, the raw options librdkafka refuses with it (``CLASSIC_ONLY_OPTIONS``).
 """
 
 import os
@@ -36,6 +46,14 @@ from .signing import TrustedKeys
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _PREFIX_CHARS = _NAME_CHARS | {"."}
 
+GROUP_PROTOCOLS = ("classic", "consumer")
+# librdkafka refuses these in a consumer of the "consumer" group protocol: the broker keeps the
+# session and heartbeat and assigns the partitions.
+CLASSIC_ONLY_OPTIONS = (
+    "session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy",
+    "group.protocol.type",
+)
+
 
 @dataclass
 class Settings:
@@ -46,6 +64,7 @@ class Settings:
     topic_prefix: str = "kadence"
     executor_id: str = None
     session_timeout_ms: int = 10_000
+    group_protocol: str = "classic"
     max_in_flight: int = 20_000
     max_concurrent_per_job: int = 16
     drain_timeout_s: float = 30.0
@@ -81,6 +100,25 @@ class Settings:
         config.update(self.kafka_options)
         return config
 
+    def group_consumer_config(self):
+        """The trigger consumer's librdkafka settings; the operator's raw options win."""
+        config = {
+            "bootstrap.servers": self.brokers,
+            "group.id": self.group(),
+            "group.protocol": self.group_protocol,
+            "client.id": self.executor_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": self.offset_reset(),
+        }
+        if self.group_protocol == "classic":
+            # Under "consumer" the broker keeps both, and librdkafka refuses a consumer that
+            # sets either. Heartbeats at a tenth of the session, as the Rust SDK's.
+            config["session.timeout.ms"] = self.session_timeout_ms
+            config["heartbeat.interval.ms"] = max(100, min(3000, self.session_timeout_ms // 10))
+        config.update(self.kafka_options)
+        return config
+
     def check(self):
         if not self.brokers or not self.brokers.strip():
             raise ValueError("brokers are required")
@@ -91,6 +129,24 @@ class Settings:
             raise ValueError(f"invalid topic prefix {prefix!r}: use 1 to 64 of A-Z a-z 0-9 . _ -")
         if self.beat_interval_s <= 0 or self.max_in_flight < 1:
             raise ValueError("beat_interval_s must be positive and max_in_flight at least 1")
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ValueError(
+                f'unknown group_protocol {self.group_protocol!r}: use "classic" or "consumer"'
+            )
+        if "group.protocol" in self.kafka_options:
+            # It decides which other settings the consumer may carry, and a raw option would
+            # reach the control reader and the producer too.
+            raise ValueError(
+                "kafka_options sets group.protocol: choose it with group_protocol= instead"
+            )
+        refused = [key for key in CLASSIC_ONLY_OPTIONS if key in self.kafka_options]
+        if self.group_protocol == "consumer" and refused:
+            raise ValueError(
+                f"kafka_options sets {', '.join(refused)}, which group_protocol=\"consumer\" does "
+                "not take: the broker sets the session, the heartbeat and the assignment "
+                "(group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms, "
+                'group.consumer.assignors); leave them out, or use group_protocol="classic"'
+            )
 
 
 class Executor:

@@ -1,7 +1,8 @@
 //! An executor's life as the protocol defines it: a graceful stop (SIGTERM) in the middle of a
 //! run drains it, commits and says STOPPING; a kill -9 in the middle of a run leaves its
 //! trigger uncommitted, so another member of the group runs it; and a mixed group — one Rust
-//! and one Python executor in one app — runs every trigger exactly once.
+//! and one Python executor in one app — runs every trigger exactly once, with the classic
+//! group protocol and (on Apache Kafka) with the consumer protocol of KIP-848.
 
 use std::time::Duration;
 
@@ -190,11 +191,40 @@ async fn a_rebalance_lets_the_running_run_finish_once(executor: Implementation) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_group_runs_every_trigger_exactly_once() {
     let _watchdog = crate::common::Watchdog::arm("conformance::a_mixed_group");
+    a_mixed_group_of("classic").await;
+}
+
+/// The same with both executors on Kafka's consumer group protocol (KIP-848), whose
+/// rebalances are incremental and whose session the broker keeps (PROTOCOL.md section 1).
+/// Apache Kafka only: tansu 0.6 never assigns a member of that protocol a partition, so
+/// `infra/test.sh` leaves this test out of its tansu pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mixed_group_of_the_consumer_protocol_runs_every_trigger_exactly_once() {
+    let _watchdog = crate::common::Watchdog::arm("conformance::a_mixed_consumer_protocol_group");
+    assert_eq!(
+        crate::common::broker_kind(),
+        crate::common::BrokerKind::Kafka,
+        "the consumer group protocol needs Apache Kafka 4 (KADENCE_TEST_BROKER_KIND=kafka)"
+    );
+    a_mixed_group_of("consumer").await;
+}
+
+/// A Rust and a Python executor joining with `group_protocol`, then the shared checks.
+async fn a_mixed_group_of(group_protocol: &str) {
     let app = spawn_app(Backend::Sqlite).await;
     app.create_app("mixed", 4).await;
-    let mut rust = ExecutorProcess::start(Implementation::Rust, &app, "mixed", "mixed-rust").await;
-    let mut python =
-        ExecutorProcess::start(Implementation::Python, &app, "mixed", "mixed-python").await;
+    let protocol = [("KADENCE_GROUP_PROTOCOL", group_protocol)];
+    let mut rust =
+        ExecutorProcess::start_with(Implementation::Rust, &app, "mixed", "mixed-rust", &protocol)
+            .await;
+    let mut python = ExecutorProcess::start_with(
+        Implementation::Python,
+        &app,
+        "mixed",
+        "mixed-python",
+        &protocol,
+    )
+    .await;
     app.wait_for_executors("mixed", 2, 4).await;
     let job = app
         .create_job(

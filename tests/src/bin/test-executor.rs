@@ -20,13 +20,15 @@
 //! Environment: `KADENCE_BROKERS`, `KADENCE_APP`, `KADENCE_TOPIC_PREFIX`, `KADENCE_EXECUTOR_ID`;
 //! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_BEAT_INTERVAL_MS` (default
 //! 3000), `KADENCE_OTLP_ENDPOINT` (export spans there), `KADENCE_TRUSTED_KEYS` (scheduler
-//! public keys, comma separated; none: nothing is verified) and `KADENCE_SHADOW` (`1` or
-//! `true`: a shadow executor, `ExecutorBuilder::shadow`).
+//! public keys, comma separated; none: nothing is verified), `KADENCE_SHADOW` (`1` or
+//! `true`: a shadow executor, `ExecutorBuilder::shadow`) and `KADENCE_GROUP_PROTOCOL`
+//! (`classic`, the default, also when empty, or `consumer`: Kafka's KIP-848 group protocol, whose session and
+//! heartbeat are the broker's, `ExecutorBuilder::group_protocol`).
 
 use std::io::Write;
 use std::time::Duration;
 
-use kadence_executor::{Executor, JobContext, JobError, JobResult, OwnedPartitions};
+use kadence_executor::{Executor, GroupProtocol, JobContext, JobError, JobResult, OwnedPartitions};
 
 /// mimalloc, as the `kadence` binary: every trigger allocates its record, run and result, and
 /// with glibc's allocator a third of an executor's CPU at 10 000 triggers/s went to
@@ -125,6 +127,16 @@ fn flag_from_env(name: &str) -> bool {
     }
 }
 
+/// The group protocol `KADENCE_GROUP_PROTOCOL` names; classic when it is unset or empty.
+fn group_protocol_from_env() -> GroupProtocol {
+    match std::env::var("KADENCE_GROUP_PROTOCOL").as_deref() {
+        Err(_) | Ok("") => GroupProtocol::Classic,
+        Ok(value) => value.parse().unwrap_or_else(|_| {
+            panic!("KADENCE_GROUP_PROTOCOL must be classic or consumer, not {value:?}")
+        }),
+    }
+}
+
 /// A duration in ms from the environment, or `default`.
 fn millis_from_env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -160,7 +172,8 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
         .handler("log", log)
         .handler("shard", shard)
         .handler("describe", describe)
-        .shadow(flag_from_env("KADENCE_SHADOW"));
+        .shadow(flag_from_env("KADENCE_SHADOW"))
+        .group_protocol(group_protocol_from_env());
     let trusted_keys = std::env::var("KADENCE_TRUSTED_KEYS").unwrap_or_default();
     for key in trusted_keys.split(',').filter(|key| !key.trim().is_empty()) {
         builder = builder.trusted_key(key.trim());
