@@ -439,8 +439,13 @@ on_sqlite_only!(a_range_older_than_the_retention_is_refused_naming_the_earliest_
 /// minutes, too rarely for a test: there it is a tansu of the test's own on SQLite storage,
 /// whose rows the test deletes as tansu's retention does.
 enum RetentionBroker {
-    Kafka { address: String },
-    TansuOnSqlite { state: tempfile::TempDir, address: String },
+    Kafka {
+        address: String,
+    },
+    TansuOnSqlite {
+        state: tempfile::TempDir,
+        address: String,
+    },
 }
 
 impl RetentionBroker {
