@@ -7,6 +7,10 @@
 //!     --jobs 50 --defined 2200 --clients 0,200 --seconds 25 --backends sqlite,postgres
 //! ```
 //!
+//! `--brokers tansu,kafka` (default `tansu`) runs each backend and client count on each of
+//! those brokers (tansu, Apache Kafka 4; `common/broker.rs` says where their addresses come
+//! from), one after the other; the table names the broker of each row.
+//!
 //! The scenario of the issue "API readers starve the schedule": the API shared one database
 //! pool with the pre-read loop, the acknowledgement writer and the monitors, and 200 clients
 //! listing ~2 200 jobs made the scheduler skip whole seconds of fires, emit others twice and
@@ -37,6 +41,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::broker::{Broker, BrokerKind};
 use common::{
     APP, Backend, Database, PARTITIONS, Serve, flags, load_jobs, now_ms, parse_numbers, percentile,
     set_first_fire, sleep_until_ms,
@@ -57,6 +62,7 @@ struct Options {
     clients: Vec<usize>,
     seconds: u64,
     backends: Vec<Backend>,
+    brokers: Vec<Broker>,
 }
 
 fn options() -> Options {
@@ -66,7 +72,9 @@ fn options() -> Options {
         clients: vec![0, 200],
         seconds: 25,
         backends: vec![Backend::Sqlite, Backend::Postgres],
+        brokers: Vec::new(),
     };
+    let mut broker_kinds = vec![BrokerKind::Tansu];
     for (flag, value) in flags() {
         match flag.as_str() {
             "--jobs" => options.jobs = value.parse().expect("--jobs N"),
@@ -74,9 +82,11 @@ fn options() -> Options {
             "--clients" => options.clients = parse_numbers(&flag, &value),
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
             "--backends" => options.backends = Backend::parse_list(&value),
+            "--brokers" => broker_kinds = BrokerKind::parse_list(&value),
             other => panic!("unknown option {other}"),
         }
     }
+    options.brokers = Broker::chosen(&broker_kinds);
     assert!(
         options.defined >= options.jobs,
         "--defined counts every job, the --jobs due every second included"
@@ -86,6 +96,7 @@ fn options() -> Options {
 
 struct Measurement {
     backend: Backend,
+    broker: BrokerKind,
     clients: usize,
     audit: FireAudit,
     /// `dispatched_at_ms − scheduled_at_ms` of the checked fires, sorted.
@@ -93,7 +104,11 @@ struct Measurement {
     load: Option<LoadReport>,
 }
 
-async fn run_one(options: &Options, backend: Backend, clients: usize) -> Measurement {
+async fn run_one(
+    options: &Options,
+    (backend, broker): (Backend, &Broker),
+    clients: usize,
+) -> Measurement {
     let database = Database::create(backend).await;
     load_jobs(
         &database,
@@ -113,7 +128,7 @@ async fn run_one(options: &Options, backend: Backend, clients: usize) -> Measure
         .map(|row| row[0])
         .collect();
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
-    let serve = Serve::start(&database, &[]).await;
+    let serve = Serve::start(&database, &broker.bootstrap, &[]).await;
     let topic = format!("{}.triggers.{APP}", serve.prefix);
 
     sleep_until_ms(first_fire + WARM_UP.as_millis() as i64).await;
@@ -133,7 +148,7 @@ async fn run_one(options: &Options, backend: Backend, clients: usize) -> Measure
         .await;
     serve.stop().await;
 
-    let records = read_triggers(&common::brokers(), &topic, PARTITIONS).await;
+    let records = read_triggers(&broker.bootstrap, &topic, PARTITIONS).await;
     let audit = FireAudit::of(&records, &due, load_start, checked_until);
     let mut lateness_ms: Vec<i64> = database
         .integers(
@@ -153,6 +168,7 @@ async fn run_one(options: &Options, backend: Backend, clients: usize) -> Measure
     }
     Measurement {
         backend,
+        broker: broker.kind,
         clients,
         audit,
         lateness_ms,
@@ -166,11 +182,16 @@ async fn main() {
     let mut rows = Vec::new();
     for &backend in &options.backends {
         for &clients in &options.clients {
-            eprintln!(
-                "running {backend:?}: {} jobs due every second, {} defined, {clients} clients for {} s...",
-                options.jobs, options.defined, options.seconds
-            );
-            rows.push(run_one(&options, backend, clients).await);
+            for broker in &options.brokers {
+                eprintln!(
+                    "running {backend:?} on {}: {} jobs due every second, {} defined, {clients} clients for {} s...",
+                    broker.kind.label(),
+                    options.jobs,
+                    options.defined,
+                    options.seconds
+                );
+                rows.push(run_one(&options, (backend, broker), clients).await);
+            }
         }
     }
     let defaults = Config::default();
@@ -189,9 +210,9 @@ async fn main() {
     );
     println!();
     println!(
-        "| backend | load | fires expected | missing | emitted twice | lateness p50 | p99 | max | API 2xx | 503 | other | API p50 | p99 |"
+        "| backend | broker | load | fires expected | missing | emitted twice | lateness p50 | p99 | max | API 2xx | 503 | other | API p50 | p99 |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &rows {
         let api = match &row.load {
             Some(load) => format!(
@@ -205,8 +226,9 @@ async fn main() {
             None => "- | - | - | - | -".to_owned(),
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} ms | {} ms | {} ms | {api} |",
+            "| {} | {} | {} | {} | {} | {} | {} ms | {} ms | {} ms | {api} |",
             row.backend.label(),
+            row.broker.label(),
             match row.clients {
                 0 => "none".to_owned(),
                 clients => format!("{clients} clients"),

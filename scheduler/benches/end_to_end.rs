@@ -3,12 +3,15 @@
 //!
 //! ```text
 //! infra/bench.sh --bench end_to_end                 # starts a broker, runs the defaults
+//! infra/bench.sh --bench end_to_end --brokers tansu,kafka  # each configuration on both
 //! KADENCE_BENCH_BROKERS=127.0.0.1:9092 cargo bench -p kadence-scheduler --bench end_to_end -- \
 //!     --jobs 1000,5000,10000 --routes consistent_hash,first --backends sqlite,postgres,none --seconds 10
 //! ```
 //!
-//! For each backend, route strategy and job count it loads the jobs straight into a fresh
-//! database (cron `* * * * * ?`, SERIAL_EXECUTION, the handler `noop`, routed over 6
+//! For each backend, route strategy, job count and broker (`--brokers tansu,kafka`, default
+//! `tansu`: tansu and Apache Kafka 4, see `common/broker.rs` for their addresses; a
+//! configuration runs on each broker right after the other) it loads the jobs straight into a
+//! fresh database (cron `* * * * * ?`, SERIAL_EXECUTION, the handler `noop`, routed over 6
 //! partitions), runs `kadence serve` (release build, its default emit lead of 1 s) and
 //! `--executors` (2) processes of `tests/src/bin/test-executor.rs` (release build; `noop`
 //! returns at once and prints nothing) that trust the scheduler's signing key, as a
@@ -31,9 +34,11 @@
 //!   the executor's;
 //! - **executor CPU**: user + system time of the executor processes over the window (from
 //!   `/proc`), as a share of one core and per 1 000 runs started in the window; the
-//!   scheduler's, the broker's (`tansu` processes) and PostgreSQL's (`postgres` processes,
-//!   any database's) beside it; and how busy the whole machine was (all cores, anyone's
-//!   work, whatever else runs too).
+//!   scheduler's, the broker's (the processes listening on the run's broker address: tansu's
+//!   process, or Kafka's JVM; not other brokers on the machine, such as the other kind of
+//!   this run, idle meanwhile; `–` when none listens here) and PostgreSQL's (`postgres`
+//!   processes, any database's) beside it; and how busy the whole machine was (all cores,
+//!   anyone's work, whatever else runs too).
 //!
 //! CONSISTENT_HASH spreads the jobs over the 6 partitions, so over both executors; FIRST
 //! puts every trigger on partition 0, so one executor runs them all.
@@ -63,15 +68,15 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use common::broker::{Broker, BrokerKind};
 use common::emitter::{create_topics, delete_topics, emit_every_second};
 use common::executors::{
-    Executors, build_test_executor, machine_ticks, published_starts, ticks_between, ticks_of_named,
+    Executors, Usage, broker_processes, build_test_executor, published_starts, ticks_between,
     wait_for_beats,
 };
 use common::{
     Backend, Database, JobLoad, PARTITIONS, Serve, clock_ticks_per_second, flags, load_jobs_with,
-    now_ms, parse_choices, parse_numbers, percentile, process_usage, set_first_fire,
-    sleep_until_ms,
+    now_ms, parse_choices, parse_numbers, percentile, set_first_fire, sleep_until_ms,
 };
 use kadence_kafka::RecordSigner;
 use kadence_schemas::{JobId, Topics};
@@ -155,6 +160,7 @@ struct Options {
     histories: Vec<String>,
     routes: Vec<Route>,
     sources: Vec<Source>,
+    brokers: Vec<Broker>,
     seconds: u64,
     executors: usize,
     executor_bin: Option<PathBuf>,
@@ -169,15 +175,18 @@ fn options() -> Options {
             Source::Scheduler(Backend::Sqlite),
             Source::Scheduler(Backend::Postgres),
         ],
+        brokers: Vec::new(),
         seconds: 10,
         executors: 2,
         executor_bin: None,
     };
+    let mut broker_kinds = vec![BrokerKind::Tansu];
     for (flag, value) in flags() {
         match flag.as_str() {
             "--jobs" => options.jobs = parse_numbers(&flag, &value),
             "--routes" => options.routes = Route::parse_list(&value),
             "--backends" => options.sources = Source::parse_list(&value),
+            "--brokers" => broker_kinds = BrokerKind::parse_list(&value),
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
             "--executors" => options.executors = value.parse().expect("--executors N"),
             "--executor-bin" => options.executor_bin = Some(repository_path(&value)),
@@ -190,6 +199,7 @@ fn options() -> Options {
             other => panic!("unknown option {other}"),
         }
     }
+    options.brokers = Broker::chosen(&broker_kinds);
     options
 }
 
@@ -231,29 +241,6 @@ async fn stamp_recorded_results(database: &Database, backend: Backend) {
     database.execute(sql).await;
 }
 
-/// CPU ticks so far of the processes the table reports on.
-struct Usage {
-    executors: u64,
-    scheduler: u64,
-    machine: (u64, u64),
-    broker: std::collections::HashMap<u32, u64>,
-    database: std::collections::HashMap<u32, u64>,
-}
-
-impl Usage {
-    fn now(executors: &Executors, scheduler_pid: Option<u32>) -> Usage {
-        Usage {
-            executors: executors.ticks(),
-            scheduler: scheduler_pid
-                .and_then(process_usage)
-                .map_or(0, |(ticks, _)| ticks),
-            machine: machine_ticks(),
-            broker: ticks_of_named("tansu"),
-            database: ticks_of_named("postgres"),
-        }
-    }
-}
-
 /// What the store says about the window's fires.
 struct Stored {
     /// `handle_at_ms, recorded_at_ms` of each fire with a recorded result.
@@ -290,6 +277,7 @@ impl Stored {
 
 struct Measurement {
     source: Source,
+    broker: BrokerKind,
     /// The jobs' run-history policy.
     history: String,
     /// Database rows written per run started, from the first fire to the scheduler's stop
@@ -309,7 +297,8 @@ struct Measurement {
     /// CPU seconds over the window.
     executor_cpu: f64,
     scheduler_cpu: f64,
-    broker_cpu: f64,
+    /// None when the broker's processes were not found on this machine.
+    broker_cpu: Option<f64>,
     database_cpu: f64,
     /// Share of the machine's CPU time (all cores) busy over the window, anyone's.
     machine_busy: f64,
@@ -319,7 +308,7 @@ impl Measurement {
     /// The figures of the window `[start, end)` from its usage readings and what the
     /// executors published (`(scheduled, started)` pairs).
     fn of(
-        (source, route, jobs): (Source, Route, usize),
+        (source, broker, route, jobs): (Source, BrokerKind, Route, usize),
         (start, end): (i64, i64),
         (before, after): (Usage, Usage),
         starts: &[(i64, i64)],
@@ -333,8 +322,13 @@ impl Measurement {
             .collect();
         lateness.sort_unstable();
         let seconds_of = |ticks: u64| ticks as f64 / clock_ticks_per_second();
+        let broker_cpu = match (&before.broker, &after.broker) {
+            (Some(before), Some(after)) => Some(seconds_of(ticks_between(before, after))),
+            _ => None,
+        };
         Measurement {
             source,
+            broker,
             history: "ALL".to_owned(),
             rows_per_run: None,
             route,
@@ -345,7 +339,7 @@ impl Measurement {
             stored,
             executor_cpu: seconds_of(after.executors - before.executors),
             scheduler_cpu: seconds_of(after.scheduler - before.scheduler),
-            broker_cpu: seconds_of(ticks_between(&before.broker, &after.broker)),
+            broker_cpu,
             database_cpu: seconds_of(ticks_between(&before.database, &after.database)),
             machine_busy: (after.machine.0 - before.machine.0) as f64
                 / (after.machine.1 - before.machine.1).max(1) as f64,
@@ -353,10 +347,11 @@ impl Measurement {
     }
 }
 
-/// One configuration with `kadence serve` on a fresh `backend` database.
+/// One configuration with `kadence serve` on a fresh `backend` database and `broker`.
 async fn run_with_scheduler(
     options: &Options,
     executor_bin: &Path,
+    broker: &Broker,
     (backend, route, jobs): (Backend, Route, usize),
     history: &str,
 ) -> Measurement {
@@ -378,17 +373,20 @@ async fn run_with_scheduler(
         settings.push(("KADENCE_MONITORS__REPORT_INTERVAL", "1s".to_owned()));
     }
     let trusted_key = database.signing_key().await.public_key().to_base64();
-    let serve = Serve::start(&database, &settings).await;
+    let brokers = broker.bootstrap.as_str();
+    let serve = Serve::start(&database, brokers, &settings).await;
     let topics = Topics::new(&serve.prefix).expect("the prefix is valid");
-    let executors = Executors::start(executor_bin, options.executors, &serve.prefix, &trusted_key);
-    wait_for_beats(&topics, options.executors).await;
+    let connect = (brokers, serve.prefix.as_str());
+    let executors = Executors::start(executor_bin, options.executors, connect, &trusted_key);
+    wait_for_beats(brokers, &topics, options.executors).await;
+    let broker_pids = broker_processes(broker);
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
     let rows_before = database.rows_written().await;
     let window = window_after(first_fire, options.seconds);
     sleep_until_ms(window.0).await;
-    let before = Usage::now(&executors, Some(serve.pid()));
+    let before = Usage::now(&executors, Some(serve.pid()), &broker_pids);
     sleep_until_ms(window.1).await;
-    let after = Usage::now(&executors, Some(serve.pid()));
+    let after = Usage::now(&executors, Some(serve.pid()), &broker_pids);
     tokio::time::sleep(GRACE).await;
     let stored = Stored::read(&database, window).await;
     executors.stop().await;
@@ -398,9 +396,9 @@ async fn run_with_scheduler(
         _ => None,
     };
     database.drop().await;
-    let starts = published_starts(&topics).await;
-    delete_topics(&topics).await;
-    let configuration = (Source::Scheduler(backend), route, jobs);
+    let starts = published_starts(brokers, &topics).await;
+    delete_topics(brokers, &topics).await;
+    let configuration = (Source::Scheduler(backend), broker.kind, route, jobs);
     Measurement {
         history: history.to_owned(),
         rows_per_run: rows_written.map(|rows| rows as f64 / starts.len().max(1) as f64),
@@ -414,40 +412,45 @@ async fn run_with_scheduler(
     }
 }
 
-/// One configuration without a scheduler: the benchmark emits the triggers.
+/// One configuration without a scheduler on `broker`: the benchmark emits the triggers.
 async fn run_without_scheduler(
     options: &Options,
     executor_bin: &Path,
+    broker: &Broker,
     (route, jobs): (Route, usize),
 ) -> Measurement {
+    let brokers = broker.bootstrap.as_str();
     let prefix = format!("kbench{:x}", rand::random::<u32>());
     let topics = Topics::new(&prefix).expect("the prefix is valid");
-    create_topics(&topics).await;
+    create_topics(brokers, &topics).await;
     let signer = RecordSigner::generate().expect("a signing key");
     let trusted_key = signer.public_key().to_base64();
-    let executors = Executors::start(executor_bin, options.executors, &prefix, &trusted_key);
-    wait_for_beats(&topics, options.executors).await;
+    let connect = (brokers, prefix.as_str());
+    let executors = Executors::start(executor_bin, options.executors, connect, &trusted_key);
+    wait_for_beats(brokers, &topics, options.executors).await;
+    let broker_pids = broker_processes(broker);
     let first_second = (now_ms() + 3_000) / 1000 * 1000;
     let window = window_after(first_second, options.seconds);
     let seconds = ((window.1 - first_second) / 1000) as usize + 1;
     let emitting = tokio::spawn({
-        let topics = topics.clone();
+        let (brokers, topics) = (brokers.to_owned(), topics.clone());
         let partition = route.partition();
         async move {
             let fires = (first_second, seconds);
-            emit_every_second(&topics, jobs, partition, fires, EMIT_LEAD, &signer).await
+            let to = (brokers.as_str(), &topics);
+            emit_every_second(to, jobs, partition, fires, EMIT_LEAD, &signer).await
         }
     });
     sleep_until_ms(window.0).await;
-    let before = Usage::now(&executors, None);
+    let before = Usage::now(&executors, None, &broker_pids);
     sleep_until_ms(window.1).await;
-    let after = Usage::now(&executors, None);
+    let after = Usage::now(&executors, None, &broker_pids);
     emitting.await.expect("emitting triggers");
     tokio::time::sleep(GRACE).await;
     executors.stop().await;
-    let starts = published_starts(&topics).await;
-    delete_topics(&topics).await;
-    let configuration = (Source::NoScheduler, route, jobs);
+    let starts = published_starts(brokers, &topics).await;
+    delete_topics(brokers, &topics).await;
+    let configuration = (Source::NoScheduler, broker.kind, route, jobs);
     Measurement::of(configuration, window, (before, after), &starts, None)
 }
 
@@ -467,10 +470,10 @@ fn print_table(options: &Options, rows: &[Measurement]) {
     );
     println!();
     println!(
-        "| backend | history | route | jobs due/s | DB rows per run | at broker p99 | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | CPU ms / 1 000 triggers | scheduler CPU | broker CPU | PostgreSQL CPU | machine busy |"
+        "| backend | broker | history | route | jobs due/s | DB rows per run | at broker p99 | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | CPU ms / 1 000 triggers | scheduler CPU | broker CPU | PostgreSQL CPU | machine busy |"
     );
     println!(
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for row in rows {
         let seconds = options.seconds as f64;
@@ -512,8 +515,9 @@ fn print_table(options: &Options, rows: &[Measurement]) {
             .map_or_else(|| "n/a".to_owned(), |rows| format!("{rows:.2}"));
         let core = |cpu_seconds: f64| format!("{:.0} %", cpu_seconds / seconds * 100.0);
         println!(
-            "| {} | {} | {} | {} | {rows} | {emitted} | {} | {} | {} | {not_run} ({:.1} %) | {within} | {not_recorded} | {} | {per_thousand} | {} | {} | {} | {:.0} % |",
+            "| {} | {} | {} | {} | {} | {rows} | {emitted} | {} | {} | {} | {not_run} ({:.1} %) | {within} | {not_recorded} | {} | {per_thousand} | {} | {} | {} | {:.0} % |",
             row.source.label(),
+            row.broker.label(),
             row.history,
             row.route.symbol(),
             row.jobs,
@@ -523,7 +527,7 @@ fn print_table(options: &Options, rows: &[Measurement]) {
             share(not_run),
             core(row.executor_cpu),
             core(row.scheduler_cpu),
-            core(row.broker_cpu),
+            row.broker_cpu.map_or_else(|| "–".to_owned(), core),
             core(row.database_cpu),
             row.machine_busy * 100.0,
         );
@@ -548,22 +552,28 @@ async fn main() {
     for (source, history) in configurations {
         for &route in &options.routes {
             for &jobs in &options.jobs {
-                eprintln!(
-                    "running {}, history {history}, {} routing, {jobs} jobs due every second, for {} s...",
-                    source.label(),
-                    route.symbol(),
-                    options.seconds
-                );
-                let row = match source {
-                    Source::Scheduler(backend) => {
-                        let configuration = (backend, route, jobs);
-                        run_with_scheduler(&options, &executor_bin, configuration, &history).await
-                    }
-                    Source::NoScheduler => {
-                        run_without_scheduler(&options, &executor_bin, (route, jobs)).await
-                    }
-                };
-                rows.push(row);
+                // Brokers innermost: a configuration's rows on each broker are measured one
+                // after the other, under much the same load from the rest of the machine.
+                for broker in &options.brokers {
+                    eprintln!(
+                        "running {} on {}, history {history}, {} routing, {jobs} jobs due every second, for {} s...",
+                        source.label(),
+                        broker.kind.label(),
+                        route.symbol(),
+                        options.seconds
+                    );
+                    let bin = executor_bin.as_path();
+                    let row = match source {
+                        Source::Scheduler(backend) => {
+                            let configuration = (backend, route, jobs);
+                            run_with_scheduler(&options, bin, broker, configuration, &history).await
+                        }
+                        Source::NoScheduler => {
+                            run_without_scheduler(&options, bin, broker, (route, jobs)).await
+                        }
+                    };
+                    rows.push(row);
+                }
             }
         }
     }

@@ -1,13 +1,23 @@
 //! Scheduler throughput benchmark: N jobs due every second, sustained, on SQLite and
-//! PostgreSQL, against the same broker's raw produce rate measured in the same run.
+//! PostgreSQL, on tansu and Apache Kafka, against the same broker's raw produce rate measured
+//! in the same run.
 //!
 //! ```text
 //! infra/bench.sh                                    # starts a broker, runs the defaults
+//! infra/bench.sh --jobs 1000 --brokers tansu,kafka  # every configuration on both brokers
 //! KADENCE_BENCH_BROKERS=127.0.0.1:9092 cargo bench -p kadence-scheduler --bench throughput -- \
 //!     --jobs 1000,10000 --seconds 20 --backends sqlite,postgres --defined 1000000 --nodes 1,2
 //! ```
 //!
-//! For each backend and job count it loads the jobs straight into a fresh database (cron
+//! `--brokers tansu,kafka` (default `tansu`) runs every configuration on each of those
+//! brokers, one right after the other, so that a configuration's rows share the machine's
+//! conditions: tansu (`infra/broker.sh --kind tansu`, memory storage) and Apache Kafka 4 (one
+//! KRaft node, `--kind kafka`). `infra/bench.sh` starts each broker named and passes its
+//! address (`common/broker.rs` lists the variables; `KADENCE_BENCH_BROKERS` still serves a
+//! run on one broker). Every broker named runs for the whole benchmark, so the other one
+//! idles beside each measurement (an idle Kafka JVM, or an idle tansu, costs a little CPU).
+//!
+//! For each backend, job count and broker it loads the jobs straight into a fresh database (cron
 //! `* * * * * ?`, RANDOM routing over 6 partitions), runs `kadence serve` (release build) as
 //! its own process, and after a warm-up measures for `--seconds`:
 //! - triggers acknowledged per second (job-log rows whose broker ack landed in the window);
@@ -20,8 +30,7 @@
 //! - the scheduler process's CPU (share of one core) and peak resident memory (VmHWM);
 //! - the raw produce rate of the same broker with the same client settings (idempotent,
 //!   acks=all, linger 2 ms) for records of the same size, so the scheduler's rate is shown
-//!   as a fraction of what the broker takes;
-//!
+//!   as a fraction of what that broker takes (`common/baseline.rs`);
 //! - rows the database wrote per trigger, from its own statistics (PostgreSQL's
 //!   `pg_stat_user_tables`, from the scheduler's start to its stop, per trigger the nodes
 //!   counted as emitted; SQLite keeps no such statistics);
@@ -34,7 +43,9 @@
 //!   (none lost), and trigger ids sent more than once are counted (the same id each time, so
 //!   executors drop the copy).
 //!
-//! The raw produce rate is measured just before each configuration, median of three.
+//! The raw produce rate is measured on the configuration's broker just before it runs, median
+//! of three; the broker's acknowledgement latency for single records, once per broker at the
+//! end.
 //!
 //! `--fires aligned,spread` (default `aligned`) chooses when in its second each job fires:
 //! `aligned`, every job on the second (cron `* * * * * ?`, each second's fires one burst, the
@@ -63,20 +74,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use common::baseline::{broker_ack_latency, median_raw_rate, trigger_payload};
+use common::broker::{Broker, BrokerKind};
+use common::node_kill::{FaultOutcome, kill_and_time_takeover, node_id, wait_until_emitted};
 use common::{
-    APP, Backend, Database, PARTITIONS, Serve, choice_name, clock_ticks_per_second, flags,
-    load_jobs, now_ms, parse_choices, parse_numbers, percentile, process_usage, set_first_fire,
+    Backend, Database, PARTITIONS, Serve, choice_name, clock_ticks_per_second, flags, load_jobs,
+    now_ms, parse_choices, parse_numbers, percentile, process_usage, set_first_fire,
     sleep_until_ms,
 };
-use kadence_schemas::{
-    AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerRecord, TriggerType, codec,
-};
-use kadence_tests::triggers::{FireAudit, read_triggers};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
-use rdkafka::util::Timeout;
 
 const WARM_UP: Duration = Duration::from_secs(8);
 
@@ -171,10 +176,10 @@ struct Options {
     fires: Vec<Fires>,
     seconds: u64,
     backends: Vec<Backend>,
+    brokers: Vec<Broker>,
     nodes: Vec<usize>,
     kill_node_at: Option<u64>,
     defined: usize,
-    brokers: String,
 }
 
 fn options() -> Options {
@@ -185,11 +190,12 @@ fn options() -> Options {
         fires: vec![Fires::Aligned],
         seconds: 20,
         backends: vec![Backend::Sqlite, Backend::Postgres],
+        brokers: Vec::new(),
         nodes: vec![1],
         kill_node_at: None,
         defined: 0,
-        brokers: common::brokers(),
     };
+    let mut broker_kinds = vec![BrokerKind::Tansu];
     for (flag, value) in flags() {
         match flag.as_str() {
             "--jobs" => options.jobs = parse_numbers(&flag, &value),
@@ -199,6 +205,7 @@ fn options() -> Options {
             "--fires" => options.fires = Fires::parse_list(&value),
             "--defined" => options.defined = value.parse().expect("--defined N"),
             "--backends" => options.backends = Backend::parse_list(&value),
+            "--brokers" => broker_kinds = BrokerKind::parse_list(&value),
             "--nodes" => options.nodes = parse_numbers(&flag, &value),
             "--kill-node-at" => {
                 options.kill_node_at = Some(value.parse().expect("--kill-node-at SECONDS"))
@@ -211,135 +218,13 @@ fn options() -> Options {
         options.kill_node_at.is_none() || options.fires == [Fires::Aligned],
         "--kill-node-at audits aligned fires only"
     );
+    options.brokers = Broker::chosen(&broker_kinds);
     options
-}
-
-/// A representative trigger record's encoded size.
-fn trigger_payload() -> Vec<u8> {
-    let job = JobId::new(123_456).unwrap();
-    codec::encode(&TriggerRecord {
-        trigger_id: TriggerId::scheduled(job, 1_767_225_600_000),
-        log_id: 9_876_543,
-        job_id: job,
-        app: AppName::parse("bench").unwrap(),
-        handler: "tick".into(),
-        params: String::new(),
-        shard_index: 0,
-        shard_total: 1,
-        block_strategy: BlockStrategy::SerialExecution,
-        timeout_ms: 0,
-        trigger_type: TriggerType::Cron,
-        scheduled_at_ms: 1_767_225_600_000,
-        emitted_at_ms: 1_767_225_600_001,
-        attempt: 0,
-        glue_type: GlueType::Bean,
-        glue_source: None,
-        glue_updated_at_ms: None,
-        replay_of: None,
-    })
-    .unwrap()
-}
-
-/// A new topic with the trigger topics' partition count, and a producer configured like the
-/// scheduler's (idempotent, acks=all, linger 2 ms).
-async fn fresh_topic_and_producer(brokers: &str, purpose: &str) -> (String, FutureProducer) {
-    let topic = format!("kbench{:x}.{purpose}", rand::random::<u32>());
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .create()
-        .unwrap();
-    let new_topic = NewTopic::new(&topic, PARTITIONS, TopicReplication::Fixed(-1));
-    admin
-        .create_topics([&new_topic], &AdminOptions::new())
-        .await
-        .unwrap();
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "true")
-        .set("acks", "all")
-        .set("linger.ms", "2")
-        .create()
-        .unwrap();
-    (topic, producer)
-}
-
-/// The broker's own acknowledgement latency for single records sent at a steady 1 000/s
-/// (p50, p99 in ms): the floor under any scheduler's fire lateness on this broker.
-async fn broker_ack_latency(brokers: &str) -> (f64, f64) {
-    let (topic, producer) = fresh_topic_and_producer(brokers, "probe").await;
-    let payload = trigger_payload();
-    // Warm the connection and the idempotent producer id first.
-    producer
-        .send(
-            FutureRecord::<str, [u8]>::to(&topic).payload(&payload),
-            Timeout::Never,
-        )
-        .await
-        .unwrap();
-    let mut ticker = tokio::time::interval(Duration::from_millis(1));
-    let pending = futures::stream::FuturesUnordered::new();
-    for n in 0..3_000 {
-        ticker.tick().await;
-        let sent = Instant::now();
-        let delivery = producer
-            .send_result(
-                FutureRecord::<str, [u8]>::to(&topic)
-                    .payload(&payload)
-                    .partition(n % PARTITIONS),
-            )
-            .unwrap();
-        // A task per delivery, so each is timed when the broker answers, not when collected.
-        pending.push(tokio::spawn(async move {
-            delivery.await.unwrap().map_err(|(error, _)| error).unwrap();
-            sent.elapsed().as_secs_f64() * 1000.0
-        }));
-    }
-    use futures::StreamExt;
-    let mut latencies: Vec<f64> = pending.map(|joined| joined.unwrap()).collect().await;
-    latencies.sort_by(f64::total_cmp);
-    let at = |fraction: f64| latencies[((latencies.len() - 1) as f64 * fraction) as usize];
-    (at(0.5), at(0.99))
-}
-
-/// Records per second the broker takes from one idempotent producer, as fast as it can send.
-async fn raw_produce_rate(brokers: &str, records: usize) -> f64 {
-    let (topic, producer) = fresh_topic_and_producer(brokers, "raw").await;
-    let payload = trigger_payload();
-    let started = Instant::now();
-    let mut in_flight = futures::stream::FuturesUnordered::new();
-    for n in 0..records {
-        let key = (n % 100_000).to_string();
-        let partition = (n % PARTITIONS as usize) as i32;
-        loop {
-            match producer.send_result(
-                FutureRecord::to(&topic)
-                    .key(&key)
-                    .payload(&payload)
-                    .partition(partition),
-            ) {
-                Ok(delivery) => {
-                    in_flight.push(delivery);
-                    break;
-                }
-                Err(_) => {
-                    use futures::StreamExt;
-                    in_flight.next().await;
-                }
-            }
-        }
-    }
-    use futures::StreamExt;
-    while let Some(delivery) = in_flight.next().await {
-        delivery.unwrap().map_err(|(error, _)| error).unwrap();
-    }
-    producer
-        .flush(Timeout::After(Duration::from_secs(30)))
-        .unwrap();
-    records as f64 / started.elapsed().as_secs_f64()
 }
 
 struct Measurement {
     backend: Backend,
+    broker: BrokerKind,
     nodes: usize,
     emit_lead_ms: u64,
     telemetry: Telemetry,
@@ -357,80 +242,11 @@ struct Measurement {
     fault: Option<FaultOutcome>,
 }
 
-/// What a kill -9 of a scheduler node in the middle of the window did.
-struct FaultOutcome {
-    /// Seconds into the window the node was killed at.
-    killed_at_s: u64,
-    /// From the kill to the survivor owning every schedule shard, ms.
-    takeover_ms: i64,
-    /// The audit of every job's fires over the window, from the trigger topic.
-    audit: FireAudit,
-}
-
-/// The node id of scheduler node `index` in a benchmark.
-fn node_id(index: usize) -> String {
-    format!("bench-node-{index}")
-}
-
-/// Kills the last of `serves` with SIGKILL at `at_ms` and waits until node 0 owns every
-/// schedule shard; returns how long that took, ms.
-async fn kill_and_time_takeover(database: &Database, serves: &[Serve], at_ms: i64) -> i64 {
-    sleep_until_ms(at_ms).await;
-    let victim = serves.last().expect("nodes").pid();
-    let killed = std::process::Command::new("kill")
-        .args(["-9", &victim.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(killed.success(), "kill -9 {victim}");
-    let killed_ms = now_ms();
-    let survivor = node_id(0);
-    loop {
-        let owned = database
-            .integers(
-                &format!(
-                    "SELECT COUNT(*), SUM(CASE WHEN owner_node = '{survivor}' THEN 1 ELSE 0 END) \
-                     FROM schedule_shards"
-                ),
-                &[],
-            )
-            .await;
-        if owned[0][0] == owned[0][1] {
-            return now_ms() - killed_ms;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Waits (at most a minute) until no fire due before `until_ms` is still pending (no fire
-/// batch waits for one): the dead node's batches are claimed once their lease ends.
-async fn wait_until_emitted(database: &Database, until_ms: i64) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        let pending = database
-            .integers(
-                "SELECT COUNT(*) FROM fire_batches WHERE pending_from_ms < $1",
-                &[until_ms],
-            )
-            .await;
-        if pending[0][0] == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-/// The median of three raw produce rates measured one after the other.
-async fn median_raw_rate(brokers: &str, records: usize) -> f64 {
-    let mut rates = Vec::with_capacity(3);
-    for _ in 0..3 {
-        rates.push(raw_produce_rate(brokers, records).await);
-    }
-    rates.sort_by(f64::total_cmp);
-    rates[1]
-}
-
-/// One configuration: what runs, how many scheduler nodes, with which emit lead and telemetry.
+/// One configuration: what runs on which broker, how many scheduler nodes, with which emit
+/// lead and telemetry.
 struct Run<'a> {
     backend: Backend,
+    broker: &'a Broker,
     nodes: usize,
     jobs: usize,
     emit_lead_ms: u64,
@@ -439,159 +255,8 @@ struct Run<'a> {
     sink: &'a SpanSink,
 }
 
-async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
-    let Run {
-        backend,
-        nodes,
-        jobs,
-        emit_lead_ms,
-        telemetry,
-        fires,
-        sink,
-    } = run;
-    let database = Database::create(backend).await;
-    let loading = Instant::now();
-    load_jobs(&database, jobs, options.defined, 0, now_ms()).await;
-    let load_seconds = loading.elapsed().as_secs_f64();
-    // The broker's raw rate just before the scheduler runs on it, median of three.
-    let raw_rate = median_raw_rate(&options.brokers, (jobs * 5).clamp(50_000, 300_000)).await;
-    // The first fire is set after loading, which can take a while for a million jobs.
-    let now = now_ms();
-    let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
-    if fires == Fires::Spread {
-        database
-            .execute(&format!(
-                "UPDATE jobs SET schedule_type = 'FIX_RATE', schedule_conf = '1', \
-                 next_fire_ms = {first_fire} + id % 1000 WHERE schedule_conf = '* * * * * ?'"
-            ))
-            .await;
-    }
-    let mut settings = vec![
-        ("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned()),
-        ("KADENCE_SCHEDULE__EMIT_LEAD", format!("{emit_lead_ms}ms")),
-    ];
-    settings.push(match telemetry {
-        Telemetry::Off | Telemetry::Metrics => ("OTEL_TRACES_SAMPLER", "always_off".to_owned()),
-        Telemetry::On => ("KADENCE_TELEMETRY__OTLP_ENDPOINT", sink.endpoint.clone()),
-    });
-    let rows_before = database.rows_written().await;
-    let with_id = |index| {
-        let mut settings = settings.clone();
-        settings.push(("KADENCE_SCHEDULE__NODE_ID", node_id(index)));
-        settings
-    };
-    let mut serves = vec![Serve::start(&database, &with_id(0)).await];
-    for index in 1..nodes {
-        let prefix = serves[0].prefix.clone();
-        serves.push(Serve::start_node(&database, &prefix, &with_id(index)).await);
-    }
-    let kill_at = options.kill_node_at.filter(|_| nodes > 1);
-    let scrapers: Vec<_> = serves
-        .iter()
-        .filter(|_| telemetry != Telemetry::Off)
-        .map(|serve| scrape_every_second(&serve.api))
-        .collect();
-    let usage = || {
-        serves
-            .iter()
-            .filter_map(|serve| process_usage(serve.pid()))
-            .fold((0, 0), |(ticks, peak), (t, p)| (ticks + t, peak.max(p)))
-    };
-    // Measure from the first fire + warm-up, for the requested seconds.
-    let window_start = first_fire.max(now) + WARM_UP.as_millis() as i64;
-    let window_end = window_start + options.seconds as i64 * 1000;
-    sleep_until_ms(window_start).await;
-    let (ticks_start, _) = usage();
-    let takeover_ms = match kill_at {
-        Some(seconds) => {
-            let at_ms = window_start + seconds as i64 * 1000;
-            Some(kill_and_time_takeover(&database, &serves, at_ms).await)
-        }
-        None => None,
-    };
-    sleep_until_ms(window_end).await;
-    let (ticks_end, peak_kib) = usage();
-    if kill_at.is_some() {
-        wait_until_emitted(&database, window_end).await;
-    }
-    let prefix = serves[0].prefix.clone();
-    // Let acknowledgements of the window's fires land, then stop the schedulers.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    for scraper in scrapers {
-        scraper.abort();
-    }
-    let mut emitted = 0.0;
-    let killed = usize::from(kill_at.is_some());
-    for (index, serve) in serves.into_iter().enumerate() {
-        if index + killed < nodes {
-            emitted += serve
-                .counter("kadence_scheduler_triggers_emitted_total")
-                .await;
-        }
-        serve.stop().await;
-    }
-    // Every row the schedulers wrote from their start to their stop (their connections
-    // have closed, so the statistics are complete), per trigger they emitted meanwhile; not
-    // for a run with a killed node, whose count of emitted triggers died with it.
-    let rows_per_trigger = match (rows_before, database.rows_written().await) {
-        (Some(before), Some(after)) if emitted > 0.0 && killed == 0 => {
-            Some((after - before) as f64 / emitted)
-        }
-        _ => None,
-    };
-    let fault = match (kill_at, takeover_ms) {
-        (Some(killed_at_s), Some(takeover_ms)) => {
-            let topic = format!("{prefix}.triggers.{APP}");
-            let records = read_triggers(&options.brokers, &topic, PARTITIONS).await;
-            let due: Vec<i64> = (1..=jobs as i64).collect();
-            let audit = FireAudit::of(&records, &due, window_start, window_end);
-            Some(FaultOutcome {
-                killed_at_s,
-                takeover_ms,
-                audit,
-            })
-        }
-        _ => None,
-    };
-    let acked = database
-        .integers(
-            "SELECT scheduled_at_ms, dispatched_at_ms FROM job_logs \
-             WHERE dispatched_at_ms >= $1 AND dispatched_at_ms < $2",
-            &[window_start, window_end],
-        )
-        .await;
-    let mut lateness: Vec<i64> = acked.iter().map(|row| row[1] - row[0]).collect();
-    lateness.sort_unstable();
-    database.drop().await;
-    eprintln!(
-        "  loaded {} jobs in {load_seconds:.1} s",
-        jobs + options.defined
-    );
-    Measurement {
-        backend,
-        nodes,
-        emit_lead_ms,
-        telemetry,
-        fires,
-        jobs,
-        defined: jobs + options.defined,
-        acked_per_second: acked.len() as f64 / options.seconds as f64,
-        p50: percentile(&lateness, 0.50),
-        p99: percentile(&lateness, 0.99),
-        max: lateness.last().copied().unwrap_or(0),
-        cpu: (ticks_end - ticks_start) as f64 / clock_ticks_per_second() / options.seconds as f64,
-        peak_mib: peak_kib as f64 / 1024.0,
-        rows_per_trigger,
-        raw_rate,
-        fault,
-    }
-}
-
-#[tokio::main]
-async fn main() {
-    let options = options();
-    let sink = SpanSink::start().await;
-    let mut rows = Vec::new();
+/// Every configuration the options name, in the order they run.
+fn runs<'a>(options: &'a Options, sink: &'a SpanSink) -> Vec<Run<'a>> {
     let mut runs = Vec::new();
     for &backend in &options.backends {
         // Several nodes share a database on PostgreSQL only (SQLite is one process's file).
@@ -604,43 +269,243 @@ async fn main() {
                 for &emit_lead_ms in &options.emit_leads_ms {
                     for &telemetry in &options.telemetry {
                         for &fires in &options.fires {
-                            runs.push(Run {
-                                backend,
-                                nodes,
-                                jobs,
-                                emit_lead_ms,
-                                telemetry,
-                                fires,
-                                sink: &sink,
-                            });
+                            // Brokers innermost: a configuration's rows on each broker are
+                            // measured one after the other, under much the same load from
+                            // the rest of the machine.
+                            for broker in &options.brokers {
+                                runs.push(Run {
+                                    backend,
+                                    broker,
+                                    nodes,
+                                    jobs,
+                                    emit_lead_ms,
+                                    telemetry,
+                                    fires,
+                                    sink,
+                                });
+                            }
                         }
                     }
                 }
             }
         }
     }
-    for run in runs {
-        eprintln!(
-            "running {:?} on {} node(s) with {} jobs due every second ({}), emit lead {} ms, telemetry {}, for {} s...",
-            run.backend,
-            run.nodes,
-            run.jobs,
-            run.fires.label(),
-            run.emit_lead_ms,
-            run.telemetry.label(),
-            options.seconds
-        );
-        rows.push(run_one(&options, run).await);
+    runs
+}
+
+/// Starts the `run.nodes` scheduler nodes of `run` on `database` and its broker, all on the
+/// first node's topic prefix.
+async fn start_nodes(database: &Database, run: &Run<'_>) -> Vec<Serve> {
+    let brokers = run.broker.bootstrap.as_str();
+    let mut settings = vec![
+        ("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned()),
+        (
+            "KADENCE_SCHEDULE__EMIT_LEAD",
+            format!("{}ms", run.emit_lead_ms),
+        ),
+    ];
+    settings.push(match run.telemetry {
+        Telemetry::Off | Telemetry::Metrics => ("OTEL_TRACES_SAMPLER", "always_off".to_owned()),
+        Telemetry::On => (
+            "KADENCE_TELEMETRY__OTLP_ENDPOINT",
+            run.sink.endpoint.clone(),
+        ),
+    });
+    let with_id = |index| {
+        let mut settings = settings.clone();
+        settings.push(("KADENCE_SCHEDULE__NODE_ID", node_id(index)));
+        settings
+    };
+    let mut serves = vec![Serve::start(database, brokers, &with_id(0)).await];
+    for index in 1..run.nodes {
+        let prefix = serves[0].prefix.clone();
+        serves.push(Serve::start_node(database, brokers, &prefix, &with_id(index)).await);
     }
-    let exported = sink.received_bytes.load(Ordering::Relaxed);
-    let payload = trigger_payload().len();
-    let (ack_p50, ack_p99) = broker_ack_latency(&options.brokers).await;
+    serves
+}
+
+/// CPU ticks of all `serves` so far, and the largest peak resident memory among them (KiB).
+fn nodes_usage(serves: &[Serve]) -> (u64, u64) {
+    serves
+        .iter()
+        .filter_map(|serve| process_usage(serve.pid()))
+        .fold((0, 0), |(ticks, peak), (t, p)| (ticks + t, peak.max(p)))
+}
+
+/// Stops `serves`; returns the triggers they counted as emitted, the last node's left out
+/// when it was `killed` (its count died with it).
+async fn stop_nodes(serves: Vec<Serve>, killed: bool) -> f64 {
+    let live = serves.len() - usize::from(killed);
+    let mut emitted = 0.0;
+    for (index, serve) in serves.into_iter().enumerate() {
+        if index < live {
+            emitted += serve
+                .counter("kadence_scheduler_triggers_emitted_total")
+                .await;
+        }
+        serve.stop().await;
+    }
+    emitted
+}
+
+/// Makes the jobs due every second fire each at its own millisecond of the second from
+/// `first_fire` (FIX_RATE 1 s), instead of all on the second (`--fires spread`).
+async fn spread_fires(database: &Database, first_fire: i64) {
+    database
+        .execute(&format!(
+            "UPDATE jobs SET schedule_type = 'FIX_RATE', schedule_conf = '1', \
+             next_fire_ms = {first_fire} + id % 1000 WHERE schedule_conf = '* * * * * ?'"
+        ))
+        .await;
+}
+
+/// Broker acknowledgement − scheduled time of the fires acknowledged in `[start, end)`,
+/// sorted.
+async fn acked_lateness(database: &Database, (start, end): (i64, i64)) -> Vec<i64> {
+    let acked = database
+        .integers(
+            "SELECT scheduled_at_ms, dispatched_at_ms FROM job_logs \
+             WHERE dispatched_at_ms >= $1 AND dispatched_at_ms < $2",
+            &[start, end],
+        )
+        .await;
+    let mut lateness: Vec<i64> = acked.iter().map(|row| row[1] - row[0]).collect();
+    lateness.sort_unstable();
+    lateness
+}
+
+/// What the scheduler nodes did over the window.
+struct Observed {
+    /// CPU ticks of all nodes.
+    ticks: u64,
+    /// The largest peak resident memory among them, KiB.
+    peak_kib: u64,
+    /// When a node was killed: seconds into the window, and ms until the survivor owned
+    /// every schedule shard.
+    takeover: Option<(u64, i64)>,
+}
+
+/// Watches `serves` over `window`; with `kill_at`, kills the last node that many seconds
+/// into it, and after the window waits until the dead node's fires were emitted.
+async fn observe_window(
+    database: &Database,
+    serves: &[Serve],
+    window: (i64, i64),
+    kill_at: Option<u64>,
+) -> Observed {
+    sleep_until_ms(window.0).await;
+    let (ticks_start, _) = nodes_usage(serves);
+    let takeover = match kill_at {
+        Some(seconds) => {
+            let at_ms = window.0 + seconds as i64 * 1000;
+            Some((
+                seconds,
+                kill_and_time_takeover(database, serves, at_ms).await,
+            ))
+        }
+        None => None,
+    };
+    sleep_until_ms(window.1).await;
+    let (ticks_end, peak_kib) = nodes_usage(serves);
+    if kill_at.is_some() {
+        wait_until_emitted(database, window.1).await;
+    }
+    Observed {
+        ticks: ticks_end - ticks_start,
+        peak_kib,
+        takeover,
+    }
+}
+
+async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
+    let brokers = run.broker.bootstrap.as_str();
+    let database = Database::create(run.backend).await;
+    let loading = Instant::now();
+    load_jobs(&database, run.jobs, options.defined, 0, now_ms()).await;
+    let load_seconds = loading.elapsed().as_secs_f64();
+    // The raw rate of this run's broker just before the scheduler runs on it.
+    let raw_rate = median_raw_rate(brokers, (run.jobs * 5).clamp(50_000, 300_000)).await;
+    // The first fire is set after loading, which can take a while for a million jobs.
+    let now = now_ms();
+    let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
+    if run.fires == Fires::Spread {
+        spread_fires(&database, first_fire).await;
+    }
+    let rows_before = database.rows_written().await;
+    let serves = start_nodes(&database, &run).await;
+    let kill_at = options.kill_node_at.filter(|_| run.nodes > 1);
+    let scrapers: Vec<_> = serves
+        .iter()
+        .filter(|_| run.telemetry != Telemetry::Off)
+        .map(|serve| scrape_every_second(&serve.api))
+        .collect();
+    // Measure from the first fire + warm-up, for the requested seconds.
+    let window_start = first_fire.max(now) + WARM_UP.as_millis() as i64;
+    let window = (window_start, window_start + options.seconds as i64 * 1000);
+    let observed = observe_window(&database, &serves, window, kill_at).await;
+    let prefix = serves[0].prefix.clone();
+    // Let acknowledgements of the window's fires land, then stop the schedulers.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    scrapers.iter().for_each(|scraper| scraper.abort());
+    let emitted = stop_nodes(serves, kill_at.is_some()).await;
+    // Every row the schedulers wrote from their start to their stop (their connections
+    // have closed, so the statistics are complete), per trigger they emitted meanwhile; not
+    // for a run with a killed node, whose count of emitted triggers died with it.
+    let rows_per_trigger = match (rows_before, database.rows_written().await) {
+        (Some(before), Some(after)) if emitted > 0.0 && kill_at.is_none() => {
+            Some((after - before) as f64 / emitted)
+        }
+        _ => None,
+    };
+    let fault = match observed.takeover {
+        Some(kill) => {
+            let topic = (brokers, prefix.as_str());
+            Some(FaultOutcome::audit(topic, run.jobs, window, kill).await)
+        }
+        None => None,
+    };
+    let lateness = acked_lateness(&database, window).await;
+    database.drop().await;
+    eprintln!(
+        "  loaded {} jobs in {load_seconds:.1} s",
+        run.jobs + options.defined
+    );
+    Measurement {
+        backend: run.backend,
+        broker: run.broker.kind,
+        nodes: run.nodes,
+        emit_lead_ms: run.emit_lead_ms,
+        telemetry: run.telemetry,
+        fires: run.fires,
+        jobs: run.jobs,
+        defined: run.jobs + options.defined,
+        acked_per_second: lateness.len() as f64 / options.seconds as f64,
+        p50: percentile(&lateness, 0.50),
+        p99: percentile(&lateness, 0.99),
+        max: lateness.last().copied().unwrap_or(0),
+        cpu: observed.ticks as f64 / clock_ticks_per_second() / options.seconds as f64,
+        peak_mib: observed.peak_kib as f64 / 1024.0,
+        rows_per_trigger,
+        raw_rate,
+        fault,
+    }
+}
+
+/// The run's conditions above the table: each broker's acknowledgement latency (measured
+/// now, `ack_latencies`), the record size, the window, what telemetry exported.
+fn print_conditions(options: &Options, ack_latencies: &[(BrokerKind, (f64, f64))], exported: u64) {
+    let latencies: Vec<String> = ack_latencies
+        .iter()
+        .map(|(kind, (p50, p99))| format!("{} p50 {p50:.1} ms, p99 {p99:.1} ms", kind.label()))
+        .collect();
     println!();
     println!(
-        "broker acknowledgement latency at a steady 1000 records/s, same client: p50 {ack_p50:.1} ms, p99 {ack_p99:.1} ms"
+        "broker acknowledgement latency at a steady 1000 records/s, same client: {}",
+        latencies.join("; ")
     );
     println!(
-        "record size {payload} bytes, {PARTITIONS} partitions, {} s measured after an {} s warm-up",
+        "record size {} bytes, {PARTITIONS} partitions, {} s measured after an {} s warm-up",
+        trigger_payload().len(),
         options.seconds,
         WARM_UP.as_secs()
     );
@@ -651,21 +516,24 @@ async fn main() {
     );
     println!();
     println!(
-        "raw produce/s: the broker's rate just before each configuration, median of three; \
-         DB rows per trigger: rows inserted, updated and deleted (PostgreSQL's statistics) \
-         from the schedulers' start to their stop, per trigger emitted; scheduler CPU: all \
-         nodes, share of one core; peak RSS: the largest node"
+        "raw produce/s: the row's broker's rate just before its configuration, median of \
+         three; DB rows per trigger: rows inserted, updated and deleted (PostgreSQL's \
+         statistics) from the schedulers' start to their stop, per trigger emitted; scheduler \
+         CPU: all nodes, share of one core; peak RSS: the largest node"
     );
+}
+
+fn print_table(rows: &[Measurement]) {
     println!();
     println!(
-        "| backend | nodes | emit lead | telemetry | fires | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | DB rows per trigger | raw produce/s | share of raw |"
+        "| backend | broker | nodes | emit lead | telemetry | fires | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | DB rows per trigger | raw produce/s | share of raw |"
     );
-    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-
-    for row in &rows {
+    println!("|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for row in rows {
         println!(
-            "| {} | {} | {} ms | {} | {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {} | {:.0} | {:.0} % |",
+            "| {} | {} | {} | {} ms | {} | {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {} | {:.0} | {:.0} % |",
             row.backend.label(),
+            row.broker.label(),
             row.nodes,
             row.emit_lead_ms,
             row.telemetry.label(),
@@ -684,34 +552,69 @@ async fn main() {
             row.acked_per_second / row.raw_rate * 100.0,
         );
     }
+}
+
+/// The kill -9 table, when a run killed a node.
+fn print_faults(rows: &[Measurement]) {
     let faults: Vec<&Measurement> = rows.iter().filter(|row| row.fault.is_some()).collect();
-    if !faults.is_empty() {
-        println!();
-        println!(
-            "kill -9 of one of the nodes during the window: fires expected (every job, every \
-             second of the window), fires with no trigger record (lost), trigger ids emitted more \
-             than once (each copy has the same id), and the time from the kill to the survivor \
-             owning every schedule shard"
-        );
-        println!();
-        println!(
-            "| backend | nodes | jobs due/s | killed at | shard takeover | fires expected | lost | misfires | ids emitted twice |"
-        );
-        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-        for row in faults {
-            let fault = row.fault.as_ref().expect("a fault row");
-            println!(
-                "| {} | {} | {} | +{} s | {} ms | {} | {} | {} | {} |",
-                row.backend.label(),
-                row.nodes,
-                row.jobs,
-                fault.killed_at_s,
-                fault.takeover_ms,
-                fault.audit.expected,
-                fault.audit.missing.len(),
-                fault.audit.misfires,
-                fault.audit.doubled.len(),
-            );
-        }
+    if faults.is_empty() {
+        return;
     }
+    println!();
+    println!(
+        "kill -9 of one of the nodes during the window: fires expected (every job, every \
+         second of the window), fires with no trigger record (lost), trigger ids emitted more \
+         than once (each copy has the same id), and the time from the kill to the survivor \
+         owning every schedule shard"
+    );
+    println!();
+    println!(
+        "| backend | broker | nodes | jobs due/s | killed at | shard takeover | fires expected | lost | misfires | ids emitted twice |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for row in faults {
+        let fault = row.fault.as_ref().expect("a fault row");
+        println!(
+            "| {} | {} | {} | {} | +{} s | {} ms | {} | {} | {} | {} |",
+            row.backend.label(),
+            row.broker.label(),
+            row.nodes,
+            row.jobs,
+            fault.killed_at_s,
+            fault.takeover_ms,
+            fault.audit.expected,
+            fault.audit.missing.len(),
+            fault.audit.misfires,
+            fault.audit.doubled.len(),
+        );
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let options = options();
+    let sink = SpanSink::start().await;
+    let mut rows = Vec::new();
+    for run in runs(&options, &sink) {
+        eprintln!(
+            "running {:?} on {}, {} node(s), {} jobs due every second ({}), emit lead {} ms, telemetry {}, for {} s...",
+            run.backend,
+            run.broker.kind.label(),
+            run.nodes,
+            run.jobs,
+            run.fires.label(),
+            run.emit_lead_ms,
+            run.telemetry.label(),
+            options.seconds
+        );
+        rows.push(run_one(&options, run).await);
+    }
+    let exported = sink.received_bytes.load(Ordering::Relaxed);
+    let mut ack_latencies = Vec::new();
+    for broker in &options.brokers {
+        ack_latencies.push((broker.kind, broker_ack_latency(&broker.bootstrap).await));
+    }
+    print_conditions(&options, &ack_latencies, exported);
+    print_table(&rows);
+    print_faults(&rows);
 }

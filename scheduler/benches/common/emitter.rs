@@ -14,13 +14,14 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::FutureRecord;
 
 use super::executors::RESULTS_PARTITIONS;
-use super::{APP, PARTITIONS, brokers, now_ms, sleep_until_ms};
+use super::{APP, PARTITIONS, now_ms, sleep_until_ms};
 
-/// Creates the topics `kadence serve` creates for [`APP`] under `topics`' prefix: the
-/// trigger topic ([`PARTITIONS`]), results, control, beats (compacted), logs, dead letters.
-pub async fn create_topics(topics: &Topics) {
+/// Creates on the broker at `brokers` the topics `kadence serve` creates for [`APP`] under
+/// `topics`' prefix: the trigger topic ([`PARTITIONS`]), results, control, beats
+/// (compacted), logs, dead letters.
+pub async fn create_topics(brokers: &str, topics: &Topics) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", brokers())
+        .set("bootstrap.servers", brokers)
         .create()
         .expect("admin client");
     let app = AppName::parse(APP).expect("the benchmark app's name is valid");
@@ -53,12 +54,12 @@ pub async fn create_topics(topics: &Topics) {
     }
 }
 
-/// Deletes the topics of `topics`' prefix (those `kadence serve` or [`create_topics`] made),
-/// so that runs of a benchmark do not slow the next ones down: the development broker's
-/// per-request cost grows with the number of topics it holds.
-pub async fn delete_topics(topics: &Topics) {
+/// Deletes the topics of `topics`' prefix (those `kadence serve` or [`create_topics`] made)
+/// from the broker at `brokers`, so that runs of a benchmark do not slow the next ones down:
+/// the development broker's per-request cost grows with the number of topics it holds.
+pub async fn delete_topics(brokers: &str, topics: &Topics) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", brokers())
+        .set("bootstrap.servers", brokers)
         .create()
         .expect("admin client");
     let prefix = format!("{}.", topics.prefix());
@@ -80,12 +81,12 @@ pub async fn delete_topics(topics: &Topics) {
     }
 }
 
-/// Emits a trigger of each job `1..=jobs` (handler `noop`) for every second from
-/// `first_second_ms` for `seconds`, each second's `lead` ahead of it, as the scheduler's
-/// wheel does with its emit lead, signed with `signer` as the scheduler signs them;
-/// `partition` routes a job. Returns once the last second's triggers are acknowledged.
+/// Emits to the broker at `brokers` a trigger of each job `1..=jobs` (handler `noop`) for
+/// every second from `first_second_ms` for `seconds`, each second's `lead` ahead of it, as
+/// the scheduler's wheel does with its emit lead, signed with `signer` as the scheduler signs
+/// them; `partition` routes a job. Returns once the last second's triggers are acknowledged.
 pub async fn emit_every_second(
-    topics: &Topics,
+    (brokers, topics): (&str, &Topics),
     jobs: usize,
     partition: fn(JobId) -> i32,
     (first_second_ms, seconds): (i64, usize),
@@ -93,7 +94,7 @@ pub async fn emit_every_second(
     signer: &RecordSigner,
 ) {
     let producer = KafkaSettings {
-        brokers: brokers(),
+        brokers: brokers.to_owned(),
         ..KafkaSettings::default()
     }
     .idempotent_producer()

@@ -1,6 +1,7 @@
 //! Executor processes for the end-to-end benchmark: the test executor (`tests/src/bin/
 //! test-executor.rs`, release build) started as a group of processes, what they published,
-//! and CPU readings of them and of the machine from `/proc`.
+//! and CPU readings from `/proc` of them, of the scheduler, the broker and the database beside
+//! them, and of the machine.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -15,7 +16,8 @@ use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::process::{Child, Command};
 
-use super::{APP, brokers, process_usage};
+use super::broker::Broker;
+use super::{APP, process_usage};
 
 /// Partitions of the results topic (the scheduler's default `kafka.results_partitions`, and
 /// what the benchmark creates without a scheduler).
@@ -41,14 +43,19 @@ pub struct Executors {
 }
 
 impl Executors {
-    /// Starts `count` test executors of [`APP`] on the topic prefix `prefix`, trusting the
-    /// public key `trusted_key` (base64) as a deployment does: every trigger's signature is
-    /// verified. Their ids are `bench-executor-{n}`.
-    pub fn start(binary: &Path, count: usize, prefix: &str, trusted_key: &str) -> Executors {
+    /// Starts `count` test executors of [`APP`] on the broker at `brokers` and the topic
+    /// prefix `prefix`, trusting the public key `trusted_key` (base64) as a deployment does:
+    /// every trigger's signature is verified. Their ids are `bench-executor-{n}`.
+    pub fn start(
+        binary: &Path,
+        count: usize,
+        (brokers, prefix): (&str, &str),
+        trusted_key: &str,
+    ) -> Executors {
         let children = (0..count)
             .map(|n| {
                 Command::new(binary)
-                    .env("KADENCE_BROKERS", brokers())
+                    .env("KADENCE_BROKERS", brokers)
                     .env("KADENCE_TRUSTED_KEYS", trusted_key)
                     .env("KADENCE_APP", APP)
                     .env("KADENCE_TOPIC_PREFIX", prefix)
@@ -89,10 +96,10 @@ impl Executors {
 }
 
 /// Waits (at most a minute) until `count` executors of [`APP`] have beaten with partitions
-/// on `topics`' beats topic: the group has settled.
-pub async fn wait_for_beats(topics: &Topics, count: usize) {
+/// on `topics`' beats topic at `brokers`: the group has settled.
+pub async fn wait_for_beats(brokers: &str, topics: &Topics, count: usize) {
     let consumer: StreamConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers())
+        .set("bootstrap.servers", brokers)
         .set(
             "group.id",
             format!("bench-beats-{:x}", rand::random::<u32>()),
@@ -126,11 +133,11 @@ pub async fn wait_for_beats(topics: &Topics, count: usize) {
         .unwrap_or_else(|_| panic!("{count} executors did not all own partitions in a minute"));
 }
 
-/// The results published on `topics`' results topic, first per trigger id, of scheduled
-/// fires (trigger id `{job}-{scheduled ms}`): `(scheduled ms, started ms)`.
-pub async fn published_starts(topics: &Topics) -> Vec<(i64, i64)> {
+/// The results published on `topics`' results topic at `brokers`, first per trigger id, of
+/// scheduled fires (trigger id `{job}-{scheduled ms}`): `(scheduled ms, started ms)`.
+pub async fn published_starts(brokers: &str, topics: &Topics) -> Vec<(i64, i64)> {
     let results: Vec<ResultRecord> =
-        read_records(&brokers(), &topics.results(), RESULTS_PARTITIONS).await;
+        read_records(brokers, &topics.results(), RESULTS_PARTITIONS).await;
     let mut seen = HashSet::new();
     results
         .into_iter()
@@ -142,8 +149,58 @@ pub async fn published_starts(topics: &Topics) -> Vec<(i64, i64)> {
         .collect()
 }
 
-/// CPU ticks so far of every process whose command is `name` (the broker, `tansu`; the
-/// database's, `postgres`), by process id.
+/// CPU ticks so far of the processes the end-to-end table reports on.
+pub struct Usage {
+    /// All executor processes.
+    pub executors: u64,
+    /// The scheduler process (0 without one).
+    pub scheduler: u64,
+    /// The machine's `(busy, total)`, all cores ([`machine_ticks`]).
+    pub machine: (u64, u64),
+    /// The run's broker processes, by pid; none when the broker does not run on this machine.
+    pub broker: Option<HashMap<u32, u64>>,
+    /// Every `postgres` process, by pid.
+    pub database: HashMap<u32, u64>,
+}
+
+impl Usage {
+    /// The readings now; `broker_pids` are the run's broker's processes
+    /// ([`Broker::processes`], looked up once per run).
+    pub fn now(executors: &Executors, scheduler_pid: Option<u32>, broker_pids: &[u32]) -> Usage {
+        Usage {
+            executors: executors.ticks(),
+            scheduler: scheduler_pid
+                .and_then(process_usage)
+                .map_or(0, |(ticks, _)| ticks),
+            machine: machine_ticks(),
+            broker: (!broker_pids.is_empty()).then(|| ticks_of(broker_pids)),
+            database: ticks_of_named("postgres"),
+        }
+    }
+}
+
+/// The processes of `broker` whose CPU a run counts, said on stderr when there are none.
+pub fn broker_processes(broker: &Broker) -> Vec<u32> {
+    let pids = broker.processes();
+    if pids.is_empty() {
+        eprintln!(
+            "  broker CPU not measured: no process on this machine listens on {}",
+            broker.bootstrap
+        );
+    }
+    pids
+}
+
+/// CPU ticks so far of each of `pids` that still runs (a broker's processes, from
+/// [`Broker::processes`]), by process id.
+pub fn ticks_of(pids: &[u32]) -> HashMap<u32, u64> {
+    pids.iter()
+        .filter_map(|&pid| Some((pid, process_usage(pid)?.0)))
+        .collect()
+}
+
+/// CPU ticks so far of every process whose command is `name` (the database's, `postgres`:
+/// a process per connection, so they come and go), by process id.
 pub fn ticks_of_named(name: &str) -> HashMap<u32, u64> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return HashMap::new();
@@ -159,9 +216,9 @@ pub fn ticks_of_named(name: &str) -> HashMap<u32, u64> {
         .collect()
 }
 
-/// Ticks spent between two readings of [`ticks_of_named`]: processes that started meanwhile
-/// count whole, those that ended meanwhile not at all (a database connection closed during
-/// the window; the scheduler keeps its own open).
+/// Ticks spent between two readings of [`ticks_of`] or [`ticks_of_named`]: processes that
+/// started meanwhile count whole, those that ended meanwhile not at all (a database
+/// connection closed during the window; the scheduler keeps its own open).
 pub fn ticks_between(start: &HashMap<u32, u64>, end: &HashMap<u32, u64>) -> u64 {
     end.iter()
         .map(|(pid, ticks)| ticks.saturating_sub(start.get(pid).copied().unwrap_or(0)))

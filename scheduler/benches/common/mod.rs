@@ -1,17 +1,24 @@
-//! What the benchmarks share: command-line flags, a fresh database per run on either backend
-//! with jobs loaded straight into it, and `kadence serve` (this crate's release build) as a
-//! process of its own, as in production; for the end-to-end benchmark, executor processes
-//! (`executors`) and triggers produced without a scheduler (`emitter`).
+//! What the benchmarks share: command-line flags, the brokers they run on (`broker`), a fresh
+//! database per run on either backend with jobs loaded straight into it, and `kadence serve`
+//! (this crate's release build) as a process of its own, as in production; for the
+//! throughput benchmark, the broker's raw produce rate (`baseline`) and a node killed under
+//! load (`node_kill`); for the end-to-end benchmark, executor processes (`executors`) and
+//! triggers produced without a scheduler (`emitter`).
 //!
-//! Environment: `KADENCE_BENCH_BROKERS` (required; `infra/bench.sh` starts a broker and sets
-//! it), `KADENCE_BENCH_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`, the
-//! maintenance database one database per run is created from and dropped through) and
-//! `KADENCE_BENCH_LOG` (the scheduler's log filter, default `warn,sqlx=error`).
+//! Environment: the broker addresses (`KADENCE_BENCH_BROKERS_TANSU`,
+//! `KADENCE_BENCH_BROKERS_KAFKA`, or `KADENCE_BENCH_BROKERS` for a run on one broker; see
+//! `broker`; `infra/bench.sh` starts the brokers and sets them), `KADENCE_BENCH_POSTGRES_URL`
+//! (default `postgres://postgres@127.0.0.1:5432/test`, the maintenance database one database
+//! per run is created from and dropped through) and `KADENCE_BENCH_LOG` (the scheduler's log
+//! filter, default `warn,sqlx=error`).
 
 #![allow(dead_code)] // each benchmark uses its own subset
 
+pub mod baseline;
+pub mod broker;
 pub mod emitter;
 pub mod executors;
+pub mod node_kill;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,12 +111,6 @@ pub fn flags() -> Vec<(String, String)> {
         pairs.push((flag, value));
     }
     pairs
-}
-
-/// The broker the benchmark runs against.
-pub fn brokers() -> String {
-    std::env::var("KADENCE_BENCH_BROKERS")
-        .expect("set KADENCE_BENCH_BROKERS to a broker address (infra/bench.sh does)")
 }
 
 /// The PostgreSQL maintenance database.
@@ -385,17 +386,19 @@ pub struct Serve {
 }
 
 impl Serve {
-    /// Starts `kadence serve` on `database` and the benchmark broker with the defaults plus
-    /// `settings` (`KADENCE_…` variables); returns once its API listens.
-    pub async fn start(database: &Database, settings: &[(&str, String)]) -> Serve {
+    /// Starts `kadence serve` on `database` and the broker at `brokers` (a bootstrap list)
+    /// with the defaults plus `settings` (`KADENCE_…` variables); returns once its API
+    /// listens.
+    pub async fn start(database: &Database, brokers: &str, settings: &[(&str, String)]) -> Serve {
         let prefix = format!("kbench{:x}", rand::random::<u32>());
-        Serve::start_node(database, &prefix, settings).await
+        Serve::start_node(database, brokers, &prefix, settings).await
     }
 
-    /// Starts one more scheduler node on `database` with topic prefix `prefix` (that of the
-    /// first node, so that they share the topics).
+    /// Starts one more scheduler node on `database` and `brokers` with topic prefix `prefix`
+    /// (that of the first node, so that they share the topics).
     pub async fn start_node(
         database: &Database,
+        brokers: &str,
         prefix: &str,
         settings: &[(&str, String)],
     ) -> Serve {
@@ -404,7 +407,7 @@ impl Serve {
         command
             .arg("serve")
             .env("KADENCE_DATABASE__URL", database.url())
-            .env("KADENCE_KAFKA__BROKERS", brokers())
+            .env("KADENCE_KAFKA__BROKERS", brokers)
             .env("KADENCE_KAFKA__TOPIC_PREFIX", &prefix)
             .env("KADENCE_API__LISTEN", "127.0.0.1:0")
             .envs(settings.iter().map(|(name, value)| (name, value)))
