@@ -136,7 +136,8 @@ step "fault scenarios that fit here (infra/faults.sh; each prints its counters, 
 # Each starts its own broker, scheduler and executors, and spends most of its time waiting
 # on its timeline, so they run side by side (about two minutes in all); each one's table is
 # printed when all are done. The soak runs on its own (infra/faults.sh soak).
-fault_scenarios=(broker-cut broker-restart database-cut node-pause executor-hang executor-handover rebalance-storm hostile-input)
+fault_scenarios=(broker-cut broker-restart database-cut node-pause executor-hang rebalance-storm hostile-input
+  kafka-executor-hang kafka-rebalance-storm kafka-cluster)
 # disk-full mounts a small filesystem of its own, which takes root.
 if [ "$(id -u)" = 0 ]; then
   fault_scenarios+=(disk-full)

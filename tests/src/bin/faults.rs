@@ -4,15 +4,23 @@
 //!
 //! ```text
 //! faults SCENARIO [--jobs N] [--before-secs S] [--outage-secs S] [--after-secs S]
+//!                 [--group-protocol classic|consumer]
 //! ```
+//!
+//! `--group-protocol` is for the `kafka-…` scenarios: the executor faults run both protocols
+//! side by side unless it names one; the cluster faults run classic unless it says otherwise.
 
 use std::process::ExitCode;
 
+use kadence_tests::faults::cluster_faults::{self, ClusterFault};
 use kadence_tests::faults::{
-    Options, Report, broker_cut, database_cut, executor_faults, handover, hostile, node_pause, soak,
+    Options, Report, broker_cut, database_cut, executor_faults, hostile, node_pause, soak,
 };
 
-const SCENARIOS: &str = "broker-cut, broker-restart, database-cut, disk-full, node-pause, executor-hang, executor-handover, rebalance-storm, hostile-input, soak";
+const SCENARIOS: &str = "broker-cut, broker-restart, database-cut, disk-full, node-pause, \
+    executor-hang, rebalance-storm, hostile-input, soak; on Apache Kafka: kafka-executor-hang, \
+    kafka-rebalance-storm, kafka-cluster (the four below in turn on one cluster), \
+    kafka-leader-kill, kafka-controller-kill, kafka-broker-freeze, kafka-rolling-restart";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -20,53 +28,83 @@ async fn main() -> ExitCode {
     let Some((scenario, rest)) = args.split_first() else {
         eprintln!(
             "usage: faults SCENARIO [--jobs N] [--before-secs S] [--outage-secs S] \
-             [--after-secs S]\nscenarios: {SCENARIOS}"
+             [--after-secs S] [--group-protocol classic|consumer]\nscenarios: {SCENARIOS}"
         );
         return ExitCode::from(2);
     };
-    let defaults = match scenario.as_str() {
+    let scenario = scenario.as_str();
+    let defaults = match scenario {
         "broker-cut" | "broker-restart" => broker_cut::defaults(),
         "database-cut" | "disk-full" => database_cut::defaults(),
         "node-pause" => node_pause::defaults(),
-        "executor-hang" => executor_faults::hang_defaults(),
-        "executor-handover" => handover::defaults(),
-        "rebalance-storm" => executor_faults::storm_defaults(),
+        "executor-hang" | "kafka-executor-hang" => executor_faults::hang_defaults(),
+        "rebalance-storm" | "kafka-rebalance-storm" => executor_faults::storm_defaults(),
         "hostile-input" => hostile::defaults(),
         "soak" => soak::defaults(),
+        "kafka-cluster" => cluster_faults::defaults(),
+        other if ClusterFault::of_scenario(other).is_some() => cluster_faults::defaults(),
         other => {
             eprintln!("error: unknown scenario {other} ({SCENARIOS})");
             return ExitCode::from(2);
         }
     };
     let options = match Options::parse(rest, defaults) {
+        Ok(options) if options.group_protocol.is_some() && !scenario.starts_with("kafka-") => {
+            eprintln!(
+                "error: --group-protocol is for the kafka-… scenarios (tansu has classic groups only)"
+            );
+            return ExitCode::from(2);
+        }
         Ok(options) => options,
         Err(error) => {
             eprintln!("error: {error}");
             return ExitCode::from(2);
         }
     };
-    let report: Report = match scenario.as_str() {
-        "broker-cut" => broker_cut::run(&options).await,
-        "broker-restart" => broker_cut::run_restart(&options).await,
-        "database-cut" => database_cut::run(&options).await,
-        "disk-full" => database_cut::run_disk_full(&options).await,
-        "node-pause" => node_pause::run(&options).await,
-        "executor-hang" => executor_faults::run_hang(&options).await,
-        "executor-handover" => handover::run(&options).await,
-        "rebalance-storm" => executor_faults::run_storm(&options).await,
-        "hostile-input" => hostile::run(&options).await,
-        _ => soak::run(&options).await,
+    let reports = run(scenario, &options).await;
+    Report::print_rows(&reports);
+    let mut passed = true;
+    for report in &reports {
+        for line in &report.details {
+            eprintln!("{line}");
+        }
+        if report.passed() {
+            continue;
+        }
+        passed = false;
+        if report.lost > 0 {
+            eprintln!("LOST: {} fires", report.lost);
+        }
+        for failure in &report.failures {
+            eprintln!("FAILED: {failure}");
+        }
+    }
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs `scenario` (a known one): a report per row of its table.
+async fn run(scenario: &str, options: &Options) -> Vec<Report> {
+    let report = match scenario {
+        "broker-cut" => broker_cut::run(options).await,
+        "broker-restart" => broker_cut::run_restart(options).await,
+        "database-cut" => database_cut::run(options).await,
+        "disk-full" => database_cut::run_disk_full(options).await,
+        "node-pause" => node_pause::run(options).await,
+        "executor-hang" => executor_faults::run_hang(options).await,
+        "rebalance-storm" => executor_faults::run_storm(options).await,
+        "hostile-input" => hostile::run(options).await,
+        "soak" => soak::run(options).await,
+        "kafka-executor-hang" => return executor_faults::run_kafka_hang(options).await,
+        "kafka-rebalance-storm" => return executor_faults::run_kafka_storm(options).await,
+        "kafka-cluster" => return cluster_faults::run_all(options).await,
+        other => {
+            let fault = ClusterFault::of_scenario(other).expect("a known scenario");
+            return cluster_faults::run_one(fault, options).await;
+        }
     };
-    report.print();
-    for line in &report.details {
-        eprintln!("{line}");
-    }
-    if report.passed() {
-        return ExitCode::SUCCESS;
-    }
-    eprintln!("LOST: {} fires", report.lost);
-    for failure in &report.failures {
-        eprintln!("FAILED: {failure}");
-    }
-    ExitCode::FAILURE
+    vec![report]
 }

@@ -6,7 +6,8 @@
 
 use serde_json::json;
 
-use super::stack::{APP, Stack};
+use super::api::APP;
+use super::stack::Stack;
 
 /// The length the oversized requests declare.
 const OVERSIZED: usize = 20 * 1024 * 1024;

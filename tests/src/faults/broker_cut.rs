@@ -30,6 +30,7 @@ pub fn defaults() -> Options {
         before: Duration::from_secs(10),
         outage: Duration::from_secs(10),
         after: Duration::from_secs(15),
+        group_protocol: None,
     }
 }
 

@@ -21,12 +21,13 @@ use std::time::Duration;
 
 use kadence_schemas::TriggerType;
 
+use super::api::Api;
 use super::disk::SmallDisk;
 use super::load::Outcome;
 use super::net::free_port;
 use super::postgres::ScenarioDatabase;
 use super::proxy::{CuttableProxy, ProxiedBroker};
-use super::stack::{Api, Stack, sqlite_url};
+use super::stack::{Stack, sqlite_url};
 use super::{Options, Report, millis_cell};
 use crate::now_ms;
 
@@ -37,6 +38,7 @@ pub fn defaults() -> Options {
         before: Duration::from_secs(10),
         outage: Duration::from_secs(30),
         after: Duration::from_secs(20),
+        group_protocol: None,
     }
 }
 

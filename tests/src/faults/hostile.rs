@@ -30,9 +30,10 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::abuse::{Abuse, abuse_the_api};
+use super::api::APP;
 use super::load::Outcome;
 use super::proxy::ProxiedBroker;
-use super::stack::{APP, Stack, sqlite_url};
+use super::stack::{Stack, sqlite_url};
 use super::{Options, Report};
 use crate::now_ms;
 
@@ -44,6 +45,7 @@ pub fn defaults() -> Options {
         before: Duration::from_secs(10),
         outage: Duration::from_secs(45),
         after: Duration::from_secs(10),
+        group_protocol: None,
     }
 }
 

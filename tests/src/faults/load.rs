@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use kadence_schemas::TriggerRecord;
 
-use super::stack::{APP, PARTITIONS, Stack};
+use super::api::{APP, PARTITIONS};
+use super::stack::Stack;
 use crate::now_ms;
 use crate::triggers::{FireAudit, read_triggers_among_others};
 

@@ -1,19 +1,33 @@
 //! The fault harness behind `infra/faults.sh` (binary `faults`): each scenario starts real
 //! parts of its own, injects one fault while jobs fire every second, and counts from the
 //! trigger topic and the API, never from log lines: fires due, emitted, completed, emitted
-//! twice (same trigger id), lost (must be 0), time to recover. The README's "Faults" section
-//! lists the scenarios with their latest figures.
+//! twice (same trigger id), lost (must be 0), time to recover. (Lines serve only to check
+//! that a scenario struck what it says: the executors' `owns` lines for a handover, Kafka's
+//! log for the group protocol its executors joined by.) The README's "Faults" section lists
+//! the scenarios with their latest figures.
+//!
+//! Brokers: most scenarios run on tansu (the development broker) behind a [`proxy`]; those
+//! whose subject is Kafka's own behaviour (group handovers, broker failures) run on Apache
+//! Kafka 4 ([`kafka`]), one node or a cluster of three, and are named `kafka-…`.
 //!
 //! - [`proxy`]: a TCP proxy the harness cuts, in front of the broker or the database;
 //!   [`net`]: a free port, one value of a process's metrics;
-//! - [`stack`]: `kadence serve` and an executor as processes, and the API they answer;
+//! - [`stack`]: `kadence serve` and executors as processes (of either group protocol), and
+//!   [`api`]: the scheduler's API as a scenario calls it;
+//! - [`kafka`]: Apache Kafka started, hurt and stopped through `infra/broker.sh`, and its
+//!   partitions' leaders and in-sync replicas;
 //! - [`broker_cut`]: the broker unreachable for a while (every connection cut);
 //! - [`database_cut`]: the database unreachable for a while, with the misfire policies and the
 //!   outage's report (log, `/health/ready`, metric) checked;
 //!   `disk-full` is the same with the SQLite file's [`disk`] filled;
-//! - [`executor_faults`]: an executor frozen past its session, and a rebalance storm;
-//!   [`handover`]: the frozen executor on librdkafka's mock cluster, whose coordinator hands
-//!   its partitions over (the development broker's does not);
+//! - [`steady`]: the load the executor and cluster faults strike (two executors, runs of
+//!   300 ms) and what it counts beyond [`load`]: results repeated, the longest to finish;
+//! - [`executor_faults`]: the executor faults on tansu and on Kafka (both group protocols):
+//!   [`executor_hang`], an executor frozen past its session (on Kafka its partitions must be
+//!   handed over), and [`rebalance_storm`], executors joining and leaving (on Kafka by
+//!   kill -9 too); [`ownership`] reads which partitions each executor owns;
+//! - [`cluster_faults`]: faults of a three-node Kafka cluster (the partition leader or the
+//!   controller killed, a rolling restart, a node frozen), which [`node_faults`] injects;
 //! - [`node_pause`]: one of two scheduler nodes frozen past its leases, then thawed;
 //! - [`hostile`]: malformed and hostile records on every topic, and [`abuse`]: abusive
 //!   requests to the API;
@@ -22,21 +36,30 @@
 //! - [`postgres`]: a PostgreSQL database of a scenario's own.
 
 pub mod abuse;
+pub mod api;
 pub mod broker_cut;
+pub mod cluster_faults;
 pub mod database_cut;
 pub mod disk;
 pub mod executor_faults;
-pub mod handover;
+pub mod executor_hang;
 pub mod hostile;
+pub mod kafka;
 pub mod load;
 pub mod net;
+pub mod node_faults;
 pub mod node_pause;
+pub mod ownership;
 pub mod postgres;
 pub mod proxy;
+pub mod rebalance_storm;
 pub mod soak;
 pub mod stack;
+pub mod steady;
 
 use std::time::Duration;
+
+use stack::GroupProtocol;
 
 /// Set (to anything) in the environment, every scenario keeps its processes' logs, passed
 /// or not, and names them: for looking into how a fault played out.
@@ -53,6 +76,9 @@ pub struct Options {
     pub outage: Duration,
     /// Steady load after it.
     pub after: Duration,
+    /// The executors' group protocol (`--group-protocol classic|consumer`), for the Kafka
+    /// scenarios; `None`: each scenario's own choice (the executor faults run both).
+    pub group_protocol: Option<GroupProtocol>,
 }
 
 impl Options {
@@ -62,6 +88,10 @@ impl Options {
         let mut args = args.iter();
         while let Some(name) = args.next() {
             let value = args.next().ok_or_else(|| format!("{name} needs a value"))?;
+            if name == "--group-protocol" {
+                options.group_protocol = Some(GroupProtocol::parse(value)?);
+                continue;
+            }
             let number: u64 = value
                 .parse()
                 .map_err(|_| format!("{name} takes a whole number, not {value:?}"))?;
@@ -96,20 +126,41 @@ pub struct Report {
 }
 
 impl Report {
-    /// Prints the scenario, what was injected and its one-row table (Markdown, as the README
-    /// keeps it).
-    pub fn print(&self) {
-        println!("scenario: {}", self.scenario);
-        println!("injected: {}", self.injected);
-        let headings: Vec<&str> = self.columns.iter().map(|(heading, _)| *heading).collect();
-        println!("| {} |", headings.join(" | "));
-        println!("|{}", "---|".repeat(headings.len()));
-        let values: Vec<&str> = self
-            .columns
-            .iter()
-            .map(|(_, value)| value.as_str())
-            .collect();
-        println!("| {} |", values.join(" | "));
+    /// Prints the reports of one scenario: its name, what was injected and a Markdown table
+    /// (as the README keeps it) with a row per report. A scenario of several faults or
+    /// variants has a report each, led by a column naming it, and each injected line names
+    /// its row (a table each should their columns differ).
+    pub fn print_rows(reports: &[Report]) {
+        let Some(first) = reports.first() else {
+            return;
+        };
+        println!("scenario: {}", first.scenario);
+        let mut heading_printed: Option<Vec<&str>> = None;
+        for report in reports {
+            let label = match reports.len() {
+                1 => String::new(),
+                _ => format!(
+                    " ({})",
+                    report.columns.first().map_or("", |(_, v)| v.as_str())
+                ),
+            };
+            println!("injected{label}: {}", report.injected);
+        }
+        for report in reports {
+            let headings: Vec<&str> = report.columns.iter().map(|(heading, _)| *heading).collect();
+            if heading_printed.as_ref() != Some(&headings) {
+                if heading_printed.is_some() {
+                    println!();
+                }
+                println!("| {} |", headings.join(" | "));
+                println!("|{}", "---|".repeat(headings.len()));
+                heading_printed = Some(headings);
+            }
+            let values: Vec<&str> = (report.columns.iter())
+                .map(|(_, value)| value.as_str())
+                .collect();
+            println!("| {} |", values.join(" | "));
+        }
     }
 
     /// Removes `logs` (a stack's [`log_files`](stack::Stack::log_files)) when the scenario

@@ -25,6 +25,7 @@ pub fn defaults() -> Options {
         before: Duration::from_secs(15),
         outage: Duration::from_secs(20),
         after: Duration::from_secs(15),
+        group_protocol: None,
     }
 }
 

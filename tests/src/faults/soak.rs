@@ -22,9 +22,10 @@ use kadence_schemas::ResultRecord;
 use serde_json::json;
 use sqlx::{Connection, Row};
 
+use super::api::{APP, PARTITIONS};
 use super::postgres::ScenarioDatabase;
 use super::proxy::ProxiedBroker;
-use super::stack::{APP, PARTITIONS, Stack};
+use super::stack::Stack;
 use super::{Options, Report};
 use crate::now_ms;
 use crate::triggers::{FireAudit, read_records, read_triggers};
@@ -36,6 +37,7 @@ pub fn defaults() -> Options {
         before: Duration::from_secs(60),
         outage: Duration::from_secs(3_600),
         after: Duration::ZERO,
+        group_protocol: None,
     }
 }
 
