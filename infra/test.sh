@@ -134,31 +134,40 @@ KADENCE_TEST_BROKERS=$tansu_brokers KADENCE_TEST_BROKER_KIND=tansu RUST_TEST_THR
 
 step "fault scenarios that fit here (infra/faults.sh; each prints its counters, fails on a lost fire)"
 # Each starts its own broker, scheduler and executors, and spends most of its time waiting
-# on its timeline, so they run side by side (about two minutes in all); each one's table is
-# printed when all are done. The soak runs on its own (infra/faults.sh soak).
-fault_scenarios=(broker-cut broker-restart database-cut node-pause executor-hang rebalance-storm hostile-input
-  kafka-executor-hang kafka-rebalance-storm kafka-cluster)
+# on its timeline, so a batch runs side by side; each one's table is printed when its batch
+# is done. Two batches: the scenarios on tansu (about two minutes), then those on Apache
+# Kafka (about seven, set by kafka-cluster's four faults in turn): five JVMs starting beside
+# the tansu scenarios starved every process of CPU on two cores, and a broker short of CPU
+# misses its sessions, which is not the fault under test. The soak runs on its own
+# (infra/faults.sh soak).
+tansu_scenarios=(broker-cut broker-restart database-cut node-pause executor-hang rebalance-storm hostile-input)
 # disk-full mounts a small filesystem of its own, which takes root.
 if [ "$(id -u)" = 0 ]; then
-  fault_scenarios+=(disk-full)
+  tansu_scenarios+=(disk-full)
 else
   echo "disk-full skipped: mounting its small filesystem takes root"
 fi
+kafka_scenarios=(kafka-cluster kafka-executor-hang kafka-rebalance-storm)
 fault_logs=$(mktemp -d)
-for scenario in "${fault_scenarios[@]}"; do
-  # (errexit holds in the subshell too: the exit status is written on both branches.)
-  (if target/debug/faults "$scenario" >"$fault_logs/$scenario.log" 2>&1; then
-     echo 0 >"$fault_logs/$scenario.exit"
-   else
-     echo "$?" >"$fault_logs/$scenario.exit"
-   fi) &
-done
-wait
 failed_scenarios=()
-for scenario in "${fault_scenarios[@]}"; do
-  cat "$fault_logs/$scenario.log"
-  [ "$(cat "$fault_logs/$scenario.exit" 2>/dev/null)" = 0 ] || failed_scenarios+=("$scenario")
-done
+run_side_by_side() {
+  local scenario
+  for scenario in "$@"; do
+    # (errexit holds in the subshell too: the exit status is written on both branches.)
+    (if target/debug/faults "$scenario" >"$fault_logs/$scenario.log" 2>&1; then
+       echo 0 >"$fault_logs/$scenario.exit"
+     else
+       echo "$?" >"$fault_logs/$scenario.exit"
+     fi) &
+  done
+  wait
+  for scenario in "$@"; do
+    cat "$fault_logs/$scenario.log"
+    [ "$(cat "$fault_logs/$scenario.exit" 2>/dev/null)" = 0 ] || failed_scenarios+=("$scenario")
+  done
+}
+run_side_by_side "${tansu_scenarios[@]}"
+run_side_by_side "${kafka_scenarios[@]}"
 rm -rf "$fault_logs"
 if [ ${#failed_scenarios[@]} -gt 0 ]; then
   echo "fault scenarios failed: ${failed_scenarios[*]}" >&2

@@ -30,6 +30,20 @@ pub enum TopicError {
         /// The client error.
         source: KafkaError,
     },
+    /// The topic was created (or existed) but the brokers' metadata did not show its
+    /// partitions in time: on a busy cluster a new topic takes a moment to reach every
+    /// broker. Nothing is wrong with it; asking again later succeeds.
+    #[error(
+        "topic {topic} exists, but the brokers' metadata did not show its partitions within \
+         {} s; the cluster is slow to spread it: try again",
+        waited.as_secs()
+    )]
+    NotVisible {
+        /// The topic.
+        topic: String,
+        /// How long it was looked for.
+        waited: Duration,
+    },
     /// The topic exists with another partition count.
     #[error(
         "topic {topic} exists with {actual} partitions but Kadence expects {expected}; \
@@ -88,7 +102,7 @@ impl TopicAdmin {
                 Err((_, code)) => return Err(admin_error(KafkaError::AdminOp(code))),
             }
         }
-        let actual = self.partition_count(topic).await?;
+        let actual = self.visible_partition_count(topic).await?;
         if actual != partitions {
             return Err(TopicError::PartitionMismatch {
                 topic: topic.to_owned(),
@@ -97,6 +111,26 @@ impl TopicAdmin {
             });
         }
         Ok(())
+    }
+
+    /// The partition count of `topic`, which exists: looked for until the admin timeout,
+    /// because a topic just created can be missing from a busy cluster's metadata for
+    /// seconds (seen on Apache Kafka with its brokers short of CPU), and a count of 0 then
+    /// means "not yet", never "another count".
+    async fn visible_partition_count(&self, topic: &str) -> Result<i32, TopicError> {
+        let started = std::time::Instant::now();
+        loop {
+            let count = self.partition_count(topic).await?;
+            if count > 0 {
+                return Ok(count);
+            }
+            if started.elapsed() >= self.timeout {
+                return Err(TopicError::NotVisible {
+                    topic: topic.to_owned(),
+                    waited: started.elapsed(),
+                });
+            }
+        }
     }
 
     /// The partition count the broker reports for `topic` (0 if it does not exist).

@@ -62,6 +62,7 @@ pub(super) async fn create_app(
         .await
         .map_err(|error| match error {
             TopicError::PartitionMismatch { .. } => ApiError::Conflict(error.to_string()),
+            TopicError::NotVisible { .. } => ApiError::Unavailable(error.to_string()),
             other => ApiError::Internal(other.into()),
         })?;
     let app = App {

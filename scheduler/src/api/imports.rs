@@ -215,6 +215,7 @@ async fn write(
             .await
             .map_err(|error| match error {
                 TopicError::PartitionMismatch { .. } => ApiError::Conflict(error.to_string()),
+                TopicError::NotVisible { .. } => ApiError::Unavailable(error.to_string()),
                 other => ApiError::Internal(other.into()),
             })?;
     }
