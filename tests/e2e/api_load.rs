@@ -44,8 +44,12 @@ const LOAD: Duration = Duration::from_secs(15);
 const MARGIN: Duration = Duration::from_secs(2);
 /// Latest emission of a checked fire, after its scheduled time. Without load a trigger is
 /// emitted a second ahead of its time (the default emit lead); a starved pre-read loop writes
-/// fires late and they go out seconds behind. Two seconds of slack are for a busy CI machine.
-const MAX_LATENESS_MS: i64 = 1_000;
+/// fires late and they go out seconds behind, and skips whole seconds (missing fires, checked
+/// on their own). Three seconds of slack are for a busy CI machine: the test broker is a JVM
+/// (Apache Kafka) sharing the two cores with the database, the scheduler and 100 clients,
+/// and a fire or two a run then went out up to 1.3 s after its time, where a starved loop
+/// is seconds late.
+const MAX_LATENESS_MS: i64 = 2_000;
 /// The pending fires' lease, shortened from the default 10 s so that a fire whose
 /// acknowledgement was not recorded in time is re-emitted (and seen) seconds after the load.
 const LEASE: Duration = Duration::from_secs(3);
