@@ -14,6 +14,9 @@ pub const APP: &str = "faults";
 /// Partitions of its trigger topic.
 pub const PARTITIONS: i32 = 3;
 
+/// How many times [`Api::call`] asks again after a 503.
+const BUSY_RETRIES: u32 = 30;
+
 /// A scheduler's API, logged in as its admin.
 pub struct Api {
     url: String,
@@ -34,19 +37,31 @@ impl Api {
     }
 
     /// `method path` with a JSON `body` (none when null); panics unless it succeeds.
+    ///
+    /// A 503 is the API saying "busy, retry in a moment" (a topic a busy Kafka cluster is
+    /// slow to spread, a request past its time): asked again after a second, as a client
+    /// should, up to [`BUSY_RETRIES`] times.
     pub async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(&self.token);
-        if !body.is_null() {
-            request = request.json(&body);
+        let mut tries = 0;
+        loop {
+            let mut request = self
+                .http
+                .request(method.clone(), format!("{}{path}", self.url))
+                .bearer_auth(&self.token);
+            if !body.is_null() {
+                request = request.json(&body);
+            }
+            let response = request.send().await.expect("the API answers");
+            let status = response.status();
+            let text = response.text().await.expect("an answer");
+            if status == reqwest::StatusCode::SERVICE_UNAVAILABLE && tries < BUSY_RETRIES {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                continue;
+            }
+            assert!(status.is_success(), "{path}: {status} {text}");
+            return serde_json::from_str(&text).unwrap_or(Value::Null);
         }
-        let response = request.send().await.expect("the API answers");
-        let status = response.status();
-        let text = response.text().await.expect("an answer");
-        assert!(status.is_success(), "{path}: {status} {text}");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
     }
 
     /// `GET /health/ready`: whether it answered 200, and its body.
