@@ -77,12 +77,18 @@ cargo build --locked -p kadence-scheduler -p kadence-executor --bin kadence --ex
 
 if [ -n "${KADENCE_BROKERS:-}" ]; then
   brokers="$KADENCE_BROKERS"
+  # An existing cluster is taken for Apache Kafka unless KADENCE_BROKER_KIND says tansu.
+  broker_kind="${KADENCE_BROKER_KIND:-kafka}"
   echo "using the Kafka cluster at $brokers"
 else
   brokers=$(infra/broker.sh start --state "$state/broker")
   started_broker=yes
-  echo "broker ($(cat "$state/broker/kind")) started at $brokers (logs: $state/broker)"
+  broker_kind=$(cat "$state/broker/kind")
+  echo "broker ($broker_kind) started at $brokers (logs: $state/broker)"
 fi
+# The scheduler and the executor work round tansu's quirks when told it is tansu
+# (kafka.broker_kind, KADENCE_BROKER_KIND); a Kafka cluster of three is Kafka to them.
+[ "$broker_kind" = tansu ] || broker_kind=kafka
 
 password_file="$state/admin-password"
 if [ ! -s "$password_file" ]; then
@@ -93,6 +99,7 @@ scheduler_env=(
   KADENCE_AUTH__ADMIN_PASSWORD="$(cat "$password_file")"
   KADENCE_DATABASE__URL="sqlite://$state/kadence.db"
   KADENCE_KAFKA__BROKERS="$brokers"
+  KADENCE_KAFKA__BROKER_KIND="$broker_kind"
   KADENCE_API__LISTEN="127.0.0.1:$api_port"
 )
 if [ -n "${KADENCE_OTLP_ENDPOINT:-}" ]; then
@@ -122,7 +129,7 @@ if [ -z "$trusted_keys" ]; then
   exit 1
 fi
 
-executor_env=(KADENCE_BROKERS="$brokers" KADENCE_APP=demo KADENCE_TRUSTED_KEYS="$trusted_keys")
+executor_env=(KADENCE_BROKERS="$brokers" KADENCE_BROKER_KIND="$broker_kind" KADENCE_APP=demo KADENCE_TRUSTED_KEYS="$trusted_keys")
 if [ "$with_prometheus" = yes ]; then executor_env+=(KADENCE_METRICS_ADDRESS="$executor_metrics"); fi
 if [ -n "${KADENCE_OTLP_ENDPOINT:-}" ]; then executor_env+=(KADENCE_OTLP_ENDPOINT="$KADENCE_OTLP_ENDPOINT"); fi
 env "${executor_env[@]}" target/debug/examples/demo >"$state/executor.log" 2>&1 &

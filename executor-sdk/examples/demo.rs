@@ -4,7 +4,9 @@
 //! KADENCE_BROKERS=127.0.0.1:9092 KADENCE_APP=demo cargo run -p kadence-executor --example demo
 //! ```
 //!
-//! Environment: `KADENCE_BROKERS` (default `127.0.0.1:9092`), `KADENCE_APP` (default `demo`),
+//! Environment: `KADENCE_BROKERS` (default `127.0.0.1:9092`), `KADENCE_BROKER_KIND` (`kafka`,
+//! the default, or `tansu`: the development broker, whose quirks the client then works
+//! round), `KADENCE_APP` (default `demo`),
 //! `KADENCE_TOPIC_PREFIX` (default `kadence`), `KADENCE_TRUSTED_KEYS` (the scheduler's public
 //! signing keys, from `kadence key list`, separated by commas: only triggers they signed run;
 //! unset, nothing is verified), `KADENCE_METRICS_ADDRESS` (serve Prometheus metrics there,
@@ -13,7 +15,7 @@
 
 use std::time::Duration;
 
-use kadence_executor::{Executor, JobContext, JobError, JobResult};
+use kadence_executor::{BrokerKind, Executor, JobContext, JobError, JobResult};
 
 /// Greets, taking a little time like real work, and watches for cancellation.
 async fn hello(ctx: JobContext) -> JobResult {
@@ -68,6 +70,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let executor = builder
         .brokers(env("KADENCE_BROKERS", "127.0.0.1:9092"))
+        .broker_kind(env("KADENCE_BROKER_KIND", "kafka").parse::<BrokerKind>()?)
         .app(env("KADENCE_APP", "demo"))
         .topic_prefix(env("KADENCE_TOPIC_PREFIX", "kadence"))
         // Hooks run once: before the first run of `hello` here, and at shutdown.

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kadence_kafka::settings::BrokerKind;
 use kadence_kafka::{KafkaSettings, PublicKey, RunTracer, TrustedKeys};
 use kadence_schemas::{AppName, Topics};
 
@@ -26,6 +27,7 @@ pub struct ExecutorBuilder {
     executor_id: Option<String>,
     session_timeout: Duration,
     group_protocol: GroupProtocol,
+    broker_kind: BrokerKind,
     max_in_flight: usize,
     max_concurrent_per_job: usize,
     drain_timeout: Duration,
@@ -55,6 +57,7 @@ impl Default for ExecutorBuilder {
             executor_id: None,
             session_timeout: Duration::from_secs(10),
             group_protocol: GroupProtocol::Classic,
+            broker_kind: BrokerKind::Kafka,
             max_in_flight: 20_000,
             max_concurrent_per_job: 16,
             drain_timeout: Duration::from_secs(30),
@@ -134,6 +137,18 @@ impl ExecutorBuilder {
     /// also reach every other client.
     pub fn group_protocol(mut self, protocol: GroupProtocol) -> Self {
         self.group_protocol = protocol;
+        self
+    }
+
+    /// Which broker the executor talks to, where its client must behave differently.
+    /// Default [`BrokerKind::Kafka`]: Apache Kafka and brokers with its semantics (Confluent,
+    /// MSK, Redpanda). [`BrokerKind::Tansu`] for tansu 0.6, the development stack's broker:
+    /// a partition assigned is started before the group's committed offset and the records
+    /// before it dropped (tansu serves a fetch that starts inside a record batch from the next
+    /// batch, which lost the rest of that batch), and trigger fetches wait at most 10 ms
+    /// (tansu holds every fetch for its whole wait).
+    pub fn broker_kind(mut self, kind: BrokerKind) -> Self {
+        self.broker_kind = kind;
         self
     }
 
@@ -392,6 +407,7 @@ impl ExecutorBuilder {
             exports_spans: self.otlp_endpoint.is_some(),
             kafka: KafkaSettings {
                 brokers,
+                broker_kind: self.broker_kind,
                 options: self.kafka_options,
             },
             app,

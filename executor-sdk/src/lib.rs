@@ -45,7 +45,9 @@
 //! What a handler author meets:
 //! - [`ExecutorBuilder`] (`builder`): settings and handlers, checked once in `build`;
 //!   [`GroupProtocol`] (`settings`): the consumer group protocol it joins with, classic or
-//!   Kafka's KIP-848 consumer protocol.
+//!   Kafka's KIP-848 consumer protocol; [`BrokerKind`] (from `kadence-kafka`, re-exported):
+//!   Apache Kafka (the default) or tansu, the development broker, whose quirks the client
+//!   works round.
 //! - [`JobContext`], [`JobResult`], [`JobError`] (`context`): what a handler receives and
 //!   returns.
 //! - [`ExecutorError`] (`error`): why an executor could not be built or could not run.
@@ -168,6 +170,7 @@ pub use builder::ExecutorBuilder;
 pub use context::{JobContext, JobError, JobResult};
 pub use error::ExecutorError;
 pub use joblog::{FLUSH_INTERVAL, JobLogger, MAX_LINE_BYTES};
+pub use kadence_kafka::settings::BrokerKind;
 pub use kadence_kafka::shutdown_signal;
 pub use partitions::OwnedPartitions;
 pub use settings::GroupProtocol;

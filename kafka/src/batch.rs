@@ -13,17 +13,21 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::FutureExt;
-use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext, StreamConsumer};
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
+};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::statistics::Statistics;
+use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
 use crate::closing::close_consumer;
 use crate::failure_log::{FailureLog, Severity};
+use crate::resume::{ResumePoints, rebalance_resuming};
 use crate::retry::Backoff;
-use crate::settings::KafkaSettings;
+use crate::settings::{BrokerKind, KafkaSettings};
 
 /// How long a stopping process waits for each batch consumer to leave its group: well inside
 /// any stop deadline, so that a broker that does not answer delays nothing else.
@@ -59,13 +63,16 @@ pub fn partition_lags<'a>(
 }
 
 /// The client context of a batch consumer: passes the client's statistics on, once someone
-/// asked for them.
-#[derive(Default)]
-pub struct StatisticsContext {
+/// asked for them, and applies the group's rebalances resuming where the group committed
+/// ([`ResumePoints`]).
+pub struct ReaderContext {
     callback: OnceLock<StatisticsCallback>,
+    resume: ResumePoints,
+    /// Bounds each offset lookup while partitions are assigned.
+    lookup_timeout: Duration,
 }
 
-impl ClientContext for StatisticsContext {
+impl ClientContext for ReaderContext {
     fn stats(&self, statistics: Statistics) {
         if let Some(callback) = self.callback.get() {
             callback(&statistics);
@@ -73,11 +80,34 @@ impl ClientContext for StatisticsContext {
     }
 }
 
-impl ConsumerContext for StatisticsContext {}
+impl ConsumerContext for ReaderContext {
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        partitions: &mut TopicPartitionList,
+    ) {
+        rebalance_resuming(
+            self,
+            consumer,
+            err,
+            partitions,
+            &self.resume,
+            self.lookup_timeout,
+        );
+    }
+
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(revoked) = rebalance {
+            let partitions: Vec<i32> = revoked.elements().iter().map(|e| e.partition()).collect();
+            self.resume.forget(&partitions);
+        }
+    }
+}
 
 /// A consumer read in batches with manual commits.
 pub struct BatchConsumer {
-    consumer: StreamConsumer<StatisticsContext>,
+    consumer: StreamConsumer<ReaderContext>,
     name: &'static str,
     max: usize,
 }
@@ -94,16 +124,21 @@ impl BatchConsumer {
         name: &'static str,
         max: usize,
     ) -> Result<BatchConsumer, KafkaError> {
-        let session_timeout = session_timeout.as_millis().to_string();
-        let consumer: StreamConsumer<StatisticsContext> = settings
+        let session_timeout_ms = session_timeout.as_millis().to_string();
+        let context = ReaderContext {
+            callback: OnceLock::new(),
+            resume: ResumePoints::new(settings.broker_kind, topic),
+            lookup_timeout: session_timeout,
+        };
+        let consumer: StreamConsumer<ReaderContext> = settings
             .client_config_with(&[
                 ("group.id", group),
                 ("enable.auto.commit", "false"),
                 ("auto.offset.reset", "earliest"),
-                ("session.timeout.ms", &session_timeout),
+                ("session.timeout.ms", &session_timeout_ms),
                 ("statistics.interval.ms", STATISTICS_INTERVAL_MS),
             ])
-            .create_with_context(StatisticsContext::default())?;
+            .create_with_context(context)?;
         consumer.subscribe(&[topic])?;
         Ok(BatchConsumer {
             consumer,
@@ -124,13 +159,19 @@ impl BatchConsumer {
         name: &'static str,
         max: usize,
     ) -> Result<BatchConsumer, KafkaError> {
-        let consumer: StreamConsumer<StatisticsContext> = settings
+        // Assigned, not subscribed: no rebalance, nothing to resume.
+        let context = ReaderContext {
+            callback: OnceLock::new(),
+            resume: ResumePoints::new(BrokerKind::Kafka, topic),
+            lookup_timeout: Duration::ZERO,
+        };
+        let consumer: StreamConsumer<ReaderContext> = settings
             .client_config_with(&[
                 ("group.id", group),
                 ("enable.auto.commit", "false"),
                 ("enable.auto.offset.store", "false"),
             ])
-            .create_with_context(StatisticsContext::default())?;
+            .create_with_context(context)?;
         let mut assignment = TopicPartitionList::new();
         for partition in 0..partitions.max(1) {
             assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
@@ -152,14 +193,26 @@ impl BatchConsumer {
 
     /// Waits up to `wait` for a first record, then takes whatever else is ready, up to the
     /// batch size. An empty batch means nothing arrived in time.
+    /// Records read again before a partition's committed offset (on tansu, see
+    /// [`ResumePoints`]) are left out.
     pub async fn receive(&self, wait: Duration) -> Result<Vec<OwnedMessage>, KafkaError> {
-        let first = match tokio::time::timeout(wait, self.consumer.recv()).await {
-            Err(_) => return Ok(Vec::new()),
-            Ok(received) => received?.detach(),
+        let resume = &self.consumer.context().resume;
+        let deadline = tokio::time::Instant::now() + wait;
+        let first = loop {
+            match tokio::time::timeout_at(deadline, self.consumer.recv()).await {
+                Err(_) => return Ok(Vec::new()),
+                Ok(received) => {
+                    let message = received?;
+                    if resume.admits(message.partition(), message.offset()) {
+                        break message.detach();
+                    }
+                }
+            }
         };
         let mut batch = vec![first];
         while batch.len() < self.max {
             match self.consumer.recv().now_or_never() {
+                Some(Ok(message)) if !resume.admits(message.partition(), message.offset()) => {}
                 Some(Ok(message)) => batch.push(message.detach()),
                 Some(Err(error)) => {
                     tracing::warn!(consumer = self.name, %error,

@@ -10,6 +10,8 @@
 //!   (librdkafka's close has no deadline and would block a runtime worker).
 //! - [`dead_letter`]: [`DeadLetters`] and the `kadence.dlq.*` headers naming why and where
 //!   from a record went to `{prefix}.dlq`.
+//! - [`resume`]: [`ResumePoints`], where a group member starts a partition it is assigned:
+//!   at the committed offset, by a detour on tansu, whose fetches skip the rest of a batch.
 //! - [`batch`]: [`BatchConsumer`] and [`run_steps`], the one shape of a reader that takes a
 //!   batch, processes it and commits past it only when done.
 //! - [`signal`]: [`shutdown_signal`], the future a process stops on (SIGTERM or SIGINT).
@@ -20,7 +22,7 @@
 //!   result records, and [`RunTracer`], the OpenTelemetry tracer (optionally exporting over
 //!   OTLP) each component starts its spans with.
 //!
-//! The executor SDK re-exports only [`shutdown_signal`] (its builder takes trusted keys as
+//! The executor SDK re-exports only [`shutdown_signal`] and [`BrokerKind`](settings::BrokerKind) (its builder takes trusted keys as
 //! base64 text, parsed with [`PublicKey::parse`]); the rest is internal plumbing of
 //! Kadence's own processes and not part of the SDK's API.
 
@@ -30,6 +32,7 @@ pub mod batch;
 pub mod closing;
 pub mod dead_letter;
 pub mod failure_log;
+pub mod resume;
 pub mod retry;
 pub mod settings;
 pub mod signal;
@@ -40,6 +43,7 @@ pub use batch::{BatchConsumer, BatchStep, CONSUMER_CLOSE_LIMIT, partition_lags, 
 pub use closing::close_consumer;
 pub use dead_letter::{DeadLetters, RecordOrigin, dead_letter_headers};
 pub use failure_log::{FailureLog, Severity};
+pub use resume::{ResumePoints, rebalance_resuming};
 pub use retry::{Backoff, is_retriable};
 pub use settings::KafkaSettings;
 pub use signal::shutdown_signal;

@@ -128,7 +128,7 @@ async fn run_one(
         .map(|row| row[0])
         .collect();
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
-    let serve = Serve::start(&database, &broker.bootstrap, &[]).await;
+    let serve = Serve::start(&database, broker, &[]).await;
     let topic = format!("{}.triggers.{APP}", serve.prefix);
 
     sleep_until_ms(first_fire + WARM_UP.as_millis() as i64).await;

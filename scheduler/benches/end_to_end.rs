@@ -374,9 +374,9 @@ async fn run_with_scheduler(
     }
     let trusted_key = database.signing_key().await.public_key().to_base64();
     let brokers = broker.bootstrap.as_str();
-    let serve = Serve::start(&database, brokers, &settings).await;
+    let serve = Serve::start(&database, broker, &settings).await;
     let topics = Topics::new(&serve.prefix).expect("the prefix is valid");
-    let connect = (brokers, serve.prefix.as_str());
+    let connect = (broker, serve.prefix.as_str());
     let executors = Executors::start(executor_bin, options.executors, connect, &trusted_key);
     wait_for_beats(brokers, &topics, options.executors).await;
     let broker_pids = broker_processes(broker);
@@ -425,7 +425,7 @@ async fn run_without_scheduler(
     create_topics(brokers, &topics).await;
     let signer = RecordSigner::generate().expect("a signing key");
     let trusted_key = signer.public_key().to_base64();
-    let connect = (brokers, prefix.as_str());
+    let connect = (broker, prefix.as_str());
     let executors = Executors::start(executor_bin, options.executors, connect, &trusted_key);
     wait_for_beats(brokers, &topics, options.executors).await;
     let broker_pids = broker_processes(broker);

@@ -296,7 +296,6 @@ fn runs<'a>(options: &'a Options, sink: &'a SpanSink) -> Vec<Run<'a>> {
 /// Starts the `run.nodes` scheduler nodes of `run` on `database` and its broker, all on the
 /// first node's topic prefix.
 async fn start_nodes(database: &Database, run: &Run<'_>) -> Vec<Serve> {
-    let brokers = run.broker.bootstrap.as_str();
     let mut settings = vec![
         ("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned()),
         (
@@ -316,10 +315,10 @@ async fn start_nodes(database: &Database, run: &Run<'_>) -> Vec<Serve> {
         settings.push(("KADENCE_SCHEDULE__NODE_ID", node_id(index)));
         settings
     };
-    let mut serves = vec![Serve::start(database, brokers, &with_id(0)).await];
+    let mut serves = vec![Serve::start(database, run.broker, &with_id(0)).await];
     for index in 1..run.nodes {
         let prefix = serves[0].prefix.clone();
-        serves.push(Serve::start_node(database, brokers, &prefix, &with_id(index)).await);
+        serves.push(Serve::start_node(database, run.broker, &prefix, &with_id(index)).await);
     }
     serves
 }

@@ -11,6 +11,7 @@
 //! url = "sqlite://kadence.db"        # or postgres://user:pass@host/db, mysql://user:pass@host/db
 //! [kafka]
 //! brokers = "127.0.0.1:9092"
+//! broker_kind = "kafka"              # or "tansu" (the development broker)
 //! [kafka.options]                    # raw librdkafka options for every client
 //! "security.protocol" = "SASL_SSL"
 //! [api]
@@ -24,6 +25,7 @@ use std::time::Duration;
 
 use figment::Figment;
 use figment::providers::{Env, Format, Toml};
+use kadence_kafka::settings::BrokerKind;
 use secrecy::SecretString;
 use serde::Deserialize;
 
@@ -145,6 +147,10 @@ impl Default for DatabaseConfig {
 pub struct KafkaConfig {
     /// Bootstrap servers, comma separated. Default `127.0.0.1:9092`.
     pub brokers: String,
+    /// Which broker that is: `kafka` (Apache Kafka and brokers with its semantics, the
+    /// default) or `tansu` (the development broker; its readers then resume partitions by a
+    /// detour, see `kadence_kafka::resume`).
+    pub broker_kind: BrokerKind,
     /// Prefix of every topic and group id. Default `kadence`.
     pub topic_prefix: String,
     /// Partitions of `{prefix}.results` and `{prefix}.logs` when Kadence creates them.
@@ -161,6 +167,7 @@ impl Default for KafkaConfig {
     fn default() -> Self {
         KafkaConfig {
             brokers: "127.0.0.1:9092".to_owned(),
+            broker_kind: BrokerKind::Kafka,
             topic_prefix: kadence_schemas::topics::DEFAULT_PREFIX.to_owned(),
             results_partitions: 6,
             session_timeout: Duration::from_secs(10),

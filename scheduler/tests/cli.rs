@@ -96,6 +96,7 @@ async fn start_scheduler() -> (TestDatabase, Scheduler, String) {
     let mut config = Config::default();
     config.database.url = SecretString::from(database.url.clone());
     config.kafka.brokers = brokers();
+    config.kafka.broker_kind = common::broker_kind();
     config.kafka.topic_prefix = unique("kcli");
     config.kafka.results_partitions = 1;
     config.auth.admin_password = Some(SecretString::from(ADMIN_PASSWORD));

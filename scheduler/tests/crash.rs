@@ -39,6 +39,7 @@ impl Node {
             .arg("serve")
             .env("KADENCE_DATABASE__URL", database_url)
             .env("KADENCE_KAFKA__BROKERS", brokers())
+            .env("KADENCE_KAFKA__BROKER_KIND", common::broker_kind().name())
             .env("KADENCE_KAFKA__TOPIC_PREFIX", prefix)
             .env("KADENCE_KAFKA__RESULTS_PARTITIONS", "1")
             .env("KADENCE_KAFKA__SESSION_TIMEOUT", "6s")

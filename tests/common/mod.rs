@@ -167,20 +167,20 @@ pub fn brokers() -> String {
 
 /// The kind of broker `KADENCE_TEST_BROKERS` names: `KADENCE_TEST_BROKER_KIND`, `tansu` (the
 /// default, as `infra/broker.sh start` starts it) or `kafka` (`infra/test.sh` sets it for each
-/// of its passes). Tests use only standard Kafka APIs; the kind matters only where a test has
-/// to do what the broker cannot be asked to do through them (see each use).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BrokerKind {
-    Tansu,
-    Kafka,
-}
+/// of its passes). Tests use only standard Kafka APIs; the kind matters where a test has to
+/// do what the broker cannot be asked to do through them (see each use), and every scheduler
+/// and executor a test starts is told it, as users tell theirs (`kafka.broker_kind`,
+/// `ExecutorBuilder::broker_kind`).
+pub use kadence_kafka::settings::BrokerKind;
 
 /// The kind of the tests' broker (see [`BrokerKind`]).
 pub fn broker_kind() -> BrokerKind {
     match std::env::var("KADENCE_TEST_BROKER_KIND").as_deref() {
-        Err(_) | Ok("tansu") => BrokerKind::Tansu,
-        Ok("kafka" | "kafka-cluster") => BrokerKind::Kafka,
-        Ok(other) => panic!("KADENCE_TEST_BROKER_KIND is tansu or kafka, not {other}"),
+        Err(_) => BrokerKind::Tansu,
+        Ok("kafka-cluster") => BrokerKind::Kafka,
+        Ok(other) => other
+            .parse()
+            .unwrap_or_else(|error| panic!("KADENCE_TEST_BROKER_KIND: {error}")),
     }
 }
 

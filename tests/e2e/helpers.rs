@@ -141,6 +141,7 @@ pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config
     let mut config = Config::default();
     config.database.url = SecretString::from(database.url.clone());
     config.kafka.brokers = brokers.clone();
+    config.kafka.broker_kind = crate::common::broker_kind();
     config.kafka.topic_prefix = prefix.clone();
     config.kafka.results_partitions = 2;
     config.kafka.session_timeout = SESSION_TIMEOUT;
@@ -579,6 +580,7 @@ impl TestApp {
     pub fn bare_executor(&self, app: &str) -> ExecutorBuilder {
         Executor::builder()
             .brokers(&self.brokers)
+            .broker_kind(crate::common::broker_kind())
             .app(app)
             .topic_prefix(&self.prefix)
             .session_timeout(SESSION_TIMEOUT)

@@ -54,6 +54,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
     let app = AppName::parse("steps").unwrap();
     let kafka = KafkaSettings {
         brokers: brokers(),
+        broker_kind: crate::common::broker_kind(),
         options: Default::default(),
     };
     let admin = TopicAdmin::new(&kafka).unwrap();

@@ -13,10 +13,15 @@
 //! assigned. Under the consumer protocol (KIP-848), and under the classic one with the
 //! `cooperative-sticky` assignor, librdkafka reports the rebalance protocol as
 //! `COOPERATIVE`: a revocation lists only the partitions leaving and an assignment only those
-//! arriving, and rust-rdkafka's default rebalance handler, which runs after `pre_rebalance`,
-//! applies them with `incremental_unassign`/`incremental_assign` instead of replacing the
-//! assignment. So every list is handled as a change: the runs, offsets and [`Assignment`]
+//! arriving, and the rebalance handler ([`rebalance_resuming`], rust-rdkafka's default but for
+//! the detour below), which runs after `pre_rebalance`, applies them with
+//! `incremental_unassign`/`incremental_assign` instead of replacing the assignment. So every list is handled as a change: the runs, offsets and [`Assignment`]
 //! entries of the partitions named, and only those; the others keep running and committing.
+//!
+//! On tansu ([`BrokerKind::Tansu`](kadence_kafka::settings::BrokerKind)) a partition assigned
+//! is started before the group's committed offset and the records before it are dropped as
+//! they arrive ([`ResumePoints`]): tansu serves a fetch that starts inside a record batch from
+//! the next batch, and the offset committed after runs handed back is often inside one.
 //!
 //! A shadow executor is a member of `{prefix}.shadow.{app}` on the same topic, and a new
 //! shadow group starts at the live end (`auto.offset.reset=latest`), not at the beginning: a
@@ -30,7 +35,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kadence_kafka::close_consumer;
+use kadence_kafka::settings::BrokerKind;
+use kadence_kafka::{ResumePoints, close_consumer, rebalance_resuming};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{
@@ -39,6 +45,7 @@ use rdkafka::consumer::{
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::statistics::Statistics;
+use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
 
 use crate::error::ExecutorError;
@@ -75,6 +82,7 @@ impl Group {
                 rebalance_timeout: settings.rebalance_timeout,
                 metrics,
                 starts_at_end: settings.shadow,
+                resume: ResumePoints::new(settings.kafka.broker_kind, &topic),
             })
             .map_err(ExecutorError::kafka("create the trigger consumer"))?;
         consumer
@@ -97,9 +105,16 @@ impl Group {
         &self.topic
     }
 
-    /// The next record, tracked as in flight.
+    /// The next record, tracked as in flight (not one read again before its partition's
+    /// committed offset, on tansu: see the module docs).
     pub(super) async fn recv(&self) -> Result<OwnedMessage, KafkaError> {
-        let message = self.consumer.recv().await?.detach();
+        let resume = &self.consumer.context().resume;
+        let message = loop {
+            let message = self.consumer.recv().await?;
+            if resume.admits(message.partition(), message.offset()) {
+                break message.detach();
+            }
+        };
         self.tracker
             .lock()
             .expect("offset tracker lock")
@@ -148,15 +163,17 @@ fn client_config(settings: &ExecutorSettings) -> ClientConfig {
         ("auto.offset.reset", reset),
         // The client's statistics carry each partition's lag, for the metrics.
         ("statistics.interval.ms", "5000"),
-        // A fetch is answered as soon as one record is there, and after 10 ms at the latest
-        // (librdkafka's default is 500 ms). Some brokers hold every fetch for its whole
-        // wait, or half of it past 250 ms (tansu 0.6 does), which with the default kept each
-        // trigger 0.25–0.5 s at the broker: a trigger sent without the emit lead (manual
-        // runs, retries) started that much later. Idle, this costs ~100 small requests a
-        // second per executor.
-        ("fetch.wait.max.ms", "10"),
+        // A fetch is answered as soon as one record is there.
         ("fetch.min.bytes", "1"),
     ];
+    // Kafka answers that fetch as soon as a record arrives, so librdkafka's `fetch.wait.max.ms`
+    // (500 ms) bounds only idle fetches. tansu 0.6 holds every fetch for its whole wait (half
+    // of it past 250 ms), which kept each trigger 0.25–0.5 s at the broker: a trigger sent
+    // without the emit lead (manual runs, retries) started that much later. There the wait
+    // is 10 ms, at the cost of ~100 small requests a second per idle executor.
+    if settings.kafka.broker_kind == BrokerKind::Tansu {
+        defaults.push(("fetch.wait.max.ms", "10"));
+    }
     let session_timeout = settings.session_timeout.as_millis().to_string();
     // Heartbeats at a tenth of the session timeout (librdkafka's default is 3 s): a member
     // learns of a rebalance at its next heartbeat, and one that rejoins after the round closed
@@ -187,6 +204,8 @@ struct ExecutorContext {
     /// A shadow's: the start in a partition new to the group is its end, committed at
     /// assignment.
     starts_at_end: bool,
+    /// Where assigned partitions resume (a detour on tansu, see the module docs).
+    resume: ResumePoints,
 }
 
 impl ClientContext for ExecutorContext {
@@ -200,6 +219,22 @@ impl ClientContext for ExecutorContext {
 }
 
 impl ConsumerContext for ExecutorContext {
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        partitions: &mut TopicPartitionList,
+    ) {
+        rebalance_resuming(
+            self,
+            consumer,
+            err,
+            partitions,
+            &self.resume,
+            self.rebalance_timeout,
+        );
+    }
+
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
             Rebalance::Revoke(revoked) => self.revoke(consumer, &partitions(revoked)),
@@ -245,6 +280,7 @@ impl ExecutorContext {
             .release(partitions);
         tracing::info!(?partitions, "partitions revoked");
         self.assignment.revoke(partitions);
+        self.resume.forget(partitions);
         if let Some(offsets) = offset_list(&self.topic, &released)
             && let Err(error) = consumer.commit(&offsets, CommitMode::Sync)
         {
@@ -333,7 +369,7 @@ mod tests {
     }
 
     /// The settings both protocols share, with the group's and the client's names.
-    const SHARED: [(&str, &str); 9] = [
+    const SHARED: [(&str, &str); 8] = [
         ("bootstrap.servers", "127.0.0.1:9"),
         ("group.id", "kadence.executor.billing"),
         ("client.id", "billing-1"),
@@ -341,7 +377,6 @@ mod tests {
         ("enable.auto.offset.store", "false"),
         ("auto.offset.reset", "earliest"),
         ("statistics.interval.ms", "5000"),
-        ("fetch.wait.max.ms", "10"),
         ("fetch.min.bytes", "1"),
     ];
 
@@ -401,6 +436,24 @@ mod tests {
             refusal.to_string().contains("session.timeout.ms"),
             "{refusal}"
         );
+    }
+
+    #[test]
+    fn only_tansu_gets_the_short_fetch_wait() {
+        let on_kafka = client_config(&settings(
+            GroupProtocol::Classic,
+            ExecutorBuilder::default(),
+        ));
+        assert_eq!(
+            on_kafka.get("fetch.wait.max.ms"),
+            None,
+            "librdkafka's default"
+        );
+        let on_tansu = client_config(&settings(
+            GroupProtocol::Classic,
+            ExecutorBuilder::default().broker_kind(BrokerKind::Tansu),
+        ));
+        assert_eq!(on_tansu.get("fetch.wait.max.ms"), Some("10"));
     }
 
     #[test]

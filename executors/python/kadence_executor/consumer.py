@@ -18,8 +18,8 @@ both group protocols need (``Settings.group_protocol``). Under the classic one w
 assignors a rebalance is eager: every partition is revoked, then the new assignment given whole.
 Under the consumer protocol (KIP-848), and the classic one with ``cooperative-sticky``,
 librdkafka reports the rebalance as ``COOPERATIVE``: the callbacks get only the partitions that
-move, and since they call neither ``assign`` nor ``incremental_assign``, confluent-kafka applies
-the lists itself when they return, with ``incremental_assign`` / ``incremental_unassign``, so
+move, and since they call neither ``assign`` nor ``incremental_assign`` (but on tansu, see
+``resume``), confluent-kafka applies the lists itself when they return, with ``incremental_assign`` / ``incremental_unassign``, so
 the partitions that stay are never interrupted. The loop's pause (no fetching while
 ``max_in_flight`` triggers are in flight) is kept per partition by the client: partitions that
 stay through an incremental rebalance keep theirs, and those that arrive need not have it, so
@@ -47,6 +47,7 @@ from .control import ControlReader
 from .dispatch import Dispatch, RecentTriggers, RememberedKills, Refuse, Start, kill_message
 from .offsets import OffsetTracker
 from .publishing import Publisher
+from .resume import ResumePoints
 from .runs import (
     SHUTDOWN_MESSAGE, JobLogger, log_locally, log_records, now_ms, result_record, run_handler,
 )
@@ -80,6 +81,7 @@ class Loop:
         self.recent = RecentTriggers()
         self.kills = RememberedKills(settings.kill_memory_ms)
         self.tracker = OffsetTracker()
+        self.resume = ResumePoints(settings.broker_kind, self.topic, settings.cooperative())
         self.owned = set()
         self.running = {}  # (partition, offset) -> [stop, handed back]
         self.in_flight = 0
@@ -147,6 +149,8 @@ class Loop:
         if message.error():
             log.warning("error while receiving triggers: %s", message.error())
             return
+        if not self.resume.admits(message.partition(), message.offset()):
+            return  # read again before the committed offset (tansu, see resume)
         self._admit(message)
 
     def _pause(self, pause):
@@ -330,6 +334,7 @@ class Loop:
         ids = [p.partition for p in partitions if p.topic == self.topic]
         if self.s.shadow:
             self._commit_ends(consumer, ids)
+        self.resume.assign(consumer, partitions, self.s.rebalance_timeout_s)
         log.info("partitions assigned: %s", ids)
         with self.lock:
             self.owned.update(ids)
@@ -377,6 +382,7 @@ class Loop:
                     entry[0].stop("handed back to the partition's new owner")
             released = self.tracker.release(ids)
             self.owned -= ids
+        self.resume.forget(ids)
         if released:
             try:
                 consumer.commit(offsets=self._offsets(released), asynchronous=False)

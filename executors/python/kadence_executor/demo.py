@@ -18,7 +18,8 @@ Environment: ``KADENCE_BROKERS``, ``KADENCE_APP``, ``KADENCE_TOPIC_PREFIX``,
 ``KADENCE_BEAT_INTERVAL_MS`` (default 3000), ``KADENCE_TRUSTED_KEYS`` (scheduler public
 keys, comma separated; none: nothing is verified), ``KADENCE_SHADOW`` (``1`` or ``true``: a
 shadow executor) and ``KADENCE_GROUP_PROTOCOL`` (``classic``, the default, also when empty, or
-``consumer``: Kafka's KIP-848 group protocol, whose session and heartbeat are the broker's).
+``consumer``: Kafka's KIP-848 group protocol, whose session and heartbeat are the broker's)
+and ``KADENCE_BROKER_KIND`` (``kafka``, the default, also when empty, or ``tansu``).
 """
 
 import logging
@@ -27,7 +28,7 @@ import sys
 import threading
 
 from . import Executor, JobFailed
-from .executor import GROUP_PROTOCOLS
+from .executor import BROKER_KINDS, GROUP_PROTOCOLS
 
 
 # Handlers run in threads of their own: one line at a time, never two interleaved.
@@ -97,6 +98,13 @@ def group_protocol(env):
     return value
 
 
+def broker_kind(env):
+    value = (env.get("KADENCE_BROKER_KIND") or "kafka").lower()
+    if value not in BROKER_KINDS:
+        sys.exit(f"KADENCE_BROKER_KIND must be kafka or tansu, not {value!r}")
+    return value
+
+
 def main():
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     env = os.environ
@@ -117,6 +125,7 @@ def main():
         trusted_keys=keys,
         shadow=flag(env, "KADENCE_SHADOW"),
         group_protocol=group_protocol(env),
+        broker_kind=broker_kind(env),
     )
     handlers = (
         ("ok", ok), ("noop", noop), ("sleep", sleep), ("fail", fail), ("log", log),

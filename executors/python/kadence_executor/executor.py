@@ -29,6 +29,10 @@ the broker then keeps the session and heartbeat (its ``group.consumer.session.ti
 neither ``session.timeout.ms`` nor ``heartbeat.interval.ms`` and ``session_timeout_ms`` only says
 how long the executor waits for the control topic at start; a rebalance moves only the
 partitions that change owner (``consumer`` handles assignments as changes under either).
+``Executor(..., broker_kind="tansu")`` says the broker is tansu, the development broker: the
+trigger consumer then starts each partition it is assigned before the group's committed offset
+and drops the records before it (``resume``), and waits at most 10 ms for a fetch. The default,
+``"kafka"``, is Apache Kafka and brokers with its semantics.
 The protocol is chosen here only: ``group.protocol`` in ``kafka_options`` is refused, as are,
 under ``consumer``, the raw options librdkafka refuses with it (``CLASSIC_ONLY_OPTIONS``).
 """
@@ -47,6 +51,9 @@ _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 _PREFIX_CHARS = _NAME_CHARS | {"."}
 
 GROUP_PROTOCOLS = ("classic", "consumer")
+# "kafka": Apache Kafka and brokers with its semantics; "tansu": the development broker, whose
+# quirks the client works round (the Rust SDK's BrokerKind).
+BROKER_KINDS = ("kafka", "tansu")
 # librdkafka refuses these in a consumer of the "consumer" group protocol: the broker keeps the
 # session and heartbeat and assigns the partitions.
 CLASSIC_ONLY_OPTIONS = (
@@ -65,6 +72,7 @@ class Settings:
     executor_id: str = None
     session_timeout_ms: int = 10_000
     group_protocol: str = "classic"
+    broker_kind: str = "kafka"
     max_in_flight: int = 20_000
     max_concurrent_per_job: int = 16
     drain_timeout_s: float = 30.0
@@ -111,6 +119,10 @@ class Settings:
             "enable.auto.offset.store": False,
             "auto.offset.reset": self.offset_reset(),
         }
+        if self.broker_kind == "tansu":
+            # tansu holds every fetch for its whole wait even when records are there; Kafka
+            # answers at the first record, so librdkafka's 500 ms costs it no latency.
+            config["fetch.wait.max.ms"] = 10
         if self.group_protocol == "classic":
             # Under "consumer" the broker keeps both, and librdkafka refuses a consumer that
             # sets either. Heartbeats at a tenth of the session, as the Rust SDK's.
@@ -118,6 +130,12 @@ class Settings:
             config["heartbeat.interval.ms"] = max(100, min(3000, self.session_timeout_ms // 10))
         config.update(self.kafka_options)
         return config
+
+    def cooperative(self):
+        """Whether librdkafka rebalances this consumer incrementally: under the consumer
+        protocol, or the classic one with the cooperative-sticky assignor."""
+        strategy = self.kafka_options.get("partition.assignment.strategy", "")
+        return self.group_protocol == "consumer" or "cooperative-sticky" in strategy
 
     def check(self):
         if not self.brokers or not self.brokers.strip():
@@ -132,6 +150,11 @@ class Settings:
         if self.group_protocol not in GROUP_PROTOCOLS:
             raise ValueError(
                 f'unknown group_protocol {self.group_protocol!r}: use "classic" or "consumer"'
+            )
+        if self.broker_kind not in BROKER_KINDS:
+            raise ValueError(
+                f'unknown broker_kind {self.broker_kind!r}: use "kafka" (Apache Kafka and brokers '
+                'with its semantics) or "tansu"'
             )
         if "group.protocol" in self.kafka_options:
             # It decides which other settings the consumer may carry, and a raw option would

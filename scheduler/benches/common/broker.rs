@@ -39,6 +39,15 @@ impl BrokerKind {
         }
     }
 
+    /// What Kadence's processes are told the broker is (`kafka.broker_kind`,
+    /// `KADENCE_BROKER_KIND` of the executors): tansu's readers and executors work round it.
+    pub fn setting(self) -> &'static str {
+        match self {
+            BrokerKind::Tansu => "tansu",
+            BrokerKind::Kafka => "kafka",
+        }
+    }
+
     /// The environment variable holding the bootstrap address of this kind's broker.
     fn address_variable(self) -> &'static str {
         match self {

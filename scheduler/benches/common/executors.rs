@@ -43,19 +43,20 @@ pub struct Executors {
 }
 
 impl Executors {
-    /// Starts `count` test executors of [`APP`] on the broker at `brokers` and the topic
-    /// prefix `prefix`, trusting the public key `trusted_key` (base64) as a deployment does:
+    /// Starts `count` test executors of [`APP`] on `broker` and the topic prefix `prefix`,
+    /// trusting the public key `trusted_key` (base64) as a deployment does:
     /// every trigger's signature is verified. Their ids are `bench-executor-{n}`.
     pub fn start(
         binary: &Path,
         count: usize,
-        (brokers, prefix): (&str, &str),
+        (broker, prefix): (&Broker, &str),
         trusted_key: &str,
     ) -> Executors {
         let children = (0..count)
             .map(|n| {
                 Command::new(binary)
-                    .env("KADENCE_BROKERS", brokers)
+                    .env("KADENCE_BROKERS", &broker.bootstrap)
+                    .env("KADENCE_BROKER_KIND", broker.kind.setting())
                     .env("KADENCE_TRUSTED_KEYS", trusted_key)
                     .env("KADENCE_APP", APP)
                     .env("KADENCE_TOPIC_PREFIX", prefix)

@@ -23,6 +23,7 @@ pub mod node_kill;
 use std::sync::Arc;
 use std::time::Duration;
 
+use broker::Broker;
 use kadence_kafka::RecordSigner;
 use kadence_tests::serve::spawn_serve;
 use sqlx::{Connection, Executor, Row};
@@ -386,19 +387,18 @@ pub struct Serve {
 }
 
 impl Serve {
-    /// Starts `kadence serve` on `database` and the broker at `brokers` (a bootstrap list)
-    /// with the defaults plus `settings` (`KADENCE_…` variables); returns once its API
-    /// listens.
-    pub async fn start(database: &Database, brokers: &str, settings: &[(&str, String)]) -> Serve {
+    /// Starts `kadence serve` on `database` and `broker` with the defaults plus `settings`
+    /// (`KADENCE_…` variables); returns once its API listens.
+    pub async fn start(database: &Database, broker: &Broker, settings: &[(&str, String)]) -> Serve {
         let prefix = format!("kbench{:x}", rand::random::<u32>());
-        Serve::start_node(database, brokers, &prefix, settings).await
+        Serve::start_node(database, broker, &prefix, settings).await
     }
 
-    /// Starts one more scheduler node on `database` and `brokers` with topic prefix `prefix`
+    /// Starts one more scheduler node on `database` and `broker` with topic prefix `prefix`
     /// (that of the first node, so that they share the topics).
     pub async fn start_node(
         database: &Database,
-        brokers: &str,
+        broker: &Broker,
         prefix: &str,
         settings: &[(&str, String)],
     ) -> Serve {
@@ -407,7 +407,8 @@ impl Serve {
         command
             .arg("serve")
             .env("KADENCE_DATABASE__URL", database.url())
-            .env("KADENCE_KAFKA__BROKERS", brokers)
+            .env("KADENCE_KAFKA__BROKERS", &broker.bootstrap)
+            .env("KADENCE_KAFKA__BROKER_KIND", broker.kind.setting())
             .env("KADENCE_KAFKA__TOPIC_PREFIX", &prefix)
             .env("KADENCE_API__LISTEN", "127.0.0.1:0")
             .envs(settings.iter().map(|(name, value)| (name, value)))

@@ -204,6 +204,7 @@ impl Node {
         let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
         let kafka = KafkaSettings {
             brokers: config.kafka.brokers.clone(),
+            broker_kind: config.kafka.broker_kind,
             options: config.kafka.options.clone(),
         };
         let admin = Arc::new(TopicAdmin::new(&kafka).context("creating the Kafka admin client")?);

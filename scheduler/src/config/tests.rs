@@ -46,6 +46,25 @@ fn file_then_environment_with_typed_durations() {
 }
 
 #[test]
+fn the_broker_kind_is_kafka_unless_it_says_tansu() {
+    figment::Jail::expect_with(|jail| {
+        assert_eq!(
+            Config::load(None).unwrap().kafka.broker_kind,
+            BrokerKind::Kafka
+        );
+        jail.set_env("KADENCE_KAFKA__BROKER_KIND", "tansu");
+        assert_eq!(
+            Config::load(None).unwrap().kafka.broker_kind,
+            BrokerKind::Tansu
+        );
+        jail.set_env("KADENCE_KAFKA__BROKER_KIND", "redpanda");
+        let error = Config::load(None).unwrap_err();
+        assert!(error.to_string().contains("redpanda"), "{error}");
+        Ok(())
+    });
+}
+
+#[test]
 fn unknown_fields_are_refused() {
     figment::Jail::expect_with(|jail| {
         jail.create_file("kadence.toml", "[schedule]\npre_read_windw = \"3s\"\n")?;

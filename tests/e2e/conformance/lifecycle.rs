@@ -2,14 +2,17 @@
 //! run drains it, commits and says STOPPING; a kill -9 in the middle of a run leaves its
 //! trigger uncommitted, so another member of the group runs it; and a mixed group — one Rust
 //! and one Python executor in one app — runs every trigger exactly once, with the classic
-//! group protocol and (on Apache Kafka) with the consumer protocol of KIP-848.
+//! group protocol and (on Apache Kafka) with the consumer protocol of KIP-848. An executor
+//! that takes a partition resumes at the group's committed offset even inside a record batch
+//! (PROTOCOL.md section 7, "Resuming on tansu").
 
 use std::time::Duration;
 
 use kadence_schemas::{ExecutorBeat, ExecutorState, TriggerRecord, codec};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::json;
@@ -17,6 +20,7 @@ use serde_json::json;
 use super::{ExecutorProcess, Implementation, results, stage};
 use crate::common::{Backend, unique, wait_for};
 use crate::helpers::spawn_app;
+use crate::signing::count_trigger;
 
 /// How long a SIGTERMed executor may take to drain a 3 s run, commit, leave its group and send
 /// its last beat.
@@ -332,8 +336,97 @@ async fn committed_offset(brokers: &str, group: &str, topic: &str, partition: i3
     .unwrap()
 }
 
+/// Triggers in one record batch, the group's offset committed in its middle (as an executor
+/// commits the first of the runs it handed back): the executor that takes the partition runs
+/// every trigger from that offset on, and none before it. tansu serves a fetch that starts
+/// inside a batch from the next batch; there the executor's detour is what makes this hold.
+async fn a_partition_resumes_at_the_committed_offset_inside_a_batch(executor: Implementation) {
+    const TRIGGERS: i64 = 30;
+    const COMMITTED: i64 = 10;
+    let app = spawn_app(Backend::Sqlite).await;
+    app.create_app("resuming", 1).await;
+    let topic = format!("{}.triggers.resuming", app.prefix);
+    let triggers: Vec<TriggerRecord> = (0..TRIGGERS)
+        .map(|n| TriggerRecord {
+            handler: "ok".into(),
+            ..count_trigger("resuming", 1, n)
+        })
+        .collect();
+    produce_in_one_batch(&app.brokers, &topic, &triggers).await;
+    let group = format!("{}.executor.resuming", app.prefix);
+    commit_offset(&app.brokers, &group, &topic, COMMITTED);
+    let mut owner = ExecutorProcess::start(executor, &app, "resuming", "resuming-1").await;
+    let (before, from) = triggers.split_at(COMMITTED as usize);
+    for trigger in from {
+        let line = format!("started {}", trigger.trigger_id.as_str());
+        owner.wait_for_line(&line, Duration::from_secs(60)).await;
+    }
+    let ran_before: Vec<&str> = (before.iter())
+        .map(|trigger| trigger.trigger_id.as_str())
+        .filter(|id| owner.runs_of(id) > 0)
+        .collect();
+    assert!(
+        ran_before.is_empty(),
+        "triggers before the committed offset ran: {ran_before:?}"
+    );
+    app.shutdown().await;
+}
+
+/// Produces `triggers` (unsigned: the executor trusts no key) to partition 0 of `topic` in
+/// one record batch: all enqueued within the producer's linger, delivered together.
+async fn produce_in_one_batch(brokers: &str, topic: &str, triggers: &[TriggerRecord]) {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("linger.ms", "500")
+        .create()
+        .expect("test producer");
+    let payloads: Vec<(&str, Vec<u8>)> = (triggers.iter())
+        .map(|trigger| {
+            let payload = codec::encode(trigger).expect("encode a trigger");
+            (trigger.trigger_id.as_str(), payload)
+        })
+        .collect();
+    let deliveries: Vec<_> = (payloads.iter())
+        .map(|(key, payload)| {
+            let record = FutureRecord::to(topic)
+                .partition(0)
+                .key(*key)
+                .payload(payload.as_slice());
+            producer
+                .send_result(record)
+                .map_err(|(error, _)| error)
+                .expect("enqueue a trigger")
+        })
+        .collect();
+    for delivery in deliveries {
+        let delivered = tokio::time::timeout(Duration::from_secs(10), delivery)
+            .await
+            .expect("delivered in time")
+            .expect("the producer stays up");
+        delivered.map_err(|(error, _)| error).expect("produce");
+    }
+}
+
+/// Commits `offset` of partition 0 of `topic` for `group`, which has no member yet.
+fn commit_offset(brokers: &str, group: &str, topic: &str, offset: i64) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("test consumer");
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset(topic, 0, Offset::Offset(offset))
+        .unwrap();
+    consumer
+        .commit(&offsets, CommitMode::Sync)
+        .expect("commit the group's offset");
+}
+
 on_both_executors!(
     a_graceful_stop_finishes_the_run_and_commits,
     a_run_killed_mid_way_is_redelivered_and_completed,
     a_rebalance_lets_the_running_run_finish_once,
+    a_partition_resumes_at_the_committed_offset_inside_a_batch,
 );

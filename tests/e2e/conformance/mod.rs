@@ -17,7 +17,8 @@
 //!   while no executor is up.
 //! - `traces`: one run is one trace: the result carries the `traceparent` of its trigger's
 //!   trace (checked through the spans the scheduler and the Rust executor export).
-//! - `lifecycle`: a graceful stop mid-run, kill -9 mid-run with redelivery, and a mixed group
+//! - `lifecycle`: a graceful stop mid-run, kill -9 mid-run with redelivery, resuming at a
+//!   committed offset inside a record batch, and a mixed group
 //!   (one Rust and one Python executor in one app) where every trigger runs exactly once,
 //!   under either group protocol (the consumer protocol on Apache Kafka only).
 //! - `shadow`: a shadow executor beside a production one: its results on

@@ -23,12 +23,15 @@
 //! public keys, comma separated; none: nothing is verified), `KADENCE_SHADOW` (`1` or
 //! `true`: a shadow executor, `ExecutorBuilder::shadow`) and `KADENCE_GROUP_PROTOCOL`
 //! (`classic`, the default, also when empty, or `consumer`: Kafka's KIP-848 group protocol, whose session and
-//! heartbeat are the broker's, `ExecutorBuilder::group_protocol`).
+//! heartbeat are the broker's, `ExecutorBuilder::group_protocol`) and `KADENCE_BROKER_KIND`
+//! (`kafka`, the default, also when empty, or `tansu`: `ExecutorBuilder::broker_kind`).
 
 use std::io::Write;
 use std::time::Duration;
 
-use kadence_executor::{Executor, GroupProtocol, JobContext, JobError, JobResult, OwnedPartitions};
+use kadence_executor::{
+    BrokerKind, Executor, GroupProtocol, JobContext, JobError, JobResult, OwnedPartitions,
+};
 
 /// mimalloc, as the `kadence` binary: every trigger allocates its record, run and result, and
 /// with glibc's allocator a third of an executor's CPU at 10 000 triggers/s went to
@@ -137,6 +140,14 @@ fn group_protocol_from_env() -> GroupProtocol {
     }
 }
 
+/// The broker kind `KADENCE_BROKER_KIND` names; Apache Kafka when it is unset or empty.
+fn broker_kind_from_env() -> BrokerKind {
+    let value = std::env::var("KADENCE_BROKER_KIND").unwrap_or_default();
+    value
+        .parse()
+        .unwrap_or_else(|error| panic!("KADENCE_BROKER_KIND: {error}"))
+}
+
 /// A duration in ms from the environment, or `default`.
 fn millis_from_env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -173,7 +184,8 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
         .handler("shard", shard)
         .handler("describe", describe)
         .shadow(flag_from_env("KADENCE_SHADOW"))
-        .group_protocol(group_protocol_from_env());
+        .group_protocol(group_protocol_from_env())
+        .broker_kind(broker_kind_from_env());
     let trusted_keys = std::env::var("KADENCE_TRUSTED_KEYS").unwrap_or_default();
     for key in trusted_keys.split(',').filter(|key| !key.trim().is_empty()) {
         builder = builder.trusted_key(key.trim());

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use super::kafka::{KafkaCluster, KafkaKind};
 use super::node_faults::{self, Injected};
-use super::stack::GroupProtocol;
+use super::stack::{BrokerKind, GroupProtocol};
 use super::steady::{Route, SteadyLoad, until_mid_run};
 use super::{Options, Report};
 use crate::now_ms;
@@ -140,7 +140,13 @@ async fn run_fault(
         ));
     }
     let protocol = options.group_protocol.unwrap_or(GroupProtocol::Classic);
-    let load = SteadyLoad::start(&cluster.bootstrap, options, protocol, Route::Round).await;
+    let load = SteadyLoad::start(
+        (&cluster.bootstrap, BrokerKind::Kafka),
+        options,
+        protocol,
+        Route::Round,
+    )
+    .await;
     failures.extend(replication_failures(cluster, &load).await);
     tokio::time::sleep(options.before).await;
     until_mid_run().await;

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use super::kafka::{KafkaCluster, KafkaKind};
 use super::proxy::ProxiedBroker;
-use super::stack::GroupProtocol;
+use super::stack::{BrokerKind, GroupProtocol};
 use super::steady::Route;
 use super::{Options, Report, executor_hang, rebalance_storm};
 
@@ -66,6 +66,14 @@ impl Coordinator {
         match self {
             Coordinator::Tansu => GroupProtocol::Classic,
             Coordinator::Kafka { protocol, .. } => *protocol,
+        }
+    }
+
+    /// What the scheduler and executors are told the broker is.
+    pub fn broker_kind(&self) -> BrokerKind {
+        match self {
+            Coordinator::Tansu => BrokerKind::Tansu,
+            Coordinator::Kafka { .. } => BrokerKind::Kafka,
         }
     }
 

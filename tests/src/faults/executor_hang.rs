@@ -57,7 +57,13 @@ pub async fn run(brokers: String, options: Options, coordinator: Coordinator) ->
         Coordinator::Kafka { .. } => "kafka-executor-hang",
     };
     let protocol = coordinator.group_protocol();
-    let load = SteadyLoad::start(&brokers, &options, protocol, coordinator.route()).await;
+    let load = SteadyLoad::start(
+        (&brokers, coordinator.broker_kind()),
+        &options,
+        protocol,
+        coordinator.route(),
+    )
+    .await;
     let freeze = freeze_and_thaw(&load, &options, &coordinator).await;
     tokio::time::sleep(options.after).await;
     let finished = load.finish().await;

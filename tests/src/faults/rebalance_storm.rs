@@ -39,7 +39,13 @@ pub async fn run(brokers: String, options: Options, coordinator: Coordinator) ->
         Coordinator::Kafka { .. } => ("kafka-rebalance-storm", true),
     };
     let protocol = coordinator.group_protocol();
-    let mut load = SteadyLoad::start(&brokers, &options, protocol, coordinator.route()).await;
+    let mut load = SteadyLoad::start(
+        (&brokers, coordinator.broker_kind()),
+        &options,
+        protocol,
+        coordinator.route(),
+    )
+    .await;
     tokio::time::sleep(options.before).await;
     let from_ms = now_ms();
     let (changes, killed) = storm(&mut load, options.outage, kills).await;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+pub use kadence_executor::BrokerKind;
 use serde_json::json;
 use tokio::process::{Child, Command};
 
@@ -72,6 +73,8 @@ pub struct Stack {
     prefix: String,
     trusted_keys: String,
     group_protocol: GroupProtocol,
+    /// What the scheduler and executors are told the broker is.
+    broker_kind: BrokerKind,
     schedulers: Vec<Child>,
     executors: Vec<Child>,
     /// Each executor's metrics address (`host:port`).
@@ -79,8 +82,9 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Starts `kadence serve` on `database_url` with topics under `prefix` on `brokers`,
-    /// creates the app, and starts an executor of it.
+    /// Starts `kadence serve` on `database_url` with topics under `prefix` on `brokers` (a
+    /// tansu broker, as every scenario that starts its stack this way has), creates the app,
+    /// and starts an executor of it.
     pub async fn start(database_url: &str, brokers: &str, prefix: &str) -> Stack {
         Stack::start_with(database_url, brokers, prefix, &[]).await
     }
@@ -93,9 +97,10 @@ impl Stack {
         prefix: &str,
         settings: &[(&str, &str)],
     ) -> Stack {
+        let broker = (brokers, BrokerKind::Tansu);
         Stack::launch(
             database_url,
-            brokers,
+            broker,
             prefix,
             settings,
             GroupProtocol::Classic,
@@ -103,20 +108,20 @@ impl Stack {
         .await
     }
 
-    /// [`start`](Self::start) with executors that join their group by `group_protocol`
-    /// (this one and every one [added](Self::add_executor) later).
+    /// [`start`](Self::start) on a broker of `kind`, with executors that join their group by
+    /// `group_protocol` (this one and every one [added](Self::add_executor) later).
     pub async fn start_grouped(
         database_url: &str,
-        brokers: &str,
+        (brokers, kind): (&str, BrokerKind),
         prefix: &str,
         group_protocol: GroupProtocol,
     ) -> Stack {
-        Stack::launch(database_url, brokers, prefix, &[], group_protocol).await
+        Stack::launch(database_url, (brokers, kind), prefix, &[], group_protocol).await
     }
 
     async fn launch(
         database_url: &str,
-        brokers: &str,
+        (brokers, broker_kind): (&str, BrokerKind),
         prefix: &str,
         settings: &[(&str, &str)],
         group_protocol: GroupProtocol,
@@ -124,7 +129,7 @@ impl Stack {
         let log = std::env::temp_dir().join(format!("{prefix}-scheduler.log"));
         let mut serve = serve_command(
             database_url,
-            brokers,
+            (brokers, broker_kind),
             prefix,
             Stdio::from(std::fs::File::create(&log).expect("the scheduler's log file")),
         );
@@ -146,6 +151,7 @@ impl Stack {
             prefix: prefix.to_owned(),
             trusted_keys,
             group_protocol,
+            broker_kind,
             schedulers: vec![scheduler],
             executors: Vec::new(),
             executor_metrics: Vec::new(),
@@ -160,7 +166,7 @@ impl Stack {
     pub async fn add_node(&mut self) -> usize {
         let (scheduler, _) = spawn_serve(serve_command(
             &self.database_url,
-            &self.brokers,
+            (&self.brokers, self.broker_kind),
             &self.prefix,
             Stdio::null(),
         ))
@@ -173,7 +179,7 @@ impl Stack {
     pub fn add_executor(&mut self) -> usize {
         let number = self.executors.len();
         let (executor, log, metrics) = spawn_executor(
-            &self.brokers,
+            (&self.brokers, self.broker_kind),
             &self.prefix,
             &self.trusted_keys,
             self.group_protocol,
@@ -255,7 +261,7 @@ pub fn sqlite_url(dir: &Path) -> String {
 /// standard output and log go to the file returned with it (output and errors share it),
 /// and it serves its metrics on the address returned last.
 pub fn spawn_executor(
-    brokers: &str,
+    (brokers, broker_kind): (&str, BrokerKind),
     prefix: &str,
     trusted_keys: &str,
     group_protocol: GroupProtocol,
@@ -265,6 +271,7 @@ pub fn spawn_executor(
     let metrics = format!("127.0.0.1:{}", free_port());
     let executor = Command::new(binaries().join("test-executor"))
         .env("KADENCE_BROKERS", brokers)
+        .env("KADENCE_BROKER_KIND", broker_kind.name())
         .env("KADENCE_APP", APP)
         .env("KADENCE_TOPIC_PREFIX", prefix)
         .env("KADENCE_EXECUTOR_ID", format!("faults-executor-{number}"))
@@ -309,14 +316,20 @@ pub fn signal(pid: u32, signal: &str) {
     assert!(sent, "kill -{signal} {pid}");
 }
 
-/// `kadence serve` on `database_url` with topics under `prefix` on `brokers`, its log to
-/// `log`.
-fn serve_command(database_url: &str, brokers: &str, prefix: &str, log: Stdio) -> Command {
+/// `kadence serve` on `database_url` with topics under `prefix` on `brokers` (of that kind),
+/// its log to `log`.
+fn serve_command(
+    database_url: &str,
+    (brokers, broker_kind): (&str, BrokerKind),
+    prefix: &str,
+    log: Stdio,
+) -> Command {
     let mut serve = Command::new(binaries().join("kadence-cli"));
     serve
         .arg("serve")
         .env("KADENCE_DATABASE__URL", database_url)
         .env("KADENCE_KAFKA__BROKERS", brokers)
+        .env("KADENCE_KAFKA__BROKER_KIND", broker_kind.name())
         .env("KADENCE_KAFKA__TOPIC_PREFIX", prefix)
         .env("KADENCE_KAFKA__RESULTS_PARTITIONS", "1")
         .env("KADENCE_KAFKA__SESSION_TIMEOUT", "6s")

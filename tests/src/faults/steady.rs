@@ -12,7 +12,7 @@ use kadence_schemas::{ResultRecord, TriggerRecord};
 
 use super::api::{APP, PARTITIONS};
 use super::load::{Outcome, due_in, scheduled_ms};
-use super::stack::{GroupProtocol, Stack, sqlite_url};
+use super::stack::{BrokerKind, GroupProtocol, Stack, sqlite_url};
 use super::{Options, millis_cell};
 use crate::now_ms;
 use crate::triggers::{Placed, read_placed_records, read_records};
@@ -81,10 +81,10 @@ pub struct SteadyLoad {
 }
 
 impl SteadyLoad {
-    /// Starts the stack on `brokers` with executors of `group_protocol` and `options.jobs`
-    /// jobs routed by `route`; returns once the jobs are started.
+    /// Starts the stack on `brokers` (of that kind) with executors of `group_protocol` and
+    /// `options.jobs` jobs routed by `route`; returns once the jobs are started.
     pub async fn start(
-        brokers: &str,
+        (brokers, broker_kind): (&str, BrokerKind),
         options: &Options,
         group_protocol: GroupProtocol,
         route: Route,
@@ -92,7 +92,13 @@ impl SteadyLoad {
         let prefix = crate::unique("kfaults");
         let database = tempfile::tempdir().expect("a database directory");
         let database_url = sqlite_url(database.path());
-        let mut stack = Stack::start_grouped(&database_url, brokers, &prefix, group_protocol).await;
+        let mut stack = Stack::start_grouped(
+            &database_url,
+            (brokers, broker_kind),
+            &prefix,
+            group_protocol,
+        )
+        .await;
         stack.add_executor();
         let jobs = stack
             .api
