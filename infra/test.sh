@@ -19,8 +19,9 @@
 #   4. runs every test of the workspace against Apache Kafka, SQLite, PostgreSQL and
 #      MariaDB, then the e2e suites whose subject is Kafka behaviour again on tansu (the
 #      README's "Brokers" section says which and why);
-#   5. runs the fault scenarios that fit in the test command (infra/faults.sh: every scenario but the soak, side by side)
-#      and fuzzes the HTTP API with schemathesis against a running scheduler
+#   5. runs the fault scenarios that fit in the test command (infra/faults.sh: every scenario
+#      but the soak, side by side in two batches, tansu's and Apache Kafka's) and, beside
+#      tansu's, fuzzes the HTTP API with schemathesis against a running scheduler
 #      (infra/fuzz-api.sh; installs schemathesis from PyPI when missing);
 #   6. stops the brokers and the databases it started, whatever happened.
 # PostgreSQL: KADENCE_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test);
@@ -36,7 +37,10 @@ export PATH="$HOME/.cargo/bin:$PATH"
 export KADENCE_TEST_POSTGRES_URL="${KADENCE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export KADENCE_TEST_MYSQL_URL="${KADENCE_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306}"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it began, in minutes since the start: the README's step times come
+# from these lines.
+started_at=$SECONDS
+step() { printf '\n==> [%d:%02d] %s\n' $(((SECONDS - started_at) / 60)) $(((SECONDS - started_at) % 60)) "$*"; }
 
 # Everything this run starts keeps its state under one folder, stopped and removed at exit.
 run_state=$(mktemp -d "${TMPDIR:-/tmp}/kadence-test.XXXXXX")
@@ -132,14 +136,18 @@ tansu_skips=(postgres:: mysql:: access:: api_load:: console:: console_api:: cons
 KADENCE_TEST_BROKERS=$tansu_brokers KADENCE_TEST_BROKER_KIND=tansu RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" \
   cargo test --locked -p kadence-tests --test e2e -- "${tansu_skips[@]/#/--skip=}"
 
-step "fault scenarios that fit here (infra/faults.sh; each prints its counters, fails on a lost fire)"
+step "fault scenarios that fit here (infra/faults.sh; each prints its counters, fails on a lost fire), and the API fuzz beside tansu's"
 # Each starts its own broker, scheduler and executors, and spends most of its time waiting
 # on its timeline, so a batch runs side by side; each one's table is printed when its batch
 # is done. Two batches: the scenarios on tansu (about two minutes), then those on Apache
 # Kafka (about seven, set by kafka-cluster's four faults in turn): five JVMs starting beside
 # the tansu scenarios starved every process of CPU on two cores, and a broker short of CPU
 # misses its sessions, which is not the fault under test. The soak runs on its own
-# (infra/faults.sh soak).
+# (infra/faults.sh soak). The schemathesis fuzz of the HTTP API (about a minute, a scheduler
+# of its own on the Kafka node) runs beside the tansu batch, which mostly waits. On the
+# cluster the four faults take shorter timelines than the scenario's defaults (8 s before,
+# 10 s of outage, still past the 6 s broker session, 5 s after): each fault's figures need
+# its outage, not the margins.
 tansu_scenarios=(broker-cut broker-restart database-cut node-pause executor-hang rebalance-storm hostile-input)
 # disk-full mounts a small filesystem of its own, which takes root.
 if [ "$(id -u)" = 0 ]; then
@@ -147,32 +155,48 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "disk-full skipped: mounting its small filesystem takes root"
 fi
-kafka_scenarios=(kafka-cluster kafka-executor-hang kafka-rebalance-storm)
+kafka_scenarios=("kafka-cluster --before-secs 8 --outage-secs 10 --after-secs 5" kafka-executor-hang kafka-rebalance-storm)
 fault_logs=$(mktemp -d)
 failed_scenarios=()
+# Each argument: a scenario's name and its options, as one word list.
 run_side_by_side() {
-  local scenario
-  for scenario in "$@"; do
+  local entry arguments
+  for entry in "$@"; do
+    read -ra arguments <<<"$entry"
     # (errexit holds in the subshell too: the exit status is written on both branches.)
-    (if target/debug/faults "$scenario" >"$fault_logs/$scenario.log" 2>&1; then
-       echo 0 >"$fault_logs/$scenario.exit"
+    (if target/debug/faults "${arguments[@]}" >"$fault_logs/${arguments[0]}.log" 2>&1; then
+       echo 0 >"$fault_logs/${arguments[0]}.exit"
      else
-       echo "$?" >"$fault_logs/$scenario.exit"
+       echo "$?" >"$fault_logs/${arguments[0]}.exit"
      fi) &
   done
   wait
-  for scenario in "$@"; do
-    cat "$fault_logs/$scenario.log"
-    [ "$(cat "$fault_logs/$scenario.exit" 2>/dev/null)" = 0 ] || failed_scenarios+=("$scenario")
+  for entry in "$@"; do
+    read -ra arguments <<<"$entry"
+    cat "$fault_logs/${arguments[0]}.log"
+    [ "$(cat "$fault_logs/${arguments[0]}.exit" 2>/dev/null)" = 0 ] || failed_scenarios+=("${arguments[0]}")
   done
 }
-run_side_by_side "${tansu_scenarios[@]}"
+(if infra/fuzz-api.sh --brokers "$KADENCE_TEST_BROKERS" >"$fault_logs/fuzz.log" 2>&1; then
+   echo 0 >"$fault_logs/fuzz.exit"
+ else
+   echo "$?" >"$fault_logs/fuzz.exit"
+ fi) &
+run_side_by_side "${tansu_scenarios[@]}" # (its `wait` waits for the fuzz too)
+step "API fuzz (schemathesis against a running scheduler, run beside the tansu scenarios)"
+cat "$fault_logs/fuzz.log"
+fuzz_failed=$([ "$(cat "$fault_logs/fuzz.exit" 2>/dev/null)" = 0 ] || echo yes)
+step "fault scenarios on Apache Kafka"
 run_side_by_side "${kafka_scenarios[@]}"
 rm -rf "$fault_logs"
 if [ ${#failed_scenarios[@]} -gt 0 ]; then
   echo "fault scenarios failed: ${failed_scenarios[*]}" >&2
+fi
+if [ -n "$fuzz_failed" ]; then
+  echo "the API fuzz failed (its output is above)" >&2
+fi
+if [ ${#failed_scenarios[@]} -gt 0 ] || [ -n "$fuzz_failed" ]; then
   exit 1
 fi
 
-step "API fuzz (schemathesis against a running scheduler)"
-infra/fuzz-api.sh --brokers "$KADENCE_TEST_BROKERS"
+step "done"
