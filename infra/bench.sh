@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A scheduler benchmark on fresh brokers and the local PostgreSQL. The first arguments may
+# A scheduler benchmark on fresh brokers and the local PostgreSQL (started when none runs). The first arguments may
 # name the benchmark (default: throughput); the rest go to it (see
 # scheduler/benches/throughput.rs, api_load.rs and end_to_end.rs), e.g.
 #   infra/bench.sh --jobs 1000,10000 --seconds 20 --backends sqlite,postgres
@@ -50,14 +50,21 @@ done
 cargo bench --locked -p kadence-scheduler --bench "$bench" --no-run
 
 states=()
+databases=$(mktemp -d "${TMPDIR:-/tmp}/kadence-bench-databases.XXXXXX")
+chmod 755 "$databases" # the database servers run as their own users
 cleanup() {
   local state
   for state in "${states[@]}"; do
     infra/broker.sh stop --state "$state" || true
     rm -rf "$state"
   done
+  infra/databases.sh stop --state "$databases" || true
+  rm -rf "$databases"
 }
 trap cleanup EXIT
+# The PostgreSQL (and MariaDB) the backends run on: installed and started when missing, a
+# server already answering on its port reused (infra/databases.sh).
+infra/databases.sh start --state "$databases" >&2
 for kind in "${kinds[@]}"; do
   state=$(mktemp -d "${TMPDIR:-/tmp}/kadence-bench-$kind.XXXXXX")
   states+=("$state")

@@ -9,7 +9,7 @@
 //! round), `KADENCE_APP` (default `demo`),
 //! `KADENCE_TOPIC_PREFIX` (default `kadence`), `KADENCE_TRUSTED_KEYS` (the scheduler's public
 //! signing keys, from `kadence key list`, separated by commas: only triggers they signed run;
-//! unset, nothing is verified), `KADENCE_METRICS_ADDRESS` (serve Prometheus metrics there,
+//! required unless `KADENCE_ALLOW_UNVERIFIED=1` says to verify nothing), `KADENCE_METRICS_ADDRESS` (serve Prometheus metrics there,
 //! e.g. `127.0.0.1:9464`), `KADENCE_OTLP_ENDPOINT` (export spans there, e.g.
 //! `http://127.0.0.1:4318`). Stops gracefully on SIGTERM or Ctrl-C.
 
@@ -60,6 +60,10 @@ async fn main() -> anyhow::Result<()> {
         if !key.is_empty() {
             builder = builder.trusted_key(key);
         }
+    }
+    // Without a key the build fails, unless this says to run unverified (a trusted network).
+    if env("KADENCE_ALLOW_UNVERIFIED", "") == "1" {
+        builder = builder.allow_unverified();
     }
     // Optional: Prometheus metrics on this address, spans exported to this OTLP endpoint.
     if let Ok(address) = std::env::var("KADENCE_METRICS_ADDRESS") {

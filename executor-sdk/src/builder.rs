@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kadence_kafka::settings::BrokerKind;
-use kadence_kafka::{KafkaSettings, PublicKey, RunTracer, TrustedKeys};
+use kadence_kafka::{KafkaSettings, RunTracer};
 use kadence_schemas::{AppName, Topics};
 
 use crate::Executor;
@@ -16,6 +16,10 @@ use crate::handler::{self, HandlerFn, Lifecycle, Registry};
 use crate::partitions::Assignment;
 use crate::script::script_handler;
 use crate::settings::{ExecutorSettings, GroupProtocol};
+
+mod trust;
+
+use trust::default_script_dir;
 
 /// Builds an [`Executor`]. Required: [`brokers`](Self::brokers), [`app`](Self::app) and at
 /// least one [`handler`](Self::handler).
@@ -38,6 +42,7 @@ pub struct ExecutorBuilder {
     kill_memory: Duration,
     scripts: bool,
     allow_unverified_scripts: bool,
+    allow_unverified: bool,
     script_dir: std::path::PathBuf,
     trusted_keys: Vec<String>,
     kafka_options: BTreeMap<String, String>,
@@ -68,7 +73,8 @@ impl Default for ExecutorBuilder {
             kill_memory: Duration::from_secs(24 * 3600),
             scripts: false,
             allow_unverified_scripts: false,
-            script_dir: std::env::temp_dir().join("kadence-scripts"),
+            allow_unverified: false,
+            script_dir: default_script_dir(),
             trusted_keys: Vec::new(),
             kafka_options: BTreeMap::new(),
             handlers: Vec::new(),
@@ -214,53 +220,6 @@ impl ExecutorBuilder {
         self
     }
 
-    /// Whether this executor runs script jobs (GLUE_SHELL, GLUE_PYTHON, GLUE_NODEJS, GLUE_PHP,
-    /// GLUE_POWERSHELL), whose code travels in the trigger. Default `false`: a script job runs
-    /// whatever source its trigger carries on this host, so only an executor whose operators
-    /// mean it to run scripts (and whose trigger topic only the scheduler can write) should say
-    /// `.scripts(true)`. XXL-JOB runs them by default, which made every executor a remote
-    /// shell for whoever reached its admin or its executor port. Switched off, a script
-    /// trigger gets a failure result saying so.
-    ///
-    /// Scripts need at least one [`trusted_key`](Self::trusted_key) (so only triggers the
-    /// scheduler signed run), or [`allow_unverified_scripts`](Self::allow_unverified_scripts);
-    /// [`build`](Self::build) fails otherwise.
-    pub fn scripts(mut self, enabled: bool) -> Self {
-        self.scripts = enabled;
-        self
-    }
-
-    /// Lets [`scripts(true)`](Self::scripts) run without any trusted key, so unsigned
-    /// triggers run scripts too: only for a trusted network where nobody but the scheduler can
-    /// write the trigger topic (and its ACLs say so). Prefer [`trusted_key`](Self::trusted_key).
-    pub fn allow_unverified_scripts(mut self) -> Self {
-        self.allow_unverified_scripts = true;
-        self
-    }
-
-    /// Trusts the scheduler key whose public half is `base64_public_key` (the base64 of its 32
-    /// bytes, as `kadence key list` shows it). Repeatable: during a key rotation give both the
-    /// old and the new key.
-    ///
-    /// With at least one trusted key, every trigger and control record must carry a valid
-    /// signature by one of them (`kadence.signature.key` and `kadence.signature` headers,
-    /// over the record's exact bytes on its topic); one that is unsigned, signed by another
-    /// key, changed after signing or copied from another topic never runs: a trigger goes to
-    /// `{prefix}.dlq` with the reason, a control record is logged and ignored. Without any,
-    /// nothing is verified (the executor says so in a warning when it starts). A key that is
-    /// not valid base64 of an Ed25519 public key fails [`build`](Self::build).
-    pub fn trusted_key(mut self, base64_public_key: impl Into<String>) -> Self {
-        self.trusted_keys.push(base64_public_key.into());
-        self
-    }
-
-    /// Where script handlers write the scripts they run. Default
-    /// `{temp dir}/kadence-scripts`.
-    pub fn script_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.script_dir = dir.into();
-        self
-    }
-
     /// Serves the executor's Prometheus metrics on `GET /metrics` at `address` (port 0: any
     /// free port, logged at start). Default: not served. Every name and label is in the
     /// README's metrics section; the run fails to start if the address is taken.
@@ -354,6 +313,7 @@ impl ExecutorBuilder {
 
     /// Checks the settings and builds the executor.
     pub fn build(self) -> Result<Executor, ExecutorError> {
+        let trusted_keys = self.checked_trust()?;
         let brokers = self
             .brokers
             .filter(|brokers| !brokers.trim().is_empty())
@@ -367,22 +327,6 @@ impl ExecutorBuilder {
         let executor_id = self
             .executor_id
             .unwrap_or_else(|| default_executor_id(&app));
-        let trusted_keys = self
-            .trusted_keys
-            .iter()
-            .map(|text| PublicKey::parse(text))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| ExecutorError::Config(format!("trusted_key: {error}")))?;
-        let trusted_keys = TrustedKeys::new(trusted_keys);
-        if self.scripts && trusted_keys.is_empty() && !self.allow_unverified_scripts {
-            return Err(ExecutorError::Config(
-                "scripts(true) runs the source that triggers carry, so it needs at least one \
-                 trusted_key (the scheduler's public key, from `kadence key list`) to run only \
-                 signed triggers; on a trusted network, allow_unverified_scripts() runs \
-                 unsigned ones too"
-                    .to_owned(),
-            ));
-        }
         let registry = Registry::new(
             self.handlers,
             self.scripts.then(|| script_handler(self.script_dir)),
@@ -441,6 +385,7 @@ impl ExecutorBuilder {
         self.brokers.get_or_insert_with(|| "unused:9092".to_owned());
         self.app.get_or_insert_with(|| "test".to_owned());
         self.allow_unverified_scripts = true;
+        self.allow_unverified = true;
         self.build()
     }
 }
@@ -505,6 +450,7 @@ mod tests {
         let counted = Arc::clone(&inits);
         let worker = TestWorker::new(
             ExecutorBuilder::default()
+                .allow_unverified()
                 .handler_with_hooks(
                     "hooked",
                     ok,
@@ -548,17 +494,20 @@ mod tests {
     #[test]
     fn build_checks_required_settings_and_handler_names() {
         let missing_brokers = ExecutorBuilder::default()
+            .allow_unverified()
             .app("demo")
             .handler("ok", ok)
             .build();
         assert!(matches!(missing_brokers, Err(ExecutorError::Config(m)) if m.contains("brokers")));
         let bad_app = ExecutorBuilder::default()
+            .allow_unverified()
             .brokers("b:9092")
             .app("a b")
             .handler("ok", ok)
             .build();
         assert!(matches!(bad_app, Err(ExecutorError::Config(m)) if m.contains("invalid app name")));
         let no_handlers = ExecutorBuilder::default()
+            .allow_unverified()
             .brokers("b:9092")
             .app("demo")
             .build();
@@ -566,6 +515,7 @@ mod tests {
             matches!(no_handlers, Err(ExecutorError::Config(m)) if m.contains("at least one handler"))
         );
         let twice = ExecutorBuilder::default()
+            .allow_unverified()
             .brokers("b:9092")
             .app("demo")
             .handler("ok", ok)
@@ -573,6 +523,7 @@ mod tests {
             .build();
         assert!(matches!(twice, Err(ExecutorError::Config(m)) if m.contains("registered twice")));
         let built = ExecutorBuilder::default()
+            .allow_unverified()
             .brokers("b:9092")
             .app("demo")
             .executor_id("e-1")
@@ -586,6 +537,7 @@ mod tests {
     fn a_raw_group_protocol_and_classic_only_options_under_consumer_fail_the_build() {
         let base = |protocol| {
             ExecutorBuilder::default()
+                .allow_unverified()
                 .brokers("b:9092")
                 .app("demo")
                 .handler("ok", ok)
@@ -601,6 +553,7 @@ mod tests {
         );
         assert_eq!(
             ExecutorBuilder::default()
+                .allow_unverified()
                 .brokers("b:9092")
                 .app("demo")
                 .handler("ok", ok)
@@ -642,9 +595,28 @@ mod tests {
     }
 
     #[test]
+    fn an_executor_needs_a_trusted_key_unless_it_opts_out_loudly() {
+        let base = || {
+            ExecutorBuilder::default()
+                .brokers("b:9092")
+                .app("demo")
+                .handler("ok", ok)
+        };
+        let refused = base().build();
+        assert!(
+            matches!(&refused, Err(ExecutorError::Config(m)) if m.starts_with("no trusted_key")),
+            "{:?}",
+            refused.err()
+        );
+        let unverified = base().allow_unverified().build().unwrap();
+        assert!(unverified.settings.trusted_keys.is_empty());
+    }
+
+    #[test]
     fn scripts_need_a_trusted_key_unless_allowed_unverified() {
         let base = || {
             ExecutorBuilder::default()
+                .allow_unverified()
                 .brokers("b:9092")
                 .app("demo")
                 .handler("ok", ok)

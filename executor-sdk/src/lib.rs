@@ -21,6 +21,8 @@
 //!     let executor = Executor::builder()
 //!         .brokers("127.0.0.1:9092")
 //!         .app("billing")
+//!         // The scheduler's public key, from `kadence key list`: only what it signed runs.
+//!         .trusted_key("nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A=")
 //!         .handler("sendReport", send_report)
 //!         .handler("importOrders", import_orders)
 //!         .build()?;
@@ -78,9 +80,11 @@
 //! [`ExecutorBuilder::trusted_key`] (twice during a key rotation), and it runs only records
 //! signed by a trusted key: a trigger that is unsigned, signed by another key, changed after
 //! signing or copied from another topic goes to `{prefix}.dlq` with the reason instead, and
-//! such a control record is logged and ignored. Without a trusted key nothing is verified and
-//! the executor warns so when it starts; script jobs then need
-//! [`ExecutorBuilder::allow_unverified_scripts`]. The checking itself is `kadence-kafka`'s
+//! such a control record is logged and ignored. A trusted key is required:
+//! [`ExecutorBuilder::build`] fails without one, unless
+//! [`ExecutorBuilder::allow_unverified`] (or, for script jobs,
+//! [`ExecutorBuilder::allow_unverified_scripts`]) says to run unverified, which the executor
+//! then logs as an error when it starts. The checking itself is `kadence-kafka`'s
 //! `signing` module, shared with the scheduler.
 //! - `dispatch`: a trigger's way from admission to its start, as steps (start this run,
 //!   refuse that trigger) the consumer carries out; no Kafka in it.

@@ -19,7 +19,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -28,6 +27,14 @@ use figment::providers::{Env, Format, Toml};
 use kadence_kafka::settings::BrokerKind;
 use secrecy::SecretString;
 use serde::Deserialize;
+
+mod alarm;
+mod api;
+mod networks;
+
+pub use alarm::{AlarmConfig, SmtpTls, WebhookNetworks};
+pub use api::{ApiConfig, TrustedProxies};
+pub use networks::IpNetworks;
 
 /// Everything `kadence serve` needs.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -176,32 +183,6 @@ impl Default for KafkaConfig {
     }
 }
 
-/// The HTTP API.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ApiConfig {
-    /// Listen address. Default `127.0.0.1:8080`.
-    pub listen: SocketAddr,
-    /// Requests handled at once at most; one more is answered 503 with `Retry-After` at once
-    /// rather than queued (a queue only turns overload into timeouts). `/health` is not
-    /// counted. Default 64.
-    pub max_concurrent_requests: usize,
-    /// How long a request may take before it is answered 503 with `Retry-After`. Default
-    /// `10s`.
-    #[serde(with = "humantime_serde")]
-    pub request_timeout: Duration,
-}
-
-impl Default for ApiConfig {
-    fn default() -> Self {
-        ApiConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            max_concurrent_requests: 64,
-            request_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
 /// The scheduling loops.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -319,54 +300,6 @@ impl Default for LogsConfig {
     fn default() -> Self {
         LogsConfig {
             max_lines_per_run: 10_000,
-        }
-    }
-}
-
-/// How the SMTP connection is secured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SmtpTls {
-    /// Plain text (a local relay).
-    None,
-    /// STARTTLS on the submission port (587).
-    Starttls,
-    /// TLS from the first byte (465).
-    Tls,
-}
-
-/// Alarms for failed runs (see [`crate::monitors::alarm`]).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct AlarmConfig {
-    /// SMTP server for e-mail alarms. Default none: e-mail alarms fail saying so (webhooks
-    /// still work).
-    pub smtp_host: Option<String>,
-    /// SMTP port. Default 587.
-    pub smtp_port: u16,
-    /// `none`, `starttls` or `tls`. Default `starttls`.
-    pub smtp_tls: SmtpTls,
-    /// SMTP user name, if the server wants one. Default none.
-    pub smtp_username: Option<String>,
-    /// SMTP password. Default none. Never logged.
-    pub smtp_password: Option<SecretString>,
-    /// Sender address. Default `Kadence <kadence@localhost>`.
-    pub smtp_from: String,
-    /// How long one delivery (SMTP or webhook) may take. Default `10s`.
-    #[serde(with = "humantime_serde")]
-    pub timeout: Duration,
-}
-
-impl Default for AlarmConfig {
-    fn default() -> Self {
-        AlarmConfig {
-            smtp_host: None,
-            smtp_port: 587,
-            smtp_tls: SmtpTls::Starttls,
-            smtp_username: None,
-            smtp_password: None,
-            smtp_from: "Kadence <kadence@localhost>".to_owned(),
-            timeout: Duration::from_secs(10),
         }
     }
 }

@@ -43,6 +43,8 @@
 //! - [`replay`]: replays past triggers read back from a trigger topic, backfills fires that
 //!   never fired, and keeps shadow runs' results for a diff report against production.
 //! - [`logs`]: stores the lines runs write (`{prefix}.logs`) for the rolling log view.
+//! - [`dead_letters`]: fails the runs whose triggers an executor dead-lettered, with the
+//!   reason, so that alarms and retries see them.
 //!   Results, logs and the beats reader are batch readers of `kadence_kafka::batch`.
 //! - [`kafka`]: topic administration and the control channel; the Kafka plumbing shared with
 //!   executors (client settings, retries, dead letters, batch consumers) is `kadence-kafka`.
@@ -81,6 +83,7 @@ pub mod clock;
 pub mod config;
 pub mod console;
 pub mod database_watch;
+pub mod dead_letters;
 pub mod dispatch;
 pub mod enums;
 pub mod import;

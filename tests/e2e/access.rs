@@ -4,7 +4,8 @@
 //!
 //! [`every_route_checks_credentials_and_grants`] walks a table with one request per route of
 //! the router and proves, for each: 401 without credentials, 403 for a member who lacks the
-//! grant (or the role), and not 401/403 for the right one. The table must name every operation
+//! grant (or the role) — 404 for one who may not even view the app of the job or run it
+//! names, as for one that does not exist — and not 401/403 for the right one. The table must name every operation
 //! of the API's OpenAPI document, which the router is built from (`utoipa_axum::routes!`), so
 //! a new route cannot slip past it.
 
@@ -12,6 +13,8 @@ use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
+
+use kadence_tests::session::attempt_login;
 
 use crate::common::Backend;
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, login, spawn_app, spawn_app_with};
@@ -94,6 +97,17 @@ fn case(
         body,
         needs,
     }
+}
+
+/// Whether `case` names one of alpha's jobs or runs by its id: to a member who may not view
+/// alpha it does not exist (404, as a missing one), rather than being refused (403), so that
+/// ids cannot be probed for what other apps hold.
+fn names_one_of_alphas(case: &Case) -> bool {
+    let template = case.route.1;
+    template.starts_with("/api/jobs/{id}")
+        || template.starts_with("/api/runs/{log_id}")
+        || template == "/api/backfills"
+        || case.path.contains("?job=")
 }
 
 /// Apps `alpha` and `beta` with one stopped job each, a run of alpha's job, and members:
@@ -459,6 +473,17 @@ async fn every_route_checks_credentials_and_grants(backend: Backend) {
                     case.body.clone(),
                 )
                 .await;
+            if token == fixture.outsider && names_one_of_alphas(case) {
+                assert_eq!(
+                    status, 404,
+                    "{what} by a member who may not view alpha: {body}"
+                );
+                assert!(
+                    body["error"].as_str().unwrap().contains("does not exist"),
+                    "answered as for one that does not exist: {body}"
+                );
+                continue;
+            }
             assert_eq!(status, 403, "{what} by a member without the grant: {body}");
             assert!(
                 body["error"].as_str().unwrap().contains("grant")
@@ -780,22 +805,8 @@ async fn failed_logins_are_throttled(backend: Backend) {
         config.auth.login_failures_per_address = 6;
     })
     .await;
-    let attempt = |name: &'static str, password: &'static str| {
-        let url = format!("{}/api/auth/login", app.api_url());
-        async move {
-            let response = reqwest::Client::new()
-                .post(url)
-                .json(&json!({"name": name, "password": password}))
-                .send()
-                .await
-                .unwrap();
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .map(|value| value.to_str().unwrap().to_owned());
-            (response.status().as_u16(), retry_after)
-        }
-    };
+    let attempt =
+        |name: &'static str, password: &'static str| attempt_login(app.api_url(), name, password);
     app.add_member("ann", &[]).await;
     for _ in 0..3 {
         assert_eq!(attempt("admin", "wrong").await.0, 401);

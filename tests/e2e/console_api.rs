@@ -211,13 +211,18 @@ async fn runs_search_filters_and_never_shows_a_member_another_app(backend: Backe
     );
     let failures = walk(&app, Some(&viewer), "/api/runs?outcome=FAILED", 10).await;
     assert_eq!(ids(&failures, "job_id"), [fail.id]);
+    // Naming an app is refused; a job or run of an app the member may not view does not
+    // exist for them, as one that does not exist at all.
+    let (status, body) = app
+        .call_as(Some(&viewer), Method::GET, "/api/runs?app=beta", None)
+        .await;
+    assert_eq!(status, 403, "{body}");
     for path in [
-        "/api/runs?app=beta".to_owned(),
         format!("/api/runs?job={}", beta.id),
         format!("/api/runs/{}", beta_run["log_id"]),
     ] {
         let (status, body) = app.call_as(Some(&viewer), Method::GET, &path, None).await;
-        assert_eq!(status, 403, "{path}: {body}");
+        assert_eq!(status, 404, "{path}: {body}");
     }
     let (status, _) = app.call(Method::GET, "/api/runs?job=999999", None).await;
     assert_eq!(status, 404);

@@ -1,6 +1,7 @@
 //! What the console stands on, over plain HTTP: the session cookie (`HttpOnly`,
-//! `SameSite=Strict`, never in the answer), writes with the cookie refused without the
-//! console's header, logout clearing it, the language kept per user, field-level errors, and
+//! `SameSite=Strict`, never in the answer), a login taken only as JSON with the console's
+//! header (no login CSRF), writes with the cookie refused without the console's header,
+//! logout clearing it, the language kept per user, field-level errors, and
 //! the console's files served with their safety headers and revalidation.
 
 use reqwest::header::{
@@ -37,11 +38,36 @@ async fn a_console_session_lives_in_a_cookie_and_writes_need_the_header(backend:
     let app = spawn_app(backend).await;
     let base = app.api_url().to_owned();
     let http = reqwest::Client::new();
+    let login = format!("{base}/api/auth/session");
     let session = |password: &str| {
-        http.post(format!("{base}/api/auth/session"))
+        http.post(&login)
+            .header("X-Requested-With", "kadence-console")
             .json(&json!({"name": "admin", "password": password}))
             .send()
     };
+
+    // What another site can make a browser send: a form or a text/plain body, no headers
+    // of its own. Neither logs the browser in.
+    let credentials = json!({"name": "admin", "password": TEST_ADMIN_PASSWORD}).to_string();
+    let forged = http
+        .post(&login)
+        .header(CONTENT_TYPE, "text/plain")
+        .header("X-Requested-With", "kadence-console")
+        .body(credentials.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(forged.headers().get(SET_COOKIE).is_none());
+    let forged = http
+        .post(&login)
+        .header(CONTENT_TYPE, "application/json")
+        .body(credentials)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert!(forged.headers().get(SET_COOKIE).is_none());
 
     let refused = session("wrong").await.unwrap();
     assert_eq!(refused.status(), 401);

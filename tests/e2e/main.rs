@@ -15,6 +15,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod access;
+mod api_guards;
 mod api_load;
 mod browser;
 mod closing;
@@ -28,6 +29,7 @@ mod metrics;
 mod monitors;
 mod operators;
 mod otlp;
+mod permissions;
 mod prometheus;
 mod rebalance;
 mod registry;

@@ -1,18 +1,28 @@
 //! After runs finish, on the real broker: retries linked to the first attempt, one alarm per
 //! failure delivered to a local SMTP server and a local webhook, child jobs after success only.
+//! Webhooks reach internal addresses only when `alarm.webhook_allowed_networks` names them
+//! (the local receivers are on 127.0.0.1, so these tests name it), follow no redirect, and
+//! tell members only SENT or FAILED; VIEW members see their URLs without credentials.
 //!
-//! On both stores: retries, alarm states and child fires are the scheduler's writes.
+//! On both stores: retries, alarm states and child fires are the scheduler's writes. The
+//! webhook's limits are the API's and the alarm channel's, so they run on SQLite only.
 
 use std::time::Duration;
 
-use kadence_scheduler::config::SmtpTls;
+use kadence_scheduler::config::{SmtpTls, WebhookNetworks};
 use kadence_scheduler::model::{AlarmStatus, RunState};
 use kadence_schemas::TriggerType;
-use serde_json::json;
+use reqwest::Method;
+use serde_json::{Value, json};
 
 use crate::common::{Backend, wait_for};
-use crate::helpers::spawn_app_with;
+use crate::helpers::{TestApp, spawn_app_with};
 use crate::sinks::{SmtpSink, WebhookSink};
+
+/// The allow-list that lets webhooks reach the local receivers.
+fn loopback_receivers() -> WebhookNetworks {
+    WebhookNetworks::parse(&["127.0.0.1"]).expect("an address")
+}
 
 /// A handler failing twice then succeeding, with retry count 2: three linked rows, one alarm
 /// per failure by e-mail and by webhook, and then its child job runs; a parent that fails
@@ -25,6 +35,7 @@ async fn a_failing_run_is_retried_alarmed_and_its_child_fires_only_on_success(ba
         config.alarm.smtp_host = Some("127.0.0.1".to_owned());
         config.alarm.smtp_port = smtp_port;
         config.alarm.smtp_tls = SmtpTls::None;
+        config.alarm.webhook_allowed_networks = loopback_receivers();
         config.monitors.interval = Duration::from_millis(200);
     })
     .await;
@@ -177,3 +188,208 @@ async fn a_failing_run_is_retried_alarmed_and_its_child_fires_only_on_success(ba
 }
 
 on_every_backend!(a_failing_run_is_retried_alarmed_and_its_child_fires_only_on_success);
+
+/// A job of app `hooks` whose handler fails, alarming `webhook`.
+fn failing_job(webhook: &str) -> Value {
+    json!({"app": "hooks", "handler": "fail", "schedule_type": "NONE", "alarm_webhook": webhook})
+}
+
+/// The alarm status of `job`'s first run once it is followed up.
+async fn followed_up(app: &TestApp, job: i64) -> AlarmStatus {
+    wait_for(Duration::from_secs(60), "the alarm status", || async {
+        let runs = app.runs(job).await;
+        runs.first()
+            .map(|run| run.alarm_status)
+            .filter(|status| ![AlarmStatus::Unprocessed, AlarmStatus::Locked].contains(status))
+    })
+    .await
+}
+
+/// `job`'s first run as the member with `token` sees it (JSON).
+async fn first_run_as(app: &TestApp, token: &str, job: i64) -> Value {
+    let path = format!("/api/jobs/{job}/runs");
+    let (status, body) = app.call_as(Some(token), Method::GET, &path, None).await;
+    assert_eq!(status, 200, "{body}");
+    body["items"][0].clone()
+}
+
+/// Admins' audit entries of `job`'s failed alarm deliveries.
+async fn alarm_failures(app: &TestApp, job: i64) -> Vec<Value> {
+    let (status, trail) = app
+        .call(
+            Method::GET,
+            &format!("/api/audit?target=/api/jobs/{job}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{trail}");
+    let entries = trail["items"].as_array().unwrap().iter();
+    entries
+        .filter(|entry| entry["action"] == "ALARM webhook")
+        .cloned()
+        .collect()
+}
+
+/// With 127.0.0.1 allowed: other loopback and internal addresses are refused when the job is
+/// saved; a webhook on 127.0.0.1 is delivered, a redirect is not followed, and a closed port
+/// and an HTTP 500 both read FAILED to a member while admins see why; a VIEW member sees the
+/// URL without its credentials, an operator sees it whole.
+async fn webhooks_reach_allowed_networks_only_and_members_learn_only_failed(backend: Backend) {
+    let webhook = WebhookSink::start().await;
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut app = spawn_app_with(backend, |config| {
+        config.alarm.webhook_allowed_networks = loopback_receivers();
+        config.monitors.interval = Duration::from_millis(200);
+    })
+    .await;
+    app.create_app("hooks", 1).await;
+    app.start_executor("hooks");
+    let viewer = app.add_member("hook-viewer", &[("hooks", "VIEW")]).await;
+    let operator = app
+        .add_member("hook-operator", &[("hooks", "OPERATE")])
+        .await;
+    let port = webhook.addr.port();
+    for refused in [
+        format!("http://127.0.0.2:{port}/hook"),
+        format!("http://[::1]:{port}/hook"),
+        format!("http://[::ffff:127.0.0.2]:{port}/hook"),
+        "http://169.254.169.254/latest/meta-data".to_owned(),
+        "http://10.0.0.1/hook".to_owned(),
+    ] {
+        let (status, body) = app
+            .call_as(
+                Some(&operator),
+                Method::POST,
+                "/api/jobs",
+                Some(failing_job(&refused)),
+            )
+            .await;
+        assert_eq!(status, 400, "{refused}: {body}");
+        assert_eq!(body["field"], "alarm_webhook", "{body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains("alarm.webhook_allowed_networks"), "{error}");
+    }
+
+    let secret = format!("http://ops:s3cret@127.0.0.1:{port}/hook?token=abc");
+    let delivered = app.create_job(failing_job(&secret)).await;
+    let redirected = app.create_job(failing_job(&webhook.url_of("/moved"))).await;
+    let nobody = format!("http://127.0.0.1:{closed_port}/hook");
+    let closed = app.create_job(failing_job(&nobody)).await;
+    let broken = app
+        .create_job(failing_job(&webhook.url_of("/broken")))
+        .await;
+    for job in [&delivered, &redirected, &closed, &broken] {
+        app.trigger(job.id, None).await;
+    }
+    let mut statuses = Vec::new();
+    for job in [&delivered, &redirected, &closed, &broken] {
+        statuses.push(followed_up(&app, job.id).await);
+    }
+    let failed = AlarmStatus::Failed;
+    assert_eq!(statuses, vec![AlarmStatus::Sent, failed, failed, failed]);
+    let bodies = webhook.bodies();
+    assert_eq!(bodies.len(), 1, "the redirect is not followed: {bodies:?}");
+    assert_eq!(bodies[0]["job_id"], delivered.id);
+
+    // A member sees the same FAILED for a closed port as for an HTTP 500.
+    let closed_run = first_run_as(&app, &viewer, closed.id).await;
+    let broken_run = first_run_as(&app, &viewer, broken.id).await;
+    assert_eq!(closed_run["alarm_status"], "FAILED");
+    assert_eq!(broken_run["alarm_status"], "FAILED");
+    let keys = |run: &Value| run.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&closed_run), keys(&broken_run));
+    // Admins see why; members see no such entry.
+    for (job, reason) in [
+        (closed.id, "onnect"),
+        (broken.id, "500"),
+        (redirected.id, "307"),
+    ] {
+        let failures = alarm_failures(&app, job).await;
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let told = failures[0]["details"]["reason"].as_str().unwrap();
+        assert!(told.contains(reason), "{told}");
+        assert!(failures[0]["app"].is_null(), "only admins list it");
+    }
+    let (_, seen) = app
+        .call_as(Some(&viewer), Method::GET, "/api/audit?limit=1000", None)
+        .await;
+    let seen = seen["items"].as_array().unwrap();
+    assert!(
+        !seen.is_empty() && seen.iter().all(|entry| entry["action"] != "ALARM webhook"),
+        "{seen:?}"
+    );
+    assert!(
+        !serde_json::to_string(seen).unwrap().contains("s3cret"),
+        "job edits in the trail hide credentials: {seen:?}"
+    );
+
+    // VIEW sees the URL redacted, in the job and in the list; OPERATE sees it whole.
+    let hidden = format!("http://REDACTED:REDACTED@127.0.0.1:{port}/hook?token=REDACTED");
+    let path = format!("/api/jobs/{}", delivered.id);
+    let (_, shown) = app.call_as(Some(&viewer), Method::GET, &path, None).await;
+    assert_eq!(shown["alarm_webhook"], hidden.as_str());
+    let (_, listed) = app
+        .call_as(Some(&viewer), Method::GET, "/api/jobs?app=hooks", None)
+        .await;
+    let listed = listed["items"].as_array().unwrap().iter();
+    let listed = listed
+        .filter(|job| job["id"] == delivered.id)
+        .collect::<Vec<_>>();
+    assert_eq!(listed[0]["alarm_webhook"], hidden.as_str());
+    let (_, whole) = app.call_as(Some(&operator), Method::GET, &path, None).await;
+    assert_eq!(whole["alarm_webhook"], secret.as_str());
+    app.shutdown().await;
+}
+
+/// Without an allow-list: a literal loopback webhook is refused when saved (created or
+/// edited); a name that resolves to loopback is saved, and refused as it is resolved at
+/// delivery, without a request reaching the receiver.
+async fn without_an_allow_list_loopback_is_refused_when_saved_and_when_resolved(backend: Backend) {
+    let webhook = WebhookSink::start().await;
+    let mut app = spawn_app_with(backend, |config| {
+        config.monitors.interval = Duration::from_millis(200);
+    })
+    .await;
+    app.create_app("hooks", 1).await;
+    app.start_executor("hooks");
+    let (status, body) = app
+        .call(Method::POST, "/api/jobs", Some(failing_job(&webhook.url())))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["field"], "alarm_webhook");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("127.0.0.1 is a loopback address")
+            && error.contains("KADENCE_ALARM__WEBHOOK_ALLOWED_NETWORKS"),
+        "{error}"
+    );
+    let by_name = webhook.url().replace("127.0.0.1", "localhost");
+    let job = app.create_job(failing_job(&by_name)).await;
+    let (status, body) = app
+        .call(
+            Method::PATCH,
+            &format!("/api/jobs/{}", job.id),
+            Some(json!({"alarm_webhook": webhook.url()})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    app.trigger(job.id, None).await;
+    assert_eq!(followed_up(&app, job.id).await, AlarmStatus::Failed);
+    assert!(webhook.bodies().is_empty(), "nothing reached the receiver");
+    let failures = alarm_failures(&app, job.id).await;
+    let told = failures[0]["details"]["reason"].as_str().unwrap();
+    assert!(
+        told.contains("host localhost resolves to no address"),
+        "{told}"
+    );
+    app.shutdown().await;
+}
+
+on_sqlite_only!(
+    webhooks_reach_allowed_networks_only_and_members_learn_only_failed,
+    without_an_allow_list_loopback_is_refused_when_saved_and_when_resolved,
+);

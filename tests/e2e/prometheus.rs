@@ -153,7 +153,13 @@ fn panel_queries() -> Vec<(String, String, String)> {
 
 async fn dashboards_and_rules_hold_against_a_real_prometheus(backend: Backend) {
     // The per-job dashboard needs the jobs listed: the cron job below is the database's first.
-    let mut app = spawn_app_with(backend, |config| config.telemetry.job_metrics = vec![1, 2]).await;
+    let mut app = spawn_app_with(backend, |config| {
+        config.telemetry.job_metrics = vec![1, 2];
+        // The failing job's webhook is on loopback, which webhooks reach only when allowed.
+        config.alarm.webhook_allowed_networks =
+            kadence_scheduler::config::WebhookNetworks::parse(&["127.0.0.1"]).unwrap();
+    })
+    .await;
     app.create_app("watched", 2).await;
     let executor_address = free_address();
     app.start_executor_with("watched", |builder| {

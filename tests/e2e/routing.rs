@@ -317,6 +317,7 @@ async fn failover_moves_off_a_killed_executor_before_the_rebalance(backend: Back
             tokio::process::Command::new(env!("CARGO_BIN_EXE_test-executor"))
                 .env("KADENCE_BROKERS", &app.brokers)
                 .env("KADENCE_BROKER_KIND", crate::common::broker_kind().name())
+                .env("KADENCE_ALLOW_UNVERIFIED", "1")
                 .env("KADENCE_APP", "fo")
                 .env("KADENCE_TOPIC_PREFIX", &app.prefix)
                 .env("KADENCE_EXECUTOR_ID", format!("fo-executor-{index}"))

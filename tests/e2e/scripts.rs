@@ -58,21 +58,30 @@ async fn log_of(app: &TestApp, run: &Run, lines: usize) -> Vec<String> {
 
 /// Shell and Python scripts get params, shard index and shard total as arguments; their
 /// stdout and stderr lines are the run's log; a non-zero exit code is a failure naming it.
+/// Each runs from a file only its user may read, in a directory only its user may enter,
+/// deleted when the run ends.
 async fn shell_and_python_scripts_run_and_log_their_output(backend: Backend) {
+    use std::os::unix::fs::PermissionsExt;
     let mut app = spawn_app(backend).await;
     app.create_app("scripts", 1).await;
     let key = app.signing_public_key().await;
-    app.start_executor_with("scripts", |builder| builder.scripts(true).trusted_key(key));
+    let root = tempfile::tempdir().unwrap();
+    let script_dir = root.path().join("scripts");
+    let dir = script_dir.clone();
+    app.start_executor_with("scripts", |builder| {
+        builder.scripts(true).trusted_key(key).script_dir(dir)
+    });
 
     let shell = run_script(
         &app,
         "GLUE_SHELL",
-        "echo \"params=$1 shard=$2/$3\"\necho 'to stderr' >&2\n",
+        "echo \"params=$1 shard=$2/$3\"\necho 'to stderr' >&2\nstat -c 'mode %a' \"$0\"\n",
         json!({}),
     )
     .await;
     assert_eq!(shell.handle_code, Some(200), "{shell:?}");
-    let log = log_of(&app, &shell, 3).await;
+    let log = log_of(&app, &shell, 4).await;
+    assert!(log.contains(&"mode 600".to_owned()), "{log:?}");
     assert!(
         log[0].starts_with("[kadence] running GLUE_SHELL"),
         "{log:?}"
@@ -104,6 +113,13 @@ async fn shell_and_python_scripts_run_and_log_their_output(backend: Backend) {
     assert_eq!(
         (failing.handle_code, failing.handle_msg.as_deref()),
         (Some(500), Some("script exited with code 3"))
+    );
+    let mode = std::fs::metadata(&script_dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the script directory is private");
+    let left: Vec<_> = std::fs::read_dir(&script_dir).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "every script file is deleted after its run: {left:?}"
     );
     app.shutdown().await;
 }

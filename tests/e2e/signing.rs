@@ -414,7 +414,34 @@ async fn signed_kills_stop_runs_and_forged_ones_are_ignored(backend: Backend) {
 }
 
 on_every_backend!(a_rotation_reaches_every_node);
+/// A genuine trigger the executor refuses (it trusts another key: the scheduler's is not
+/// rolled out to it yet) goes to the DLQ, and its run ends as failed with the reason instead
+/// of staying DISPATCHED, so that alarms and retries see it.
+async fn a_dead_lettered_trigger_fails_its_run_with_the_reason(backend: Backend) {
+    let mut app = spawn_app(backend).await;
+    app.create_app("untrusting", 1).await;
+    let other = RecordSigner::generate().unwrap();
+    app.start_executor_with("untrusting", |builder| {
+        builder.trusted_key(other.public_key().to_base64())
+    });
+    let job = app
+        .create_job(json!({"app": "untrusting", "handler": "ok", "schedule_type": "NONE"}))
+        .await;
+    let trigger = app.trigger(job.id, None).await;
+    let run = finished_run(&app, job.id, &trigger).await;
+    assert_eq!(run.handle_code, Some(500), "{run:?}");
+    let message = run.handle_msg.unwrap_or_default();
+    assert!(
+        message
+            .starts_with("an executor refused the trigger and sent it to the dead-letter queue: ")
+            && message.contains("signed by unknown key"),
+        "{message}"
+    );
+    app.shutdown().await;
+}
+
 on_sqlite_only!(
     forged_unsigned_and_tampered_triggers_go_to_the_dlq,
     signed_kills_stop_runs_and_forged_ones_are_ignored,
+    a_dead_lettered_trigger_fails_its_run_with_the_reason,
 );

@@ -1,6 +1,7 @@
 //! Local servers that receive alarms in tests: an SMTP sink that speaks just enough of the
 //! protocol for a real client (greeting, EHLO, MAIL, RCPT, DATA, QUIT) and keeps each message,
-//! and an HTTP server that keeps each JSON body POSTed to it.
+//! and an HTTP server that keeps each JSON body POSTed to it (and has a route that redirects
+//! there and one that always fails).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -76,7 +77,8 @@ async fn serve_smtp(socket: tokio::net::TcpStream, messages: Arc<Mutex<Vec<Strin
     }
 }
 
-/// An HTTP server on 127.0.0.1 that keeps the JSON bodies POSTed to `/hook`.
+/// An HTTP server on 127.0.0.1 that keeps the JSON bodies POSTed to `/hook`; `/moved`
+/// redirects there (307, which keeps the method and body) and `/broken` answers 500.
 pub struct WebhookSink {
     pub addr: SocketAddr,
     bodies: Arc<Mutex<Vec<Value>>>,
@@ -97,13 +99,31 @@ impl WebhookSink {
                     },
                 ),
             )
+            .route(
+                "/moved",
+                axum::routing::any(|| async {
+                    (
+                        axum::http::StatusCode::TEMPORARY_REDIRECT,
+                        [(axum::http::header::LOCATION, "/hook")],
+                    )
+                }),
+            )
+            .route(
+                "/broken",
+                axum::routing::any(|| async { axum::http::StatusCode::INTERNAL_SERVER_ERROR }),
+            )
             .with_state(Arc::clone(&bodies));
         tokio::spawn(async move { axum::serve(listener, router).await });
         WebhookSink { addr, bodies }
     }
 
     pub fn url(&self) -> String {
-        format!("http://{}/hook", self.addr)
+        self.url_of("/hook")
+    }
+
+    /// The URL of `path` on this server.
+    pub fn url_of(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
     }
 
     /// Every body received so far.

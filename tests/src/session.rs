@@ -24,3 +24,17 @@ pub async fn login(api: &str, user: &str, password: &str) -> String {
         .expect("the login answers a token")
         .to_owned()
 }
+
+/// One login attempt at the API at `api`, whatever its answer: its status and its
+/// `Retry-After` header (the throttle's wait, when refused for too many failures).
+pub async fn attempt_login(api: &str, user: &str, password: &str) -> (u16, Option<String>) {
+    let response = reqwest::Client::new()
+        .post(format!("{api}/api/auth/login"))
+        .json(&serde_json::json!({"name": user, "password": password}))
+        .send()
+        .await
+        .expect("the API answers the login");
+    let retry_after = (response.headers().get("retry-after"))
+        .map(|value| value.to_str().unwrap_or_default().to_owned());
+    (response.status().as_u16(), retry_after)
+}

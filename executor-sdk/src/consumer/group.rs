@@ -384,7 +384,7 @@ mod tests {
     fn the_classic_protocol_sets_the_session_timeout_and_heartbeat() {
         let config = client_config(&settings(
             GroupProtocol::Classic,
-            ExecutorBuilder::default(),
+            ExecutorBuilder::default().allow_unverified(),
         ));
         let mut expected = std::collections::BTreeMap::from(SHARED);
         expected.insert("group.protocol", "classic");
@@ -397,7 +397,7 @@ mod tests {
     fn the_consumer_protocol_leaves_the_session_and_heartbeat_to_the_broker() {
         let config = client_config(&settings(
             GroupProtocol::Consumer,
-            ExecutorBuilder::default(),
+            ExecutorBuilder::default().allow_unverified(),
         ));
         let mut expected = std::collections::BTreeMap::from(SHARED);
         expected.insert("group.protocol", "consumer");
@@ -418,14 +418,17 @@ mod tests {
         // (nothing listens on port 9): under the consumer protocol it refuses
         // `session.timeout.ms` and `heartbeat.interval.ms`.
         for protocol in [GroupProtocol::Classic, GroupProtocol::Consumer] {
-            let config = client_config(&settings(protocol, ExecutorBuilder::default()));
+            let config = client_config(&settings(
+                protocol,
+                ExecutorBuilder::default().allow_unverified(),
+            ));
             if let Err(error) = config.create::<BaseConsumer>() {
                 panic!("librdkafka refuses the {protocol} config: {error}");
             }
         }
         let mut classic_leftover = client_config(&settings(
             GroupProtocol::Consumer,
-            ExecutorBuilder::default(),
+            ExecutorBuilder::default().allow_unverified(),
         ));
         classic_leftover.set("session.timeout.ms", "6000");
         let refusal = classic_leftover
@@ -442,7 +445,7 @@ mod tests {
     fn only_tansu_gets_the_short_fetch_wait() {
         let on_kafka = client_config(&settings(
             GroupProtocol::Classic,
-            ExecutorBuilder::default(),
+            ExecutorBuilder::default().allow_unverified(),
         ));
         assert_eq!(
             on_kafka.get("fetch.wait.max.ms"),
@@ -451,14 +454,18 @@ mod tests {
         );
         let on_tansu = client_config(&settings(
             GroupProtocol::Classic,
-            ExecutorBuilder::default().broker_kind(BrokerKind::Tansu),
+            ExecutorBuilder::default()
+                .allow_unverified()
+                .broker_kind(BrokerKind::Tansu),
         ));
         assert_eq!(on_tansu.get("fetch.wait.max.ms"), Some("10"));
     }
 
     #[test]
     fn raw_options_still_override_the_classic_defaults() {
-        let builder = ExecutorBuilder::default().kafka_option("session.timeout.ms", "30000");
+        let builder = ExecutorBuilder::default()
+            .allow_unverified()
+            .kafka_option("session.timeout.ms", "30000");
         let config = client_config(&settings(GroupProtocol::Classic, builder));
         assert_eq!(config.get("session.timeout.ms"), Some("30000"));
         assert_eq!(config.get("heartbeat.interval.ms"), Some("600"));

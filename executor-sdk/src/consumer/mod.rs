@@ -472,16 +472,17 @@ impl Loop {
     }
 }
 
-/// Logs the start, warning when nothing is verified.
+/// Logs the start, and an error when nothing is verified (the builder allowed it).
 fn announce_start(settings: &ExecutorSettings, registry: &Registry, topic: &str) {
     tracing::info!(executor_id = %settings.executor_id, topic, group = settings.group(),
         shadow = settings.shadow, handlers = registry.names().len(),
         trusted_keys = ?settings.trusted_keys.key_ids(), "executor started");
     if settings.trusted_keys.is_empty() {
-        tracing::warn!(
+        tracing::error!(
             topic,
-            "no trusted scheduler key (ExecutorBuilder::trusted_key): triggers and control \
-             records are not verified, so whoever can write these topics runs handlers here"
+            "RUNNING UNVERIFIED (ExecutorBuilder::allow_unverified): no trusted scheduler key, \
+             so triggers and control records are not verified, and whoever can write these \
+             topics runs and kills handlers here"
         );
     }
 }

@@ -99,9 +99,10 @@ class Loop:
 
     def run(self):
         if not self.s.trusted_keys:
-            log.warning(
-                "no trusted scheduler key: triggers and control records are not verified, so "
-                "whoever can write these topics runs handlers here"
+            log.error(
+                "RUNNING UNVERIFIED (allow_unverified=True): no trusted scheduler key, so "
+                "triggers and control records are not verified, and whoever can write these "
+                "topics runs and kills handlers here"
             )
         control = ControlReader(self.s, self._on_command, self.caught_up.set)
         control.start()

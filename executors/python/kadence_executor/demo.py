@@ -16,7 +16,8 @@
 Environment: ``KADENCE_BROKERS``, ``KADENCE_APP``, ``KADENCE_TOPIC_PREFIX``,
 ``KADENCE_EXECUTOR_ID``; optional ``KADENCE_SESSION_TIMEOUT_MS`` (default 6000),
 ``KADENCE_BEAT_INTERVAL_MS`` (default 3000), ``KADENCE_TRUSTED_KEYS`` (scheduler public
-keys, comma separated; none: nothing is verified), ``KADENCE_SHADOW`` (``1`` or ``true``: a
+keys, comma separated; required unless ``KADENCE_ALLOW_UNVERIFIED`` is ``1`` or ``true``,
+which with no key verifies nothing), ``KADENCE_SHADOW`` (``1`` or ``true``: a
 shadow executor) and ``KADENCE_GROUP_PROTOCOL`` (``classic``, the default, also when empty, or
 ``consumer``: Kafka's KIP-848 group protocol, whose session and heartbeat are the broker's)
 and ``KADENCE_BROKER_KIND`` (``kafka``, the default, also when empty, or ``tansu``).
@@ -126,6 +127,7 @@ def main():
         shadow=flag(env, "KADENCE_SHADOW"),
         group_protocol=group_protocol(env),
         broker_kind=broker_kind(env),
+        allow_unverified=flag(env, "KADENCE_ALLOW_UNVERIFIED"),
     )
     handlers = (
         ("ok", ok), ("noop", noop), ("sleep", sleep), ("fail", fail), ("log", log),

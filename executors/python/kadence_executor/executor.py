@@ -8,7 +8,8 @@ def send_report(ctx):
         raise JobFailed("params must name the region")
     ctx.log(f"report for {ctx.params}")
 
-executor = Executor(brokers="127.0.0.1:9092", app="billing")
+executor = Executor(brokers="127.0.0.1:9092", app="billing",
+                    trusted_keys=["<the scheduler's public key, from kadence key list>"])
 executor.handler("sendReport", send_report)
 executor.run()  # until SIGTERM or SIGINT, then drains
 ```
@@ -29,6 +30,11 @@ the broker then keeps the session and heartbeat (its ``group.consumer.session.ti
 neither ``session.timeout.ms`` nor ``heartbeat.interval.ms`` and ``session_timeout_ms`` only says
 how long the executor waits for the control topic at start; a rebalance moves only the
 partitions that change owner (``consumer`` handles assignments as changes under either).
+A trusted key is required: ``Executor(...)`` without ``trusted_keys`` raises, unless
+``allow_unverified=True`` says to run every trigger and control record unverified (a network
+where only the scheduler can write those topics, or a test feeding hand-made records), which
+the executor then logs as an error when it starts (the Rust SDK's ``allow_unverified``).
+
 ``Executor(..., broker_kind="tansu")`` says the broker is tansu, the development broker: the
 trigger consumer then starts each partition it is assigned before the group's committed offset
 and drops the records before it (``resume``), and waits at most 10 ms for a fetch. The default,
@@ -84,6 +90,7 @@ class Settings:
     trusted_keys: TrustedKeys = field(default_factory=TrustedKeys)
     kafka_options: dict = field(default_factory=dict)
     shadow: bool = False
+    allow_unverified: bool = False
 
     def group(self):
         """The consumer group: ``{prefix}.executor.{app}``, or ``{prefix}.shadow.{app}`` for a
@@ -150,6 +157,13 @@ class Settings:
         if self.group_protocol not in GROUP_PROTOCOLS:
             raise ValueError(
                 f'unknown group_protocol {self.group_protocol!r}: use "classic" or "consumer"'
+            )
+        if not self.trusted_keys and not self.allow_unverified:
+            raise ValueError(
+                "no trusted key: an executor runs only triggers the scheduler signed, so give it "
+                "the scheduler's public key (`kadence key list`) with trusted_keys=[...]; on a "
+                "network where only the scheduler can write the trigger and control topics, "
+                "allow_unverified=True runs without verifying"
             )
         if self.broker_kind not in BROKER_KINDS:
             raise ValueError(

@@ -75,3 +75,11 @@ class Signatures(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SecureByDefault(unittest.TestCase):
+    def test_an_executor_needs_a_trusted_key_unless_it_opts_out(self):
+        from kadence_executor import Executor
+        with self.assertRaisesRegex(ValueError, "no trusted key"):
+            Executor("b:9092", "billing")
+        self.assertTrue(Executor("b:9092", "billing", allow_unverified=True).settings.allow_unverified)

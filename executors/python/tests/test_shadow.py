@@ -29,8 +29,8 @@ class Names(unittest.TestCase):
         )
 
     def test_the_executor_takes_the_flag(self):
-        self.assertTrue(Executor("b:9092", "billing", shadow=True).settings.shadow)
-        self.assertFalse(Executor("b:9092", "billing").settings.shadow)
+        self.assertTrue(Executor("b:9092", "billing", allow_unverified=True, shadow=True).settings.shadow)
+        self.assertFalse(Executor("b:9092", "billing", allow_unverified=True).settings.shadow)
 
 
 def describe(ctx):

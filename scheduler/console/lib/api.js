@@ -1,7 +1,8 @@
 // The API client: every call goes to this node's HTTP API with the session cookie. Writes
 // carry X-Requested-With, without which the API refuses a cookie-authenticated write (a
-// request another site made the browser send). Errors become ApiError with the API's
-// message and, for a bad field, its name.
+// request another site made the browser send), and bodies go as JSON; the login
+// (POST /api/auth/session) needs both too, so that no other site can sign the browser in.
+// Errors become ApiError with the API's message and, for a bad field, its name.
 
 export class ApiError extends Error {
   constructor(status, message, field) {

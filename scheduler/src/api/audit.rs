@@ -35,6 +35,9 @@ pub struct AuditNote {
     pub app: Option<AppName>,
     /// What changed.
     pub details: Option<serde_json::Value>,
+    /// Another app the write reached (a replay into another app), whose trail gets the same
+    /// entry.
+    pub also_app: Option<AppName>,
 }
 
 impl AuditNote {
@@ -43,7 +46,14 @@ impl AuditNote {
         AuditNote {
             app: Some(app.clone()),
             details: None,
+            also_app: None,
         }
+    }
+
+    /// The note, filed under `app` as well.
+    pub fn also_for(mut self, app: AppName) -> Self {
+        self.also_app = Some(app);
+        self
     }
 
     /// The note with `details`.
@@ -95,6 +105,16 @@ pub(super) async fn record_writes(
         status: response.status().as_u16(),
         details: note.details,
     };
+    if let Some(also_app) = note.also_app {
+        record(
+            &state,
+            NewAuditEntry {
+                app: Some(also_app),
+                ..entry.clone()
+            },
+        )
+        .await;
+    }
     record(&state, entry).await;
     response
 }

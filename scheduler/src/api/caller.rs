@@ -13,6 +13,15 @@
 //! `SameSite=Strict` already keeps the cookie off cross-site requests in current browsers;
 //! the header is the second lock for the rest. A request with an `Authorization` header is
 //! judged by that header alone.
+//!
+//! The console's login needs the same lock the other way round ([`ConsoleLogin`]): a form
+//! another site posts to `POST /api/auth/session` with the attacker's name and password
+//! would sign the browser in as the attacker (login CSRF), and what the user then types
+//! would land in the attacker's account. So that login takes only a JSON body with
+//! [`CONSOLE_HEADER`], neither of which a cross-site form can send.
+//!
+//! An admin-only route whose body is large checks the role in [`admins_only`], in front of
+//! the handler, so that a member's request is refused before its body is read.
 
 use std::sync::Arc;
 
@@ -24,6 +33,7 @@ use axum::response::{IntoResponse, Response};
 use kadence_schemas::AppName;
 
 use super::ApiState;
+use super::body::require_json_content;
 use super::error::ApiError;
 use crate::auth::{TOKEN_PREFIX, token_hash};
 use crate::model::{Access, Role, TokenInfo, User};
@@ -56,6 +66,23 @@ impl Caller {
             self.user.name,
             needed.as_str()
         )))
+    }
+
+    /// [`require`](Self::require) for something that belongs to `app` (a job, a run, a
+    /// replay): a caller who may not even view `app` gets `hidden()`, the answer for
+    /// something that does not exist, so that what exists in apps they cannot see is not
+    /// revealed; one who may view it but not do what `needed` allows gets the 403 naming the
+    /// grant to ask for.
+    pub fn require_visible(
+        &self,
+        app: &AppName,
+        needed: Access,
+        hidden: impl FnOnce() -> ApiError,
+    ) -> Result<(), ApiError> {
+        if !self.user.may(app, Access::View) {
+            return Err(hidden());
+        }
+        self.require(app, needed)
     }
 
     /// Ok for an admin; a 403 for anyone else.
@@ -168,6 +195,40 @@ fn require_console_header(method: &Method, headers: &HeaderMap) -> Result<(), Ap
         "a write authenticated by the console's session cookie must carry the \
          {CONSOLE_HEADER} header: a request another site made the browser send is refused"
     )))
+}
+
+/// The marks of a login the console sends, checked before its body is read: a JSON body
+/// (415 otherwise) and [`CONSOLE_HEADER`] (403 otherwise); see the module docs.
+pub(super) struct ConsoleLogin;
+
+impl<S: Send + Sync> FromRequestParts<S> for ConsoleLogin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        require_json_content(&parts.headers)?;
+        if !parts.headers.contains_key(CONSOLE_HEADER) {
+            return Err(ApiError::Forbidden(format!(
+                "a console login must carry the {CONSOLE_HEADER} header: a login another \
+                 site made the browser send is refused"
+            )));
+        }
+        Ok(ConsoleLogin)
+    }
+}
+
+/// The layer of an admin-only route with a large body: anyone else is refused (403) before
+/// the body is read. Behind [`authenticate`], which leaves the [`Caller`] in the request.
+pub(super) async fn admins_only(request: Request, next: Next) -> Response {
+    let refusal = match request.extensions().get::<Caller>() {
+        Some(caller) => caller.require_admin().err(),
+        None => Some(ApiError::Internal(anyhow::anyhow!(
+            "admin-only route outside the auth layer"
+        ))),
+    };
+    match refusal {
+        Some(refusal) => refusal.into_response(),
+        None => next.run(request).await,
+    }
 }
 
 /// The token of an `Authorization: Bearer …` header.

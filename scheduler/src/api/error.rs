@@ -1,6 +1,6 @@
 //! The API's one error type: 4xx with a message saying what to fix (401 with
-//! `WWW-Authenticate: Bearer`, 429 and 503 with `Retry-After`), and a bare 500, logged with
-//! its cause, for anything else.
+//! `WWW-Authenticate: Bearer`, 408 with `Connection: close`, 429 and 503 with `Retry-After`),
+//! and a bare 500, logged with its cause, for anything else.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -47,6 +47,13 @@ pub enum ApiError {
     /// The request body is over the limit.
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The request body did not arrive in time; the connection is closed after the answer,
+    /// since the rest of the body may still be on its way.
+    #[error("{0}")]
+    RequestTimeout(String),
+    /// The body is not of a type the route takes.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// The node is too busy for this request now; the client should retry after a moment.
     #[error("service busy: {0}; retry in a moment")]
     Unavailable(String),
@@ -85,6 +92,8 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(reason) => {
                 tracing::debug!(%reason, "API request shed");
                 StatusCode::SERVICE_UNAVAILABLE
@@ -117,6 +126,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, retry_after);
+        }
+        if status == StatusCode::REQUEST_TIMEOUT {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         if status == StatusCode::UNAUTHORIZED {
             // RFC 6750: say which scheme the API takes.

@@ -11,8 +11,20 @@
 //! A snapshot carries every job with up to 30 script versions each (a script is at most
 //! 256 KiB), so these routes take bodies up to [`IMPORT_BODY_LIMIT_BYTES`] (64 MiB) rather
 //! than the API's 512 KiB: large enough for thousands of jobs with their histories, while a
-//! bigger installation is rare and would be imported app by app anyway. Only an admin can
-//! send one, after authentication (the limit applies as the body is read, in the handler).
+//! bigger installation is rare and would be imported app by app anyway. What such a body may
+//! cost the node is bounded:
+//!
+//! - Only an admin can send one: the role is checked in front of the handler
+//!   (`caller::admins_only`), so a member's import is refused before its body is read.
+//! - At most `api.max_concurrent_imports` (2) are under way at once; one more is 503, before
+//!   its body is read (`limits`).
+//! - The body is parsed straight into [`XxlImportRequest`] ([`LargeJson`]), not through a
+//!   `serde_json::Value` tree, which takes many times the body whatever it holds (a 60 MB
+//!   list of numbers in an unknown field took a node from 115 MB to 1.4 GB before it was
+//!   refused; now to 230 MB): reading and parsing hold about twice the body. The snapshot is
+//!   dropped once the plan is made. Planning costs most for many small jobs, each with its
+//!   row in the report: a 60 MB dry run of 140 000 jobs peaked about 420 MB above the idle
+//!   node (debug build), some seven times its body; so two imports at once stay under 1 GB.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,7 +34,7 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
 use super::audit::AuditNote;
-use super::body::ApiJson;
+use super::body::LargeJson;
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::job_spec::{NewJobRequest, parse_new_job};
@@ -63,12 +75,14 @@ pub struct XxlImportRequest {
     responses(
         (status = 200, description = "The report: what was (or, in a dry run, would be) created, skipped, reused or refused and why, every difference in behaviour, the reset tokens of the users created", body = ImportReport),
         (status = 409, description = "An app or user of the plan was created meanwhile, or an app's trigger topic exists with another partition count", body = ErrorBody),
+        (status = 413, description = "The body is over 64 MiB", body = ErrorBody),
+        (status = 503, description = "The node is busy: another import is under way, or too many requests at once; retry after Retry-After seconds", body = ErrorBody),
     ),
 )]
 pub(super) async fn import_xxl_job(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
-    ApiJson(request): ApiJson<XxlImportRequest>,
+    LargeJson(request): LargeJson<XxlImportRequest>,
 ) -> Result<(AuditNote, Json<ImportReport>), ApiError> {
     caller.require_admin()?;
     let source = check_source(&request.source)?;
@@ -93,6 +107,8 @@ pub(super) async fn import_xxl_job(
         Ok(spec)
     };
     let plan = plan(&request.snapshot, options, zone, &known, &validate);
+    // The plan holds what it takes from the snapshot: no need to keep both.
+    drop(request.snapshot);
     let mut report = ImportReport {
         source: source.clone(),
         dry_run: request.dry_run,

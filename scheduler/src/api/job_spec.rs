@@ -1,14 +1,19 @@
 //! A job's definition as the API reads it ([`NewJobRequest`], checked into a `NewJob` with
-//! XXL-JOB's defaults) and shows it ([`JobView`]).
+//! XXL-JOB's defaults) and shows it ([`JobView`]). Its alarm webhook is an http(s) URL to
+//! an address webhooks may reach ([`check_webhook_target`]); members who may only view the
+//! app see it without its credentials ([`JobView::shown_to`]).
 
 use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId};
 use serde::{Deserialize, Serialize};
 
+use super::caller::Caller;
 use super::error::ApiError;
 use super::{ApiState, MAX_PARAMS_BYTES, bad_request};
 use crate::model::{
-    ChildTriggerMode, Glue, HistoryPolicy, Job, NewJob, RetryBackoff, RetryPolicy, RouteStrategy,
+    Access, ChildTriggerMode, Glue, HistoryPolicy, Job, NewJob, RetryBackoff, RetryPolicy,
+    RouteStrategy,
 };
+use crate::monitors::webhook_target::{parse_webhook_url, redact_webhook_url};
 use crate::schedule::{MisfireStrategy, ScheduleSpec, ScheduleType, parse_time_zone};
 
 /// Body of `POST /api/jobs`. Optional fields take XXL-JOB's defaults.
@@ -57,7 +62,9 @@ pub struct NewJobRequest {
     /// Where failure alarms are e-mailed.
     #[serde(default)]
     pub alarm_emails: Option<Vec<String>>,
-    /// Where failure alarms are POSTed (http or https URL).
+    /// Where failure alarms are POSTed (http or https URL). Loopback, private, link-local
+    /// and other internal addresses are refused unless the scheduler's
+    /// `alarm.webhook_allowed_networks` names them.
     #[serde(default)]
     pub alarm_webhook: Option<String>,
     /// Retries of a failed run; default 0.
@@ -227,19 +234,27 @@ pub(super) fn parse_emails(emails: Vec<String>) -> Result<Vec<String>, ApiError>
         .collect()
 }
 
-/// An alarm webhook, if one is given: an http or https URL.
+/// An alarm webhook, if one is given: an http or https URL with a host
+/// ([`parse_webhook_url`]), kept as the URL parser writes it, which is what is called.
 pub(super) fn parse_webhook(url: Option<String>) -> Result<Option<String>, ApiError> {
     let Some(url) = url else { return Ok(None) };
-    let url = url.trim().to_owned();
-    if (url.starts_with("http://") || url.starts_with("https://"))
-        && url.len() <= 2048
-        && !url.contains(char::is_whitespace)
-    {
-        Ok(Some(url))
-    } else {
-        Err(bad_request(format!(
-            "invalid alarm webhook {url:?}: give an http:// or https:// URL"
-        )))
+    match parse_webhook_url(&url) {
+        Ok(url) => Ok(Some(url.into())),
+        Err(error) => Err(bad_request(format!("invalid alarm webhook: {error}"))),
+    }
+}
+
+/// Refuses a job whose alarm webhook is a literal address webhooks may not reach (loopback,
+/// private, link-local…, unless `alarm.webhook_allowed_networks` names it): a 400 naming
+/// `alarm_webhook`, the address's range and the setting. Names are checked as they are
+/// resolved, at delivery (see [`crate::monitors::webhook_target`]).
+pub(super) fn check_webhook_target(state: &ApiState, spec: &NewJob) -> Result<(), ApiError> {
+    let Some(url) = &spec.alarm_webhook else {
+        return Ok(());
+    };
+    match state.webhook_targets.parse_url(url) {
+        Ok(_) => Ok(()),
+        Err(error) => invalid("alarm_webhook", &format!("alarm webhook refused: {error}")),
     }
 }
 
@@ -375,7 +390,8 @@ pub struct JobView {
     pub author: String,
     /// Alarm e-mail addresses.
     pub alarm_emails: Vec<String>,
-    /// Alarm webhook URL.
+    /// Alarm webhook URL; for a caller who may only view the app, with its user name,
+    /// password, query values and fragment replaced by `REDACTED`.
     pub alarm_webhook: Option<String>,
     /// Retries of a failed run.
     pub retry_count: u32,
@@ -405,6 +421,27 @@ pub struct JobView {
     pub last_fire_ms: Option<i64>,
     /// Next fire, ms.
     pub next_fire_ms: Option<i64>,
+}
+
+impl JobView {
+    /// `job` as `caller` may see it: whole for those who may operate its app; for those who
+    /// may only view it, [`redacted`](Self::redacted), since a webhook URL's credentials
+    /// would let them call its receiver as the scheduler.
+    pub(super) fn shown_to(job: &Job, caller: &Caller) -> JobView {
+        let view = JobView::from(job);
+        if caller.user.may(&job.spec.app, Access::Operate) {
+            view
+        } else {
+            view.redacted()
+        }
+    }
+
+    /// The view with the webhook URL's credentials replaced ([`redact_webhook_url`]): for
+    /// VIEW members, and for audit entries, which every member who may view the app lists.
+    pub(super) fn redacted(mut self) -> JobView {
+        self.alarm_webhook = self.alarm_webhook.as_deref().map(redact_webhook_url);
+        self
+    }
 }
 
 impl From<&Job> for JobView {

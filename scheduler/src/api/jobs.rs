@@ -15,9 +15,11 @@ use super::body::{ApiJson, ApiPath, ApiQuery};
 use super::caller::Caller;
 use super::error::ApiError;
 use super::error::ErrorBody;
-use super::job_spec::{JobView, NewJobRequest, check_children, parse_new_job};
+use super::job_spec::{
+    JobView, NewJobRequest, check_children, check_webhook_target, parse_new_job,
+};
 use super::pages::{Page, page_request};
-use super::{ApiState, bad_request, load_job_for, parse_app_filter};
+use super::{ApiState, bad_request, load_job_for, parse_app_filter, require_script_runner};
 use crate::model::{Access, GlueVersion, Job, JobStatus, NewJob};
 use crate::schedule::{ScheduleSpec, preview_shortfall};
 use crate::store::{JobChange, JobFilter, JobRemoval};
@@ -40,15 +42,17 @@ pub(super) async fn create_job(
     let spec = parse_new_job(request)?;
     require_a_fire(&spec, state.clock.now_ms())?;
     caller.require(&spec.app, Access::Operate)?;
+    check_webhook_target(&state, &spec)?;
     require_script_grant(&caller, &spec, None)?;
-    check_child_apps(&state, &caller, &spec).await?;
+    check_child_apps(&state, &caller, &spec, None).await?;
     check_children(&state, None, &spec.child_job_ids).await?;
     let mut job = state.store.create_job(&spec, state.clock.now_ms()).await?;
     if start {
         job = start_job_now(&state, job).await?;
     }
     let view = JobView::from(&job);
-    let note = AuditNote::app(&job.spec.app).with(serde_json::json!({ "after": &view }));
+    let shown = view.clone().redacted();
+    let note = AuditNote::app(&job.spec.app).with(serde_json::json!({ "after": shown }));
     Ok((StatusCode::CREATED, note, Json(view)))
 }
 
@@ -65,7 +69,7 @@ pub(super) async fn get_job(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<JobView>, ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::View).await?;
-    Ok(Json(JobView::from(&job)))
+    Ok(Json(JobView::shown_to(&job, &caller)))
 }
 
 /// `PATCH /api/jobs/{id}`: the fields given replace the job's (the body has the shape of
@@ -118,8 +122,9 @@ pub(super) async fn update_job(
     let spec = parse_new_job(request)?;
     // Moving a job to another app needs OPERATE there too.
     caller.require(&spec.app, Access::Operate)?;
+    check_webhook_target(&state, &spec)?;
     require_script_grant(&caller, &spec, Some(&current.spec))?;
-    check_child_apps(&state, &caller, &spec).await?;
+    check_child_apps(&state, &caller, &spec, Some(&current.spec)).await?;
     check_children(&state, Some(current.id), &spec.child_job_ids).await?;
     let schedule_changed =
         spec.schedule != current.spec.schedule || spec.time_zone != current.spec.time_zone;
@@ -153,9 +158,9 @@ pub(super) async fn update_job(
         state.pre_read_waker.notify_one();
     }
     let after = JobView::from(&apply_change(&state, change));
-    let before = JobView::from(&current);
+    let before = JobView::from(&current).redacted();
     let note = AuditNote::app(&current.spec.app)
-        .with(serde_json::json!({ "before": before, "after": &after }));
+        .with(serde_json::json!({ "before": before, "after": after.clone().redacted() }));
     Ok((note, Json(after)))
 }
 
@@ -197,7 +202,7 @@ pub(super) async fn delete_job(
     match state.store.remove_job(job.id).await? {
         JobRemoval::Removed { runs } => {
             let note = AuditNote::app(&job.spec.app)
-                .with(serde_json::json!({ "before": JobView::from(&job), "runs_deleted": runs }));
+                .with(serde_json::json!({ "before": JobView::from(&job).redacted(), "runs_deleted": runs }));
             Ok((note, StatusCode::NO_CONTENT))
         }
         // Started since it was read.
@@ -277,7 +282,10 @@ pub(super) async fn list_jobs(
         text.parse::<JobId>().ok()
     })?;
     let jobs = state.store.list_jobs(&filter, &page).await?;
-    let views = jobs.iter().map(JobView::from).collect();
+    let views = jobs
+        .iter()
+        .map(|job| JobView::shown_to(job, &caller))
+        .collect();
     Ok(Json(Page::new(views, page.limit, |job: &JobView| {
         job.id.to_string()
     })))
@@ -412,13 +420,23 @@ fn require_script_grant(
 }
 
 /// A job may name only children the caller may operate: a child fires with the parent,
-/// so naming one in another team's app would be a way to run their jobs.
+/// so naming one in another team's app would be a way to run their jobs. Naming a script
+/// job a child runs its script whenever the parent succeeds, so it needs what a manual
+/// trigger of it needs ([`require_script_runner`]). Children the job named before (`current`)
+/// are not checked again: an edit of other fields keeps them.
 async fn check_child_apps(
     state: &ApiState,
     caller: &Caller,
     spec: &NewJob,
+    current: Option<&NewJob>,
 ) -> Result<(), ApiError> {
-    for child in &spec.child_job_ids {
+    let named_before =
+        |child: &JobId| current.is_some_and(|current| current.child_job_ids.contains(child));
+    for child in spec
+        .child_job_ids
+        .iter()
+        .filter(|child| !named_before(child))
+    {
         // A child that does not exist is refused by `check_children`, with the reason.
         if let Some(job) = state.store.get_job(*child).await? {
             caller
@@ -429,6 +447,7 @@ async fn check_child_apps(
                         job.spec.app, caller.user.name
                     ))
                 })?;
+            require_script_runner(caller, &job)?;
         }
     }
     Ok(())

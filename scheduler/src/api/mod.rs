@@ -61,11 +61,13 @@
 //! (`pages`).
 //!
 //! Bad input gets a 4xx with `{"error": "…"}` saying what to fix: 400 for an invalid value
-//! (including a NUL character in any text), 413 for a body over 512 KiB (`body`). A busy
-//! node answers 503 with `Retry-After` — too many requests at once, a request past its
-//! timeout, no database connection free in time (`limits`); the scheduling loops have their
-//! own connections, so API load never delays a fire. An internal failure is logged with its
-//! cause and answered with a bare 500.
+//! (including a NUL character in any text), 408 for a body that did not arrive in time, 413
+//! for a body over 512 KiB (`body`). A busy node answers 503 with `Retry-After` — too many
+//! requests at once, a request past its timeout, no database connection free in time
+//! (`limits`); the scheduling loops have their own connections, so API load never delays a
+//! fire. The routes anyone may call have a budget of their own, and one client address a
+//! share of it (429 beyond), so that strangers cannot crowd out signed-in users. An
+//! internal failure is logged with its cause and answered with a bare 500.
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries and a
 //! view shows in `job_spec`), `runs` (trigger, kill, list, log), `run_search` (runs across
@@ -73,14 +75,16 @@
 //! `schedules`, `sessions` (login, logout, language), `tokens`, `users`, `audit`,
 //! `signing_keys`, `replays` (with backfills and the shadow report), `imports` and
 //! `import_undo` (XXL-JOB), `password_resets`; the plumbing every
-//! route shares: `caller`, `throttle`, `error`, `body`, `pages`, `limits`. This file holds
-//! the state, the router and the small parsers the
+//! route shares: `caller`, `client` (who the client is, by address), `throttle`, `error`,
+//! `body`, `pages`, `limits`; and `serve`, the HTTP server the router runs in. This file
+//! holds the state, the router and the small parsers the
 //! resources share.
 
 mod apps;
 mod audit;
 mod body;
 mod caller;
+mod client;
 mod error;
 mod executors;
 mod import_undo;
@@ -98,6 +102,7 @@ mod reports;
 mod run_search;
 mod runs;
 mod schedules;
+mod serve;
 mod sessions;
 mod signing_keys;
 mod throttle;
@@ -126,6 +131,7 @@ pub use runs::{
     TriggerResponse, TriggeredRun,
 };
 pub use schedules::PreviewResponse;
+pub use serve::serve;
 pub use sessions::{ConsoleSession, LocaleRequest, LoginRequest};
 pub use signing_keys::SigningKeyView;
 pub use throttle::LoginThrottle;
@@ -138,7 +144,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
-use kadence_schemas::{AppName, JobId, Topics};
+use kadence_schemas::{AppName, GlueType, JobId, Topics};
 use tokio::sync::Notify;
 
 use utoipa::OpenApi as _;
@@ -199,25 +205,34 @@ pub struct ApiState {
     pub database: Arc<crate::database_watch::DatabaseHealth>,
     /// Replays and backfills (through the API's pool and intake).
     pub replayer: Arc<crate::replay::Replayer>,
+    /// Where alarm webhooks may point: a job whose webhook is a literal internal address
+    /// not in `alarm.webhook_allowed_networks` is refused when saved.
+    pub webhook_targets: crate::monitors::webhook_target::WebhookTargets,
 }
 
 /// The API's routes over `state`, within `limits`, with the OpenAPI document and its page.
 pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
+    // The import's role and its place among the few imports at once are settled before its
+    // large body is read (`route_layer` and `layer` both run before the handler's extractors).
+    let (imports, _) = import_routes().split_for_parts();
+    let imports = limits::with_import_limits(imports, &limits)
+        .route_layer(axum::middleware::from_fn(caller::admins_only));
     let (authenticated, _) = authenticated_routes().split_for_parts();
-    let (public, _) = public_routes().split_for_parts();
     // `route_layer`: only matched routes; an unknown path stays a 404. The last added runs
     // first: the caller is known before the write is recorded.
-    let api = authenticated
+    let authenticated = authenticated
+        .merge(imports)
         .route_layer(from_fn_with_state(Arc::clone(&state), audit::record_writes))
-        .route_layer(from_fn_with_state(Arc::clone(&state), caller::authenticate))
-        .merge(public)
-        .layer(DefaultBodyLimit::max(limits.body_limit));
+        .route_layer(from_fn_with_state(Arc::clone(&state), caller::authenticate));
+    let (public, _) = public_routes().split_for_parts();
+    let api = limits::with_load_limits(authenticated, &limits)
+        .merge(limits::with_public_limits(public, &limits));
     // Liveness stays outside the load limits: a busy node is alive, and a liveness probe
     // answered 503 would have it restarted for being busy.
     let (health, _) = health_routes().split_for_parts();
     // The console's files are in memory and cheap: a busy node still shows its console,
     // which then says the node is busy.
-    limits::with_load_limits(api, limits)
+    limits::with_request_guards(api, &limits)
         .merge(health)
         .merge(crate::console::router())
         .merge(SwaggerUi::new(openapi::DOCS_PATH).url(openapi::DOCUMENT_PATH, openapi_document()))
@@ -228,6 +243,7 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
 pub fn openapi_document() -> utoipa::openapi::OpenApi {
     let (_, mut document) = OpenApiRouter::with_openapi(ApiDocument::openapi())
         .merge(authenticated_routes())
+        .merge(import_routes())
         .merge(public_routes())
         .merge(health_routes())
         .split_for_parts();
@@ -275,15 +291,14 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(replays::backfill))
         .routes(routes!(replays::shadow_report))
         .routes(routes!(password_resets::issue_reset_token))
-        .merge(import_routes())
+        .routes(routes!(import_undo::undo_xxl_import))
 }
 
-/// The import routes, whose bodies may be as large as [`IMPORT_BODY_LIMIT_BYTES`]: this
-/// layer is inside the router's, so it wins for them.
+/// The XXL-JOB import, whose body may be as large as [`IMPORT_BODY_LIMIT_BYTES`] (this layer
+/// is inside the router's, so it wins), authenticated as the routes above are.
 fn import_routes() -> OpenApiRouter<Arc<ApiState>> {
     OpenApiRouter::new()
         .routes(routes!(imports::import_xxl_job))
-        .routes(routes!(import_undo::undo_xxl_import))
         .layer(DefaultBodyLimit::max(IMPORT_BODY_LIMIT_BYTES))
 }
 
@@ -399,19 +414,46 @@ async fn load_job(state: &ApiState, id: JobId) -> Result<Job, ApiError> {
         .store
         .get_job(id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("job {id} does not exist")))
+        .ok_or_else(|| job_not_found(id))
 }
 
-/// Job `raw_id`, if the caller may do what `needed` allows in its app (403 otherwise).
+/// Job `raw_id`, if the caller may do what `needed` allows in its app: 403 for a caller who
+/// may view the app but not do that, and for one who may not even view it the same 404 as
+/// for a job that does not exist (see [`Caller::require_visible`]).
 async fn load_job_for(
     state: &ApiState,
     caller: &Caller,
     raw_id: &str,
     needed: Access,
 ) -> Result<Job, ApiError> {
-    let job = load_job(state, parse_job_id(raw_id)?).await?;
-    caller.require(&job.spec.app, needed)?;
+    let id = parse_job_id(raw_id)?;
+    let job = load_job(state, id).await?;
+    caller.require_visible(&job.spec.app, needed, || job_not_found(id))?;
     Ok(job)
+}
+
+/// What a caller hears of a job that does not exist, or that is in an app they may not view.
+fn job_not_found(id: JobId) -> ApiError {
+    ApiError::NotFound(format!("job {id} does not exist"))
+}
+
+/// Script source reaches an app's executors only as a job's current script, and a record
+/// carrying it is made at a caller's request (a manual trigger, a backfill, a replay, naming
+/// the job a child) only for a caller who may write scripts in the app it goes to (SCRIPTS):
+/// such a caller chooses when the script runs and the params it gets. The scheduler's own
+/// fires of a job (its schedule, retries, children fired by the follow-up) carry the job's
+/// current script in its own app, with no caller to check. Ok for a BEAN job.
+fn require_script_runner(caller: &Caller, job: &Job) -> Result<(), ApiError> {
+    if job.spec.glue.glue_type == GlueType::Bean {
+        return Ok(());
+    }
+    caller.require(&job.spec.app, Access::Scripts).map_err(|_| {
+        ApiError::Forbidden(format!(
+            "job {} is a {} script job: running it at a request sends its script to app \
+                 {}'s executors, which needs a SCRIPTS grant on {}, and user {} has none",
+            job.id, job.spec.glue.glue_type, job.spec.app, job.spec.app, caller.user.name
+        ))
+    })
 }
 
 /// An optional `?app=` filter.

@@ -102,8 +102,9 @@ impl Modify for BearerScheme {
 
 /// Marks the public operations (an empty security requirement) and adds to every operation
 /// of `openapi` the answers the layers around the handlers may give: 401 and 403
-/// (authenticated operations), 400 (an operation with parameters or a body), 413 (a body over
-/// the limit), 503 (a busy node) and 500. Called on the assembled document: a `Modify` runs
+/// (authenticated operations), 400 (an operation with parameters or a body), 408 (a body too
+/// slow to arrive) and 413 (a body over the limit), 429 (a public operation: one address's
+/// share), 503 (a busy node) and 500. Called on the assembled document: a `Modify` runs
 /// before the routes' operations are merged in.
 pub(super) fn add_shared_answers(openapi: &mut OpenApi) {
     for (path, item) in openapi.paths.paths.iter_mut() {
@@ -131,9 +132,20 @@ pub(super) fn add_shared_answers(openapi: &mut OpenApi) {
                     "The caller lacks the role or grant the message names",
                 ),
                 (
+                    "408",
+                    operation.request_body.is_some(),
+                    "The body did not arrive whole within api.body_read_timeout",
+                ),
+                (
                     "413",
                     operation.request_body.is_some(),
                     "The body is over 512 KiB",
+                ),
+                (
+                    "429",
+                    public && !NEVER_SHED.contains(&path.as_str()),
+                    "Too many requests from this address at once: retry after Retry-After \
+                     seconds",
                 ),
                 (
                     "503",
@@ -282,6 +294,28 @@ mod tests {
                 .to_string()
                 .contains("CONSISTENT_HASH")
         );
+    }
+
+    #[test]
+    fn the_answers_of_the_guards_in_front_of_the_handlers_are_documented() {
+        let document = document();
+        let paths = &document["paths"];
+        let create_job = &paths["/api/jobs"]["post"]["responses"];
+        assert!(create_job.get("408").is_some(), "{create_job}");
+        assert!(create_job.get("429").is_none(), "{create_job}");
+        let session = &paths["/api/auth/session"]["post"]["responses"];
+        for status in ["403", "408", "415", "429", "503"] {
+            assert!(session.get(status).is_some(), "{status} in {session}");
+        }
+        let import = &paths["/api/imports/xxl-job"]["post"]["responses"];
+        assert!(
+            import["413"]["description"]
+                .as_str()
+                .is_some_and(|description| description.contains("64 MiB")),
+            "{import}"
+        );
+        let list_jobs = &paths["/api/jobs"]["get"]["responses"];
+        assert!(list_jobs.get("408").is_none(), "no body, no 408");
     }
 
     fn collect_references(value: &Value, into: &mut Vec<String>) {

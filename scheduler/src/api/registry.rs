@@ -25,7 +25,6 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -34,7 +33,7 @@ use kadence_schemas::{AppName, Topics};
 use serde::{Deserialize, Serialize};
 
 use super::ApiState;
-use super::body::ApiPath;
+use super::body::{ApiBytes, ApiPath};
 
 /// The compatibility rule the catalog is checked against.
 const COMPATIBILITY: &str = "BACKWARD_TRANSITIVE";
@@ -316,7 +315,7 @@ pub(super) async fn get_version(
 pub(super) async fn look_up_schema(
     State(state): State<Arc<ApiState>>,
     ApiPath(subject): ApiPath<String>,
-    body: Bytes,
+    ApiBytes(body): ApiBytes,
 ) -> Result<Json<SubjectVersion>, RegistryError> {
     let versions = versions_of(&state.topics, &subject)?;
     // Read whatever the content type: registry clients send their own vendor type.

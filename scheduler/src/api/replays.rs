@@ -17,7 +17,7 @@ use super::body::{ApiJson, ApiPath, ApiQuery};
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::pages::{Page, page_request};
-use super::{ApiState, bad_request, load_job_for, parse_app_filter};
+use super::{ApiState, bad_request, load_job_for, parse_app_filter, require_script_runner};
 use crate::model::Access;
 use crate::replay::backfill::BackfillRequest;
 use crate::replay::shadow::{ShadowReport, diff_report};
@@ -115,6 +115,8 @@ impl From<ReplayError> for ApiError {
         match error {
             ReplayError::Invalid(message) => ApiError::BadRequest(message),
             ReplayError::NotFound(message) => ApiError::NotFound(message),
+            ReplayError::Forbidden(message) => ApiError::Forbidden(message),
+            ReplayError::Conflict(message) => ApiError::Conflict(message),
             ReplayError::Range(RangeError::Invalid(message)) => ApiError::BadRequest(message),
             ReplayError::Range(retention @ RangeError::Retention { .. }) => {
                 ApiError::Conflict(retention.to_string())
@@ -132,8 +134,9 @@ impl From<ReplayError> for ApiError {
     responses(
         (status = 200, description = "A dry run: what would be replayed", body = OperationSummary),
         (status = 201, description = "The replay, recorded; its triggers are on their way", body = OperationSummary),
+        (status = 403, description = "No OPERATE grant on the app or the target app, or script triggers selected without a SCRIPTS grant on the target app", body = ErrorBody),
         (status = 404, description = "The app or the target app does not exist", body = ErrorBody),
-        (status = 409, description = "Triggers replayed before (ask again with force), or a range older than the topic's retention", body = ErrorBody),
+        (status = 409, description = "Triggers replayed before (ask again with force), a range older than the topic's retention, or script triggers of jobs whose script is gone", body = ErrorBody),
     ),
 )]
 pub(super) async fn replay(
@@ -157,6 +160,8 @@ pub(super) async fn replay(
     if let Some(target) = &target_app {
         caller.require(target, needed)?;
     }
+    let destination = target_app.as_ref().unwrap_or(&app);
+    let may_write_scripts = caller.user.may(destination, Access::Scripts);
     let range = match (body.offsets, body.from_ms, body.to_ms) {
         (Some(offsets), None, None) => TopicRange::Offsets(checked_offsets(offsets)?),
         (None, Some(from_ms), Some(to_ms)) => {
@@ -179,14 +184,21 @@ pub(super) async fn replay(
                 trigger_types: body.trigger_types,
                 outcomes: body.outcomes,
             },
-            target_app,
+            target_app: target_app.clone(),
             rate_per_second: body.rate_per_second,
             force: body.force,
             dry_run: body.dry_run,
             requested_by: caller.user.name.clone(),
+            may_write_scripts,
         })
         .await?;
-    Ok(answer(&app, summary))
+    let (status, note, summary) = answer(&app, summary);
+    // Filed under both apps: the target's trail shows what was run there, and from where.
+    let note = match target_app.filter(|target| *target != app) {
+        Some(target) => note.also_for(target),
+        None => note,
+    };
+    Ok((status, note, summary))
 }
 
 #[utoipa::path(
@@ -210,6 +222,9 @@ pub(super) async fn backfill(
         Access::Operate
     };
     let job = load_job_for(&state, &caller, &body.job_id.to_string(), needed).await?;
+    if !body.dry_run {
+        require_script_runner(&caller, &job)?;
+    }
     let summary = state
         .replayer
         .backfill(BackfillRequest {

@@ -25,7 +25,8 @@ use super::body::{ApiPath, ApiQuery};
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
 use super::pages::{Page, page_request};
-use super::{ApiState, bad_request, load_job, parse_app_filter};
+use super::runs::load_run_for;
+use super::{ApiState, bad_request, load_job_for, parse_app_filter};
 use crate::model::{Access, Run};
 use crate::monitors::follow_up::fire_of_shard;
 use crate::store::{RunFilter, RunOutcome, RunSummary};
@@ -72,9 +73,11 @@ pub(super) async fn search_runs(
                     "job {raw:?} is not a job id: use a positive integer"
                 ))
             })?;
-            let job = load_job(&state, id).await?;
-            caller.require(&job.spec.app, Access::View)?;
-            Some(job.id)
+            Some(
+                load_job_for(&state, &caller, &id.to_string(), Access::View)
+                    .await?
+                    .id,
+            )
         }
         None => None,
     };
@@ -137,16 +140,7 @@ pub(super) async fn get_run(
     caller: Caller,
     ApiPath(log_id): ApiPath<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    let id: i64 = log_id
-        .trim()
-        .parse()
-        .map_err(|_| bad_request(format!("log id {log_id:?} is not a number")))?;
-    let summary = state
-        .store
-        .run_summary(id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("run {id} does not exist")))?;
-    caller.require(&summary.app, Access::View)?;
+    let summary = load_run_for(&state, &caller, &log_id, Access::View).await?;
     let first_log_id = summary.run.first_log_id.unwrap_or(summary.run.log_id);
     let attempts = state.store.run_attempts(first_log_id).await?;
     let child_job_ids = match state.store.get_job(summary.run.job_id).await? {

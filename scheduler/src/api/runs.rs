@@ -16,9 +16,10 @@ use super::error::ApiError;
 use super::error::ErrorBody;
 use super::job_spec::check_params;
 use super::pages::{Page, PageQuery, page_request};
-use super::{ApiState, load_job, load_job_for};
+use super::{ApiState, load_job_for, require_script_runner};
 use crate::intake::{FireNow, FireSource};
-use crate::model::{Access, Run};
+use crate::model::Access;
+use crate::store::{RunFilter, RunSummary};
 
 /// Body of `POST /api/jobs/{id}/trigger`.
 #[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -103,6 +104,7 @@ pub(super) async fn trigger_job(
     OptionalJson(request): OptionalJson<TriggerRequest>,
 ) -> Result<(StatusCode, AuditNote, Json<TriggerResponse>), ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
+    require_script_runner(&caller, &job)?;
     let params = request.params.unwrap_or_else(|| job.spec.params.clone());
     check_params(&params)?;
     if let Some(named) = &request.partitions {
@@ -239,9 +241,10 @@ pub(super) async fn kill_run(
     ApiPath(log_id): ApiPath<String>,
     OptionalJson(request): OptionalJson<KillRequest>,
 ) -> Result<(StatusCode, AuditNote, Json<RunKillResponse>), ApiError> {
-    let run = load_run(&state, &log_id).await?;
-    let job = load_job(&state, run.job_id).await?;
-    caller.require(&job.spec.app, Access::Operate)?;
+    // A run is its app's, the app it ran in, which a replay or a job's move makes differ
+    // from its job's app now.
+    let RunSummary { run, app, .. } =
+        load_run_for(&state, &caller, &log_id, Access::Operate).await?;
     if matches!(
         run.state,
         crate::model::RunState::Finished | crate::model::RunState::Cancelled
@@ -253,7 +256,7 @@ pub(super) async fn kill_run(
     }
     let command = ControlRecord {
         command: ControlCommand::Kill,
-        app: job.spec.app.clone(),
+        app: app.clone(),
         job_id: None,
         trigger_id: Some(run.trigger_id.clone()),
         reason: request.reason,
@@ -262,7 +265,7 @@ pub(super) async fn kill_run(
     state.control.send(&command).await.map_err(|error| {
         ApiError::Internal(anyhow::Error::new(error).context("publishing the kill command"))
     })?;
-    let note = AuditNote::app(&job.spec.app).with(serde_json::json!({
+    let note = AuditNote::app(&app).with(serde_json::json!({
         "trigger_id": run.trigger_id.as_str(), "reason": &command.reason,
     }));
     Ok((
@@ -276,24 +279,32 @@ pub(super) async fn kill_run(
     ))
 }
 
-/// The run whose log id is `log_id` (path text), or 400/404.
-async fn load_run(state: &ApiState, log_id: &str) -> Result<Run, ApiError> {
+/// The run whose log id is `log_id` (path text), with the app it ran in, if the caller may
+/// do what `needed` allows there: 400 for a log id that is not a number, 404 for a run that
+/// does not exist or is in an app the caller may not view, 403 for one they may view only.
+pub(super) async fn load_run_for(
+    state: &ApiState,
+    caller: &Caller,
+    log_id: &str,
+    needed: Access,
+) -> Result<RunSummary, ApiError> {
     let id: i64 = log_id
+        .trim()
         .parse()
         .map_err(|_| ApiError::BadRequest(format!("log id {log_id:?} is not a number")))?;
-    state
-        .store
-        .get_run(id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("run {id} does not exist")))
+    let not_found = || ApiError::NotFound(format!("run {id} does not exist"));
+    let summary = state.store.run_summary(id).await?.ok_or_else(not_found)?;
+    caller.require_visible(&summary.app, needed, not_found)?;
+    Ok(summary)
 }
 
 /// A job's runs, newest first, a page at a time (`next` is a log id: the runs after it are
-/// older).
+/// older): those in the apps the caller may view (a run is the app's it ran in, which a
+/// replay into another app or the job's move makes differ from the job's app now).
 #[utoipa::path(
     get, path = "/api/jobs/{id}/runs", tag = "runs", params(("id" = JobId, Path, description = "The job's id"), PageQuery),
     responses(
-        (status = 200, description = "A page of the job's runs, newest first", body = Page<Run>),
+        (status = 200, description = "A page of the job's runs in the apps the caller may view, newest first", body = Page<RunSummary>),
         (status = 404, description = "No such job", body = ErrorBody),
     ),
 )]
@@ -302,14 +313,19 @@ pub(super) async fn list_runs(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<PageQuery>,
-) -> Result<Json<Page<Run>>, ApiError> {
+) -> Result<Json<Page<RunSummary>>, ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::View).await?;
     let page = page_request(query.after.as_deref(), query.limit, |text| {
         text.parse::<i64>().ok()
     })?;
-    let runs = state.store.list_runs(job.id, &page).await?;
-    Ok(Json(Page::new(runs, page.limit, |run| {
-        run.log_id.to_string()
+    let filter = RunFilter {
+        apps: caller.visible_apps(None)?,
+        job: Some(job.id),
+        ..RunFilter::default()
+    };
+    let runs = state.store.search_runs(&filter, &page).await?;
+    Ok(Json(Page::new(runs, page.limit, |summary| {
+        summary.run.log_id.to_string()
     })))
 }
 
@@ -356,7 +372,7 @@ pub(super) async fn read_run_log(
     ApiPath(log_id): ApiPath<String>,
     ApiQuery(query): ApiQuery<RunLogQuery>,
 ) -> Result<Json<RunLogView>, ApiError> {
-    let run = load_run(&state, &log_id).await?;
+    let RunSummary { run, .. } = load_run_for(&state, &caller, &log_id, Access::View).await?;
     let log_id = run.log_id;
     let from_line = query.from_line.unwrap_or(1);
     if from_line < 1 {
@@ -365,9 +381,6 @@ pub(super) async fn read_run_log(
         ));
     }
     let limit = query.limit.unwrap_or(1_000).clamp(1, 1_000);
-    // A run is its job's: readable by whoever may view the job's app.
-    let job = load_job(&state, run.job_id).await?;
-    caller.require(&job.spec.app, Access::View)?;
     let finished = matches!(
         run.state,
         crate::model::RunState::Finished | crate::model::RunState::Cancelled

@@ -9,19 +9,19 @@
 //! name is checked against a dummy hash), so the login cannot be used to find user names.
 //! Failures are counted per name and per client address ([`super::throttle`]).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
 
 use axum::Json;
-use axum::extract::{ConnectInfo, FromRequestParts, State};
-use axum::http::request::Parts;
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, StatusCode, header};
 use cookie::{Cookie, SameSite};
 use serde::{Deserialize, Serialize};
 
 use super::audit::record;
 use super::body::ApiJson;
-use super::caller::{Caller, SESSION_COOKIE};
+use super::caller::{Caller, ConsoleLogin, SESSION_COOKIE};
+use super::client::ClientAddress;
 use super::error::ApiError;
 use super::error::ErrorBody;
 use super::tokens::{IssuedToken, issue_token};
@@ -79,11 +79,14 @@ pub struct ConsoleSession {
     responses(
         (status = 201, description = "Logged in: the session token is set as the `kadence_session` cookie (HttpOnly, SameSite=Strict)", body = ConsoleSession),
         (status = 401, description = "Wrong user name or password", body = ErrorBody),
+        (status = 403, description = "No X-Requested-With header: a login another site made the browser send", body = ErrorBody),
+        (status = 415, description = "The body is not sent as JSON (Content-Type: application/json)", body = ErrorBody),
         (status = 429, description = "Too many failed logins: retry after Retry-After seconds", body = ErrorBody),
     ),
 )]
 pub(super) async fn open_session(
     State(state): State<Arc<ApiState>>,
+    _: ConsoleLogin,
     headers: HeaderMap,
     ClientAddress(address): ClientAddress,
     ApiJson(request): ApiJson<LoginRequest>,
@@ -136,14 +139,18 @@ async fn check_login(
             retry_after_secs,
         });
     }
-    let found = state.store.user_credentials(&request.name).await?;
+    // Exactly the name typed: a database whose collation ignores case or trailing spaces
+    // (MariaDB's) must not let `admin ` in as `admin`, past the count kept for `admin`.
+    let found = (state.store.user_credentials(&request.name).await?)
+        .filter(|found| found.user.name == request.name);
     let hash = found
         .as_ref()
         .map_or_else(|| DUMMY_HASH.clone(), |found| found.password_hash.clone());
     let matches = password_matches(request.password, hash).await?;
     let Some(found) = found.filter(|_| matches) else {
         state.login_throttle.failed(&request.name, address, now);
-        tracing::info!(user = %request.name, ?address, "failed login");
+        // Debug-quoted: a name with a newline in it must not forge a line of the log.
+        tracing::info!(user = ?request.name, ?address, "failed login");
         record_login(
             state,
             None,
@@ -184,21 +191,6 @@ async fn record_login(
         details: address.map(|address| serde_json::json!({ "address": address })),
     };
     record(state, entry).await;
-}
-
-/// The client's IP address, when the server was started with connection info (it is, by
-/// `kadence serve`; a router driven in-process has none).
-pub(super) struct ClientAddress(pub(super) Option<IpAddr>);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let connection = parts.extensions.get::<ConnectInfo<SocketAddr>>();
-        Ok(ClientAddress(
-            connection.map(|ConnectInfo(address)| address.ip()),
-        ))
-    }
 }
 
 /// What a session is named after: the client's address and its `User-Agent`.

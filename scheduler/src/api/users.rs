@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::audit::AuditNote;
 use super::body::{ApiJson, ApiPath};
 use super::caller::Caller;
+use super::client::ClientAddress;
 use super::error::ApiError;
 use super::error::ErrorBody;
 use super::{ApiState, bad_request};
@@ -110,12 +111,15 @@ pub(super) async fn create_user(
     params(("name" = String, Path, description = "The user's name")),
     responses(
         (status = 204, description = "Changed; the user's other sessions are revoked"),
+        (status = 403, description = "Another user's password and not an admin, or the caller's own current_password missing or wrong", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
+        (status = 429, description = "Too many wrong current passwords: retry after Retry-After seconds", body = ErrorBody),
     ),
 )]
 pub(super) async fn set_password(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
+    ClientAddress(address): ClientAddress,
     ApiPath(name): ApiPath<String>,
     ApiJson(request): ApiJson<PasswordRequest>,
 ) -> Result<StatusCode, ApiError> {
@@ -125,9 +129,21 @@ pub(super) async fn set_password(
     }
     let found = find_credentials(&state, &name).await?;
     if own {
-        // A stolen session must not be enough to take the account over for good.
+        // A stolen session must not be enough to take the account over for good, nor to
+        // guess the password at the network's speed: the check counts as a login would.
+        let now = state.clock.now_ms();
+        if let Err(retry_after_secs) = state.login_throttle.check(&name, address, now) {
+            return Err(ApiError::TooManyRequests {
+                message: format!(
+                    "too many wrong passwords for this user or from this address: try again \
+                     in {retry_after_secs} s"
+                ),
+                retry_after_secs,
+            });
+        }
         let current = request.current_password.unwrap_or_default();
         if !password_matches(current, found.password_hash.clone()).await? {
+            state.login_throttle.failed(&name, address, now);
             return Err(ApiError::Forbidden(
                 "current_password is missing or wrong: give your present password to change it"
                     .to_owned(),

@@ -1,5 +1,6 @@
 //! The node's topic readers and monitors: the loops that read what executors publish
-//! (beats, results, shadow results, logs) and the ones that follow a finished run up.
+//! (beats, results, shadow results, logs, dead-lettered triggers) and the ones that follow a
+//! finished run up.
 
 use std::sync::Arc;
 
@@ -7,6 +8,7 @@ use anyhow::Context as _;
 
 use super::{FirePath, Node};
 use crate::database_watch::run_database_watch;
+use crate::dead_letters::DeadLetterReader;
 use crate::logs::LogsConsumer;
 use crate::lost_runs::run_lost_run_monitor;
 use crate::monitors::{
@@ -87,6 +89,15 @@ impl Node {
         )
         .context("starting the shadow results consumer")?;
         self.tasks.spawn(shadow_results.run(self.shutdown.clone()));
+        let dead_letters = DeadLetterReader::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(background),
+            Arc::clone(&self.clock),
+        )
+        .context("starting the dead-letter reader")?;
+        self.tasks.spawn(dead_letters.run(self.shutdown.clone()));
         Ok(())
     }
 

@@ -43,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::acks::{AckLedger, AckWriter};
-use crate::api::{ApiLimits, ApiState, LoginThrottle, router};
+use crate::api::{ApiLimits, ApiState, LoginThrottle, router, serve};
 use crate::auth::{announce_first_admin, ensure_first_admin};
 use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
@@ -54,6 +54,7 @@ use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher};
 use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
 use crate::metrics::SchedulerMetrics;
+use crate::monitors::webhook_target::WebhookTargets;
 use crate::partitions::PartitionDirectory;
 use crate::pools::StorePools;
 use crate::preread::{PreReadSettings, PreReader};
@@ -389,6 +390,9 @@ impl Node {
             session_ttl: self.config.auth.session_ttl,
             api_token_max_ttl: self.config.auth.api_token_max_ttl,
             database: Arc::clone(&self.database),
+            webhook_targets: WebhookTargets::new(
+                self.config.alarm.webhook_allowed_networks.clone(),
+            ),
             replayer: Arc::new(
                 Replayer::new(
                     (Arc::clone(&self.pools.api), api_intake),
@@ -402,18 +406,11 @@ impl Node {
         });
         let api_limits = ApiLimits::from(&self.config.api);
         let api_addr = listener.local_addr().context("reading the API address")?;
-        let api_shutdown = self.shutdown.clone();
-        self.tasks.spawn(async move {
-            // With the peer's address, which failed logins are counted under.
-            let service =
-                router(state, api_limits).into_make_service_with_connect_info::<SocketAddr>();
-            let served = axum::serve(listener, service)
-                .with_graceful_shutdown(api_shutdown.cancelled_owned())
-                .await;
-            if let Err(error) = served {
-                tracing::error!(%error, "API server stopped");
-            }
-        });
+        let api_shutdown = self.shutdown.clone().cancelled_owned();
+        let header_read_timeout = self.config.api.header_read_timeout;
+        let api = router(state, api_limits);
+        self.tasks
+            .spawn(serve(listener, api, header_read_timeout, api_shutdown));
         Ok(api_addr)
     }
 }

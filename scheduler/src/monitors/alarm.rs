@@ -12,9 +12,20 @@
 //!  "code": 500, "message": "database is down", "executor_id": "billing-host-1"}
 //! ```
 //!
-//! A 2xx answer is delivery; anything else, or no answer within the timeout, is a failure
-//! (the run's alarm status becomes FAILED and the reason is logged).
+//! A 2xx answer is delivery; anything else is a failure: a redirect (none is followed), an
+//! error status, no answer within `alarm.timeout`, a refused connection, or a target
+//! [`super::webhook_target`] refuses (an internal address not in
+//! `alarm.webhook_allowed_networks`). The call reads none of the answer but its status.
+//!
+//! **Who learns why a delivery failed.** The run's alarm status, which every member who may
+//! view the app sees, is only SENT or FAILED: it never says whether the connection was
+//! refused, timed out or got an error status, so that a webhook pointed at a port is not a
+//! way to learn whether something listens there. The reason goes to the scheduler's log (a
+//! warning, control characters escaped) and to the audit trail, as an entry without an app
+//! (user `(scheduler)`, action `ALARM {channel}`, target `/api/jobs/{id}`, status 502, the
+//! run and the reason in its details), which only admins list: see [`failure_audit_entry`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat};
@@ -24,8 +35,9 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 
+use super::webhook_target::{AllowedAddressResolver, WebhookTargets, WebhookUrlError};
 use crate::config::{AlarmConfig, SmtpTls};
-use crate::model::{AlarmStatus, Job};
+use crate::model::{AlarmStatus, Job, NewAuditEntry};
 use crate::store::FinishedRun;
 
 /// What an alarm says about one failed run (also the webhook's JSON body).
@@ -144,12 +156,72 @@ pub enum AlarmError {
     /// The SMTP server refused or could not be reached.
     #[error("cannot send the alarm e-mail: {0}")]
     Smtp(#[from] lettre::transport::smtp::Error),
-    /// The webhook could not be reached.
-    #[error("cannot POST the alarm webhook: {0}")]
+    /// The webhook's URL is unusable or points where webhooks may not reach.
+    #[error("the alarm webhook is refused: {0}")]
+    WebhookTarget(#[from] WebhookUrlError),
+    /// The webhook could not be reached (its cause says why: refused, timed out, a host
+    /// resolving only to refused addresses…).
+    #[error("cannot POST the alarm webhook")]
     Webhook(#[from] reqwest::Error),
-    /// The webhook answered with an error status.
-    #[error("the alarm webhook answered {0}")]
+    /// The webhook answered with a status other than 2xx.
+    #[error("the alarm webhook answered {0}, not 2xx (redirects are not followed)")]
     WebhookStatus(reqwest::StatusCode),
+}
+
+impl AlarmError {
+    /// The error with every cause, `: `-separated, control characters escaped: the reason
+    /// logged and shown to admins.
+    pub fn detail(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(error) = cause {
+            text.push_str(": ");
+            text.push_str(&error.to_string());
+            cause = error.source();
+        }
+        escape_controls(&text)
+    }
+}
+
+/// `text` with each control character written as an escape (`\n`, `\u{1b}`), so that a
+/// reason built from what a remote server sent cannot forge log lines or terminal output.
+fn escape_controls(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            escaped.extend(c.escape_default());
+        } else {
+            escaped.push(c);
+        }
+    }
+    escaped
+}
+
+/// The audit entry telling admins that `alarm` was not delivered on `channel`, and why
+/// (`detail`): without an app, so that only admins list it (see the module docs).
+pub fn failure_audit_entry(
+    alarm: &Alarm,
+    channel: &str,
+    detail: &str,
+    now_ms: i64,
+) -> NewAuditEntry {
+    NewAuditEntry {
+        at_ms: now_ms,
+        user_id: None,
+        user_name: "(scheduler)".to_owned(),
+        action: format!("ALARM {channel}"),
+        target: format!("/api/jobs/{}", alarm.job_id),
+        app: None,
+        status: reqwest::StatusCode::BAD_GATEWAY.as_u16(),
+        details: Some(serde_json::json!({
+            "app": alarm.app,
+            "job_id": alarm.job_id,
+            "log_id": alarm.log_id,
+            "trigger_id": alarm.trigger_id,
+            "channel": channel,
+            "reason": detail,
+        })),
+    }
 }
 
 /// One way of delivering alarms.
@@ -256,17 +328,32 @@ impl AlarmChannel for EmailChannel {
     }
 }
 
-/// HTTP POST of the alarm as JSON to the job's `alarm_webhook`.
+/// Longest a webhook's connection may take to open (less if `alarm.timeout` is shorter).
+pub const WEBHOOK_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// HTTP POST of the alarm as JSON to the job's `alarm_webhook`, only to addresses
+/// `targets` permits (see [`super::webhook_target`]).
 pub struct WebhookChannel {
     client: reqwest::Client,
+    targets: WebhookTargets,
 }
 
 impl WebhookChannel {
-    /// A channel whose requests give up after `timeout`.
-    pub fn new(timeout: Duration) -> Result<WebhookChannel, AlarmError> {
-        Ok(WebhookChannel {
-            client: reqwest::Client::builder().timeout(timeout).build()?,
-        })
+    /// A channel reaching what `targets` permits, whose requests give up after `timeout`.
+    pub fn new(timeout: Duration, targets: WebhookTargets) -> Result<WebhookChannel, AlarmError> {
+        let client = reqwest::Client::builder()
+            // Every name is resolved by the resolver that drops refused addresses; literal
+            // addresses, which no resolver sees, are checked in `send`.
+            .dns_resolver(Arc::new(AllowedAddressResolver::new(targets.clone())))
+            // A redirect's target was never checked (a literal address in its `Location`
+            // skips the resolver): it is a failure, not followed.
+            .redirect(reqwest::redirect::Policy::none())
+            // A proxy would resolve and connect on its own, past the resolver.
+            .no_proxy()
+            .connect_timeout(timeout.min(WEBHOOK_CONNECT_TIMEOUT))
+            .timeout(timeout)
+            .build()?;
+        Ok(WebhookChannel { client, targets })
     }
 }
 
@@ -281,14 +368,22 @@ impl AlarmChannel for WebhookChannel {
     }
 
     async fn send(&self, job: &Job, alarm: &Alarm) -> Result<(), AlarmError> {
-        let Some(url) = &job.spec.alarm_webhook else {
+        let Some(text) = &job.spec.alarm_webhook else {
             return Ok(());
         };
-        let response = self.client.post(url).json(alarm).send().await?;
-        if response.status().is_success() {
+        // Checked again: the allow-list may have changed since the job was saved.
+        let url = self.targets.parse_url(text)?;
+        // The URL may carry credentials: the reason names the job, never the URL.
+        let sent = self.client.post(url).json(alarm).send().await;
+        let response = sent.map_err(reqwest::Error::without_url)?;
+        // The body is never read: only the status counts, and a receiver may send any
+        // amount. Dropping the answer closes its connection.
+        let status = response.status();
+        drop(response);
+        if status.is_success() {
             Ok(())
         } else {
-            Err(AlarmError::WebhookStatus(response.status()))
+            Err(AlarmError::WebhookStatus(status))
         }
     }
 }
@@ -308,29 +403,34 @@ impl Alarms {
     pub fn from_config(config: &AlarmConfig) -> Result<Alarms, AlarmError> {
         Ok(Alarms::new(vec![
             Box::new(EmailChannel::new(config)?),
-            Box::new(WebhookChannel::new(config.timeout)?),
+            Box::new(WebhookChannel::new(
+                config.timeout,
+                WebhookTargets::new(config.webhook_allowed_networks.clone()),
+            )?),
         ]))
     }
 
-    /// Sends `alarm` on every channel `job` has targets on, calling `delivered(channel, ok)`
-    /// for each: SENT if all took it, FAILED if one did not (logged), NOT_NEEDED if the job
-    /// has no targets.
+    /// Sends `alarm` on every channel `job` has targets on, calling
+    /// `delivered(channel, outcome)` for each: SENT if all took it, FAILED if one did not
+    /// (logged with its reason), NOT_NEEDED if the job has no targets. The status is all a
+    /// member learns; the reasons are for admins (see the module docs).
     pub async fn send(
         &self,
         job: &Job,
         alarm: &Alarm,
-        mut delivered: impl FnMut(&'static str, bool),
+        mut delivered: impl FnMut(&'static str, &Result<(), AlarmError>),
     ) -> AlarmStatus {
         let mut status = AlarmStatus::NotNeeded;
         for channel in self.channels.iter().filter(|channel| channel.wants(job)) {
             let sent = channel.send(job, alarm).await;
-            delivered(channel.name(), sent.is_ok());
+            delivered(channel.name(), &sent);
             match sent {
                 Ok(()) if status != AlarmStatus::Failed => status = AlarmStatus::Sent,
                 Ok(()) => {}
                 Err(error) => {
-                    tracing::warn!(channel = channel.name(), trigger_id = %alarm.trigger_id,
-                        %error, "alarm not delivered");
+                    tracing::warn!(channel = channel.name(), job_id = alarm.job_id,
+                        trigger_id = %alarm.trigger_id, reason = %error.detail(),
+                        "alarm not delivered");
                     status = AlarmStatus::Failed;
                 }
             }

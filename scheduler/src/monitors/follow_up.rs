@@ -12,7 +12,9 @@
 //!   as its own job-log row linked to the first attempt, with trigger id
 //!   `{first attempt's id}-r{n}`.
 //! - **failure**: sends one alarm per failed attempt on the job's channels (e-mail,
-//!   webhook); the run's alarm status becomes SENT, FAILED or NOT_NEEDED.
+//!   webhook); the run's alarm status becomes SENT, FAILED or NOT_NEEDED, and each
+//!   channel's failure is logged and recorded in the audit trail for admins, with its reason
+//!   (see [`crate::monitors::alarm`]).
 //!
 //! Child and retry trigger ids are deterministic (`{child}-p{parent log id}`, or
 //! `{child}-p{parent fire}` for a join; `…-r{n}` for retries) and written once, so a node that
@@ -30,7 +32,7 @@ use crate::clock::{Clock, millis};
 use crate::config::MonitorConfig;
 use crate::intake::{FireIntake, FireNow, FireSource};
 use crate::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
-use crate::monitors::alarm::{Alarm, Alarms};
+use crate::monitors::alarm::{Alarm, Alarms, failure_audit_entry};
 use crate::store::{FinishedRun, Store, StoreError};
 
 /// What one step did.
@@ -111,16 +113,22 @@ impl FollowUp {
                     }
                     let metrics = self.intake.metrics();
                     let app = job.spec.app.as_str();
+                    let alarm = Alarm::for_run(job, &run);
+                    let mut failures = Vec::new();
                     let status = self
                         .alarms
-                        .send(job, &Alarm::for_run(job, &run), |channel, sent| {
-                            let outcome = if sent { "sent" } else { "failed" };
+                        .send(job, &alarm, |channel, sent| {
+                            let outcome = if sent.is_ok() { "sent" } else { "failed" };
                             metrics
                                 .alarm_deliveries
                                 .with_label_values(&[app, channel, outcome])
                                 .inc();
+                            if let Err(error) = sent {
+                                failures.push((channel, error.detail()));
+                            }
                         })
                         .await;
+                    self.tell_admins(&alarm, &failures, now_ms).await;
                     metrics
                         .alarms
                         .with_label_values(&[app, status.as_str()])
@@ -138,6 +146,18 @@ impl FollowUp {
                 .await?;
         }
         Ok(summary)
+    }
+
+    /// Records each failed delivery of `alarm` in the audit trail, where only admins see it.
+    /// A failure to record is logged (the delivery's own warning is logged already).
+    async fn tell_admins(&self, alarm: &Alarm, failures: &[(&'static str, String)], now_ms: i64) {
+        for (channel, detail) in failures {
+            let entry = failure_audit_entry(alarm, channel, detail, now_ms);
+            if let Err(error) = self.store.record_audit(&entry).await {
+                tracing::warn!(%error, trigger_id = %alarm.trigger_id,
+                    "alarm failure not recorded in the audit trail");
+            }
+        }
     }
 
     /// Writes the retry of a failed `run` if the job has retries left; true if written.

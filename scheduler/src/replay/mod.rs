@@ -4,10 +4,12 @@
 //!   offsets per partition, or by time: [`topic_range`]), keep the triggers that pass the
 //!   filters (jobs, trigger types, and how their runs went, from the store), and emit each
 //!   again as a new run: trigger type `REPLAY`, id `{original}-p{replay id}`, `replay_of`
-//!   naming the original, the original's params, shard, script and `scheduled_at_ms` (so a
-//!   handler sees which run it repeats), routed to the original's partition, optionally into
-//!   another app (a staging group). Replayed runs are ordinary runs: retries, alarms and
-//!   children apply as to any other.
+//!   naming the original, the original's params, shard and `scheduled_at_ms` (so a handler
+//!   sees which run it repeats), routed to the original's partition, optionally into another
+//!   app (a staging group). Replayed runs are ordinary runs: retries, alarms and children
+//!   apply as to any other.
+//! - **Scripts in a replay** ([`scripts`]): a script trigger is replayed with its job's
+//!   *current* script, and only for a caller who may write scripts on the target app.
 //! - **Backfill** ([`backfill`]): the fires a job's schedule had in a past range that never
 //!   fired (a scheduler down with misfire DO_NOTHING), each under the trigger id its schedule
 //!   gives it and trigger type `BACKFILL`; fires whose trigger id is in the topic or the store
@@ -29,6 +31,7 @@
 //! never signed again by a replay.
 
 pub mod backfill;
+mod scripts;
 pub mod shadow;
 pub mod topic_range;
 
@@ -103,6 +106,8 @@ pub struct ReplayRequest {
     pub dry_run: bool,
     /// Who asks.
     pub requested_by: String,
+    /// Whether the caller holds SCRIPTS on the target app (see [`scripts`]).
+    pub may_write_scripts: bool,
 }
 
 /// One job's share of a replay or backfill.
@@ -159,6 +164,12 @@ pub enum ReplayError {
     /// A job or app that does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// The caller may not do this (a replay of script triggers without SCRIPTS on the target).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The selection cannot be replayed as it stands (a script of a job that is gone).
+    #[error("{0}")]
+    Conflict(String),
     /// The topic could not be read as asked.
     #[error(transparent)]
     Range(#[from] RangeError),
@@ -233,6 +244,8 @@ impl Replayer {
             });
         }
         selected.sort_by_key(|t| (t.record.scheduled_at_ms, t.partition, t.offset));
+        self.with_current_scripts(&mut selected, &request, &target_app)
+            .await?;
         let shares: Vec<(TriggerId, JobId, i64)> = selected
             .iter()
             .map(|t| {

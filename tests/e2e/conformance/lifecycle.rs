@@ -372,6 +372,34 @@ async fn a_partition_resumes_at_the_committed_offset_inside_a_batch(executor: Im
     app.shutdown().await;
 }
 
+/// An executor given no trusted key and no explicit opt-out refuses to start, saying why:
+/// verifying is the default (PROTOCOL.md section 3).
+async fn without_a_trusted_key_an_executor_refuses_to_start(executor: Implementation) {
+    let app = spawn_app(Backend::Sqlite).await;
+    let output = executor
+        .command()
+        .env("KADENCE_BROKERS", &app.brokers)
+        .env("KADENCE_APP", "unkeyed")
+        .env("KADENCE_TOPIC_PREFIX", &app.prefix)
+        .env("KADENCE_EXECUTOR_ID", "unkeyed-1")
+        .env_remove("KADENCE_TRUSTED_KEYS")
+        .env_remove("KADENCE_ALLOW_UNVERIFIED")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(30), output)
+        .await
+        .expect("it exits at once")
+        .expect("the executor process starts");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("no trusted"), "says why: {said}");
+    assert!(
+        !String::from_utf8_lossy(&output.stdout).contains("ready"),
+        "never ready"
+    );
+    app.shutdown().await;
+}
+
 /// Produces `triggers` (unsigned: the executor trusts no key) to partition 0 of `topic` in
 /// one record batch: all enqueued within the producer's linger, delivered together.
 async fn produce_in_one_batch(brokers: &str, topic: &str, triggers: &[TriggerRecord]) {
@@ -429,4 +457,5 @@ on_both_executors!(
     a_run_killed_mid_way_is_redelivered_and_completed,
     a_rebalance_lets_the_running_run_finish_once,
     a_partition_resumes_at_the_committed_offset_inside_a_batch,
+    without_a_trusted_key_an_executor_refuses_to_start,
 );

@@ -20,7 +20,8 @@
 //! Environment: `KADENCE_BROKERS`, `KADENCE_APP`, `KADENCE_TOPIC_PREFIX`, `KADENCE_EXECUTOR_ID`;
 //! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_BEAT_INTERVAL_MS` (default
 //! 3000), `KADENCE_OTLP_ENDPOINT` (export spans there), `KADENCE_TRUSTED_KEYS` (scheduler
-//! public keys, comma separated; none: nothing is verified), `KADENCE_SHADOW` (`1` or
+//! public keys, comma separated; required unless `KADENCE_ALLOW_UNVERIFIED` is `1` or `true`,
+//! which with no key verifies nothing), `KADENCE_SHADOW` (`1` or
 //! `true`: a shadow executor, `ExecutorBuilder::shadow`) and `KADENCE_GROUP_PROTOCOL`
 //! (`classic`, the default, also when empty, or `consumer`: Kafka's KIP-848 group protocol, whose session and
 //! heartbeat are the broker's, `ExecutorBuilder::group_protocol`) and `KADENCE_BROKER_KIND`
@@ -189,6 +190,9 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
     let trusted_keys = std::env::var("KADENCE_TRUSTED_KEYS").unwrap_or_default();
     for key in trusted_keys.split(',').filter(|key| !key.trim().is_empty()) {
         builder = builder.trusted_key(key.trim());
+    }
+    if flag_from_env("KADENCE_ALLOW_UNVERIFIED") {
+        builder = builder.allow_unverified();
     }
     if let Ok(address) = std::env::var("KADENCE_METRICS_ADDRESS") {
         let address = address

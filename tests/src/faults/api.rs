@@ -219,6 +219,83 @@ impl Api {
         (status, body.to_owned())
     }
 
+    /// `POST path` without credentials, with `body` sent as `content_type`: the status and the
+    /// answer (status 0: none).
+    pub async fn post_anonymously(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (u16, String) {
+        let sent = (self.http.post(format!("{}{path}", self.url)))
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body)
+            .send()
+            .await;
+        match sent {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                (status, response.text().await.unwrap_or_default())
+            }
+            Err(error) => (0, error.to_string()),
+        }
+    }
+
+    /// The status of one `GET path` as the admin, not asked again after a 503 (0: no answer).
+    pub async fn status_of(&self, path: &str) -> u16 {
+        let sent = (self.http.get(format!("{}{path}", self.url)))
+            .bearer_auth(&self.token)
+            .send()
+            .await;
+        sent.map_or(0, |response| response.status().as_u16())
+    }
+
+    /// A client that sends the head of `POST path` (no credentials) declaring a JSON body of
+    /// `declared` bytes, then the body a byte every 200 ms, until the node answers: the
+    /// answer's status (0: none within a minute). Detached from `self`, so it can be spawned.
+    pub fn dribbler(
+        &self,
+        path: &str,
+        declared: usize,
+    ) -> impl std::future::Future<Output = u16> + Send + 'static {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let address = self.url.trim_start_matches("http://").to_owned();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+             Content-Length: {declared}\r\n\r\n"
+        );
+        async move {
+            let Ok(stream) = tokio::net::TcpStream::connect(&address).await else {
+                return 0;
+            };
+            let (mut answers, mut sending) = stream.into_split();
+            let writer = tokio::spawn(async move {
+                let mut sent = sending.write_all(head.as_bytes()).await;
+                while sent.is_ok() {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    sent = sending.write_all(b" ").await;
+                }
+            });
+            // The status line, however the answer's bytes arrive.
+            let mut answer = Vec::new();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+                let mut chunk = [0_u8; 256];
+                while !answer.windows(2).any(|pair| pair == b"\r\n") {
+                    match answers.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(read) => answer.extend_from_slice(&chunk[..read]),
+                    }
+                }
+            })
+            .await;
+            writer.abort();
+            let answer = String::from_utf8_lossy(&answer);
+            (answer.split_whitespace().nth(1))
+                .and_then(|code| code.parse().ok())
+                .unwrap_or(0)
+        }
+    }
+
     /// Stops each of `jobs`.
     pub async fn stop_jobs(&self, jobs: &[i64]) {
         for job in jobs {

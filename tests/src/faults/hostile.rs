@@ -6,7 +6,8 @@
 //! oversized one (900 000 random bytes), one with a schema id no catalog has, and random
 //! bytes. Then what only looks right: a result for a trigger that never existed, beats of an
 //! app that does not exist and claiming partitions the app does not have, and an unsigned
-//! KILL of a run in progress. The API gets the bodies of [`super::abuse`].
+//! KILL of a run in progress. The API gets the bodies of [`super::abuse`], then its
+//! slow-loris burst.
 //!
 //! What must hold: every malformed record and every refused one is in `{p}.dlq` with a
 //! reason, once, from the reader of its topic (executors for triggers, the scheduler for the
@@ -387,6 +388,7 @@ fn report(
             "abusive requests answered 4xx",
             format!("{} of {}", abuse.refused, abuse.sent),
         ),
+        ("slow-loris burst", abuse.slow_loris.clone()),
         ("scheduler RSS before → after", abuse.memory.clone()),
     ]);
     Report {
