@@ -35,13 +35,18 @@ fn owners(executors: &[ExecutorView]) -> HashMap<i32, String> {
 }
 
 /// Waits for the run of `trigger_id` to finish; returns it.
+/// A fast handler's result can complete the run before the broker's acknowledgement, which
+/// the ack writer records in batches, gives it its partition: on a busy machine a finished run
+/// was read with no partition yet. These tests judge the partition, so they wait for both.
 async fn finished_run(app: &TestApp, job: i64, trigger_id: &str) -> Run {
     wait_for(
         Duration::from_secs(30),
-        &format!("run {trigger_id} finished"),
+        &format!("run {trigger_id} finished, its partition recorded"),
         || async {
             app.runs(job).await.into_iter().find(|run| {
-                run.trigger_id.as_str() == trigger_id && run.state == RunState::Finished
+                run.trigger_id.as_str() == trigger_id
+                    && run.state == RunState::Finished
+                    && run.partition.is_some()
             })
         },
     )
