@@ -175,13 +175,7 @@ impl Api {
             .body(body)
             .send()
             .await;
-        match sent {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                (status, response.text().await.unwrap_or_default())
-            }
-            Err(error) => (0, error.to_string()),
-        }
+        status_and_text(sent).await
     }
 
     /// `POST path` declaring a body of `declared` bytes and sending only `sent`, then reading
@@ -232,13 +226,7 @@ impl Api {
             .body(body)
             .send()
             .await;
-        match sent {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                (status, response.text().await.unwrap_or_default())
-            }
-            Err(error) => (0, error.to_string()),
-        }
+        status_and_text(sent).await
     }
 
     /// The status of one `GET path` as the admin, not asked again after a 503 (0: no answer).
@@ -330,5 +318,17 @@ impl Api {
                 next => after = Some(next.to_string().trim_matches('"').to_owned()),
             }
         }
+    }
+}
+
+/// What a request got: the status and the answer's text, or status 0 and the error when no
+/// answer came.
+async fn status_and_text(sent: reqwest::Result<reqwest::Response>) -> (u16, String) {
+    match sent {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap_or_default())
+        }
+        Err(error) => (0, error.to_string()),
     }
 }
