@@ -236,6 +236,7 @@ pub(crate) mod tests_support {
             glue_source: None,
             glue_updated_at_ms: None,
             replay_of: None,
+            expires_at_ms: None,
         }
     }
 }

@@ -4,11 +4,11 @@
 //! it into apache-avro's `Value` tree, resolves that against the reader schema and only then
 //! builds the struct: a dozen allocations and several passes for a record of some 70 bytes,
 //! for every trigger. Here the bytes of the released writer schemas whose fields this module
-//! knows (`TriggerRecord` v1, schema id 1001, and v2, 1002) are read straight into a
-//! [`TriggerRecord`], field by field, in one pass.
+//! knows (`TriggerRecord` v1, schema id 1001, v2, 1002, and v3, 1003) are read straight into
+//! a [`TriggerRecord`], field by field, in one pass.
 //!
-//! The two versions have the same fields; v2 appends the trigger type `BACKFILL` to the
-//! enum. A datum names an enum symbol by its index in its *writer's* schema, so each version
+//! v1 and v2 have the same fields; v2 appends the trigger type `BACKFILL` to the enum, and v3
+//! appends the field `expires_at_ms` (a `["null", "long"]` union) to v2. A datum names an enum symbol by its index in its *writer's* schema, so each version
 //! reads its enums through its own table of symbols, built from the catalog's schema (the
 //! symbols matched by name, as Avro's schema resolution matches them): a v1 record whose
 //! trigger type is index 9 names no symbol of v1 and is refused as the generic decoder
@@ -24,8 +24,8 @@
 //! make, under each version, and on every one-byte change and cut of them.
 //!
 //! A new version of `TriggerRecord` needs its reader here (until then its records take the
-//! generic way, correctly but slower): its id in [`TYPED_SCHEMA_IDS`] when its fields are
-//! v1's, a reader of its own otherwise. A test fails while the newest version has none.
+//! generic way, correctly but slower): its id in [`TYPED_SCHEMA_IDS`], and what it appends to
+//! the fields read by [`read_typed`]. A test fails while the newest version has none.
 
 use std::sync::LazyLock;
 
@@ -36,14 +36,16 @@ use kadence_schemas::{
 };
 
 /// The schema ids whose records are read here: `TriggerRecord` v1 and v2, which have the same
-/// fields in the same order.
-const TYPED_SCHEMA_IDS: [u32; 2] = [1001, 1002];
+/// fields in the same order, and v3, which appends `expires_at_ms`.
+const TYPED_SCHEMA_IDS: [u32; 3] = [1001, 1002, 1003];
 
 /// One typed version: the symbols of its enums, by the index its schema gives them. `None`
 /// for a symbol the Rust enum lacks (no released version has one; such a datum would take
 /// the generic way, which says what is wrong).
 struct TypedVersion {
     schema_id: u32,
+    /// Whether the datum ends with `expires_at_ms` (v3 on).
+    has_validity: bool,
     block_strategies: Vec<Option<BlockStrategy>>,
     trigger_types: Vec<Option<TriggerType>>,
     glue_types: Vec<Option<GlueType>>,
@@ -63,6 +65,7 @@ impl TypedVersion {
             .unwrap_or_else(|| panic!("typed trigger schema {schema_id} is not released"));
         TypedVersion {
             schema_id,
+            has_validity: has_field(&entry.schema, "expires_at_ms"),
             block_strategies: symbols(&entry.schema, "block_strategy", BlockStrategy::ALL, |s| {
                 s.as_str()
             }),
@@ -72,6 +75,14 @@ impl TypedVersion {
             glue_types: symbols(&entry.schema, "glue_type", GlueType::ALL, |g| g.as_str()),
         }
     }
+}
+
+/// Whether the record `schema` has a field named `field`.
+fn has_field(schema: &Schema, field: &str) -> bool {
+    let Schema::Record(record) = schema else {
+        panic!("the TriggerRecord schema is a record");
+    };
+    record.lookup.contains_key(field)
 }
 
 /// The symbols of the enum field `field` of the record `schema`, in the schema's order, each
@@ -137,6 +148,11 @@ fn read_typed(datum: &[u8], version: &TypedVersion) -> Option<TriggerRecord> {
             Some(id) => Some(TriggerId::try_from(id).ok()?),
             None => None,
         },
+        expires_at_ms: if version.has_validity {
+            reader.optional(Reader::long)?
+        } else {
+            None
+        },
     };
     reader.bytes.is_empty().then_some(trigger)
 }
@@ -198,8 +214,6 @@ impl Reader<'_> {
 
 #[cfg(test)]
 mod tests {
-    use apache_avro::write_avro_datum_ref;
-
     use super::*;
     use crate::context::tests_support::trigger_record;
 
@@ -251,17 +265,40 @@ mod tests {
             replay_of: Some(TriggerId::scheduled(job, 9)),
             ..samples[1].clone()
         });
+        // Validity windows (v3 only), on a few of the above and on a backfill.
+        let windowed: Vec<TriggerRecord> = [0, 1, 2, samples.len() - 1]
+            .into_iter()
+            .zip([1_767_229_200_000, i64::MIN, i64::MAX, 0])
+            .map(|(at, expires_at_ms)| TriggerRecord {
+                expires_at_ms: Some(expires_at_ms),
+                ..samples[at].clone()
+            })
+            .collect();
+        samples.extend(windowed);
         samples
     }
 
-    /// `record` framed as version `schema_id`, written by apache-avro with that version's
-    /// schema (the codec writes each trigger with one version only; other writers may use
-    /// either); `None` when that version cannot hold it (BACKFILL under v1).
+    /// How many samples have a validity window (only v3 holds them).
+    const WINDOWED_SAMPLES: usize = 4;
+
+    /// `record` framed as version `schema_id`, written by apache-avro's generic encoder with
+    /// that version's schema (the codec writes each trigger with one version only; other
+    /// writers may use any); `None` when that version cannot hold it (BACKFILL under v1, a
+    /// validity window before v3). The generic encoder, not the codec's direct writer: a
+    /// record without a window leaves `expires_at_ms` out, which only the generic encoder
+    /// fills in from the schema's default under v3.
     fn framed_as(record: &TriggerRecord, schema_id: u32) -> Option<Vec<u8>> {
         let entry = catalog::schema_for_id(schema_id).unwrap();
+        if record.expires_at_ms.is_some() && !has_field(&entry.schema, "expires_at_ms") {
+            return None;
+        }
+        let value = apache_avro::to_value(record)
+            .ok()?
+            .resolve(&entry.schema)
+            .ok()?;
         let mut framed = vec![codec::MAGIC_BYTE];
         framed.extend_from_slice(&schema_id.to_be_bytes());
-        write_avro_datum_ref(&entry.schema, record, &mut framed).ok()?;
+        framed.extend(apache_avro::to_avro_datum(&entry.schema, value).ok()?);
         Some(framed)
     }
 
@@ -342,24 +379,31 @@ mod tests {
                 .filter(|(_, schema_id, _)| *schema_id == id)
                 .count()
         };
-        assert_eq!(under(1002), samples().len(), "v2 holds every record");
+        let all = samples().len();
+        assert_eq!(under(1003), all, "v3 holds every record");
+        assert_eq!(
+            under(1002),
+            all - WINDOWED_SAMPLES,
+            "v2 holds all but windows"
+        );
         assert_eq!(
             under(1001),
-            samples().len() - 2,
-            "v1 holds all but backfills"
+            all - WINDOWED_SAMPLES - 2,
+            "v1 holds neither windows nor backfills"
         );
     }
 
-    /// What the scheduler's codec writes: BACKFILL as v2, every other trigger as v1; both
-    /// take the typed way.
+    /// What the scheduler's codec writes: BACKFILL as v2, every other trigger as v1, both
+    /// taking the typed way; a trigger with a validity window as v3, which does too.
     #[test]
     fn the_codecs_records_take_the_typed_way_under_the_version_it_writes() {
         for sample in samples() {
             let bytes = codec::encode(&sample).unwrap();
             let (schema_id, datum) = codec::split_frame(&bytes).unwrap();
-            let expected = match sample.trigger_type {
-                TriggerType::Backfill => 1002,
-                _ => 1001,
+            let expected = match (sample.expires_at_ms, sample.trigger_type) {
+                (Some(_), _) => 1003,
+                (None, TriggerType::Backfill) => 1002,
+                (None, _) => 1001,
             };
             assert_eq!(schema_id, expected, "{:?}", sample.trigger_type);
             assert_eq!(read_typed(datum, typed_version(schema_id)), Some(sample));
@@ -462,7 +506,7 @@ mod tests {
         let error = decode_trigger(&unknown).unwrap_err().to_string();
         assert!(
             error.starts_with(
-                "unknown schema id 921: this reader accepts TriggerRecord ids 1001, 1002;"
+                "unknown schema id 921: this reader accepts TriggerRecord ids 1001, 1002, 1003;"
             ),
             "{error}"
         );

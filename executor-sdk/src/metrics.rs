@@ -172,13 +172,14 @@ impl ExecutorMetrics {
             ),
             dead_letters: by_reason(
                 "kadence_executor_dead_letters_total",
-                "Trigger records sent to the dead-letter queue: unverified (signature) or \
-                 undecodable.",
+                "Trigger records sent to the dead-letter queue: unverified (signature), \
+                 undecodable, or expired (received past their validity).",
             ),
             shadow_skipped: by_reason(
                 "kadence_executor_shadow_skipped_total",
-                "Trigger records a shadow executor could not take (unverified or undecodable) \
-                 and skipped without a dead letter: the production group dead-letters them.",
+                "Trigger records a shadow executor could not take (unverified, undecodable or \
+                 expired) and skipped without a dead letter: the production group dead-letters \
+                 them.",
             ),
             control_refused: by_reason(
                 "kadence_executor_control_refused_total",

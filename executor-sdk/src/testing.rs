@@ -168,6 +168,7 @@ impl TestTrigger {
                 glue_source: None,
                 glue_updated_at_ms: None,
                 replay_of: None,
+                expires_at_ms: None,
             },
         }
     }

@@ -18,7 +18,8 @@
 //!
 //! Every trigger is signed on its way out ([`SignedProducer`]): the signature covers the
 //! record's exact bytes on its topic, so executors that trust the scheduler's key run it and
-//! nothing else.
+//! nothing else. Its validity window (`expires_at_ms`, `signing.trigger_validity` after its
+//! time) is among those bytes, so a captured copy stops running when the window ends.
 //!
 //! The number of deliveries in flight is bounded; when the bound is reached the loop stops
 //! taking fires, which backs up the wheel and the pre-read loop (backpressure, no loss).
@@ -30,7 +31,7 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use kadence_kafka::{Backoff, RunTracer, is_retriable};
-use kadence_schemas::{Topics, TriggerRecord, codec};
+use kadence_schemas::{Topics, codec};
 use rdkafka::error::KafkaError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -80,6 +81,9 @@ pub struct DispatchSettings {
     pub max_in_flight: usize,
     /// How long shutdown waits for deliveries in flight.
     pub drain_timeout: Duration,
+    /// How long a trigger stays valid after its scheduled time (or its emission, if later):
+    /// executors refuse it past that. `None`: triggers carry no window.
+    pub trigger_validity: Option<Duration>,
 }
 
 /// What one dispatch step did with the fires it was given.
@@ -277,7 +281,8 @@ impl Dispatcher {
             }
         };
         let partition = self.choose_partition(fire, partitions);
-        match codec::encode(&trigger_record(fire, self.clock.now_ms())) {
+        let record = fire.trigger_record(self.clock.now_ms(), self.settings.trigger_validity);
+        match codec::encode(&record) {
             Ok(payload) => Some(OutgoingRecord {
                 topic: self.topics.triggers(&fire.app),
                 key: fire.job_id.to_string(),
@@ -449,30 +454,6 @@ impl Dispatcher {
                 self.emit_all([(fire, attempt)]).await.pop()
             }
         }
-    }
-}
-
-/// The record an executor receives for `fire`.
-pub fn trigger_record(fire: &PendingFire, emitted_at_ms: i64) -> TriggerRecord {
-    TriggerRecord {
-        trigger_id: fire.trigger_id.clone(),
-        log_id: fire.log_id,
-        job_id: fire.job_id,
-        app: fire.app.clone(),
-        handler: fire.handler.clone(),
-        params: fire.params.clone(),
-        shard_index: fire.shard_index,
-        shard_total: fire.shard_total,
-        block_strategy: fire.block_strategy,
-        timeout_ms: fire.timeout_ms,
-        trigger_type: fire.trigger_type,
-        scheduled_at_ms: fire.scheduled_at_ms,
-        emitted_at_ms,
-        attempt: fire.attempt,
-        glue_type: fire.glue_type,
-        glue_source: fire.glue_source.clone(),
-        glue_updated_at_ms: fire.glue_updated_at_ms,
-        replay_of: fire.replay_of.clone(),
     }
 }
 

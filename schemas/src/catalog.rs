@@ -49,6 +49,12 @@ pub const CATALOG_SOURCES: &[(u32, &str, u32, &str)] = &[
         include_str!("../avro/history/trigger_record/v2.avsc"),
     ),
     (
+        1003,
+        "TriggerRecord",
+        3,
+        include_str!("../avro/history/trigger_record/v3.avsc"),
+    ),
+    (
         2001,
         "ResultRecord",
         1,

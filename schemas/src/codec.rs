@@ -142,18 +142,25 @@ impl AvroRecord for TriggerRecord {
     const RECORD: &'static str = "TriggerRecord";
 
     /// v2 (1002) only added the `BACKFILL` trigger type, at the end of the enum: every other
-    /// trigger is the same datum under v1 (1001), which executors built before v2 read. So
-    /// only backfills need an executor that knows 1002.
+    /// trigger is the same datum under v1 (1001), which executors built before v2 read. v3
+    /// (1003) added the validity window `expires_at_ms`. So a trigger with a window needs an
+    /// executor that knows 1003, and one without needs 1002 only when it is a backfill.
     fn writer_entry_for(&self) -> &'static CatalogEntry {
-        match self.trigger_type {
-            crate::records::TriggerType::Backfill => Self::writer_entry(),
-            _ => catalog::schema_for_id(TRIGGER_RECORD_V1).expect("TriggerRecord v1 is released"),
-        }
+        let id = match (self.expires_at_ms, self.trigger_type) {
+            (Some(_), _) => TRIGGER_RECORD_V3,
+            (None, crate::records::TriggerType::Backfill) => TRIGGER_RECORD_V2,
+            (None, _) => TRIGGER_RECORD_V1,
+        };
+        catalog::schema_for_id(id).expect("TriggerRecord v1 to v3 are released")
     }
 }
 
-/// The schema id of `TriggerRecord` v1, which every trigger but a backfill is written with.
+/// The schema id of `TriggerRecord` v1: a trigger without a validity window, not a backfill.
 pub const TRIGGER_RECORD_V1: u32 = 1001;
+/// The schema id of `TriggerRecord` v2: a backfill without a validity window.
+pub const TRIGGER_RECORD_V2: u32 = 1002;
+/// The schema id of `TriggerRecord` v3: a trigger with a validity window.
+pub const TRIGGER_RECORD_V3: u32 = 1003;
 impl AvroRecord for ResultRecord {
     const RECORD: &'static str = "ResultRecord";
 }

@@ -168,7 +168,7 @@ pub mod result_code {
 }
 
 /// One run of a job, for the executors of its app (`trigger_record.avsc`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct TriggerRecord {
     /// Deterministic id of the run.
     pub trigger_id: TriggerId,
@@ -206,6 +206,53 @@ pub struct TriggerRecord {
     pub glue_updated_at_ms: Option<i64>,
     /// The trigger a REPLAY replays.
     pub replay_of: Option<TriggerId>,
+    /// The end of the trigger's validity, ms since the epoch: an executor receiving it later
+    /// refuses it as expired, so a captured copy cannot run again after it. `None` writes the
+    /// record as v1 (v2 for a backfill), which executors that predate v3 read.
+    #[serde(default)]
+    pub expires_at_ms: Option<i64>,
+}
+
+/// Written by hand for one reason: a trigger without a validity window must not mention
+/// `expires_at_ms` at all, because it is written with v1 or v2, which have no such field, and
+/// apache-avro's schema-aware writer refuses even a *skipped* field its schema lacks (serde's
+/// `skip_serializing_if` reports a skip). The fields go in schema order, as the codec's direct
+/// writer requires; the codec tests hold every version's bytes to the generic encoder's.
+impl Serialize for TriggerRecord {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let fields = 18 + usize::from(self.expires_at_ms.is_some());
+        let mut record = serializer.serialize_struct("TriggerRecord", fields)?;
+        record.serialize_field("trigger_id", &self.trigger_id)?;
+        record.serialize_field("log_id", &self.log_id)?;
+        record.serialize_field("job_id", &self.job_id)?;
+        record.serialize_field("app", &self.app)?;
+        record.serialize_field("handler", &self.handler)?;
+        record.serialize_field("params", &self.params)?;
+        record.serialize_field("shard_index", &self.shard_index)?;
+        record.serialize_field("shard_total", &self.shard_total)?;
+        record.serialize_field("block_strategy", &self.block_strategy)?;
+        record.serialize_field("timeout_ms", &self.timeout_ms)?;
+        record.serialize_field("trigger_type", &self.trigger_type)?;
+        record.serialize_field("scheduled_at_ms", &self.scheduled_at_ms)?;
+        record.serialize_field("emitted_at_ms", &self.emitted_at_ms)?;
+        record.serialize_field("attempt", &self.attempt)?;
+        record.serialize_field("glue_type", &self.glue_type)?;
+        record.serialize_field("glue_source", &self.glue_source)?;
+        record.serialize_field("glue_updated_at_ms", &self.glue_updated_at_ms)?;
+        record.serialize_field("replay_of", &self.replay_of)?;
+        if self.expires_at_ms.is_some() {
+            record.serialize_field("expires_at_ms", &self.expires_at_ms)?;
+        }
+        record.end()
+    }
+}
+
+impl TriggerRecord {
+    /// Whether the trigger's validity has ended at `now_ms` (never, without a window).
+    pub fn expired_at(&self, now_ms: i64) -> bool {
+        self.expires_at_ms.is_some_and(|expires| now_ms > expires)
+    }
 }
 
 /// The outcome of one run (`result_record.avsc`).

@@ -40,6 +40,7 @@ fn trigger(full: bool) -> TriggerRecord {
         glue_source: full.then(|| "print('hi')".to_owned()),
         glue_updated_at_ms: full.then_some(1_700_000_000_000),
         replay_of: full.then(|| TriggerId::fresh(job())),
+        expires_at_ms: full.then_some(1_767_229_200_000),
     }
 }
 
@@ -248,7 +249,7 @@ fn malformed_frames_are_refused_with_a_clear_error() {
     // The dead-letter reason names what this reader would have accepted.
     assert_eq!(
         error.to_string(),
-        "unknown schema id 999999: this reader accepts TriggerRecord ids 1001, 1002; the record was \
+        "unknown schema id 999999: this reader accepts TriggerRecord ids 1001, 1002, 1003; the record was \
          written by a newer Kadence (upgrade this reader) or not by Kadence"
     );
     let result_bytes = encode(&result(false)).unwrap();

@@ -88,6 +88,7 @@ fn sample(field: &str) -> Value {
         "glue_type" => Value::Enum(1, "GLUE_SHELL".into()),
         "glue_source" => some(text("echo hello")),
         "glue_updated_at_ms" => some(Value::Long(1_767_000_000_000)),
+        "expires_at_ms" => some(Value::Long(1_767_229_200_000)),
         "executor_id" => text("billing-7f9c-1"),
         "code" => Value::Int(500),
         "message" => some(text("exit status 3")),
@@ -183,7 +184,7 @@ fn the_codec_writes_the_current_schema_under_the_newest_id() {
             newest.version + 1
         );
     }
-    assert_eq!(TriggerRecord::schema_id(), 1002);
+    assert_eq!(TriggerRecord::schema_id(), 1003);
     assert_eq!(ResultRecord::schema_id(), 2001);
     assert_eq!(ControlRecord::schema_id(), 3001);
     assert_eq!(ExecutorBeat::schema_id(), 4001);
@@ -227,6 +228,44 @@ fn triggers_are_written_with_v1_unless_they_are_backfills() {
     );
 }
 
+/// A trigger with a validity window is written as v3, whatever its type, and reads back with
+/// it; the same trigger without one is written as before (v1, or v2 for a backfill), so
+/// executors that predate v3 keep reading every trigger of a scheduler told to write no window.
+#[test]
+fn triggers_with_a_validity_window_are_written_with_v3() {
+    for &trigger_type in TriggerType::ALL {
+        let trigger = TriggerRecord {
+            trigger_type,
+            expires_at_ms: Some(1_767_229_200_000),
+            ..sample_trigger()
+        };
+        let bytes = encode(&trigger).unwrap();
+        assert_eq!(bytes[1..5], 1003u32.to_be_bytes(), "{trigger_type}");
+        assert_eq!(decode::<TriggerRecord>(&bytes).unwrap(), trigger);
+        let without = TriggerRecord {
+            expires_at_ms: None,
+            ..trigger
+        };
+        let bytes = encode(&without).unwrap();
+        assert_ne!(bytes[1..5], 1003u32.to_be_bytes(), "{trigger_type}");
+        assert_eq!(decode::<TriggerRecord>(&bytes).unwrap(), without);
+    }
+}
+
+#[test]
+fn a_trigger_expires_after_its_window_only() {
+    let trigger = TriggerRecord {
+        expires_at_ms: Some(1_000),
+        ..sample_trigger()
+    };
+    assert!(!trigger.expired_at(1_000));
+    assert!(trigger.expired_at(1_001));
+    assert!(
+        !sample_trigger().expired_at(i64::MAX),
+        "no window: never expires"
+    );
+}
+
 fn sample_trigger() -> TriggerRecord {
     TriggerRecord {
         trigger_id: TriggerId::parse("7-1767225600000").unwrap(),
@@ -247,6 +286,7 @@ fn sample_trigger() -> TriggerRecord {
         glue_source: None,
         glue_updated_at_ms: None,
         replay_of: None,
+        expires_at_ms: None,
     }
 }
 

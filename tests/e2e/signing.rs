@@ -18,7 +18,7 @@ use kadence_schemas::{
 };
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
@@ -26,7 +26,7 @@ use reqwest::Method;
 use secrecy::ExposeSecret;
 use serde_json::json;
 
-use crate::common::{Backend, wait_for};
+use crate::common::{Backend, unique, wait_for};
 use crate::helpers::{TestApp, executions, spawn_app, spawn_app_with};
 use crate::metrics::{free_address, scrape};
 
@@ -63,6 +63,7 @@ pub(crate) fn count_trigger(app: &str, job: i64, n: i64) -> TriggerRecord {
         glue_source: None,
         glue_updated_at_ms: None,
         replay_of: None,
+        expires_at_ms: None,
     }
 }
 
@@ -90,9 +91,35 @@ async fn produce(app: &TestApp, topic: &str, payload: &[u8], headers: Option<Own
 /// The key id header of every record of partition 0 of `topic` from the start, until
 /// `count` were read: (trigger id, key id).
 async fn signing_key_ids(app: &TestApp, topic: &str, count: usize) -> Vec<(String, String)> {
+    trigger_messages(app, topic, count)
+        .await
+        .into_iter()
+        .map(|(trigger, message)| {
+            let key_id = message
+                .headers()
+                .and_then(|headers| {
+                    headers
+                        .iter()
+                        .find(|header| header.key == headers::SIGNATURE_KEY)
+                        .and_then(|header| header.value)
+                        .map(|value| String::from_utf8_lossy(value).into_owned())
+                })
+                .unwrap_or_default();
+            (trigger.trigger_id.to_string(), key_id)
+        })
+        .collect()
+}
+
+/// The first `count` records of partition 0 of `topic`, decoded and as they were read
+/// (value and headers, as anyone who can read the topic captures them).
+async fn trigger_messages(
+    app: &TestApp,
+    topic: &str,
+    count: usize,
+) -> Vec<(TriggerRecord, OwnedMessage)> {
     let consumer: StreamConsumer = ClientConfig::new()
         .set("bootstrap.servers", &app.brokers)
-        .set("group.id", format!("{topic}.key-reader"))
+        .set("group.id", unique(&format!("{topic}.capture")))
         .set("enable.auto.commit", "false")
         .create()
         .expect("test consumer");
@@ -106,19 +133,10 @@ async fn signing_key_ids(app: &TestApp, topic: &str, count: usize) -> Vec<(Strin
         let message = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
             .await
             .expect("trigger records arrive in time")
-            .expect("receive");
+            .expect("receive")
+            .detach();
         let trigger: TriggerRecord = codec::decode(message.payload().unwrap()).unwrap();
-        let key_id = message
-            .headers()
-            .and_then(|headers| {
-                headers
-                    .iter()
-                    .find(|header| header.key == headers::SIGNATURE_KEY)
-                    .and_then(|header| header.value)
-                    .map(|value| String::from_utf8_lossy(value).into_owned())
-            })
-            .unwrap_or_default();
-        found.push((trigger.trigger_id.to_string(), key_id));
+        found.push((trigger, message));
     }
     found
 }
@@ -440,7 +458,70 @@ async fn a_dead_lettered_trigger_fails_its_run_with_the_reason(backend: Backend)
     app.shutdown().await;
 }
 
+/// A trigger captured off its topic (value and signature headers, verbatim) and produced
+/// again: within its validity window the executor that ran it recognises it and does not run
+/// it twice; after the window every executor refuses it as expired, to the DLQ with the
+/// reason, and the finished run stays as it was.
+async fn a_captured_trigger_copy_is_refused_after_its_validity_window(backend: Backend) {
+    const VALIDITY: Duration = Duration::from_secs(3);
+    let mut app = spawn_app_with(backend, |config| {
+        config.signing.trigger_validity = VALIDITY;
+    })
+    .await;
+    app.create_app("windowed", 1).await;
+    let public_key = app.signing_public_key().await;
+    app.start_executor_with("windowed", |builder| builder.trusted_key(public_key));
+    let job = app
+        .create_job(json!({"app": "windowed", "handler": "count", "schedule_type": "NONE"}))
+        .await;
+    let trigger_id = app.trigger(job.id, None).await;
+    assert_eq!(
+        finished_run(&app, job.id, &trigger_id).await.handle_code,
+        Some(200)
+    );
+    let topic = format!("{}.triggers.windowed", app.prefix);
+    let (trigger, captured) = trigger_messages(&app, &topic, 1).await.remove(0);
+    assert_eq!(trigger.trigger_id.as_str(), trigger_id);
+    assert_eq!(
+        trigger.expires_at_ms,
+        Some(trigger.scheduled_at_ms.max(trigger.emitted_at_ms) + 3_000),
+        "the window is in the signed record"
+    );
+    let payload = captured.payload().unwrap().to_vec();
+    let signature = captured.headers().cloned();
+
+    // Within the window: a redelivery to the executor that ran it, which does not run it again.
+    produce(&app, &topic, &payload, signature.clone()).await;
+    let behind = app.trigger(job.id, None).await;
+    finished_run(&app, job.id, &behind).await;
+    assert_eq!(executions(&trigger_id), 1, "the copy within the window ran");
+
+    // After the window: refused as expired, whoever receives it.
+    let expires_at_ms = trigger.expires_at_ms.unwrap();
+    let wait_ms = expires_at_ms + 500 - kadence_tests::now_ms();
+    tokio::time::sleep(Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0))).await;
+    produce(&app, &topic, &payload, signature).await;
+    let letters = app.dead_letters(1).await;
+    let (reason, letter) = &letters[0];
+    assert_eq!(letter, &payload);
+    assert!(
+        reason.starts_with(&format!(
+            "expired trigger record: {trigger_id} was valid until {expires_at_ms}"
+        )),
+        "{reason}"
+    );
+    assert_eq!(executions(&trigger_id), 1, "the expired copy ran");
+    let run = finished_run(&app, job.id, &trigger_id).await;
+    assert_eq!(
+        run.handle_code,
+        Some(200),
+        "the finished run was changed: {run:?}"
+    );
+    app.shutdown().await;
+}
+
 on_sqlite_only!(
+    a_captured_trigger_copy_is_refused_after_its_validity_window,
     forged_unsigned_and_tampered_triggers_go_to_the_dlq,
     signed_kills_stop_runs_and_forged_ones_are_ignored,
     a_dead_lettered_trigger_fails_its_run_with_the_reason,

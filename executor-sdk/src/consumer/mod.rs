@@ -354,17 +354,19 @@ impl Loop {
     /// placed in its job's lane at once); never waits for a handler.
     fn admit(&mut self, message: OwnedMessage) {
         let (partition, offset) = (message.partition(), message.offset());
-        let trigger = match intake::read_trigger(&self.settings.trusted_keys, &message) {
-            Ok(trigger) => Arc::new(trigger),
-            Err((kind, reason)) => return self.cannot_take(message, kind, reason),
-        };
+        let received_at_ms = kadence_schemas::now_ms();
+        let trigger =
+            match intake::read_trigger(&self.settings.trusted_keys, &message, received_at_ms) {
+                Ok(trigger) => Arc::new(trigger),
+                Err((kind, reason)) => return self.cannot_take(message, kind, reason),
+            };
         if !self.recent.insert(&trigger.trigger_id) {
             self.metrics.redeliveries.inc();
             tracing::info!(trigger_id = %trigger.trigger_id, "trigger redelivered; it already ran here, not running it twice");
             return self.runs.skip(partition, offset);
         }
         let trace = self.runs.consume_span(&message, &trigger);
-        if let Some(reason) = self.kills.covering(&trigger, kadence_schemas::now_ms()) {
+        if let Some(reason) = self.kills.covering(&trigger, received_at_ms) {
             tracing::info!(trigger_id = %trigger.trigger_id, %reason,
                 "a KILL sent before this trigger arrived covers it; not running it");
             return self.runs.refuse(trigger, partition, offset, reason, trace);

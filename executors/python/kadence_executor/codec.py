@@ -7,7 +7,8 @@ keeps them equal). Decoding reads with the writer schema the id names, resolved 
 version this package knows (Avro resolution: a v1 trigger's enum symbols are matched by name,
 and a v1 datum naming a tenth trigger type is malformed, since v1 lists nine). Encoding writes
 the oldest released version that holds the record (``writer_id``): for every record but a
-BACKFILL trigger, the newest. Every failure is a ``CodecError`` whose message is fit for a
+trigger, the newest; a trigger goes as v3 with a validity window (``expires_at_ms``), else as
+v2 when a BACKFILL, else as v1. Every failure is a ``CodecError`` whose message is fit for a
 dead-letter reason, worded as the Rust SDK's.
 """
 
@@ -26,6 +27,7 @@ HEADER_LEN = 5
 CATALOG = [
     (1001, "TriggerRecord", "trigger_record_v1.avsc"),
     (1002, "TriggerRecord", "trigger_record_v2.avsc"),
+    (1003, "TriggerRecord", "trigger_record_v3.avsc"),
     (2001, "ResultRecord", "result_record_v1.avsc"),
     (3001, "ControlRecord", "control_record_v1.avsc"),
     (4001, "ExecutorBeat", "executor_beat_v1.avsc"),
@@ -61,14 +63,22 @@ def accepted_ids(record):
 #: datum under v1 (1001), which executors that predate v2 read (PROTOCOL.md section 2).
 _V2_TRIGGER_TYPES = {"BACKFILL"}
 TRIGGER_RECORD_V1 = 1001
+TRIGGER_RECORD_V2 = 1002
+#: v3 appended the validity window ``expires_at_ms``.
+TRIGGER_RECORD_V3 = 1003
 
 
 def writer_id(record, datum):
     """The schema id ``encode`` writes `datum` of `record` with: the oldest released version
-    that holds it (v1 for a trigger that is not a BACKFILL), else the newest."""
-    if record == "TriggerRecord" and datum.get("trigger_type") not in _V2_TRIGGER_TYPES:
-        return TRIGGER_RECORD_V1
-    return _newest(record)
+    that holds it (for a trigger: v3 with a validity window, else v2 for a BACKFILL, else
+    v1), the newest for every other record."""
+    if record != "TriggerRecord":
+        return _newest(record)
+    if datum.get("expires_at_ms") is not None:
+        return TRIGGER_RECORD_V3
+    if datum.get("trigger_type") in _V2_TRIGGER_TYPES:
+        return TRIGGER_RECORD_V2
+    return TRIGGER_RECORD_V1
 
 
 def encode(record, datum):

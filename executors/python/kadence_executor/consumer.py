@@ -2,7 +2,8 @@
 
 One thread (the caller of ``Loop.run``) owns the consumer and the bookkeeping (``dispatch``):
 it polls trigger records once the control reader has caught up, admits each (verify, decode,
-recognise redeliveries and remembered KILLs, find the handler), holds it or applies its block
+refuse it past its validity window, recognise redeliveries and remembered KILLs, find the
+handler), holds it or applies its block
 strategy, releases held triggers at their millisecond, commits every second and beats every
 few seconds. Runs, refusals and dead letters each go in a thread of their own, publish their
 answer and report back through ``_report``; the loop never waits for a handler.
@@ -44,7 +45,9 @@ from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicParti
 
 from . import codec
 from .control import ControlReader
-from .dispatch import Dispatch, RecentTriggers, RememberedKills, Refuse, Start, kill_message
+from .dispatch import (
+    Dispatch, RecentTriggers, RememberedKills, Refuse, Start, expired_reason, kill_message,
+)
 from .offsets import OffsetTracker
 from .publishing import Publisher
 from .resume import ResumePoints
@@ -200,11 +203,15 @@ class Loop:
             trigger = codec.decode("TriggerRecord", message.value())
         except codec.CodecError as error:
             return self._dead_letter(message, f"undecodable trigger record: {error}")
+        received_at_ms = now_ms()
+        expired = expired_reason(trigger, received_at_ms)
+        if expired is not None:
+            return self._dead_letter(message, expired)
         pending = Pending(trigger, partition, offset, answer_header(message.headers()))
         if not self.recent.insert(trigger["trigger_id"]):
             log.info("trigger %s redelivered; it ran here already", trigger["trigger_id"])
             return self._report(pending, handled=True)
-        killed = self.kills.covering(trigger, now_ms())
+        killed = self.kills.covering(trigger, received_at_ms)
         if killed is not None:
             return self._spawn(self._refuse, pending, killed)
         refusal = self._no_handler(trigger)

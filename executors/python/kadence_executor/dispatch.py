@@ -225,6 +225,20 @@ class RecentTriggers:
         self._ids.pop(trigger_id, None)
 
 
+def expired_reason(trigger, now_ms):
+    """The dead letter's reason when `trigger` arrived past its validity window (its
+    ``expires_at_ms``, PROTOCOL.md section 4), worded as the Rust SDK's; None while it is
+    valid or when it has no window (records written before TriggerRecord v3)."""
+    expires_at_ms = trigger.get("expires_at_ms")
+    if expires_at_ms is None or now_ms <= expires_at_ms:
+        return None
+    return (
+        f"expired trigger record: {trigger['trigger_id']} was valid until {expires_at_ms} "
+        f"(ms since the epoch) and arrived {now_ms - expires_at_ms} ms later; a copy, or a "
+        "trigger that waited in its topic past its validity"
+    )
+
+
 def kill_message(command):
     """The result message of a run a KILL stops."""
     return f"killed: {command.get('reason') or 'requested by an operator'}"

@@ -19,6 +19,7 @@ def trigger(**changes):
         "block_strategy": "SERIAL_EXECUTION", "timeout_ms": 0, "trigger_type": "CRON",
         "scheduled_at_ms": 1000, "emitted_at_ms": 900, "attempt": 0, "glue_type": "BEAN",
         "glue_source": None, "glue_updated_at_ms": None, "replay_of": None,
+        "expires_at_ms": None,
     }
     record.update(changes)
     return record
@@ -52,7 +53,7 @@ class Framing(unittest.TestCase):
             (b'{"a": 1}', "record is not Confluent-framed Avro: first byte is 0x7b"),
             (b"\x00\x00", "record is 2 bytes: too short for a Confluent frame"),
             (b"\x00\x00\x00\x07\xcf" + good[5:],
-             "unknown schema id 1999: this reader accepts TriggerRecord ids 1001, 1002;"),
+             "unknown schema id 1999: this reader accepts TriggerRecord ids 1001, 1002, 1003;"),
             (codec.encode("ResultRecord", result()),
              "schema id 2001 is a ResultRecord, expected a TriggerRecord"),
             (good[:-3], "malformed TriggerRecord payload"),
@@ -93,8 +94,25 @@ class TriggerRecordV2(unittest.TestCase):
             codec.decode("TriggerRecord", bytes(data))
         self.assertTrue(str(raised.exception).startswith("malformed TriggerRecord payload"))
 
-    def test_the_reader_accepts_both_ids(self):
-        self.assertEqual(codec.accepted_ids("TriggerRecord"), [1001, 1002])
+    def test_the_reader_accepts_every_released_id(self):
+        self.assertEqual(codec.accepted_ids("TriggerRecord"), [1001, 1002, 1003])
+
+
+class TriggerRecordV3(unittest.TestCase):
+    """v3 (1003) appends the validity window ``expires_at_ms``: a trigger with one is written
+    as v3, one without as before, and v1 and v2 records read with no window."""
+
+    def test_a_trigger_with_a_window_is_written_as_v3_and_reads_back(self):
+        for trigger_type in ("CRON", "BACKFILL"):
+            windowed = trigger(trigger_type=trigger_type, expires_at_ms=3_601_000)
+            data = codec.encode("TriggerRecord", windowed)
+            self.assertEqual(data[:5], b"\x00\x00\x00\x03\xeb")  # id 1003
+            self.assertEqual(codec.decode("TriggerRecord", data), windowed)
+
+    def test_older_records_read_with_no_window(self):
+        for schema_id in (1001, 1002):
+            decoded = codec.decode("TriggerRecord", _framed(schema_id, trigger()))
+            self.assertIsNone(decoded["expires_at_ms"])
 
 
 def _framed(schema_id, datum):

@@ -3,7 +3,7 @@
 import unittest
 
 from kadence_executor.dispatch import (
-    Dispatch, RecentTriggers, RememberedKills, Refuse, Start, kill_message,
+    Dispatch, RecentTriggers, RememberedKills, Refuse, Start, expired_reason, kill_message,
 )
 
 
@@ -103,6 +103,18 @@ class HoldAndKill(unittest.TestCase):
         recent.insert("1-2")
         recent.insert("1-3")
         self.assertTrue(recent.insert("1-1"), "the oldest is forgotten past the capacity")
+
+
+class ValidityWindow(unittest.TestCase):
+    def test_a_trigger_is_taken_until_its_window_ends_and_refused_as_expired_after(self):
+        windowed = {"trigger_id": "1-1000", "expires_at_ms": 5_000}
+        self.assertIsNone(expired_reason(windowed, 5_000))
+        self.assertEqual(
+            expired_reason(windowed, 5_250),
+            "expired trigger record: 1-1000 was valid until 5000 (ms since the epoch) and "
+            "arrived 250 ms later; a copy, or a trigger that waited in its topic past its validity",
+        )
+        self.assertIsNone(expired_reason({"trigger_id": "1-1000", "expires_at_ms": None}, 10**15))
 
 
 if __name__ == "__main__":

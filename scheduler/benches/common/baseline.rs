@@ -39,6 +39,7 @@ pub fn trigger_payload() -> Vec<u8> {
         glue_source: None,
         glue_updated_at_ms: None,
         replay_of: None,
+        expires_at_ms: Some(1_767_229_200_000),
     })
     .unwrap()
 }

@@ -155,5 +155,7 @@ fn trigger(job: JobId, app: &AppName, scheduled_at_ms: i64) -> TriggerRecord {
         glue_source: None,
         glue_updated_at_ms: None,
         replay_of: None,
+        // The scheduler's default window: an hour after the fire's time.
+        expires_at_ms: Some(scheduled_at_ms + 3_600_000),
     }
 }

@@ -315,6 +315,7 @@ impl Node {
             DispatchSettings {
                 max_in_flight: schedule.max_in_flight,
                 drain_timeout: schedule.drain_timeout,
+                trigger_validity: self.config.signing.trigger_validity(),
             },
         )
         .with_metrics(Arc::clone(&self.metrics))

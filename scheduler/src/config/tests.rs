@@ -96,3 +96,17 @@ fn signing_threads_default_to_one_per_core_and_zero_is_refused() {
         Ok(())
     });
 }
+
+#[test]
+fn triggers_are_valid_for_an_hour_unless_configured_and_zero_means_no_window() {
+    figment::Jail::expect_with(|jail| {
+        let signing = Config::load(None).unwrap().signing;
+        assert_eq!(signing.trigger_validity(), Some(Duration::from_secs(3_600)));
+        jail.set_env("KADENCE_SIGNING__TRIGGER_VALIDITY", "15m");
+        let signing = Config::load(None).unwrap().signing;
+        assert_eq!(signing.trigger_validity(), Some(Duration::from_secs(900)));
+        jail.set_env("KADENCE_SIGNING__TRIGGER_VALIDITY", "0s");
+        assert_eq!(Config::load(None).unwrap().signing.trigger_validity(), None);
+        Ok(())
+    });
+}

@@ -1,7 +1,11 @@
 //! Runs: a pending fire on its way to the broker, the job-log row it becomes, the result that
 //! completes it, the alarm status of a failure, and the daily counts of the report page.
 
-use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
+use std::time::Duration;
+
+use kadence_schemas::{
+    AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerRecord, TriggerType,
+};
 use serde::{Deserialize, Serialize};
 
 use super::job::{Job, RouteStrategy};
@@ -216,6 +220,40 @@ impl PendingFire {
             })
             .collect()
     }
+
+    /// The record an executor receives for this fire, emitted at `emitted_at_ms` and valid
+    /// for `validity` after its scheduled time or its emission, whichever is later (a backfill
+    /// or a replay of a fire long past is emitted now, and an executor holds a trigger emitted
+    /// early until its time); `None` gives it no window.
+    pub fn trigger_record(&self, emitted_at_ms: i64, validity: Option<Duration>) -> TriggerRecord {
+        let expires_at_ms = validity.map(|validity| {
+            let validity_ms = i64::try_from(validity.as_millis()).unwrap_or(i64::MAX);
+            self.scheduled_at_ms
+                .max(emitted_at_ms)
+                .saturating_add(validity_ms)
+        });
+        TriggerRecord {
+            trigger_id: self.trigger_id.clone(),
+            log_id: self.log_id,
+            job_id: self.job_id,
+            app: self.app.clone(),
+            handler: self.handler.clone(),
+            params: self.params.clone(),
+            shard_index: self.shard_index,
+            shard_total: self.shard_total,
+            block_strategy: self.block_strategy,
+            timeout_ms: self.timeout_ms,
+            trigger_type: self.trigger_type,
+            scheduled_at_ms: self.scheduled_at_ms,
+            emitted_at_ms,
+            attempt: self.attempt,
+            glue_type: self.glue_type,
+            glue_source: self.glue_source.clone(),
+            glue_updated_at_ms: self.glue_updated_at_ms,
+            replay_of: self.replay_of.clone(),
+            expires_at_ms,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -287,5 +325,39 @@ impl CompletionOutcome {
             CompletionOutcome::Duplicate => "duplicate",
             CompletionOutcome::UnknownTrigger => "unknown_trigger",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kadence_schemas::codec;
+
+    use super::*;
+
+    #[test]
+    fn a_trigger_is_valid_for_the_window_after_its_time_or_its_emission_if_later() {
+        let hour = Some(Duration::from_secs(3_600));
+        let early = PendingFire::for_test(1, 10_000).trigger_record(9_000, hour);
+        assert_eq!(
+            early.expires_at_ms,
+            Some(3_610_000),
+            "emitted early: from its time"
+        );
+        let late = PendingFire::for_test(1, 10_000).trigger_record(50_000, hour);
+        assert_eq!(
+            late.expires_at_ms,
+            Some(3_650_000),
+            "emitted late: from its emission"
+        );
+        let bytes = codec::encode(&late).unwrap();
+        assert_eq!(bytes[1..5], codec::TRIGGER_RECORD_V3.to_be_bytes());
+    }
+
+    #[test]
+    fn without_a_window_a_trigger_is_written_for_executors_that_predate_windows() {
+        let record = PendingFire::for_test(1, 10_000).trigger_record(9_000, None);
+        assert_eq!(record.expires_at_ms, None);
+        let bytes = codec::encode(&record).unwrap();
+        assert_eq!(bytes[1..5], codec::TRIGGER_RECORD_V1.to_be_bytes());
     }
 }

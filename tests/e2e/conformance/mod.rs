@@ -12,7 +12,8 @@
 //!   as each run begins).
 //! - `runs`: cron and manual runs, failures and their messages, timeouts, job logs, sharding
 //!   broadcast, early triggers held to their millisecond, dead letters, a signed BACKFILL
-//!   trigger (`TriggerRecord` v2, schema id 1002).
+//!   trigger (`TriggerRecord` v2, schema id 1002), and a trigger past its validity window
+//!   (v3, 1003) dead-lettered as expired while one within it runs.
 //! - `blocking`: the four block strategies, KILL of running and queued runs, and a KILL sent
 //!   while no executor is up.
 //! - `traces`: one run is one trace: the result carries the `traceparent` of its trigger's

@@ -220,7 +220,7 @@ async fn unreadable_triggers_go_to_the_dead_letter_queue(executor: Implementatio
         "undecodable trigger record: record is not Confluent-framed Avro: first byte is 0x7b, \
          expected 0x00",
         "undecodable trigger record: unknown schema id 1999: this reader accepts TriggerRecord \
-         ids 1001, 1002;",
+         ids 1001, 1002, 1003;",
         "undecodable trigger record: schema id 2001 is a ResultRecord, expected a TriggerRecord",
     ] {
         assert!(
@@ -276,31 +276,106 @@ async fn with_a_trusted_key_only_signed_triggers_run(executor: Implementation) {
 /// (written as `TriggerRecord` v2, signed with the scheduler's key), runs on an executor that
 /// verifies, and its handler sees the trigger type.
 async fn a_backfill_trigger_runs(executor: Implementation) {
-    let app = crate::helpers::spawn_app(Backend::Sqlite).await;
-    app.create_app("backfill", 1).await;
-    let key = app.signing_public_key().await;
-    let environment = [("KADENCE_TRUSTED_KEYS", key.as_str())];
-    let _process =
-        ExecutorProcess::start_with(executor, &app, "backfill", "backfill-1", &environment).await;
-    app.wait_for_executors("backfill", 1, 1).await;
-    let job = app
-        .create_job(json!({"app": "backfill", "handler": "describe", "schedule_type": "NONE"}))
-        .await;
-    let job_id = JobId::new(job.id).unwrap();
+    let (app, _process, job_id) = stage_verifying(executor, "backfill").await;
     // A fire an hour ago that never happened, on its second.
     let scheduled_at_ms = (kadence_tests::now_ms() - 3_600_000) / 1000 * 1000;
-    let backfill = TriggerRecord {
+    let backfill = hand_made_trigger(job_id, "backfill", TriggerType::Backfill, scheduled_at_ms);
+    let bytes = codec::encode(&backfill).unwrap();
+    assert_eq!(bytes[1..5], 1002u32.to_be_bytes(), "written as v2");
+    produce_signed(&app, "backfill", job_id, &bytes).await;
+    let result = result_of(&app, &backfill.trigger_id).await;
+    assert_eq!(result.executor_id, "backfill-1");
+    assert_eq!(
+        (result.code, result.message.as_deref()),
+        (500, Some("production run of a BACKFILL trigger"))
+    );
+    app.shutdown().await;
+}
+
+/// Triggers carrying a validity window (`TriggerRecord` v3, schema id 1003), signed with the
+/// scheduler's key: one received after its window is dead-lettered as expired, with the
+/// protocol's reason, and never runs; one within it runs.
+async fn a_trigger_past_its_validity_window_is_dead_lettered(executor: Implementation) {
+    let (app, _process, job_id) = stage_verifying(executor, "windowed").await;
+    let now_ms = kadence_tests::now_ms();
+    let expired = TriggerRecord {
+        expires_at_ms: Some(now_ms - 60_000),
+        ..hand_made_trigger(job_id, "windowed", TriggerType::Manual, now_ms - 120_000)
+    };
+    let valid = TriggerRecord {
+        expires_at_ms: Some(now_ms + 600_000),
+        ..hand_made_trigger(job_id, "windowed", TriggerType::Manual, now_ms)
+    };
+    let expired_bytes = codec::encode(&expired).unwrap();
+    assert_eq!(expired_bytes[1..5], 1003u32.to_be_bytes(), "written as v3");
+    produce_signed(&app, "windowed", job_id, &expired_bytes).await;
+    produce_signed(&app, "windowed", job_id, &codec::encode(&valid).unwrap()).await;
+    // Behind the expired one in the one partition: once it has run, the other was read.
+    let result = result_of(&app, &valid.trigger_id).await;
+    assert_eq!(
+        result.message.as_deref(),
+        Some("production run of a MANUAL trigger"),
+        "the valid trigger ran"
+    );
+    let letters = app.dead_letters(1).await;
+    let (reason, letter) = &letters[0];
+    assert_eq!(letter, &expired_bytes);
+    let expected = format!(
+        "expired trigger record: {} was valid until {} (ms since the epoch) and arrived ",
+        expired.trigger_id,
+        now_ms - 60_000
+    );
+    assert!(reason.starts_with(&expected), "{reason}");
+    let results =
+        read_records::<ResultRecord>(&app.brokers, &format!("{}.results", app.prefix), 2).await;
+    assert!(
+        results
+            .iter()
+            .all(|result| result.trigger_id != expired.trigger_id),
+        "the expired trigger was answered: {results:?}"
+    );
+    app.shutdown().await;
+}
+
+/// A scheduler on SQLite with app `app_name` (one partition), an executor of `executor` that
+/// trusts the scheduler's key (its id `{app_name}-1`), and a job of its `describe` handler.
+async fn stage_verifying(
+    executor: Implementation,
+    app_name: &str,
+) -> (TestApp, ExecutorProcess, JobId) {
+    let app = crate::helpers::spawn_app(Backend::Sqlite).await;
+    app.create_app(app_name, 1).await;
+    let key = app.signing_public_key().await;
+    let environment = [("KADENCE_TRUSTED_KEYS", key.as_str())];
+    let executor_id = format!("{app_name}-1");
+    let process =
+        ExecutorProcess::start_with(executor, &app, app_name, &executor_id, &environment).await;
+    app.wait_for_executors(app_name, 1, 1).await;
+    let job = app
+        .create_job(json!({"app": app_name, "handler": "describe", "schedule_type": "NONE"}))
+        .await;
+    (app, process, JobId::new(job.id).unwrap())
+}
+/// A trigger of the `describe` handler of `job_id`, made by hand as the scheduler would make
+/// it (no validity window), for a run the scheduler does not know (log id 1).
+fn hand_made_trigger(
+    job_id: JobId,
+    app_name: &str,
+    trigger_type: TriggerType,
+    scheduled_at_ms: i64,
+) -> TriggerRecord {
+    TriggerRecord {
         trigger_id: TriggerId::scheduled(job_id, scheduled_at_ms),
         log_id: 1,
         job_id,
-        app: AppName::parse("backfill").unwrap(),
+        app: AppName::parse(app_name).unwrap(),
         handler: "describe".into(),
         params: String::new(),
         shard_index: 0,
         shard_total: 1,
         block_strategy: BlockStrategy::SerialExecution,
         timeout_ms: 0,
-        trigger_type: TriggerType::Backfill,
+        trigger_type,
         scheduled_at_ms,
         emitted_at_ms: kadence_tests::now_ms(),
         attempt: 0,
@@ -308,28 +383,35 @@ async fn a_backfill_trigger_runs(executor: Implementation) {
         glue_source: None,
         glue_updated_at_ms: None,
         replay_of: None,
-    };
-    let bytes = codec::encode(&backfill).unwrap();
-    assert_eq!(bytes[1..5], 1002u32.to_be_bytes(), "written as v2");
-    let topic = format!("{}.triggers.backfill", app.prefix);
-    let signer = crate::signing::scheduler_key(&app).await;
-    let signature = signer.headers(&topic, &bytes);
-    app.produce_with_headers(&topic, 0, &job.id.to_string(), &bytes, Some(signature))
+        expires_at_ms: None,
+    }
+}
+
+/// Produces `bytes`, a trigger of `job_id`, to partition 0 of `app_name`'s trigger topic, keyed
+/// and signed with the scheduler's key as the scheduler does.
+async fn produce_signed(app: &TestApp, app_name: &str, job_id: JobId, bytes: &[u8]) {
+    let topic = format!("{}.triggers.{app_name}", app.prefix);
+    let signature = crate::signing::scheduler_key(app)
+        .await
+        .headers(&topic, bytes);
+    app.produce_with_headers(&topic, 0, &job_id.to_string(), bytes, Some(signature))
         .await;
+}
+
+/// The result of trigger `trigger_id`, once it is on the results topic.
+async fn result_of(app: &TestApp, trigger_id: &TriggerId) -> ResultRecord {
     let results_topic = format!("{}.results", app.prefix);
-    let result = wait_for(Duration::from_secs(60), "the backfill's result", || async {
-        let results = read_records::<ResultRecord>(&app.brokers, &results_topic, 2).await;
-        results
-            .into_iter()
-            .find(|result| result.trigger_id == backfill.trigger_id)
-    })
-    .await;
-    assert_eq!(result.executor_id, "backfill-1");
-    assert_eq!(
-        (result.code, result.message.as_deref()),
-        (500, Some("production run of a BACKFILL trigger"))
-    );
-    app.shutdown().await;
+    wait_for(
+        Duration::from_secs(60),
+        &format!("the result of {trigger_id}"),
+        || async {
+            let results = read_records::<ResultRecord>(&app.brokers, &results_topic, 2).await;
+            results
+                .into_iter()
+                .find(|result| &result.trigger_id == trigger_id)
+        },
+    )
+    .await
 }
 
 /// A result record, which is not a trigger.
@@ -381,4 +463,5 @@ on_both_executors!(
     unreadable_triggers_go_to_the_dead_letter_queue,
     with_a_trusted_key_only_signed_triggers_run,
     a_backfill_trigger_runs,
+    a_trigger_past_its_validity_window_is_dead_lettered,
 );
