@@ -16,6 +16,8 @@
 //! "security.protocol" = "SASL_SSL"
 //! [api]
 //! listen = "127.0.0.1:8080"
+//! [metrics]
+//! listen = "10.0.0.5:9464"           # /metrics here only (default: on the API's address)
 //! ```
 
 use std::collections::BTreeMap;
@@ -30,10 +32,12 @@ use serde::Deserialize;
 
 mod alarm;
 mod api;
+mod metrics;
 mod networks;
 
 pub use alarm::{AlarmConfig, SmtpTls, WebhookNetworks};
 pub use api::{ApiConfig, TrustedProxies};
+pub use metrics::MetricsConfig;
 pub use networks::IpNetworks;
 
 /// Everything `kadence serve` needs.
@@ -66,6 +70,8 @@ pub struct Config {
     pub telemetry: crate::traces::TelemetryConfig,
     /// Replays and backfills (see [`crate::replay`]).
     pub replay: crate::replay::ReplayConfig,
+    /// Who may read `/metrics`: a listen address of its own, a token.
+    pub metrics: MetricsConfig,
 }
 
 /// Users and credentials.

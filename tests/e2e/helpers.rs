@@ -697,6 +697,12 @@ impl TestApp {
         self.base_url = url;
     }
 
+    /// Where the first node serves `/metrics` when `metrics.listen` gives it an address of its
+    /// own.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.scheduler.as_ref().and_then(Scheduler::metrics_addr)
+    }
+
     pub async fn shutdown(mut self) {
         self.stop_executors().await;
         if let Some(scheduler) = self.scheduler.take() {

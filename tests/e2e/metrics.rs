@@ -3,6 +3,9 @@
 //! lateness, pre-read scans, results by code, dead letters, live executors and the partitions
 //! they own.
 //!
+//! Closing it: with `metrics.token` a scrape needs that bearer token, and with `metrics.listen`
+//! the metrics are served on an address of their own and the API's answers 404.
+//!
 //! Run once, on SQLite: the metrics count the scheduler's loops, not the store.
 
 use std::collections::HashMap;
@@ -11,7 +14,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::common::{Backend, wait_for};
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, spawn_app_with};
 
 /// The samples of a text exposition: series → value, each series written with its labels
 /// sorted by name (the encoder puts a registry's constant labels last), so a test names a
@@ -231,7 +234,61 @@ async fn an_executor_serves_its_metrics(backend: Backend) {
     app.shutdown().await;
 }
 
+/// With `metrics.token`, `/metrics` answers 401 (and says Bearer) to a request without that
+/// token, with another, or with an API token; the scrape with it reads the metrics.
+async fn a_metrics_token_closes_metrics_to_everyone_else(backend: Backend) {
+    let app = spawn_app_with(backend, |config| {
+        config.metrics.token = Some(secrecy::SecretString::from("scrape-3f9c"));
+    })
+    .await;
+    let url = format!("{}/metrics", app.api_url());
+    let http = reqwest::Client::new();
+    for bearer in [None, Some("scrape-3f9"), Some(app.admin_token())] {
+        let mut request = http.get(&url);
+        if let Some(bearer) = bearer {
+            request = request.bearer_auth(bearer);
+        }
+        let answer = request.send().await.unwrap();
+        assert_eq!(answer.status(), 401, "{bearer:?}");
+        assert_eq!(answer.headers()["www-authenticate"], "Bearer");
+    }
+    let answer = http
+        .get(&url)
+        .bearer_auth("scrape-3f9c")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(answer.text().await.unwrap().contains("kadence_"));
+    app.shutdown().await;
+}
+
+/// With `metrics.listen`, the metrics are served there and nothing else is; the API's address
+/// answers 404 for them.
+async fn metrics_can_have_an_address_of_their_own(backend: Backend) {
+    let app = spawn_app_with(backend, |config| {
+        config.metrics.listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    let on_api = reqwest::get(format!("{}/metrics", app.api_url()))
+        .await
+        .unwrap();
+    assert_eq!(on_api.status(), 404);
+    let metrics_url = format!("http://{}", app.metrics_addr().expect("a metrics address"));
+    let (text, _) = scrape(&metrics_url).await;
+    assert!(text.contains("kadence_"), "{text}");
+    for elsewhere in ["/health", "/api/jobs", "/"] {
+        let answer = reqwest::get(format!("{metrics_url}{elsewhere}"))
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 404, "{elsewhere}");
+    }
+    app.shutdown().await;
+}
+
 on_sqlite_only!(
     the_metrics_count_fires_results_and_executors,
     an_executor_serves_its_metrics,
+    a_metrics_token_closes_metrics_to_everyone_else,
+    metrics_can_have_an_address_of_their_own,
 );

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | GET | `/health` | liveness (no credentials needed) |
 //! | GET | `/health/ready` | readiness: 200 while the node's database answers, 503 during an outage, with since when and why (no credentials needed; see `crate::database_watch`) |
-//! | GET | `/metrics` | Prometheus metrics (no credentials needed; see `crate::metrics`) |
+//! | GET | `/metrics` | Prometheus metrics (no credentials unless `metrics.token` is set; on `metrics.listen` instead when that is set; see `metrics_endpoint`) |
 //! | GET | `/api/openapi.json`, `/api/docs` | the OpenAPI document and its browsable page (no credentials needed) |
 //! | GET, POST | `/registry/…` | the schema catalog in the Confluent Schema Registry's read API shape (no credentials needed) |
 //! | GET | `/`, `/console/…` | the web console and its files (no credentials needed; its data comes from this API; see `crate::console`) |
@@ -92,6 +92,7 @@ mod imports;
 mod job_spec;
 mod jobs;
 mod limits;
+mod metrics_endpoint;
 mod openapi;
 mod overview;
 mod pages;
@@ -120,6 +121,7 @@ pub use imports::{IMPORT_BODY_LIMIT_BYTES, XxlImportRequest};
 pub use job_spec::{JobView, MAX_GLUE_SOURCE_BYTES, NewJobRequest};
 pub use jobs::JobQuery;
 pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
+pub use metrics_endpoint::{MetricsAccess, metrics_router};
 pub use overview::{AppExecutors, DayCounts, ExecutorCounts, Overview, OverviewQuery};
 pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, PageQuery};
 pub use password_resets::{DEFAULT_RESET_TOKEN_HOURS, PasswordResetRequest, ResetTokenRequest};
@@ -208,6 +210,8 @@ pub struct ApiState {
     /// Where alarm webhooks may point: a job whose webhook is a literal internal address
     /// not in `alarm.webhook_allowed_networks` is refused when saved.
     pub webhook_targets: crate::monitors::webhook_target::WebhookTargets,
+    /// Where `/metrics` is served and whether it asks for a token.
+    pub metrics_access: MetricsAccess,
 }
 
 /// The API's routes over `state`, within `limits`, with the OpenAPI document and its page.
@@ -323,40 +327,7 @@ fn health_routes() -> OpenApiRouter<Arc<ApiState>> {
     OpenApiRouter::new()
         .routes(routes!(health))
         .routes(routes!(readiness))
-        .routes(routes!(metrics))
-}
-
-/// This node's Prometheus metrics (see `crate::metrics` for every name and label). Public,
-/// like `/health`, so that Prometheus scrapes it without a token: it holds counts, app and
-/// handler names, no job data.
-#[utoipa::path(get, path = "/metrics", tag = "health",
-    responses((status = 200, description = "The metrics in Prometheus's text format",
-        body = String, content_type = "text/plain")))]
-async fn metrics(
-    axum::extract::State(state): axum::extract::State<Arc<ApiState>>,
-) -> ([(axum::http::header::HeaderName, &'static str); 1], String) {
-    let metrics = state.intake.metrics();
-    // The registry's view at the scrape, so an app whose executors all left reads zero.
-    metrics.live_executors.reset();
-    metrics.owned_partitions.reset();
-    for (app, live, owned) in state.registry.liveness(state.clock.now_ms()) {
-        let app = [app.as_str()];
-        metrics
-            .live_executors
-            .with_label_values(&app)
-            .set(live as i64);
-        metrics
-            .owned_partitions
-            .with_label_values(&app)
-            .set(owned as i64);
-    }
-    (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            crate::metrics::CONTENT_TYPE,
-        )],
-        metrics.render(),
-    )
+        .routes(routes!(metrics_endpoint::metrics))
 }
 
 /// Liveness: the node's HTTP server answers.

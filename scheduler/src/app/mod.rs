@@ -43,7 +43,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::acks::{AckLedger, AckWriter};
-use crate::api::{ApiLimits, ApiState, LoginThrottle, router, serve};
+use crate::api::{
+    ApiLimits, ApiState, LoginThrottle, MetricsAccess, metrics_router, router, serve,
+};
 use crate::auth::{announce_first_admin, ensure_first_admin};
 use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
@@ -72,6 +74,7 @@ const CHANNEL_CAPACITY: usize = 10_000;
 /// A running scheduler node.
 pub struct Scheduler {
     api_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     node_id: String,
     store: Arc<dyn Store>,
     tracer: RunTracer,
@@ -90,12 +93,13 @@ impl Scheduler {
         let fire_path = node.spawn_fire_path();
         node.spawn_readers().await?;
         node.spawn_monitors(&fire_path)?;
-        let api_addr = node.serve_api(listener, fire_path)?;
+        let (api_addr, metrics_addr) = node.serve_api(listener, fire_path)?;
         node.tasks.close();
         tracing::info!(%api_addr, node_id = %node.node_id,
             backend = node.pools.scheduling.backend(), "scheduler started");
         Ok(Scheduler {
             api_addr,
+            metrics_addr,
             node_id: node.node_id,
             store: node.pools.background,
             tracer: node.tracer,
@@ -107,6 +111,11 @@ impl Scheduler {
     /// Where the API listens.
     pub fn api_addr(&self) -> SocketAddr {
         self.api_addr
+    }
+
+    /// Where `/metrics` is served when `metrics.listen` names an address of its own.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// This node's id.
@@ -369,8 +378,13 @@ impl Node {
         pre_read_waker
     }
 
-    /// Serves the API on `listener` with its own pool, until shutdown.
-    fn serve_api(&self, listener: TcpListener, fire_path: FirePath) -> anyhow::Result<SocketAddr> {
+    /// Serves the API on `listener` with its own pool, until shutdown, and the metrics on an
+    /// address of their own when configured; returns both addresses.
+    fn serve_api(
+        &self,
+        listener: TcpListener,
+        fire_path: FirePath,
+    ) -> anyhow::Result<(SocketAddr, Option<SocketAddr>)> {
         let schedule = &self.config.schedule;
         let api_store = Arc::clone(&self.pools.api);
         let api_intake = fire_path.intake.using(Arc::clone(&api_store));
@@ -394,6 +408,7 @@ impl Node {
             webhook_targets: WebhookTargets::new(
                 self.config.alarm.webhook_allowed_networks.clone(),
             ),
+            metrics_access: MetricsAccess::new(&self.config.metrics),
             replayer: Arc::new(
                 Replayer::new(
                     (Arc::clone(&self.pools.api), api_intake),
@@ -409,9 +424,45 @@ impl Node {
         let api_addr = listener.local_addr().context("reading the API address")?;
         let api_shutdown = self.shutdown.clone().cancelled_owned();
         let header_read_timeout = self.config.api.header_read_timeout;
+        let metrics_addr = self.serve_metrics(&state, api_addr)?;
         let api = router(state, api_limits);
         self.tasks
             .spawn(serve(listener, api, header_read_timeout, api_shutdown));
-        Ok(api_addr)
+        Ok((api_addr, metrics_addr))
+    }
+
+    /// Serves `/metrics` on `metrics.listen` when that is set (returning where), and warns when
+    /// the API at `api_addr` shows it to anyone beyond loopback.
+    fn serve_metrics(
+        &self,
+        state: &Arc<ApiState>,
+        api_addr: SocketAddr,
+    ) -> anyhow::Result<Option<SocketAddr>> {
+        let config = &self.config.metrics;
+        if config.open_beyond_loopback(api_addr) {
+            tracing::warn!(%api_addr,
+                "/metrics names every app and executor to anyone who reaches the API: set \
+                 metrics.listen (an internal address) or metrics.token");
+        }
+        let Some(listen) = config.listen else {
+            return Ok(None);
+        };
+        let listener = std::net::TcpListener::bind(listen)
+            .and_then(|listener| {
+                listener.set_nonblocking(true)?;
+                TcpListener::from_std(listener)
+            })
+            .with_context(|| format!("binding metrics.listen {listen}"))?;
+        let metrics_addr = listener
+            .local_addr()
+            .context("reading the metrics address")?;
+        self.tasks.spawn(serve(
+            listener,
+            metrics_router(Arc::clone(state)),
+            self.config.api.header_read_timeout,
+            self.shutdown.clone().cancelled_owned(),
+        ));
+        tracing::info!(%metrics_addr, "serving /metrics on its own address");
+        Ok(Some(metrics_addr))
     }
 }
