@@ -389,7 +389,46 @@ async fn without_an_allow_list_loopback_is_refused_when_saved_and_when_resolved(
     app.shutdown().await;
 }
 
+/// An `https://` webhook is called over TLS: the receiver's first bytes are a TLS handshake
+/// record (a ClientHello), not a refusal before connecting. Most receivers (chat bots,
+/// incident tools) take https only. The receiver here answers no handshake, so the delivery
+/// reads FAILED.
+async fn https_webhooks_are_called_over_tls(backend: Backend) {
+    let receiver = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = receiver.local_addr().unwrap().port();
+    let first_bytes = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let (mut connection, _) = receiver.accept().await.expect("the webhook connects");
+        let mut head = [0u8; 3];
+        connection.read_exact(&mut head).await.expect("it sends");
+        head
+    });
+    let mut app = spawn_app_with(backend, |config| {
+        config.alarm.webhook_allowed_networks = loopback_receivers();
+        config.monitors.interval = Duration::from_millis(200);
+    })
+    .await;
+    app.create_app("hooks", 1).await;
+    app.start_executor("hooks");
+    let job = app
+        .create_job(failing_job(&format!("https://127.0.0.1:{port}/hook")))
+        .await;
+    app.trigger(job.id, None).await;
+    let head = tokio::time::timeout(Duration::from_secs(60), first_bytes)
+        .await
+        .expect("the alarm is sent in time")
+        .unwrap();
+    assert_eq!(
+        head[..2],
+        [0x16, 0x03],
+        "a TLS handshake record: {head:02x?}"
+    );
+    assert_eq!(followed_up(&app, job.id).await, AlarmStatus::Failed);
+    app.shutdown().await;
+}
+
 on_sqlite_only!(
+    https_webhooks_are_called_over_tls,
     webhooks_reach_allowed_networks_only_and_members_learn_only_failed,
     without_an_allow_list_loopback_is_refused_when_saved_and_when_resolved,
 );
