@@ -32,11 +32,13 @@ use serde::Deserialize;
 
 mod alarm;
 mod api;
+mod auth;
 mod metrics;
 mod networks;
 
 pub use alarm::{AlarmConfig, SmtpTls, WebhookNetworks};
 pub use api::{ApiConfig, TrustedProxies};
+pub use auth::AuthConfig;
 pub use metrics::MetricsConfig;
 pub use networks::IpNetworks;
 
@@ -72,45 +74,6 @@ pub struct Config {
     pub replay: crate::replay::ReplayConfig,
     /// Who may read `/metrics`: a listen address of its own, a token.
     pub metrics: MetricsConfig,
-}
-
-/// Users and credentials.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct AuthConfig {
-    /// The password of the first admin (user `admin`), created on the first start on a
-    /// database without users (`KADENCE_AUTH__ADMIN_PASSWORD`). Without it the first start
-    /// makes a random one and prints it once to the log. A secret: never logged. Ignored once
-    /// users exist.
-    pub admin_password: Option<SecretString>,
-    /// How long a login's session token is accepted (`kadence login`, the console).
-    #[serde(with = "humantime_serde")]
-    pub session_ttl: Duration,
-    /// Longest life an API token may be given (they are for automation, but must end).
-    #[serde(with = "humantime_serde")]
-    pub api_token_max_ttl: Duration,
-    /// Failed logins of one user name within `login_lockout` before further attempts are
-    /// refused (429) until it has passed.
-    pub login_failures_per_user: u32,
-    /// Failed logins from one client address (any user names) within `login_lockout`
-    /// before further attempts from it are refused.
-    pub login_failures_per_address: u32,
-    /// The window failed logins are counted in, and the longest a lockout lasts.
-    #[serde(with = "humantime_serde")]
-    pub login_lockout: Duration,
-}
-
-impl Default for AuthConfig {
-    fn default() -> Self {
-        AuthConfig {
-            admin_password: None,
-            session_ttl: Duration::from_secs(12 * 3600),
-            api_token_max_ttl: Duration::from_secs(366 * 24 * 3600),
-            login_failures_per_user: 5,
-            login_failures_per_address: 20,
-            login_lockout: Duration::from_secs(15 * 60),
-        }
-    }
 }
 
 /// The scheduler's database.

@@ -25,6 +25,7 @@ mod console;
 mod console_api;
 mod console_session;
 mod helpers;
+mod login_guard;
 mod metrics;
 mod monitors;
 mod operators;

@@ -227,12 +227,15 @@ async fn runs_are_judged_by_the_app_they_ran_in(backend: Backend) {
     app.shutdown().await;
 }
 
-/// `admin` locked by failed logins stays locked under `admin ` (MariaDB compares the two
-/// equal), and a wrong current password of a password change counts as a failed login.
+/// `admin` throttled after failed logins stays throttled under `admin ` (MariaDB compares
+/// the two equal), and a wrong current password of a password change counts as a failed
+/// login.
 async fn login_names_are_exact_and_password_checks_are_throttled(backend: Backend) {
     let app = spawn_app_with(backend, |config| {
-        config.auth.login_failures_per_user = 3;
-        config.auth.login_failures_per_address = 100;
+        // The third failure of a user from the address makes it wait a minute.
+        config.auth.login_free_failures = 2;
+        config.auth.login_delay_first = Duration::from_secs(60);
+        config.auth.login_free_failures_per_address = 100;
     })
     .await;
     let api = app.api_url();
@@ -242,7 +245,7 @@ async fn login_names_are_exact_and_password_checks_are_throttled(backend: Backen
     for _ in 0..3 {
         assert_eq!(attempt("admin", "wrong").await, 401);
     }
-    assert_eq!(attempt("admin", TEST_ADMIN_PASSWORD).await, 429, "locked");
+    assert_eq!(attempt("admin", TEST_ADMIN_PASSWORD).await, 429, "waiting");
     assert_eq!(
         attempt("admin   ", TEST_ADMIN_PASSWORD).await,
         401,

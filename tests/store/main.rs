@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod accounts;
+mod audit;
 mod batches;
 mod console;
 mod history;

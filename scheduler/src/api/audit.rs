@@ -3,8 +3,11 @@
 //! authenticated route, so a new route is audited without anyone remembering to. A handler
 //! adds what only it knows, the app concerned and what changed (a job edit: the definition
 //! before and after), as an [`AuditNote`] on its answer. Logins, outside that layer, are
-//! recorded by the login itself, failed ones included. Passwords and tokens are never in an
-//! entry: the layer does not read bodies, and no note carries them.
+//! recorded by the login itself. What is refused before a caller is known (a failed or
+//! throttled login, a write without valid credentials or without the console's header) is
+//! recorded by `refusals`, a flood of the same refusal as one entry with its count, so that
+//! it cannot fill the table. Passwords and tokens are never in an entry: the layer does not
+//! read bodies, no note carries them, and a refused token is known only by a fingerprint.
 //!
 //! `GET /api/audit` lists entries newest first (`?app=&user=&target=&from_ms=&to_ms=`): an
 //! admin sees all, a member the entries of the apps they may view. Entries are deleted with

@@ -22,19 +22,26 @@
 //!
 //! An admin-only route whose body is large checks the role in [`admins_only`], in front of
 //! the handler, so that a member's request is refused before its body is read.
+//!
+//! A write refused here (401: credentials missing or bad; 403: the cookie without the
+//! header) and a console login refused for lacking the console's marks are recorded in the
+//! audit trail, floods as one entry with their count ([`super::refusals`]); reads are not,
+//! as no read is.
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use kadence_schemas::AppName;
 
 use super::ApiState;
 use super::body::require_json_content;
+use super::client::ClientAddress;
 use super::error::ApiError;
+use super::refusals::{Refusal, record_refusal};
 use crate::auth::{TOKEN_PREFIX, token_hash};
 use crate::model::{Access, Role, TokenInfo, User};
 
@@ -134,7 +141,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 }
 
 /// The layer in front of every authenticated route: a valid, unexpired, unrevoked
-/// `Authorization: Bearer kdn_…` token, or 401.
+/// `Authorization: Bearer kdn_…` token, or 401. A refused write is recorded.
 pub(super) async fn authenticate(
     State(state): State<Arc<ApiState>>,
     mut request: Request,
@@ -145,8 +152,54 @@ pub(super) async fn authenticate(
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
-        Err(error) => error.into_response(),
+        Err(error) => {
+            if let Some(refusal) = refused_write(&request, &error) {
+                record_refusal(&state, refusal).await;
+            }
+            error.into_response()
+        }
     }
+}
+
+/// The refusal to record when `request` was refused with `error`: a write refused for its
+/// credentials (401) or for lacking the console's header (403); none for a read, nor for a
+/// node too busy to check (503).
+fn refused_write(request: &Request, error: &ApiError) -> Option<Refusal> {
+    let method = request.method();
+    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        return None;
+    }
+    let status = refusal_status(error)?;
+    let path = request.uri().path();
+    let route = (request.extensions().get::<MatchedPath>()).map_or(path, MatchedPath::as_str);
+    Some(Refusal {
+        action: format!("{method} {route}"),
+        target: path.to_owned(),
+        status,
+        user_name: String::new(),
+        token: presented_token(request.headers()),
+        address: client_of(request.extensions()),
+        reason: error.to_string(),
+    })
+}
+
+/// The token a request presented, however malformed: the bearer token, or the cookie's
+/// (only its fingerprint is recorded).
+fn presented_token(headers: &HeaderMap) -> Option<String> {
+    let bearer = (headers.get(header::AUTHORIZATION))
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim().to_owned());
+    match bearer {
+        Some(token) => Some(token),
+        None if headers.contains_key(header::AUTHORIZATION) => None,
+        None => session_cookie(headers),
+    }
+}
+
+fn client_of(extensions: &axum::http::Extensions) -> Option<std::net::IpAddr> {
+    (extensions.get::<ClientAddress>()).and_then(|ClientAddress(address)| *address)
 }
 
 async fn identify(
@@ -198,21 +251,52 @@ fn require_console_header(method: &Method, headers: &HeaderMap) -> Result<(), Ap
 }
 
 /// The marks of a login the console sends, checked before its body is read: a JSON body
-/// (415 otherwise) and [`CONSOLE_HEADER`] (403 otherwise); see the module docs.
+/// (415 otherwise) and [`CONSOLE_HEADER`] (403 otherwise); see the module docs. A login
+/// refused for lacking them is recorded.
 pub(super) struct ConsoleLogin;
 
-impl<S: Send + Sync> FromRequestParts<S> for ConsoleLogin {
+impl FromRequestParts<Arc<ApiState>> for ConsoleLogin {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        require_json_content(&parts.headers)?;
-        if !parts.headers.contains_key(CONSOLE_HEADER) {
-            return Err(ApiError::Forbidden(format!(
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<ApiState>,
+    ) -> Result<Self, Self::Rejection> {
+        let marked = require_json_content(&parts.headers).and_then(|()| {
+            if parts.headers.contains_key(CONSOLE_HEADER) {
+                return Ok(ConsoleLogin);
+            }
+            Err(ApiError::Forbidden(format!(
                 "a console login must carry the {CONSOLE_HEADER} header: a login another \
                  site made the browser send is refused"
-            )));
+            )))
+        });
+        if let Err(error) = &marked
+            && let Some(status) = refusal_status(error)
+        {
+            let refusal = Refusal {
+                action: "POST /api/auth/session".to_owned(),
+                target: parts.uri.path().to_owned(),
+                status,
+                user_name: String::new(),
+                token: None,
+                address: client_of(&parts.extensions),
+                reason: error.to_string(),
+            };
+            record_refusal(state, refusal).await;
         }
-        Ok(ConsoleLogin)
+        marked
+    }
+}
+
+/// The status of `error` if it refuses the request's credentials or marks (and is to be
+/// recorded); none for anything else, such as a node too busy to check (503).
+fn refusal_status(error: &ApiError) -> Option<StatusCode> {
+    match error {
+        ApiError::Unauthorized(_) => Some(StatusCode::UNAUTHORIZED),
+        ApiError::Forbidden(_) => Some(StatusCode::FORBIDDEN),
+        ApiError::UnsupportedMediaType(_) => Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
+        _ => None,
     }
 }
 

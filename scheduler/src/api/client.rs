@@ -9,11 +9,22 @@
 //! HAProxy and the cloud load balancers append, and a header the proxy does not write is one
 //! the client could.
 //!
-//! [`identify`] runs in front of every API route and leaves the answer in the request as a
-//! [`ClientAddress`], which handlers take as an extractor.
+//! Whether the browser came over HTTPS ([`came_over_https`], for the session cookie's
+//! `Secure` flag) is decided the same way: `kadence serve` speaks plain HTTP, so only a
+//! trusted proxy (which ends TLS) can say so, in the `X-Forwarded-Proto` it writes; the value
+//! the nearest proxy wrote (the last, if several were appended) is believed. From any other
+//! peer the header is ignored and the answer is no, the connection's own scheme.
+//!
+//! A request from a peer that is no trusted proxy but sends `X-Forwarded-For` is logged once
+//! per node as a warning: most likely a proxy someone forgot to list, which makes every
+//! client behind it one address, sharing its login waits and its share of the public routes.
+//!
+//! [`identify`] runs in front of every API route and leaves the answers in the request as a
+//! [`ClientAddress`] and a [`CameOverHttps`], which handlers take as extractors.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
@@ -27,11 +38,21 @@ use crate::config::TrustedProxies;
 
 /// The header each proxy appends the address it received the request from to.
 const FORWARDED_FOR: &str = "x-forwarded-for";
+/// The header a proxy that ends TLS says the client's scheme in.
+const FORWARDED_PROTO: &str = "x-forwarded-proto";
+
+/// Whether the warning about an unlisted proxy was logged (once per process is enough).
+static UNTRUSTED_FORWARDING_LOGGED: AtomicBool = AtomicBool::new(false);
 
 /// The client's IP address: `None` when the server was started without connection info (a
 /// router driven in-process; `kadence serve` always has it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ClientAddress(pub(super) Option<IpAddr>);
+
+/// Whether the browser came over HTTPS, as the proxy in front said: the session cookie is
+/// then `Secure`. Always false without connection info (a router driven in-process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct CameOverHttps(pub(super) bool);
 
 /// The client of a request that came from `peer` with `headers` (see the module docs).
 pub(super) fn client_address(
@@ -41,6 +62,16 @@ pub(super) fn client_address(
 ) -> IpAddr {
     let mut client = peer.to_canonical();
     if !trusted.contains(client) {
+        if headers.contains_key(FORWARDED_FOR)
+            && !UNTRUSTED_FORWARDING_LOGGED.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(
+                peer = %client,
+                "a request came with X-Forwarded-For from an address not in \
+                 api.trusted_proxies: the header is ignored; if that address is a proxy of \
+                 yours, list it, or every client behind it counts as that one address"
+            );
+        }
         return client;
     }
     // Several headers are one list, in order; the nearest hop is last.
@@ -66,7 +97,20 @@ pub(super) fn client_address(
     client
 }
 
-/// Puts the request's [`ClientAddress`] into it, for the layers and handlers after this one.
+/// Whether a request from `peer` with `headers` came over HTTPS (see the module docs).
+pub(super) fn came_over_https(peer: IpAddr, headers: &HeaderMap, trusted: &TrustedProxies) -> bool {
+    if !trusted.contains(peer) {
+        return false;
+    }
+    (headers.get_all(FORWARDED_PROTO).iter())
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .next_back()
+        .is_some_and(|proto| proto.trim().eq_ignore_ascii_case("https"))
+}
+
+/// Puts the request's [`ClientAddress`] and [`CameOverHttps`] into it, for the layers and
+/// handlers after this one.
 pub(super) async fn identify(
     State(trusted): State<Arc<TrustedProxies>>,
     mut request: Request,
@@ -75,8 +119,11 @@ pub(super) async fn identify(
     let peer = (request.extensions())
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(peer)| peer.ip());
-    let client = peer.map(|peer| client_address(peer, request.headers(), &trusted));
+    let headers = request.headers();
+    let client = peer.map(|peer| client_address(peer, headers, &trusted));
+    let https = peer.is_some_and(|peer| came_over_https(peer, headers, &trusted));
     request.extensions_mut().insert(ClientAddress(client));
+    request.extensions_mut().insert(CameOverHttps(https));
     next.run(request).await
 }
 
@@ -86,6 +133,15 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         // Put there by `identify`, in front of every API route.
         Ok((parts.extensions.get::<ClientAddress>().copied()).unwrap_or(ClientAddress(None)))
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for CameOverHttps {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        // Put there by `identify`, in front of every API route.
+        Ok((parts.extensions.get::<CameOverHttps>().copied()).unwrap_or(CameOverHttps(false)))
     }
 }
 
@@ -235,6 +291,34 @@ mod tests {
             ip("10.2.2.2"),
             "a proxy's own request"
         );
+    }
+
+    #[test]
+    fn only_a_trusted_proxy_says_the_browser_came_over_https() {
+        let proxies = TrustedProxies::parse(&["10.0.0.0/8"]).unwrap();
+        let mut https = HeaderMap::new();
+        https.insert(FORWARDED_PROTO, HeaderValue::from_static("HTTPS"));
+        assert!(came_over_https(ip("10.2.2.2"), &https, &proxies));
+        assert!(
+            !came_over_https(ip("203.0.113.9"), &https, &proxies),
+            "a client writes what it likes"
+        );
+        assert!(
+            !came_over_https(ip("10.2.2.2"), &https, &TrustedProxies::default()),
+            "without trusted proxies the header is ignored"
+        );
+        assert!(
+            !came_over_https(ip("10.2.2.2"), &HeaderMap::new(), &proxies),
+            "a proxy that says nothing: the connection itself, plain HTTP"
+        );
+        let mut appended = HeaderMap::new();
+        appended.insert(FORWARDED_PROTO, HeaderValue::from_static("https, http"));
+        assert!(
+            !came_over_https(ip("10.2.2.2"), &appended, &proxies),
+            "the nearest proxy's word counts"
+        );
+        appended.append(FORWARDED_PROTO, HeaderValue::from_static("https"));
+        assert!(came_over_https(ip("::ffff:10.2.2.2"), &appended, &proxies));
     }
 
     #[test]

@@ -54,7 +54,10 @@
 //! `caller`), and checks the caller's role and grants on the app concerned (403
 //! when missing): an admin may do everything; a member sees only the apps granted to them,
 //! reads them with VIEW, changes their jobs with OPERATE, and writes script source with
-//! SCRIPTS. Failed logins are throttled per user name and client address (`throttle`).
+//! SCRIPTS. A failed login makes its client address wait before it tries that user again,
+//! longer with each failure (429 with `Retry-After` meanwhile), never locking the user out
+//! (`throttle`); refused logins and writes refused for their credentials are in the audit
+//! trail, a flood as one entry with its count (`refusals`).
 //!
 //! Every `GET` list answers a page, `{"items": [...], "next": …}`, of at most `limit` items
 //! (default 100, at most 1 000); pass `next` as `after` for the following page
@@ -75,7 +78,8 @@
 //! `schedules`, `sessions` (login, logout, language), `tokens`, `users`, `audit`,
 //! `signing_keys`, `replays` (with backfills and the shadow report), `imports` and
 //! `import_undo` (XXL-JOB), `password_resets`; the plumbing every
-//! route shares: `caller`, `client` (who the client is, by address), `throttle`, `error`,
+//! route shares: `caller`, `client` (who the client is, by address), `throttle`,
+//! `refusals`, `error`,
 //! `body`, `pages`, `limits`; and `serve`, the HTTP server the router runs in. This file
 //! holds the state, the router and the small parsers the
 //! resources share.
@@ -97,6 +101,7 @@ mod openapi;
 mod overview;
 mod pages;
 mod password_resets;
+mod refusals;
 mod registry;
 mod replays;
 mod reports;
@@ -125,6 +130,7 @@ pub use metrics_endpoint::{MetricsAccess, metrics_router};
 pub use overview::{AppExecutors, DayCounts, ExecutorCounts, Overview, OverviewQuery};
 pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, PageQuery};
 pub use password_resets::{DEFAULT_RESET_TOKEN_HOURS, PasswordResetRequest, ResetTokenRequest};
+pub use refusals::RefusalTally;
 pub use replays::{BackfillBody, ReplayBody, ReplayQuery, ShadowReportQuery};
 pub use reports::{ReportQuery, ReportView};
 pub use run_search::{RunDetail, RunQuery};
@@ -199,6 +205,8 @@ pub struct ApiState {
     pub change_settle_ms: i64,
     /// Failed logins per user name and client address.
     pub login_throttle: LoginThrottle,
+    /// The audit entries of refused attempts still counting a flood.
+    pub refusals: RefusalTally,
     /// How long a login's session token lasts.
     pub session_ttl: Duration,
     /// Longest life of an API token.

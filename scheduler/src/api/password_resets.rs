@@ -155,7 +155,7 @@ pub(super) async fn redeem_reset_token(
                 .to_owned(),
         ));
     };
-    state.login_throttle.succeeded(&key);
+    state.login_throttle.succeeded(&key, address);
     record_reset(
         &state,
         Some((user.id, &user.name)),

@@ -7,7 +7,11 @@
 //!
 //! A wrong name and a wrong password get the same answer, after the same work (an unknown
 //! name is checked against a dummy hash), so the login cannot be used to find user names.
-//! Failures are counted per name and per client address ([`super::throttle`]).
+//! Each failure makes its client address wait before it tries that name again, and an
+//! address failing for many names waits for all ([`super::throttle`]); a failed or throttled
+//! login is in the audit trail, a flood of them as one entry with its count
+//! ([`super::refusals`]). The cookie is `Secure` when the browser came over HTTPS, which only
+//! a trusted proxy can say ([`CameOverHttps`]).
 
 use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
@@ -21,9 +25,10 @@ use serde::{Deserialize, Serialize};
 use super::audit::record;
 use super::body::ApiJson;
 use super::caller::{Caller, ConsoleLogin, SESSION_COOKIE};
-use super::client::ClientAddress;
+use super::client::{CameOverHttps, ClientAddress};
 use super::error::ApiError;
 use super::error::ErrorBody;
+use super::refusals::{Refusal, record_refusal};
 use super::tokens::{IssuedToken, issue_token};
 use super::users::password_matches;
 use super::{ApiState, millis_from_now};
@@ -89,6 +94,7 @@ pub(super) async fn open_session(
     _: ConsoleLogin,
     headers: HeaderMap,
     ClientAddress(address): ClientAddress,
+    CameOverHttps(https): CameOverHttps,
     ApiJson(request): ApiJson<LoginRequest>,
 ) -> Result<(StatusCode, [(HeaderName, String); 1], Json<ConsoleSession>), ApiError> {
     let issued = check_login(&state, &headers, address, request).await?;
@@ -96,7 +102,7 @@ pub(super) async fn open_session(
         .http_only(true)
         .same_site(SameSite::Strict)
         .path("/")
-        .secure(came_over_https(&headers))
+        .secure(https)
         .max_age(cookie::time::Duration::seconds(
             i64::try_from(state.session_ttl.as_secs()).unwrap_or(i64::MAX),
         ));
@@ -112,15 +118,6 @@ pub(super) async fn open_session(
     ))
 }
 
-/// Whether a proxy in front said the browser came over HTTPS (`kadence serve` speaks plain
-/// HTTP; TLS ends at the proxy): the cookie is then marked `Secure`.
-fn came_over_https(headers: &HeaderMap) -> bool {
-    headers
-        .get("x-forwarded-proto")
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|proto| proto.eq_ignore_ascii_case("https"))
-}
-
 /// A session token for a right name and password: throttled, audited, the same work for an
 /// unknown name as for a wrong password.
 async fn check_login(
@@ -131,11 +128,19 @@ async fn check_login(
 ) -> Result<IssuedToken, ApiError> {
     let now = state.clock.now_ms();
     if let Err(retry_after_secs) = state.login_throttle.check(&request.name, address, now) {
+        let message = format!(
+            "too many failed logins for this user from this address, or from this address: \
+             try again in {retry_after_secs} s"
+        );
+        let refusal = Refusal::login(
+            &request.name,
+            address,
+            StatusCode::TOO_MANY_REQUESTS,
+            &message,
+        );
+        record_refusal(state, refusal).await;
         return Err(ApiError::TooManyRequests {
-            message: format!(
-                "too many failed logins for this user or from this address: try again in \
-                 {retry_after_secs} s"
-            ),
+            message,
             retry_after_secs,
         });
     }
@@ -151,43 +156,29 @@ async fn check_login(
         state.login_throttle.failed(&request.name, address, now);
         // Debug-quoted: a name with a newline in it must not forge a line of the log.
         tracing::info!(user = ?request.name, ?address, "failed login");
-        record_login(
-            state,
-            None,
-            &request.name,
-            address,
-            StatusCode::UNAUTHORIZED,
-        )
-        .await;
-        return Err(ApiError::Unauthorized(
-            "wrong user name or password".to_owned(),
-        ));
+        let message = "wrong user name or password";
+        let refusal = Refusal::login(&request.name, address, StatusCode::UNAUTHORIZED, message);
+        record_refusal(state, refusal).await;
+        return Err(ApiError::Unauthorized(message.to_owned()));
     };
-    state.login_throttle.succeeded(&request.name);
-    let user_id = Some(found.user.id);
-    record_login(state, user_id, &request.name, address, StatusCode::CREATED).await;
+    state.login_throttle.succeeded(&request.name, address);
+    record_login(state, &found.user, address).await;
     let client = client_name(headers, address);
     let expires_at_ms = millis_from_now(now, state.session_ttl);
     issue_token(state, found.user, TokenKind::Session, client, expires_at_ms).await
 }
 
-/// A login in the audit trail (the layer that records other writes is not in front of it).
-async fn record_login(
-    state: &ApiState,
-    user_id: Option<i64>,
-    name: &str,
-    address: Option<IpAddr>,
-    status: StatusCode,
-) {
+/// A successful login in the audit trail (the layer that records other writes is not in
+/// front of it; refused ones are [`Refusal`]s).
+async fn record_login(state: &ApiState, user: &User, address: Option<IpAddr>) {
     let entry = NewAuditEntry {
         at_ms: state.clock.now_ms(),
-        user_id,
-        // What was typed, bounded: it may be anything.
-        user_name: name.chars().take(64).collect(),
+        user_id: Some(user.id),
+        user_name: user.name.clone(),
         action: "POST /api/auth/login".to_owned(),
         target: "/api/auth/login".to_owned(),
         app: None,
-        status: status.as_u16(),
+        status: StatusCode::CREATED.as_u16(),
         details: address.map(|address| serde_json::json!({ "address": address })),
     };
     record(state, entry).await;

@@ -44,7 +44,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::acks::{AckLedger, AckWriter};
 use crate::api::{
-    ApiLimits, ApiState, LoginThrottle, MetricsAccess, metrics_router, router, serve,
+    ApiLimits, ApiState, LoginThrottle, MetricsAccess, RefusalTally, metrics_router, router,
+    serve,
 };
 use crate::auth::{announce_first_admin, ensure_first_admin};
 use crate::cancellations::{CancellationPoller, CancelledFires};
@@ -402,6 +403,7 @@ impl Node {
             pre_read_window_ms: millis(schedule.pre_read_window),
             change_settle_ms: millis(schedule.emit_lead + schedule.cancel_poll_interval),
             login_throttle: LoginThrottle::new(&self.config.auth),
+            refusals: RefusalTally::default(),
             session_ttl: self.config.auth.session_ttl,
             api_token_max_ttl: self.config.auth.api_token_max_ttl,
             database: Arc::clone(&self.database),

@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 pub struct NewAuditEntry {
     /// When the request was answered, ms since the epoch.
     pub at_ms: i64,
-    /// Who made it (none for a failed login).
+    /// Who made it (none for a refused login or a write refused for its credentials).
     pub user_id: Option<i64>,
-    /// Their login name (the name tried, for a login).
+    /// Their login name (the name tried, for a login; empty for a write refused for its
+    /// credentials; `*` for refusals of many names or tokens counted together).
     pub user_name: String,
     /// The route: method and path template, e.g. `PATCH /api/jobs/{id}`.
     pub action: String,
@@ -20,7 +21,10 @@ pub struct NewAuditEntry {
     pub app: Option<AppName>,
     /// The HTTP status answered.
     pub status: u16,
-    /// What changed, when the route says (a job edit: the definition before and after).
+    /// What changed, when the route says (a job edit: the definition before and after). For
+    /// refused attempts, which are recorded a flood at a time: `address`, `reason`, `count`
+    /// (the refusals the entry stands for, within a minute of the first), `last_at_ms`, and
+    /// `token` (a fingerprint, `sha256:` and 12 hex digits) when a token was presented.
     pub details: Option<serde_json::Value>,
 }
 

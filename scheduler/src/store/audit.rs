@@ -24,8 +24,17 @@ pub struct AuditFilter {
 /// The record of writes.
 #[async_trait::async_trait]
 pub trait AuditTrail: Send + Sync {
-    /// Records an entry.
-    async fn record_audit(&self, entry: &NewAuditEntry) -> Result<(), StoreError>;
+    /// Records an entry; returns its id.
+    async fn record_audit(&self, entry: &NewAuditEntry) -> Result<i64, StoreError>;
+
+    /// Replaces the details of entry `id`: an entry that stands for a flood of refusals
+    /// counts the ones that came after it was recorded (see `crate::api` `refusals`).
+    /// Returns whether the entry exists.
+    async fn set_audit_details(
+        &self,
+        id: i64,
+        details: &serde_json::Value,
+    ) -> Result<bool, StoreError>;
 
     /// A page of entries, newest first; the key is the id (the next page is older).
     async fn list_audit(

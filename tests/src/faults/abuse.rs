@@ -6,12 +6,21 @@
 //! network), a console login sent as `text/plain` (what a cross-site form can send). The
 //! scheduler's resident memory is read before and after.
 //!
+//! Then two floods, each one case: [`FLOOD`] wrong logins of one made-up user (the first few
+//! answered 401, the rest 429 with `Retry-After` while the address waits) and [`FLOOD`]
+//! writes with a made-up token (401). Each must be refused clearly throughout and stand in
+//! the audit trail as one entry per status whose counts add up to the flood (the token known
+//! only by its fingerprint), not as an entry per request.
+//!
 //! Then a slow-loris burst: more connections than the API takes requests at once, each
 //! dribbling a login body a byte at a time. A signed-in request during the burst must be
 //! answered 200, and every dribbler must be answered: 408 at the body deadline, or turned
 //! away at once (429: its address's share of the public routes is taken; 503: their budget).
 
-use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
 use super::api::APP;
@@ -19,6 +28,8 @@ use super::stack::Stack;
 
 /// The length the oversized requests declare.
 const OVERSIZED: usize = 20 * 1024 * 1024;
+/// Requests in each flood.
+const FLOOD: usize = 20;
 /// Connections in the slow-loris burst: more than the API's whole budget of requests at once
 /// (`api.max_concurrent_requests`, 64), which they filled before it had one of its own for
 /// the routes anyone may call.
@@ -112,7 +123,6 @@ pub async fn abuse_the_api(stack: &Stack) -> Abuse {
         .into_iter()
         .map(|(what, path, body)| (what, Some((path, body))));
     for (what, request) in oversized.chain(others) {
-        abuse.sent += 1;
         let (status, answer) = match request {
             None => {
                 (stack.api)
@@ -124,7 +134,6 @@ pub async fn abuse_the_api(stack: &Stack) -> Abuse {
         let clear = is_clear_refusal(status, &answer);
         abuse.judge(&what, status, &answer, clear);
     }
-    abuse.sent += 1;
     let login = json!({"name": "admin", "password": "not the password"}).to_string();
     let (status, answer) = (stack.api)
         .post_anonymously("/api/auth/session", "text/plain", login.into_bytes())
@@ -132,6 +141,8 @@ pub async fn abuse_the_api(stack: &Stack) -> Abuse {
     let what = "a console login sent as text/plain";
     let clear = status == 415 && is_clear_refusal(status, &answer);
     abuse.judge(what, status, &answer, clear);
+    login_flood(stack, &mut abuse).await;
+    bad_token_flood(stack, &mut abuse).await;
     slow_loris(stack, &mut abuse).await;
     let after = stack.scheduler_rss_mib();
     abuse.memory = format!("{before} MiB → {after} MiB");
@@ -152,14 +163,138 @@ impl Abuse {
     /// Notes `what` was answered `status` with `answer`, refused as it should be if `clear`.
     fn judge(&mut self, what: &str, status: u16, answer: &str, clear: bool) {
         let shown: String = answer.chars().take(160).collect();
-        self.answers.push(format!("{what}: {status} {shown}"));
+        self.note(what, format!("{status} {shown}"), clear);
+    }
+
+    /// Notes the case `what` ended as `outcome`, as it should if `clear`.
+    fn note(&mut self, what: &str, outcome: String, clear: bool) {
+        self.sent += 1;
         if clear {
             self.refused += 1;
         } else {
-            self.failures
-                .push(format!("{what}: answered {status} {shown}"));
+            self.failures.push(format!("{what}: {outcome}"));
         }
+        self.answers.push(format!("{what}: {outcome}"));
     }
+}
+
+/// What a flood got: how many of each status, and whether every answer was a clear refusal
+/// of an expected status.
+fn tally(answers: &[(u16, String)], expected: &[u16]) -> (BTreeMap<u16, usize>, bool) {
+    let mut statuses = BTreeMap::<u16, usize>::new();
+    let mut clear = true;
+    for (status, answer) in answers {
+        *statuses.entry(*status).or_default() += 1;
+        clear &= expected.contains(status) && is_clear_refusal(*status, answer);
+    }
+    (statuses, clear)
+}
+
+/// The audit entries of `query` that `like` picks, once their counts add up to [`FLOOD`]
+/// (counts are brought up to date within a second or so); what there is after 15 s
+/// otherwise.
+async fn flood_entries(stack: &Stack, query: &str, like: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut entries = Vec::new();
+    for _ in 0..30 {
+        let page = (stack.api)
+            .call(
+                reqwest::Method::GET,
+                &format!("/api/audit?{query}"),
+                Value::Null,
+            )
+            .await;
+        entries = (page["items"].as_array().into_iter().flatten())
+            .filter(|entry| like(entry))
+            .cloned()
+            .collect();
+        if counted(&entries) == FLOOD as u64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    entries
+}
+
+/// The refusals `entries` stand for.
+fn counted(entries: &[Value]) -> u64 {
+    (entries.iter())
+        .map(|entry| entry["details"]["count"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// A flood's outcome: its statuses and the entries standing for it; `aggregated` when there
+/// is one entry per status and their counts add up to the flood.
+fn flood_outcome(statuses: &BTreeMap<u16, usize>, entries: &[Value]) -> (String, bool) {
+    let answered: Vec<String> = (statuses.iter())
+        .map(|(status, count)| format!("{count} × {status}"))
+        .collect();
+    let aggregated = entries.len() == statuses.len() && counted(entries) == FLOOD as u64;
+    let outcome = format!(
+        "{}; {} audit {} counting {}",
+        answered.join(", "),
+        entries.len(),
+        if entries.len() == 1 {
+            "entry"
+        } else {
+            "entries"
+        },
+        counted(entries)
+    );
+    (outcome, aggregated)
+}
+
+/// [`FLOOD`] wrong logins of a made-up user from one address: refused (401, then 429 while
+/// the address waits), and one audit entry per status.
+async fn login_flood(stack: &Stack, abuse: &mut Abuse) {
+    let name = "mallory";
+    let body = json!({"name": name, "password": "not the password"}).to_string();
+    let mut answers = Vec::new();
+    for _ in 0..FLOOD {
+        let answer = (stack.api)
+            .post_anonymously(
+                "/api/auth/login",
+                "application/json",
+                body.clone().into_bytes(),
+            )
+            .await;
+        answers.push(answer);
+    }
+    let (statuses, clear) = tally(&answers, &[401, 429]);
+    let entries = flood_entries(stack, &format!("user={name}"), |_| true).await;
+    let (outcome, aggregated) = flood_outcome(&statuses, &entries);
+    let what = format!("a flood of {FLOOD} wrong logins of one user");
+    abuse.note(
+        &what,
+        outcome,
+        clear && statuses.contains_key(&429) && aggregated,
+    );
+}
+
+/// [`FLOOD`] writes with a made-up token: refused (401), and one audit entry counting them,
+/// carrying the token's fingerprint and not the token.
+async fn bad_token_flood(stack: &Stack, abuse: &mut Abuse) {
+    let token = format!("kdn_{}", "5a".repeat(32));
+    let fingerprint = format!(
+        "sha256:{}",
+        &kadence_scheduler::auth::token_hash(&token)[..12]
+    );
+    let job = json!({"app": APP, "handler": "noop", "schedule_type": "NONE"}).to_string();
+    let mut answers = Vec::new();
+    for _ in 0..FLOOD {
+        let answer = (stack.api)
+            .post_with_token("/api/jobs", &token, job.clone().into_bytes())
+            .await;
+        answers.push(answer);
+    }
+    let (statuses, clear) = tally(&answers, &[401]);
+    let entries = flood_entries(stack, "target=/api/jobs", |entry| {
+        entry["details"]["token"] == fingerprint.as_str()
+    })
+    .await;
+    let (outcome, aggregated) = flood_outcome(&statuses, &entries);
+    let secret_kept = !(entries.iter()).any(|entry| entry.to_string().contains("5a5a5a5a"));
+    let what = format!("a flood of {FLOOD} writes with a made-up token");
+    abuse.note(&what, outcome, clear && aggregated && secret_kept);
 }
 
 /// The slow-loris burst (see the module docs).
@@ -169,9 +304,9 @@ async fn slow_loris(stack: &Stack, abuse: &mut Abuse) {
         dribblers.spawn(stack.api.dribbler("/api/auth/login", 10_000));
     }
     // Every dribbler has sent its head by then, and the body deadline (5 s) is far off.
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let signed_in = stack.api.status_of("/api/auth/me").await;
-    let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    let mut statuses = BTreeMap::<u16, usize>::new();
     while let Some(status) = dribblers.join_next().await {
         *statuses.entry(status.unwrap_or(0)).or_default() += 1;
     }

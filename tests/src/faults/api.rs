@@ -229,6 +229,18 @@ impl Api {
         status_and_text(sent).await
     }
 
+    /// `POST path` with `body` as JSON and `Authorization: Bearer token` (a token the node may
+    /// not know): the status and the answer (status 0: none).
+    pub async fn post_with_token(&self, path: &str, token: &str, body: Vec<u8>) -> (u16, String) {
+        let sent = (self.http.post(format!("{}{path}", self.url)))
+            .bearer_auth(token)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await;
+        status_and_text(sent).await
+    }
+
     /// The status of one `GET path` as the admin, not asked again after a 503 (0: no answer).
     pub async fn status_of(&self, path: &str) -> u16 {
         let sent = (self.http.get(format!("{}{path}", self.url)))

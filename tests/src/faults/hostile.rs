@@ -6,16 +6,17 @@
 //! oversized one (900 000 random bytes), one with a schema id no catalog has, and random
 //! bytes. Then what only looks right: a result for a trigger that never existed, beats of an
 //! app that does not exist and claiming partitions the app does not have, and an unsigned
-//! KILL of a run in progress. The API gets the bodies of [`super::abuse`], then its
-//! slow-loris burst.
+//! KILL of a run in progress. The API gets the bodies of [`super::abuse`], its floods of
+//! wrong logins and of writes with a made-up token, then its slow-loris burst.
 //!
 //! What must hold: every malformed record and every refused one is in `{p}.dlq` with a
 //! reason, once, from the reader of its topic (executors for triggers, the scheduler for the
 //! rest), except control records, which every executor reads and refuses on its own (logged,
 //! never dead-lettered: each would write its own copy, see PROTOCOL.md) and count
 //! (`kadence_executor_control_refused_total`, read from the executor's metrics); the forged
-//! KILL is not applied (its run succeeds); the fires keep completing; the scheduler keeps
-//! running.
+//! KILL is not applied (its run succeeds); every abusive request is refused clearly, and
+//! each flood stands in the audit trail as one entry per status counting it; the fires keep
+//! completing; the scheduler keeps running.
 
 use std::collections::HashMap;
 use std::time::Duration;

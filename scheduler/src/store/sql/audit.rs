@@ -43,23 +43,37 @@ macro_rules! impl_sql_audit {
 
             #[async_trait::async_trait]
             impl AuditTrail for $store {
-                async fn record_audit(&self, entry: &NewAuditEntry) -> Result<(), StoreError> {
-                    sqlx::query(
-                        &backend_sql("INSERT INTO audit_log (at_ms, user_id, user_name, action, target, app, status, details) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",)
-                    )
-                    .bind(entry.at_ms)
-                    .bind(entry.user_id)
-                    .bind(&entry.user_name)
-                    .bind(&entry.action)
-                    .bind(&entry.target)
-                    .bind(entry.app.as_ref().map(|app| app.as_str().to_owned()))
-                    .bind(i64::from(entry.status))
-                    .bind(entry.details.as_ref().map(|details| details.to_string()))
-                    .execute(&self.pool)
-                    .await
-                    .map_err(StoreError::query("record an audit entry"))?;
-                    Ok(())
+                async fn record_audit(&self, entry: &NewAuditEntry) -> Result<i64, StoreError> {
+                    let sql = returning_id(
+                        "INSERT INTO audit_log (at_ms, user_id, user_name, action, target, app, status, details) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    );
+                    let insert = sqlx::query(&sql)
+                        .bind(entry.at_ms)
+                        .bind(entry.user_id)
+                        .bind(&entry.user_name)
+                        .bind(&entry.action)
+                        .bind(&entry.target)
+                        .bind(entry.app.as_ref().map(|app| app.as_str().to_owned()))
+                        .bind(i64::from(entry.status))
+                        .bind(entry.details.as_ref().map(|details| details.to_string()));
+                    inserted_id(&self.pool, insert)
+                        .await
+                        .map_err(StoreError::query("record an audit entry"))
+                }
+
+                async fn set_audit_details(
+                    &self,
+                    id: i64,
+                    details: &serde_json::Value,
+                ) -> Result<bool, StoreError> {
+                    let done = sqlx::query(&backend_sql("UPDATE audit_log SET details = $1 WHERE id = $2"))
+                        .bind(details.to_string())
+                        .bind(id)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(StoreError::query("update an audit entry's details"))?;
+                    Ok(done.rows_affected() > 0)
                 }
 
                 async fn list_audit(
