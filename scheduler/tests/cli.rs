@@ -654,6 +654,32 @@ async fn users_log_in_and_manage_users_and_tokens() {
         audit.stdout
     );
 
+    // A user's life cycle: a new role, disabled and enabled again, deleted; the only
+    // admin's own account refused with the reason.
+    let promoted = run(&["user", "role", "ann", "ADMIN"], None).await;
+    assert!(promoted.success, "{}", promoted.stderr);
+    assert!(
+        promoted.stdout.contains("ADMIN    ENABLED"),
+        "{}",
+        promoted.stdout
+    );
+    let disabled = run(&["user", "disable", "ann"], None).await;
+    assert!(disabled.stdout.contains("DISABLED"), "{}", disabled.stderr);
+    let enabled = run(&["user", "enable", "ann"], None).await;
+    assert!(enabled.stdout.contains("ENABLED"), "{}", enabled.stderr);
+    let deleted = run(&["user", "delete", "ann"], None).await;
+    assert!(deleted.success, "{}", deleted.stderr);
+    assert_eq!(
+        deleted.stdout.trim(),
+        "user ann deleted, with their grants and tokens"
+    );
+    let own = run(&["user", "disable", "admin"], None).await;
+    assert!(
+        !own.success && own.stderr.contains("last enabled admin"),
+        "{}",
+        own.stderr
+    );
+
     let logout = run(&["logout"], None).await;
     assert!(logout.success, "{}", logout.stderr);
     let after = run(&["app", "list"], None).await;

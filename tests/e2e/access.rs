@@ -208,6 +208,24 @@ fn cases(fixture: &Fixture, spare: i64) -> Vec<Case> {
             None,
             Admin,
         ),
+        case(
+            ("PUT", "/api/users/{name}/role"),
+            "/api/users/newcomer/role",
+            Some(json!({"role": "MEMBER"})),
+            Admin,
+        ),
+        case(
+            ("PUT", "/api/users/{name}/status"),
+            "/api/users/newcomer/status",
+            Some(json!({"status": "ENABLED"})),
+            Admin,
+        ),
+        case(
+            ("DELETE", "/api/users/{name}"),
+            "/api/users/newcomer",
+            None,
+            Admin,
+        ),
         case(("GET", "/api/apps"), "/api/apps", None, AnyUser),
         case(
             ("POST", "/api/apps"),

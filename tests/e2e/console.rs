@@ -87,7 +87,7 @@ async fn an_operator_and_a_viewer_use_the_console_in_a_real_browser(backend: Bac
     app.shutdown().await;
 }
 
-async fn log_in(browser: &Browser, name: &str, password: &str) {
+pub(crate) async fn log_in(browser: &Browser, name: &str, password: &str) {
     browser.type_into("#login-name", name).await;
     browser.type_into("#login-password", password).await;
     browser.click("#login-submit").await;

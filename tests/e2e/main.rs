@@ -41,6 +41,7 @@ mod shadow;
 mod signing;
 mod sinks;
 mod steps;
+mod user_lifecycle;
 mod xxl_import;
 
 use std::collections::HashSet;

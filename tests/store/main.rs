@@ -17,6 +17,7 @@ mod operators;
 mod registry;
 mod shards;
 mod signing;
+mod user_changes;
 
 use std::collections::HashSet;
 use std::sync::Arc;

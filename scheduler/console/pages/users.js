@@ -1,6 +1,9 @@
-// Users (admins only, XXL-JOB's 用户管理): every user with their role and grants; creating
-// one; and for the user chosen (`#/users?user=ann`): their grants per app (give, change,
-// take back), a new password (which ends their other sessions), and their tokens.
+// Users (admins only, XXL-JOB's 用户管理): every user with their role, status and grants;
+// creating one; and for the user chosen (`#/users?user=ann`): their role and status (demote
+// or promote, disable or enable, delete), their grants per app (give, change, take back), a
+// new password (which ends their other sessions), and their tokens. An admin's own role and
+// status have no controls: the API refuses them (another admin must), as it refuses to
+// demote, disable or delete the last enabled admin, which the page shows as the API says it.
 
 import { html, useState } from '../vendor/htm-preact-standalone.module.js';
 import { del, get, post, put } from '../lib/api.js';
@@ -8,7 +11,7 @@ import { visibleApps } from '../lib/apps.js';
 import { Time } from '../lib/format.js';
 import { label, t } from '../lib/i18n.js';
 import { currentUser, isAdmin } from '../lib/session.js';
-import { ConfirmButton, ErrorNote, Field, PagedFooter, Select, useLoad, useNotice } from '../lib/ui.js';
+import { Badge, ConfirmButton, ErrorNote, Field, PagedFooter, Select, useLoad, useNotice } from '../lib/ui.js';
 import { TokenTable, newestFirst, useShown } from './tokens.js';
 
 const ROLES = ['MEMBER', 'ADMIN'];
@@ -17,6 +20,7 @@ const NAME = /^[A-Za-z0-9._@-]{1,64}$/;
 const MIN_PASSWORD = 10;
 
 const userPath = (name) => `/api/users/${encodeURIComponent(name)}`;
+const statusOf = (user) => (user.disabled_at_ms == null ? 'ENABLED' : 'DISABLED');
 
 export function UsersPage({ query }) {
   const users = useLoad(() => get('/api/users'), []);
@@ -28,6 +32,12 @@ export function UsersPage({ query }) {
     return html`<section class="page"><h1>${t('users.title')}</h1><p class="error">${t('users.admins_only')}</p></section>`;
   }
   const selected = query.user ? (users.value ?? []).find((user) => user.name === query.user) : null;
+
+  const deleted = (name) => {
+    setNotice(t('users.deleted', { name }));
+    users.reload();
+    window.location.hash = '#/users';
+  };
 
   const created = (user) => {
     setCreating(false);
@@ -45,11 +55,12 @@ export function UsersPage({ query }) {
       ${notice}
       ${creating && html`<${NewUserForm} onCreated=${created} onClose=${() => setCreating(false)} />`}
       ${query.user && !selected && users.value && html`<p class="error" role="alert">${t('users.no_such_user', { name: query.user })}</p>`}
-      ${selected && html`<${UserPanel} key=${selected.name} user=${selected} onChanged=${users.reload} setNotice=${setNotice} />`}
+      ${selected && html`<${UserPanel} key=${selected.name} user=${selected} onChanged=${users.reload}
+        onDeleted=${deleted} setNotice=${setNotice} />`}
       <div class="table-wrap">
         <table class="list" id="users-table">
           <thead><tr>
-            <th>${t('users.name')}</th><th>${t('users.role')}</th><th>${t('users.grants')}</th>
+            <th>${t('users.name')}</th><th>${t('users.role')}</th><th>${t('users.status')}</th><th>${t('users.grants')}</th>
             <th>${t('users.created_at')}</th><th>${t('common.actions')}</th>
           </tr></thead>
           <tbody>${shown.items.map((user) => html`<${UserRow} key=${user.name} user=${user}
@@ -73,6 +84,7 @@ function UserRow({ user, selected }) {
     <tr data-user=${user.name} aria-current=${selected ? 'true' : undefined}>
       <td>${user.name}${user.name === currentUser()?.name && html` <span class="muted">${t('users.you')}</span>`}</td>
       <td>${label('role', user.role)}</td>
+      <td><${Badge} kind="user_status" value=${statusOf(user)} /></td>
       <td><${Grants} user=${user} /></td>
       <td><${Time} ms=${user.created_at_ms} /></td>
       <td class="actions">
@@ -136,18 +148,82 @@ function NewUserForm({ onCreated, onClose }) {
   `;
 }
 
-// One user's grants, password and tokens.
-function UserPanel({ user, onChanged, setNotice }) {
+// One user's role and status, grants, password and tokens.
+function UserPanel({ user, onChanged, onDeleted, setNotice }) {
   return html`
     <section class="panel" id="user-panel" data-user=${user.name} aria-labelledby="user-panel-title">
       <header class="page-head">
         <h2 id="user-panel-title">${t('users.panel_title', { name: user.name })}</h2>
         <a class="button secondary" href="#/users" id="user-panel-close">${t('common.close')}</a>
       </header>
-      <p class="muted">${label('role', user.role)} · ${t('users.created_at')} <${Time} ms=${user.created_at_ms} /></p>
+      <p class="muted">${label('role', user.role)} · ${t('users.created_at')} <${Time} ms=${user.created_at_ms} />
+        ${user.disabled_at_ms != null && html` · ${t('users.disabled_since')} <${Time} ms=${user.disabled_at_ms} />`}</p>
+      <${StandingSection} user=${user} onChanged=${onChanged} onDeleted=${onDeleted} setNotice=${setNotice} />
       <${GrantsSection} user=${user} onChanged=${onChanged} setNotice=${setNotice} />
       <${PasswordSection} user=${user} setNotice=${setNotice} />
       <${TokensSection} user=${user} setNotice=${setNotice} />
+    </section>
+  `;
+}
+
+// The user's role and status, and deleting them; none of it for the admin's own account.
+function StandingSection({ user, onChanged, onDeleted, setNotice }) {
+  const [role, setRole] = useState(user.role);
+  const [failure, setFailure] = useState(null);
+  const [saving, setSaving] = useState(false);
+  const own = user.name === currentUser()?.name;
+  const disabled = statusOf(user) === 'DISABLED';
+
+  const act = async (request, notice) => {
+    setFailure(null);
+    setSaving(true);
+    try {
+      await request();
+      setNotice(notice);
+      onChanged();
+    } catch (error) {
+      setFailure(error);
+    } finally {
+      setSaving(false);
+    }
+  };
+  const changeRole = (event) => {
+    event.preventDefault();
+    act(() => put(`${userPath(user.name)}/role`, { role }),
+      t('users.role_changed', { name: user.name, role: label('role', role) }));
+  };
+  const setStatus = (status, notice) => act(() => put(`${userPath(user.name)}/status`, { status }), notice);
+  const remove = async () => {
+    setFailure(null);
+    try {
+      await del(userPath(user.name));
+      onDeleted(user.name);
+    } catch (error) {
+      setFailure(error);
+    }
+  };
+
+  return html`
+    <section aria-labelledby="standing-title">
+      <h3 id="standing-title">${t('users.standing')}</h3>
+      ${own ? html`<p class="muted">${t('users.own_account')}</p>` : html`
+        <form class="filters" id="role-form" onSubmit=${changeRole} novalidate>
+          <${Field} id="standing-role" label=${t('users.role')} hint=${t('users.role_note')}>${(d) => html`
+            <${Select} id="standing-role" describedBy=${d} value=${role} values=${ROLES} kind="role" onChange=${setRole} />`}<//>
+          <button type="submit" id="role-save" data-action="set-role" disabled=${saving || role === user.role}>
+            ${t('users.change_role')}</button>
+        </form>
+        <div class="buttons">
+          ${disabled
+            ? html`<button type="button" id="user-enable" data-action="enable" disabled=${saving}
+                onClick=${() => setStatus('ENABLED', t('users.enabled', { name: user.name }))}>${t('users.enable')}</button>`
+            : html`<span data-action="disable"><${ConfirmButton} id="user-disable" danger label=${t('users.disable')}
+                question=${t('users.disable_question', { name: user.name })}
+                onConfirm=${() => setStatus('DISABLED', t('users.disabled', { name: user.name }))} /></span>`}
+          <span data-action="delete-user"><${ConfirmButton} id="user-delete" danger label=${t('users.delete')}
+            question=${t('users.delete_question', { name: user.name })} onConfirm=${remove} /></span>
+        </div>`}
+      <${ErrorNote} error=${failure} />
     </section>
   `;
 }

@@ -5,6 +5,12 @@
 //! (403 if not). A handler cannot forget the first step (the layer wraps the whole router);
 //! the route-enumeration test catches one that forgets the second.
 //!
+//! Nothing here is cached, on purpose: every request reads its token, and the token's user
+//! with their role, status and grants, from the database, so a revoked token, a disabled or
+//! deleted user and a demotion all count from the very next request (see `users`). A cache
+//! in front of [`Accounts::authenticate_token`](crate::store::Accounts::authenticate_token)
+//! would have to be emptied by every one of those changes, on every node.
+//!
 //! The console's session travels in an `HttpOnly`, `SameSite=Strict` cookie
 //! ([`SESSION_COOKIE`], set by `POST /api/auth/session`) so that no script can read it. A
 //! browser sends a cookie with requests other sites make it send, so a write that comes with
@@ -141,7 +147,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 }
 
 /// The layer in front of every authenticated route: a valid, unexpired, unrevoked
-/// `Authorization: Bearer kdn_…` token, or 401. A refused write is recorded.
+/// `Authorization: Bearer kdn_…` token of an enabled user, or 401. A refused write is
+/// recorded.
 pub(super) async fn authenticate(
     State(state): State<Arc<ApiState>>,
     mut request: Request,

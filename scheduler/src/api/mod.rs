@@ -20,6 +20,9 @@
 //! | GET, POST | `/api/users` | list / create users (admin) |
 //! | PUT | `/api/users/{name}/password` | set a password (admin, or the user with the present one); ends the user's other sessions |
 //! | PUT, DELETE | `/api/users/{name}/grants/{app}` | grant VIEW, OPERATE or SCRIPTS on an app / take it back (admin) |
+//! | PUT | `/api/users/{name}/role` | make a user an ADMIN or a MEMBER, from their next request (admin; never oneself, nor the last enabled admin) |
+//! | PUT | `/api/users/{name}/status` | ENABLED or DISABLED: disabling refuses the user's logins and revokes their tokens at once (admin; never oneself, nor the last enabled admin) |
+//! | DELETE | `/api/users/{name}` | delete a user with their grants and tokens; the audit trail keeps their entries (admin; never oneself, nor the last enabled admin) |
 //! | GET, POST | `/api/apps` | list / create apps (creates `{prefix}.triggers.{app}`) |
 //! | GET, POST | `/api/jobs` (`?app=&status=&handler=&author=&q=`) | list / create jobs |
 //! | GET, PATCH, DELETE | `/api/jobs/{id}` | one job / edit it (fields not given stay as they are) / delete a stopped job with its runs |
@@ -144,7 +147,9 @@ pub use sessions::{ConsoleSession, LocaleRequest, LoginRequest};
 pub use signing_keys::SigningKeyView;
 pub use throttle::LoginThrottle;
 pub use tokens::{IssuedToken, NewTokenRequest};
-pub use users::{GrantRequest, MIN_PASSWORD_CHARS, NewUserRequest, PasswordRequest};
+pub use users::{
+    GrantRequest, MIN_PASSWORD_CHARS, NewUserRequest, PasswordRequest, RoleRequest, StatusRequest,
+};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -276,6 +281,9 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(tokens::revoke_user_token))
         .routes(routes!(users::list_users, users::create_user))
         .routes(routes!(users::set_password))
+        .routes(routes!(users::set_role))
+        .routes(routes!(users::set_status))
+        .routes(routes!(users::delete_user))
         .routes(routes!(users::grant, users::revoke_grant))
         .routes(routes!(apps::list_apps, apps::create_app))
         .routes(routes!(jobs::list_jobs, jobs::create_job))

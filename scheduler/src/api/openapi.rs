@@ -64,7 +64,7 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
     tags(
         (name = "auth", description = "Login, logout, who am I, the console's language, password resets"),
         (name = "tokens", description = "Named API tokens for automation"),
-        (name = "users", description = "Users and their grants per app (admin)"),
+        (name = "users", description = "Users, their grants per app, role and status (admin)"),
         (name = "apps", description = "Executor apps and their trigger topics"),
         (name = "jobs", description = "Job definitions, start and stop"),
         (name = "runs", description = "Trigger, kill, runs (of a job or across jobs) and their logs"),

@@ -12,6 +12,9 @@
 //! login is in the audit trail, a flood of them as one entry with its count
 //! ([`super::refusals`]). The cookie is `Secure` when the browser came over HTTPS, which only
 //! a trusted proxy can say ([`CameOverHttps`]).
+//! A disabled user's right password gets a wrong one's answer too, and counts as a failure,
+//! so that neither tells a guesser the password was right; only the audit trail says why
+//! ([`refuse_disabled`]).
 
 use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
@@ -34,6 +37,7 @@ use super::users::password_matches;
 use super::{ApiState, millis_from_now};
 use crate::auth::hash_password;
 use crate::model::{NewAuditEntry, TokenKind, User};
+use crate::store::UserCredentials;
 
 /// Body of `POST /api/auth/login`.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -152,6 +156,12 @@ async fn check_login(
         .as_ref()
         .map_or_else(|| DUMMY_HASH.clone(), |found| found.password_hash.clone());
     let matches = password_matches(request.password, hash).await?;
+    if let Some(disabled) = found
+        .as_ref()
+        .filter(|found| matches && found.user.disabled_at_ms.is_some())
+    {
+        return Err(refuse_disabled(state, disabled, address, now).await);
+    }
     let Some(found) = found.filter(|_| matches) else {
         state.login_throttle.failed(&request.name, address, now);
         // Debug-quoted: a name with a newline in it must not forge a line of the log.
@@ -166,6 +176,31 @@ async fn check_login(
     let client = client_name(headers, address);
     let expires_at_ms = millis_from_now(now, state.session_ttl);
     issue_token(state, found.user, TokenKind::Session, client, expires_at_ms).await
+}
+
+/// The answer to a disabled user's right password: a wrong password's, counted by the
+/// throttle as one is, and recorded in the audit trail with the reason.
+async fn refuse_disabled(
+    state: &ApiState,
+    found: &UserCredentials,
+    address: Option<IpAddr>,
+    now: i64,
+) -> ApiError {
+    let name = &found.user.name;
+    state.login_throttle.failed(name, address, now);
+    tracing::info!(user = ?name, ?address, "login of a disabled user refused");
+    let entry = NewAuditEntry {
+        at_ms: now,
+        user_id: Some(found.user.id),
+        user_name: name.clone(),
+        action: "POST /api/auth/login".to_owned(),
+        target: "/api/auth/login".to_owned(),
+        app: None,
+        status: StatusCode::UNAUTHORIZED.as_u16(),
+        details: Some(serde_json::json!({ "address": address, "reason": "user disabled" })),
+    };
+    record(state, entry).await;
+    ApiError::Unauthorized("wrong user name or password".to_owned())
 }
 
 /// A successful login in the audit trail (the layer that records other writes is not in

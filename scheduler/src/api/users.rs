@@ -1,9 +1,41 @@
-//! Users and their grants (admins only, except that anyone may change their own password):
+//! Users, their grants and their life cycle (admins only, except that anyone may change
+//! their own password):
 //!
 //! - `GET /api/users`, `POST /api/users` (`{name, password, role}`);
 //! - `PUT /api/users/{name}/password` (`{password, current_password}`; an admin setting
 //!   someone else's needs no `current_password`);
-//! - `PUT /api/users/{name}/grants/{app}` (`{access}`), `DELETE` the same to take it back.
+//! - `PUT /api/users/{name}/grants/{app}` (`{access}`), `DELETE` the same to take it back;
+//! - `PUT /api/users/{name}/role` (`{role}`: `ADMIN` or `MEMBER`);
+//! - `PUT /api/users/{name}/status` (`{status}`: `ENABLED` or `DISABLED`);
+//! - `DELETE /api/users/{name}`.
+//!
+//! One shape throughout: each thing about a user (password, role, status, a grant) is a
+//! resource of its own that a `PUT` replaces, and the user goes with a `DELETE` of its path.
+//!
+//! What each change does to the user's access, at once (every request reads its caller's
+//! role, status and grants from the database, `caller`; nothing is cached):
+//! - **Disabled**: the user keeps name, role and grants but cannot log in — the login answers
+//!   exactly as for a wrong password, so a guesser learns nothing, while the audit trail's
+//!   entry says `user disabled` — and every token of theirs, console sessions and API tokens
+//!   alike, is revoked (their unused reset tokens voided) and refused from the next request.
+//!   Re-enabled, they log in again, but what was revoked stays revoked: an account is
+//!   suspended because its owner left or its credentials are in doubt, and bringing its old
+//!   tokens back would bring back whatever leaked; automation gets a new token.
+//! - **Demoted**: their next request is judged as a member's, with the grants they have;
+//!   their tokens keep working (the person is still trusted, with less).
+//! - **Deleted**: the user's row goes, with their grants, tokens and reset tokens. The audit
+//!   trail keeps every entry (entries name users by name and id, not by a key to the row);
+//!   the name is free for a new user, who gets a new id.
+//!
+//! Guard rails: the last enabled admin cannot be demoted, disabled or deleted (409: make
+//! another admin first), and no admin can do any of these to themselves (409: another admin
+//! must), so that nobody locks the users' management, or themselves, out by a slip. The
+//! store checks both in the transaction that makes the change, under a lock
+//! ([`Accounts::change_user`](crate::store::Accounts)), so that two admins demoting each
+//! other at once cannot both succeed; a sole admin acting on themselves is told the first.
+//!
+//! Every change is audited with the user's name and what changed: a new user's role, a role
+//! or status before and after, a deleted user's role and status.
 //!
 //! XXL-JOB let any logged-in user reach its user management (CVE-2022-36157); here the role
 //! is checked before anything is read.
@@ -24,8 +56,8 @@ use super::error::ApiError;
 use super::error::ErrorBody;
 use super::{ApiState, bad_request};
 use crate::auth::{hash_password, verify_password};
-use crate::model::{Access, Role, User};
-use crate::store::{NewUser, UserCredentials};
+use crate::model::{Access, Role, User, UserStatus};
+use crate::store::{NewUser, UserChange, UserChangeOutcome, UserCredentials, UserStanding};
 
 /// Shortest password accepted.
 pub const MIN_PASSWORD_CHARS: usize = 10;
@@ -56,6 +88,22 @@ pub struct PasswordRequest {
     /// The present password: needed when users change their own.
     #[serde(default)]
     pub current_password: Option<String>,
+}
+
+/// Body of `PUT /api/users/{name}/role`.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleRequest {
+    /// `ADMIN` or `MEMBER`.
+    pub role: String,
+}
+
+/// Body of `PUT /api/users/{name}/status`.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusRequest {
+    /// `ENABLED` (may log in) or `DISABLED` (may not; every token of theirs is revoked).
+    pub status: String,
 }
 
 /// Body of `PUT /api/users/{name}/grants/{app}`.
@@ -89,7 +137,7 @@ pub(super) async fn create_user(
     State(state): State<Arc<ApiState>>,
     caller: Caller,
     ApiJson(request): ApiJson<NewUserRequest>,
-) -> Result<(StatusCode, Json<User>), ApiError> {
+) -> Result<(StatusCode, AuditNote, Json<User>), ApiError> {
     caller.require_admin()?;
     check_user_name(&request.name)?;
     let role = match request.role.as_deref() {
@@ -103,7 +151,126 @@ pub(super) async fn create_user(
         role,
     };
     let user = state.store.create_user(&user, state.clock.now_ms()).await?;
-    Ok((StatusCode::CREATED, Json(user)))
+    let note = user_note(&user.name, serde_json::json!({ "role": user.role }));
+    Ok((StatusCode::CREATED, note, Json(user)))
+}
+
+#[utoipa::path(
+    put, path = "/api/users/{name}/role", tag = "users", request_body = RoleRequest,
+    params(("name" = String, Path, description = "The user's name")),
+    responses(
+        (status = 200, description = "The user with the new role, which counts from their next request", body = User),
+        (status = 404, description = "No such user", body = ErrorBody),
+        (status = 409, description = "The caller's own demotion, or the last enabled admin's", body = ErrorBody),
+    ),
+)]
+pub(super) async fn set_role(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(request): ApiJson<RoleRequest>,
+) -> Result<(AuditNote, Json<User>), ApiError> {
+    caller.require_admin()?;
+    let role = request.role.parse::<Role>().map_err(bad_request)?;
+    let (user, before) = change_standing(&state, &caller, &name, UserChange::Role(role)).await?;
+    let change = serde_json::json!({ "role": { "before": before.role, "after": role } });
+    Ok((
+        user_note(&user.name, change),
+        reload(&state, user.id).await?,
+    ))
+}
+
+#[utoipa::path(
+    put, path = "/api/users/{name}/status", tag = "users", request_body = StatusRequest,
+    params(("name" = String, Path, description = "The user's name")),
+    responses(
+        (status = 200, description = "The user, enabled or disabled; disabling revokes every token of theirs at once", body = User),
+        (status = 404, description = "No such user", body = ErrorBody),
+        (status = 409, description = "The caller disabling themselves, or the last enabled admin", body = ErrorBody),
+    ),
+)]
+pub(super) async fn set_status(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(request): ApiJson<StatusRequest>,
+) -> Result<(AuditNote, Json<User>), ApiError> {
+    caller.require_admin()?;
+    let status = request.status.parse::<UserStatus>().map_err(bad_request)?;
+    let change = UserChange::Status(status);
+    let (user, before) = change_standing(&state, &caller, &name, change).await?;
+    let change = serde_json::json!({ "status": { "before": before.status(), "after": status } });
+    Ok((
+        user_note(&user.name, change),
+        reload(&state, user.id).await?,
+    ))
+}
+
+#[utoipa::path(
+    delete, path = "/api/users/{name}", tag = "users",
+    params(("name" = String, Path, description = "The user's name")),
+    responses(
+        (status = 204, description = "Deleted with their grants and tokens; the audit trail keeps their entries"),
+        (status = 404, description = "No such user", body = ErrorBody),
+        (status = 409, description = "The caller themselves, or the last enabled admin", body = ErrorBody),
+    ),
+)]
+pub(super) async fn delete_user(
+    State(state): State<Arc<ApiState>>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+) -> Result<(AuditNote, StatusCode), ApiError> {
+    caller.require_admin()?;
+    let (user, before) = change_standing(&state, &caller, &name, UserChange::Delete).await?;
+    let note = user_note(
+        &user.name,
+        serde_json::json!({ "role": before.role, "status": before.status(), "deleted": true }),
+    );
+    Ok((note, StatusCode::NO_CONTENT))
+}
+
+/// Makes `change` to user `name` for `caller`: the user and their standing before it, or 404
+/// if there is no such user, or 409 when it would take an admin's standing from the caller
+/// themselves or from the last enabled admin.
+async fn change_standing(
+    state: &ApiState,
+    caller: &Caller,
+    name: &str,
+    change: UserChange,
+) -> Result<(User, UserStanding), ApiError> {
+    let user = find_user(state, name).await?;
+    let (verb, done) = match change {
+        UserChange::Role(_) => ("demote", "demoted"),
+        UserChange::Status(_) => ("disable", "disabled"),
+        UserChange::Delete => ("delete", "deleted"),
+    };
+    let now = state.clock.now_ms();
+    let outcome = state
+        .store
+        .change_user(user.id, change, caller.user.id, now);
+    match outcome.await? {
+        UserChangeOutcome::Changed(before) => Ok((user, before)),
+        UserChangeOutcome::NoSuchUser => Err(ApiError::NotFound(format!(
+            "user {} does not exist",
+            user.name
+        ))),
+        UserChangeOutcome::LastEnabledAdmin => Err(ApiError::Conflict(format!(
+            "user {} is the last enabled admin and cannot be {done}: make another user an \
+             admin first (kadence user role NAME ADMIN), or nobody could manage users",
+            user.name
+        ))),
+        UserChangeOutcome::OwnAccount => Err(ApiError::Conflict(format!(
+            "you cannot {verb} yourself ({}): another admin must, so that no admin locks \
+             themselves out by a slip",
+            user.name
+        ))),
+    }
+}
+
+/// An audit note on user `name`: `details` with the user's name added.
+fn user_note(name: &str, mut details: serde_json::Value) -> AuditNote {
+    details["user"] = serde_json::Value::from(name);
+    AuditNote::default().with(details)
 }
 
 #[utoipa::path(

@@ -196,8 +196,33 @@ pub(super) enum UserCommand {
         /// App.
         app: String,
     },
-    /// List users with their roles and grants.
+    /// List users with their roles, status and grants.
     List,
+    /// Make a user an ADMIN or a MEMBER; it counts from their next request. Not your own
+    /// role, nor the last enabled admin's.
+    Role {
+        /// Login name.
+        name: String,
+        /// ADMIN (everything, everywhere) or MEMBER (only the apps granted).
+        role: String,
+    },
+    /// Disable a user: their logins are refused and every token of theirs, sessions
+    /// included, is revoked at once. Not yourself, nor the last enabled admin.
+    Disable {
+        /// Login name.
+        name: String,
+    },
+    /// Enable a disabled user: they may log in again (the tokens revoked stay revoked).
+    Enable {
+        /// Login name.
+        name: String,
+    },
+    /// Delete a user with their grants and tokens; the audit trail keeps their entries. Not
+    /// yourself, nor the last enabled admin.
+    Delete {
+        /// Login name.
+        name: String,
+    },
     /// Issue a one-time password reset token for a user (printed once; their earlier unused
     /// ones stop working): they set a password with it in the console or through
     /// POST /api/auth/password-reset.

@@ -1,5 +1,5 @@
-//! `kadence user add|passwd|grant|revoke|list|reset-token`, `kadence token create|list|revoke` and
-//! `kadence audit`.
+//! `kadence user add|passwd|grant|revoke|list|role|disable|enable|delete|reset-token`,
+//! `kadence token create|list|revoke` and `kadence audit`.
 
 use super::args::{TokenCommand, UserCommand};
 use super::client::ApiClient;
@@ -8,6 +8,7 @@ use super::sessions::PasswordSource;
 use crate::api::Page;
 use crate::api::{
     GrantRequest, IssuedToken, NewTokenRequest, NewUserRequest, PasswordRequest, ResetTokenRequest,
+    RoleRequest, StatusRequest,
 };
 use crate::import::IssuedResetToken;
 use crate::model::{AuditEntry, TokenInfo, User};
@@ -64,6 +65,18 @@ pub(super) async fn user_command(client: &ApiClient, command: UserCommand) -> an
             print_users(&[user])?;
         }
         UserCommand::List => print_users(&client.get::<Vec<User>>("/api/users").await?)?,
+        UserCommand::Role { name, role } => {
+            let user: User = client
+                .put(&format!("/api/users/{name}/role"), &RoleRequest { role })
+                .await?;
+            print_users(&[user])?;
+        }
+        UserCommand::Disable { name } => set_status(client, &name, "DISABLED").await?,
+        UserCommand::Enable { name } => set_status(client, &name, "ENABLED").await?,
+        UserCommand::Delete { name } => {
+            let () = client.delete(&format!("/api/users/{name}")).await?;
+            outln!("user {name} deleted, with their grants and tokens")?;
+        }
         UserCommand::ResetToken { name, hours } => {
             let request = ResetTokenRequest { hours: Some(hours) };
             let issued: IssuedResetToken = client
@@ -80,8 +93,20 @@ pub(super) async fn user_command(client: &ApiClient, command: UserCommand) -> an
     Ok(())
 }
 
+/// `PUT /api/users/{name}/status`, and the user as they are now.
+async fn set_status(client: &ApiClient, name: &str, status: &str) -> anyhow::Result<()> {
+    let request = StatusRequest {
+        status: status.to_owned(),
+    };
+    let user: User = client
+        .put(&format!("/api/users/{name}/status"), &request)
+        .await?;
+    print_users(&[user])?;
+    Ok(())
+}
+
 fn print_users(users: &[User]) -> Result<(), OutputError> {
-    outln!("{:<24} {:<8} GRANTS", "USER", "ROLE")?;
+    outln!("{:<24} {:<8} {:<9} GRANTS", "USER", "ROLE", "STATUS")?;
     for user in users {
         let grants: Vec<String> = user
             .grants
@@ -93,7 +118,13 @@ fn print_users(users: &[User]) -> Result<(), OutputError> {
         } else {
             grants.join(" ")
         };
-        outln!("{:<24} {:<8} {grants}", user.name, user.role.as_str())?;
+        let status = user.status();
+        outln!(
+            "{:<24} {:<8} {:<9} {grants}",
+            user.name,
+            user.role.as_str(),
+            status.as_str()
+        )?;
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! - [`job`]: apps, jobs and their strategies, retries, scripts (GLUE) and children;
 //! - [`run`]: pending fires, runs, completions, alarm status, daily reports;
 //! - [`executor`]: executors as the registry knows them;
-//! - [`user`]: users, their role and grants per app, and their tokens;
+//! - [`user`]: users, their role, status and grants per app, and their tokens;
 //! - [`audit`]: the audit trail's entries, one per write through the API.
 //!
 //! Enumerations that users type (strategies, statuses) are parsed at the boundary: an
@@ -26,7 +26,7 @@ pub use job::{
 pub use run::{
     AlarmStatus, Completion, CompletionOutcome, DailyReport, PendingFire, Run, RunState,
 };
-pub use user::{Access, AppGrant, Role, TokenInfo, TokenKind, User};
+pub use user::{Access, AppGrant, Role, TokenInfo, TokenKind, User, UserStatus};
 
 #[cfg(test)]
 mod tests {

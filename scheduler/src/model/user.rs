@@ -1,6 +1,7 @@
 //! Users, their role and their grants per app: XXL-JOB's `xxl_job_user` made stricter. An
 //! `admin` may do everything (users, script jobs included); a `member` only what a grant on
-//! an app allows there, and nothing on apps not granted.
+//! an app allows there, and nothing on apps not granted. A disabled user keeps their row and
+//! grants but can neither log in nor use a token (see `crate::api` `users`).
 
 use kadence_schemas::AppName;
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,16 @@ string_enum!(
         Admin => "ADMIN",
         /// Only what the user's grants allow, app by app.
         Member => "MEMBER",
+    }
+);
+
+string_enum!(
+    /// Whether a user may log in and use their tokens.
+    UserStatus, "user status", {
+        /// May log in; their tokens work.
+        Enabled => "ENABLED",
+        /// May not log in; every token of theirs is refused.
+        Disabled => "DISABLED",
     }
 );
 
@@ -69,9 +80,20 @@ pub struct User {
     /// The language chosen for the web console (`en`, `zh-CN`); none: the browser's.
     #[serde(default)]
     pub locale: Option<String>,
+    /// Disabled since this instant, ms since the epoch; none while the user may log in.
+    #[serde(default)]
+    pub disabled_at_ms: Option<i64>,
 }
 
 impl User {
+    /// Whether the user may log in and use their tokens.
+    pub fn status(&self) -> UserStatus {
+        match self.disabled_at_ms {
+            None => UserStatus::Enabled,
+            Some(_) => UserStatus::Disabled,
+        }
+    }
+
     /// Whether the user may do what `needed` allows on `app`.
     pub fn may(&self, app: &AppName, needed: Access) -> bool {
         self.role == Role::Admin
@@ -129,6 +151,7 @@ mod tests {
                 .collect(),
             created_at_ms: 0,
             locale: None,
+            disabled_at_ms: None,
         }
     }
 

@@ -2,11 +2,20 @@
 //! own trait, [`Accounts`], which every [`Store`](super::Store) also implements. The store
 //! keeps only hashes (an Argon2id PHC string per password, the SHA-256 of each token); hashing
 //! and checking are `crate::auth`'s.
+//!
+//! A user's standing — role, enabled or disabled, existence — changes only through
+//! [`Accounts::change_user`], which keeps at least one enabled admin and lets no admin take
+//! their own standing: it locks every enabled admin's row before it looks, so that two admins
+//! demoting (or disabling, or deleting) each other at once cannot both succeed. Disabling
+//! revokes every token of the user (sessions and API tokens) and voids their unused reset
+//! tokens; deleting removes the user's row, and with it (`ON DELETE CASCADE`) their grants,
+//! tokens and reset tokens. The audit trail keeps its entries: they hold the user's name and
+//! id, and no key to the row.
 
 use kadence_schemas::AppName;
 
 use super::StoreError;
-use crate::model::{Access, Role, TokenInfo, TokenKind, User};
+use crate::model::{Access, Role, TokenInfo, TokenKind, User, UserStatus};
 
 /// A user to create.
 #[derive(Debug, Clone)]
@@ -41,6 +50,62 @@ pub struct UserCredentials {
     pub user: User,
     /// Their password's Argon2id PHC string.
     pub password_hash: String,
+}
+
+/// A change of a user's standing, made by [`Accounts::change_user`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserChange {
+    /// Make the user an admin or a member.
+    Role(Role),
+    /// Enable the user, or disable them (which revokes their tokens).
+    Status(UserStatus),
+    /// Delete the user with their grants and tokens.
+    Delete,
+}
+
+impl UserChange {
+    /// Whether the change leaves the user no longer an enabled admin, were they one.
+    pub fn ends_admin_standing(self) -> bool {
+        match self {
+            UserChange::Role(role) => role != Role::Admin,
+            UserChange::Status(status) => status == UserStatus::Disabled,
+            UserChange::Delete => true,
+        }
+    }
+}
+
+/// A user's role and status, as they were before a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserStanding {
+    /// Admin or member.
+    pub role: Role,
+    /// Disabled since this instant, ms; none while enabled.
+    pub disabled_at_ms: Option<i64>,
+}
+
+impl UserStanding {
+    /// Enabled or disabled.
+    pub fn status(self) -> UserStatus {
+        match self.disabled_at_ms {
+            None => UserStatus::Enabled,
+            Some(_) => UserStatus::Disabled,
+        }
+    }
+}
+
+/// What [`Accounts::change_user`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserChangeOutcome {
+    /// Done; the user's standing before it.
+    Changed(UserStanding),
+    /// Refused, nothing changed: the user is the last enabled admin, and the change would
+    /// leave nobody to manage users.
+    LastEnabledAdmin,
+    /// Refused, nothing changed: the admin making the change would demote, disable or
+    /// delete themselves (another admin must).
+    OwnAccount,
+    /// No such user.
+    NoSuchUser,
 }
 
 /// Users, grants and tokens.
@@ -86,6 +151,20 @@ pub trait Accounts: Send + Sync {
     /// if the app does not exist, false if the user does not.
     async fn grant(&self, user_id: i64, app: &AppName, access: Access) -> Result<bool, StoreError>;
 
+    /// Changes user `user_id`'s standing for the admin `by` in one transaction, unless they
+    /// are the last enabled admin, or `by` themselves, and the change would end their
+    /// standing as one (see the module docs): a new role; enabled again (a token still live
+    /// is revoked: they log in anew); disabled (at `now_ms`, unless disabled already, with
+    /// every live token revoked and every unused reset token voided); or deleted with their
+    /// grants and tokens.
+    async fn change_user(
+        &self,
+        user_id: i64,
+        change: UserChange,
+        by: i64,
+        now_ms: i64,
+    ) -> Result<UserChangeOutcome, StoreError>;
+
     /// Takes back the user's grant on `app`; false if there was none.
     async fn revoke_grant(&self, user_id: i64, app: &AppName) -> Result<bool, StoreError>;
 
@@ -93,7 +172,8 @@ pub trait Accounts: Send + Sync {
     async fn insert_token(&self, token: &NewToken, now_ms: i64) -> Result<TokenInfo, StoreError>;
 
     /// The user a token (by its hash) belongs to, if the token is neither revoked nor expired
-    /// at `now_ms`, with the token.
+    /// at `now_ms` and the user is enabled, with the token. Read from the database on every
+    /// call, never cached: a role changed or a user disabled counts from the next request.
     async fn authenticate_token(
         &self,
         token_hash: &str,

@@ -44,7 +44,9 @@ use crate::model::{
     PendingFire, Run,
 };
 
-pub use accounts::{Accounts, NewToken, NewUser, UserCredentials};
+pub use accounts::{
+    Accounts, NewToken, NewUser, UserChange, UserChangeOutcome, UserCredentials, UserStanding,
+};
 pub use audit::{AuditFilter, AuditTrail};
 pub use batches::{
     BatchProgress, DispatchMarks, FireBatches, NewFireBatch, ScanBatch, StoredBatch,

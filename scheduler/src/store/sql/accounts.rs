@@ -1,5 +1,6 @@
 //! The [`Accounts`](crate::store::Accounts) implementation: tables `users`, `user_grants`
-//! and `auth_tokens`, the same SQL on both backends.
+//! and `auth_tokens`, the same SQL on every backend; a change of a user's standing is
+//! [`user_changes`](super::user_changes)'.
 
 /// Implements [`Accounts`](crate::store::Accounts) for a backend type with a `pool` field.
 macro_rules! impl_sql_accounts {
@@ -11,10 +12,11 @@ macro_rules! impl_sql_accounts {
             use $crate::model::{Access, AppGrant, Role, TokenInfo, TokenKind, User};
             use $crate::store::{Accounts, NewToken, NewUser, UserCredentials};
 
-            type UserRow = (i64, String, String, String, i64, Option<String>);
+            type UserRow = (i64, String, String, String, i64, Option<String>, Option<i64>);
             type TokenRow = (i64, i64, String, String, i64, i64, Option<i64>);
 
-            const USER_COLUMNS: &str = "id, name, role, password_hash, created_at_ms, locale";
+            const USER_COLUMNS: &str =
+                "id, name, role, password_hash, created_at_ms, locale, disabled_at_ms";
             const TOKEN_COLUMNS: &str =
                 "id, user_id, kind, name, created_at_ms, expires_at_ms, revoked_at_ms";
 
@@ -26,7 +28,7 @@ macro_rules! impl_sql_accounts {
             }
 
             fn user_from(row: UserRow, grants: Vec<AppGrant>) -> Result<UserCredentials, StoreError> {
-                let (id, name, role, password_hash, created_at_ms, locale) = row;
+                let (id, name, role, password_hash, created_at_ms, locale, disabled_at_ms) = row;
                 let role = role.parse::<Role>().map_err(corrupt(format!("user {id}")))?;
                 Ok(UserCredentials {
                     user: User {
@@ -36,6 +38,7 @@ macro_rules! impl_sql_accounts {
                         grants,
                         created_at_ms,
                         locale,
+                        disabled_at_ms,
                     },
                     password_hash,
                 })
@@ -177,6 +180,7 @@ macro_rules! impl_sql_accounts {
                             grants: Vec::new(),
                             created_at_ms: now_ms,
                             locale: None,
+                            disabled_at_ms: None,
                         }),
                         Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
                             Err(StoreError::UserExists(user.name.clone()))
@@ -264,6 +268,16 @@ macro_rules! impl_sql_accounts {
                     Ok(done.rows_affected() >= 1)
                 }
 
+                async fn change_user(
+                    &self,
+                    user_id: i64,
+                    change: $crate::store::UserChange,
+                    by: i64,
+                    now_ms: i64,
+                ) -> Result<$crate::store::UserChangeOutcome, StoreError> {
+                    user_changes::change_user(self, user_id, change, by, now_ms).await
+                }
+
                 async fn revoke_grant(&self, user_id: i64, app: &AppName) -> Result<bool, StoreError> {
                     let done = sqlx::query(&backend_sql("DELETE FROM user_grants WHERE user_id = $1 AND app = $2"))
                         .bind(user_id)
@@ -337,7 +351,12 @@ macro_rules! impl_sql_accounts {
                     .map_err(StoreError::query("check a token"))?;
                     let Some(row) = row else { return Ok(None) };
                     let token = token_from(row)?;
-                    Ok(self.get_user(token.user_id).await?.map(|user| (user, token)))
+                    // Disabling revokes the user's tokens; this refuses one a login made in
+                    // the same instant as well.
+                    let user = self.get_user(token.user_id).await?;
+                    Ok(user
+                        .filter(|user| user.disabled_at_ms.is_none())
+                        .map(|user| (user, token)))
                 }
 
                 async fn list_tokens(&self, user_id: i64) -> Result<Vec<TokenInfo>, StoreError> {
@@ -370,6 +389,8 @@ macro_rules! impl_sql_accounts {
                     Ok(done.rows_affected() == 1)
                 }
             }
+
+            $crate::store::sql::user_changes::impl_sql_user_changes!($store, $db, $dialect);
         }
     };
 }

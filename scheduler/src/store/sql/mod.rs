@@ -23,12 +23,12 @@
 //! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
 //! functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the backend's
 //! file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
-//! [`accounts`], [`audit`], [`batches`], [`console`], [`replays`], [`shards`] and [`signing`]
-//! implement the separate [`Accounts`](super::Accounts), [`AuditTrail`](super::AuditTrail),
-//! [`FireBatches`](super::FireBatches), [`Console`](super::Console), [`Replays`](super::Replays),
-//! [`ScheduleShards`](super::ScheduleShards) and [`SigningKeys`](super::SigningKeys) traits the
-//! same way, as [`imports`] and [`password_resets`] do for [`Imports`](super::Imports) and
-//! [`PasswordResets`](super::PasswordResets).
+//! [`accounts`] (with [`user_changes`]), [`audit`], [`batches`], [`console`], [`replays`],
+//! [`shards`] and [`signing`] implement the separate [`Accounts`](super::Accounts),
+//! [`AuditTrail`](super::AuditTrail), [`FireBatches`](super::FireBatches),
+//! [`Console`](super::Console), [`Replays`](super::Replays), [`ScheduleShards`](super::ScheduleShards)
+//! and [`SigningKeys`](super::SigningKeys) traits the same way, as [`imports`] and
+//! [`password_resets`] do for [`Imports`](super::Imports) and [`PasswordResets`](super::PasswordResets).
 //!
 //! Statements are prepared once per connection and kept in its cache of
 //! [`STATEMENT_CACHE`] statements. A statement built with a `QueryBuilder` has a text of its
@@ -54,6 +54,7 @@ pub(crate) mod registry;
 pub(crate) mod replays;
 pub(crate) mod shards;
 pub(crate) mod signing;
+pub(crate) mod user_changes;
 pub(crate) mod writes;
 
 /// Prepared statements each pooled connection keeps (see the module docs).
