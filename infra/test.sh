@@ -132,7 +132,7 @@ step "the e2e tests whose subject is Kafka behaviour, again on tansu (the dev st
 # The consumer group protocol (KIP-848) is Apache Kafka's only: tansu 0.6 never assigns such
 # a member a partition.
 tansu_skips=(postgres:: mysql:: access:: api_load:: console:: console_api:: console_session::
-  prometheus:: xxl_import:: consumer_protocol)
+  prometheus:: xxl_import:: consumer_protocol user_lifecycle:: login_guard:: field_limits::)
 KADENCE_TEST_BROKERS=$tansu_brokers KADENCE_TEST_BROKER_KIND=tansu RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" \
   cargo test --locked -p kadence-tests --test e2e -- "${tansu_skips[@]/#/--skip=}"
 

@@ -24,6 +24,7 @@ mod conformance;
 mod console;
 mod console_api;
 mod console_session;
+mod field_limits;
 mod helpers;
 mod login_guard;
 mod metrics;

@@ -599,7 +599,7 @@ async fn snapshots_beyond_the_usual_body_limit_and_bad_ones(app: &TestApp) {
         row["reason"]
             .as_str()
             .unwrap()
-            .contains("params are 614400 bytes"),
+            .contains("params is 614400 bytes long; the limit is 65536 bytes"),
         "{row}"
     );
     let (status, answer) = app

@@ -30,6 +30,14 @@ const BLANK = {
   child_job_ids: '', child_trigger_mode: 'EACH_SHARD', history: 'ALL',
 };
 
+// The most characters each one-line field takes: the API's limits
+// (scheduler/src/model/limits.rs, whose tests check these numbers). Params and the script
+// are limited in bytes, which a browser cannot count: the API's refusal says by how much.
+const MAX_LENGTH = {
+  name: 255, handler: 255, author: 255, schedule_conf: 255, time_zone: 64, alarm_webhook: 2048,
+  glue_remark: 255,
+};
+
 const NUMBERS = ['timeout_seconds', 'retry_count', 'retry_backoff_seconds', 'retry_backoff_cap_seconds'];
 
 // The form's values from a job as the API shows it.
@@ -123,6 +131,7 @@ export function JobFormPage({ id, copy }) {
             onInput=${(e) => set(name)(e.target.value)}></textarea>`
         : html`<input id=${`job-${name}`} type=${extra.type ?? 'text'} min=${extra.type === 'number' ? 0 : undefined}
             aria-describedby=${d} value=${form[name]} disabled=${!writable} list=${extra.list}
+            maxlength=${MAX_LENGTH[name]}
             required=${extra.required} onInput=${(e) => set(name)(e.target.value)} />`)}<//>`;
   const choice = (name) => html`
     <${Field} id=${`job-${name}`} label=${t(`job_form.${name}`)} error=${errorOf(name)}>${(d) => html`

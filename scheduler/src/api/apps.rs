@@ -17,6 +17,7 @@ use super::pages::{Page, PageQuery, page_request};
 use super::{ApiState, MAX_PARTITIONS, bad_request};
 use crate::kafka::TopicError;
 use crate::model::App;
+use crate::model::limits::APP_TITLE;
 
 /// Body of `POST /api/apps`.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -26,8 +27,9 @@ pub struct NewAppRequest {
     pub name: String,
     /// Partitions of its trigger topic, 1–1024: the most executors that share its triggers.
     pub partitions: i32,
-    /// Human-readable title.
+    /// Human-readable title, at most 255 characters.
     #[serde(default)]
+    #[schema(max_length = 255)]
     pub title: String,
 }
 
@@ -46,6 +48,7 @@ pub(super) async fn create_app(
     // An app is a trigger topic and a consumer group: the cluster's to give out.
     caller.require_admin()?;
     let name = AppName::parse(&request.name).map_err(bad_request)?;
+    APP_TITLE.check(&request.title)?;
     if !(1..=MAX_PARTITIONS).contains(&request.partitions) {
         return Err(bad_request(format!(
             "partitions must be between 1 and {MAX_PARTITIONS}, not {}",

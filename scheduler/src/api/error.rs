@@ -7,6 +7,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
+use crate::model::limits::OverLimit;
 use crate::store::StoreError;
 
 /// An API failure.
@@ -139,6 +140,16 @@ impl IntoResponse for ApiError {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
+    }
+}
+
+/// A field over its limit: a 400 naming it, its size and the limit.
+impl From<OverLimit> for ApiError {
+    fn from(over: OverLimit) -> Self {
+        ApiError::InvalidField {
+            field: over.limit.field,
+            message: over.to_string(),
+        }
     }
 }
 

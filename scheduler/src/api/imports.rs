@@ -46,6 +46,7 @@ use crate::import::{
     SourceKind, XxlSnapshot, plan,
 };
 use crate::kafka::TopicError;
+use crate::model::limits::{IMPORT_SOURCE, TIME_ZONE};
 use crate::model::{App, JobStatus, NewJob};
 use crate::schedule::parse_time_zone;
 use crate::store::{ImportWrite, ImportedApp, ImportedJob, ImportedUser};
@@ -57,8 +58,9 @@ pub const IMPORT_BODY_LIMIT_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct XxlImportRequest {
-    /// The source's name (the CLI derives it from the URL: `xxl-job:host:port/database`);
-    /// a second import of the same source skips what the first created.
+    /// The source's name (the CLI derives it from the URL: `xxl-job:host:port/database`),
+    /// 1 to 200 characters; a second import of the same source skips what the first created.
+    #[schema(min_length = 1, max_length = 200)]
     pub source: String,
     /// The rows read from XXL-JOB.
     pub snapshot: XxlSnapshot,
@@ -131,11 +133,12 @@ pub(super) async fn import_xxl_job(
 
 fn check_source(source: &str) -> Result<String, ApiError> {
     let source = source.trim();
-    if source.is_empty() || source.len() > 200 {
+    if source.is_empty() {
         return Err(ApiError::at("source")(bad_request(
-            "source must name the XXL-JOB database in 1 to 200 characters",
+            "source must name the XXL-JOB database (xxl-job:host:port/database)",
         )));
     }
+    IMPORT_SOURCE.check(source)?;
     Ok(source.to_owned())
 }
 
@@ -176,6 +179,7 @@ fn check_options(options: &ImportOptions) -> Result<chrono_tz::Tz, ApiError> {
         ))));
     }
     check_hours(options.reset_token_hours).map_err(ApiError::at("reset_token_hours"))?;
+    TIME_ZONE.check(&options.time_zone)?;
     parse_time_zone(&options.time_zone)
         .map_err(bad_request)
         .map_err(ApiError::at("time_zone"))

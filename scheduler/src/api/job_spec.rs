@@ -1,19 +1,19 @@
 //! A job's definition as the API reads it ([`NewJobRequest`], checked into a `NewJob` with
-//! XXL-JOB's defaults) and shows it ([`JobView`]). Its alarm webhook is an http(s) URL to
-//! an address webhooks may reach ([`check_webhook_target`]); members who may only view the
-//! app see it without its credentials ([`JobView::shown_to`]).
+//! XXL-JOB's defaults; `job_view` shows it). Every text and list of it is checked
+//! against its limit first ([`check_sizes`], limits in [`crate::model::limits`]), so a
+//! refusal names the field, its size and the limit, and never echoes a huge value. Its alarm
+//! webhook is an http(s) URL to an address webhooks may reach ([`check_webhook_target`]).
 
 use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId};
 use serde::{Deserialize, Serialize};
 
-use super::caller::Caller;
 use super::error::ApiError;
-use super::{ApiState, MAX_PARAMS_BYTES, bad_request};
+use super::{ApiState, bad_request};
+use crate::model::limits::{self, CHOICE};
 use crate::model::{
-    Access, ChildTriggerMode, Glue, HistoryPolicy, Job, NewJob, RetryBackoff, RetryPolicy,
-    RouteStrategy,
+    ChildTriggerMode, Glue, HistoryPolicy, NewJob, RetryBackoff, RetryPolicy, RouteStrategy,
 };
-use crate::monitors::webhook_target::{parse_webhook_url, redact_webhook_url};
+use crate::monitors::webhook_target::parse_webhook_url;
 use crate::schedule::{MisfireStrategy, ScheduleSpec, ScheduleType, parse_time_zone};
 
 /// Body of `POST /api/jobs`. Optional fields take XXL-JOB's defaults.
@@ -23,18 +23,21 @@ pub struct NewJobRequest {
     /// The executor app.
     #[schema(value_type = AppName)]
     pub app: String,
-    /// Display name; defaults to the handler name.
+    /// Display name, at most 255 characters; defaults to the handler name.
     #[serde(default)]
+    #[schema(max_length = 255)]
     pub name: Option<String>,
     /// CRON (default), FIX_RATE, FIX_DELAY or NONE.
     #[serde(default)]
     #[schema(value_type = Option<ScheduleType>)]
     pub schedule_type: Option<String>,
-    /// Cron expression, or seconds for FIX_RATE and FIX_DELAY.
+    /// Cron expression, or seconds for FIX_RATE and FIX_DELAY; at most 255 characters.
     #[serde(default)]
+    #[schema(max_length = 255)]
     pub schedule_conf: Option<String>,
     /// IANA time zone; default UTC.
     #[serde(default)]
+    #[schema(max_length = 64)]
     pub time_zone: Option<String>,
     /// DO_NOTHING (default) or FIRE_ONCE_NOW.
     #[serde(default)]
@@ -44,10 +47,12 @@ pub struct NewJobRequest {
     #[serde(default)]
     #[schema(value_type = Option<RouteStrategy>)]
     pub route_strategy: Option<String>,
-    /// Handler name on the executors.
+    /// Handler name on the executors, 1 to 255 characters.
+    #[schema(min_length = 1, max_length = 255)]
     pub handler: String,
-    /// Parameters for the handler, at most 64 KiB.
+    /// Parameters for the handler, at most 64 KiB (65 536 bytes of UTF-8).
     #[serde(default)]
+    #[schema(max_length = 65536)]
     pub params: Option<String>,
     /// SERIAL_EXECUTION (default), DISCARD_LATER, COVER_EARLY or CONCURRENT.
     #[serde(default)]
@@ -56,16 +61,19 @@ pub struct NewJobRequest {
     /// Run timeout in seconds; 0 or absent for none.
     #[serde(default)]
     pub timeout_seconds: Option<u32>,
-    /// Owner, for people.
+    /// Owner, for people; at most 255 characters.
     #[serde(default)]
+    #[schema(max_length = 255)]
     pub author: Option<String>,
-    /// Where failure alarms are e-mailed.
+    /// Where failure alarms are e-mailed: at most 20 addresses, each at most 254 bytes.
     #[serde(default)]
+    #[schema(max_items = 20)]
     pub alarm_emails: Option<Vec<String>>,
-    /// Where failure alarms are POSTed (http or https URL). Loopback, private, link-local
-    /// and other internal addresses are refused unless the scheduler's
-    /// `alarm.webhook_allowed_networks` names them.
+    /// Where failure alarms are POSTed (http or https URL, at most 2 048 bytes as stored).
+    /// Loopback, private, link-local and other internal addresses are refused unless the
+    /// scheduler's `alarm.webhook_allowed_networks` names them.
     #[serde(default)]
+    #[schema(max_length = 2048)]
     pub alarm_webhook: Option<String>,
     /// Retries of a failed run; default 0.
     #[serde(default)]
@@ -83,14 +91,17 @@ pub struct NewJobRequest {
     #[serde(default)]
     #[schema(value_type = Option<GlueType>)]
     pub glue_type: Option<String>,
-    /// The script, for GLUE_* types (at most 256 KiB).
+    /// The script, for GLUE_* types (at most 256 KiB: 262 144 bytes of UTF-8).
     #[serde(default)]
+    #[schema(max_length = 262144)]
     pub glue_source: Option<String>,
-    /// Note on this version of the script.
+    /// Note on this version of the script; at most 255 characters.
     #[serde(default)]
+    #[schema(max_length = 255)]
     pub glue_remark: Option<String>,
-    /// Jobs fired when this one succeeds.
+    /// Jobs fired when this one succeeds; at most 50.
     #[serde(default)]
+    #[schema(max_items = 50)]
     pub child_job_ids: Option<Vec<i64>>,
     /// For a sharded job: EACH_SHARD (default, XXL-JOB) fires the children once per succeeded
     /// shard; ALL_SHARDS once per fire, when every shard succeeded.
@@ -107,9 +118,6 @@ pub struct NewJobRequest {
     pub start: bool,
 }
 
-/// Largest script accepted, in bytes: scripts travel in every trigger record.
-pub const MAX_GLUE_SOURCE_BYTES: usize = 256 * 1024;
-
 pub(super) fn parse_or<T: std::str::FromStr>(value: Option<&str>, default: T) -> Result<T, ApiError>
 where
     T::Err: std::fmt::Display,
@@ -120,23 +128,23 @@ where
 /// The job a request describes, with XXL-JOB's defaults; a 400 names the field at fault.
 pub(super) fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> {
     let at = ApiError::at;
+    check_sizes(&request)?;
     let app = AppName::parse(&request.app)
         .map_err(bad_request)
         .map_err(at("app"))?;
     let handler = request.handler.trim().to_owned();
-    if handler.is_empty() || handler.len() > 200 {
-        return invalid("handler", "handler must be 1 to 200 characters");
+    if handler.is_empty() {
+        return invalid(
+            "handler",
+            "handler must not be empty: name the executors' handler",
+        );
     }
     let params = request.params.unwrap_or_default();
-    check_params(&params).map_err(at("params"))?;
     // A blank name takes the handler's, as a missing one does.
     let name = request
         .name
         .filter(|name| !name.trim().is_empty())
         .unwrap_or_else(|| handler.clone());
-    if name.len() > 255 {
-        return invalid("name", "name must be at most 255 characters");
-    }
     let schedule = parse_schedule(
         request.schedule_type.as_deref(),
         request.schedule_conf.as_deref(),
@@ -196,6 +204,47 @@ pub(super) fn parse_new_job(request: NewJobRequest) -> Result<NewJob, ApiError> 
     })
 }
 
+/// Refuses the first text or list of `request` over its limit (see
+/// [`crate::model::limits`]), before anything is parsed: the 400 names the field, its size
+/// and the limit, and never echoes the value.
+fn check_sizes(request: &NewJobRequest) -> Result<(), ApiError> {
+    let texts = [
+        (limits::JOB_NAME, request.name.as_deref()),
+        (limits::HANDLER, Some(request.handler.as_str())),
+        (limits::AUTHOR, request.author.as_deref()),
+        (limits::PARAMS, request.params.as_deref()),
+        (limits::SCHEDULE_CONF, request.schedule_conf.as_deref()),
+        (limits::TIME_ZONE, request.time_zone.as_deref()),
+        (limits::ALARM_WEBHOOK, request.alarm_webhook.as_deref()),
+        (limits::GLUE_SOURCE, request.glue_source.as_deref()),
+        (limits::GLUE_REMARK, request.glue_remark.as_deref()),
+    ];
+    let choices = [
+        ("schedule_type", &request.schedule_type),
+        ("misfire_strategy", &request.misfire_strategy),
+        ("route_strategy", &request.route_strategy),
+        ("block_strategy", &request.block_strategy),
+        ("retry_backoff", &request.retry_backoff),
+        ("glue_type", &request.glue_type),
+        ("child_trigger_mode", &request.child_trigger_mode),
+        ("history", &request.history),
+    ];
+    let choices = (choices.into_iter()).map(|(field, text)| (CHOICE.named(field), text.as_deref()));
+    for (limit, text) in texts.into_iter().chain(choices) {
+        if let Some(text) = text {
+            limit.check(text)?;
+        }
+    }
+    let emails = request.alarm_emails.as_deref().unwrap_or_default();
+    limits::ALARM_EMAILS.check_count(emails.len())?;
+    for (index, email) in emails.iter().enumerate() {
+        limits::ALARM_EMAIL.check_entry(index, email.trim())?;
+    }
+    let children = request.child_job_ids.as_ref().map_or(0, Vec::len);
+    limits::CHILD_JOB_IDS.check_count(children)?;
+    Ok(())
+}
+
 /// A 400 about `field`.
 fn invalid<T>(field: &'static str, message: &str) -> Result<T, ApiError> {
     Err(ApiError::at(field)(bad_request(message)))
@@ -218,10 +267,10 @@ pub(super) fn parse_emails(emails: Vec<String>) -> Result<Vec<String>, ApiError>
         .into_iter()
         .map(|email| {
             let email = email.trim().to_owned();
-            let valid = email.len() <= 254
-                && email
-                    .split_once('@')
-                    .is_some_and(|(user, domain)| !user.is_empty() && domain.contains('.'))
+            // Its length is checked with the other sizes (`check_sizes`).
+            let valid = email
+                .split_once('@')
+                .is_some_and(|(user, domain)| !user.is_empty() && domain.contains('.'))
                 && !email.contains(|c: char| c.is_whitespace() || c == ',');
             if valid {
                 Ok(email)
@@ -239,7 +288,12 @@ pub(super) fn parse_emails(emails: Vec<String>) -> Result<Vec<String>, ApiError>
 pub(super) fn parse_webhook(url: Option<String>) -> Result<Option<String>, ApiError> {
     let Some(url) = url else { return Ok(None) };
     match parse_webhook_url(&url) {
-        Ok(url) => Ok(Some(url.into())),
+        Ok(url) => {
+            // Percent-encoding may lengthen what was typed: the stored form is what counts.
+            let url: String = url.into();
+            limits::ALARM_WEBHOOK.check(&url)?;
+            Ok(Some(url))
+        }
         Err(error) => Err(bad_request(format!("invalid alarm webhook: {error}"))),
     }
 }
@@ -277,12 +331,7 @@ pub(super) fn parse_glue(
                 "glue type {glue_type} needs a glue_source (the script)"
             )));
         }
-        (_, Some(script)) if script.len() > MAX_GLUE_SOURCE_BYTES => {
-            return Err(bad_request(format!(
-                "glue_source is {} bytes; the limit is {MAX_GLUE_SOURCE_BYTES} bytes",
-                script.len()
-            )));
-        }
+        // Its size is checked with the others (`check_sizes`).
         _ => {}
     }
     Ok(Glue {
@@ -348,134 +397,84 @@ pub(super) async fn check_children(
     Ok(())
 }
 
+/// Params within their limit ([`limits::PARAMS`]): a job's, or a manual trigger's own.
 pub(super) fn check_params(params: &str) -> Result<(), ApiError> {
-    if params.len() > MAX_PARAMS_BYTES {
-        return Err(bad_request(format!(
-            "params are {} bytes; the limit is {MAX_PARAMS_BYTES} bytes (they travel in every \
-             trigger record: pass a reference to large data instead)",
-            params.len()
-        )));
+    Ok(limits::PARAMS.check(params)?)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The limits as the API states them (see `crate::model::limits`).
+
+    use crate::model::limits::*;
+
+    #[test]
+    fn the_api_takes_a_body_with_the_largest_script_and_params() {
+        let largest_job = GLUE_SOURCE.max + PARAMS.max + 64 * 1024;
+        assert!(largest_job <= crate::api::BODY_LIMIT_BYTES);
+        // A replay names each of an app's partitions at most once.
+        assert_eq!(
+            Ok(REPLAY_OFFSETS.max),
+            usize::try_from(crate::api::MAX_PARTITIONS)
+        );
     }
-    Ok(())
-}
 
-/// A job as the API shows it: enumerations as their names, times in ms since the epoch.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct JobView {
-    /// Id.
-    pub id: i64,
-    /// Executor app.
-    pub app: String,
-    /// Display name.
-    pub name: String,
-    /// CRON, FIX_RATE, FIX_DELAY or NONE.
-    pub schedule_type: String,
-    /// Cron expression or seconds.
-    pub schedule_conf: String,
-    /// IANA time zone.
-    pub time_zone: String,
-    /// Misfire strategy.
-    pub misfire_strategy: String,
-    /// Route strategy.
-    pub route_strategy: String,
-    /// Handler name.
-    pub handler: String,
-    /// Handler parameters.
-    pub params: String,
-    /// Block strategy.
-    pub block_strategy: String,
-    /// Timeout in seconds, 0 for none.
-    pub timeout_seconds: i64,
-    /// Owner.
-    pub author: String,
-    /// Alarm e-mail addresses.
-    pub alarm_emails: Vec<String>,
-    /// Alarm webhook URL; for a caller who may only view the app, with its user name,
-    /// password, query values and fragment replaced by `REDACTED`.
-    pub alarm_webhook: Option<String>,
-    /// Retries of a failed run.
-    pub retry_count: u32,
-    /// NONE, FIXED or EXPONENTIAL.
-    pub retry_backoff: String,
-    /// Backoff delay (first delay for EXPONENTIAL), seconds.
-    pub retry_backoff_seconds: i64,
-    /// Largest EXPONENTIAL delay, seconds.
-    pub retry_backoff_cap_seconds: i64,
-    /// BEAN or a GLUE_* type.
-    pub glue_type: String,
-    /// The script, for GLUE_* types.
-    pub glue_source: Option<String>,
-    /// Note on the script's latest version.
-    pub glue_remark: String,
-    /// When the script last changed, ms.
-    pub glue_updated_at_ms: Option<i64>,
-    /// Jobs fired when this one succeeds.
-    pub child_job_ids: Vec<i64>,
-    /// EACH_SHARD or ALL_SHARDS.
-    pub child_trigger_mode: String,
-    /// ALL, FAILURES or NONE: which finished runs keep their rows.
-    pub history: String,
-    /// RUNNING or STOPPED.
-    pub status: String,
-    /// Latest fire written, ms.
-    pub last_fire_ms: Option<i64>,
-    /// Next fire, ms.
-    pub next_fire_ms: Option<i64>,
-}
+    /// The OpenAPI document's `maxLength` / `maxItems` of `schema.property` (null included in the
+    /// type or not).
+    fn documented(document: &serde_json::Value, schema: &str, property: &str, key: &str) -> usize {
+        let field = &document["components"]["schemas"][schema]["properties"][property];
+        field[key]
+            .as_u64()
+            .and_then(|max| usize::try_from(max).ok())
+            .unwrap_or_else(|| panic!("{schema}.{property} states no {key}: {field}"))
+    }
 
-impl JobView {
-    /// `job` as `caller` may see it: whole for those who may operate its app; for those who
-    /// may only view it, [`redacted`](Self::redacted), since a webhook URL's credentials
-    /// would let them call its receiver as the scheduler.
-    pub(super) fn shown_to(job: &Job, caller: &Caller) -> JobView {
-        let view = JobView::from(job);
-        if caller.user.may(&job.spec.app, Access::Operate) {
-            view
-        } else {
-            view.redacted()
+    /// utoipa takes only literals in its attributes: this keeps them equal to the limits.
+    #[test]
+    fn the_openapi_document_states_each_limit() {
+        let document = serde_json::to_value(crate::api::openapi_document()).expect("JSON");
+        let stated = [
+            ("NewJobRequest", JOB_NAME),
+            ("NewJobRequest", HANDLER),
+            ("NewJobRequest", AUTHOR),
+            ("NewJobRequest", PARAMS),
+            ("NewJobRequest", SCHEDULE_CONF),
+            ("NewJobRequest", TIME_ZONE),
+            ("NewJobRequest", ALARM_EMAILS),
+            ("NewJobRequest", ALARM_WEBHOOK),
+            ("NewJobRequest", GLUE_SOURCE),
+            ("NewJobRequest", GLUE_REMARK),
+            ("NewJobRequest", CHILD_JOB_IDS),
+            ("NewAppRequest", APP_TITLE),
+            ("KillRequest", KILL_REASON),
+            ("ReplayBody", REPLAY_JOB_IDS),
+            ("ReplayBody", REPLAY_TRIGGER_TYPES),
+            ("ReplayBody", REPLAY_OUTCOMES),
+            ("ReplayBody", REPLAY_OFFSETS),
+            ("XxlImportRequest", IMPORT_SOURCE),
+        ];
+        let preview = &document["paths"]["/api/schedules/preview"]["get"]["parameters"];
+        for limit in [SCHEDULE_CONF, TIME_ZONE] {
+            let parameter = (preview.as_array().expect("the preview's parameters").iter())
+                .find(|parameter| parameter["name"] == limit.field)
+                .expect("a parameter of the limit's name");
+            assert_eq!(
+                parameter["schema"]["maxLength"].as_u64(),
+                u64::try_from(limit.max).ok(),
+                "{parameter}"
+            );
         }
-    }
-
-    /// The view with the webhook URL's credentials replaced ([`redact_webhook_url`]): for
-    /// VIEW members, and for audit entries, which every member who may view the app lists.
-    pub(super) fn redacted(mut self) -> JobView {
-        self.alarm_webhook = self.alarm_webhook.as_deref().map(redact_webhook_url);
-        self
-    }
-}
-
-impl From<&Job> for JobView {
-    fn from(job: &Job) -> Self {
-        JobView {
-            id: job.id.get(),
-            app: job.spec.app.to_string(),
-            name: job.spec.name.clone(),
-            schedule_type: job.spec.schedule.schedule_type().to_string(),
-            schedule_conf: job.spec.schedule.conf(),
-            time_zone: job.spec.time_zone.name().to_owned(),
-            misfire_strategy: job.spec.misfire_strategy.to_string(),
-            route_strategy: job.spec.route_strategy.to_string(),
-            handler: job.spec.handler.clone(),
-            params: job.spec.params.clone(),
-            block_strategy: job.spec.block_strategy.to_string(),
-            timeout_seconds: job.spec.timeout_ms / 1000,
-            author: job.spec.author.clone(),
-            alarm_emails: job.spec.alarm_emails.clone(),
-            alarm_webhook: job.spec.alarm_webhook.clone(),
-            retry_count: job.spec.retry.count,
-            retry_backoff: job.spec.retry.backoff.kind().to_owned(),
-            retry_backoff_seconds: job.spec.retry.backoff.parts().0 / 1000,
-            retry_backoff_cap_seconds: job.spec.retry.backoff.parts().1 / 1000,
-            glue_type: job.spec.glue.glue_type.to_string(),
-            glue_source: job.spec.glue.source.clone(),
-            glue_remark: job.spec.glue.remark.clone(),
-            glue_updated_at_ms: job.glue_updated_at_ms,
-            child_job_ids: job.spec.child_job_ids.iter().map(|id| id.get()).collect(),
-            child_trigger_mode: job.spec.child_trigger_mode.to_string(),
-            history: job.spec.history.to_string(),
-            status: job.status.to_string(),
-            last_fire_ms: job.last_fire_ms,
-            next_fire_ms: job.next_fire_ms,
+        for (schema, limit) in stated {
+            let key = match limit.measure {
+                Measure::Entries => "maxItems",
+                Measure::Characters | Measure::Bytes => "maxLength",
+            };
+            assert_eq!(
+                documented(&document, schema, limit.field, key),
+                limit.max,
+                "{schema}.{}",
+                limit.field
+            );
         }
     }
 }

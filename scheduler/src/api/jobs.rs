@@ -15,9 +15,8 @@ use super::body::{ApiJson, ApiPath, ApiQuery};
 use super::caller::Caller;
 use super::error::ApiError;
 use super::error::ErrorBody;
-use super::job_spec::{
-    JobView, NewJobRequest, check_children, check_webhook_target, parse_new_job,
-};
+use super::job_spec::{NewJobRequest, check_children, check_webhook_target, parse_new_job};
+use super::job_view::JobView;
 use super::pages::{Page, page_request};
 use super::{ApiState, bad_request, load_job_for, parse_app_filter, require_script_runner};
 use crate::model::{Access, GlueVersion, Job, JobStatus, NewJob};

@@ -67,7 +67,8 @@
 //! (`pages`).
 //!
 //! Bad input gets a 4xx with `{"error": "…"}` saying what to fix: 400 for an invalid value
-//! (including a NUL character in any text), 408 for a body that did not arrive in time, 413
+//! (including a NUL character in any text, and a text or list over its limit, named with
+//! the limit: see `crate::model::limits`), 408 for a body that did not arrive in time, 413
 //! for a body over 512 KiB (`body`). A busy node answers 503 with `Retry-After` — too many
 //! requests at once, a request past its timeout, no database connection free in time
 //! (`limits`); the scheduling loops have their own connections, so API load never delays a
@@ -75,17 +76,16 @@
 //! share of it (429 beyond), so that strangers cannot crowd out signed-in users. An
 //! internal failure is logged with its cause and answered with a bare 500.
 //!
-//! One file per resource: `apps`, `jobs` (with the definition a request carries and a
-//! view shows in `job_spec`), `runs` (trigger, kill, list, log), `run_search` (runs across
-//! jobs, one run in detail), `executors`, `reports`, `overview` (the dashboard),
-//! `schedules`, `sessions` (login, logout, language), `tokens`, `users`, `audit`,
-//! `signing_keys`, `replays` (with backfills and the shadow report), `imports` and
-//! `import_undo` (XXL-JOB), `password_resets`; the plumbing every
-//! route shares: `caller`, `client` (who the client is, by address), `throttle`,
-//! `refusals`, `error`,
-//! `body`, `pages`, `limits`; and `serve`, the HTTP server the router runs in. This file
-//! holds the state, the router and the small parsers the
-//! resources share.
+//! One file per resource: `apps`, `jobs` (with the definition a request carries in
+//! `job_spec` and the one a view shows in `job_view`), `runs` (trigger, kill, list, log),
+//! `run_search` (runs across jobs, one run in detail), `executors`, `reports`, `overview`
+//! (the dashboard), `schedules`, `sessions` (login, logout, language), `tokens`, `users`,
+//! `audit`, `signing_keys`, `replays` (with backfills and the shadow report), `imports` and
+//! `import_undo` (XXL-JOB), `password_resets`; the plumbing every route shares: `caller`,
+//! `client` (who the client is, by address), `throttle`, `refusals`, `error`, `body`, `pages`, `limits`
+//! (the API's load limits; the limits of each field are `crate::model::limits`); and
+//! `serve`, the HTTP server the router runs in. This file holds the state, the router and
+//! the small parsers the resources share.
 
 mod apps;
 mod audit;
@@ -97,6 +97,7 @@ mod executors;
 mod import_undo;
 mod imports;
 mod job_spec;
+mod job_view;
 mod jobs;
 mod limits;
 mod metrics_endpoint;
@@ -126,7 +127,8 @@ pub use error::ApiError;
 pub use executors::{ExecutorQuery, ExecutorView};
 pub use import_undo::XxlUndoRequest;
 pub use imports::{IMPORT_BODY_LIMIT_BYTES, XxlImportRequest};
-pub use job_spec::{JobView, MAX_GLUE_SOURCE_BYTES, NewJobRequest};
+pub use job_spec::NewJobRequest;
+pub use job_view::JobView;
 pub use jobs::JobQuery;
 pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
 pub use metrics_endpoint::{MetricsAccess, metrics_router};
@@ -175,8 +177,6 @@ use crate::partitions::PartitionDirectory;
 use crate::registry::Registry;
 use crate::store::Store;
 
-/// Largest `params` accepted, in bytes: params travel in every trigger record.
-pub const MAX_PARAMS_BYTES: usize = 64 * 1024;
 /// Most partitions an app may have.
 pub const MAX_PARTITIONS: i32 = 1024;
 

@@ -19,6 +19,7 @@ use super::error::{ApiError, ErrorBody};
 use super::pages::{Page, page_request};
 use super::{ApiState, bad_request, load_job_for, parse_app_filter, require_script_runner};
 use crate::model::Access;
+use crate::model::limits::{REPLAY_JOB_IDS, REPLAY_OFFSETS, REPLAY_OUTCOMES, REPLAY_TRIGGER_TYPES};
 use crate::replay::backfill::BackfillRequest;
 use crate::replay::shadow::{ShadowReport, diff_report};
 use crate::replay::topic_range::{PartitionOffsets, RangeError, TopicRange};
@@ -34,6 +35,7 @@ pub struct ReplayBody {
     pub app: String,
     /// Offsets `[from, to)` per partition; or give `from_ms` and `to_ms`.
     #[serde(default)]
+    #[schema(max_items = 1024)]
     pub offsets: Option<Vec<PartitionOffsets>>,
     /// Start of a time range (triggers scheduled at or after), ms.
     #[serde(default)]
@@ -41,14 +43,17 @@ pub struct ReplayBody {
     /// End of a time range (scheduled before), ms.
     #[serde(default)]
     pub to_ms: Option<i64>,
-    /// Only these jobs' triggers.
+    /// Only these jobs' triggers (at most 1 000 jobs).
     #[serde(default)]
+    #[schema(max_items = 1000)]
     pub job_ids: Vec<JobId>,
     /// Only triggers of these types (default: every type but REPLAY).
     #[serde(default)]
+    #[schema(max_items = 16)]
     pub trigger_types: Vec<TriggerType>,
     /// Only triggers whose runs went so: SUCCEEDED, FAILED, UNFINISHED, UNKNOWN.
     #[serde(default)]
+    #[schema(max_items = 8)]
     pub outcomes: Vec<RunOutcome>,
     /// Send the replayed triggers to this app's executors instead (a staging group).
     #[serde(default)]
@@ -145,6 +150,11 @@ pub(super) async fn replay(
     ApiJson(body): ApiJson<ReplayBody>,
 ) -> Result<(StatusCode, AuditNote, Json<OperationSummary>), ApiError> {
     let app = AppName::parse(&body.app).map_err(bad_request)?;
+    // The selection is recorded with the replay and listed with it: bounded, as every list.
+    REPLAY_JOB_IDS.check_count(body.job_ids.len())?;
+    REPLAY_TRIGGER_TYPES.check_count(body.trigger_types.len())?;
+    REPLAY_OUTCOMES.check_count(body.outcomes.len())?;
+    REPLAY_OFFSETS.check_count(body.offsets.as_ref().map_or(0, Vec::len))?;
     let target_app = body
         .target_app
         .as_deref()

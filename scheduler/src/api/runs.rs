@@ -19,6 +19,7 @@ use super::pages::{Page, PageQuery, page_request};
 use super::{ApiState, load_job_for, require_script_runner};
 use crate::intake::{FireNow, FireSource};
 use crate::model::Access;
+use crate::model::limits::KILL_REASON;
 use crate::store::{RunFilter, RunSummary};
 
 /// Body of `POST /api/jobs/{id}/trigger`.
@@ -157,8 +158,9 @@ pub(super) async fn trigger_job(
 #[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillRequest {
-    /// Why; shown on the killed runs.
+    /// Why; shown on the killed runs. At most 255 characters.
     #[serde(default)]
+    #[schema(max_length = 255)]
     pub reason: Option<String>,
 }
 
@@ -179,6 +181,7 @@ pub(super) async fn kill_job(
     OptionalJson(request): OptionalJson<KillRequest>,
 ) -> Result<(StatusCode, AuditNote, Json<KillResponse>), ApiError> {
     let job = load_job_for(&state, &caller, &id, Access::Operate).await?;
+    KILL_REASON.check(request.reason.as_deref().unwrap_or_default())?;
     let command = ControlRecord {
         command: ControlCommand::Kill,
         app: job.spec.app.clone(),
@@ -245,6 +248,7 @@ pub(super) async fn kill_run(
     // from its job's app now.
     let RunSummary { run, app, .. } =
         load_run_for(&state, &caller, &log_id, Access::Operate).await?;
+    KILL_REASON.check(request.reason.as_deref().unwrap_or_default())?;
     if matches!(
         run.state,
         crate::model::RunState::Finished | crate::model::RunState::Cancelled

@@ -10,6 +10,7 @@ use super::body::ApiQuery;
 use super::caller::Caller;
 use super::error::ApiError;
 use super::{ApiState, bad_request};
+use crate::model::limits::{SCHEDULE_CONF, TIME_ZONE};
 use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview, preview_shortfall};
 
 /// Query of `GET /api/schedules/preview`.
@@ -17,7 +18,11 @@ use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview, pr
 #[into_params(parameter_in = Query)]
 pub(super) struct PreviewQuery {
     schedule_type: Option<String>,
+    /// At most 255 characters, as a job's.
+    #[param(max_length = 255)]
     schedule_conf: Option<String>,
+    /// At most 64 characters, as a job's.
+    #[param(max_length = 64)]
     time_zone: Option<String>,
     /// Fires strictly after this instant, ms since the epoch; default now.
     after_ms: Option<i64>,
@@ -52,6 +57,9 @@ pub(super) async fn preview_schedule(
     _caller: Caller,
     ApiQuery(query): ApiQuery<PreviewQuery>,
 ) -> Result<Json<PreviewResponse>, ApiError> {
+    // The limits a job's schedule is saved with: a form previews what it can save.
+    SCHEDULE_CONF.check(query.schedule_conf.as_deref().unwrap_or_default())?;
+    TIME_ZONE.check(query.time_zone.as_deref().unwrap_or_default())?;
     let schedule = ScheduleSpec::parse(
         query.schedule_type.as_deref().unwrap_or("CRON"),
         query.schedule_conf.as_deref().unwrap_or(""),

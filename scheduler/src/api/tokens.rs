@@ -20,7 +20,7 @@ use crate::model::{TokenInfo, TokenKind, User};
 use crate::store::NewToken;
 
 /// Longest token name, in characters.
-const MAX_TOKEN_NAME_CHARS: usize = 100;
+const MAX_TOKEN_NAME_CHARS: usize = crate::model::limits::TOKEN_NAME.max;
 /// An API token's life when the request does not say.
 const DEFAULT_TOKEN_DAYS: u32 = 90;
 const DAY_MS: i64 = 24 * 3600 * 1000;

@@ -1,5 +1,6 @@
 //! Executor groups onto apps: a new app per group, an app of that name reused, a group
-//! imported before skipped, a group whose AppName Kadence cannot take refused.
+//! imported before skipped, a group whose AppName Kadence cannot take, or whose title is
+//! over an app title's limit, refused.
 
 use std::collections::HashMap;
 
@@ -8,6 +9,7 @@ use kadence_schemas::AppName;
 use super::planned::{GroupApp, Known, Plan, PlannedApp, already_imported, refused, row};
 use super::report::{Action, Difference, MappingRow, SourceKind};
 use super::snapshot::{ImportOptions, XxlGroup, XxlSnapshot, fingerprint};
+use crate::model::limits::APP_TITLE;
 use crate::store::{ImportedId, ImportedKind};
 
 /// Plans the groups of `snapshot`; returns each group's app (or why it is refused) by id.
@@ -46,10 +48,9 @@ pub(super) fn plan_groups(
             );
             continue;
         }
-        let app = match AppName::parse(name) {
+        let app = match group_app(group, &existing, &planned) {
             Ok(app) => app,
-            Err(error) => {
-                let reason = format!("its AppName cannot name a Kadence app: {error}");
+            Err(reason) => {
                 plan.rows
                     .push(refused(SourceKind::Group, group.id, name, reason.clone()));
                 groups.insert(group.id, Err(reason));
@@ -60,6 +61,24 @@ pub(super) fn plan_groups(
         groups.insert(group.id, Ok(app));
     }
     groups
+}
+
+/// The group's AppName as an app's name, and its title as an app's title when the group
+/// makes a new app (a reused app keeps its own title); or why not.
+fn group_app(
+    group: &XxlGroup,
+    existing: &HashMap<&str, i32>,
+    planned: &HashMap<String, i64>,
+) -> Result<AppName, String> {
+    let app = AppName::parse(group.app_name.trim())
+        .map_err(|error| format!("its AppName cannot name a Kadence app: {error}"))?;
+    let reused = existing.contains_key(app.as_str()) || planned.contains_key(app.as_str());
+    if !reused {
+        APP_TITLE
+            .check(group.title.trim())
+            .map_err(|over| format!("Kadence refuses its title: {over}"))?;
+    }
+    Ok(app)
 }
 
 /// The app of a group that was not imported before: an app already planned by a group of

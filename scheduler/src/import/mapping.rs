@@ -20,6 +20,7 @@ use super::planned::{
 use super::report::{Action, Difference, SourceKind};
 use super::snapshot::{ImportOptions, XxlJob, XxlSnapshot, fingerprint};
 use super::users::plan_users;
+use crate::model::limits::{CHILD_JOB_IDS, GLUE_REMARK, GLUE_SOURCE};
 use crate::model::{GlueVersion, NewJob};
 use crate::store::{ImportedId, ImportedKind};
 
@@ -134,6 +135,9 @@ fn candidate<'a>(
     let (draft, notes) = draft_job(job, &target, zone)?;
     let spec = validate(&draft).map_err(|error| format!("Kadence refuses it: {error}"))?;
     let children = child_ids(job.child_jobid.as_deref())?;
+    CHILD_JOB_IDS
+        .check_count(children.len())
+        .map_err(|over| format!("Kadence refuses it: {over}"))?;
     Ok(Candidate {
         job,
         print,
@@ -246,9 +250,19 @@ fn glue_history(
             ));
             continue;
         };
+        let source = row.glue_source.clone().unwrap_or_default();
+        // An old version is history, not what runs: one over a limit is left out, said so,
+        // rather than refusing the job or storing it cut.
+        let over = GLUE_SOURCE
+            .check(&source)
+            .and(GLUE_REMARK.check(&row.glue_remark));
+        if let Err(over) = over {
+            notes.push(format!("script version {} is not imported: {over}", row.id));
+            continue;
+        }
         versions.push(GlueVersion {
             glue_type,
-            source: row.glue_source.clone().unwrap_or_default(),
+            source,
             remark: row.glue_remark.clone(),
             created_at_ms: local_time_ms(row.add_time.as_deref(), zone)
                 .or(updated_at)

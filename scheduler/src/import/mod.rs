@@ -33,6 +33,14 @@
 //!   refused with the reason, and so is every job whose child is refused (its chain would
 //!   differ) and every job on a cycle of children. Unknown misfire and block strategies
 //!   become XXL-JOB's own fallbacks (DO_NOTHING, SERIAL_EXECUTION), said per job.
+//! - **Sizes: refused, never cut.** A job with a field over Kadence's limit (see
+//!   [`crate::model::limits`]: a script over 256 KiB, more than 20 alarm addresses or 50
+//!   children, a description over 255 characters…) is refused with the job API's message,
+//!   which names the field, its size and the limit; the rest of the import goes on. Cutting
+//!   would store a script that no longer runs, or a list missing whom to alarm, without
+//!   anyone reading the report noticing. A group whose title is too long for a new app is
+//!   refused the same way (with its jobs). An old script version over a limit is history, not
+//!   what runs: it is left out, and the report says so.
 //! - **Users without passwords.** XXL-JOB's hashes (unsalted MD5 in 2.x, SHA-256 in 3.x) are
 //!   not worth carrying over: each imported user gets a one-time reset token, valid
 //!   `reset_token_hours` (168, a week: time to hand it over), shown once in the answer.
@@ -67,6 +75,8 @@ mod users;
 mod tests;
 #[cfg(test)]
 mod tests_groups_users;
+#[cfg(test)]
+mod tests_limits;
 
 pub use jobs::JobDraft;
 pub use mapping::plan;

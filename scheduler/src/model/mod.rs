@@ -4,7 +4,8 @@
 //! - [`run`]: pending fires, runs, completions, alarm status, daily reports;
 //! - [`executor`]: executors as the registry knows them;
 //! - [`user`]: users, their role, status and grants per app, and their tokens;
-//! - [`audit`]: the audit trail's entries, one per write through the API.
+//! - [`audit`]: the audit trail's entries, one per write through the API;
+//! - [`limits`]: how long each text and list a user writes may be, and why.
 //!
 //! Enumerations that users type (strategies, statuses) are parsed at the boundary: an
 //! unknown value is a [`ModelError`] that lists the accepted values, never a silent default
@@ -13,6 +14,7 @@
 pub mod audit;
 pub mod executor;
 pub mod job;
+pub mod limits;
 pub mod run;
 pub mod user;
 

@@ -3,8 +3,10 @@
 //! 20 MiB long (several times, answered before the rest is sent), nesting far deeper than
 //! any job has, invalid UTF-8, params past their limit, thousands of jobs in one request, an
 //! id no integer holds, a job whose alarm webhook is on loopback (a way into the node's own
-//! network), a console login sent as `text/plain` (what a cross-site form can send). The
-//! scheduler's resident memory is read before and after.
+//! network), a console login sent as `text/plain` (what a cross-site form can send), and jobs
+//! whose fields are within the body limit but over their own (an author of 400 000
+//! characters, 3 000 alarm addresses, a script remark of 50 KB), which must be refused naming
+//! the field and its limit. The scheduler's resident memory is read before and after.
 //!
 //! Then two floods, each one case: [`FLOOD`] wrong logins of one made-up user (the first few
 //! answered 401, the rest 429 with `Retry-After` while the address waits) and [`FLOOD`]
@@ -102,6 +104,46 @@ fn requests() -> Vec<(String, &'static str, Vec<u8>)> {
     requests
 }
 
+/// Jobs with a field over its limit, each within the body limit: what each is, the field the
+/// refusal must name, and the body.
+fn oversized_fields() -> Vec<(&'static str, &'static str, Vec<u8>)> {
+    let job = |field: &str, value: serde_json::Value| {
+        let mut job = json!({"app": APP, "handler": "noop", "schedule_type": "NONE",
+            "glue_type": "GLUE_SHELL", "glue_source": "echo hostile"});
+        job[field] = value;
+        job.to_string().into_bytes()
+    };
+    let emails: Vec<String> = (0..3_000).map(|n| format!("a{n}@example.com")).collect();
+    vec![
+        (
+            "an author of 400 000 characters",
+            "author",
+            job("author", json!("a".repeat(400_000))),
+        ),
+        (
+            "3 000 alarm e-mail addresses",
+            "alarm_emails",
+            job("alarm_emails", json!(emails)),
+        ),
+        (
+            "a script remark of 50 KB",
+            "glue_remark",
+            job("glue_remark", json!("r".repeat(50_000))),
+        ),
+    ]
+}
+
+/// A 400 naming `field` and its limit.
+fn names_the_limit(status: u16, answer: &str, field: &str) -> bool {
+    status == 400
+        && serde_json::from_str::<serde_json::Value>(answer).is_ok_and(|body| {
+            body["field"] == field
+                && body["error"]
+                    .as_str()
+                    .is_some_and(|error| error.contains("; the limit is "))
+        })
+}
+
 /// Sends every request and judges the answers.
 pub async fn abuse_the_api(stack: &Stack) -> Abuse {
     let before = stack.scheduler_rss_mib();
@@ -133,6 +175,11 @@ pub async fn abuse_the_api(stack: &Stack) -> Abuse {
         };
         let clear = is_clear_refusal(status, &answer);
         abuse.judge(&what, status, &answer, clear);
+    }
+    for (what, field, body) in oversized_fields() {
+        let (status, answer) = stack.api.post_raw("/api/jobs", body).await;
+        let clear = names_the_limit(status, &answer, field);
+        abuse.judge(what, status, &answer, clear);
     }
     let login = json!({"name": "admin", "password": "not the password"}).to_string();
     let (status, answer) = (stack.api)
