@@ -44,8 +44,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::acks::{AckLedger, AckWriter};
 use crate::api::{
-    ApiLimits, ApiState, LoginThrottle, MetricsAccess, RefusalTally, metrics_router, router,
-    serve,
+    ApiLimits, ApiState, LoginThrottle, MetricsAccess, RefusalTally, metrics_router, router, serve,
 };
 use crate::auth::{announce_first_admin, ensure_first_admin};
 use crate::cancellations::{CancellationPoller, CancelledFires};

@@ -179,6 +179,7 @@ fn a_trigger_record_at_every_limit_fits_a_default_kafka_record() {
         glue_source: Some("s".repeat(GLUE_SOURCE.max)),
         glue_updated_at_ms: Some(i64::MAX),
         replay_of: Some(trigger),
+        expires_at_ms: Some(i64::MAX),
     };
     let encoded = kadence_schemas::codec::encode(&record).expect("a trigger record encodes");
     // Headers (signature, key id, trace context) and the batch's framing: a few hundred bytes.
