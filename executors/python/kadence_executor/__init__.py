@@ -13,9 +13,11 @@ and fastavro. The tour:
   redelivery recognition; pure, tested without Kafka.
 - ``runs``: one run: handler thread, timeout, stop reasons, job log, result record.
 - ``control``: the control topic reader (KILL), caught up before the first trigger.
-- ``publishing``: results, logs, dead letters and beats through one idempotent producer.
+- ``publishing``: results, logs, dead letters and beats through one idempotent producer, each
+  signed with the executor key.
 - ``offsets``: commit only up to the lowest unanswered trigger.
-- ``codec``: Confluent-framed Avro with the packaged schemas; ``signing``: Ed25519 checks.
+- ``codec``: Confluent-framed Avro with the packaged schemas; ``signing``: Ed25519 checks of
+  what the scheduler signs, and the executor key (HMAC) that signs what the executor writes.
 - ``demo``: the executor the conformance suite drives (``python -m kadence_executor.demo``).
 """
 

@@ -94,19 +94,15 @@ class Loop:
         # Whether the loop paused the assignment; None after a rebalance: set afresh.
         self.paused = False
         self.publisher = Publisher(
-            settings.client_config(), settings.topic_prefix, settings.results_topic()
+            settings.client_config(), settings.topic_prefix, settings.results_topic(),
+            settings.executor_key,
         )
         self.consumer = Consumer(settings.group_consumer_config())
 
     # The loop.
 
     def run(self):
-        if not self.s.trusted_keys:
-            log.error(
-                "RUNNING UNVERIFIED (allow_unverified=True): no trusted scheduler key, so "
-                "triggers and control records are not verified, and whoever can write these "
-                "topics runs and kills handlers here"
-            )
+        self._announce_start()
         control = ControlReader(self.s, self._on_command, self.caught_up.set)
         control.start()
         self.consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
@@ -135,6 +131,21 @@ class Loop:
                     next_beat = time.monotonic() + self.s.beat_interval_s
         finally:
             self._finish(control)
+
+    def _announce_start(self):
+        """Logs an error for each protection the operator opted out of."""
+        if not self.s.trusted_keys:
+            log.error(
+                "RUNNING UNVERIFIED (allow_unverified=True): no trusted scheduler key, so "
+                "triggers and control records are not verified, and whoever can write these "
+                "topics runs and kills handlers here"
+            )
+        if self.s.executor_key is None:
+            log.error(
+                "RUNNING UNSIGNED (allow_unsigned=True): no executor key, so results, logs and "
+                "beats go unsigned, and a scheduler that requires executor signatures (the "
+                "default) refuses them"
+            )
 
     def _poll(self, draining):
         """Receives one record when one may be taken; otherwise only serves the group."""

@@ -17,10 +17,14 @@ Environment: ``KADENCE_BROKERS``, ``KADENCE_APP``, ``KADENCE_TOPIC_PREFIX``,
 ``KADENCE_EXECUTOR_ID``; optional ``KADENCE_SESSION_TIMEOUT_MS`` (default 6000),
 ``KADENCE_BEAT_INTERVAL_MS`` (default 3000), ``KADENCE_TRUSTED_KEYS`` (scheduler public
 keys, comma separated; required unless ``KADENCE_ALLOW_UNVERIFIED`` is ``1`` or ``true``,
-which with no key verifies nothing), ``KADENCE_SHADOW`` (``1`` or ``true``: a
-shadow executor) and ``KADENCE_GROUP_PROTOCOL`` (``classic``, the default, also when empty, or
-``consumer``: Kafka's KIP-848 group protocol, whose session and heartbeat are the broker's)
-and ``KADENCE_BROKER_KIND`` (``kafka``, the default, also when empty, or ``tansu``).
+which with no key verifies nothing), ``KADENCE_EXECUTOR_KEY`` (the app's executor key,
+``{key id}.{secret}``, that signs every record the executor writes; required unless
+``KADENCE_ALLOW_UNSIGNED`` is ``1`` or ``true``, which with no key signs nothing; set but
+malformed, it stops the demo however ``KADENCE_ALLOW_UNSIGNED`` is set), ``KADENCE_SHADOW``
+(``1`` or ``true``: a shadow executor) and ``KADENCE_GROUP_PROTOCOL`` (``classic``, the
+default, also when empty, or ``consumer``: Kafka's KIP-848 group protocol, whose session and
+heartbeat are the broker's) and ``KADENCE_BROKER_KIND`` (``kafka``, the default, also when
+empty, or ``tansu``).
 """
 
 import logging
@@ -106,9 +110,9 @@ def broker_kind(env):
     return value
 
 
-def main():
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    env = os.environ
+def executor_from(env):
+    """The demo executor the environment describes, its handlers registered; exits saying
+    what is wrong with the environment, raises ValueError for what ``Executor`` refuses."""
 
     def required(name):
         if name not in env:
@@ -128,6 +132,8 @@ def main():
         group_protocol=group_protocol(env),
         broker_kind=broker_kind(env),
         allow_unverified=flag(env, "KADENCE_ALLOW_UNVERIFIED"),
+        executor_key=env.get("KADENCE_EXECUTOR_KEY", "").strip() or None,
+        allow_unsigned=flag(env, "KADENCE_ALLOW_UNSIGNED"),
     )
     handlers = (
         ("ok", ok), ("noop", noop), ("sleep", sleep), ("fail", fail), ("log", log),
@@ -135,6 +141,12 @@ def main():
     )
     for name, function in handlers:
         executor.handler(name, function)
+    return executor
+
+
+def main():
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    executor = executor_from(os.environ)
     executor.on_partitions(announce_partitions)
     print("ready", flush=True)
     executor.run()

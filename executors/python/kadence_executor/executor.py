@@ -9,7 +9,8 @@ def send_report(ctx):
     ctx.log(f"report for {ctx.params}")
 
 executor = Executor(brokers="127.0.0.1:9092", app="billing",
-                    trusted_keys=["<the scheduler's public key, from kadence key list>"])
+                    trusted_keys=["<the scheduler's public key, from kadence key list>"],
+                    executor_key="<the app's key, from kadence executor-key create --app billing>")
 executor.handler("sendReport", send_report)
 executor.run()  # until SIGTERM or SIGINT, then drains
 ```
@@ -34,6 +35,13 @@ A trusted key is required: ``Executor(...)`` without ``trusted_keys`` raises, un
 ``allow_unverified=True`` says to run every trigger and control record unverified (a network
 where only the scheduler can write those topics, or a test feeding hand-made records), which
 the executor then logs as an error when it starts (the Rust SDK's ``allow_unverified``).
+An executor key is required the same way: ``executor_key="{key id}.{secret}"`` (made with
+``kadence executor-key create --app APP``) signs every record the executor writes (``signing``,
+``publishing``), and ``Executor(...)`` without one raises, unless ``allow_unsigned=True`` says to
+write unsigned records (for a scheduler that does not require executor signatures yet, or a
+test), which the executor then logs as an error when it starts (the Rust SDK's
+``allow_unsigned``). A key text that is not ``{16 hex}.{43 base64url}`` raises however
+``allow_unsigned`` is set: a typo must never become a silent unsigned run.
 
 ``Executor(..., broker_kind="tansu")`` says the broker is tansu, the development broker: the
 trigger consumer then starts each partition it is assigned before the group's committed offset
@@ -51,7 +59,7 @@ import threading
 from dataclasses import dataclass, field
 
 from .consumer import Loop
-from .signing import TrustedKeys
+from .signing import ExecutorKey, TrustedKeys
 
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _PREFIX_CHARS = _NAME_CHARS | {"."}
@@ -91,6 +99,8 @@ class Settings:
     kafka_options: dict = field(default_factory=dict)
     shadow: bool = False
     allow_unverified: bool = False
+    executor_key: ExecutorKey = None
+    allow_unsigned: bool = False
 
     def group(self):
         """The consumer group: ``{prefix}.executor.{app}``, or ``{prefix}.shadow.{app}`` for a
@@ -165,6 +175,14 @@ class Settings:
                 "network where only the scheduler can write the trigger and control topics, "
                 "allow_unverified=True runs without verifying"
             )
+        if self.executor_key is None and not self.allow_unsigned:
+            raise ValueError(
+                "no executor key: a scheduler takes only results, logs and beats signed with a key "
+                "of their app, so give the executor one with executor_key=\"{key id}.{secret}\" "
+                "(`kadence executor-key create --app APP` shows it once); while the scheduler does "
+                "not require executor signatures (executor_auth.required = false), "
+                "allow_unsigned=True runs without signing"
+            )
         if self.broker_kind not in BROKER_KINDS:
             raise ValueError(
                 f'unknown broker_kind {self.broker_kind!r}: use "kafka" (Apache Kafka and brokers '
@@ -189,9 +207,10 @@ class Settings:
 class Executor:
     """A member of its app's consumer group that runs the registered handlers."""
 
-    def __init__(self, brokers, app, trusted_keys=(), **options):
+    def __init__(self, brokers, app, trusted_keys=(), executor_key=None, **options):
         self.settings = Settings(
-            brokers=brokers, app=app, trusted_keys=TrustedKeys(trusted_keys), **options
+            brokers=brokers, app=app, trusted_keys=TrustedKeys(trusted_keys),
+            executor_key=None if executor_key is None else ExecutorKey(executor_key), **options
         )
         self.settings.check()
         if self.settings.executor_id is None:

@@ -5,6 +5,11 @@ idempotent producer.
 Results, log lines and dead letters wait for the broker's acknowledgement, retrying retriable
 errors, because a trigger's offset is committed only once its answer is out. Beats do not
 wait: the next one carries the same news.
+
+Every record goes out through ``_produce``, which signs it with the executor key
+(``signing.ExecutorKey``, PROTOCOL.md section 3) over the topic it is produced to, so no kind
+of record can leave unsigned while a key is set. Any ``kadence.executor.*`` header a record
+already carries is dropped first: the scheduler reads only one of each name.
 """
 
 import logging
@@ -14,6 +19,7 @@ import time
 from confluent_kafka import KafkaError, Producer
 
 from . import codec
+from .signing import EXECUTOR_KEY, EXECUTOR_SIGNATURE
 
 log = logging.getLogger("kadence_executor")
 
@@ -21,15 +27,18 @@ DLQ_REASON = "kadence.dlq.reason"
 DLQ_TOPIC = "kadence.dlq.topic"
 DLQ_PARTITION = "kadence.dlq.partition"
 DLQ_OFFSET = "kadence.dlq.offset"
+_SIGNING_HEADERS = (EXECUTOR_KEY, EXECUTOR_SIGNATURE)
 
 
 class Publisher:
-    """Owns the producer and a thread that serves its delivery reports."""
+    """Owns the producer and a thread that serves its delivery reports; signs with
+    `executor_key` (None: unsigned, ``allow_unsigned``)."""
 
-    def __init__(self, client_config, prefix, results_topic=None):
+    def __init__(self, client_config, prefix, results_topic=None, executor_key=None):
         config = dict(client_config)
         config.update({"enable.idempotence": True, "acks": "all", "linger.ms": 2})
         self.producer = Producer(config)
+        self.executor_key = executor_key
         # A shadow executor's results go to {prefix}.shadow-results (Settings.results_topic).
         self.results_topic = results_topic or f"{prefix}.results"
         self.logs_topic = f"{prefix}.logs"
@@ -42,6 +51,15 @@ class Publisher:
     def _serve_reports(self):
         while not self._closed.is_set():
             self.producer.poll(0.05)
+
+    def _produce(self, topic, key, value, headers=None, on_delivery=None):
+        """The one way a record leaves: signed (when there is a key) over `topic` and `value`."""
+        if self.executor_key is not None:
+            kept = [header for header in headers or () if header[0] not in _SIGNING_HEADERS]
+            headers = kept + self.executor_key.headers(topic, value)
+        self.producer.produce(
+            topic, value=value, key=key, headers=headers, on_delivery=on_delivery
+        )
 
     def send(self, topic, key, value, give_up, headers=None):
         """Sends until the broker acknowledges (True) or a non-retriable error or `give_up`
@@ -56,9 +74,7 @@ class Publisher:
                 delivered.set()
 
             try:
-                self.producer.produce(
-                    topic, value=value, key=key, headers=headers, on_delivery=report
-                )
+                self._produce(topic, key, value, headers, on_delivery=report)
             except BufferError:
                 outcome["error"] = KafkaError(KafkaError._QUEUE_FULL)
                 delivered.set()
@@ -99,7 +115,7 @@ class Publisher:
         """Sends a beat without waiting for it."""
         try:
             value = codec.encode("ExecutorBeat", beat)
-            self.producer.produce(self.beats_topic, value=value, key=beat["executor_id"])
+            self._produce(self.beats_topic, beat["executor_id"], value)
         except (BufferError, codec.CodecError) as error:
             log.warning("cannot send a beat: %s", error)
 

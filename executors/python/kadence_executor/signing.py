@@ -1,22 +1,49 @@
-"""Signed records (PROTOCOL.md section 3): the scheduler signs every trigger and control
-record with Ed25519; an executor that trusts its public key verifies each one before decoding
-it, so a record someone else wrote to the topic never runs.
+"""Signed records (PROTOCOL.md section 3), both ways.
 
-The signature covers ``kadence-trigger-v1\\n{topic}\\n{value}``; the headers
-``kadence.signature.key`` (key id: the first 8 bytes of the SHA-256 of the 32-byte public key,
-16 hex digits) and ``kadence.signature`` (base64, standard, padded) carry it.
+From the scheduler: it signs every trigger and control record with Ed25519; an executor that
+trusts its public key (``TrustedKeys``) verifies each one before decoding it, so a record
+someone else wrote to the topic never runs. The signature covers
+``kadence-trigger-v1\\n{topic}\\n{value}``; the headers ``kadence.signature.key`` (key id: the
+first 8 bytes of the SHA-256 of the 32-byte public key, 16 hex digits) and
+``kadence.signature`` (base64, standard, padded) carry it.
+
+To the scheduler: every record the executor writes (results, shadow results, log records,
+beats, dead letters) is signed with its app's *executor key* (``ExecutorKey``), so that nobody
+else who can write ``{prefix}.results`` completes runs, or steers routing through
+``{prefix}.beats``. The key is the text ``{key id}.{secret}`` that
+``kadence executor-key create --app APP`` shows once: 16 lowercase hex digits, a dot, and the
+unpadded base64url of 32 secret bytes. The signature is the HMAC-SHA256 of
+``kadence-executor-v1\\n{topic}\\n{value}`` under the secret bytes, base64 (standard, padded),
+in ``kadence.executor.signature`` beside the key id in ``kadence.executor.key``. Decisions:
+
+- The key text is stripped of surrounding whitespace (one read from a file ends with a newline;
+  the trusted keys are read the same way), and otherwise taken only exactly as the scheduler
+  shows it: a secret whose last character carries bits that are not zero decodes to the same
+  32 bytes but is not a text the scheduler makes, so it is refused like any other typo.
+- A record without a value (a dead-lettered trigger that had none) is signed over an empty
+  value, as the trigger verification reads one.
+- Messages about a refused key text never show the secret, nor anything before a key id is
+  known to be one: a text with its parts swapped or its dot missing would show the secret.
 """
 
 import base64
 import binascii
 import hashlib
+import hmac
+import re
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 SIGNATURE_KEY = "kadence.signature.key"
 SIGNATURE = "kadence.signature"
+EXECUTOR_KEY = "kadence.executor.key"
+EXECUTOR_SIGNATURE = "kadence.executor.signature"
 _DOMAIN = b"kadence-trigger-v1\n"
+_EXECUTOR_DOMAIN = b"kadence-executor-v1\n"
+_KEY_ID = re.compile(r"[0-9a-f]{16}")
+_SECRET_CHARS = re.compile(r"[A-Za-z0-9_-]*")
+_SECRET_LENGTH = 43  # 32 bytes, base64url without padding
 
 
 class VerifyError(Exception):
@@ -107,3 +134,56 @@ class TrustedKeys:
 
 def _malformed(header, reason):
     return VerifyError("malformed_signature", f"malformed signature header {header}: {reason}")
+
+
+class ExecutorKey:
+    """An app's executor key: signs what the executor writes. Its ``repr`` shows the key id
+    only, so settings can be printed and logged."""
+
+    def __init__(self, text):
+        """Parses ``{key id}.{secret}``; a ValueError names what is wrong without the secret."""
+        key_id_text, dot, secret = text.strip().partition(".")
+        if not dot:
+            raise _bad_key("it has no dot")
+        if len(key_id_text) != 16:
+            raise _bad_key(f"its key id (before the dot) is {len(key_id_text)} characters, not 16")
+        if not _KEY_ID.fullmatch(key_id_text):
+            raise _bad_key("its key id (before the dot) is not all lowercase hex digits (0-9 a-f)")
+        self.key_id = key_id_text
+        self._secret = _decode_secret(key_id_text, secret)
+
+    def __repr__(self):
+        return f"ExecutorKey({self.key_id})"
+
+    def sign(self, topic, value):
+        """The ``kadence.executor.signature`` of `value` (bytes, or None: empty) on `topic`."""
+        message = _EXECUTOR_DOMAIN + topic.encode() + b"\n" + (value or b"")
+        return base64.b64encode(hmac.new(self._secret, message, hashlib.sha256).digest())
+
+    def headers(self, topic, value):
+        """The two headers that sign `value` on `topic`."""
+        return [(EXECUTOR_KEY, self.key_id.encode()), (EXECUTOR_SIGNATURE, self.sign(topic, value))]
+
+
+def _decode_secret(key_id_text, secret):
+    def bad(reason):
+        return _bad_key(f"the secret of key {key_id_text} {reason}")
+
+    if not _SECRET_CHARS.fullmatch(secret):
+        raise bad("has characters outside unpadded base64url (A-Z a-z 0-9 - _)")
+    try:
+        raw = base64.urlsafe_b64decode(secret + "=" * (-len(secret) % 4))
+    except binascii.Error:
+        raise bad(f"is {len(secret)} characters, not {_SECRET_LENGTH}") from None
+    if len(raw) != 32:
+        raise bad(f"decodes to {len(raw)} bytes instead of 32 ({_SECRET_LENGTH} characters)")
+    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != secret:
+        raise bad("is not as the scheduler writes it: its last character is not canonical")
+    return raw
+
+
+def _bad_key(reason):
+    return ValueError(
+        f"executor key is not {{key id}}.{{secret}} as `kadence executor-key create --app APP` "
+        f"shows it: {reason}"
+    )

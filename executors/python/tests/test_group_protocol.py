@@ -29,7 +29,8 @@ SHARED = {
 def settings(protocol, **options):
     made = Settings(
         brokers="127.0.0.1:9", app="billing", executor_id="billing-1",
-        session_timeout_ms=6000, group_protocol=protocol, allow_unverified=True, **options,
+        session_timeout_ms=6000, group_protocol=protocol, allow_unverified=True,
+        allow_unsigned=True, **options,
     )
     made.check()
     return made
@@ -63,7 +64,8 @@ class ConsumerSettings(unittest.TestCase):
             Consumer(leftover)
 
     def test_classic_and_default_raw_options_still_win(self):
-        self.assertEqual(Executor("b:9092", "billing", allow_unverified=True).settings.group_protocol, "classic")
+        executor = Executor("b:9092", "billing", allow_unverified=True, allow_unsigned=True)
+        self.assertEqual(executor.settings.group_protocol, "classic")
         config = settings("classic", kafka_options={"session.timeout.ms": 30000})
         self.assertEqual(config.group_consumer_config()["session.timeout.ms"], 30000)
 
@@ -71,7 +73,10 @@ class ConsumerSettings(unittest.TestCase):
 class Refused(unittest.TestCase):
     def test_an_unknown_protocol(self):
         with self.assertRaisesRegex(ValueError, "unknown group_protocol 'Consumer': use"):
-            Executor("b:9092", "billing", allow_unverified=True, group_protocol="Consumer")
+            Executor(
+                "b:9092", "billing", allow_unverified=True, allow_unsigned=True,
+                group_protocol="Consumer",
+            )
 
     def test_a_raw_group_protocol(self):
         for protocol in ("classic", "consumer"):

@@ -82,4 +82,5 @@ class SecureByDefault(unittest.TestCase):
         from kadence_executor import Executor
         with self.assertRaisesRegex(ValueError, "no trusted key"):
             Executor("b:9092", "billing")
-        self.assertTrue(Executor("b:9092", "billing", allow_unverified=True).settings.allow_unverified)
+        executor = Executor("b:9092", "billing", allow_unverified=True, allow_unsigned=True)
+        self.assertTrue(executor.settings.allow_unverified)

@@ -29,8 +29,9 @@ class Names(unittest.TestCase):
         )
 
     def test_the_executor_takes_the_flag(self):
-        self.assertTrue(Executor("b:9092", "billing", allow_unverified=True, shadow=True).settings.shadow)
-        self.assertFalse(Executor("b:9092", "billing", allow_unverified=True).settings.shadow)
+        unprotected = {"allow_unverified": True, "allow_unsigned": True}
+        self.assertTrue(Executor("b:9092", "billing", shadow=True, **unprotected).settings.shadow)
+        self.assertFalse(Executor("b:9092", "billing", **unprotected).settings.shadow)
 
 
 def describe(ctx):
