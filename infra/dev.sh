@@ -13,6 +13,10 @@
 # the scheduler signed. After `kadence key rotate`, restart the stack so the executor learns
 # the new key.
 #
+# The demo executor signs what it writes (results, log lines, beats) with an executor key of
+# the app `demo`, made on the first start (`kadence executor-key create`) and kept in
+# .kadence/dev/executor-key (mode 0600); a later start reuses it while it is not revoked.
+#
 # Options:
 #   --prometheus   also run Prometheus (Debian's package, installed when missing) on
 #                  127.0.0.1:9090 (KADENCE_PROMETHEUS_PORT), scraping the scheduler's /metrics
@@ -129,7 +133,16 @@ if [ -z "$trusted_keys" ]; then
   exit 1
 fi
 
-executor_env=(KADENCE_BROKERS="$brokers" KADENCE_BROKER_KIND="$broker_kind" KADENCE_APP=demo KADENCE_TRUSTED_KEYS="$trusted_keys")
+# The demo app's executor key: the one kept from an earlier start while `executor-key list`
+# shows it unrevoked (REVOKED is "-"), else a new one.
+key_file="$state/executor-key"
+key_id=$(cut -d. -f1 "$key_file" 2>/dev/null || true)
+if [ -z "$key_id" ] || ! target/debug/kadence executor-key list --app demo \
+    | awk -v id="$key_id" 'NR > 1 && $1 == id && $5 == "-" { found = 1 } END { exit !found }'; then
+  (umask 077 && target/debug/kadence executor-key create --app demo --quiet >"$key_file")
+fi
+
+executor_env=(KADENCE_BROKERS="$brokers" KADENCE_BROKER_KIND="$broker_kind" KADENCE_APP=demo KADENCE_TRUSTED_KEYS="$trusted_keys" KADENCE_EXECUTOR_KEY="$(cat "$key_file")")
 if [ "$with_prometheus" = yes ]; then executor_env+=(KADENCE_METRICS_ADDRESS="$executor_metrics"); fi
 if [ -n "${KADENCE_OTLP_ENDPOINT:-}" ]; then executor_env+=(KADENCE_OTLP_ENDPOINT="$KADENCE_OTLP_ENDPOINT"); fi
 env "${executor_env[@]}" target/debug/examples/demo >"$state/executor.log" 2>&1 &

@@ -9,7 +9,10 @@
 //! round), `KADENCE_APP` (default `demo`),
 //! `KADENCE_TOPIC_PREFIX` (default `kadence`), `KADENCE_TRUSTED_KEYS` (the scheduler's public
 //! signing keys, from `kadence key list`, separated by commas: only triggers they signed run;
-//! required unless `KADENCE_ALLOW_UNVERIFIED=1` says to verify nothing), `KADENCE_METRICS_ADDRESS` (serve Prometheus metrics there,
+//! required unless `KADENCE_ALLOW_UNVERIFIED=1` says to verify nothing), `KADENCE_EXECUTOR_KEY`
+//! (the app's executor key, from `kadence executor-key create --app APP`, signing what the
+//! executor writes; required unless `KADENCE_ALLOW_UNSIGNED=1` says to sign nothing),
+//! `KADENCE_METRICS_ADDRESS` (serve Prometheus metrics there,
 //! e.g. `127.0.0.1:9464`), `KADENCE_OTLP_ENDPOINT` (export spans there, e.g.
 //! `http://127.0.0.1:4318`). Stops gracefully on SIGTERM or Ctrl-C.
 
@@ -64,6 +67,14 @@ async fn main() -> anyhow::Result<()> {
     // Without a key the build fails, unless this says to run unverified (a trusted network).
     if env("KADENCE_ALLOW_UNVERIFIED", "") == "1" {
         builder = builder.allow_unverified();
+    }
+    // What it writes is signed with its app's key; without one the build fails, unless this
+    // says to run unsigned (a scheduler with `executor_auth.required = false`).
+    if let Ok(key) = std::env::var("KADENCE_EXECUTOR_KEY") {
+        builder = builder.executor_key(key);
+    }
+    if env("KADENCE_ALLOW_UNSIGNED", "") == "1" {
+        builder = builder.allow_unsigned();
     }
     // Optional: Prometheus metrics on this address, spans exported to this OTLP endpoint.
     if let Ok(address) = std::env::var("KADENCE_METRICS_ADDRESS") {

@@ -20,10 +20,12 @@
 use std::time::Duration;
 
 use kadence_schemas::{AppName, ExecutorBeat, ExecutorState, codec};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::message::OwnedHeaders;
+use rdkafka::producer::FutureRecord;
 use rdkafka::util::Timeout;
 
 use crate::clock::Clock;
+use crate::publisher::Publisher;
 
 /// What a beat reports about the runs (from the block-strategy lanes).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,7 +39,8 @@ pub(crate) struct Activity {
 /// Builds and sends this executor's beats.
 #[derive(Clone)]
 pub(crate) struct Beats {
-    producer: FutureProducer,
+    /// The executor's producer, which also signs each beat with the executor key.
+    publisher: Publisher,
     topic: String,
     executor_id: String,
     app: AppName,
@@ -49,7 +52,7 @@ pub(crate) struct Beats {
 
 impl Beats {
     pub(crate) fn new(
-        producer: FutureProducer,
+        publisher: Publisher,
         topic: String,
         executor_id: String,
         app: AppName,
@@ -58,7 +61,7 @@ impl Beats {
     ) -> Beats {
         handlers.sort_unstable();
         Beats {
-            producer,
+            publisher,
             topic,
             executor_id,
             app,
@@ -105,11 +108,16 @@ impl Beats {
                 return;
             }
         };
+        let headers = self
+            .publisher
+            .signed(&self.topic, &payload, OwnedHeaders::new());
         let record = FutureRecord::<str, [u8]>::to(&self.topic)
             .key(&self.executor_id)
-            .payload(&payload);
+            .payload(&payload)
+            .headers(headers);
         if let Err((error, _)) = self
-            .producer
+            .publisher
+            .producer()
             .send(record, Timeout::After(self.send_timeout))
             .await
         {

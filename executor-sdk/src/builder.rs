@@ -43,6 +43,8 @@ pub struct ExecutorBuilder {
     scripts: bool,
     allow_unverified_scripts: bool,
     allow_unverified: bool,
+    allow_unsigned: bool,
+    executor_key: Option<String>,
     script_dir: std::path::PathBuf,
     trusted_keys: Vec<String>,
     kafka_options: BTreeMap<String, String>,
@@ -74,6 +76,8 @@ impl Default for ExecutorBuilder {
             scripts: false,
             allow_unverified_scripts: false,
             allow_unverified: false,
+            allow_unsigned: false,
+            executor_key: None,
             script_dir: default_script_dir(),
             trusted_keys: Vec::new(),
             kafka_options: BTreeMap::new(),
@@ -314,6 +318,7 @@ impl ExecutorBuilder {
     /// Checks the settings and builds the executor.
     pub fn build(self) -> Result<Executor, ExecutorError> {
         let trusted_keys = self.checked_trust()?;
+        let executor_key = self.checked_executor_key()?;
         let brokers = self
             .brokers
             .filter(|brokers| !brokers.trim().is_empty())
@@ -357,6 +362,7 @@ impl ExecutorBuilder {
             app,
             topics,
             trusted_keys,
+            executor_key,
             executor_id,
             session_timeout: self.session_timeout,
             group_protocol: self.group_protocol,
@@ -386,6 +392,7 @@ impl ExecutorBuilder {
         self.app.get_or_insert_with(|| "test".to_owned());
         self.allow_unverified_scripts = true;
         self.allow_unverified = true;
+        self.allow_unsigned = true;
         self.build()
     }
 }
@@ -451,6 +458,7 @@ mod tests {
         let worker = TestWorker::new(
             ExecutorBuilder::default()
                 .allow_unverified()
+                .allow_unsigned()
                 .handler_with_hooks(
                     "hooked",
                     ok,
@@ -495,12 +503,14 @@ mod tests {
     fn build_checks_required_settings_and_handler_names() {
         let missing_brokers = ExecutorBuilder::default()
             .allow_unverified()
+            .allow_unsigned()
             .app("demo")
             .handler("ok", ok)
             .build();
         assert!(matches!(missing_brokers, Err(ExecutorError::Config(m)) if m.contains("brokers")));
         let bad_app = ExecutorBuilder::default()
             .allow_unverified()
+            .allow_unsigned()
             .brokers("b:9092")
             .app("a b")
             .handler("ok", ok)
@@ -508,6 +518,7 @@ mod tests {
         assert!(matches!(bad_app, Err(ExecutorError::Config(m)) if m.contains("invalid app name")));
         let no_handlers = ExecutorBuilder::default()
             .allow_unverified()
+            .allow_unsigned()
             .brokers("b:9092")
             .app("demo")
             .build();
@@ -516,6 +527,7 @@ mod tests {
         );
         let twice = ExecutorBuilder::default()
             .allow_unverified()
+            .allow_unsigned()
             .brokers("b:9092")
             .app("demo")
             .handler("ok", ok)
@@ -524,6 +536,7 @@ mod tests {
         assert!(matches!(twice, Err(ExecutorError::Config(m)) if m.contains("registered twice")));
         let built = ExecutorBuilder::default()
             .allow_unverified()
+            .allow_unsigned()
             .brokers("b:9092")
             .app("demo")
             .executor_id("e-1")
@@ -538,6 +551,7 @@ mod tests {
         let base = |protocol| {
             ExecutorBuilder::default()
                 .allow_unverified()
+                .allow_unsigned()
                 .brokers("b:9092")
                 .app("demo")
                 .handler("ok", ok)
@@ -554,6 +568,7 @@ mod tests {
         assert_eq!(
             ExecutorBuilder::default()
                 .allow_unverified()
+                .allow_unsigned()
                 .brokers("b:9092")
                 .app("demo")
                 .handler("ok", ok)
@@ -608,8 +623,46 @@ mod tests {
             "{:?}",
             refused.err()
         );
-        let unverified = base().allow_unverified().build().unwrap();
+        let unverified = base().allow_unverified().allow_unsigned().build().unwrap();
         assert!(unverified.settings.trusted_keys.is_empty());
+    }
+
+    #[test]
+    fn an_executor_needs_an_executor_key_unless_it_opts_out_loudly() {
+        let base = || {
+            ExecutorBuilder::default()
+                .brokers("b:9092")
+                .app("demo")
+                .handler("ok", ok)
+                .allow_unverified()
+        };
+        let refused = base().build();
+        assert!(
+            matches!(&refused, Err(ExecutorError::Config(m)) if m.starts_with("no executor_key")),
+            "{:?}",
+            refused.err()
+        );
+        let secret = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+        let bad = base()
+            .executor_key(format!("0123456789abcdef.{}", &secret[..30]))
+            .build();
+        assert!(
+            matches!(&bad, Err(ExecutorError::Config(m)) if m.starts_with("executor_key: invalid executor key") && !m.contains(&secret[..30])),
+            "{:?}",
+            bad.err()
+        );
+        let signing = base()
+            .executor_key(format!("0123456789abcdef.{secret}"))
+            .build()
+            .unwrap();
+        let key = signing
+            .settings
+            .executor_key
+            .as_ref()
+            .map(|key| key.key_id());
+        assert_eq!(key, Some("0123456789abcdef"));
+        let unsigned = base().allow_unsigned().build().unwrap();
+        assert!(unsigned.settings.executor_key.is_none());
     }
 
     #[test]
@@ -617,6 +670,7 @@ mod tests {
         let base = || {
             ExecutorBuilder::default()
                 .allow_unverified()
+                .allow_unsigned()
                 .brokers("b:9092")
                 .app("demo")
                 .handler("ok", ok)

@@ -10,10 +10,15 @@
 //! out in a few requests per second however many triggers run. Log lines, dead letters and a
 //! result whose first delivery failed wait for their acknowledgement, retrying retriable
 //! errors.
+//!
+//! Everything published here is signed with the executor key (see
+//! [`crate::ExecutorBuilder::executor_key`]): [`Publisher::signed`] adds the two headers to
+//! each record on its way out, so no path can forget them.
 
 use std::sync::Arc;
 
-use kadence_kafka::{Backoff, RecordOrigin, dead_letter_headers, is_retriable};
+use kadence_kafka::trace;
+use kadence_kafka::{Backoff, ExecutorKey, RecordOrigin, dead_letter_headers, is_retriable};
 use kadence_schemas::{LogRecord, ResultRecord, codec};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedHeaders, OwnedMessage};
@@ -36,6 +41,7 @@ struct Inner {
     results_topic: String,
     logs_topic: String,
     dlq_topic: String,
+    executor_key: Option<ExecutorKey>,
     metrics: Arc<ExecutorMetrics>,
 }
 
@@ -53,6 +59,7 @@ impl Publisher {
             results_topic: settings.results_topic(),
             logs_topic: settings.topics.logs(),
             dlq_topic: settings.topics.dlq(),
+            executor_key: settings.executor_key.clone(),
         };
         Ok(Publisher {
             inner: Arc::new(inner),
@@ -62,6 +69,17 @@ impl Publisher {
     /// The producer, shared with the beats.
     pub(crate) fn producer(&self) -> FutureProducer {
         self.inner.producer.clone()
+    }
+
+    /// `headers` with the executor key's signature of `payload` on `topic` added (unchanged
+    /// when the executor runs unsigned).
+    pub(crate) fn signed(
+        &self,
+        topic: &str,
+        payload: &[u8],
+        headers: OwnedHeaders,
+    ) -> OwnedHeaders {
+        sign_with(self.inner.executor_key.as_ref(), topic, payload, headers)
     }
 
     /// `record` as the bytes of its record on the results topic.
@@ -82,8 +100,9 @@ impl Publisher {
         payload: &[u8],
         trace: &opentelemetry::Context,
     ) -> Result<DeliveryFuture, KafkaError> {
-        let headers = kadence_kafka::trace::inject(trace, OwnedHeaders::new());
-        let sent = FutureRecord::<str, [u8]>::to(&self.inner.results_topic)
+        let topic = &self.inner.results_topic;
+        let headers = self.signed(topic, payload, trace::inject(trace, OwnedHeaders::new()));
+        let sent = FutureRecord::<str, [u8]>::to(topic)
             .key(record.trigger_id.as_str())
             .payload(payload)
             .headers(headers);
@@ -103,7 +122,8 @@ impl Publisher {
         give_up: &CancellationToken,
     ) -> Result<(), KafkaError> {
         let key = record.trigger_id.as_str();
-        let headers = kadence_kafka::trace::inject(trace, OwnedHeaders::new());
+        let topic = &self.inner.results_topic;
+        let headers = self.signed(topic, payload, trace::inject(trace, OwnedHeaders::new()));
         self.send_with_retry("results", give_up, || {
             FutureRecord::<str, [u8]>::to(&self.inner.results_topic)
                 .key(key)
@@ -133,10 +153,12 @@ impl Publisher {
             KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage)
         })?;
         let key = record.trigger_id.as_str();
+        let headers = self.signed(&self.inner.logs_topic, &payload, OwnedHeaders::new());
         self.send_with_retry("logs", give_up, || {
             FutureRecord::<str, [u8]>::to(&self.inner.logs_topic)
                 .key(key)
                 .payload(&payload)
+                .headers(headers.clone())
         })
         .await
     }
@@ -148,7 +170,11 @@ impl Publisher {
         reason: &str,
         give_up: &CancellationToken,
     ) -> Result<(), KafkaError> {
-        let headers = dead_letter_headers(reason, RecordOrigin::of(message));
+        let headers = self.signed(
+            &self.inner.dlq_topic,
+            message.payload().unwrap_or_default(),
+            dead_letter_headers(reason, RecordOrigin::of(message)),
+        );
         self.send_with_retry("dlq", give_up, || {
             let mut record =
                 FutureRecord::<[u8], [u8]>::to(&self.inner.dlq_topic).headers(headers.clone());
@@ -191,5 +217,18 @@ impl Publisher {
                 _ = tokio::time::sleep(backoff.next_delay()) => {}
             }
         }
+    }
+}
+
+/// `headers` with `key`'s signature of `payload` on `topic` added; unchanged without a key.
+pub(crate) fn sign_with(
+    key: Option<&ExecutorKey>,
+    topic: &str,
+    payload: &[u8],
+    headers: OwnedHeaders,
+) -> OwnedHeaders {
+    match key {
+        Some(key) => key.headers(topic, payload, Some(headers)),
+        None => headers,
     }
 }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use kadence_kafka::{KafkaSettings, RunTracer, TrustedKeys};
+use kadence_kafka::{ExecutorKey, KafkaSettings, RunTracer, TrustedKeys};
 use kadence_schemas::{AppName, Topics};
 
 /// Settings of a built executor (each documented, with its default, on the
@@ -20,6 +20,9 @@ pub(crate) struct ExecutorSettings {
     pub(crate) topics: Topics,
     /// The scheduler keys whose signatures are accepted; empty: records are not verified.
     pub(crate) trusted_keys: TrustedKeys,
+    /// The key every record this executor writes is signed with; `None` when it runs
+    /// unsigned ([`crate::ExecutorBuilder::allow_unsigned`]).
+    pub(crate) executor_key: Option<ExecutorKey>,
     pub(crate) executor_id: String,
     pub(crate) session_timeout: Duration,
     /// How the trigger consumer joins its group (see [`GroupProtocol`]).

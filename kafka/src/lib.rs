@@ -15,6 +15,8 @@
 //! - [`batch`]: [`BatchConsumer`] and [`run_steps`], the one shape of a reader that takes a
 //!   batch, processes it and commits past it only when done.
 //! - [`signal`]: [`shutdown_signal`], the future a process stops on (SIGTERM or SIGINT).
+//! - [`executor_signing`]: executor keys, the HMAC-SHA256 executors sign every record they
+//!   write with (results, logs, beats, dead letters) and the scheduler verifies.
 //! - [`signing`]: Ed25519 signatures of trigger and control records, bound to their topic:
 //!   [`RecordSigner`] (the scheduler signs every record it produces) and [`TrustedKeys`]
 //!   (executors verify before they read a record, and refuse it saying why: [`VerifyError`]).
@@ -31,6 +33,7 @@
 pub mod batch;
 pub mod closing;
 pub mod dead_letter;
+pub mod executor_signing;
 pub mod failure_log;
 pub mod resume;
 pub mod retry;
@@ -42,6 +45,9 @@ pub mod trace;
 pub use batch::{BatchConsumer, BatchStep, CONSUMER_CLOSE_LIMIT, partition_lags, run_steps};
 pub use closing::close_consumer;
 pub use dead_letter::{DeadLetters, RecordOrigin, dead_letter_headers};
+pub use executor_signing::{
+    ExecutorAuthError, ExecutorKey, ExecutorKeyError, verify_executor_record,
+};
 pub use failure_log::{FailureLog, Severity};
 pub use resume::{ResumePoints, rebalance_resuming};
 pub use retry::{Backoff, is_retriable};

@@ -78,7 +78,7 @@ use common::{
     Backend, Database, JobLoad, PARTITIONS, Serve, clock_ticks_per_second, flags, load_jobs_with,
     now_ms, parse_choices, parse_numbers, percentile, set_first_fire, sleep_until_ms,
 };
-use kadence_kafka::RecordSigner;
+use kadence_kafka::{ExecutorKey, RecordSigner};
 use kadence_schemas::{JobId, Topics};
 
 /// From the first fire to the window: the first seconds' backlog is gone.
@@ -373,11 +373,13 @@ async fn run_with_scheduler(
         settings.push(("KADENCE_MONITORS__REPORT_INTERVAL", "1s".to_owned()));
     }
     let trusted_key = database.signing_key().await.public_key().to_base64();
+    let executor_key = database.executor_key(common::APP).await;
     let brokers = broker.bootstrap.as_str();
     let serve = Serve::start(&database, broker, &settings).await;
     let topics = Topics::new(&serve.prefix).expect("the prefix is valid");
     let connect = (broker, serve.prefix.as_str());
-    let executors = Executors::start(executor_bin, options.executors, connect, &trusted_key);
+    let keys = (trusted_key.as_str(), executor_key.as_str());
+    let executors = Executors::start(executor_bin, options.executors, connect, keys);
     wait_for_beats(brokers, &topics, options.executors).await;
     let broker_pids = broker_processes(broker);
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
@@ -425,8 +427,11 @@ async fn run_without_scheduler(
     create_topics(brokers, &topics).await;
     let signer = RecordSigner::generate().expect("a signing key");
     let trusted_key = signer.public_key().to_base64();
+    // No scheduler reads what they write, but they sign it as in a deployment.
+    let executor_key = ExecutorKey::generate().expect("an executor key").text();
     let connect = (broker, prefix.as_str());
-    let executors = Executors::start(executor_bin, options.executors, connect, &trusted_key);
+    let keys = (trusted_key.as_str(), executor_key.as_str());
+    let executors = Executors::start(executor_bin, options.executors, connect, keys);
     wait_for_beats(brokers, &topics, options.executors).await;
     let broker_pids = broker_processes(broker);
     let first_second = (now_ms() + 3_000) / 1000 * 1000;

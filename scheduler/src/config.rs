@@ -68,6 +68,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// The keys triggers and control records are signed with (see [`crate::signer`]).
     pub signing: crate::signer::SigningConfig,
+    /// Whether executors must sign what they write (see [`crate::executor_auth`]).
+    pub executor_auth: crate::executor_auth::ExecutorAuthConfig,
     /// Trace export and per-job metrics (see [`crate::traces`]).
     pub telemetry: crate::traces::TelemetryConfig,
     /// Replays and backfills (see [`crate::replay`]).

@@ -10,12 +10,12 @@
 //! run the reader (group `{prefix}.scheduler.dlq`).
 //!
 //! A dead letter closes a run only when the run is still unfinished and matches the record
-//! exactly: the trigger id, the log id and the app of the topic it came from. The DLQ's
-//! records carry no signature (the original's headers are not kept), so whoever may write the
-//! DLQ can fail a run it knows those of; on a real cluster only executors and schedulers may
-//! write `{prefix}.dlq` (see the README's Kafka ACLs). Other dead letters (results, beats,
-//! logs, control records the scheduler or executors refused, records that do not decode) are
-//! for operators and left as they are.
+//! exactly: the trigger id, the log id and the app of the topic it came from; and only when
+//! the executor that wrote it signed it with an executor key of that app (see
+//! [`crate::executor_auth`]), so that whoever may write the DLQ cannot fail another app's
+//! runs. A dead letter of a trigger that fails that check is logged and otherwise left
+//! alone: it is a dead letter already. Other dead letters (results, beats, logs, control records the scheduler or
+//! executors refused, records that do not decode) are for operators and left as they are.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,6 +28,7 @@ use rdkafka::message::{Headers, Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::executor_auth::{ExecutorKeyring, app_mismatch};
 use crate::model::{Completion, CompletionOutcome, RunState};
 use crate::results::{MAX_MESSAGE_BYTES, bound_message};
 use crate::store::{Store, StoreError};
@@ -65,6 +66,7 @@ pub struct DeadLetterReader {
     trigger_topic_prefix: String,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    keyring: Arc<ExecutorKeyring>,
     /// A batch whose runs are not failed yet (kept across a failed step).
     unread: Vec<OwnedMessage>,
 }
@@ -77,6 +79,7 @@ impl DeadLetterReader {
         session_timeout: Duration,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
+        keyring: Arc<ExecutorKeyring>,
     ) -> Result<DeadLetterReader, DeadLetterError> {
         let group = format!("{}.dlq", topics.scheduler_group());
         let consumer = BatchConsumer::subscribe(
@@ -93,6 +96,7 @@ impl DeadLetterReader {
             trigger_topic_prefix: format!("{}.triggers.", topics.prefix()),
             store,
             clock,
+            keyring,
             unread: Vec::new(),
         })
     }
@@ -108,9 +112,23 @@ impl DeadLetterReader {
         if self.unread.is_empty() {
             return Ok(DeadLetterSummary::default());
         }
-        let letters: Vec<DeadTrigger> = (self.unread.iter())
-            .filter_map(|message| DeadTrigger::of(message, &self.trigger_topic_prefix))
-            .collect();
+        let mut letters = Vec::new();
+        for message in &self.unread {
+            let Some(letter) = DeadTrigger::of(message, &self.trigger_topic_prefix) else {
+                continue;
+            };
+            let refusal = match self.keyring.authenticate(message, "dead letter").await {
+                Ok(key_app) => app_mismatch("dead letter", &letter.topic_app, key_app.as_deref()),
+                Err(refused) => Some(refused.to_string()),
+            };
+            match refusal {
+                None => letters.push(letter),
+                Some(reason) => {
+                    tracing::warn!(trigger_id = %letter.record.trigger_id, reason,
+                        "dead letter of a trigger not taken: its run is left as it is");
+                }
+            }
+        }
         let failed = self.fail_runs(&letters).await?;
         let batch = std::mem::take(&mut self.unread);
         self.consumer
@@ -143,6 +161,7 @@ impl DeadLetterReader {
                     && summary.app.as_str() == letter.topic_app
                     && matches!(run.state, RunState::Scheduled | RunState::Dispatched);
                 names_it.then(|| Completion {
+                    app: None,
                     trigger_id: run.trigger_id.clone(),
                     executor_id: run.executor_id.clone().unwrap_or_default(),
                     code: result_code::FAILURE,

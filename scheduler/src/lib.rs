@@ -45,6 +45,8 @@
 //! - [`logs`]: stores the lines runs write (`{prefix}.logs`) for the rolling log view.
 //! - [`dead_letters`]: fails the runs whose triggers an executor dead-lettered, with the
 //!   reason, so that alarms and retries see them.
+//! - [`executor_auth`]: what executors write (results, logs, beats, dead letters) must be
+//!   signed by an executor key of its app; every reader checks it with the node's keyring.
 //!   Results, logs and the beats reader are batch readers of `kadence_kafka::batch`.
 //! - [`kafka`]: topic administration and the control channel; the Kafka plumbing shared with
 //!   executors (client settings, retries, dead letters, batch consumers) is `kadence-kafka`.
@@ -86,6 +88,7 @@ pub mod database_watch;
 pub mod dead_letters;
 pub mod dispatch;
 pub mod enums;
+pub mod executor_auth;
 pub mod import;
 pub mod intake;
 pub mod kafka;

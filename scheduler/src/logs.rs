@@ -10,6 +10,11 @@
 //!
 //! It joins its own group, `{prefix}.scheduler.logs`, so that a burst of log lines never
 //! delays results, which have their own consumer.
+//!
+//! Every log record must be signed by an executor key (see [`crate::executor_auth`]); a
+//! record signed by one app's key for a run of another app goes to the DLQ. A run's first
+//! lines may come before its row is written (milliseconds after its trigger was
+//! acknowledged): those are checked against the key alone, as there is no run to compare yet.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +25,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
+use crate::executor_auth::{ExecutorKeyring, app_mismatch};
 use crate::store::{LogLines, Store, StoreError};
 
 /// A failed logs step.
@@ -58,6 +64,7 @@ pub struct LogsConsumer {
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
     max_lines_per_run: i64,
+    keyring: Arc<ExecutorKeyring>,
     unwritten: Vec<OwnedMessage>,
 }
 
@@ -69,6 +76,7 @@ impl LogsConsumer {
         session_timeout: Duration,
         store: Arc<dyn Store>,
         dead_letters: DeadLetters,
+        keyring: Arc<ExecutorKeyring>,
         max_lines_per_run: i64,
     ) -> Result<LogsConsumer, LogsError> {
         let group = format!("{}.logs", topics.scheduler_group());
@@ -87,6 +95,7 @@ impl LogsConsumer {
             store,
             dead_letters,
             max_lines_per_run,
+            keyring,
             unwritten: Vec::new(),
         })
     }
@@ -113,14 +122,7 @@ impl LogsConsumer {
             return Ok(LogsSummary::default());
         }
         let mut summary = LogsSummary::default();
-        let mut batches = Vec::with_capacity(self.unwritten.len());
-        let mut unreadable = Vec::new();
-        for message in &self.unwritten {
-            match decode(message) {
-                Ok(lines) => batches.push(lines),
-                Err(reason) => unreadable.push((message, reason)),
-            }
-        }
+        let (batches, unreadable) = self.read_batch().await?;
         summary.stored = self
             .store
             .append_log_lines(&batches, self.max_lines_per_run)
@@ -135,6 +137,45 @@ impl LogsConsumer {
         let batch = std::mem::take(&mut self.unwritten);
         self.consumer.commit(&batch).map_err(LogsError::Commit)?;
         Ok(summary)
+    }
+
+    /// The lines of the batch to store, and the records refused with their reasons: not
+    /// signed by an executor key, undecodable, or signed by a key of another app than their
+    /// run's.
+    async fn read_batch(
+        &self,
+    ) -> Result<(Vec<LogLines>, Vec<(&OwnedMessage, String)>), StoreError> {
+        let mut signed = Vec::with_capacity(self.unwritten.len());
+        let mut unreadable = Vec::new();
+        for message in &self.unwritten {
+            let decoded = match self.keyring.authenticate(message, "log record").await {
+                Ok(key_app) => decode(message).map(|lines| (lines, key_app)),
+                Err(refused) => Err(refused.to_string()),
+            };
+            match decoded {
+                Ok(decoded) => signed.push((message, decoded)),
+                Err(reason) => unreadable.push((message, reason)),
+            }
+        }
+        let log_ids: Vec<i64> = (signed.iter())
+            .filter(|(_, (_, key_app))| key_app.is_some())
+            .map(|(_, (lines, _))| lines.log_id)
+            .collect();
+        let run_apps = if log_ids.is_empty() {
+            Default::default()
+        } else {
+            self.store.run_apps(&log_ids).await?
+        };
+        let mut batches = Vec::with_capacity(signed.len());
+        for (message, (lines, key_app)) in signed {
+            let mismatch = (run_apps.get(&lines.log_id))
+                .and_then(|run_app| app_mismatch("log record", run_app, key_app.as_deref()));
+            match mismatch {
+                Some(reason) => unreadable.push((message, reason)),
+                None => batches.push(lines),
+            }
+        }
+        Ok((batches, unreadable))
     }
 
     /// Runs steps until `shutdown` (see [`run_steps`]), then closes the consumer.

@@ -69,6 +69,7 @@ pub async fn fail_lost_runs_once(
         .iter()
         .filter_map(|run| {
             lost_reason(run, &executors, now_ms, dead_timeout_ms).map(|reason| Completion {
+                app: None,
                 trigger_id: run.trigger_id.clone(),
                 executor_id: run.executor_id.clone(),
                 code: kadence_schemas::result_code::FAILURE,

@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, run_every};
 use crate::config::RegistryConfig;
+use crate::executor_auth::{ExecutorKeyring, app_mismatch};
 use crate::model::{ExecutorEntry, ExecutorStatus};
 use crate::partitions::{PartitionDirectory, PartitionsError};
 use crate::routing::{OwnerLookup, PartitionOwner};
@@ -233,6 +234,7 @@ pub struct BeatsReader {
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
     clock: Arc<dyn Clock>,
+    keyring: Arc<ExecutorKeyring>,
     /// Entries taken into memory but not yet written to the table (a database outage).
     unwritten: HashMap<String, ExecutorEntry>,
     /// Unreadable records not yet in the dead-letter queue.
@@ -243,15 +245,16 @@ pub struct BeatsReader {
 }
 
 impl BeatsReader {
-    /// Assigns every partition (`partitions` of them) of the beats topic from the beginning.
+    /// Assigns every partition (`partitions` of them) of the beats topic from the beginning;
+    /// checks each beat's executor signature with `keyring`.
     pub fn new(
         settings: &KafkaSettings,
-        topics: &Topics,
-        partitions: i32,
+        (topics, partitions): (&Topics, i32),
         registry: Arc<Registry>,
         store: Arc<dyn Store>,
         dead_letters: DeadLetters,
         clock: Arc<dyn Clock>,
+        keyring: Arc<ExecutorKeyring>,
     ) -> Result<BeatsReader, RegistryError> {
         // librdkafka wants a group id even for assigned partitions; nothing is committed:
         // every start reads the compacted topic again, which is what rebuilds the registry.
@@ -271,6 +274,7 @@ impl BeatsReader {
             store,
             dead_letters,
             clock,
+            keyring,
             unwritten: HashMap::new(),
             undelivered: Vec::new(),
             partitions: None,
@@ -313,6 +317,15 @@ impl BeatsReader {
         })
     }
 
+    /// Whether `beat` is older than the registry's dead timeout: it could make no executor
+    /// live. The topic is compacted and read from its beginning at every start, so the last
+    /// beats of long-gone executors come back each time; one that fails its signature check
+    /// (unsigned from before executor keys, signed by a key revoked since) is dropped without
+    /// a dead letter, rather than dead-lettered again at every start.
+    fn is_stale(&self, beat: &ExecutorBeat, now_ms: i64) -> bool {
+        beat.sent_at_ms < now_ms.saturating_sub(self.registry.dead_timeout_ms)
+    }
+
     /// One step: reads what is ready (waiting up to `wait` for the first record), takes each
     /// beat into the registry, writes the newest per executor to the table, and sends
     /// unreadable records to the dead-letter queue. On a store or DLQ error the pending work
@@ -324,17 +337,29 @@ impl BeatsReader {
         let mut summary = BeatsSummary::default();
         for message in self.receive(wait).await? {
             let received_at_ms = self.clock.now_ms();
+            let signed = self.keyring.authenticate(&message, "beat").await;
             let decoded = match message.payload() {
                 None => Err("beat record has no value".to_owned()),
                 Some(bytes) => codec::decode::<ExecutorBeat>(bytes)
                     .map_err(|error| format!("undecodable executor beat: {error}")),
             };
-            let decoded = match decoded {
-                Ok(beat) => match self.refusal(&beat).await {
-                    Some(reason) => Err(reason),
-                    None => Ok(beat),
-                },
-                Err(reason) => Err(reason),
+            let decoded = match (signed, decoded) {
+                (Err(refused), Ok(beat)) if self.is_stale(&beat, received_at_ms) => {
+                    tracing::debug!(executor_id = %beat.executor_id, %refused,
+                        "stale beat refused without a dead letter");
+                    continue;
+                }
+                (Err(refused), _) => Err(refused.to_string()),
+                (Ok(key_app), Ok(beat)) => {
+                    match app_mismatch("beat", beat.app.as_str(), key_app.as_deref()) {
+                        Some(reason) => Err(reason),
+                        None => match self.refusal(&beat).await {
+                            Some(reason) => Err(reason),
+                            None => Ok(beat),
+                        },
+                    }
+                }
+                (Ok(_), Err(reason)) => Err(reason),
             };
             match decoded {
                 Ok(beat) => {

@@ -14,6 +14,10 @@
 //! it, so a database outage does not use it up): it is tried again with every later step,
 //! and offsets are not committed past it; only after the wait is it an unknown trigger for
 //! the DLQ.
+//!
+//! Every result must be signed by an executor key of its `app` (see [`crate::executor_auth`]),
+//! and its `app` must be its run's: the store completes a run only for a result of the run's
+//! own app, and one of another app goes to the DLQ saying whose run it named.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +31,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
+use crate::executor_auth::{ExecutorKeyring, app_mismatch};
 use crate::metrics::SchedulerMetrics;
 use crate::model::{Completion, CompletionOutcome};
 use crate::store::{Store, StoreError};
@@ -112,6 +117,7 @@ pub struct ResultsConsumer {
     waiting: Vec<Received>,
     metrics: Arc<SchedulerMetrics>,
     tracer: RunTracer,
+    keyring: Arc<ExecutorKeyring>,
 }
 
 impl ResultsConsumer {
@@ -122,6 +128,7 @@ impl ResultsConsumer {
         session_timeout: Duration,
         store: Arc<dyn Store>,
         dead_letters: DeadLetters,
+        keyring: Arc<ExecutorKeyring>,
         batch_max: usize,
     ) -> Result<ResultsConsumer, ResultsError> {
         let consumer = BatchConsumer::subscribe(
@@ -142,6 +149,7 @@ impl ResultsConsumer {
             waiting: Vec::new(),
             metrics: Arc::default(),
             tracer: RunTracer::local("kadence-scheduler"),
+            keyring,
         })
     }
 
@@ -205,7 +213,12 @@ impl ResultsConsumer {
             .receive(wait)
             .await
             .map_err(ResultsError::Receive)?;
-        Ok(batch.into_iter().map(decode).collect())
+        let mut received = Vec::with_capacity(batch.len());
+        for message in batch {
+            let signed = self.keyring.authenticate(&message, "result record").await;
+            received.push(decode(message, signed));
+        }
+        Ok(received)
     }
 
     /// Records the batch; returns what it did and the positions of the results that wait.
@@ -265,13 +278,7 @@ impl ResultsConsumer {
                         waiting.push(index);
                         continue;
                     }
-                    Some(CompletionOutcome::UnknownTrigger) | None => (
-                        "unknown_trigger",
-                        format!(
-                            "result for unknown trigger id {}: no job-log row has it",
-                            completion.trigger_id
-                        ),
-                    ),
+                    refused => refusal(completion, app, refused),
                 },
             };
             let message = &received.message;
@@ -343,12 +350,43 @@ impl BatchStep for ResultsConsumer {
     }
 }
 
-fn decode(message: OwnedMessage) -> Received {
-    let decoded = match message.payload() {
-        None => Err(("no_value", "result record has no value".to_owned())),
-        Some(bytes) => codec::decode::<ResultRecord>(bytes)
+/// Why a result the store did not apply (`outcome`: not for an unknown trigger still
+/// waiting) goes to the dead-letter queue: the kind of reason and the reason.
+fn refusal(
+    completion: &Completion,
+    app: &AppName,
+    outcome: Option<CompletionOutcome>,
+) -> (&'static str, String) {
+    let trigger_id = &completion.trigger_id;
+    match outcome {
+        Some(CompletionOutcome::OtherApp { run_app }) => (
+            "wrong_app",
+            format!("result of app {app} for trigger {trigger_id}, a run of app {run_app}"),
+        ),
+        _ => (
+            "unknown_trigger",
+            format!("result for unknown trigger id {trigger_id}: no job-log row has it"),
+        ),
+    }
+}
+
+/// The completion `message` asks for, given what its executor signature says (`signed`: the
+/// app of the key that signed it).
+fn decode(
+    message: OwnedMessage,
+    signed: Result<Option<String>, kadence_kafka::ExecutorAuthError>,
+) -> Received {
+    let decoded = match (signed, message.payload()) {
+        (Err(refused), _) => Err((refused.kind(), refused.to_string())),
+        (Ok(_), None) => Err(("no_value", "result record has no value".to_owned())),
+        (Ok(key_app), Some(bytes)) => codec::decode::<ResultRecord>(bytes)
             .map_err(|error| ("undecodable", format!("undecodable result record: {error}")))
             .and_then(|record| {
+                if let Some(reason) =
+                    app_mismatch("result record", record.app.as_str(), key_app.as_deref())
+                {
+                    return Err(("wrong_key_app", reason));
+                }
                 let app = record.app.clone();
                 checked_completion(record)
                     .map(|completion| (completion, app))
@@ -378,6 +416,7 @@ pub(crate) fn checked_completion(record: ResultRecord) -> Result<Completion, Str
 
 fn to_completion(record: ResultRecord) -> Completion {
     Completion {
+        app: Some(record.app.as_str().to_owned()),
         trigger_id: record.trigger_id,
         executor_id: record.executor_id,
         code: record.code,

@@ -112,6 +112,12 @@ pub mod headers {
     /// The Ed25519 signature of a trigger or control record, base64 (standard, padded), over
     /// `kadence-trigger-v1\n{topic}\n{value bytes}`.
     pub const SIGNATURE: &str = "kadence.signature";
+    /// The id of the executor key that signed a record an executor wrote (result, shadow
+    /// result, log record, beat, dead letter): 16 lowercase hex digits.
+    pub const EXECUTOR_KEY: &str = "kadence.executor.key";
+    /// The HMAC-SHA256 of a record an executor wrote, base64 (standard, padded), keyed with
+    /// the executor key's secret, over `kadence-executor-v1\n{topic}\n{value bytes}`.
+    pub const EXECUTOR_SIGNATURE: &str = "kadence.executor.signature";
 }
 
 #[cfg(test)]

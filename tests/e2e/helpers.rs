@@ -113,6 +113,9 @@ pub struct TestApp {
     config: Config,
     scheduler: Option<Scheduler>,
     executors: Vec<(CancellationToken, JoinHandle<()>)>,
+    /// The executor key of each app [`TestApp::create_app`] made, which the executors a test
+    /// starts for that app sign with.
+    executor_keys: std::sync::Mutex<std::collections::HashMap<String, String>>,
     _database: TestDatabase,
 }
 
@@ -161,6 +164,7 @@ pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config
         config,
         scheduler: Some(scheduler),
         executors: Vec::new(),
+        executor_keys: Default::default(),
         _database: database,
     }
 }
@@ -391,6 +395,35 @@ impl TestApp {
             )
             .await;
         assert_eq!(status, 201, "create app: {body}");
+        self.create_executor_key(name).await;
+    }
+
+    /// Makes an executor key for `app` through the API and keeps it as the one the test's
+    /// executors of `app` sign with; returns its text.
+    pub async fn create_executor_key(&self, app: &str) -> String {
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/apps/{app}/executor-keys"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 201, "create an executor key for {app}: {body}");
+        let key = body["executor_key"]
+            .as_str()
+            .expect("the key's text")
+            .to_owned();
+        (self.executor_keys.lock().unwrap()).insert(app.to_owned(), key.clone());
+        key
+    }
+
+    /// The executor key the test's executors of `app` sign with, if [`create_app`] or
+    /// [`create_executor_key`] made one.
+    ///
+    /// [`create_app`]: Self::create_app
+    /// [`create_executor_key`]: Self::create_executor_key
+    pub fn executor_key(&self, app: &str) -> Option<String> {
+        self.executor_keys.lock().unwrap().get(app).cloned()
     }
 
     /// Creates a job from `body`; panics unless it is created.
@@ -578,9 +611,15 @@ impl TestApp {
 
     /// An executor of `app` on this test's broker and topics, without handlers. It verifies
     /// triggers only when the test gives it a trusted key: many tests feed it hand-made
-    /// records, and those whose subject is verification say which keys it trusts.
+    /// records, and those whose subject is verification say which keys it trusts. It signs
+    /// what it writes with the app's executor key (see [`executor_key`](Self::executor_key));
+    /// for an app without one it runs unsigned, which the test's scheduler refuses.
     pub fn bare_executor(&self, app: &str) -> ExecutorBuilder {
-        Executor::builder()
+        let builder = match self.executor_key(app) {
+            Some(key) => Executor::builder().executor_key(key),
+            None => Executor::builder().allow_unsigned(),
+        };
+        builder
             .allow_unverified()
             .brokers(&self.brokers)
             .broker_kind(crate::common::broker_kind())
@@ -612,6 +651,24 @@ impl TestApp {
     /// Produces raw bytes to `topic` (poison records, hand-made results).
     pub async fn produce_raw(&self, topic: &str, partition: i32, key: &str, payload: &[u8]) {
         self.produce_with_headers(topic, partition, key, payload, None)
+            .await
+    }
+
+    /// [`produce_raw`](Self::produce_raw) signed with the executor key of `signer_app`, as an
+    /// executor of that app would write it (hand-made results, beats, log records).
+    pub async fn produce_signed(
+        &self,
+        signer_app: &str,
+        (topic, partition): (&str, i32),
+        key: &str,
+        payload: &[u8],
+    ) {
+        let signer = self
+            .executor_key(signer_app)
+            .unwrap_or_else(|| panic!("no executor key of {signer_app}: create_app makes one"));
+        let signer = kadence_kafka::ExecutorKey::parse(&signer).expect("a valid executor key");
+        let headers = signer.headers(topic, payload, None);
+        self.produce_with_headers(topic, partition, key, payload, Some(headers))
             .await
     }
 

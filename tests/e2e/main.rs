@@ -24,6 +24,7 @@ mod conformance;
 mod console;
 mod console_api;
 mod console_session;
+mod executor_keys;
 mod field_limits;
 mod helpers;
 mod login_guard;
@@ -728,7 +729,8 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
         retry_after_ms: None,
     };
     let results = format!("{}.results", app.prefix);
-    app.produce_raw(&results, 0, "987654-1000", &codec::encode(&stray).unwrap())
+    let signed_stray = codec::encode(&stray).unwrap();
+    app.produce_signed("poison", (&results, 0), "987654-1000", &signed_stray)
         .await;
     // A result that names another job than its trigger id's cannot complete that run.
     let misattributed = ResultRecord {
@@ -737,7 +739,8 @@ async fn poison_records_go_to_the_dlq_and_the_partition_keeps_flowing(backend: B
         code: 500,
         ..stray.clone()
     };
-    app.produce_raw(&results, 0, &fired, &codec::encode(&misattributed).unwrap())
+    let misattributed = codec::encode(&misattributed).unwrap();
+    app.produce_signed("poison", (&results, 0), &fired, &misattributed)
         .await;
 
     let letters = app.dead_letters(3).await;
@@ -792,7 +795,8 @@ async fn beats_claiming_what_no_app_has_go_to_the_dlq(backend: Backend) {
         ("ghost", "nowhere", vec![0]),
     ] {
         let payload = codec::encode(&beat(executor, app_name, partitions)).unwrap();
-        app.produce_raw(&beats, 0, executor, &payload).await;
+        app.produce_signed("claims", (&beats, 0), executor, &payload)
+            .await;
     }
     let letters = app.dead_letters(2).await;
     let reasons: Vec<&str> = letters.iter().map(|(reason, _)| reason.as_str()).collect();
@@ -803,8 +807,9 @@ async fn beats_claiming_what_no_app_has_go_to_the_dlq(backend: Backend) {
         ),
         "{reasons:?}"
     );
+    // No key belongs to an app that does not exist: a key of another app signed it.
     assert!(
-        reasons.contains(&"beat of executor ghost for app nowhere, which does not exist"),
+        reasons.contains(&"beat of app nowhere signed by a key of app claims"),
         "{reasons:?}"
     );
     let (status, listed) = app.call(reqwest::Method::GET, "/api/executors", None).await;

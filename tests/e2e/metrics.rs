@@ -145,7 +145,8 @@ async fn the_metrics_count_fires_results_and_executors(backend: Backend) {
 
     // A result nobody can read is dead-lettered and counted by the kind of its reason.
     let results_topic = format!("{}.results", app.prefix);
-    app.produce_raw(&results_topic, 0, "x", b"not avro").await;
+    app.produce_signed("watched", (&results_topic, 0), "x", b"not avro")
+        .await;
     let undecodable = series(
         "kadence_scheduler_dead_letters_total",
         "reason=\"undecodable\",source=\"results\"",

@@ -205,6 +205,10 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
         Duration::from_secs(6),
         Arc::clone(&store),
         DeadLetters::new(kafka.idempotent_producer().unwrap(), topics.dlq()),
+        // Hand-made results, unsigned: executor signatures are other tests' subject.
+        kadence_scheduler::executor_auth::ExecutorKeyring::load(Arc::clone(&store) as _, false)
+            .await
+            .unwrap(),
         100,
     )
     .unwrap();

@@ -100,6 +100,7 @@ async fn history_policies_keep_what_they_say_and_count_every_run(backend: Backen
     );
     // A result delivered again is still recognised as a repeat meanwhile.
     let repeat = Completion {
+        app: None,
         trigger_id: succeeded[1].clone(),
         executor_id: "exec-1".to_owned(),
         code: 200,
@@ -179,6 +180,7 @@ async fn history_policies_keep_what_they_say_and_count_every_run(backend: Backen
     // One batch holding a run's result twice: the first is applied, the second a repeat.
     let fire = trigger(store, all, T0 + 5).await.remove(0);
     let result = Completion {
+        app: None,
         trigger_id: fire.trigger_id.clone(),
         executor_id: "exec-2".to_owned(),
         code: 500,
@@ -188,6 +190,7 @@ async fn history_policies_keep_what_they_say_and_count_every_run(backend: Backen
         retry_after_ms: None,
     };
     let again = Completion {
+        app: None,
         message: Some("second".to_owned()),
         ..result.clone()
     };

@@ -379,6 +379,7 @@ async fn first_result_wins(backend: Backend) {
     // Its run is written once the broker acknowledged it: before, a result is unknown.
     let early = store
         .complete_runs(&[Completion {
+            app: None,
             trigger_id: fire.trigger_id.clone(),
             executor_id: "exec-1".into(),
             code: 200,
@@ -393,6 +394,7 @@ async fn first_result_wins(backend: Backend) {
     let dispatched = ack_of(&fire, 2, T0 + 1_000, Some("expected-owner"));
     mark(store.as_ref(), std::slice::from_ref(&dispatched), &[]).await;
     let completion = |code: i32, message: &str| Completion {
+        app: None,
         trigger_id: fire.trigger_id.clone(),
         executor_id: "exec-1".into(),
         code,
@@ -402,6 +404,7 @@ async fn first_result_wins(backend: Backend) {
         retry_after_ms: None,
     };
     let unknown = Completion {
+        app: None,
         trigger_id: TriggerId::scheduled(job, T0 + 999_000),
         ..completion(200, "x")
     };
@@ -564,6 +567,7 @@ async fn fix_delay_waits_for_the_run_to_finish(backend: Backend) {
     let finished_at = T0 + 4_321;
     let outcome = store
         .complete_runs(&[Completion {
+            app: None,
             trigger_id: fires[0].trigger_id.clone(),
             executor_id: "e".into(),
             code: 200,
@@ -591,6 +595,7 @@ async fn fix_delay_waits_for_the_last_attempt(backend: Backend) {
     let (job_id, mut fires) = fix_delay_job_fired(store.as_ref(), retry).await;
     let first = fires.remove(0);
     let failure = |trigger_id: &TriggerId, finished_at_ms: i64| Completion {
+        app: None,
         trigger_id: trigger_id.clone(),
         executor_id: "e".into(),
         code: 500,

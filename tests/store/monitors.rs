@@ -106,6 +106,7 @@ pub(super) async fn complete(
 ) {
     store
         .complete_runs(&[Completion {
+            app: None,
             trigger_id: trigger_id.clone(),
             executor_id: "exec-1".to_owned(),
             code,

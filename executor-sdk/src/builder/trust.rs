@@ -1,9 +1,10 @@
 //! What an executor trusts and runs: the scheduler keys it verifies records with, whether it
-//! runs unverified, and its script jobs (the code triggers carry) with their private
-//! directory. [`ExecutorBuilder::build`] checks them together (`checked_trust`): verifying is
-//! the default, and running unverified, or scripts without a key, are explicit opt-outs.
+//! runs unverified, its script jobs (the code triggers carry) with their private directory,
+//! and the executor key it signs what it writes with. [`ExecutorBuilder::build`] checks them
+//! together (`checked_trust`, `checked_executor_key`): verifying and signing are the default,
+//! and running unverified or unsigned, or scripts without a key, are explicit opt-outs.
 
-use kadence_kafka::{PublicKey, TrustedKeys};
+use kadence_kafka::{ExecutorKey, PublicKey, TrustedKeys};
 
 use super::ExecutorBuilder;
 use crate::error::ExecutorError;
@@ -63,6 +64,30 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Signs every record this executor writes (results, shadow results, log lines, beats,
+    /// dead letters) with the executor key `key`, the text `{key id}.{secret}` that
+    /// `kadence executor-key create --app APP` prints once. The scheduler refuses records of an
+    /// app that are not signed by one of that app's keys (its `executor_auth.required`, on by
+    /// default): a forged result can then complete no run, and a forged beat steer no routing.
+    /// Required: without it, [`build`](Self::build) fails unless
+    /// [`allow_unsigned`](Self::allow_unsigned) says to run unsigned. A text that is not a key
+    /// fails [`build`](Self::build) (without repeating the secret).
+    pub fn executor_key(mut self, key: impl Into<String>) -> Self {
+        self.executor_key = Some(key.into());
+        self
+    }
+
+    /// Lets the executor run without an [`executor_key`](Self::executor_key): what it writes
+    /// goes unsigned, which a scheduler that requires executor signatures (the default)
+    /// dead-letters, so its runs never complete. Only for a scheduler running with
+    /// `executor_auth.required = false` (during an upgrade) or a test that reads the records
+    /// itself. Such an executor logs an error when it starts. With a key given, it changes
+    /// nothing.
+    pub fn allow_unsigned(mut self) -> Self {
+        self.allow_unsigned = true;
+        self
+    }
+
     /// Where script handlers write the scripts they run: a directory private to this
     /// executor's user (created 0700 when missing; [`build`](Self::build) refuses one that is
     /// a symbolic link, belongs to another user or is open to others). Each run's script is
@@ -106,6 +131,21 @@ impl ExecutorBuilder {
             prepare_script_dir(&self.script_dir).map_err(ExecutorError::Config)?;
         }
         Ok(trusted_keys)
+    }
+
+    /// The executor key, parsed, or `None` when [`allow_unsigned`](Self::allow_unsigned)
+    /// says to run without one.
+    pub(super) fn checked_executor_key(&self) -> Result<Option<ExecutorKey>, ExecutorError> {
+        match &self.executor_key {
+            Some(text) => ExecutorKey::parse(text)
+                .map(Some)
+                .map_err(|error| ExecutorError::Config(format!("executor_key: {error}"))),
+            None if self.allow_unsigned => Ok(None),
+            None => Err(ExecutorError::Config(
+                "no executor_key: the scheduler takes only results, log lines and beats signed                  with a key of their app, so give the executor its app's key (`kadence                  executor-key create --app APP` prints one) with executor_key; against a                  scheduler that does not require them, allow_unsigned() runs without one"
+                    .to_owned(),
+            )),
+        }
     }
 }
 

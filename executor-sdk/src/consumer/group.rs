@@ -384,7 +384,9 @@ mod tests {
     fn the_classic_protocol_sets_the_session_timeout_and_heartbeat() {
         let config = client_config(&settings(
             GroupProtocol::Classic,
-            ExecutorBuilder::default().allow_unverified(),
+            ExecutorBuilder::default()
+                .allow_unverified()
+                .allow_unsigned(),
         ));
         let mut expected = std::collections::BTreeMap::from(SHARED);
         expected.insert("group.protocol", "classic");
@@ -397,7 +399,9 @@ mod tests {
     fn the_consumer_protocol_leaves_the_session_and_heartbeat_to_the_broker() {
         let config = client_config(&settings(
             GroupProtocol::Consumer,
-            ExecutorBuilder::default().allow_unverified(),
+            ExecutorBuilder::default()
+                .allow_unverified()
+                .allow_unsigned(),
         ));
         let mut expected = std::collections::BTreeMap::from(SHARED);
         expected.insert("group.protocol", "consumer");
@@ -420,7 +424,9 @@ mod tests {
         for protocol in [GroupProtocol::Classic, GroupProtocol::Consumer] {
             let config = client_config(&settings(
                 protocol,
-                ExecutorBuilder::default().allow_unverified(),
+                ExecutorBuilder::default()
+                    .allow_unverified()
+                    .allow_unsigned(),
             ));
             if let Err(error) = config.create::<BaseConsumer>() {
                 panic!("librdkafka refuses the {protocol} config: {error}");
@@ -428,7 +434,9 @@ mod tests {
         }
         let mut classic_leftover = client_config(&settings(
             GroupProtocol::Consumer,
-            ExecutorBuilder::default().allow_unverified(),
+            ExecutorBuilder::default()
+                .allow_unverified()
+                .allow_unsigned(),
         ));
         classic_leftover.set("session.timeout.ms", "6000");
         let refusal = classic_leftover
@@ -445,7 +453,9 @@ mod tests {
     fn only_tansu_gets_the_short_fetch_wait() {
         let on_kafka = client_config(&settings(
             GroupProtocol::Classic,
-            ExecutorBuilder::default().allow_unverified(),
+            ExecutorBuilder::default()
+                .allow_unverified()
+                .allow_unsigned(),
         ));
         assert_eq!(
             on_kafka.get("fetch.wait.max.ms"),
@@ -456,6 +466,7 @@ mod tests {
             GroupProtocol::Classic,
             ExecutorBuilder::default()
                 .allow_unverified()
+                .allow_unsigned()
                 .broker_kind(BrokerKind::Tansu),
         ));
         assert_eq!(on_tansu.get("fetch.wait.max.ms"), Some("10"));
@@ -465,6 +476,7 @@ mod tests {
     fn raw_options_still_override_the_classic_defaults() {
         let builder = ExecutorBuilder::default()
             .allow_unverified()
+            .allow_unsigned()
             .kafka_option("session.timeout.ms", "30000");
         let config = client_config(&settings(GroupProtocol::Classic, builder));
         assert_eq!(config.get("session.timeout.ms"), Some("30000"));

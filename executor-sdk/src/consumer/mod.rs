@@ -220,7 +220,7 @@ impl Loop {
         let publisher = Publisher::new(&settings, Arc::clone(&metrics))?;
         let beats = (!settings.shadow).then(|| {
             Beats::new(
-                publisher.producer(),
+                publisher.clone(),
                 settings.topics.beats(),
                 settings.executor_id.clone(),
                 settings.app.clone(),
@@ -474,11 +474,17 @@ impl Loop {
     }
 }
 
-/// Logs the start, and an error when nothing is verified (the builder allowed it).
+/// Logs the start, and an error when nothing is verified or signed (the builder allowed it).
 fn announce_start(settings: &ExecutorSettings, registry: &Registry, topic: &str) {
+    let executor_key = settings.executor_key.as_ref().map(|key| key.key_id());
     tracing::info!(executor_id = %settings.executor_id, topic, group = settings.group(),
         shadow = settings.shadow, handlers = registry.names().len(),
-        trusted_keys = ?settings.trusted_keys.key_ids(), "executor started");
+        trusted_keys = ?settings.trusted_keys.key_ids(), executor_key, "executor started");
+    if executor_key.is_none() {
+        tracing::error!(
+            "RUNNING UNSIGNED (ExecutorBuilder::allow_unsigned): no executor key, so results,              log lines and beats go unsigned, and a scheduler that requires executor              signatures (its default) refuses them"
+        );
+    }
     if settings.trusted_keys.is_empty() {
         tracing::error!(
             topic,

@@ -44,13 +44,14 @@ pub struct Executors {
 
 impl Executors {
     /// Starts `count` test executors of [`APP`] on `broker` and the topic prefix `prefix`,
-    /// trusting the public key `trusted_key` (base64) as a deployment does:
-    /// every trigger's signature is verified. Their ids are `bench-executor-{n}`.
+    /// trusting the public key `trusted_key` (base64) and signing with `executor_key` as a
+    /// deployment does: every trigger's signature is verified, every result, log record and
+    /// beat signed. Their ids are `bench-executor-{n}`.
     pub fn start(
         binary: &Path,
         count: usize,
         (broker, prefix): (&Broker, &str),
-        trusted_key: &str,
+        (trusted_key, executor_key): (&str, &str),
     ) -> Executors {
         let children = (0..count)
             .map(|n| {
@@ -58,6 +59,7 @@ impl Executors {
                     .env("KADENCE_BROKERS", &broker.bootstrap)
                     .env("KADENCE_BROKER_KIND", broker.kind.setting())
                     .env("KADENCE_TRUSTED_KEYS", trusted_key)
+                    .env("KADENCE_EXECUTOR_KEY", executor_key)
                     .env("KADENCE_APP", APP)
                     .env("KADENCE_TOPIC_PREFIX", prefix)
                     .env("KADENCE_EXECUTOR_ID", format!("bench-executor-{n}"))

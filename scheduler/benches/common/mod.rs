@@ -249,6 +249,25 @@ impl Database {
             .current()
     }
 
+    /// A new executor key of `app` in this database: the text its executors sign with.
+    pub async fn executor_key(&self, app: &str) -> String {
+        let store = kadence_scheduler::pools::open_store(self.url(), 1)
+            .await
+            .expect("open the store");
+        let key = kadence_kafka::ExecutorKey::generate().expect("an executor key");
+        let record = kadence_scheduler::store::NewExecutorKey {
+            key_id: key.key_id().to_owned(),
+            app: app.to_owned(),
+            secret: secrecy::SecretString::from(key.secret_text()),
+            created_by: "bench".to_owned(),
+        };
+        store
+            .add_executor_key(&record, now_ms())
+            .await
+            .expect("store the executor key");
+        key.text()
+    }
+
     pub async fn drop(self) {
         if let Database::Postgres { name, admin, .. } = self {
             let mut connection = sqlx::PgConnection::connect(&admin).await.unwrap();

@@ -43,6 +43,8 @@
 //! | GET | `/api/signing-keys` | the keys triggers are signed with: public halves, which one signs now |
 //! | POST | `/api/signing-keys/rotate` | a new signing key, used by every node within `signing.key_refresh_interval` (admin) |
 //! | POST | `/api/signing-keys/{id}/retire` | stop a key being used; never the only active one (admin) |
+//! | GET, POST | `/api/apps/{app}/executor-keys` | the keys an app's executors sign what they write with / make one, its text shown once (admin) |
+//! | DELETE | `/api/apps/{app}/executor-keys/{key_id}` | revoke one: every node refuses it within `executor_auth.key_refresh_interval` (admin) |
 //! | GET, POST | `/api/replays` (`?app=`) | replays and backfills, newest first / replay triggers by offsets or time, filtered, optionally dry (see `crate::replay`) |
 //! | GET | `/api/replays/{id}` | one replay or backfill: who, what range, how many |
 //! | POST | `/api/backfills` | emit the fires a job's schedule had in a past range that never fired (or a dry run) |
@@ -93,6 +95,7 @@ mod body;
 mod caller;
 mod client;
 mod error;
+mod executor_keys;
 mod executors;
 mod import_undo;
 mod imports;
@@ -124,6 +127,7 @@ pub use audit::{AuditNote, AuditQuery};
 pub use caller::Caller;
 pub use caller::{CONSOLE_HEADER, SESSION_COOKIE};
 pub use error::ApiError;
+pub use executor_keys::NewExecutorKeyView;
 pub use executors::{ExecutorQuery, ExecutorView};
 pub use import_undo::XxlUndoRequest;
 pub use imports::{IMPORT_BODY_LIMIT_BYTES, XxlImportRequest};
@@ -306,6 +310,11 @@ fn authenticated_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(signing_keys::list_signing_keys))
         .routes(routes!(signing_keys::rotate_signing_key))
         .routes(routes!(signing_keys::retire_signing_key))
+        .routes(routes!(
+            executor_keys::list_executor_keys,
+            executor_keys::create_executor_key
+        ))
+        .routes(routes!(executor_keys::revoke_executor_key))
         .routes(routes!(replays::list_replays, replays::replay))
         .routes(routes!(replays::get_replay))
         .routes(routes!(replays::backfill))

@@ -74,6 +74,7 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
         (name = "audit", description = "Who changed what"),
         (name = "schedules", description = "Schedule previews"),
         (name = "signing-keys", description = "The keys trigger and control records are signed with"),
+        (name = "executor-keys", description = "The keys an app's executors sign their results, logs, beats and dead letters with"),
         (name = "imports", description = "Imports from XXL-JOB: dry run, import, undo (admin)"),
         (name = "replays", description = "Replays of past triggers, backfills of missed fires, the shadow diff report"),
         (name = "health", description = "Liveness"),

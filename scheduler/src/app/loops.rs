@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use super::{FirePath, Node};
 use crate::database_watch::run_database_watch;
 use crate::dead_letters::DeadLetterReader;
+use crate::executor_auth::run_keyring_refresh;
 use crate::logs::LogsConsumer;
 use crate::lost_runs::run_lost_run_monitor;
 use crate::monitors::{
@@ -21,8 +22,62 @@ use crate::signer::run_refresh;
 
 impl Node {
     /// The readers of the shared topics: beats (with the registry's sweeper and the lost-run
-    /// monitor), results on the scheduling pool, log lines.
+    /// monitor), results on the scheduling pool, log lines, shadow results, dead letters.
     pub(super) async fn spawn_readers(&self) -> anyhow::Result<()> {
+        self.spawn_beats().await?;
+        let background = &self.pools.background;
+        let session_timeout = self.config.kafka.session_timeout;
+        let results = ResultsConsumer::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(&self.pools.scheduling),
+            self.dead_letters(),
+            Arc::clone(&self.keyring),
+            1000,
+        )
+        .context("starting the results consumer")?
+        .with_metrics(Arc::clone(&self.metrics))
+        .with_tracer(self.tracer.clone());
+        self.tasks.spawn(results.run(self.shutdown.clone()));
+        let logs = LogsConsumer::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(background),
+            self.dead_letters(),
+            Arc::clone(&self.keyring),
+            self.config.logs.max_lines_per_run,
+        )
+        .context("starting the logs consumer")?
+        .with_metrics(Arc::clone(&self.metrics));
+        self.tasks.spawn(logs.run(self.shutdown.clone()));
+        let shadow_results = ShadowResultsConsumer::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(background),
+            self.dead_letters(),
+            Arc::clone(&self.keyring),
+        )
+        .context("starting the shadow results consumer")?;
+        self.tasks.spawn(shadow_results.run(self.shutdown.clone()));
+        let dead_letters = DeadLetterReader::new(
+            &self.kafka,
+            &self.topics,
+            session_timeout,
+            Arc::clone(background),
+            Arc::clone(&self.clock),
+            Arc::clone(&self.keyring),
+        )
+        .context("starting the dead-letter reader")?;
+        self.tasks.spawn(dead_letters.run(self.shutdown.clone()));
+        Ok(())
+    }
+
+    /// The beats reader, which builds the registry, with the registry's sweeper and the
+    /// lost-run monitor that judge by it.
+    async fn spawn_beats(&self) -> anyhow::Result<()> {
         let background = &self.pools.background;
         let beats_partitions = self
             .admin
@@ -31,12 +86,12 @@ impl Node {
             .context("reading the beats topic")?;
         let beats = BeatsReader::new(
             &self.kafka,
-            &self.topics,
-            beats_partitions,
+            (&self.topics, beats_partitions),
             Arc::clone(&self.registry),
             Arc::clone(background),
             self.dead_letters(),
             Arc::clone(&self.clock),
+            Arc::clone(&self.keyring),
         )
         .context("starting the beats reader")?
         .checking_claims(Arc::clone(&self.partitions));
@@ -55,49 +110,6 @@ impl Node {
             Arc::clone(&self.metrics),
             self.shutdown.clone(),
         ));
-
-        let session_timeout = self.config.kafka.session_timeout;
-        let results = ResultsConsumer::new(
-            &self.kafka,
-            &self.topics,
-            session_timeout,
-            Arc::clone(&self.pools.scheduling),
-            self.dead_letters(),
-            1000,
-        )
-        .context("starting the results consumer")?
-        .with_metrics(Arc::clone(&self.metrics))
-        .with_tracer(self.tracer.clone());
-        self.tasks.spawn(results.run(self.shutdown.clone()));
-        let logs = LogsConsumer::new(
-            &self.kafka,
-            &self.topics,
-            session_timeout,
-            Arc::clone(background),
-            self.dead_letters(),
-            self.config.logs.max_lines_per_run,
-        )
-        .context("starting the logs consumer")?
-        .with_metrics(Arc::clone(&self.metrics));
-        self.tasks.spawn(logs.run(self.shutdown.clone()));
-        let shadow_results = ShadowResultsConsumer::new(
-            &self.kafka,
-            &self.topics,
-            session_timeout,
-            Arc::clone(background),
-            self.dead_letters(),
-        )
-        .context("starting the shadow results consumer")?;
-        self.tasks.spawn(shadow_results.run(self.shutdown.clone()));
-        let dead_letters = DeadLetterReader::new(
-            &self.kafka,
-            &self.topics,
-            session_timeout,
-            Arc::clone(background),
-            Arc::clone(&self.clock),
-        )
-        .context("starting the dead-letter reader")?;
-        self.tasks.spawn(dead_letters.run(self.shutdown.clone()));
         Ok(())
     }
 
@@ -109,6 +121,11 @@ impl Node {
             Arc::clone(background),
             Arc::clone(&self.database),
             Arc::clone(&self.clock),
+            self.shutdown.clone(),
+        ));
+        self.tasks.spawn(run_keyring_refresh(
+            Arc::clone(&self.keyring),
+            self.config.executor_auth.key_refresh_interval,
             self.shutdown.clone(),
         ));
         self.tasks.spawn(run_refresh(

@@ -53,6 +53,7 @@ use crate::clock::{Clock, millis};
 use crate::config::Config;
 use crate::database_watch::DatabaseHealth;
 use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher};
+use crate::executor_auth::ExecutorKeyring;
 use crate::intake::FireIntake;
 use crate::kafka::{ControlChannel, TopicAdmin};
 use crate::metrics::SchedulerMetrics;
@@ -164,6 +165,8 @@ struct Node {
     admin: Arc<TopicAdmin>,
     producer: FutureProducer,
     signed: SignedProducer,
+    /// The executor keys the readers check what executors write with.
+    keyring: Arc<ExecutorKeyring>,
     partitions: Arc<PartitionDirectory>,
     registry: Arc<Registry>,
     metrics: Arc<SchedulerMetrics>,
@@ -171,6 +174,40 @@ struct Node {
     tracer: RunTracer,
     shutdown: CancellationToken,
     tasks: TaskTracker,
+}
+
+/// The topics' names, the client settings, and the admin client after it created the shared
+/// topics and checked every app's trigger topic; the apps' partition counts.
+async fn open_topics(
+    config: &Config,
+    pools: &StorePools,
+) -> anyhow::Result<(
+    Topics,
+    KafkaSettings,
+    Arc<TopicAdmin>,
+    Arc<PartitionDirectory>,
+)> {
+    let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
+    let kafka = KafkaSettings {
+        brokers: config.kafka.brokers.clone(),
+        broker_kind: config.kafka.broker_kind,
+        options: config.kafka.options.clone(),
+    };
+    let admin = Arc::new(TopicAdmin::new(&kafka).context("creating the Kafka admin client")?);
+    admin
+        .ensure_shared_topics(&topics, config.kafka.results_partitions)
+        .await
+        .context("creating Kadence's shared topics")?;
+    let partitions = Arc::new(PartitionDirectory::new(Arc::clone(&pools.scheduling)));
+    let apps = pools.scheduling.list_apps().await.context("listing apps")?;
+    for app in apps {
+        admin
+            .ensure_topic(&topics.triggers(&app.name), app.partitions, &[])
+            .await
+            .with_context(|| format!("verifying the trigger topic of app {}", app.name))?;
+        partitions.remember(app.name, app.partitions);
+    }
+    Ok((topics, kafka, admin, partitions))
 }
 
 /// Handles of the fire path that later parts write into.
@@ -211,32 +248,19 @@ impl Node {
         ensure_schedule_shards(pools.scheduling.as_ref(), schedule.shards)
             .await
             .context("creating the schedule shards")?;
-        let topics = Topics::new(&config.kafka.topic_prefix).context("kafka.topic_prefix")?;
-        let kafka = KafkaSettings {
-            brokers: config.kafka.brokers.clone(),
-            broker_kind: config.kafka.broker_kind,
-            options: config.kafka.options.clone(),
-        };
-        let admin = Arc::new(TopicAdmin::new(&kafka).context("creating the Kafka admin client")?);
-        admin
-            .ensure_shared_topics(&topics, config.kafka.results_partitions)
-            .await
-            .context("creating Kadence's shared topics")?;
-        let partitions = Arc::new(PartitionDirectory::new(Arc::clone(&pools.scheduling)));
-        let apps = pools.scheduling.list_apps().await.context("listing apps")?;
-        for app in apps {
-            admin
-                .ensure_topic(&topics.triggers(&app.name), app.partitions, &[])
-                .await
-                .with_context(|| format!("verifying the trigger topic of app {}", app.name))?;
-            partitions.remember(app.name, app.partitions);
-        }
+        let (topics, kafka, admin, partitions) = open_topics(&config, &pools).await?;
         let producer = kafka
             .idempotent_producer()
             .context("creating the trigger producer")?;
         let signer = Signer::load(pools.scheduling.as_ref(), clock.now_ms())
             .await
             .context("loading the signing key")?;
+        let keyring = ExecutorKeyring::load(
+            Arc::clone(&pools.background) as Arc<dyn crate::store::ExecutorKeys>,
+            config.executor_auth.required,
+        )
+        .await
+        .context("loading the executor keys")?;
         let tracer = node_tracer(&config.telemetry).context("telemetry.otlp_endpoint")?;
         let metrics = Arc::new(SchedulerMetrics::with_jobs(
             config.telemetry.job_metrics.iter().copied().collect(),
@@ -247,6 +271,7 @@ impl Node {
             signed: SignedProducer::new(producer.clone(), Arc::new(signer))
                 .with_signing_threads(config.signing.signing_threads()),
             tracer,
+            keyring,
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
             metrics,
             database,

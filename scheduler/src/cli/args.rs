@@ -10,6 +10,9 @@ use crate::api::DEFAULT_PAGE_SIZE;
 use crate::model::{ChildTriggerMode, HistoryPolicy, RouteStrategy};
 use crate::schedule::MisfireStrategy;
 
+mod keys;
+pub(super) use keys::{ExecutorKeyCommand, KeyCommand};
+
 pub(super) use super::imports::ImportCommand;
 pub(super) use super::replays::{ReplayArgs, ShadowCommand};
 
@@ -74,6 +77,10 @@ pub(super) enum Command {
     /// halves).
     #[command(subcommand)]
     Key(KeyCommand),
+    /// The keys an app's executors sign their results, log lines, beats and dead letters
+    /// with (the scheduler refuses what is not signed by a key of its app).
+    #[command(subcommand, name = "executor-key")]
+    ExecutorKey(ExecutorKeyCommand),
     /// The audit trail: every write through the API, newest first.
     Audit {
         /// Only this app's entries.
@@ -258,21 +265,6 @@ pub(super) enum TokenCommand {
         /// The user the token belongs to, if not you (admin).
         #[arg(long)]
         user: Option<String>,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub(super) enum KeyCommand {
-    /// List the signing keys: id, public key (for executors' trusted keys), created,
-    /// retired, and which one signs now.
-    List,
-    /// Make a new signing key (admin): every scheduler node signs with it within
-    /// signing.key_refresh_interval. Give executors its public key first thing.
-    Rotate,
-    /// Stop using a signing key (admin); the only active key cannot be retired.
-    Retire {
-        /// Key id (from `key list`).
-        id: String,
     },
 }
 

@@ -53,7 +53,7 @@ use args::{Command, ExecutorCommand};
 use client::ApiClient;
 use executors::list_executors;
 use jobs::job_command;
-use keys::key_command;
+use keys::{executor_key_command, key_command};
 use preview::print_preview;
 use print::{OutputError, outln};
 use users::{print_audit, token_command, user_command};
@@ -99,6 +99,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::User(command) => user_command(&client, command).await,
         Command::Token(command) => token_command(&client, command).await,
         Command::Key(command) => key_command(&client, command).await,
+        Command::ExecutorKey(command) => executor_key_command(&client, command).await,
         Command::Replay(args) => replays::replay_command(&client, args).await,
         Command::Backfill {
             job,

@@ -292,6 +292,9 @@ impl PendingFire {
 pub struct Completion {
     /// The run's trigger id.
     pub trigger_id: TriggerId,
+    /// The app the result speaks for: the run is completed only if it is of this app. `None`
+    /// for the scheduler's own completions (lost runs, dead letters), which checked the run.
+    pub app: Option<String>,
     /// Executor that ran it.
     pub executor_id: String,
     /// 200 / 500 / 502.
@@ -307,7 +310,7 @@ pub struct Completion {
 }
 
 /// What happened to one [`Completion`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompletionOutcome {
     /// The run was unfinished and is now complete.
     Applied,
@@ -315,15 +318,21 @@ pub enum CompletionOutcome {
     Duplicate,
     /// No run has this trigger id.
     UnknownTrigger,
+    /// The run is of another app than the result's: nothing changed.
+    OtherApp {
+        /// The run's app.
+        run_app: String,
+    },
 }
 
 impl CompletionOutcome {
     /// The outcome in snake case, as traces and logs name it.
-    pub fn label(self) -> &'static str {
+    pub fn label(&self) -> &'static str {
         match self {
             CompletionOutcome::Applied => "applied",
             CompletionOutcome::Duplicate => "duplicate",
             CompletionOutcome::UnknownTrigger => "unknown_trigger",
+            CompletionOutcome::OtherApp { .. } => "other_app",
         }
     }
 }

@@ -8,13 +8,16 @@
 //! a production run: a shadow result completes nothing, retries nothing, raises no alarm and
 //! fires no child. [`diff_report`] sets them beside production's results by trigger id.
 //!
-//! The consumer joins its own group, `{prefix}.scheduler.shadow`; records that do not decode
-//! go to the DLQ like any other.
+//! The consumer joins its own group, `{prefix}.scheduler.shadow`; records that do not decode,
+//! or are not signed by an executor key of their `app` (see [`crate::executor_auth`]), go to
+//! the DLQ like any other.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kadence_kafka::{BatchConsumer, BatchStep, DeadLetters, KafkaSettings, run_steps};
+
+use crate::executor_auth::{ExecutorKeyring, app_mismatch};
 use kadence_schemas::{AppName, JobId, ResultRecord, Topics, TriggerId, codec};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
@@ -57,6 +60,7 @@ pub struct ShadowResultsConsumer {
     consumer: BatchConsumer,
     store: Arc<dyn Store>,
     dead_letters: DeadLetters,
+    keyring: Arc<ExecutorKeyring>,
     unwritten: Vec<OwnedMessage>,
 }
 
@@ -68,6 +72,7 @@ impl ShadowResultsConsumer {
         session_timeout: Duration,
         store: Arc<dyn Store>,
         dead_letters: DeadLetters,
+        keyring: Arc<ExecutorKeyring>,
     ) -> Result<ShadowResultsConsumer, ShadowError> {
         let group = format!("{}.shadow", topics.scheduler_group());
         let consumer = BatchConsumer::subscribe(
@@ -83,6 +88,7 @@ impl ShadowResultsConsumer {
             consumer,
             store,
             dead_letters,
+            keyring,
             unwritten: Vec::new(),
         })
     }
@@ -108,7 +114,15 @@ impl ShadowResultsConsumer {
         let mut results = Vec::with_capacity(self.unwritten.len());
         let mut unreadable = Vec::new();
         for message in &self.unwritten {
-            match decode(message) {
+            let decoded = match self
+                .keyring
+                .authenticate(message, "shadow result record")
+                .await
+            {
+                Ok(key_app) => decode(message, key_app.as_deref()),
+                Err(refused) => Err(refused.to_string()),
+            };
+            match decoded {
                 Ok(result) => results.push(result),
                 Err(reason) => unreadable.push((message, reason)),
             }
@@ -146,12 +160,16 @@ impl BatchStep for ShadowResultsConsumer {
     }
 }
 
-fn decode(message: &OwnedMessage) -> Result<ShadowResult, String> {
+/// The shadow result `message` holds, signed by a key of `key_app` (`None`: unsigned).
+fn decode(message: &OwnedMessage, key_app: Option<&str>) -> Result<ShadowResult, String> {
     let bytes = message
         .payload()
         .ok_or_else(|| "shadow result record has no value".to_owned())?;
     let record = codec::decode::<ResultRecord>(bytes)
         .map_err(|error| format!("undecodable shadow result record: {error}"))?;
+    if let Some(reason) = app_mismatch("shadow result record", record.app.as_str(), key_app) {
+        return Err(reason);
+    }
     // The checks and the bounded message of a production result, so that both sides of the
     // report were read the same way.
     let (app, job_id) = (record.app.clone(), record.job_id);

@@ -22,6 +22,7 @@ mod audit;
 mod batches;
 mod console;
 mod error;
+mod executor_keys;
 mod filters;
 pub mod fire_batch;
 mod fire_cancellation;
@@ -53,6 +54,7 @@ pub use batches::{
 };
 pub use console::{Console, JobCounts, JobRemoval, RunCounts, RunSummary};
 pub use error::{StoreError, recent_storage_failure};
+pub use executor_keys::{ExecutorKeyInfo, ExecutorKeys, NewExecutorKey, StoredExecutorKey};
 pub use filters::{AppScope, JobFilter, PageRequest, RunFilter};
 pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
 pub use imports::{
@@ -217,7 +219,8 @@ pub struct UnfinishedRun {
 
 /// The scheduler's persistence. All methods are safe to call from several scheduler
 /// processes on one database. Users, grants and tokens are the [`Accounts`] half; the audit
-/// trail the [`AuditTrail`] half; the keys triggers are signed with the [`SigningKeys`] half;
+/// trail the [`AuditTrail`] half; the keys triggers are signed with the [`SigningKeys`] half,
+/// the keys executors sign what they write with the [`ExecutorKeys`] half;
 /// schedule shards and fire batches are the [`ScheduleShards`] and [`FireBatches`] halves;
 /// replays, backfills and shadow results the [`Replays`] half; what the console's pages read
 /// (runs across jobs, dashboard counts) and the removal of a job the [`Console`] half; what
@@ -227,6 +230,7 @@ pub trait Store:
     Accounts
     + AuditTrail
     + Console
+    + ExecutorKeys
     + FireBatches
     + Imports
     + PasswordResets
@@ -375,6 +379,13 @@ pub trait Store:
     async fn get_run(&self, log_id: i64) -> Result<Option<Run>, StoreError>;
 
     // --- Run logs ---
+
+    /// The app of each run of `log_ids` that has a row (a run's lines may come before it:
+    /// those have none yet).
+    async fn run_apps(
+        &self,
+        log_ids: &[i64],
+    ) -> Result<std::collections::HashMap<i64, String>, StoreError>;
 
     /// Stores log lines, each (run, line number) once, keeping at most `max_lines_per_run`
     /// lines per run; lines of runs that do not exist are dropped. Returns the lines stored.

@@ -372,32 +372,56 @@ async fn a_partition_resumes_at_the_committed_offset_inside_a_batch(executor: Im
     app.shutdown().await;
 }
 
-/// An executor given no trusted key and no explicit opt-out refuses to start, saying why:
-/// verifying is the default (PROTOCOL.md section 3).
-async fn without_a_trusted_key_an_executor_refuses_to_start(executor: Implementation) {
+/// What an executor of app `unkeyed` prints on standard error when it refuses to start with
+/// `set` and without `removed` in its environment; fails unless it exits at once, failing,
+/// and never says `ready`.
+async fn refused_start(executor: Implementation, set: &[(&str, &str)], removed: &[&str]) -> String {
     let app = spawn_app(Backend::Sqlite).await;
-    let output = executor
-        .command()
+    let mut command = executor.command();
+    command
         .env("KADENCE_BROKERS", &app.brokers)
         .env("KADENCE_APP", "unkeyed")
         .env("KADENCE_TOPIC_PREFIX", &app.prefix)
         .env("KADENCE_EXECUTOR_ID", "unkeyed-1")
-        .env_remove("KADENCE_TRUSTED_KEYS")
-        .env_remove("KADENCE_ALLOW_UNVERIFIED")
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(30), output)
+        .envs(set.iter().copied())
+        .kill_on_drop(true);
+    for name in removed {
+        command.env_remove(name);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(30), command.output())
         .await
         .expect("it exits at once")
         .expect("the executor process starts");
-    let said = String::from_utf8_lossy(&output.stderr);
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(!output.status.success(), "{said}");
-    assert!(said.contains("no trusted"), "says why: {said}");
     assert!(
         !String::from_utf8_lossy(&output.stdout).contains("ready"),
         "never ready"
     );
     app.shutdown().await;
+    said
+}
+
+/// An executor given no trusted key and no explicit opt-out refuses to start, saying why:
+/// verifying is the default (PROTOCOL.md section 3).
+async fn without_a_trusted_key_an_executor_refuses_to_start(executor: Implementation) {
+    let removed = ["KADENCE_TRUSTED_KEYS", "KADENCE_ALLOW_UNVERIFIED"];
+    let said = refused_start(executor, &[], &removed).await;
+    assert!(said.contains("no trusted"), "says why: {said}");
+}
+
+/// An executor given no executor key and no explicit opt-out refuses to start, saying why:
+/// signing what it writes is the default (PROTOCOL.md section 3). Every other scenario runs
+/// against a scheduler that requires executor signatures, with the app's key: its results,
+/// log lines and beats are taken only because they are signed.
+async fn without_an_executor_key_an_executor_refuses_to_start(executor: Implementation) {
+    let set = [("KADENCE_ALLOW_UNVERIFIED", "1")];
+    let removed = ["KADENCE_EXECUTOR_KEY", "KADENCE_ALLOW_UNSIGNED"];
+    let said = refused_start(executor, &set, &removed).await;
+    assert!(
+        said.contains("no executor") && said.contains("executor-key create"),
+        "says why and what to do: {said}"
+    );
 }
 
 /// Produces `triggers` (unsigned: the executor trusts no key) to partition 0 of `topic` in
@@ -458,4 +482,5 @@ on_both_executors!(
     a_rebalance_lets_the_running_run_finish_once,
     a_partition_resumes_at_the_committed_offset_inside_a_batch,
     without_a_trusted_key_an_executor_refuses_to_start,
+    without_an_executor_key_an_executor_refuses_to_start,
 );

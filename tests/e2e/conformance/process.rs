@@ -79,6 +79,10 @@ impl ExecutorProcess {
         environment: &[(&str, &str)],
     ) -> ExecutorProcess {
         let mut command = implementation.command();
+        match app.executor_key(app_name) {
+            Some(key) => command.env("KADENCE_EXECUTOR_KEY", key),
+            None => command.env("KADENCE_ALLOW_UNSIGNED", "1"),
+        };
         command
             .env("KADENCE_BROKERS", &app.brokers)
             .env("KADENCE_BROKER_KIND", crate::common::broker_kind().name())

@@ -21,7 +21,8 @@
 //! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_BEAT_INTERVAL_MS` (default
 //! 3000), `KADENCE_OTLP_ENDPOINT` (export spans there), `KADENCE_TRUSTED_KEYS` (scheduler
 //! public keys, comma separated; required unless `KADENCE_ALLOW_UNVERIFIED` is `1` or `true`,
-//! which with no key verifies nothing), `KADENCE_SHADOW` (`1` or
+//! which with no key verifies nothing), `KADENCE_EXECUTOR_KEY` (the app's executor key; required
+//! unless `KADENCE_ALLOW_UNSIGNED` is `1` or `true`, which signs nothing), `KADENCE_SHADOW` (`1` or
 //! `true`: a shadow executor, `ExecutorBuilder::shadow`) and `KADENCE_GROUP_PROTOCOL`
 //! (`classic`, the default, also when empty, or `consumer`: Kafka's KIP-848 group protocol, whose session and
 //! heartbeat are the broker's, `ExecutorBuilder::group_protocol`) and `KADENCE_BROKER_KIND`
@@ -193,6 +194,14 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
     }
     if flag_from_env("KADENCE_ALLOW_UNVERIFIED") {
         builder = builder.allow_unverified();
+    }
+    if let Ok(key) = std::env::var("KADENCE_EXECUTOR_KEY").map(|key| key.trim().to_owned())
+        && !key.is_empty()
+    {
+        builder = builder.executor_key(key);
+    }
+    if flag_from_env("KADENCE_ALLOW_UNSIGNED") {
+        builder = builder.allow_unsigned();
     }
     if let Ok(address) = std::env::var("KADENCE_METRICS_ADDRESS") {
         let address = address

@@ -105,6 +105,21 @@ impl Api {
         keys.join(",")
     }
 
+    /// A new executor key of `app`: the text its executors sign with.
+    pub async fn executor_key(&self, app: &str) -> String {
+        let key = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/apps/{app}/executor-keys"),
+                Value::Null,
+            )
+            .await;
+        key["executor_key"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no executor key for {app} in {key}"))
+            .to_owned()
+    }
+
     /// `count` jobs due every second with misfire strategy `misfire`, started, running the
     /// test executor's `noop` handler, routed FIRST (every fire to partition 0, the API's
     /// default).

@@ -72,6 +72,8 @@ pub struct Stack {
     brokers: String,
     prefix: String,
     trusted_keys: String,
+    /// The app's executor key, which every executor signs with.
+    executor_key: String,
     group_protocol: GroupProtocol,
     /// What the scheduler and executors are told the broker is.
     broker_kind: BrokerKind,
@@ -143,6 +145,7 @@ impl Stack {
         )
         .await;
         let trusted_keys = api.trusted_keys().await;
+        let executor_key = api.executor_key(APP).await;
         let mut stack = Stack {
             api,
             log,
@@ -150,6 +153,7 @@ impl Stack {
             brokers: brokers.to_owned(),
             prefix: prefix.to_owned(),
             trusted_keys,
+            executor_key,
             group_protocol,
             broker_kind,
             schedulers: vec![scheduler],
@@ -181,7 +185,7 @@ impl Stack {
         let (executor, log, metrics) = spawn_executor(
             (&self.brokers, self.broker_kind),
             &self.prefix,
-            &self.trusted_keys,
+            (&self.trusted_keys, &self.executor_key),
             self.group_protocol,
             number,
         );
@@ -256,14 +260,14 @@ pub fn sqlite_url(dir: &Path) -> String {
 }
 
 /// Executor `number` of the app (the test executor, killed when dropped) on `brokers`, with
-/// topics under `prefix`, verifying with `trusted_keys` (empty: it verifies nothing), in a
-/// group of `group_protocol`; its
+/// topics under `prefix`, verifying with `trusted_keys` (empty: it verifies nothing) and
+/// signing with `executor_key`, in a group of `group_protocol`; its
 /// standard output and log go to the file returned with it (output and errors share it),
 /// and it serves its metrics on the address returned last.
 pub fn spawn_executor(
     (brokers, broker_kind): (&str, BrokerKind),
     prefix: &str,
-    trusted_keys: &str,
+    (trusted_keys, executor_key): (&str, &str),
     group_protocol: GroupProtocol,
     number: usize,
 ) -> (Child, PathBuf, String) {
@@ -276,6 +280,7 @@ pub fn spawn_executor(
         .env("KADENCE_TOPIC_PREFIX", prefix)
         .env("KADENCE_EXECUTOR_ID", format!("faults-executor-{number}"))
         .env("KADENCE_TRUSTED_KEYS", trusted_keys)
+        .env("KADENCE_EXECUTOR_KEY", executor_key)
         .env("KADENCE_GROUP_PROTOCOL", group_protocol.name())
         .env("KADENCE_METRICS_ADDRESS", &metrics)
         .env("RUST_LOG", "warn")

@@ -158,10 +158,13 @@ macro_rules! sql_fire_updates {
                     completion.code == kadence_schemas::result_code::SUCCESS
                         && !with_children.contains(&completion.trigger_id.job_id().get())
                 };
-                let columns = ["trigger_id", "executor_id", "code", "msg", "started", "finished", "retry_after", "done"];
+                // `app`: the run is completed only if it is of the result's app (NULL: the
+                // scheduler's own completion, which checked the run).
+                let columns = ["trigger_id", "app", "executor_id", "code", "msg", "started", "finished", "retry_after", "done"];
                 let push_completion = |mut values: sqlx::query_builder::Separated<'_, '_, $db, &'static str>, completion: &&Completion| {
                     values
                         .push_bind(completion.trigger_id.as_str().to_owned())
+                        .push_bind(completion.app.clone())
                         .push_bind(completion.executor_id.clone())
                         .push_bind(i64::from(completion.code))
                         .push_bind(completion.message.clone())
@@ -186,6 +189,7 @@ macro_rules! sql_fire_updates {
                              follow_up = CASE WHEN v.done = 1 THEN 'DONE' ELSE job_logs.follow_up END, \
                              alarm_status = CASE WHEN v.done = 1 THEN 'NOT_NEEDED' ELSE job_logs.alarm_status END \
                              FROM v WHERE job_logs.trigger_id = v.trigger_id AND job_logs.handle_code IS NULL \
+                             AND (v.app IS NULL OR job_logs.app = v.app) \
                              RETURNING job_logs.trigger_id, job_logs.job_id, {RUN_TRIGGER_TYPE} AS run_trigger_type, \
                              job_logs.attempt, job_logs.handle_code, job_logs.handle_at_ms",
                         ));
@@ -206,7 +210,7 @@ macro_rules! sql_fire_updates {
                              job_logs.owner_node = NULL, job_logs.lease_until_ms = NULL, \
                              job_logs.follow_up = CASE WHEN v.done = 1 THEN 'DONE' ELSE job_logs.follow_up END, \
                              job_logs.alarm_status = CASE WHEN v.done = 1 THEN 'NOT_NEEDED' ELSE job_logs.alarm_status END \
-                             WHERE job_logs.handle_code IS NULL",
+                             WHERE job_logs.handle_code IS NULL AND (v.app IS NULL OR job_logs.app = v.app)",
                         );
                         update.build().execute(&mut **tx).await.map_err(StoreError::query(OPERATION))?;
                         Ok(completed_rows(unfinished, completions))
@@ -222,10 +226,10 @@ macro_rules! sql_fire_updates {
                 tx: &mut sqlx::Transaction<'_, $db>,
                 completions: &[&Completion],
                 run_trigger_type: &str,
-            ) -> Result<Vec<(String, i64, String, i64)>, StoreError> {
+            ) -> Result<Vec<(String, i64, String, i64, String)>, StoreError> {
                 let mut select = sqlx::QueryBuilder::<$db>::new(format!(
                     "SELECT job_logs.trigger_id, job_logs.job_id, {run_trigger_type} AS run_trigger_type, \
-                     job_logs.attempt FROM job_logs FORCE INDEX (job_logs_trigger) \
+                     job_logs.attempt, job_logs.app FROM job_logs FORCE INDEX (job_logs_trigger) \
                      WHERE job_logs.handle_code IS NULL AND job_logs.trigger_id"
                 ));
                 $crate::store::sql::push_in_list!(select, completions.iter().map(|completion| completion.trigger_id.as_str().to_owned()));
@@ -236,15 +240,18 @@ macro_rules! sql_fire_updates {
             /// The completed runs of [`lock_unfinished_runs`]' rows, with their results.
             #[allow(dead_code)] // MySQL's alone
             fn completed_rows(
-                unfinished: Vec<(String, i64, String, i64)>,
+                unfinished: Vec<(String, i64, String, i64, String)>,
                 completions: &[&Completion],
             ) -> Vec<$crate::store::rows::CompletedRunRow> {
                 let by_trigger: std::collections::HashMap<&str, &Completion> =
                     completions.iter().map(|completion| (completion.trigger_id.as_str(), *completion)).collect();
                 unfinished
                     .into_iter()
-                    .filter_map(|(trigger_id, job_id, run_trigger_type, attempt)| {
+                    .filter_map(|(trigger_id, job_id, run_trigger_type, attempt, app)| {
                         let completion = by_trigger.get(trigger_id.as_str())?;
+                        if completion.app.as_ref().is_some_and(|wanted| *wanted != app) {
+                            return None;
+                        }
                         Some($crate::store::rows::CompletedRunRow {
                             handle_code: i64::from(completion.code),
                             handle_at_ms: completion.finished_at_ms,

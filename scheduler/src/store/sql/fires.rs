@@ -133,9 +133,14 @@ macro_rules! sql_fires {
                     .zip(first)
                     .map(|(completion, first)| {
                         let trigger_id = completion.trigger_id.as_str();
+                        let run_app = known.get(trigger_id);
                         if first && applied.contains(trigger_id) {
                             CompletionOutcome::Applied
-                        } else if applied.contains(trigger_id) || known.contains(trigger_id) {
+                        } else if let Some(run_app) = run_app.filter(|run_app| {
+                            completion.app.as_ref().is_some_and(|app| app != *run_app)
+                        }) {
+                            CompletionOutcome::OtherApp { run_app: run_app.clone() }
+                        } else if applied.contains(trigger_id) || run_app.is_some() {
                             CompletionOutcome::Duplicate
                         } else {
                             CompletionOutcome::UnknownTrigger
@@ -176,22 +181,22 @@ macro_rules! sql_fires {
                 Ok(())
             }
 
-            /// Which of `trigger_ids` have a run.
+            /// Which of `trigger_ids` have a run, and each one's app.
             async fn known_triggers(
                 tx: &mut sqlx::Transaction<'_, $db>,
                 trigger_ids: &[&str],
-            ) -> Result<std::collections::HashSet<String>, StoreError> {
-                let mut known = std::collections::HashSet::new();
+            ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+                let mut known = std::collections::HashMap::new();
                 for chunk in trigger_ids.chunks($crate::store::sql::UPDATE_CHUNK) {
                     let mut query =
-                        sqlx::QueryBuilder::<$db>::new("SELECT trigger_id FROM job_logs WHERE trigger_id");
+                        sqlx::QueryBuilder::<$db>::new("SELECT trigger_id, app FROM job_logs WHERE trigger_id");
                     $crate::store::sql::push_in_list!(query, chunk.iter().map(|trigger_id| trigger_id.to_string()));
-                    let rows: Vec<(String,)> = query
+                    let rows: Vec<(String, String)> = query
                         .build_query_as()
                         .fetch_all(&mut **tx)
                         .await
                         .map_err(StoreError::query("record results"))?;
-                    known.extend(rows.into_iter().map(|(trigger_id,)| trigger_id));
+                    known.extend(rows);
                 }
                 Ok(known)
             }

@@ -8,6 +8,24 @@ macro_rules! sql_history {
         mod history {
             use super::*;
 
+            pub(super) async fn run_apps(
+                store: &$store,
+                log_ids: &[i64],
+            ) -> Result<std::collections::HashMap<i64, String>, StoreError> {
+                let mut apps = std::collections::HashMap::with_capacity(log_ids.len());
+                for chunk in log_ids.chunks($crate::store::sql::UPDATE_CHUNK) {
+                    let mut query = sqlx::QueryBuilder::<$db>::new("SELECT id, app FROM job_logs WHERE id");
+                    $crate::store::sql::push_in_list!(query, chunk.iter().copied());
+                    let rows: Vec<(i64, String)> = query
+                        .build_query_as()
+                        .fetch_all(&store.pool)
+                        .await
+                        .map_err(StoreError::query("read the apps of runs"))?;
+                    apps.extend(rows);
+                }
+                Ok(apps)
+            }
+
             pub(super) async fn append_log_lines(
                 store: &$store,
                 batches: &[$crate::store::LogLines],

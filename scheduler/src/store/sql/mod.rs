@@ -43,11 +43,13 @@ pub(crate) mod audit;
 pub(crate) mod batches;
 pub(crate) mod console;
 pub(crate) mod dialect;
+pub(crate) mod executor_keys;
 pub(crate) mod fire_updates;
 pub(crate) mod fires;
 pub(crate) mod history;
 pub(crate) mod imports;
 pub(crate) mod jobs;
+mod lists;
 pub(crate) mod password_resets;
 pub(crate) mod planning;
 pub(crate) mod registry;
@@ -70,39 +72,7 @@ pub(crate) const GLUE_VERSIONS_KEPT: i64 = 30;
 /// PostgreSQL's 65 535 bind limits.
 pub(crate) const INSERT_CHUNK: usize = 500;
 
-/// `AND {column} IN (…apps)` on a `QueryBuilder` when the listing is limited to some apps
-/// (`Some`, see [`AppScope`](super::AppScope)); `AND false` when that is none at all.
-macro_rules! push_app_scope {
-    ($query:expr, $column:literal, $apps:expr) => {
-        if let Some(apps) = $apps {
-            if apps.is_empty() {
-                $query.push(" AND false");
-            } else {
-                $query.push(concat!(" AND ", $column, " IN ("));
-                let mut names = $query.separated(", ");
-                for app in apps {
-                    names.push_bind(app.as_str().to_owned());
-                }
-                names.push_unseparated(")");
-            }
-        }
-    };
-}
-pub(crate) use push_app_scope;
-
-/// ` IN (…)` on a `QueryBuilder`, one bind per value of `$values`; the caller keeps a chunk
-/// of them below the bind limits ([`UPDATE_CHUNK`]).
-macro_rules! push_in_list {
-    ($query:expr, $values:expr) => {{
-        $query.push(" IN (");
-        let mut separated = $query.separated(", ");
-        for value in $values {
-            separated.push_bind(value);
-        }
-        separated.push_unseparated(")");
-    }};
-}
-pub(crate) use push_in_list;
+pub(crate) use lists::{push_app_scope, push_in_list};
 
 macro_rules! impl_sql_store {
     ($store:ty, $db:ty, $dialect:ident) => {
@@ -350,6 +320,13 @@ macro_rules! impl_sql_store {
                 row.map(Run::try_from).transpose()
             }
 
+            async fn run_apps(
+                &self,
+                log_ids: &[i64],
+            ) -> Result<std::collections::HashMap<i64, String>, StoreError> {
+                history::run_apps(self, log_ids).await
+            }
+
             async fn append_log_lines(
                 &self,
                 batches: &[$crate::store::LogLines],
@@ -489,6 +466,7 @@ macro_rules! impl_sql_store {
         $crate::store::sql::batches::impl_sql_batches!($store, $db, $dialect);
         $crate::store::sql::shards::impl_sql_shards!($store, $db, $dialect);
         $crate::store::sql::signing::impl_sql_signing!($store, $db, $dialect);
+        $crate::store::sql::executor_keys::impl_sql_executor_keys!($store, $db, $dialect);
         $crate::store::sql::replays::impl_sql_replays!($store, $db, $dialect);
         $crate::store::sql::console::impl_sql_console!($store, $db, $dialect);
         $crate::store::sql::imports::impl_sql_imports!($store, $db, $dialect);
