@@ -113,11 +113,16 @@ impl DeadLetterReader {
             return Ok(DeadLetterSummary::default());
         }
         let mut letters = Vec::new();
+        let received = std::time::Instant::now();
         for message in &self.unread {
             let Some(letter) = DeadTrigger::of(message, &self.trigger_topic_prefix) else {
                 continue;
             };
-            let refusal = match self.keyring.authenticate(message, "dead letter").await {
+            let refusal = match self
+                .keyring
+                .authenticate(message, "dead letter", received)
+                .await
+            {
                 Ok(key_app) => app_mismatch("dead letter", &letter.topic_app, key_app.as_deref()),
                 Err(refused) => Some(refused.to_string()),
             };

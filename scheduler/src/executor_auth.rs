@@ -8,9 +8,12 @@
 //! (`POST /api/apps/{app}/executor-keys`, `kadence executor-key create`). Every node keeps
 //! the active ones in an [`ExecutorKeyring`]: read at start, again every
 //! `executor_auth.key_refresh_interval` (so a revocation reaches every node within it), and
-//! at once when a record names a key the node does not know yet (at most once a second, so a
-//! key made a moment ago on another node works for its executors' first records, and a flood
-//! of made-up key ids costs one query a second).
+//! when a record names a key the node does not know: a record is refused as signed by an
+//! unknown key only once the keys were read after it arrived. So a key made a moment ago on
+//! another node works for its executors' first records. Such reads happen at most once a
+//! second: a batch holding a record with an unknown key waits for the next one (at most a
+//! second), and a flood of made-up key ids costs one query a second and delays its batches,
+//! but never gets a genuine record refused.
 //!
 //! [`ExecutorKeyring::authenticate`] is what the readers call. It returns the app of the key
 //! that signed the record; each reader then checks that this is the app the record is about
@@ -67,8 +70,10 @@ pub struct ExecutorKeyring {
     keys: RwLock<Arc<Keys>>,
     store: Arc<dyn ExecutorKeys>,
     required: bool,
-    /// When the keys were last read because a record named an unknown one.
-    last_reread: Mutex<Option<Instant>>,
+    /// When the keys in hand were read.
+    read_at: Mutex<Instant>,
+    /// Held while the keys are read again for an unknown key: one read at a time.
+    rereading: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for ExecutorKeyring {
@@ -93,7 +98,8 @@ impl ExecutorKeyring {
             keys: RwLock::default(),
             store,
             required,
-            last_reread: Mutex::new(None),
+            read_at: Mutex::new(Instant::now()),
+            rereading: tokio::sync::Mutex::new(()),
         });
         keyring.refresh().await?;
         Ok(keyring)
@@ -115,6 +121,7 @@ impl ExecutorKeyring {
 
     /// Reads the active keys again.
     pub async fn refresh(&self) -> Result<(), StoreError> {
+        let started = Instant::now();
         let stored = self.store.active_executor_keys().await?;
         let mut keys = Keys::with_capacity(stored.len());
         for key in stored {
@@ -131,28 +138,50 @@ impl ExecutorKeyring {
             .keys
             .write()
             .unwrap_or_else(|poison| poison.into_inner()) = Arc::new(keys);
+        *self
+            .read_at
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner()) = started;
         Ok(())
     }
 
-    /// Checks the executor signature of `message` (`record` names it in reasons: "result
-    /// record", "beat", …). The app of the key that signed it; `None` for an unsigned record
-    /// when signatures are not required. A key id this node does not know makes it read the
-    /// keys again first (at most once a second), so a key made on another node a moment ago
-    /// is known. A database error while doing so leaves the record to be judged by the keys
-    /// in hand.
+    fn read_at(&self) -> Instant {
+        *self
+            .read_at
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Checks the executor signature of `message`, received at `received` (`record` names it
+    /// in reasons: "result record", "beat", …). The app of the key that signed it; `None` for
+    /// an unsigned record when signatures are not required. A key id this node does not know
+    /// is refused only once the keys were read after `received` (see the module docs); a
+    /// database error while reading them leaves the record to be judged by the keys in hand.
     pub async fn authenticate<M: Message>(
         &self,
         message: &M,
         record: &'static str,
+        received: Instant,
     ) -> Result<Option<String>, ExecutorAuthError> {
         match self.check(message, record) {
-            Err(ExecutorAuthError::UnknownKey { .. }) if self.may_reread() => {
-                if let Err(error) = self.refresh().await {
-                    tracing::warn!(%error, "cannot read the executor keys; judging by the ones in hand");
-                }
+            Err(ExecutorAuthError::UnknownKey { .. }) => {
+                self.read_since(received).await;
                 self.check(message, record)
             }
             checked => checked,
+        }
+    }
+
+    /// Reads the keys again unless they were read after `received`, at most once a second.
+    async fn read_since(&self, received: Instant) {
+        let _one_at_a_time = self.rereading.lock().await;
+        let read_at = self.read_at();
+        if read_at >= received {
+            return;
+        }
+        tokio::time::sleep_until((read_at + UNKNOWN_KEY_REREAD).into()).await;
+        if let Err(error) = self.refresh().await {
+            tracing::warn!(%error, "cannot read the executor keys; judging by the ones in hand");
         }
     }
 
@@ -168,20 +197,6 @@ impl ExecutorKeyring {
             None if self.required => Err(ExecutorAuthError::Unsigned { record }),
             signed => Ok(signed),
         }
-    }
-
-    /// Whether an unknown key may make this node read the keys now (once a second at most).
-    fn may_reread(&self) -> bool {
-        let mut last = self
-            .last_reread
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        let now = Instant::now();
-        if last.is_some_and(|at| now.duration_since(at) < UNKNOWN_KEY_REREAD) {
-            return false;
-        }
-        *last = Some(now);
-        true
     }
 }
 
@@ -220,9 +235,12 @@ mod tests {
     use super::*;
     use crate::store::{ExecutorKeyInfo, NewExecutorKey, StoredExecutorKey};
 
-    /// The keys of a test: a list that the test changes.
+    /// The keys of a test: a list that the test changes, and how often they were read.
     #[derive(Default)]
-    struct Keys(Mutex<Vec<StoredExecutorKey>>);
+    struct Keys(
+        Mutex<Vec<StoredExecutorKey>>,
+        std::sync::atomic::AtomicUsize,
+    );
 
     #[async_trait::async_trait]
     impl ExecutorKeys for Keys {
@@ -253,6 +271,7 @@ mod tests {
         }
 
         async fn active_executor_keys(&self) -> Result<Vec<StoredExecutorKey>, StoreError> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Ok(self.0.lock().unwrap().clone())
         }
 
@@ -299,13 +318,13 @@ mod tests {
         let (key, record) = new_key("billing");
         store.add_executor_key(&record, 0).await.unwrap();
         let app = keyring
-            .authenticate(&signed_by(Some(&key)), "result record")
+            .authenticate(&signed_by(Some(&key)), "result record", Instant::now())
             .await;
         assert_eq!(app, Ok(Some("billing".to_owned())));
         store.revoke_executor_key(key.key_id(), 0).await.unwrap();
         keyring.refresh().await.unwrap();
         let refused = keyring
-            .authenticate(&signed_by(Some(&key)), "result record")
+            .authenticate(&signed_by(Some(&key)), "result record", Instant::now())
             .await
             .unwrap_err();
         assert_eq!(refused.kind(), "unknown_key");
@@ -318,7 +337,7 @@ mod tests {
             .await
             .unwrap();
         let refused = required
-            .authenticate(&signed_by(None), "beat")
+            .authenticate(&signed_by(None), "beat", Instant::now())
             .await
             .unwrap_err();
         assert!(
@@ -327,14 +346,34 @@ mod tests {
         );
         let optional = ExecutorKeyring::load(store, false).await.unwrap();
         assert_eq!(
-            optional.authenticate(&signed_by(None), "beat").await,
+            optional
+                .authenticate(&signed_by(None), "beat", Instant::now())
+                .await,
             Ok(None)
         );
         let stranger = ExecutorKey::generate().unwrap();
         let refused = optional
-            .authenticate(&signed_by(Some(&stranger)), "beat")
+            .authenticate(&signed_by(Some(&stranger)), "beat", Instant::now())
             .await;
         assert_eq!(refused.unwrap_err().kind(), "unknown_key");
+    }
+
+    #[tokio::test]
+    async fn a_batch_of_made_up_key_ids_costs_one_read() {
+        let store = Arc::new(Keys::default());
+        let keyring = ExecutorKeyring::load(Arc::clone(&store) as Arc<dyn ExecutorKeys>, true)
+            .await
+            .unwrap();
+        let received = Instant::now();
+        for _ in 0..5 {
+            let stranger = ExecutorKey::generate().unwrap();
+            let refused = keyring
+                .authenticate(&signed_by(Some(&stranger)), "beat", received)
+                .await;
+            assert_eq!(refused.unwrap_err().kind(), "unknown_key");
+        }
+        let reads = store.1.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(reads, 2, "the load, then one read for the whole batch");
     }
 
     #[test]

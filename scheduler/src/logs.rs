@@ -147,8 +147,13 @@ impl LogsConsumer {
     ) -> Result<(Vec<LogLines>, Vec<(&OwnedMessage, String)>), StoreError> {
         let mut signed = Vec::with_capacity(self.unwritten.len());
         let mut unreadable = Vec::new();
+        let received = std::time::Instant::now();
         for message in &self.unwritten {
-            let decoded = match self.keyring.authenticate(message, "log record").await {
+            let decoded = match self
+                .keyring
+                .authenticate(message, "log record", received)
+                .await
+            {
                 Ok(key_app) => decode(message).map(|lines| (lines, key_app)),
                 Err(refused) => Err(refused.to_string()),
             };

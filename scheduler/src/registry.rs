@@ -335,9 +335,11 @@ impl BeatsReader {
         wait: Duration,
     ) -> Result<BeatsSummary, RegistryError> {
         let mut summary = BeatsSummary::default();
-        for message in self.receive(wait).await? {
+        let batch = self.receive(wait).await?;
+        let received = std::time::Instant::now();
+        for message in batch {
             let received_at_ms = self.clock.now_ms();
-            let signed = self.keyring.authenticate(&message, "beat").await;
+            let signed = self.keyring.authenticate(&message, "beat", received).await;
             let decoded = match message.payload() {
                 None => Err("beat record has no value".to_owned()),
                 Some(bytes) => codec::decode::<ExecutorBeat>(bytes)

@@ -213,9 +213,12 @@ impl ResultsConsumer {
             .receive(wait)
             .await
             .map_err(ResultsError::Receive)?;
+        let received_at = std::time::Instant::now();
         let mut received = Vec::with_capacity(batch.len());
         for message in batch {
-            let signed = self.keyring.authenticate(&message, "result record").await;
+            let signed = (self.keyring)
+                .authenticate(&message, "result record", received_at)
+                .await;
             received.push(decode(message, signed));
         }
         Ok(received)

@@ -113,10 +113,11 @@ impl ShadowResultsConsumer {
         let mut summary = ShadowSummary::default();
         let mut results = Vec::with_capacity(self.unwritten.len());
         let mut unreadable = Vec::new();
+        let received = std::time::Instant::now();
         for message in &self.unwritten {
             let decoded = match self
                 .keyring
-                .authenticate(message, "shadow result record")
+                .authenticate(message, "shadow result record", received)
                 .await
             {
                 Ok(key_app) => decode(message, key_app.as_deref()),
