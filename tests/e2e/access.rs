@@ -400,6 +400,25 @@ fn cases(fixture: &Fixture, spare: i64) -> Vec<Case> {
             None,
             Admin,
         ),
+        case(
+            ("GET", "/api/apps/{app}/executor-keys"),
+            "/api/apps/alpha/executor-keys",
+            None,
+            View,
+        ),
+        case(
+            ("POST", "/api/apps/{app}/executor-keys"),
+            "/api/apps/alpha/executor-keys",
+            None,
+            Admin,
+        ),
+        // An unknown key: the admin's answer is 404, after the role check.
+        case(
+            ("DELETE", "/api/apps/{app}/executor-keys/{key_id}"),
+            "/api/apps/alpha/executor-keys/0123456789abcdef",
+            None,
+            Admin,
+        ),
         // An unknown key: the admin's answer is 404, after the role check.
         case(
             ("POST", "/api/signing-keys/{id}/retire"),
