@@ -316,6 +316,7 @@ async fn failover_moves_off_a_killed_executor_before_the_rebalance(backend: Back
     })
     .await;
     app.create_app("fo", 3).await;
+    let executor_key = app.executor_key("fo").expect("create_app made one");
     let mut processes = Vec::new();
     for index in 0..3 {
         processes.push(
@@ -323,6 +324,7 @@ async fn failover_moves_off_a_killed_executor_before_the_rebalance(backend: Back
                 .env("KADENCE_BROKERS", &app.brokers)
                 .env("KADENCE_BROKER_KIND", crate::common::broker_kind().name())
                 .env("KADENCE_ALLOW_UNVERIFIED", "1")
+                .env("KADENCE_EXECUTOR_KEY", &executor_key)
                 .env("KADENCE_APP", "fo")
                 .env("KADENCE_TOPIC_PREFIX", &app.prefix)
                 .env("KADENCE_EXECUTOR_ID", format!("fo-executor-{index}"))

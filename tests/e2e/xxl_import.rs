@@ -647,9 +647,11 @@ fn scheduled_runs(runs: &[Run], kind: TriggerType, count: usize) -> Option<Vec<i
     Some(times)
 }
 
-/// Started with an executor, the cron job fires on even seconds and the FIX_RATE job every
-/// 3 s; a weekday cron's next fire is 09:30 in Shanghai.
+/// Started with an executor (signing with a key made for the imported app, as its operators
+/// would make one), the cron job fires on even seconds and the FIX_RATE job every 3 s; a
+/// weekday cron's next fire is 09:30 in Shanghai.
 async fn fires_as_xxl_job_did(app: &mut TestApp, jobs: &HashMap<String, Value>) {
+    app.create_executor_key("billing").await;
     app.start_executor("billing");
     let id = |name: &str| jobs[name]["id"].as_i64().unwrap();
     for name in ["every two seconds", "fixed rate", "route random"] {
