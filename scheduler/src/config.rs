@@ -283,10 +283,13 @@ pub struct MonitorConfig {
     #[serde(with = "humantime_serde")]
     pub interval: Duration,
     /// How long a node holds a claimed run before another may take it over (it died, or an
-    /// alarm server hangs). Default `1m`.
+    /// alarm server hangs). Keep it well above `alarm.timeout`: a claimed failed run's alarm
+    /// takes up to that, and a claim that expires first has its alarm sent again. Default
+    /// `1m`.
     #[serde(with = "humantime_serde")]
     pub lock: Duration,
-    /// Runs followed up per step at most. Default 200.
+    /// Runs followed up per step at most, and alarms in delivery at once at most (see
+    /// [`crate::monitors::follow_up`]). Default 200.
     pub batch_size: u32,
     /// Pause between recounts of the daily reports. Default `1m`.
     #[serde(with = "humantime_serde")]

@@ -2,7 +2,9 @@
 //! failure delivered to a local SMTP server and a local webhook, child jobs after success only.
 //! Webhooks reach internal addresses only when `alarm.webhook_allowed_networks` names them
 //! (the local receivers are on 127.0.0.1, so these tests name it), follow no redirect, and
-//! tell members only SENT or FAILED; VIEW members see their URLs without credentials.
+//! tell members only SENT or FAILED, and FAILED no sooner than `alarm.timeout` after the
+//! delivery began, however it failed; VIEW members see their URLs' scheme, host and port
+//! only.
 //!
 //! On both stores: retries, alarm states and child fires are the scheduler's writes. The
 //! webhook's limits are the API's and the alarm channel's, so they run on SQLite only.
@@ -10,7 +12,7 @@
 use std::time::Duration;
 
 use kadence_scheduler::config::{SmtpTls, WebhookNetworks};
-use kadence_scheduler::model::{AlarmStatus, RunState};
+use kadence_scheduler::model::{AlarmStatus, Run, RunState};
 use kadence_schemas::TriggerType;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -189,6 +191,12 @@ async fn a_failing_run_is_retried_alarmed_and_its_child_fires_only_on_success(ba
 
 on_every_backend!(a_failing_run_is_retried_alarmed_and_its_child_fires_only_on_success);
 
+/// A local port nothing listens on (it was free a moment ago).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().unwrap().port()
+}
+
 /// A job of app `hooks` whose handler fails, alarming `webhook`.
 fn failing_job(webhook: &str) -> Value {
     json!({"app": "hooks", "handler": "fail", "schedule_type": "NONE", "alarm_webhook": webhook})
@@ -233,14 +241,10 @@ async fn alarm_failures(app: &TestApp, job: i64) -> Vec<Value> {
 /// With 127.0.0.1 allowed: other loopback and internal addresses are refused when the job is
 /// saved; a webhook on 127.0.0.1 is delivered, a redirect is not followed, and a closed port
 /// and an HTTP 500 both read FAILED to a member while admins see why; a VIEW member sees the
-/// URL without its credentials, an operator sees it whole.
+/// URL's scheme, host and port only, an operator sees it whole.
 async fn webhooks_reach_allowed_networks_only_and_members_learn_only_failed(backend: Backend) {
     let webhook = WebhookSink::start().await;
-    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("a free port")
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed_port = closed_port();
     let mut app = spawn_app_with(backend, |config| {
         config.alarm.webhook_allowed_networks = loopback_receivers();
         config.monitors.interval = Duration::from_millis(200);
@@ -327,8 +331,9 @@ async fn webhooks_reach_allowed_networks_only_and_members_learn_only_failed(back
         "job edits in the trail hide credentials: {seen:?}"
     );
 
-    // VIEW sees the URL redacted, in the job and in the list; OPERATE sees it whole.
-    let hidden = format!("http://REDACTED:REDACTED@127.0.0.1:{port}/hook?token=REDACTED");
+    // VIEW sees where alarms go and nothing after, in the job and in the list; OPERATE sees
+    // the URL whole.
+    let hidden = format!("http://127.0.0.1:{port}/REDACTED");
     let path = format!("/api/jobs/{}", delivered.id);
     let (_, shown) = app.call_as(Some(&viewer), Method::GET, &path, None).await;
     assert_eq!(shown["alarm_webhook"], hidden.as_str());
@@ -342,6 +347,84 @@ async fn webhooks_reach_allowed_networks_only_and_members_learn_only_failed(back
     assert_eq!(listed[0]["alarm_webhook"], hidden.as_str());
     let (_, whole) = app.call_as(Some(&operator), Method::GET, &path, None).await;
     assert_eq!(whole["alarm_webhook"], secret.as_str());
+    app.shutdown().await;
+}
+
+/// How long the timing test gives an alarm's delivery.
+const SHORT_ALARM_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// When each of `jobs`' first run was first seen FAILED, ms, polling every 50 ms: each
+/// sighting is no sooner than the status was written.
+async fn first_seen_failed(app: &TestApp, jobs: &[i64]) -> Vec<(i64, Run)> {
+    let mut seen: Vec<Option<(i64, Run)>> = vec![None; jobs.len()];
+    let deadline = kadence_tests::now_ms() + 60_000;
+    while seen.iter().any(Option::is_none) {
+        assert!(
+            kadence_tests::now_ms() < deadline,
+            "not FAILED in time: {seen:?}"
+        );
+        for (job, sighting) in jobs.iter().zip(seen.iter_mut()) {
+            if sighting.is_some() {
+                continue;
+            }
+            let at_ms = kadence_tests::now_ms();
+            let runs = app.runs(*job).await;
+            if let Some(run) = runs.first().filter(|run| {
+                run.alarm_status != AlarmStatus::Unprocessed
+                    && run.alarm_status != AlarmStatus::Locked
+            }) {
+                *sighting = Some((at_ms, run.clone()));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    seen.into_iter().flatten().collect()
+}
+
+/// A refused connection fails at once and an HTTP 500 after a round trip, yet a member sees
+/// either turn FAILED no sooner than `alarm.timeout` after the run's result came (the
+/// delivery begins after it), so the moment tells nothing about the target; a delivered
+/// alarm is not held back.
+async fn failed_alarms_turn_failed_no_sooner_than_the_timeout_however_they_failed(
+    backend: Backend,
+) {
+    let webhook = WebhookSink::start().await;
+    let closed_port = closed_port();
+    let mut app = spawn_app_with(backend, |config| {
+        config.alarm.webhook_allowed_networks = loopback_receivers();
+        config.alarm.timeout = SHORT_ALARM_TIMEOUT;
+        config.monitors.interval = Duration::from_millis(100);
+    })
+    .await;
+    app.create_app("hooks", 1).await;
+    app.start_executor("hooks");
+    let refused = app
+        .create_job(failing_job(&format!("http://127.0.0.1:{closed_port}/hook")))
+        .await;
+    let broken = app
+        .create_job(failing_job(&webhook.url_of("/broken")))
+        .await;
+    let delivered = app.create_job(failing_job(&webhook.url())).await;
+    for job in [&refused, &broken, &delivered] {
+        app.trigger(job.id, None).await;
+    }
+    let seen = first_seen_failed(&app, &[refused.id, broken.id, delivered.id]).await;
+    let timeout_ms = i64::try_from(SHORT_ALARM_TIMEOUT.as_millis()).unwrap();
+    for (what, (seen_ms, run)) in ["refused at once", "an HTTP 500"].iter().zip(&seen) {
+        assert_eq!(run.alarm_status, AlarmStatus::Failed, "{what}: {run:?}");
+        let result_ms = run.handle_at_ms.expect("the run has its result");
+        assert!(
+            *seen_ms >= result_ms + timeout_ms,
+            "{what}: FAILED seen {} ms after the result, sooner than alarm.timeout ({timeout_ms} ms)",
+            seen_ms - result_ms
+        );
+    }
+    assert_eq!(seen[2].1.alarm_status, AlarmStatus::Sent, "{:?}", seen[2]);
+    let bodies = webhook.bodies();
+    assert!(
+        bodies.iter().any(|body| body["job_id"] == delivered.id),
+        "{bodies:?}"
+    );
     app.shutdown().await;
 }
 
@@ -428,6 +511,7 @@ async fn https_webhooks_are_called_over_tls(backend: Backend) {
 }
 
 on_sqlite_only!(
+    failed_alarms_turn_failed_no_sooner_than_the_timeout_however_they_failed,
     https_webhooks_are_called_over_tls,
     webhooks_reach_allowed_networks_only_and_members_learn_only_failed,
     without_an_allow_list_loopback_is_refused_when_saved_and_when_resolved,

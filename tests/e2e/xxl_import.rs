@@ -117,11 +117,16 @@ impl Drop for XxlDatabase {
 
 /// Runs `kadence import xxl-job …` as the admin; (success, standard output, standard error).
 async fn kadence(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+    kadence_as(app, app.admin_token(), args).await
+}
+
+/// Runs `kadence …` with `token`; (success, standard output, standard error).
+async fn kadence_as(app: &TestApp, token: &str, args: &[&str]) -> (bool, String, String) {
     let home = tempfile::tempdir().unwrap();
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_kadence-cli"))
         .args(args)
         .env("KADENCE_API_URL", app.api_url())
-        .env("KADENCE_TOKEN", app.admin_token())
+        .env("KADENCE_TOKEN", token)
         .env("HOME", home.path())
         .output()
         .await
@@ -815,6 +820,111 @@ async fn undoes_the_import(app: &TestApp, jobs: &HashMap<String, Value>, base: &
     assert!(!ok && stderr.contains("nothing was imported"), "{stderr}");
 }
 
+/// Whether `token` is still good for a request.
+async fn session_works(app: &TestApp, token: &str) -> bool {
+    let (status, body) = app
+        .call_as(Some(token), Method::GET, "/api/apps", None)
+        .await;
+    assert!(status == 200 || status == 401, "{status}: {body}");
+    status == 200
+}
+
+/// The imported user `name` redeems their reset token and logs in; their session token.
+async fn imported_user_logs_in(app: &TestApp, name: &str, reset_token: &str) -> String {
+    let password = format!("{name}'s own password");
+    let reset = json!({"token": reset_token, "password": password});
+    let (status, body) = app
+        .call_as(None, Method::POST, "/api/auth/password-reset", Some(reset))
+        .await;
+    assert_eq!(status, 204, "{body}");
+    kadence_tests::session::login(app.api_url(), name, &password).await
+}
+
+/// `path` read with `token`.
+async fn get_as(app: &TestApp, token: &str, path: &str) -> Value {
+    let (status, body) = app.call_as(Some(token), Method::GET, path, None).await;
+    assert_eq!(status, 200, "{path}: {body}");
+    body
+}
+
+/// The admin with `token` makes the first admin, `admin`, an `ADMIN` or a `MEMBER`.
+async fn first_admin_made(app: &TestApp, token: &str, role: &str) {
+    let path = "/api/users/admin/role";
+    let role = Some(json!({ "role": role }));
+    let (status, body) = app.call_as(Some(token), Method::PUT, path, role).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// The undo deletes the users it imported as `DELETE /api/users/{name}` does: under its
+/// guards. With the imported admin `boss` the only enabled admin (the first admin demoted)
+/// and undoing it, `boss` is kept as the last enabled admin, said in the report, while
+/// everything else goes (the member `li` with their session at once); with the first admin
+/// an admin again, `boss` is kept as the admin undoing; undone by the first admin, `boss`
+/// goes and their session ends.
+async fn an_undo_keeps_the_last_enabled_admin_and_the_admin_undoing(backend: Backend) {
+    let xxl = XxlDatabase::create().await;
+    let app = spawn_app(backend).await;
+    let import = ["import", "xxl-job", "--from", xxl.url.as_str()];
+    let (ok, stdout, stderr) = kadence(&app, &import).await;
+    assert!(ok, "import: {stderr}\n{stdout}");
+    let tokens = reset_tokens(&stdout);
+    let boss = imported_user_logs_in(&app, "boss", &tokens["boss"]).await;
+    let li = imported_user_logs_in(&app, "li", &tokens["li"]).await;
+    first_admin_made(&app, &boss, "MEMBER").await;
+
+    let undo: Vec<&str> = import.iter().copied().chain(["--undo"]).collect();
+    let dry: Vec<&str> = undo.iter().copied().chain(["--dry-run"]).collect();
+    let last_admin = "user boss is the last enabled admin and cannot be deleted";
+    let (ok, stdout, stderr) = kadence_as(&app, &boss, &dry).await;
+    assert!(ok, "undo dry run: {stderr}\n{stdout}");
+    assert_row(&stdout, "USER", 11, "KEEP", last_admin);
+    assert_row(&stdout, "USER", 10, "REMOVE", "user li");
+    let (ok, stdout, stderr) = kadence_as(&app, &boss, &undo).await;
+    assert!(ok, "undo: {stderr}\n{stdout}");
+    assert_row(&stdout, "USER", 11, "KEEP", last_admin);
+    assert_row(&stdout, "USER", 10, "REMOVE", "user li");
+    assert_row(&stdout, "JOB", 100, "REMOVE", "job ");
+    assert_row(&stdout, "GROUP", 10, "REMOVE", "app billing");
+    let jobs = get_as(&app, &boss, "/api/jobs?limit=1000").await;
+    assert_eq!(jobs["items"], json!([]), "every imported job went");
+    assert_eq!(get_as(&app, &boss, "/api/apps").await["items"], json!([]));
+    assert!(session_works(&app, &boss).await, "boss was kept");
+    assert!(
+        !session_works(&app, &li).await,
+        "li's session ended with li"
+    );
+    let path = "/api/audit?target=/api/imports/xxl-job/undo";
+    let trail = get_as(&app, &boss, path).await;
+    assert_eq!(
+        trail["items"][0]["details"]["users_deleted"],
+        json!([{"user": "li", "role": "MEMBER", "status": "ENABLED"}]),
+        "{trail}"
+    );
+
+    first_admin_made(&app, &boss, "ADMIN").await;
+    let (ok, stdout, stderr) = kadence_as(&app, &boss, &undo).await;
+    assert!(ok, "undo by boss: {stderr}\n{stdout}");
+    assert_row(
+        &stdout,
+        "USER",
+        11,
+        "KEEP",
+        "you cannot delete yourself (boss)",
+    );
+    assert!(session_works(&app, &boss).await, "boss was kept");
+
+    let (ok, stdout, stderr) = kadence(&app, &undo).await;
+    assert!(ok, "undo by the first admin: {stderr}\n{stdout}");
+    assert_row(&stdout, "USER", 11, "REMOVE", "user boss");
+    assert!(
+        !session_works(&app, &boss).await,
+        "boss's session ended with boss"
+    );
+    let (ok, _, stderr) = kadence(&app, &undo).await;
+    assert!(!ok && stderr.contains("nothing was imported"), "{stderr}");
+    app.shutdown().await;
+}
+
 /// The reader finds its columns by name: XXL-JOB 3.5's renamed ones (`name` for the group's
 /// title and the job's description, a per-group `access_token`) and 2.2's `job_cron` (no
 /// schedule type, no misfire strategy) read as 3.4's do.
@@ -935,9 +1045,11 @@ async fn a_reset_token_is_redeemed_in_the_console(backend: Backend) {
 
 on_every_backend!(an_xxl_job_database_moves_over_and_back);
 
-// The console page and the reader are the subjects; the store's part is the test above's, on
-// both stores.
+// The console page, the reader and the undo's guards (the store's `change_user`, tested on
+// every backend in the store suite) are the subjects; the store's part is the test above's,
+// on both stores.
 on_sqlite_only!(
     a_reset_token_is_redeemed_in_the_console,
+    an_undo_keeps_the_last_enabled_admin_and_the_admin_undoing,
     older_and_newer_xxl_job_schemas_are_read
 );

@@ -2,6 +2,7 @@
 //! backoff linked to the first attempt, one alarm per failed attempt, child jobs on success
 //! only (and once per fire for ALL_SHARDS), each run followed up once.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +24,9 @@ use tokio::sync::mpsc;
 
 use super::{T0, demo_app, every_second_job, store_on};
 use crate::common::{Backend, TestDatabase};
+
+/// How long an alarm's delivery may take, in these tests.
+const ALARM_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Records the alarms of jobs that have a webhook set.
 struct Recorder(Arc<Mutex<Vec<Alarm>>>);
@@ -49,13 +53,21 @@ pub(super) struct Harness {
 }
 
 pub(super) async fn harness(db: &TestDatabase) -> Harness {
+    let alarms = Arc::new(Mutex::new(Vec::new()));
+    let recorder = Alarms::new(vec![Box::new(Recorder(Arc::clone(&alarms)))], ALARM_TIMEOUT);
+    let mut harness = harness_alarming(db, recorder).await;
+    harness.alarms = alarms;
+    harness
+}
+
+/// A harness whose monitor sends alarms on `alarms`.
+async fn harness_alarming(db: &TestDatabase, alarms: Alarms) -> Harness {
     let store = store_on(db).await;
     store.create_app(&demo_app()).await.unwrap();
-    let alarms = Arc::new(Mutex::new(Vec::new()));
     let (wheel, fires) = mpsc::channel(100);
     let monitor = FollowUp::new(
         Arc::clone(&store),
-        Arc::new(Alarms::new(vec![Box::new(Recorder(Arc::clone(&alarms)))])),
+        Arc::new(alarms),
         FireIntake::new(
             Arc::clone(&store),
             wheel,
@@ -68,7 +80,7 @@ pub(super) async fn harness(db: &TestDatabase) -> Harness {
         store,
         monitor,
         fires,
-        alarms,
+        alarms: Arc::default(),
     }
 }
 
@@ -310,7 +322,10 @@ async fn each_finished_run_is_followed_up_once_across_nodes(backend: Backend) {
     let (wheel, _fires) = mpsc::channel(1_000);
     let other = FollowUp::new(
         Arc::clone(&h.store),
-        Arc::new(Alarms::new(vec![Box::new(Recorder(Arc::clone(&h.alarms)))])),
+        Arc::new(Alarms::new(
+            vec![Box::new(Recorder(Arc::clone(&h.alarms)))],
+            ALARM_TIMEOUT,
+        )),
         FireIntake::new(
             Arc::clone(&h.store),
             wheel,
@@ -339,6 +354,82 @@ async fn each_finished_run_is_followed_up_once_across_nodes(backend: Backend) {
         h.alarms.lock().unwrap().len(),
         40,
         "one alarm per failed run"
+    );
+}
+
+/// Fails the alarms of jobs that have a webhook set once `barrier`'s count of them are being
+/// sent at the same time, and counts in `passed` those that got that far: alarms delivered
+/// one after the other would each wait there until their time ran out.
+struct Rendezvous {
+    barrier: Arc<tokio::sync::Barrier>,
+    passed: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl AlarmChannel for Rendezvous {
+    fn name(&self) -> &'static str {
+        "rendezvous"
+    }
+    fn wants(&self, job: &Job) -> bool {
+        job.spec.alarm_webhook.is_some()
+    }
+    async fn send(&self, _job: &Job, _alarm: &Alarm) -> Result<(), AlarmError> {
+        // Bounded, so that a monitor without a deadline of its own fails here, not hangs.
+        let alone = tokio::time::timeout(Duration::from_secs(5), self.barrier.wait()).await;
+        if alone.is_ok() {
+            self.passed.fetch_add(1, Ordering::SeqCst);
+        }
+        Err(AlarmError::NotConfigured("the receiver is down".to_owned()))
+    }
+}
+
+/// A step's failed alarms are delivered side by side (one failure's wait holds up no other),
+/// and none is written FAILED before the delivery's time is up, though each failed at once.
+async fn failed_alarms_are_delivered_side_by_side_and_shown_when_their_time_is_up(
+    backend: Backend,
+) {
+    const RUNS: usize = 3;
+    const TIMEOUT: Duration = Duration::from_secs(2);
+    let passed = Arc::new(AtomicUsize::new(0));
+    let channel = Rendezvous {
+        barrier: Arc::new(tokio::sync::Barrier::new(RUNS)),
+        passed: Arc::clone(&passed),
+    };
+    let db = TestDatabase::create(backend).await;
+    let alarms = Alarms::new(vec![Box::new(channel)], TIMEOUT);
+    let h = harness_alarming(&db, alarms).await;
+    let spec = NewJob {
+        alarm_webhook: Some("http://alarms.example/hook".to_owned()),
+        ..manual_job()
+    };
+    let job = h.store.create_job(&spec, T0).await.unwrap();
+    for n in 0..RUNS as i64 {
+        let fire = trigger(h.store.as_ref(), &job, T0 + n).await.remove(0);
+        complete(h.store.as_ref(), &fire.trigger_id, 500, T0 + 100, None).await;
+    }
+
+    let began = std::time::Instant::now();
+    let summary = h.monitor.follow_up_once(T0 + 200).await.unwrap();
+    let took = began.elapsed();
+    assert_eq!((summary.runs, summary.alarms_failed), (RUNS, RUNS));
+    assert_eq!(
+        passed.load(Ordering::SeqCst),
+        RUNS,
+        "every alarm was being sent while the others were"
+    );
+    assert!(
+        took >= TIMEOUT,
+        "FAILED written after {took:?}, before {TIMEOUT:?}"
+    );
+    let runs = h
+        .store
+        .list_runs(job.id, &PageRequest::first(10))
+        .await
+        .unwrap();
+    assert!(
+        runs.iter()
+            .all(|run| run.alarm_status == AlarmStatus::Failed),
+        "{runs:?}"
     );
 }
 
@@ -454,4 +545,5 @@ on_every_backend!(
     failed_runs_are_retried_with_backoff_and_alarmed_once_each,
     children_fire_on_success_only_and_once_per_fire_for_all_shards,
     each_finished_run_is_followed_up_once_across_nodes,
+    failed_alarms_are_delivered_side_by_side_and_shown_when_their_time_is_up,
 );

@@ -8,9 +8,13 @@
 //! their children; a job that a job the import did not create lists as a child is kept, and
 //! said why. Then the apps the import created, unless a job it did not create is in them
 //! (their trigger topics stay in Kafka: delete them with your Kafka tools when nothing reads
-//! them). Then the users it created, with their grants and tokens. Each row of
-//! `imported_ids` is forgotten once its entity is gone, so an undo cut short is finished by
-//! running it again. A dry run answers the same table and removes nothing.
+//! them). Then the users it created, each as `DELETE /api/users/{name}` deletes one (with
+//! their grants, tokens and sessions, at once) and under its guards: the last enabled admin
+//! and the admin undoing are kept, and said why; the undo's audit entry names each user
+//! deleted with their role and status. Each row of `imported_ids` is forgotten once its
+//! entity is gone, so an undo cut short, or that kept a user, is finished by running it
+//! again (by another admin, or once another admin is enabled). A dry run answers the same
+//! table and removes nothing.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -25,10 +29,13 @@ use super::audit::AuditNote;
 use super::body::ApiJson;
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
-use super::{ApiState, bad_request};
+use super::{ApiState, bad_request, users};
 use crate::import::{Action, Difference, ImportReport, MappingRow, SourceKind};
-use crate::model::JobStatus;
-use crate::store::{ImportedId, ImportedKind, JobFilter, JobRemoval, PageRequest, StoreError};
+use crate::model::{JobStatus, Role, User, UserStatus};
+use crate::store::{
+    ImportedId, ImportedKind, JobFilter, JobRemoval, PageRequest, StoreError, UserChange,
+    UserChangeOutcome, UserStanding,
+};
 
 /// Body of `POST /api/imports/xxl-job/undo`.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -44,7 +51,7 @@ pub struct XxlUndoRequest {
 #[utoipa::path(
     post, path = "/api/imports/xxl-job/undo", tag = "imports", request_body = XxlUndoRequest,
     responses(
-        (status = 200, description = "What was (or would be) removed, and what was kept and why", body = ImportReport),
+        (status = 200, description = "What was (or would be) removed, and what was kept and why (among users: the last enabled admin and the caller themselves)", body = ImportReport),
         (status = 404, description = "Nothing imported from this source", body = ErrorBody),
         (status = 409, description = "Imported jobs are RUNNING: stop them first", body = ErrorBody),
     ),
@@ -108,8 +115,9 @@ pub(super) async fn undo_xxl_import(
         &mut report,
     )
     .await?;
-    undo_users(
+    let users_deleted = undo_users(
         &state,
+        &caller,
         &source,
         of(ImportedKind::User),
         request.dry_run,
@@ -121,6 +129,7 @@ pub(super) async fn undo_xxl_import(
         "dry_run": request.dry_run,
         "removed": report.count(Action::Remove),
         "kept": report.count(Action::Keep),
+        "users_deleted": users_deleted,
     }));
     Ok((note, Json(report)))
 }
@@ -149,23 +158,60 @@ async fn has_other_jobs(
     }
 }
 
-/// Removes the imported users, with their grants and tokens.
+/// Removes the imported users as `DELETE /api/users/{name}` does, through
+/// [`Accounts::change_user`](crate::store::Accounts::change_user): each goes with their
+/// grants, tokens and sessions at once, but the last enabled admin and the caller themselves
+/// are kept, their rows saying why (and staying in `imported_ids`, so that an undo run again,
+/// by another admin or once another is enabled, removes them). A dry run predicts the same
+/// from the users as they are. Returns the audit details of each user deleted.
 async fn undo_users(
     state: &ApiState,
+    caller: &Caller,
     source: &str,
     users: impl Iterator<Item = &ImportedId>,
     dry_run: bool,
     report: &mut ImportReport,
-) -> Result<(), ApiError> {
+) -> Result<Vec<serde_json::Value>, ApiError> {
+    let mut enabled_admins = HashSet::new();
+    if dry_run {
+        let all = state.store.list_users().await?;
+        let admins = all.iter().filter(|user| is_enabled_admin(user));
+        enabled_admins.extend(admins.map(|user| user.id));
+    }
+    let now = state.clock.now_ms();
+    let mut deleted = Vec::new();
     for row in users {
         let id = row.kadence_id.parse::<i64>().map_err(bad_request)?;
-        let name = state
-            .store
-            .get_user(id)
-            .await?
-            .map_or_else(|| row.kadence_id.clone(), |user| user.name);
-        if !dry_run {
-            state.store.remove_user(id).await?;
+        let user = state.store.get_user(id).await?;
+        let name = user
+            .as_ref()
+            .map_or_else(|| row.kadence_id.clone(), |user| user.name.clone());
+        let outcome = match &user {
+            None => UserChangeOutcome::NoSuchUser,
+            Some(user) if dry_run => predicted_deletion(user, caller.user.id, &mut enabled_admins),
+            Some(_) => {
+                let change = state
+                    .store
+                    .change_user(id, UserChange::Delete, caller.user.id, now);
+                change.await?
+            }
+        };
+        let (action, reason) = match outcome {
+            UserChangeOutcome::Changed(before) => {
+                if !dry_run {
+                    deleted.push(serde_json::json!({
+                        "user": name, "role": before.role, "status": before.status(),
+                    }));
+                }
+                (Action::Remove, None)
+            }
+            UserChangeOutcome::NoSuchUser => (Action::Remove, Some("already deleted".to_owned())),
+            refused => (
+                Action::Keep,
+                Some(users::refusal(UserChange::Delete, &name, refused)),
+            ),
+        };
+        if action == Action::Remove && !dry_run {
             state
                 .store
                 .forget_imported(source, ImportedKind::User, row.source_id)
@@ -176,12 +222,38 @@ async fn undo_users(
             SourceKind::User,
             row,
             &name,
-            Action::Remove,
+            action,
             kadence,
-            None,
+            reason,
         ));
     }
-    Ok(())
+    Ok(deleted)
+}
+
+fn is_enabled_admin(user: &User) -> bool {
+    user.role == Role::Admin && user.status() == UserStatus::Enabled
+}
+
+/// What deleting `user` for the admin `by` would do, judged as
+/// [`Accounts::change_user`](crate::store::Accounts::change_user) judges it, given the
+/// `enabled_admins` left by the deletions predicted before (which it updates).
+fn predicted_deletion(
+    user: &User,
+    by: i64,
+    enabled_admins: &mut HashSet<i64>,
+) -> UserChangeOutcome {
+    let last_admin = enabled_admins.len() == 1 && enabled_admins.contains(&user.id);
+    if last_admin {
+        return UserChangeOutcome::LastEnabledAdmin;
+    }
+    if user.id == by {
+        return UserChangeOutcome::OwnAccount;
+    }
+    enabled_admins.remove(&user.id);
+    UserChangeOutcome::Changed(UserStanding {
+        role: user.role,
+        disabled_at_ms: user.disabled_at_ms,
+    })
 }
 
 fn undo_row(

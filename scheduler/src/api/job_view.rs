@@ -1,6 +1,7 @@
 //! A job as the API shows it ([`JobView`]): its definition with enumerations as their names
 //! and times in ms since the epoch; members who may only view the app, and the audit trail,
-//! see its alarm webhook without credentials ([`JobView::shown_to`], [`JobView::redacted`]).
+//! see its alarm webhook as its scheme, host and port only ([`JobView::shown_to`],
+//! [`JobView::redacted`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -39,8 +40,9 @@ pub struct JobView {
     pub author: String,
     /// Alarm e-mail addresses.
     pub alarm_emails: Vec<String>,
-    /// Alarm webhook URL; for a caller who may only view the app, with its user name,
-    /// password, query values and fragment replaced by `REDACTED`.
+    /// Alarm webhook URL; for a caller who may only view the app, its scheme, host and port
+    /// only, with all after them shown as `/REDACTED` (`https://hooks.slack.com/REDACTED`):
+    /// receivers put their credential in the path, the query or the user info.
     pub alarm_webhook: Option<String>,
     /// Retries of a failed run.
     pub retry_count: u32,
@@ -85,8 +87,8 @@ impl JobView {
         }
     }
 
-    /// The view with the webhook URL's credentials replaced ([`redact_webhook_url`]): for
-    /// VIEW members, and for audit entries, which every member who may view the app lists.
+    /// The view with the webhook URL shown up to its host and port ([`redact_webhook_url`]):
+    /// for VIEW members, and for audit entries, which every member who may view the app lists.
     pub(super) fn redacted(mut self) -> JobView {
         self.alarm_webhook = self.alarm_webhook.as_deref().map(redact_webhook_url);
         self

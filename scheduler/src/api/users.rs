@@ -239,11 +239,6 @@ async fn change_standing(
     change: UserChange,
 ) -> Result<(User, UserStanding), ApiError> {
     let user = find_user(state, name).await?;
-    let (verb, done) = match change {
-        UserChange::Role(_) => ("demote", "demoted"),
-        UserChange::Status(_) => ("disable", "disabled"),
-        UserChange::Delete => ("delete", "deleted"),
-    };
     let now = state.clock.now_ms();
     let outcome = state
         .store
@@ -254,16 +249,28 @@ async fn change_standing(
             "user {} does not exist",
             user.name
         ))),
-        UserChangeOutcome::LastEnabledAdmin => Err(ApiError::Conflict(format!(
-            "user {} is the last enabled admin and cannot be {done}: make another user an \
-             admin first (kadence user role NAME ADMIN), or nobody could manage users",
-            user.name
-        ))),
-        UserChangeOutcome::OwnAccount => Err(ApiError::Conflict(format!(
-            "you cannot {verb} yourself ({}): another admin must, so that no admin locks \
-             themselves out by a slip",
-            user.name
-        ))),
+        refused => Err(ApiError::Conflict(refusal(change, &user.name, refused))),
+    }
+}
+
+/// Why `change` to user `name` was `refused` (the last enabled admin, or the caller's own
+/// account), as a 409 says it and an import's undo reports it.
+pub(super) fn refusal(change: UserChange, name: &str, refused: UserChangeOutcome) -> String {
+    let (verb, done) = match change {
+        UserChange::Role(_) => ("demote", "demoted"),
+        UserChange::Status(_) => ("disable", "disabled"),
+        UserChange::Delete => ("delete", "deleted"),
+    };
+    if refused == UserChangeOutcome::LastEnabledAdmin {
+        format!(
+            "user {name} is the last enabled admin and cannot be {done}: make another user an \
+             admin first (kadence user role NAME ADMIN), or nobody could manage users"
+        )
+    } else {
+        format!(
+            "you cannot {verb} yourself ({name}): another admin must, so that no admin locks \
+             themselves out by a slip"
+        )
     }
 }
 

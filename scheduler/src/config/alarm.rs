@@ -37,7 +37,9 @@ pub struct AlarmConfig {
     pub smtp_password: Option<SecretString>,
     /// Sender address. Default `Kadence <kadence@localhost>`.
     pub smtp_from: String,
-    /// How long one delivery (SMTP or webhook) may take. Default `10s`.
+    /// How long one alarm's delivery (SMTP and webhook, side by side) may take; a failed one
+    /// shows FAILED only once this has passed, however soon it failed, so that when it turns
+    /// FAILED tells a member nothing (see [`crate::monitors::alarm`]). Default `10s`.
     #[serde(with = "humantime_serde")]
     pub timeout: Duration,
     /// Networks alarm webhooks may reach although they are loopback, private, link-local or

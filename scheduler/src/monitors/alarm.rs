@@ -24,6 +24,19 @@
 //! warning, control characters escaped) and to the audit trail, as an entry without an app
 //! (user `(scheduler)`, action `ALARM {channel}`, target `/api/jobs/{id}`, status 502, the
 //! run and the reason in its details), which only admins list: see [`failure_audit_entry`].
+//!
+//! **When a member learns it.** The moment the status turns would tell what the status does
+//! not: a refused connection fails at once, an error status after a round trip, silence
+//! after `alarm.timeout`; with a stopwatch, a webhook on an allowed address would be a port
+//! probe again. So [`Alarms::send`] gives one alarm's delivery `alarm.timeout` in all (its
+//! channels are tried side by side, each cut off at that deadline) and answers a failure
+//! only once the deadline has passed, however soon it was known. The caller writes the
+//! status, the audit entry and the delivery metrics (`/metrics` may be open to members)
+//! only then. A success is answered as soon as every channel took the alarm: SENT says the
+//! receiver answered 2xx, and no stopwatch learns more from when it did; holding it back
+//! would only make working alarms late. The follow-up monitor keeps many deliveries in
+//! flight, so that a failure's wait holds up neither the other alarms nor the retries and
+//! child jobs behind it (see [`super::follow_up`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -166,6 +179,9 @@ pub enum AlarmError {
     /// The webhook answered with a status other than 2xx.
     #[error("the alarm webhook answered {0}, not 2xx (redirects are not followed)")]
     WebhookStatus(reqwest::StatusCode),
+    /// The channel had not delivered when the delivery's time (`alarm.timeout`) ran out.
+    #[error("not delivered within {0:?} (alarm.timeout)")]
+    TimedOut(Duration),
 }
 
 impl AlarmError {
@@ -388,53 +404,73 @@ impl AlarmChannel for WebhookChannel {
     }
 }
 
-/// Every alarm channel.
+/// What became of one alarm: its status and each channel's outcome, in channel order.
+#[derive(Debug)]
+pub struct AlarmDelivery {
+    /// SENT if every channel took it, FAILED if one did not, NOT_NEEDED without targets.
+    pub status: AlarmStatus,
+    /// Each channel the job has targets on, with its outcome.
+    pub outcomes: Vec<(&'static str, Result<(), AlarmError>)>,
+}
+
+/// Every alarm channel, and how long one alarm's delivery may take.
 pub struct Alarms {
     channels: Vec<Box<dyn AlarmChannel>>,
+    timeout: Duration,
 }
 
 impl Alarms {
-    /// The given channels.
-    pub fn new(channels: Vec<Box<dyn AlarmChannel>>) -> Alarms {
-        Alarms { channels }
+    /// The given channels; a delivery on them gets `timeout` in all (`alarm.timeout`), and
+    /// a failed one is answered no sooner (see the module docs).
+    pub fn new(channels: Vec<Box<dyn AlarmChannel>>, timeout: Duration) -> Alarms {
+        Alarms { channels, timeout }
     }
 
     /// E-mail and webhook from the configuration.
     pub fn from_config(config: &AlarmConfig) -> Result<Alarms, AlarmError> {
-        Ok(Alarms::new(vec![
+        let channels: Vec<Box<dyn AlarmChannel>> = vec![
             Box::new(EmailChannel::new(config)?),
             Box::new(WebhookChannel::new(
                 config.timeout,
                 WebhookTargets::new(config.webhook_allowed_networks.clone()),
             )?),
-        ]))
+        ];
+        Ok(Alarms::new(channels, config.timeout))
     }
 
-    /// Sends `alarm` on every channel `job` has targets on, calling
-    /// `delivered(channel, outcome)` for each: SENT if all took it, FAILED if one did not
-    /// (logged with its reason), NOT_NEEDED if the job has no targets. The status is all a
-    /// member learns; the reasons are for admins (see the module docs).
-    pub async fn send(
-        &self,
-        job: &Job,
-        alarm: &Alarm,
-        mut delivered: impl FnMut(&'static str, &Result<(), AlarmError>),
-    ) -> AlarmStatus {
-        let mut status = AlarmStatus::NotNeeded;
-        for channel in self.channels.iter().filter(|channel| channel.wants(job)) {
-            let sent = channel.send(job, alarm).await;
-            delivered(channel.name(), &sent);
-            match sent {
-                Ok(()) if status != AlarmStatus::Failed => status = AlarmStatus::Sent,
-                Ok(()) => {}
-                Err(error) => {
-                    tracing::warn!(channel = channel.name(), job_id = alarm.job_id,
-                        trigger_id = %alarm.trigger_id, reason = %error.detail(),
-                        "alarm not delivered");
-                    status = AlarmStatus::Failed;
-                }
+    /// Sends `alarm` on every channel `job` has targets on, side by side, and answers when
+    /// the outcome may be shown (see the module docs): SENT as soon as every channel took
+    /// it; FAILED once the delivery's time is up since this call began, however soon a
+    /// channel failed (a channel still busy then has failed, [`AlarmError::TimedOut`]);
+    /// NOT_NEEDED at once if the job has no targets. Each failure is logged with its reason;
+    /// the status is all a member learns.
+    pub async fn send(&self, job: &Job, alarm: &Alarm) -> AlarmDelivery {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let wanted = self.channels.iter().filter(|channel| channel.wants(job));
+        let sends = wanted.map(|channel| async move {
+            let sent = tokio::time::timeout_at(deadline, channel.send(job, alarm))
+                .await
+                .unwrap_or(Err(AlarmError::TimedOut(self.timeout)));
+            (channel.name(), sent)
+        });
+        let outcomes = futures::future::join_all(sends).await;
+        let status = if outcomes.is_empty() {
+            AlarmStatus::NotNeeded
+        } else if outcomes.iter().all(|(_, sent)| sent.is_ok()) {
+            AlarmStatus::Sent
+        } else {
+            tokio::time::sleep_until(deadline).await;
+            AlarmStatus::Failed
+        };
+        for (channel, sent) in &outcomes {
+            if let Err(error) = sent {
+                tracing::warn!(channel, job_id = alarm.job_id, trigger_id = %alarm.trigger_id,
+                    reason = %error.detail(), "alarm not delivered");
             }
         }
-        status
+        AlarmDelivery { status, outcomes }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,6 +16,21 @@
 //!   channel's failure is logged and recorded in the audit trail for admins, with its reason
 //!   (see [`crate::monitors::alarm`]).
 //!
+//! **Alarms in flight.** A failed delivery is answered only when `alarm.timeout` is up (so
+//! that when FAILED appears tells a member nothing, see [`crate::monitors::alarm`]), and a
+//! batch's failures may all be slow: delivered one after the other, a batch of 200 failed
+//! webhooks would hold the monitor for 200 × `alarm.timeout`, the next batch's child jobs
+//! and retries with it. So a step does everything but the alarms, writes the status of the
+//! runs that need none, and hands each alarm over as a [`PendingAlarm`] that writes its own
+//! outcome (metrics, audit entries, status) when delivered. [`FollowUp::run`] delivers them
+//! in the background, up to `monitors.batch_size` at once, and claims only as many runs as
+//! there is room for: the claims of runs whose alarms waited for room would expire, and a
+//! flood of failing alarms would grow without bound. Each delivery ends within
+//! `alarm.timeout`, so at least `monitors.batch_size` alarms are delivered per
+//! `alarm.timeout` however their receivers fail, and a claim (`monitors.lock`, well above
+//! `alarm.timeout`) outlives its delivery. [`FollowUp::follow_up_once`], the step tests
+//! call, delivers its batch's alarms side by side and returns once all are written.
+//!
 //! Child and retry trigger ids are deterministic (`{child}-p{parent log id}`, or
 //! `{child}-p{parent fire}` for a join; `…-r{n}` for retries) and written once, so a node that
 //! dies mid-way and is replaced never fires anything twice. Only an alarm may then be sent a
@@ -23,14 +38,17 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kadence_kafka::{FailureLog, Severity};
 use kadence_schemas::{JobId, TriggerId, TriggerType, result_code};
+use tokio::task::{JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::config::MonitorConfig;
 use crate::intake::{FireIntake, FireNow, FireSource};
+use crate::metrics::SchedulerMetrics;
 use crate::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
 use crate::monitors::alarm::{Alarm, Alarms, failure_audit_entry};
 use crate::store::{FinishedRun, Store, StoreError};
@@ -48,6 +66,17 @@ pub struct FollowUpSummary {
     pub alarms_sent: usize,
     /// Runs whose alarm failed.
     pub alarms_failed: usize,
+}
+
+impl FollowUpSummary {
+    /// Counts a delivered alarm's status.
+    fn count_alarm(&mut self, status: AlarmStatus) {
+        match status {
+            AlarmStatus::Sent => self.alarms_sent += 1,
+            AlarmStatus::Failed => self.alarms_failed += 1,
+            _ => {}
+        }
+    }
 }
 
 /// Follows up finished runs (see the module docs).
@@ -76,20 +105,35 @@ impl FollowUp {
         }
     }
 
-    /// One step at `now_ms`.
+    /// One step at `now_ms`: claims a batch, follows each run up, delivers the batch's
+    /// alarms side by side and returns once every outcome is written.
     pub async fn follow_up_once(&self, now_ms: i64) -> Result<FollowUpSummary, StoreError> {
+        let (mut summary, alarms) = self
+            .claim_and_follow_up(now_ms, self.config.batch_size)
+            .await?;
+        let delivered = futures::future::join_all(alarms.into_iter().map(PendingAlarm::deliver));
+        for status in delivered.await {
+            summary.count_alarm(status?);
+        }
+        Ok(summary)
+    }
+
+    /// Claims up to `limit` finished runs and follows each up but for its alarm: the step's
+    /// summary so far, and the alarms still to deliver (see the module docs).
+    async fn claim_and_follow_up(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<(FollowUpSummary, Vec<PendingAlarm>), StoreError> {
         let runs = self
             .store
-            .claim_finished_runs(
-                now_ms,
-                now_ms + millis(self.config.lock),
-                self.config.batch_size,
-            )
+            .claim_finished_runs(now_ms, now_ms + millis(self.config.lock), limit)
             .await?;
         let mut summary = FollowUpSummary {
             runs: runs.len(),
             ..FollowUpSummary::default()
         };
+        let mut alarms = Vec::new();
         let mut jobs: HashMap<JobId, Option<Job>> = HashMap::new();
         for run in runs {
             let job = match jobs.get(&run.fire.job_id) {
@@ -100,64 +144,31 @@ impl FollowUp {
                     job
                 }
             };
-            let alarm_status = match &job {
-                // The job was deleted: nothing to retry, fire or tell.
-                None => AlarmStatus::NotNeeded,
-                Some(job) if run.code == result_code::SUCCESS => {
-                    summary.children += self.fire_children(job, &run, now_ms).await?;
-                    AlarmStatus::NotNeeded
-                }
-                Some(job) => {
-                    if self.retry(job, &run, now_ms).await? {
+            match job {
+                Some(job) if run.code != result_code::SUCCESS => {
+                    if self.retry(&job, &run, now_ms).await? {
                         summary.retries += 1;
                     }
-                    let metrics = self.intake.metrics();
-                    let app = job.spec.app.as_str();
-                    let alarm = Alarm::for_run(job, &run);
-                    let mut failures = Vec::new();
-                    let status = self
-                        .alarms
-                        .send(job, &alarm, |channel, sent| {
-                            let outcome = if sent.is_ok() { "sent" } else { "failed" };
-                            metrics
-                                .alarm_deliveries
-                                .with_label_values(&[app, channel, outcome])
-                                .inc();
-                            if let Err(error) = sent {
-                                failures.push((channel, error.detail()));
-                            }
-                        })
-                        .await;
-                    self.tell_admins(&alarm, &failures, now_ms).await;
-                    metrics
-                        .alarms
-                        .with_label_values(&[app, status.as_str()])
-                        .inc();
-                    match status {
-                        AlarmStatus::Sent => summary.alarms_sent += 1,
-                        AlarmStatus::Failed => summary.alarms_failed += 1,
-                        _ => {}
-                    }
-                    status
+                    alarms.push(PendingAlarm {
+                        store: Arc::clone(&self.store),
+                        alarms: Arc::clone(&self.alarms),
+                        metrics: Arc::clone(self.intake.metrics()),
+                        alarm: Alarm::for_run(&job, &run),
+                        job,
+                        log_id: run.fire.log_id,
+                        began_ms: now_ms,
+                    });
+                    continue;
                 }
-            };
+                Some(job) => summary.children += self.fire_children(&job, &run, now_ms).await?,
+                // The job was deleted: nothing to retry, fire or tell.
+                None => {}
+            }
             self.store
-                .finish_follow_up(run.fire.log_id, alarm_status)
+                .finish_follow_up(run.fire.log_id, AlarmStatus::NotNeeded)
                 .await?;
         }
-        Ok(summary)
-    }
-
-    /// Records each failed delivery of `alarm` in the audit trail, where only admins see it.
-    /// A failure to record is logged (the delivery's own warning is logged already).
-    async fn tell_admins(&self, alarm: &Alarm, failures: &[(&'static str, String)], now_ms: i64) {
-        for (channel, detail) in failures {
-            let entry = failure_audit_entry(alarm, channel, detail, now_ms);
-            if let Err(error) = self.store.record_audit(&entry).await {
-                tracing::warn!(%error, trigger_id = %alarm.trigger_id,
-                    "alarm failure not recorded in the audit trail");
-            }
-        }
+        Ok((summary, alarms))
     }
 
     /// Writes the retry of a failed `run` if the job has retries left; true if written.
@@ -245,23 +256,113 @@ impl FollowUp {
         Ok(written)
     }
 
-    /// Runs steps until `shutdown`; a busy step is followed at once by the next.
+    /// Runs steps until `shutdown`, delivering their alarms in the background (see the
+    /// module docs); a busy step is followed at once by the next, unless the alarms in
+    /// flight leave no room. On shutdown the deliveries in flight are finished (each ends
+    /// within `alarm.timeout`), so that the node taking their claims over sends none again.
     pub async fn run(self, clock: Arc<dyn Clock>, shutdown: CancellationToken) {
-        let mut failures = FailureLog::new("follow-up step", Severity::Warning);
+        let mut steps = FailureLog::new("follow-up step", Severity::Warning);
+        let mut outcomes = FailureLog::new("writing an alarm's outcome", Severity::Warning);
+        let mut in_flight = JoinSet::new();
+        let most = self.config.batch_size.max(1);
         loop {
-            let step = self.follow_up_once(clock.now_ms()).await;
-            failures.record(&step);
-            let pause = match step {
-                Ok(summary) if summary.runs as u32 >= self.config.batch_size => {
-                    std::time::Duration::ZERO
-                }
-                Ok(_) => self.config.interval,
-                Err(_) => self.config.interval.max(std::time::Duration::from_secs(1)),
+            let busy = u32::try_from(in_flight.len()).unwrap_or(most);
+            let room = most.saturating_sub(busy);
+            let pause = if room == 0 {
+                self.config.interval
+            } else {
+                let step = self.claim_and_follow_up(clock.now_ms(), room).await;
+                let pause = match &step {
+                    Ok((summary, _)) if summary.runs >= room as usize => Duration::ZERO,
+                    Ok(_) => self.config.interval,
+                    Err(_) => self.config.interval.max(Duration::from_secs(1)),
+                };
+                steps.record(&step.map(|(_, alarms)| {
+                    for alarm in alarms {
+                        in_flight.spawn(alarm.deliver());
+                    }
+                }));
+                pause
             };
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(pause) => {}
+            // Full: the next step waits for room rather than for the pause.
+            let full = in_flight.len() >= most as usize;
+            let wake = tokio::time::sleep(pause);
+            tokio::pin!(wake);
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => {
+                        while let Some(delivered) = in_flight.join_next().await {
+                            outcomes.record(&written(delivered));
+                        }
+                        return;
+                    }
+                    _ = &mut wake => break,
+                    Some(delivered) = in_flight.join_next() => {
+                        outcomes.record(&written(delivered));
+                        if full {
+                            break;
+                        }
+                    }
+                }
             }
+        }
+    }
+}
+
+/// What became of a delivery run as a task: its status, or why its outcome is not written.
+fn written(
+    delivered: Result<Result<AlarmStatus, StoreError>, JoinError>,
+) -> Result<AlarmStatus, String> {
+    match delivered {
+        Ok(written) => written.map_err(|error| error.to_string()),
+        Err(error) => Err(format!("the alarm's delivery ended early: {error}")),
+    }
+}
+
+/// A failed run's alarm, claimed and not yet delivered.
+pub struct PendingAlarm {
+    store: Arc<dyn Store>,
+    alarms: Arc<Alarms>,
+    metrics: Arc<SchedulerMetrics>,
+    job: Job,
+    alarm: Alarm,
+    log_id: i64,
+    /// When its follow-up began (its audit entries' time).
+    began_ms: i64,
+}
+
+impl PendingAlarm {
+    /// Delivers the alarm, then writes its outcome: the delivery metrics, an audit entry for
+    /// admins per failed channel and the run's alarm status, all once [`Alarms::send`]
+    /// answers, so that none of them shows a failure sooner than the status does.
+    pub async fn deliver(self) -> Result<AlarmStatus, StoreError> {
+        let delivery = self.alarms.send(&self.job, &self.alarm).await;
+        let app = self.job.spec.app.as_str();
+        for (channel, sent) in &delivery.outcomes {
+            let outcome = if sent.is_ok() { "sent" } else { "failed" };
+            (self.metrics.alarm_deliveries)
+                .with_label_values(&[app, channel, outcome])
+                .inc();
+            if let Err(error) = sent {
+                self.tell_admins(channel, &error.detail()).await;
+            }
+        }
+        (self.metrics.alarms)
+            .with_label_values(&[app, delivery.status.as_str()])
+            .inc();
+        self.store
+            .finish_follow_up(self.log_id, delivery.status)
+            .await?;
+        Ok(delivery.status)
+    }
+
+    /// Records a failed delivery on `channel` in the audit trail, where only admins see it.
+    /// A failure to record is logged (the delivery's own warning is logged already).
+    async fn tell_admins(&self, channel: &str, detail: &str) {
+        let entry = failure_audit_entry(&self.alarm, channel, detail, self.began_ms);
+        if let Err(error) = self.store.record_audit(&entry).await {
+            tracing::warn!(%error, trigger_id = %self.alarm.trigger_id,
+                "alarm failure not recorded in the audit trail");
         }
     }
 }

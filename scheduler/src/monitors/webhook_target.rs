@@ -26,7 +26,8 @@
 //! `alarm.webhook_allowed_networks` ([`WebhookNetworks`]); nothing else opens a range.
 //!
 //! A webhook URL often carries its receiver's credentials (`https://user:key@…`,
-//! `?token=…`): members with only VIEW on an app see it through [`redact_webhook_url`].
+//! `?token=…`, and most often in its path, as Slack's and Discord's do): members with only
+//! VIEW on an app see its scheme, host and port only, through [`redact_webhook_url`].
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -317,42 +318,35 @@ async fn resolve_allowed(
     Ok(Box::new(allowed.into_iter()))
 }
 
-/// `url` with what may be a credential replaced by [`REDACTED`]: the user name and password,
-/// every query value (the names stay, to show the URL's shape) and the fragment. A text
-/// that is not an http(s) URL with a host (saved before URLs were parsed) is hidden whole.
+/// `url` as a member who may only view its job sees it: scheme, host and port, and
+/// [`REDACTED`] for everything after (`https://hooks.slack.com/REDACTED`). Receivers put
+/// their credential anywhere after the host: in the user info (`https://user:key@…`), the
+/// query (`?token=…`), the fragment, and most often the path (Slack's
+/// `/services/T…/B…/{secret}`, Discord's `/api/webhooks/{id}/{token}`, Teams' and most
+/// others'), so none of it is shown; what stays tells where alarms go. A URL with nothing
+/// after its host is shown whole; a text that is not an http(s) URL with a host (saved before
+/// URLs were parsed) is hidden whole.
 pub fn redact_webhook_url(url: &str) -> String {
-    let Ok(mut parsed) = Url::parse(url.trim()) else {
+    let Ok(parsed) = Url::parse(url.trim()) else {
         return REDACTED.to_owned();
     };
-    if parsed.cannot_be_a_base() || parsed.host().is_none() {
+    let Some(host) = parsed.host_str().filter(|_| !parsed.cannot_be_a_base()) else {
         return REDACTED.to_owned();
-    }
-    let userinfo = if parsed.username().is_empty() {
-        Ok(())
+    };
+    let origin = match parsed.port() {
+        Some(port) => format!("{}://{host}:{port}", parsed.scheme()),
+        None => format!("{}://{host}", parsed.scheme()),
+    };
+    let nothing_after = parsed.username().is_empty()
+        && parsed.password().is_none()
+        && parsed.path() == "/"
+        && parsed.query().is_none()
+        && parsed.fragment().is_none();
+    if nothing_after {
+        format!("{origin}/")
     } else {
-        parsed.set_username(REDACTED)
-    };
-    let password = match parsed.password() {
-        Some(_) => parsed.set_password(Some(REDACTED)),
-        None => Ok(()),
-    };
-    if userinfo.is_err() || password.is_err() {
-        return REDACTED.to_owned();
+        format!("{origin}/{REDACTED}")
     }
-    if parsed.query().is_some() {
-        let names: Vec<String> = parsed
-            .query_pairs()
-            .map(|(name, _)| name.into_owned())
-            .collect();
-        parsed
-            .query_pairs_mut()
-            .clear()
-            .extend_pairs(names.iter().map(|name| (name, REDACTED)));
-    }
-    if parsed.fragment().is_some() {
-        parsed.set_fragment(Some(REDACTED));
-    }
-    parsed.into()
 }
 
 #[cfg(test)]

@@ -6,8 +6,10 @@
 //! An import is written in one transaction ([`Imports::write_import`]): either everything the
 //! plan creates exists afterwards, with a row in `imported_ids` for each, or nothing does.
 //! The undo works entity by entity instead (through [`Console::remove_job`](super::Console)
-//! for jobs, so that a job goes with its runs exactly as a `DELETE /api/jobs/{id}` takes it),
-//! forgetting each row as it goes: an undo that stops half-way is finished by running it again.
+//! for jobs, so that a job goes with its runs exactly as a `DELETE /api/jobs/{id}` takes it,
+//! and [`Accounts::change_user`](super::Accounts::change_user) for users, so that a user goes
+//! as a `DELETE /api/users/{name}` takes one, under the same guards), forgetting each row as
+//! it goes: an undo that stops half-way is finished by running it again.
 
 use kadence_schemas::{AppName, JobId};
 
@@ -149,7 +151,4 @@ pub trait Imports: Send + Sync {
     /// Deletes app `name` and the grants on it, unless a job is in it; false if a job is (or
     /// the app is gone). Its trigger topic is left to the operator.
     async fn remove_app_without_jobs(&self, name: &AppName) -> Result<bool, StoreError>;
-
-    /// Deletes user `id` with their grants, tokens and reset tokens; false if gone.
-    async fn remove_user(&self, id: i64) -> Result<bool, StoreError>;
 }

@@ -5,13 +5,18 @@
 //! `{p}.control`, one of each: a truncated record (the right frame, the body cut short), an
 //! oversized one (900 000 random bytes), one with a schema id no catalog has, and random
 //! bytes. Then what only looks right: a result for a trigger that never existed, beats of an
-//! app that does not exist and claiming partitions the app does not have, and an unsigned
-//! KILL of a run in progress. The API gets the bodies of [`super::abuse`], its floods of
+//! app that does not exist and claiming partitions the app does not have, an unsigned KILL of
+//! a run in progress, and a trigger signed with the scheduler's active key (read from its
+//! database, as a thief of a signed copy would hold one) whose validity ended a minute ago
+//! (a `TriggerRecord` v3, schema id 1003, with `expires_at_ms` in the past) for a job of its
+//! own that is never triggered. The API gets the bodies of [`super::abuse`], its floods of
 //! wrong logins and of writes with a made-up token, then its slow-loris burst.
 //!
 //! What must hold: every malformed record and every refused one is in `{p}.dlq` with a
 //! reason, once, from the reader of its topic (executors for triggers, the scheduler for the
-//! rest), except control records, which every executor reads and refuses on its own (logged,
+//! rest) — the expired trigger's reason beginning `expired trigger record:`, so that it was
+//! refused for its window and not for its signature, and its handler never started, nor has
+//! its job a run — except control records, which every executor reads and refuses on its own (logged,
 //! never dead-lettered: each would write its own copy, see PROTOCOL.md) and count
 //! (`kadence_executor_control_refused_total`, read from the executor's metrics); the forged
 //! KILL is not applied (its run succeeds); every abusive request is refused clearly, and
@@ -21,10 +26,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use kadence_schemas::{
-    AppName, AvroRecord, ControlCommand, ControlRecord, ExecutorBeat, ExecutorState, JobId,
-    LogRecord, ResultRecord, TriggerId, TriggerRecord, codec, headers,
-};
+use kadence_schemas::{TriggerId, headers};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{Headers, Message};
@@ -38,6 +40,9 @@ use super::proxy::ProxiedBroker;
 use super::stack::{Stack, sqlite_url};
 use super::{Options, Report};
 use crate::now_ms;
+use records::{Injected, expired_trigger, hostile_records};
+
+mod records;
 
 /// The defaults: 10 jobs, 10 s before, 45 s for the letters (a result for an unknown trigger
 /// waits 30 s for its run's row before it is one), 10 s after.
@@ -51,14 +56,6 @@ pub fn defaults() -> Options {
     }
 }
 
-/// A record the scenario produced, and whether a reader must dead-letter it.
-struct Injected {
-    topic: String,
-    what: String,
-    payload: Vec<u8>,
-    dead_lettered: bool,
-}
-
 /// A record of `{p}.dlq`: where it came from, why, and its bytes.
 struct Letter {
     source: String,
@@ -66,142 +63,28 @@ struct Letter {
     payload: Vec<u8>,
 }
 
-/// The four malformed records for a topic of `R` records.
-fn malformed<R: AvroRecord>() -> Vec<(&'static str, Vec<u8>)> {
-    let frame = |schema_id: u32, body: &[u8]| {
-        let mut bytes = vec![codec::MAGIC_BYTE];
-        bytes.extend_from_slice(&schema_id.to_be_bytes());
-        bytes.extend_from_slice(body);
-        bytes
-    };
-    let random = |length: usize| {
-        (0..length)
-            .map(|_| rand::random::<u8>())
-            .collect::<Vec<u8>>()
-    };
-    let mut random_bytes = random(64);
-    random_bytes[0] = 0xA5;
-    vec![
-        ("truncated", frame(R::schema_id(), &[0x02, 0x31])),
-        ("oversized", frame(R::schema_id(), &random(900_000))),
-        ("unknown schema id", frame(987_654, &random(40))),
-        ("random bytes", random_bytes),
-    ]
-}
-
-/// The hostile records that decode: what the readers must refuse on their meaning.
-fn plausible(
-    jobs: &[i64],
-    victim_trigger: &str,
-) -> Vec<(&'static str, &'static str, Vec<u8>, bool)> {
-    let app = AppName::parse(APP).expect("the app's name");
-    let stranger = JobId::new(987_654).expect("a job id");
-    let result = ResultRecord {
-        trigger_id: TriggerId::scheduled(stranger, 1_000),
-        log_id: 1,
-        job_id: stranger,
-        app: app.clone(),
-        executor_id: "intruder".into(),
-        code: 200,
-        message: None,
-        started_at_ms: 1,
-        finished_at_ms: 2,
-        attempt: 0,
-        retry_after_ms: None,
-    };
-    let beat = |app: &str, partitions: Vec<i32>| ExecutorBeat {
-        executor_id: "intruder".to_owned(),
-        app: AppName::parse(app).expect("an app name"),
-        host: "elsewhere".to_owned(),
-        version: "hostile".to_owned(),
-        handlers: vec!["noop".to_owned()],
-        owned_partitions: partitions,
-        running_jobs: jobs.to_vec(),
-        queued_jobs: Vec::new(),
-        state: ExecutorState::Running,
-        sent_at_ms: now_ms(),
-    };
-    let kill = ControlRecord {
-        command: ControlCommand::Kill,
-        app,
-        job_id: victim_trigger
-            .split_once('-')
-            .and_then(|(job, _)| job.parse().ok())
-            .and_then(|job| JobId::new(job).ok()),
-        trigger_id: TriggerId::parse(victim_trigger).ok(),
-        reason: Some("forged".to_owned()),
-        requested_at_ms: now_ms(),
-    };
-    let encode = |bytes: Result<Vec<u8>, codec::CodecError>| bytes.expect("an encoding");
-    vec![
-        (
-            "results",
-            "result for a trigger that never existed",
-            encode(codec::encode(&result)),
-            true,
-        ),
-        (
-            "beats",
-            "beat of an app that does not exist",
-            encode(codec::encode(&beat("nowhere", vec![0]))),
-            true,
-        ),
-        (
-            "beats",
-            "beat claiming partitions the app does not have",
-            encode(codec::encode(&beat(APP, vec![0, 1, 2, 5, 9]))),
-            true,
-        ),
-        (
-            "control",
-            "unsigned KILL of a run in progress",
-            encode(codec::encode(&kill)),
-            false,
-        ),
-    ]
-}
-
-/// Every injected record: the malformed ones on each topic, then the plausible ones.
-fn hostile_records(prefix: &str, jobs: &[i64], victim_trigger: &str) -> Vec<Injected> {
-    let topics = [
-        (
-            format!("{prefix}.triggers.{APP}"),
-            malformed::<TriggerRecord>(),
-            true,
-        ),
-        (
-            format!("{prefix}.results"),
-            malformed::<ResultRecord>(),
-            true,
-        ),
-        (format!("{prefix}.beats"), malformed::<ExecutorBeat>(), true),
-        (format!("{prefix}.logs"), malformed::<LogRecord>(), true),
-        (
-            format!("{prefix}.control"),
-            malformed::<ControlRecord>(),
-            false,
-        ),
-    ];
-    let mut injected = Vec::new();
-    for (topic, records, dead_lettered) in topics {
-        for (what, payload) in records {
-            injected.push(Injected {
-                topic: topic.clone(),
-                what: what.to_owned(),
-                payload,
-                dead_lettered,
-            });
+/// What shows that trigger `id` of `job` ran: an executor saying it started it, or a run of
+/// its job (the job is never triggered). Empty if nothing does.
+async fn ran(stack: &Stack, job: i64, id: &TriggerId) -> Vec<String> {
+    let mut traces = Vec::new();
+    let started = format!("started {id}");
+    for log in &stack.logs {
+        if std::fs::read_to_string(log).is_ok_and(|text| text.contains(&started)) {
+            traces.push(format!("{} says {started:?}", log.display()));
         }
     }
-    for (topic, what, payload, dead_lettered) in plausible(jobs, victim_trigger) {
-        injected.push(Injected {
-            topic: format!("{prefix}.{topic}"),
-            what: what.to_owned(),
-            payload,
-            dead_lettered,
-        });
+    let path = format!("/api/jobs/{job}/runs");
+    let runs = stack
+        .api
+        .call(reqwest::Method::GET, &path, serde_json::Value::Null)
+        .await;
+    if runs["items"]
+        .as_array()
+        .is_none_or(|items| !items.is_empty())
+    {
+        traces.push(format!("its job has runs: {runs}"));
     }
-    injected
+    traces
 }
 
 /// Produces each record to partition 0 of its topic.
@@ -212,14 +95,15 @@ async fn produce(brokers: &str, records: &[Injected]) {
         .create()
         .expect("a producer");
     for record in records {
+        let mut future_record = FutureRecord::to(&record.topic)
+            .partition(0)
+            .key("hostile")
+            .payload(&record.payload);
+        if let Some(headers) = &record.headers {
+            future_record = future_record.headers(headers.clone());
+        }
         producer
-            .send(
-                FutureRecord::to(&record.topic)
-                    .partition(0)
-                    .key("hostile")
-                    .payload(&record.payload),
-                Duration::from_secs(30),
-            )
+            .send(future_record, Duration::from_secs(30))
             .await
             .unwrap_or_else(|(error, _)| {
                 panic!("producing {} to {}: {error}", record.what, record.topic)
@@ -274,9 +158,13 @@ pub async fn run(options: &Options) -> Report {
     tokio::time::sleep(options.before).await;
     let victim = stack.api.manual_job(("sleep", "4000")).await;
     let victim_trigger = stack.api.trigger(victim).await;
+    let expired_job = stack.api.manual_job(("ok", "")).await;
+    let topic = format!("{prefix}.triggers.{APP}");
+    let (expired_id, expired) = expired_trigger(&database_url, &topic, expired_job).await;
     // The run has begun (its trigger is emitted at once and starts within milliseconds).
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let injected = hostile_records(&prefix, &jobs, &victim_trigger);
+    let mut injected = hostile_records(&prefix, &jobs, &victim_trigger);
+    injected.push(expired);
     produce(&broker.address, &injected).await;
     let abuse = abuse_the_api(&stack).await;
     tokio::time::sleep(options.outage + options.after).await;
@@ -284,6 +172,7 @@ pub async fn run(options: &Options) -> Report {
     let outcome = Outcome::collect(&stack, &broker.address, &prefix, &jobs, window).await;
     let letters = dead_letters(&broker.address, &prefix).await;
     let victim_succeeded = outcome.succeeded.contains_key(&victim_trigger);
+    let expired_ran = ran(&stack, expired_job, &expired_id).await;
     let running = stack.scheduler_running();
     // The executor verifies: every control record injected is unsigned to it.
     let control_refused = stack
@@ -298,6 +187,7 @@ pub async fn run(options: &Options) -> Report {
         (&injected, &letters),
         &abuse,
         (victim_succeeded, running, control_refused),
+        &expired_ran,
     )
     .keeping_logs_on_failure(&stack.log_files())
 }
@@ -318,6 +208,19 @@ fn match_letters(
             .filter(|letter| letter.source == record.topic && letter.payload == record.payload)
             .collect();
         match (record.dead_lettered, copies.as_slice()) {
+            (true, [letter])
+                if record
+                    .reason
+                    .is_some_and(|reason| !letter.reason.starts_with(reason)) =>
+            {
+                failures.push(format!(
+                    "{} on {}: dead-lettered as {:?}, not {:?}…",
+                    record.what,
+                    record.topic,
+                    letter.reason,
+                    record.reason.unwrap_or_default()
+                ));
+            }
             (true, [letter]) if !letter.reason.is_empty() => {
                 lettered += 1;
                 *reasons
@@ -343,11 +246,15 @@ fn report(
     (injected, letters): (&[Injected], &[Letter]),
     abuse: &Abuse,
     (victim_succeeded, running, control_refused): (bool, bool, Option<f64>),
+    expired_ran: &[String],
 ) -> Report {
     let mut failures = Vec::new();
     let (lettered, reasons) = match_letters(injected, letters, &mut failures);
     if !victim_succeeded {
         failures.push("the run the forged KILL named did not succeed".to_owned());
+    }
+    for trace in expired_ran {
+        failures.push(format!("the expired trigger ran: {trace}"));
     }
     let control_records = (injected.iter())
         .filter(|record| record.topic.ends_with(".control"))
@@ -382,6 +289,10 @@ fn report(
             if victim_succeeded { "no" } else { "yes" }.to_owned(),
         ),
         (
+            "expired trigger ran",
+            if expired_ran.is_empty() { "no" } else { "yes" }.to_owned(),
+        ),
+        (
             "control records refused (executor's count)",
             format!("{} of {control_records}", control_refused.unwrap_or(0.0)),
         ),
@@ -396,7 +307,7 @@ fn report(
         scenario: "hostile-input",
         injected: format!(
             "{} malformed or hostile records on the trigger, results, beats, logs and control \
-             topics and {} abusive API requests",
+             topics (one a signed trigger past its validity) and {} abusive API requests",
             injected.len(),
             abuse.sent
         ),

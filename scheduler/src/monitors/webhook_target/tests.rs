@@ -203,19 +203,58 @@ async fn the_resolver_keeps_only_addresses_the_targets_permit() {
 }
 
 #[test]
-fn redaction_hides_credentials_and_keeps_the_shape() {
+fn redaction_shows_only_where_alarms_go() {
+    let redacted = [
+        // Credentials in the user info, the query and the fragment.
+        (
+            "https://ops:s3cret@hooks.example.com:8443/a/b?token=abc&team=x#frag",
+            "https://hooks.example.com:8443/REDACTED",
+        ),
+        (
+            "https://ops@hooks.example.com/",
+            "https://hooks.example.com/REDACTED",
+        ),
+        (
+            "https://hooks.example.com/?token=abc",
+            "https://hooks.example.com/REDACTED",
+        ),
+        (
+            "https://hooks.example.com/#abc",
+            "https://hooks.example.com/REDACTED",
+        ),
+        // Credentials in the path: Slack, Discord, Teams.
+        (
+            "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX",
+            "https://hooks.slack.com/REDACTED",
+        ),
+        (
+            "https://discord.com/api/webhooks/123456789/AbCdEf-token",
+            "https://discord.com/REDACTED",
+        ),
+        (
+            "https://contoso.webhook.office.com/webhookb2/1234@5678/IncomingWebhook/abcd/ef01",
+            "https://contoso.webhook.office.com/REDACTED",
+        ),
+        // The default port is not shown; another is; an IPv6 host keeps its brackets.
+        ("http://10.20.0.5:80/alarm", "http://10.20.0.5/REDACTED"),
+        (
+            "http://[fd00::5]:9000/alarm",
+            "http://[fd00::5]:9000/REDACTED",
+        ),
+        // A host name's case is normalised, as the client would call it.
+        (
+            "HTTPS://Hooks.Example.COM/Alarm",
+            "https://hooks.example.com/REDACTED",
+        ),
+    ];
+    for (url, shown) in redacted {
+        assert_eq!(redact_webhook_url(url), shown, "{url}");
+    }
     assert_eq!(
-        redact_webhook_url("https://ops:s3cret@hooks.example.com:8443/a/b?token=abc&team=x#frag"),
-        "https://REDACTED:REDACTED@hooks.example.com:8443/a/b?token=REDACTED&team=REDACTED#REDACTED"
-    );
-    assert_eq!(
-        redact_webhook_url("https://ops@hooks.example.com/a"),
-        "https://REDACTED@hooks.example.com/a"
-    );
-    assert_eq!(
-        redact_webhook_url("https://hooks.example.com/alarm"),
-        "https://hooks.example.com/alarm",
-        "nothing to hide"
+        redact_webhook_url("https://hooks.example.com"),
+        "https://hooks.example.com/",
+        "nothing after the host to hide"
     );
     assert_eq!(redact_webhook_url("not a url at all"), REDACTED);
+    assert_eq!(redact_webhook_url("mailto:ops@example.com"), REDACTED);
 }

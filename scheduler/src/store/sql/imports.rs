@@ -224,16 +224,6 @@ macro_rules! impl_sql_imports {
                     tx.commit().await.map_err(StoreError::query(REMOVE))?;
                     Ok(true)
                 }
-
-                async fn remove_user(&self, id: i64) -> Result<bool, StoreError> {
-                    // Grants, tokens and reset tokens go with it (ON DELETE CASCADE).
-                    let done = sqlx::query(&backend_sql("DELETE FROM users WHERE id = $1"))
-                        .bind(id)
-                        .execute(&self.pool)
-                        .await
-                        .map_err(StoreError::query("remove an imported user"))?;
-                    Ok(done.rows_affected() == 1)
-                }
             }
         }
     };
