@@ -7,7 +7,8 @@
 //! - [`store`]: the [`Store`](store::Store) trait with SQLite, PostgreSQL and MySQL backends: apps,
 //!   jobs and job-log rows (one per trigger, keyed by its deterministic trigger id).
 //! - [`schedule`]: Quartz cron, fixed rate and manual-only schedules, per-job time zone;
-//!   `quartz` handles the Quartz forms the `croner` crate lacks (`L` as day-of-week, `L-n`).
+//!   [`quartz`] reads cron expressions as Kadence and as Quartz (XXL-JOB) do, and gives their
+//!   fires when the clocks change.
 //! - [`planning`]: pure fire planning: which fires of a due job a scan writes, misfires.
 //! - [`shards`]: jobs hash into schedule shards; each node owns a share of them under a
 //!   lease with a fencing token, renewed by its [`ShardLeaser`](shards::ShardLeaser). There is
@@ -102,7 +103,7 @@ pub mod partitions;
 pub mod planning;
 pub mod pools;
 pub mod preread;
-mod quartz;
+pub mod quartz;
 pub mod registry;
 pub mod replay;
 pub mod results;

@@ -1,19 +1,19 @@
 //! Schedule maths: parsing a schedule (type + configuration) and computing fire times.
 //!
 //! CRON expressions use Quartz syntax as XXL-JOB users write it: seconds first, an optional
-//! year, `?`, names, `L` (`L-n`), `W` and `#`. They are evaluated with the `croner` crate
-//! rather than `cron`: `cron` cannot express `L`, `W` or `#`, which XXL-JOB users rely on,
-//! while `croner` has a Quartz mode (required seconds, optional year, Quartz weekday numbering
-//! 1 = Sunday … 7 = Saturday). The Quartz forms croner lacks (`L` alone as day-of-week, `L-n`
-//! as day-of-month) are handled around it by `crate::quartz`. Every expression is evaluated in
-//! the job's IANA time zone and the result is stored and compared as UTC milliseconds.
+//! year, `?`, names, `L` (`L-n`), `W` and `#`. `crate::quartz` reads them as Quartz does
+//! (wrap-around ranges, Quartz's step bounds, `?` in exactly one day field) and evaluates them
+//! with the `croner` crate on wall-clock time, then in the job's IANA time zone with Kadence's
+//! rule for the days the clocks change; the result is stored and compared as UTC
+//! milliseconds. `croner` rather than `cron`: `cron` cannot express `L`, `W` or `#`, which
+//! XXL-JOB users rely on.
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
 use crate::enums::{ModelError, string_enum};
-use crate::quartz::QuartzCron;
+use crate::quartz::{Dialect, Reading};
 use chrono::TimeZone;
 use chrono_tz::Tz;
 
@@ -73,23 +73,14 @@ pub enum ScheduleError {
 #[derive(Clone)]
 pub struct CronSpec {
     expression: String,
-    cron: Arc<QuartzCron>,
+    cron: Arc<Reading>,
 }
 
 impl CronSpec {
-    /// Parses a Quartz expression: 6 or 7 fields (seconds first, optional year).
+    /// Parses a Quartz expression: 6 or 7 fields (seconds first, optional year), read as
+    /// Kadence reads them ([`Dialect::Kadence`]).
     pub fn parse(expression: &str) -> Result<CronSpec, ScheduleError> {
         let expression = expression.trim();
-        let fields = expression.split_whitespace().count();
-        if !(6..=7).contains(&fields) {
-            return Err(ScheduleError::InvalidCron {
-                expression: expression.to_owned(),
-                reason: format!(
-                    "found {fields} fields; Quartz expressions have 6 or 7: \
-                     second minute hour day-of-month month day-of-week [year]"
-                ),
-            });
-        }
         if let Some(cron) = parsed_crons()
             .lock()
             .ok()
@@ -100,9 +91,11 @@ impl CronSpec {
                 cron,
             });
         }
-        let cron = QuartzCron::parse(expression).map_err(|error| ScheduleError::InvalidCron {
-            expression: expression.to_owned(),
-            reason: explain_cron_error(expression, &error.to_string()),
+        let cron = Reading::read(expression, Dialect::Kadence).map_err(|error| {
+            ScheduleError::InvalidCron {
+                expression: expression.to_owned(),
+                reason: error.to_string(),
+            }
         })?;
         let cron = Arc::new(cron);
         if let Ok(mut cache) = parsed_crons().lock() {
@@ -119,11 +112,17 @@ impl CronSpec {
         &self.expression
     }
 
-    /// The first fire strictly after `after_ms`, evaluated in `zone`.
+    /// The expression, read.
+    pub fn reading(&self) -> &Reading {
+        &self.cron
+    }
+
+    /// The first fire strictly after `after_ms`, evaluated in `zone` with Kadence's rule for
+    /// the days the clocks change.
     pub fn next_after(&self, after_ms: i64, zone: Tz) -> Option<i64> {
         let after = zone.timestamp_millis_opt(after_ms).single()?;
         self.cron
-            .next_after(&after)
+            .next_after(&after, self.cron.clocks())
             .map(|next| next.timestamp_millis())
     }
 }
@@ -135,42 +134,12 @@ const PARSED_CRONS_KEPT: usize = 4_096;
 /// Parsed expressions by text. Every pre-read scan turns each due job row back into a
 /// [`ScheduleSpec`]; at 100 000 fires/s parsing the same few expressions again was a tenth of
 /// the scheduler's CPU (measured with `perf`, see the README's benchmark section).
-fn parsed_crons() -> &'static std::sync::Mutex<hashlink::LruCache<String, Arc<QuartzCron>>> {
-    static PARSED: std::sync::LazyLock<
-        std::sync::Mutex<hashlink::LruCache<String, Arc<QuartzCron>>>,
-    > = std::sync::LazyLock::new(|| {
-        std::sync::Mutex::new(hashlink::LruCache::new(PARSED_CRONS_KEPT))
-    });
+fn parsed_crons() -> &'static std::sync::Mutex<hashlink::LruCache<String, Arc<Reading>>> {
+    static PARSED: std::sync::LazyLock<std::sync::Mutex<hashlink::LruCache<String, Arc<Reading>>>> =
+        std::sync::LazyLock::new(|| {
+            std::sync::Mutex::new(hashlink::LruCache::new(PARSED_CRONS_KEPT))
+        });
     &PARSED
-}
-
-/// Field names of a Quartz expression, in order.
-const CRON_FIELDS: [&str; 7] = [
-    "second",
-    "minute",
-    "hour",
-    "day-of-month",
-    "month",
-    "day-of-week",
-    "year",
-];
-
-/// Names the field that makes `expression` invalid: each field is tried alone, with every
-/// other field a wildcard, and the first one that fails on its own is the culprit.
-fn explain_cron_error(expression: &str, parser_message: &str) -> String {
-    let fields: Vec<&str> = expression.split_whitespace().collect();
-    for (index, field) in fields.iter().enumerate() {
-        let mut probe = vec!["*"; fields.len()];
-        probe[index] = field;
-        if let Err(error) = QuartzCron::parse(&probe.join(" ")) {
-            return format!(
-                "field {} ({}) {field:?} is invalid: {error}",
-                index + 1,
-                CRON_FIELDS[index]
-            );
-        }
-    }
-    parser_message.to_owned()
 }
 
 impl fmt::Debug for CronSpec {
@@ -445,7 +414,7 @@ mod tests {
         for (expression, problem) in [
             ("0 0 0 L-31 * ?", "from 0 to 30"),
             ("0 0 0 1,L-2 * ?", "whole day-of-month field"),
-            ("0 0 0 L-2 * MON", "whole day-of-month field"),
+            ("0 0 0 L-2 * MON", "put ? in one of the two"),
         ] {
             let err = ScheduleSpec::parse("CRON", expression).unwrap_err();
             assert!(err.to_string().contains(problem), "{expression}: {err}");

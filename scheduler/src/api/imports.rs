@@ -91,7 +91,9 @@ pub(super) async fn import_xxl_job(
     let options = &request.options;
     let zone = check_options(options)?;
     check_unique_ids(&request.snapshot)?;
+    let now = state.clock.now_ms();
     let known = Known {
+        now_ms: now,
         imported: state.store.imported_ids(&source).await?,
         apps: state.store.list_apps().await?,
         users: state
@@ -102,7 +104,6 @@ pub(super) async fn import_xxl_job(
             .map(|user| user.name)
             .collect(),
     };
-    let now = state.clock.now_ms();
     let validate = |draft: &JobDraft| -> Result<NewJob, String> {
         let spec = parse_new_job(request_of(draft)).map_err(|error| error.to_string())?;
         require_a_fire(&spec, now).map_err(|error| error.to_string())?;

@@ -5,6 +5,7 @@
 use chrono::{NaiveDateTime, TimeZone};
 use chrono_tz::Tz;
 
+use super::schedules::CronImport;
 use super::snapshot::XxlJob;
 
 /// A job definition in the terms of `POST /api/jobs`, before the job API's checks.
@@ -55,14 +56,15 @@ pub(super) struct TargetApp<'a> {
 }
 
 /// `job` as a draft for `app` and the differences of its settings, or why it cannot be
-/// imported.
+/// imported. Cron expressions are read by `crons`, in its zone.
 pub(super) fn draft_job(
     job: &XxlJob,
     app: &TargetApp<'_>,
-    zone: Tz,
+    crons: &mut CronImport,
 ) -> Result<(JobDraft, Vec<String>), String> {
     let mut notes = Vec::new();
-    let (schedule_type, schedule_conf) = schedule(job, &mut notes)?;
+    let zone = crons.zone();
+    let (schedule_type, schedule_conf) = schedule(job, crons, &mut notes)?;
     let route_strategy = route(job.executor_route_strategy.as_deref(), app, &mut notes)?;
     let (glue_type, glue_source) = glue(job, &mut notes)?;
     let handler = match text(&job.executor_handler) {
@@ -110,11 +112,19 @@ fn text(value: &Option<String>) -> String {
     value.as_deref().unwrap_or_default().trim().to_owned()
 }
 
-fn schedule(job: &XxlJob, notes: &mut Vec<String>) -> Result<(String, String), String> {
+fn schedule(
+    job: &XxlJob,
+    crons: &mut CronImport,
+    notes: &mut Vec<String>,
+) -> Result<(String, String), String> {
     let kind = text(&job.schedule_type).to_ascii_uppercase();
     let conf = text(&job.schedule_conf);
     match kind.as_str() {
-        "CRON" => Ok((kind, conf)),
+        "CRON" => {
+            let imported = crons.import(&conf);
+            notes.extend(imported.notes);
+            Ok((kind, imported.conf))
+        }
         "FIX_RATE" => {
             notes.push(format!(
                 "FIX_RATE {conf} s: the first fire is {conf} s after the job is started (plus \

@@ -18,6 +18,7 @@ use super::planned::{
     already_imported, refused, row,
 };
 use super::report::{Action, Difference, SourceKind};
+use super::schedules::CronImport;
 use super::snapshot::{ImportOptions, XxlJob, XxlSnapshot, fingerprint};
 use super::users::plan_users;
 use crate::model::limits::{CHILD_JOB_IDS, GLUE_REMARK, GLUE_SOURCE};
@@ -44,7 +45,7 @@ pub fn plan(
     let groups = plan_groups(&mut plan, snapshot, options, known, &imported);
     plan_jobs(
         &mut plan,
-        (snapshot, options, zone),
+        (snapshot, options, zone, known.now_ms),
         &groups,
         &imported,
         validate,
@@ -55,7 +56,7 @@ pub fn plan(
 
 fn plan_jobs(
     plan: &mut Plan,
-    (snapshot, options, zone): (&XxlSnapshot, &ImportOptions, Tz),
+    (snapshot, options, zone, now_ms): (&XxlSnapshot, &ImportOptions, Tz, i64),
     groups: &HashMap<i64, GroupApp>,
     imported: &HashMap<(ImportedKind, i64), &ImportedId>,
     validate: Validate<'_>,
@@ -66,6 +67,7 @@ fn plan_jobs(
     let mut existing: HashMap<i64, JobId> = HashMap::new();
     let mut refusals: HashMap<i64, String> = HashMap::new();
     let mut candidates: Vec<Candidate<'_>> = Vec::new();
+    let mut crons = CronImport::new(zone, now_ms);
     for job in sorted {
         let print = fingerprint(job);
         if let Some(earlier) = imported.get(&(ImportedKind::Job, job.id)) {
@@ -82,7 +84,7 @@ fn plan_jobs(
             );
             continue;
         }
-        match candidate(job, print, zone, groups, validate) {
+        match candidate(job, print, &mut crons, groups, validate) {
             Ok(found) => candidates.push(found),
             Err(reason) => {
                 refusals.insert(job.id, reason);
@@ -109,7 +111,7 @@ fn plan_jobs(
 fn candidate<'a>(
     job: &'a XxlJob,
     print: String,
-    zone: Tz,
+    crons: &mut CronImport,
     groups: &HashMap<i64, GroupApp>,
     validate: Validate<'_>,
 ) -> Result<Candidate<'a>, String> {
@@ -132,7 +134,7 @@ fn candidate<'a>(
         name: app.as_str(),
         partitions: *partitions,
     };
-    let (draft, notes) = draft_job(job, &target, zone)?;
+    let (draft, notes) = draft_job(job, &target, crons)?;
     let spec = validate(&draft).map_err(|error| format!("Kadence refuses it: {error}"))?;
     let children = child_ids(job.child_jobid.as_deref())?;
     CHILD_JOB_IDS

@@ -12,7 +12,8 @@
 //!
 //! - [`snapshot`]: the rows read and the command's options; [`mapping`]: the plan ([`planned`]
 //!   holds its parts), with the jobs' part (`groups` and `users` plan the others, `chains` the child links); [`jobs`]:
-//!   one job's settings and their differences; [`general`]: the differences of every import;
+//!   one job's settings and their differences (`schedules` reads its cron expression both as
+//!   XXL-JOB and as Kadence read it); [`general`]: the differences of every import;
 //!   [`report`]: the answer.
 //!
 //! Decisions, as an XXL-JOB user moving to Kafka would expect them:
@@ -28,11 +29,17 @@
 //!   already (made by hand, e.g. with the partition count you want) is reused as it is.
 //! - **Time zone.** XXL-JOB evaluates cron in its JVM's zone and stores local times; the
 //!   import reads both in `--time-zone` (default UTC) and says so.
+//! - **XXL-JOB's meaning of a schedule.** A cron expression Kadence would read otherwise than
+//!   XXL-JOB's Quartz (`MON-FRI/2`: Quartz ignores the step) or refuse (`TUES`) is imported
+//!   rewritten to what it meant in XXL-JOB, and the report shows both readings and the next
+//!   fires under each; so is a job that fires otherwise around the zone's clock changes
+//!   (`schedules`).
 //! - **Refused, never bent.** A job Kadence cannot run as XXL-JOB does — GLUE_GROOVY, Python
-//!   2, a cron expression Kadence refuses or that never fires again, an unknown route — is
-//!   refused with the reason, and so is every job whose child is refused (its chain would
-//!   differ) and every job on a cycle of children. Unknown misfire and block strategies
-//!   become XXL-JOB's own fallbacks (DO_NOTHING, SERIAL_EXECUTION), said per job.
+//!   2, a cron expression Kadence refuses even in XXL-JOB's reading or that never fires
+//!   again, an unknown route — is refused with the reason, and so is every job whose child
+//!   is refused (its chain would differ) and every job on a cycle of children. Unknown
+//!   misfire and block strategies become XXL-JOB's own fallbacks (DO_NOTHING,
+//!   SERIAL_EXECUTION), said per job.
 //! - **Sizes: refused, never cut.** A job with a field over Kadence's limit (see
 //!   [`crate::model::limits`]: a script over 256 KiB, more than 20 alarm addresses or 50
 //!   children, a description over 255 characters…) is refused with the job API's message,
@@ -68,6 +75,7 @@ pub mod jobs;
 pub mod mapping;
 pub mod planned;
 pub mod report;
+mod schedules;
 pub mod snapshot;
 mod users;
 
@@ -77,6 +85,8 @@ mod tests;
 mod tests_groups_users;
 #[cfg(test)]
 mod tests_limits;
+#[cfg(test)]
+mod tests_schedules;
 
 pub use jobs::JobDraft;
 pub use mapping::plan;

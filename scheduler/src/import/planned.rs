@@ -22,6 +22,9 @@ pub struct Known {
     pub apps: Vec<App>,
     /// Every user's name.
     pub users: Vec<String>,
+    /// When the import is planned, ms: the next fires its report lists count from it, and the
+    /// clock changes it looks at are the following year's.
+    pub now_ms: i64,
 }
 
 /// The job API's checks of a definition: the job it describes, or why it is refused.

@@ -325,6 +325,7 @@ fn children_are_remapped_cycles_refused_and_missing_ones_named() {
             created_at_ms: 0,
         }],
         users: Vec::new(),
+        now_ms: 0,
     };
     let plan = run(&snapshot, &ImportOptions::default(), &known);
     let parent = plan.jobs.iter().find(|job| job.source_id == 1).unwrap();

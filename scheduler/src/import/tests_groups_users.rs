@@ -38,6 +38,7 @@ fn a_second_run_skips_what_it_made_and_says_what_changed_since() {
             created_at_ms: 0,
         }],
         users: vec!["admin".into(), "li".into()],
+        now_ms: 0,
     };
     let plan = run(&snapshot, &ImportOptions::default(), &known);
     assert!(
