@@ -105,11 +105,6 @@ impl ExecutorKeyring {
         Ok(keyring)
     }
 
-    /// Whether unsigned records are refused.
-    pub fn required(&self) -> bool {
-        self.required
-    }
-
     fn current(&self) -> Arc<Keys> {
         Arc::clone(
             &self
