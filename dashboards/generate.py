@@ -5,7 +5,7 @@ The JSON files are what Grafana loads (dashboards/provisioning/ points at this d
 this script is how they are changed: edit a panel here, run `python3 dashboards/generate.py`,
 commit both. The test command checks that the files are this script's output and evaluates
 every panel's query against a real Prometheus scraping a scheduler and executors
-(infra/prometheus-check.sh).
+(tests/e2e/prometheus.rs).
 
 Every dashboard takes its data source as the template variable `datasource` and the apps to
 show as `app` (multi-select, from the scheduler's metrics). Queries use `$__rate_interval`.

@@ -21,7 +21,7 @@
 #   --prometheus   also run Prometheus (Debian's package, installed when missing) on
 #                  127.0.0.1:9090 (KADENCE_PROMETHEUS_PORT), scraping the scheduler's /metrics
 #                  and the demo executor's (127.0.0.1:9464) every 5 s, with the alert rules of
-#                  dashboards/alerts.yml loaded; point Grafana at it (see the README).
+#                  dashboards/alerts.yml loaded; point Grafana at it (see docs/src/guides/observability.md).
 #
 # Environment: KADENCE_BROKERS (use this cluster instead of starting a broker),
 # KADENCE_BROKER_KIND (the broker to start: tansu, the default, or kafka for one Apache Kafka

@@ -39,8 +39,8 @@
 # database-cut and node-pause need PostgreSQL (KADENCE_TEST_POSTGRES_URL, default
 # postgres://postgres@127.0.0.1:5432/test); it makes a database of its own and drops it.
 # KADENCE_FAULTS_KEEP_LOGS=1 keeps every process's log (the broker's too), passed or not.
-# The harness is tests/src/faults/ (binary tests/src/bin/faults.rs); the README's "Faults"
-# section lists the scenarios with their latest figures.
+# The harness is tests/src/faults/ (binary tests/src/bin/faults.rs); the book's fault runs
+# page (docs/src/measurements/faults.md) lists the scenarios with their latest figures.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)

@@ -9,7 +9,8 @@
 #      into ~/.cache/kadence, ~1 min the first time);
 #   2. cargo fmt --check, the code-shape check (no file over 500 lines of non-test code, no
 #      function over 80, no module cycle), the dashboards being generate.py's output, and
-#      cargo clippy --all-targets -D warnings; installs Debian's prometheus (and promtool)
+#      cargo clippy --all-targets -D warnings; builds the book (infra/docs.sh: mdBook and
+#      hyperlink from the crate registry when missing) and checks its links; installs Debian's prometheus (and promtool)
 #      when missing and checks the alert rules; installs Debian's chromium, chromium-driver and a CJK font
 #      when missing (the console's browser test, tests/e2e/console.rs); installs Debian's
 #      libquartz2-java when missing and runs the differential test of Kadence's cron against
@@ -20,7 +21,7 @@
 #      Kafka node and one tansu (memory storage);
 #   4. runs every test of the workspace against Apache Kafka, SQLite, PostgreSQL and
 #      MariaDB, then the e2e suites whose subject is Kafka behaviour again on tansu (the
-#      README's "Brokers" section says which and why);
+#      book's test suite page, docs/src/development/testing.md, says which and why);
 #   5. runs the fault scenarios that fit in the test command (infra/faults.sh: every scenario
 #      but the soak, side by side in two batches, tansu's and Apache Kafka's) and, beside
 #      tansu's, fuzzes the HTTP API with schemathesis against a running scheduler
@@ -39,7 +40,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 export KADENCE_TEST_POSTGRES_URL="${KADENCE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export KADENCE_TEST_MYSQL_URL="${KADENCE_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306}"
 
-# Each step says when it began, in minutes since the start: the README's step times come
+# Each step says when it began, in minutes since the start: the step times in docs/src/development/testing.md come
 # from these lines.
 started_at=$SECONDS
 step() { printf '\n==> [%d:%02d] %s\n' $(((SECONDS - started_at) / 60)) $(((SECONDS - started_at) % 60)) "$*"; }
@@ -78,6 +79,11 @@ python3 infra/shape.py --check
 
 step "dashboards: generated, and the alert rules valid"
 python3 dashboards/generate.py --check
+
+step "the book: mdBook, warnings as errors, every internal link and anchor (infra/docs.sh)"
+# Installs mdbook and hyperlink from the crate registry when missing; the reference pages'
+# drift test runs with the other tests (kadence-tests' reference_docs).
+infra/docs.sh
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -152,7 +158,7 @@ step "the e2e tests whose subject is Kafka behaviour, again on tansu (the dev st
 # conformance (Rust and Python executors), rebalances, SIGTERM drain, kills, redelivery, the
 # DLQ, sharding broadcast, routing, replays by offset and time, backfills, shadow groups, the
 # schema registry. Their PostgreSQL and MariaDB twins prove the stores, which the first pass
-# did on the same code. The README's "Brokers" section says what runs where.
+# did on the same code. docs/src/development/testing.md says what runs where.
 # The consumer group protocol (KIP-848) is Apache Kafka's only: tansu 0.6 never assigns such
 # a member a partition.
 tansu_skips=(postgres:: mysql:: access:: api_load:: console:: console_api:: console_session::

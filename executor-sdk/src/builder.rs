@@ -226,7 +226,7 @@ impl ExecutorBuilder {
 
     /// Serves the executor's Prometheus metrics on `GET /metrics` at `address` (port 0: any
     /// free port, logged at start). Default: not served. Every name and label is in the
-    /// README's metrics section; the run fails to start if the address is taken.
+    /// book's metrics reference (`docs/src/reference/metrics.md`); the run fails to start if the address is taken.
     pub fn metrics_address(mut self, address: std::net::SocketAddr) -> Self {
         self.metrics_address = Some(address);
         self

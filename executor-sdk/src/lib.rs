@@ -176,6 +176,8 @@ pub use error::ExecutorError;
 pub use joblog::{FLUSH_INTERVAL, JobLogger, MAX_LINE_BYTES};
 pub use kadence_kafka::settings::BrokerKind;
 pub use kadence_kafka::shutdown_signal;
+/// Every metric an executor exports (what the book's metrics reference is generated from).
+pub use metrics::catalogue as metric_catalogue;
 pub use partitions::OwnedPartitions;
 pub use settings::GroupProtocol;
 

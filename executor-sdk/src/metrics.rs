@@ -217,7 +217,17 @@ impl ExecutorMetrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn prometheus::core::Collector>; 15] = [
+        for collector in self.collectors() {
+            // Names are unique constants of this module: a clash is a bug here.
+            self.registry
+                .register(collector)
+                .expect("metric names are unique");
+        }
+    }
+
+    /// Every metric of this instance, unregistered.
+    fn collectors(&self) -> [Box<dyn prometheus::core::Collector>; 15] {
+        [
             Box::new(self.trigger_to_start.clone()),
             Box::new(self.run_duration.clone()),
             Box::new(self.results.clone()),
@@ -233,13 +243,7 @@ impl ExecutorMetrics {
             Box::new(self.control_refused.clone()),
             Box::new(self.consumer_lag.clone()),
             Box::new(self.expected_wait.clone()),
-        ];
-        for collector in collectors {
-            // Names are unique constants of this module: a clash is a bug here.
-            self.registry
-                .register(collector)
-                .expect("metric names are unique");
-        }
+        ]
     }
 
     /// Notes the lag of `partition`, or that it has none to report (`None`: not consumed).
@@ -362,6 +366,17 @@ pub(crate) async fn serve(
     });
     tracing::info!(address = %bound, "serving metrics on /metrics");
     Ok(bound)
+}
+
+/// Every metric an executor exports, unregistered, without the registry's constant labels
+/// (`app` on every series, `shadow` on a shadow executor's). The book's metrics reference is
+/// generated from it; a registry cannot serve, since it gathers only the families that have
+/// series already.
+pub fn catalogue() -> Vec<Box<dyn prometheus::core::Collector>> {
+    ExecutorMetrics::new("catalogue", false)
+        .collectors()
+        .into_iter()
+        .collect()
 }
 
 /// A registry whose every series carries `app`, and on a `shadow` executor `shadow="true"`.

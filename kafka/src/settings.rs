@@ -20,7 +20,7 @@ use rdkafka::producer::FutureProducer;
 ///   `fetch.wait.max.ms` even when records are there; Kafka answers as soon as one is, so
 ///   librdkafka's default of 500 ms costs it no latency and spares it ~100 idle fetches a
 ///   second per executor).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BrokerKind {
     /// Apache Kafka, or a broker with its semantics (the default).

@@ -28,7 +28,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Toml};
 use kadence_kafka::settings::BrokerKind;
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 mod alarm;
 mod api;
@@ -43,7 +43,7 @@ pub use metrics::MetricsConfig;
 pub use networks::IpNetworks;
 
 /// Everything `kadence serve` needs.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// The scheduler's database.
@@ -87,11 +87,12 @@ pub struct Config {
 /// retention, lost runs) and `api_connections` for HTTP requests. However many clients call
 /// the API, the scheduling loops keep their connections; an API request that cannot get one
 /// within `api_acquire_timeout` is answered 503 with `Retry-After`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
     /// `sqlite://FILE` (created if missing), `postgres://…`, or `mysql://…` (MySQL 8,
     /// MariaDB 10.11+; `mariadb://…` is taken too). Default `sqlite://kadence.db`.
+    #[serde(skip_serializing)]
     pub url: SecretString,
     /// Connections of the scheduling loops (pre-read, acknowledgements, claims,
     /// cancellations, results). Default 5: one per loop, so none waits for another.
@@ -120,7 +121,7 @@ impl Default for DatabaseConfig {
 }
 
 /// The Kafka cluster and Kadence's topics on it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct KafkaConfig {
     /// Bootstrap servers, comma separated. Default `127.0.0.1:9092`.
@@ -155,7 +156,7 @@ impl Default for KafkaConfig {
 }
 
 /// The scheduling loops.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ScheduleConfig {
     /// This node's id, owner of the fires it writes. Default: host name, process id and a
@@ -194,7 +195,7 @@ pub struct ScheduleConfig {
     pub drain_timeout: Duration,
     /// How long before its fire time a trigger is produced; executors hold it until its
     /// scheduled time, so runs start on their millisecond even when thousands are due on the
-    /// same second (see the README's benchmark). Default `1s`. `0s` produces at the fire
+    /// same second (see the book's benchmarks page). Default `1s`. `0s` produces at the fire
     /// time, for executors that do not hold early triggers (every Kadence SDK does).
     #[serde(with = "humantime_serde")]
     pub emit_lead: Duration,
@@ -225,7 +226,7 @@ impl Default for ScheduleConfig {
 }
 
 /// The executor registry (see [`crate::registry`]).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RegistryConfig {
     /// An executor whose latest beat is older than this is dead: FAILOVER and BUSYOVER stop
@@ -259,7 +260,7 @@ impl Default for RegistryConfig {
 }
 
 /// Job logs (see [`crate::logs`]).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogsConfig {
     /// Lines stored per run at most; later lines are dropped. Default 10 000 (the executor SDK
@@ -276,7 +277,7 @@ impl Default for LogsConfig {
 }
 
 /// The follow-up monitor (see [`crate::monitors::follow_up`]).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MonitorConfig {
     /// Pause between follow-up steps when there is nothing to do. Default `500ms`.
@@ -308,7 +309,7 @@ impl Default for MonitorConfig {
 }
 
 /// Retention (see [`crate::monitors::retention`]).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetentionConfig {
     /// Finished runs, their log lines and report rows older than this many days are deleted.

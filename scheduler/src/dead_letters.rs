@@ -3,7 +3,7 @@
 //! An executor that cannot take a trigger (signed by a key it does not trust yet, invalid
 //! for it) sends it to `{prefix}.dlq` with the reason and commits past it: the trigger is
 //! never run, and no result comes. Left alone, its run would stay DISPATCHED until the
-//! lost-run monitor's hour, and alarms and retries would not see it. This reader takes each
+//! lost-run monitor's `registry.lost_run_after` (10 minutes), and alarms and retries would not see it. This reader takes each
 //! dead letter that came from a trigger topic and completes the run it names as failed
 //! (code 500, the dead letter's reason as the message), through the same first-result-wins
 //! compare-and-set as real results: a result that arrived first stands, and every node may

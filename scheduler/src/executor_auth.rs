@@ -30,13 +30,13 @@ use kadence_kafka::executor_signing::{SECRET_LEN, decode_secret};
 use kadence_kafka::{ExecutorAuthError, verify_executor_record};
 use rdkafka::message::Message;
 use secrecy::ExposeSecret;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::store::{ExecutorKeys, StoreError};
 
 /// Whether executors must sign what they write, and how the nodes keep the keys current.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExecutorAuthConfig {
     /// Refuse (to the DLQ, with the reason) every result, shadow result, log record and beat

@@ -20,8 +20,8 @@
 //! When two live executors claim the same partition (the moment of a rebalance), the one with
 //! the newer beat owns it. A beat of an app that does not exist, or claiming partitions its
 //! app's trigger topic does not have, is refused to the dead-letter queue
-//! ([`BeatsReader::checking_claims`]). Beats are not signed (executors hold no keys): who may
-//! write to `{prefix}.beats` is for the broker's ACLs to say, as for the results topic.
+//! ([`BeatsReader::checking_claims`]). Beats are signed with an executor key of their app, as
+//! results are (`crate::executor_auth`): a beat signed by no key of its app is dropped.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

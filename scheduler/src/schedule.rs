@@ -133,7 +133,7 @@ const PARSED_CRONS_KEPT: usize = 4_096;
 
 /// Parsed expressions by text. Every pre-read scan turns each due job row back into a
 /// [`ScheduleSpec`]; at 100 000 fires/s parsing the same few expressions again was a tenth of
-/// the scheduler's CPU (measured with `perf`, see the README's benchmark section).
+/// the scheduler's CPU (measured with `perf`, see the book's benchmarks page, `docs/src/measurements/benchmarks.md`).
 fn parsed_crons() -> &'static std::sync::Mutex<hashlink::LruCache<String, Arc<Reading>>> {
     static PARSED: std::sync::LazyLock<std::sync::Mutex<hashlink::LruCache<String, Arc<Reading>>>> =
         std::sync::LazyLock::new(|| {

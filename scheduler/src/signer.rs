@@ -23,13 +23,13 @@ use rdkafka::message::OwnedHeaders;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::store::{NewSigningKey, SigningKeys, StoreError, StoredSigningKey};
 
 /// How the nodes keep their signing key current (see [`crate::signer`]).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SigningConfig {
     /// How often a node reads the newest signing key from the database: after

@@ -12,12 +12,12 @@ use kadence_schemas::{JobId, TriggerId};
 use opentelemetry::trace::SpanKind;
 use opentelemetry::{Context, KeyValue};
 use rdkafka::message::{Message, OwnedMessage};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::PendingFire;
 
 /// Where traces go and which jobs get metrics of their own (`[telemetry]`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TelemetryConfig {
     /// The OTLP/HTTP endpoint spans are exported to, e.g. `http://127.0.0.1:4318` (a

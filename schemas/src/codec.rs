@@ -180,7 +180,7 @@ impl AvroRecord for LogRecord {
 /// The datum is written by apache-avro's schema-aware serializer, straight from the serde
 /// derive into the frame. Its generic route (`to_value`, `resolve`, `to_avro_datum`) builds a
 /// value tree and resolves the schema again for every record: at 100 000 triggers/s that was a
-/// quarter of the scheduler's CPU (measured with `perf`, see the README's benchmark section).
+/// quarter of the scheduler's CPU (measured with `perf`, see the book's benchmarks page, `docs/src/measurements/benchmarks.md`).
 /// The direct route writes each field as the derive hands it over, so a record type's fields
 /// must be declared in its schema's order, and its schema must define every named type inline
 /// (the serializer is given no table of names; a reference is an error, never wrong bytes).

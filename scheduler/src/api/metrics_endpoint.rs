@@ -61,7 +61,7 @@ fn digest(token: &str) -> [u8; 32] {
 
 /// This node's Prometheus metrics. Without credentials unless `metrics.token` is set, like
 /// `/health`, so that Prometheus scrapes it as it is: it holds counts, app, handler and
-/// executor names, no job data. See the README on closing it for a production deployment.
+/// executor names, no job data. See the book's production guide (`docs/src/guides/production.md`) on closing it.
 #[utoipa::path(get, path = "/metrics", tag = "health",
     responses(
         (status = 200, description = "The metrics in Prometheus's text format",

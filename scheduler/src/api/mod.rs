@@ -136,6 +136,7 @@ pub use job_view::JobView;
 pub use jobs::JobQuery;
 pub use limits::{ApiLimits, BODY_LIMIT_BYTES};
 pub use metrics_endpoint::{MetricsAccess, metrics_router};
+pub use openapi::{DOCS_PATH, DOCUMENT_PATH};
 pub use overview::{AppExecutors, DayCounts, ExecutorCounts, Overview, OverviewQuery};
 pub use pages::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, PageQuery};
 pub use password_resets::{DEFAULT_RESET_TOKEN_HOURS, PasswordResetRequest, ResetTokenRequest};

@@ -27,7 +27,10 @@
 //! what dispatch acknowledged, and fires not acknowledged stay pending in the database for
 //! the next node (or this one, restarted) to claim.
 
+mod catalogue;
 mod loops;
+
+pub use catalogue::metric_catalogue;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

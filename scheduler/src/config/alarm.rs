@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::IpNetworks;
 
 /// How the SMTP connection is secured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SmtpTls {
     /// Plain text (a local relay).
@@ -21,7 +21,7 @@ pub enum SmtpTls {
 }
 
 /// Alarms for failed runs (see [`crate::monitors::alarm`]).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AlarmConfig {
     /// SMTP server for e-mail alarms. Default none: e-mail alarms fail saying so (webhooks
@@ -34,6 +34,7 @@ pub struct AlarmConfig {
     /// SMTP user name, if the server wants one. Default none.
     pub smtp_username: Option<String>,
     /// SMTP password. Default none. Never logged.
+    #[serde(skip_serializing)]
     pub smtp_password: Option<SecretString>,
     /// Sender address. Default `Kadence <kadence@localhost>`.
     pub smtp_from: String,

@@ -23,16 +23,17 @@
 use std::time::Duration;
 
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Users and credentials.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
     /// The password of the first admin (user `admin`), created on the first start on a
     /// database without users (`KADENCE_AUTH__ADMIN_PASSWORD`). Without it the first start
     /// makes a random one and prints it once to the log. A secret: never logged. Ignored once
     /// users exist.
+    #[serde(skip_serializing)]
     pub admin_password: Option<SecretString>,
     /// How long a login's session token is accepted (`kadence login`, the console). Default
     /// `12h`.

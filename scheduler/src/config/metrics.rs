@@ -15,10 +15,10 @@
 use std::net::SocketAddr;
 
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Who may read `/metrics`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
     /// Serve `/metrics` here only (e.g. `10.0.0.5:9464`, or `127.0.0.1:0` for any free port);
@@ -26,6 +26,7 @@ pub struct MetricsConfig {
     pub listen: Option<SocketAddr>,
     /// When set, `/metrics` answers 401 to a request without `Authorization: Bearer` and this
     /// token (`KADENCE_METRICS__TOKEN`). Default: none.
+    #[serde(skip_serializing)]
     pub token: Option<SecretString>,
 }
 

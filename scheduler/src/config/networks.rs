@@ -5,11 +5,11 @@
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// IP networks, from a list of addresses and CIDR ranges.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "Vec<String>")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<String>", into = "Vec<String>")]
 pub struct IpNetworks(Vec<IpNet>);
 
 impl IpNetworks {
@@ -44,6 +44,12 @@ impl IpNetworks {
     /// Whether the list is empty.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+impl From<IpNetworks> for Vec<String> {
+    fn from(networks: IpNetworks) -> Vec<String> {
+        networks.0.iter().map(ToString::to_string).collect()
     }
 }
 

@@ -217,6 +217,16 @@ impl SchedulerMetrics {
     }
 
     fn register_all(&self) {
+        for collector in self.collectors() {
+            // Names are unique constants of this module: a clash is a bug here.
+            self.registry
+                .register(collector)
+                .expect("metric names are unique");
+        }
+    }
+
+    /// Every metric of this instance, unregistered.
+    pub(crate) fn collectors(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
         let fixed: [Box<dyn prometheus::core::Collector>; 21] = [
             Box::new(STORE_ERRORS.clone()),
             Box::new(self.schedule_lock_wait.clone()),
@@ -241,16 +251,12 @@ impl SchedulerMetrics {
             Box::new(self.owned_partitions.clone()),
         ];
         let parts = [self.jobs.collectors(), self.shards.collectors()];
-        for collector in fixed.into_iter().chain(parts.into_iter().flatten()) {
-            // Names are unique constants of this module: a clash is a bug here.
-            self.registry
-                .register(collector)
-                .expect("metric names are unique");
-        }
+        fixed
+            .into_iter()
+            .chain(parts.into_iter().flatten())
+            .collect()
     }
 
-    /// Registers metrics kept by a part of the node rather than here (the database watch's,
-    /// [`crate::database_watch`]).
     pub fn register(&self, collectors: Vec<Box<dyn prometheus::core::Collector>>) {
         for collector in collectors {
             self.registry

@@ -63,7 +63,7 @@ string_enum!(
     /// daily reports, the metrics) count every run whatever the policy; the rows a policy
     /// drops are folded into `run_counts` when they are dropped. Every run has its row
     /// while it is under way, so the monitors (lost runs, retries, alarms, children,
-    /// FIX_DELAY) work the same under every policy. See README "Run history".
+    /// FIX_DELAY) work the same under every policy. See `docs/src/decisions/run-history-policy.md`.
     #[derive(Default)]
     HistoryPolicy, "history policy", {
         /// Every run (XXL-JOB's behaviour; the default).

@@ -50,7 +50,7 @@ use crate::store::{NewOperation, Operation, OperationKind, RunOutcome, Store, St
 use topic_range::{PartitionOffsets, RangeError, RangeRead, StoredTrigger, TopicRange};
 
 /// Limits of replays and backfills (`[replay]`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReplayConfig {
     /// Most triggers one replay or backfill may emit (each is a run row and a wheel entry

@@ -1,7 +1,7 @@
 //! Shadow runs: a candidate handler version tried on real traffic, apart from production.
 //!
 //! Executors started as shadows (the SDK's `ExecutorBuilder::shadow`, the Python executor's
-//! `--shadow`) join `{prefix}.shadow.{app}` on the app's trigger topic, so they receive every
+//! `shadow=True`) join `{prefix}.shadow.{app}` on the app's trigger topic, so they receive every
 //! trigger beside the production group, and publish their results to
 //! `{prefix}.shadow-results` (see `schemas/PROTOCOL.md`). The [`ShadowResultsConsumer`] here
 //! stores those results in `shadow_results` (the first per trigger id wins) and never touches

@@ -1,5 +1,5 @@
 //! The allow-list: the only ways Kadence may answer otherwise than Quartz, each a deliberate
-//! decision (documented in `scheduler/src/quartz/` and the README), and the check that a
+//! decision (documented in `scheduler/src/quartz/` and the book's cron page, `docs/src/concepts/cron.md`), and the check that a
 //! disagreement is one of them.
 //!
 //! A disagreement is not allowed on a label: it is explained. Kadence's answer is worked out

@@ -1,6 +1,6 @@
 //! Kadence under injected faults: runs one scenario of [`kadence_tests::faults`] and prints
 //! what it counted; exits non-zero when a fire was lost or the scenario found something
-//! wrong. `infra/faults.sh` builds and runs it; see the README's "Faults" section.
+//! wrong. `infra/faults.sh` builds and runs it; see the book's fault runs page, `docs/src/measurements/faults.md`.
 //!
 //! ```text
 //! faults SCENARIO [--jobs N] [--before-secs S] [--outage-secs S] [--after-secs S]

@@ -37,7 +37,7 @@ use kadence_executor::{
 
 /// mimalloc, as the `kadence` binary: every trigger allocates its record, run and result, and
 /// with glibc's allocator a third of an executor's CPU at 10 000 triggers/s went to
-/// `malloc`/`free` (`perf`, see the README's benchmark section). An application chooses its
+/// `malloc`/`free` (`perf`, see the book's benchmarks page, `docs/src/measurements/benchmarks.md`). An application chooses its
 /// allocator; the SDK works with any.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

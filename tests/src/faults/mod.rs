@@ -3,7 +3,7 @@
 //! trigger topic and the API, never from log lines: fires due, emitted, completed, emitted
 //! twice (same trigger id), lost (must be 0), time to recover. (Lines serve only to check
 //! that a scenario struck what it says: the executors' `owns` lines for a handover, Kafka's
-//! log for the group protocol its executors joined by.) The README's "Faults" section lists
+//! log for the group protocol its executors joined by.) The book's fault runs page (`docs/src/measurements/faults.md`) lists
 //! the scenarios with their latest figures.
 //!
 //! Brokers: most scenarios run on tansu (the development broker) behind a [`proxy`]; those
@@ -127,7 +127,7 @@ pub struct Report {
 
 impl Report {
     /// Prints the reports of one scenario: its name, what was injected and a Markdown table
-    /// (as the README keeps it) with a row per report. A scenario of several faults or
+    /// (as the book's fault runs page keeps it) with a row per report. A scenario of several faults or
     /// variants has a report each, led by a column naming it, and each injected line names
     /// its row (a table each should their columns differ).
     pub fn print_rows(reports: &[Report]) {

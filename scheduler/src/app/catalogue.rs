@@ -1,0 +1,14 @@
+//! What a node exports, listed without running one: the book's metrics reference is generated
+//! from [`metric_catalogue`] (a registry cannot serve, since it gathers only the families that
+//! have series already).
+
+use crate::database_watch::DatabaseHealth;
+use crate::metrics::SchedulerMetrics;
+
+/// Every metric a node registers, unregistered: its [`SchedulerMetrics`] and its database
+/// watch's, as [`super::Scheduler`] wires them.
+pub fn metric_catalogue() -> Vec<Box<dyn prometheus::core::Collector>> {
+    let mut all = SchedulerMetrics::new().collectors();
+    all.extend(DatabaseHealth::new(0).collectors());
+    all
+}
