@@ -13,6 +13,11 @@
 # the scheduler signed. After `kadence key rotate`, restart the stack so the executor learns
 # the new key.
 #
+# The book: when mdbook is on the PATH (or in ~/.cargo/bin), the script builds it
+# (`mdbook build docs`, into docs/book) and the scheduler serves it at /docs/ (api.book_dir),
+# where the console's help links lead; without mdbook it says so once and goes on, and the
+# console shows no help links.
+#
 # The demo executor signs what it writes (results, log lines, beats) with an executor key of
 # the app `demo`, made on the first start (`kadence executor-key create`) and kept in
 # .kadence/dev/executor-key (mode 0600); a later start reuses it while it is not revoked.
@@ -94,6 +99,18 @@ fi
 # (kafka.broker_kind, KADENCE_BROKER_KIND); a Kafka cluster of three is Kafka to them.
 [ "$broker_kind" = tansu ] || broker_kind=kafka
 
+book_dir=""
+if command -v mdbook >/dev/null; then
+  echo "building the book (mdbook build docs)..."
+  if mdbook build docs >"$state/mdbook.log" 2>&1; then
+    book_dir="$repo_root/docs/book"
+  else
+    echo "mdbook could not build the book (its log: $state/mdbook.log); going on without it" >&2
+  fi
+else
+  echo "mdbook is not installed (cargo install mdbook): going on without the book at /docs/"
+fi
+
 password_file="$state/admin-password"
 if [ ! -s "$password_file" ]; then
   (umask 077; python3 -c 'import secrets; print(secrets.token_urlsafe(18))' >"$password_file")
@@ -109,6 +126,7 @@ scheduler_env=(
 if [ -n "${KADENCE_OTLP_ENDPOINT:-}" ]; then
   scheduler_env+=(KADENCE_TELEMETRY__OTLP_ENDPOINT="$KADENCE_OTLP_ENDPOINT")
 fi
+if [ -n "$book_dir" ]; then scheduler_env+=(KADENCE_API__BOOK_DIR="$book_dir"); fi
 env "${scheduler_env[@]}" target/debug/kadence serve >"$state/scheduler.log" 2>&1 &
 children+=($!)
 child_names+=(scheduler)
@@ -149,6 +167,12 @@ env "${executor_env[@]}" target/debug/examples/demo >"$state/executor.log" 2>&1 
 children+=($!)
 child_names+=(executor)
 
+book_line=""
+if [ -n "$book_dir" ]; then
+  book_line="  book:       $api/docs/   (the console's help links lead here)
+"
+fi
+
 prometheus_line=""
 if [ "$with_prometheus" = yes ]; then
   if ! command -v prometheus >/dev/null; then
@@ -187,7 +211,7 @@ Kadence dev stack is running.
   broker:     $brokers
   database:   $state/kadence.db
   logs:       $state/scheduler.log, $state/executor.log
-$prometheus_line
+$book_line$prometheus_line
 
 Try:
   target/debug/kadence job list

@@ -3,6 +3,7 @@
 
 import { html, render, useEffect, useState } from './vendor/htm-preact-standalone.module.js';
 import { api, get, put, whenSessionEnds } from './lib/api.js';
+import { checkBook } from './lib/help.js';
 import { LOCALES, browserLocale, loadLocale, t } from './lib/i18n.js';
 import { currentUser, isAdmin, setCurrentUser } from './lib/session.js';
 import { LoginPage } from './pages/login.js';
@@ -144,11 +145,14 @@ function App() {
       setUser(null);
     });
     (async () => {
+      // Whether the book is served decides the help links; asked once, beside the session.
+      const book = checkBook();
       try {
         await signedIn(await get('/api/auth/me'));
       } catch {
         setLocale(await loadLocale(browserLocale()));
       }
+      await book;
       setReady(true);
     })();
     return () => window.removeEventListener('hashchange', onHash);

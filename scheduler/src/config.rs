@@ -16,6 +16,7 @@
 //! "security.protocol" = "SASL_SSL"
 //! [api]
 //! listen = "127.0.0.1:8080"
+//! book_dir = "docs/book"             # serve the book at /docs/ (default: not served)
 //! [metrics]
 //! listen = "10.0.0.5:9464"           # /metrics here only (default: on the API's address)
 //! ```

@@ -11,7 +11,10 @@
 //! - `app.js`: login, the navigation, the hash router (`#/jobs`, `#/runs/17`), the language.
 //! - `lib/`: the API client (cookie session, `X-Requested-With` on writes, one error shape),
 //!   the message catalogs (`t("key")`), time and duration formats, shared widgets (paged
-//!   tables, fields with their error, confirmations).
+//!   tables, fields with their error, confirmations), and the help: `lib/help.js` maps each
+//!   page to its section of the book the node serves under `/docs/` (`crate::book`) and
+//!   shows a "?" beside the page's title when the book is served (asked once at start); a
+//!   test checks every target against `docs/src` (`help_targets`).
 //! - `pages/`: one module per page (dashboard, jobs, job editor, scripts, runs, run detail
 //!   with its live log, executors, apps, users and tokens, audit, replays, shadow report, and
 //!   the password reset a user without a session reaches at `#/reset-password`).
@@ -160,5 +163,7 @@ fn respond(body: &[u8], mime: &str, headers: &HeaderMap) -> Response {
     response
 }
 
+#[cfg(test)]
+mod help_targets;
 #[cfg(test)]
 mod tests;

@@ -53,7 +53,8 @@
 //!   executors (client settings, retries, dead letters, batch consumers) is `kadence-kafka`.
 //! - [`api`]: the HTTP API (axum) the CLI and console use, paginated and under load limits;
 //!   [`cli`]: the `kadence` command; [`console`]: the web console, served at `/`, which
-//!   works through that API.
+//!   works through that API; [`book`]: the Kadence book, served at `/docs/` from
+//!   `api.book_dir` when set, which the console's help links to.
 //! - [`app`]: wires everything into a running [`Scheduler`](app::Scheduler) with one shutdown;
 //!   [`pools`]: its three connection pools (scheduling, background, API).
 //! - [`database_watch`]: whether the node reaches its database, checked every second: one log
@@ -79,6 +80,7 @@ pub mod acks;
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod book;
 pub mod cancellations;
 pub mod claims;
 pub mod cli;

@@ -3,8 +3,8 @@
 //! fires of a good one, starts the job, watches its runs appear, follows a running job's log
 //! as lines arrive, kills the run, stops the job and switches to Chinese; a `view` member, in
 //! a browser whose language is Chinese, finds the console in Chinese, no write controls, and
-//! the API refusing the writes they forge. A screenshot of every page is saved
-//! (`browser::artifacts_dir`).
+//! the API refusing the writes they forge. The node serves a book, and a page's help link
+//! opens its section. A screenshot of every page is saved (`browser::artifacts_dir`).
 //!
 //! One store (SQLite): what is under test is the console; the API it calls is tested on
 //! both stores by the other suites.
@@ -14,9 +14,10 @@ use std::time::Duration;
 use kadence_executor::{JobContext, JobError, JobResult};
 use serde_json::{Value, json};
 
+use crate::book::TestBook;
 use crate::browser::Browser;
 use crate::common::{Backend, wait_for};
-use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, spawn_app};
+use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, spawn_app_with};
 
 /// Logs "tick 1", "tick 2", … every 300 ms for a minute, or until it is killed.
 async fn ticker(ctx: JobContext) -> JobResult {
@@ -31,7 +32,8 @@ async fn ticker(ctx: JobContext) -> JobResult {
 }
 
 async fn an_operator_and_a_viewer_use_the_console_in_a_real_browser(backend: Backend) {
-    let mut app = spawn_app(backend).await;
+    let book = TestBook::new();
+    let mut app = spawn_app_with(backend, |config| config.api.book_dir = Some(book.dir())).await;
     app.create_app("web", 2).await;
     app.start_executor_with("web", |builder| builder.handler("ticker", ticker));
     let script_job = script_job_with_two_versions(&app).await;
@@ -42,6 +44,7 @@ async fn an_operator_and_a_viewer_use_the_console_in_a_real_browser(backend: Bac
     browser.goto(&base).await;
     log_in(&browser, "admin", TEST_ADMIN_PASSWORD).await;
     browser.find("#dashboard-cards").await;
+    the_help_opens_the_book(&browser, &base).await;
 
     let job = create_job_through_the_form(&browser, &app, &base).await;
     let log_id = watch_runs_appear(&browser, &base, job).await;
@@ -85,6 +88,35 @@ async fn an_operator_and_a_viewer_use_the_console_in_a_real_browser(backend: Bac
 
     a_viewer_sees_no_write_controls(&base, job, log_id).await;
     app.shutdown().await;
+}
+
+/// The node serves a book: the jobs page's title has its "?", which opens the jobs section
+/// of the console's guide in a new tab, and that page is there.
+async fn the_help_opens_the_book(browser: &Browser, base: &str) {
+    browser.goto(&format!("{base}/#/jobs")).await;
+    let help = browser.find("h1 a.help[data-help=\"jobs\"]").await;
+    let mut attributes = Vec::new();
+    for name in ["href", "target", "aria-label"] {
+        attributes.push(help.attr(name).await.unwrap().unwrap_or_default());
+    }
+    assert_eq!(attributes[0], "/docs/guides/console.html#jobs");
+    assert_eq!(attributes[1], "_blank");
+    assert!(
+        attributes[2].starts_with("Help on this page"),
+        "a label in words, not only a question mark: {attributes:?}"
+    );
+    let opened = browser
+        .run(
+            "const page = await fetch(document.querySelector('h1 a.help').href);
+             return [page.status, (await page.text()).includes('id=\"jobs\"')];",
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(
+        opened,
+        json!([200, true]),
+        "the link leads to the served page"
+    );
 }
 
 pub(crate) async fn log_in(browser: &Browser, name: &str, password: &str) {

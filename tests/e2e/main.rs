@@ -17,6 +17,7 @@ mod common;
 mod access;
 mod api_guards;
 mod api_load;
+mod book;
 mod browser;
 mod closing;
 #[cfg(unix)]

@@ -433,6 +433,11 @@ async fn an_admin_manages_a_users_standing_in_the_console(backend: Backend) {
     for control in ["#role-form", "#user-disable", "#user-delete"] {
         assert!(browser.all(control).await.is_empty(), "{control}");
     }
+    // This node serves no book: no help link leads nowhere.
+    assert!(
+        browser.all("a.help").await.is_empty(),
+        "no help link without a book"
+    );
     browser.close().await;
     app.shutdown().await;
 }

@@ -6,6 +6,7 @@ import { html, useState } from '../vendor/htm-preact-standalone.module.js';
 import { post } from '../lib/api.js';
 import { visibleApps } from '../lib/apps.js';
 import { Time } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { label, t } from '../lib/i18n.js';
 import { currentUser, isAdmin } from '../lib/session.js';
 import { ErrorNote, Field, PagedFooter, useNotice, usePaged } from '../lib/ui.js';
@@ -29,7 +30,7 @@ export function AppsPage() {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('apps.title')}</h1>
+        <h1>${t('apps.title')} <${HelpLink} page="apps" /></h1>
         ${admin && !creating && html`<button type="button" id="new-app" onClick=${() => setCreating(true)}>${t('apps.new')}</button>`}
       </header>
       ${notice}

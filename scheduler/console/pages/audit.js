@@ -5,6 +5,7 @@
 import { html, useState } from '../vendor/htm-preact-standalone.module.js';
 import { visibleApps } from '../lib/apps.js';
 import { Time, fromLocalInput, toLocalInput } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { t } from '../lib/i18n.js';
 import { Field, PagedFooter, Select, useLoad, usePaged } from '../lib/ui.js';
 
@@ -46,7 +47,7 @@ export function AuditPage({ query }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('audit.title')}</h1>
+        <h1>${t('audit.title')} <${HelpLink} page="audit" /></h1>
         <button type="button" class="secondary" id="refresh-audit" onClick=${entries.reload}>${t('common.refresh')}</button>
       </header>
       <form class="filters" role="search" id="audit-filters" onSubmit=${apply}>

@@ -3,6 +3,7 @@
 
 import { html, useState } from '../vendor/htm-preact-standalone.module.js';
 import { get } from '../lib/api.js';
+import { HelpLink } from '../lib/help.js';
 import { t } from '../lib/i18n.js';
 import { ErrorNote, Select, useLoad } from '../lib/ui.js';
 import { RunRow } from './runs.js';
@@ -16,7 +17,7 @@ export function DashboardPage() {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('dashboard.title')}</h1>
+        <h1>${t('dashboard.title')} <${HelpLink} page="dashboard" /></h1>
         <button type="button" class="secondary" onClick=${overview.reload}>${t('common.refresh')}</button>
       </header>
       <${ErrorNote} error=${overview.error} />

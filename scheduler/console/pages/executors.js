@@ -7,6 +7,7 @@ import { html, useRef, useState } from '../vendor/htm-preact-standalone.module.j
 import { get } from '../lib/api.js';
 import { visibleApps } from '../lib/apps.js';
 import { Time } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { t } from '../lib/i18n.js';
 import { Badge, Field, PagedFooter, Select, useLoad, usePoll } from '../lib/ui.js';
 
@@ -65,7 +66,7 @@ export function ExecutorsPage({ query }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('executors.title')}</h1>
+        <h1>${t('executors.title')} <${HelpLink} page="executors" /></h1>
       </header>
       <form class="filters" role="search" onSubmit=${(event) => event.preventDefault()}>
         <${Field} id="executors-app" label=${t('executors.app')}>${(d) => html`

@@ -5,6 +5,7 @@ import { html, useEffect, useState } from '../vendor/htm-preact-standalone.modul
 import { get, patch, post } from '../lib/api.js';
 import { visibleApps } from '../lib/apps.js';
 import { formatTime } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { t } from '../lib/i18n.js';
 import { appsWith, can } from '../lib/session.js';
 import { ErrorNote, Field, Select, useLoad, useNotice } from '../lib/ui.js';
@@ -142,7 +143,7 @@ export function JobFormPage({ id, copy }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${title}</h1>
+        <h1>${title} <${HelpLink} page="job_form" /></h1>
         ${editing && html`<a href=${`#/runs?job=${id}`}>${t('jobs.runs')}</a>`}
         ${editing && form.glue_type !== 'BEAN' && html`<a href=${`#/jobs/${id}/script`}>${t('jobs.script')}</a>`}
       </header>

@@ -5,6 +5,7 @@ import { html, useState } from '../vendor/htm-preact-standalone.module.js';
 import { del, post } from '../lib/api.js';
 import { visibleApps } from '../lib/apps.js';
 import { Time } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { label, t } from '../lib/i18n.js';
 import { can, canOperateSomewhere } from '../lib/session.js';
 import { Badge, ConfirmButton, ErrorNote, Field, PagedFooter, Select, useLoad, useNotice, usePaged } from '../lib/ui.js';
@@ -41,7 +42,7 @@ export function JobsPage({ query }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('jobs.title')}</h1>
+        <h1>${t('jobs.title')} <${HelpLink} page="jobs" /></h1>
         ${canOperateSomewhere() && html`<a class="button" id="new-job" href="#/jobs/new">${t('jobs.new')}</a>`}
       </header>
       <form class="filters" role="search" onSubmit=${(event) => { event.preventDefault(); setApplied(filters); }}>

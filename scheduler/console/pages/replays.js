@@ -11,6 +11,7 @@ import { html, useEffect, useState } from '../vendor/htm-preact-standalone.modul
 import { get, post } from '../lib/api.js';
 import { visibleApps } from '../lib/apps.js';
 import { Time, fromLocalInput, toLocalInput } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { label, t } from '../lib/i18n.js';
 import { can, canOperateSomewhere } from '../lib/session.js';
 import { Badge, ConfirmButton, ErrorNote, Field, PagedFooter, Select, useLoad, useNotice, usePaged } from '../lib/ui.js';
@@ -36,7 +37,7 @@ export function ReplaysPage({ query }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('replays.title')}</h1>
+        <h1>${t('replays.title')} <${HelpLink} page="replays" /></h1>
         ${names.length > 0 && html`
           <button type="button" id="new-replay" aria-expanded=${open === 'replay'} aria-controls="replay-form"
             onClick=${() => setOpen(open === 'replay' ? null : 'replay')}>

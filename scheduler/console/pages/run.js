@@ -4,6 +4,7 @@
 import { html, useEffect, useRef, useState } from '../vendor/htm-preact-standalone.module.js';
 import { get, post } from '../lib/api.js';
 import { Time, formatDuration } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { label, t } from '../lib/i18n.js';
 import { can } from '../lib/session.js';
 import { Badge, ConfirmButton, ErrorNote, runOutcome, useLoad, useNotice, usePoll } from '../lib/ui.js';
@@ -67,7 +68,7 @@ export function RunPage({ logId }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('run.title', { id: run.log_id })} <${Badge} kind="outcome" value=${runOutcome(run)} /></h1>
+        <h1>${t('run.title', { id: run.log_id })} <${Badge} kind="outcome" value=${runOutcome(run)} /> <${HelpLink} page="run" /></h1>
         ${!finished && can(run.app, 'OPERATE') && html`
           <${ConfirmButton} id="kill-run" danger label=${t('run.kill')} question=${t('run.kill_question')} onConfirm=${kill} />`}
       </header>

@@ -3,6 +3,7 @@
 import { html, useState } from '../vendor/htm-preact-standalone.module.js';
 import { visibleApps } from '../lib/apps.js';
 import { Time, formatDuration, fromLocalInput, toLocalInput } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { label, t } from '../lib/i18n.js';
 import { Badge, Field, PagedFooter, Select, runOutcome, useLoad, usePaged } from '../lib/ui.js';
 
@@ -30,7 +31,7 @@ export function RunsPage({ query }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('runs.title')}</h1>
+        <h1>${t('runs.title')} <${HelpLink} page="runs" /></h1>
         <button type="button" class="secondary" id="refresh-runs" onClick=${runs.reload}>${t('common.refresh')}</button>
       </header>
       <form class="filters" role="search" onSubmit=${(event) => { event.preventDefault(); setApplied(asQuery(filters)); }}>

@@ -4,6 +4,7 @@
 import { html, useEffect, useState } from '../vendor/htm-preact-standalone.module.js';
 import { get, patch } from '../lib/api.js';
 import { Time } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { label, t } from '../lib/i18n.js';
 import { can } from '../lib/session.js';
 import { ErrorNote, Field, useLoad, useNotice } from '../lib/ui.js';
@@ -39,7 +40,7 @@ export function ScriptPage({ id }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('script.title', { name: job.value.name, type: label('glue_type', job.value.glue_type) })}</h1>
+        <h1>${t('script.title', { name: job.value.name, type: label('glue_type', job.value.glue_type) })} <${HelpLink} page="script" /></h1>
         <a href=${`#/jobs/${id}`}>${t('script.back')}</a>
       </header>
       ${notice}

@@ -6,6 +6,7 @@ import { html, useEffect, useRef, useState } from '../vendor/htm-preact-standalo
 import { get } from '../lib/api.js';
 import { visibleApps } from '../lib/apps.js';
 import { Time, formatDuration, fromLocalInput, toLocalInput } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { t } from '../lib/i18n.js';
 import { ErrorNote, Field, PagedFooter, Select, useLoad } from '../lib/ui.js';
 
@@ -74,7 +75,7 @@ export function ShadowPage({ query }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('shadow.title')}</h1>
+        <h1>${t('shadow.title')} <${HelpLink} page="shadow" /></h1>
       </header>
       <p class="muted">${t('shadow.intro')}</p>
       <form class="filters" role="search" id="shadow-filters" novalidate

@@ -5,6 +5,7 @@
 import { html, useState } from '../vendor/htm-preact-standalone.module.js';
 import { del, get, post } from '../lib/api.js';
 import { Time } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { label, t } from '../lib/i18n.js';
 import { ConfirmButton, ErrorNote, Field, PagedFooter, useLoad, useNotice } from '../lib/ui.js';
 
@@ -105,7 +106,7 @@ export function TokensPage() {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('tokens.title')}</h1>
+        <h1>${t('tokens.title')} <${HelpLink} page="tokens" /></h1>
         ${!creating && !issued && html`<button type="button" id="new-token" onClick=${() => setCreating(true)}>${t('tokens.new')}</button>`}
       </header>
       <p class="muted">${t('tokens.intro')}</p>

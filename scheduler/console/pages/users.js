@@ -9,6 +9,7 @@ import { html, useState } from '../vendor/htm-preact-standalone.module.js';
 import { del, get, post, put } from '../lib/api.js';
 import { visibleApps } from '../lib/apps.js';
 import { Time } from '../lib/format.js';
+import { HelpLink } from '../lib/help.js';
 import { label, t } from '../lib/i18n.js';
 import { currentUser, isAdmin } from '../lib/session.js';
 import { Badge, ConfirmButton, ErrorNote, Field, PagedFooter, Select, useLoad, useNotice } from '../lib/ui.js';
@@ -49,7 +50,7 @@ export function UsersPage({ query }) {
   return html`
     <section class="page">
       <header class="page-head">
-        <h1>${t('users.title')}</h1>
+        <h1>${t('users.title')} <${HelpLink} page="users" /></h1>
         ${!creating && html`<button type="button" id="new-user" onClick=${() => setCreating(true)}>${t('users.new')}</button>`}
       </header>
       ${notice}

@@ -21,6 +21,10 @@
 //!   `max_concurrent_imports` at once (503 beyond, before the body is read), so that large
 //!   bodies in memory stay few.
 //!
+//! - The book under `/docs/` has a budget of its own, as large as the authenticated routes'
+//!   (503 beyond), and the request timeout: a page loads a dozen files at once, which a
+//!   share of the public budget would refuse (see `crate::book`).
+//!
 //! `/health` stays outside the limits, so a saturated node is not mistaken for a dead one.
 
 use std::sync::Arc;
@@ -82,13 +86,17 @@ impl From<&ApiConfig> for ApiLimits {
     }
 }
 
-/// `router` (the authenticated routes) with load shedding and a request timeout, both
-/// answered 503.
-pub(crate) fn with_load_limits<S>(router: Router<S>, limits: &ApiLimits) -> Router<S>
+/// `router` with load shedding over a budget of `max_concurrent_requests` of its own and a
+/// request timeout, both answered 503, a shed request saying `why`: the authenticated
+/// routes have one such budget, the book's files another.
+pub(crate) fn with_load_limits<S>(
+    router: Router<S>,
+    limits: &ApiLimits,
+    why: &'static str,
+) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
-    let why = "too many requests at once";
     shed_beyond(
         router,
         limits.max_concurrent_requests,

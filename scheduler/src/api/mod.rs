@@ -8,6 +8,7 @@
 //! | GET | `/api/openapi.json`, `/api/docs` | the OpenAPI document and its browsable page (no credentials needed) |
 //! | GET, POST | `/registry/…` | the schema catalog in the Confluent Schema Registry's read API shape (no credentials needed) |
 //! | GET | `/`, `/console/…` | the web console and its files (no credentials needed; its data comes from this API; see `crate::console`) |
+//! | GET | `/docs`, `/docs/…` | the Kadence book from `api.book_dir` (`/docs` redirects to `/docs/`), or 404 saying how to serve it when unset (no credentials needed; a budget of its own; see `crate::book`) |
 //! | POST | `/api/auth/login` | a session token for a user name and password (no credentials needed) |
 //! | POST | `/api/auth/session` | the same for a browser: the token goes into the `HttpOnly` cookie `kadence_session` (no credentials needed) |
 //! | POST | `/api/auth/logout` | revoke the token the request came with |
@@ -230,6 +231,8 @@ pub struct ApiState {
     pub webhook_targets: crate::monitors::webhook_target::WebhookTargets,
     /// Where `/metrics` is served and whether it asks for a token.
     pub metrics_access: MetricsAccess,
+    /// The book served under `/docs/` (`api.book_dir`, checked at start), if any.
+    pub book: Option<crate::book::Book>,
 }
 
 /// The API's routes over `state`, within `limits`, with the OpenAPI document and its page.
@@ -247,16 +250,20 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
         .route_layer(from_fn_with_state(Arc::clone(&state), audit::record_writes))
         .route_layer(from_fn_with_state(Arc::clone(&state), caller::authenticate));
     let (public, _) = public_routes().split_for_parts();
-    let api = limits::with_load_limits(authenticated, &limits)
+    let api = limits::with_load_limits(authenticated, &limits, "too many requests at once")
         .merge(limits::with_public_limits(public, &limits));
     // Liveness stays outside the load limits: a busy node is alive, and a liveness probe
     // answered 503 would have it restarted for being busy.
     let (health, _) = health_routes().split_for_parts();
     // The console's files are in memory and cheap: a busy node still shows its console,
-    // which then says the node is busy.
+    // which then says the node is busy. The book's are read from disk, under a budget of
+    // their own (see `crate::book`).
+    let book = crate::book::router(state.book.clone());
+    let book = limits::with_load_limits(book, &limits, "too many requests for the book at once");
     limits::with_request_guards(api, &limits)
         .merge(health)
         .merge(crate::console::router())
+        .merge(book)
         .merge(SwaggerUi::new(openapi::DOCS_PATH).url(openapi::DOCUMENT_PATH, openapi_document()))
         .with_state(state)
 }

@@ -50,6 +50,7 @@ use crate::api::{
     ApiLimits, ApiState, LoginThrottle, MetricsAccess, RefusalTally, metrics_router, router, serve,
 };
 use crate::auth::{announce_first_admin, ensure_first_admin};
+use crate::book::Book;
 use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
 use crate::clock::{Clock, millis};
@@ -93,11 +94,13 @@ impl Scheduler {
         listener: TcpListener,
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Scheduler> {
+        // Before anything opens: a book setting that would serve nothing stops the node.
+        let book = Book::configured(config.api.book_dir.as_deref())?;
         let node = Node::open(config, clock).await?;
         let fire_path = node.spawn_fire_path();
         node.spawn_readers().await?;
         node.spawn_monitors(&fire_path)?;
-        let (api_addr, metrics_addr) = node.serve_api(listener, fire_path)?;
+        let (api_addr, metrics_addr) = node.serve_api(listener, fire_path, book)?;
         node.tasks.close();
         tracing::info!(%api_addr, node_id = %node.node_id,
             backend = node.pools.scheduling.backend(), "scheduler started");
@@ -406,12 +409,13 @@ impl Node {
         pre_read_waker
     }
 
-    /// Serves the API on `listener` with its own pool, until shutdown, and the metrics on an
-    /// address of their own when configured; returns both addresses.
+    /// Serves the API (and `book` under `/docs/`) on `listener` with its own pool, until
+    /// shutdown, and the metrics on an address of their own when configured; returns both.
     fn serve_api(
         &self,
         listener: TcpListener,
         fire_path: FirePath,
+        book: Option<Book>,
     ) -> anyhow::Result<(SocketAddr, Option<SocketAddr>)> {
         let schedule = &self.config.schedule;
         let api_store = Arc::clone(&self.pools.api);
@@ -438,6 +442,7 @@ impl Node {
                 self.config.alarm.webhook_allowed_networks.clone(),
             ),
             metrics_access: MetricsAccess::new(&self.config.metrics),
+            book,
             replayer: Arc::new(
                 Replayer::new(
                     (Arc::clone(&self.pools.api), api_intake),

@@ -1,7 +1,9 @@
-//! The `[api]` section: where the HTTP API listens and how it protects itself from load and
-//! from clients that hold on to it (see `crate::api` for where each limit applies).
+//! The `[api]` section: where the HTTP API listens, how it protects itself from load and
+//! from clients that hold on to it (see `crate::api` for where each limit applies), and the
+//! book it serves under `/docs/` (see `crate::book`).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -53,6 +55,13 @@ pub struct ApiConfig {
     /// the connection's peer is the client, and `X-Forwarded-For` is ignored, since anyone
     /// can write it.
     pub trusted_proxies: TrustedProxies,
+    /// The Kadence book, as `mdbook build docs` writes it (`docs/book`), served at `/docs/`
+    /// to anyone (it is documentation; no session) and linked from the console's help. Read
+    /// from this directory at run time rather than compiled in: the binary does not depend on
+    /// a docs build, a deployment ships the book beside the binary or leaves it out, and no
+    /// cargo feature is needed. A directory that does not exist or has no `index.html` stops
+    /// the node at start. Default none: `/docs` answers 404 saying how to serve the book.
+    pub book_dir: Option<PathBuf>,
 }
 
 impl Default for ApiConfig {
@@ -67,6 +76,7 @@ impl Default for ApiConfig {
             public_requests_per_address: 2,
             max_concurrent_imports: 2,
             trusted_proxies: TrustedProxies::default(),
+            book_dir: None,
         }
     }
 }
@@ -102,7 +112,9 @@ mod tests {
             jail.set_env("KADENCE_API__BODY_READ_TIMEOUT", "2s");
             jail.set_env("KADENCE_API__PUBLIC_MAX_CONCURRENT_REQUESTS", "3");
             jail.set_env("KADENCE_API__TRUSTED_PROXIES", "[10.0.0.0/8, 192.168.1.7]");
+            jail.set_env("KADENCE_API__BOOK_DIR", "docs/book");
             let api = crate::config::Config::load(None).expect("loads").api;
+            assert_eq!(api.book_dir, Some(PathBuf::from("docs/book")));
             assert_eq!(api.body_read_timeout, Duration::from_secs(2));
             assert_eq!(api.public_max_concurrent_requests, 3);
             assert!(api.trusted_proxies.contains("10.9.8.7".parse().unwrap()));
