@@ -192,6 +192,7 @@ fn type_name(source: &Source, ty: &Type, serde: &str) -> String {
         "u16" | "u32" | "u64" | "i32" | "i64" | "usize" => "integer".into(),
         "NonZeroUsize" => "integer, 1 or more".into(),
         "SocketAddr" => "address `host:port`".into(),
+        "PathBuf" => "path".into(),
         "IpNetworks" => "list of IP addresses and CIDR ranges".into(),
         "Vec" => format!("list of {}s", type_name(source, arguments[0], "")),
         "BTreeMap" | "HashMap" => format!("table of {}s", type_name(source, arguments[1], "")),

@@ -12,19 +12,19 @@ import { html } from '../vendor/htm-preact-standalone.module.js';
 import { t } from './i18n.js';
 
 export const HELP_TARGETS = {
-  dashboard: 'guides/console.html',
+  dashboard: 'guides/console.html#dashboard',
   jobs: 'guides/console.html#jobs',
-  job_form: 'guides/console.html#editing-a-job',
-  script: 'guides/console.html#scripts',
+  job_form: 'guides/console.html#job',
+  script: 'guides/console.html#script',
   runs: 'guides/console.html#runs',
-  run: 'guides/console.html#a-run-and-its-log',
+  run: 'guides/console.html#run',
   executors: 'guides/console.html#executors',
   apps: 'guides/console.html#apps',
-  users: 'guides/console.html#users-and-tokens',
-  tokens: 'guides/console.html#users-and-tokens',
-  audit: 'guides/console.html#audit',
-  replays: 'guides/replays.html',
-  shadow: 'guides/replays.html#shadow-runs',
+  users: 'guides/console.html#users',
+  tokens: 'guides/console.html#my-tokens',
+  audit: 'guides/console.html#audit-trail',
+  replays: 'guides/console.html#replays-and-backfills',
+  shadow: 'guides/console.html#shadow-report',
 };
 
 let bookServed = false;
