@@ -10,7 +10,8 @@
 //! ```
 //!
 //! The readers of what executors publish and the monitors that follow a run up are started
-//! in `loops`; the API's replayer reads trigger topics back (see [`crate::replay`]).
+//! in `loops`; the HTTP side (API, console, book, metrics) is served by `http`; the API's
+//! replayer reads trigger topics back (see [`crate::replay`]).
 //!
 //! Dispatch and the control channel produce through one [`SignedProducer`]: every trigger
 //! and control record is signed with the node's current key, refreshed from the store.
@@ -28,6 +29,7 @@
 //! the next node (or this one, restarted) to claim.
 
 mod catalogue;
+mod http;
 mod loops;
 
 pub use catalogue::metric_catalogue;
@@ -46,27 +48,22 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::acks::{AckLedger, AckWriter};
-use crate::api::{
-    ApiLimits, ApiState, LoginThrottle, MetricsAccess, RefusalTally, metrics_router, router, serve,
-};
 use crate::auth::{announce_first_admin, ensure_first_admin};
 use crate::book::Book;
 use crate::cancellations::{CancellationPoller, CancelledFires};
 use crate::claims::Claimer;
-use crate::clock::{Clock, millis};
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::database_watch::DatabaseHealth;
 use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher};
 use crate::executor_auth::ExecutorKeyring;
 use crate::intake::FireIntake;
-use crate::kafka::{ControlChannel, TopicAdmin};
+use crate::kafka::TopicAdmin;
 use crate::metrics::SchedulerMetrics;
-use crate::monitors::webhook_target::WebhookTargets;
 use crate::partitions::PartitionDirectory;
 use crate::pools::StorePools;
 use crate::preread::{PreReadSettings, PreReader};
 use crate::registry::Registry;
-use crate::replay::Replayer;
 use crate::shards::{ShardLeaser, ShardOwnership, check_shard_lease, ensure_schedule_shards};
 use crate::signer::{SignedProducer, Signer};
 use crate::store::Store;
@@ -407,96 +404,5 @@ impl Node {
             self.shutdown.clone(),
         ));
         pre_read_waker
-    }
-
-    /// Serves the API (and `book` under `/docs/`) on `listener` with its own pool, until
-    /// shutdown, and the metrics on an address of their own when configured; returns both.
-    fn serve_api(
-        &self,
-        listener: TcpListener,
-        fire_path: FirePath,
-        book: Option<Book>,
-    ) -> anyhow::Result<(SocketAddr, Option<SocketAddr>)> {
-        let schedule = &self.config.schedule;
-        let api_store = Arc::clone(&self.pools.api);
-        let api_intake = fire_path.intake.using(Arc::clone(&api_store));
-        let state = Arc::new(ApiState {
-            intake: api_intake.clone(),
-            store: api_store,
-            admin: Arc::clone(&self.admin),
-            topics: self.topics.clone(),
-            partitions: Arc::clone(&self.partitions),
-            cancelled: fire_path.cancelled,
-            pre_read_waker: fire_path.pre_read_waker,
-            control: ControlChannel::new(self.signed.clone(), self.topics.control()),
-            registry: Arc::clone(&self.registry),
-            clock: Arc::clone(&self.clock),
-            pre_read_window_ms: millis(schedule.pre_read_window),
-            change_settle_ms: millis(schedule.emit_lead + schedule.cancel_poll_interval),
-            login_throttle: LoginThrottle::new(&self.config.auth),
-            refusals: RefusalTally::default(),
-            session_ttl: self.config.auth.session_ttl,
-            api_token_max_ttl: self.config.auth.api_token_max_ttl,
-            database: Arc::clone(&self.database),
-            webhook_targets: WebhookTargets::new(
-                self.config.alarm.webhook_allowed_networks.clone(),
-            ),
-            metrics_access: MetricsAccess::new(&self.config.metrics),
-            book,
-            replayer: Arc::new(
-                Replayer::new(
-                    (Arc::clone(&self.pools.api), api_intake),
-                    Arc::clone(&self.partitions),
-                    (self.topics.clone(), self.kafka.clone()),
-                    Arc::clone(&self.clock),
-                    self.config.replay.clone(),
-                )
-                .settling_after(schedule.pre_read_window + schedule.lease + schedule.emit_lead),
-            ),
-        });
-        let api_limits = ApiLimits::from(&self.config.api);
-        let api_addr = listener.local_addr().context("reading the API address")?;
-        let api_shutdown = self.shutdown.clone().cancelled_owned();
-        let header_read_timeout = self.config.api.header_read_timeout;
-        let metrics_addr = self.serve_metrics(&state, api_addr)?;
-        let api = router(state, api_limits);
-        self.tasks
-            .spawn(serve(listener, api, header_read_timeout, api_shutdown));
-        Ok((api_addr, metrics_addr))
-    }
-
-    /// Serves `/metrics` on `metrics.listen` when that is set (returning where), and warns when
-    /// the API at `api_addr` shows it to anyone beyond loopback.
-    fn serve_metrics(
-        &self,
-        state: &Arc<ApiState>,
-        api_addr: SocketAddr,
-    ) -> anyhow::Result<Option<SocketAddr>> {
-        let config = &self.config.metrics;
-        if config.open_beyond_loopback(api_addr) {
-            tracing::warn!(%api_addr,
-                "/metrics names every app and executor to anyone who reaches the API: set \
-                 metrics.listen (an internal address) or metrics.token");
-        }
-        let Some(listen) = config.listen else {
-            return Ok(None);
-        };
-        let listener = std::net::TcpListener::bind(listen)
-            .and_then(|listener| {
-                listener.set_nonblocking(true)?;
-                TcpListener::from_std(listener)
-            })
-            .with_context(|| format!("binding metrics.listen {listen}"))?;
-        let metrics_addr = listener
-            .local_addr()
-            .context("reading the metrics address")?;
-        self.tasks.spawn(serve(
-            listener,
-            metrics_router(Arc::clone(state)),
-            self.config.api.header_read_timeout,
-            self.shutdown.clone().cancelled_owned(),
-        ));
-        tracing::info!(%metrics_addr, "serving /metrics on its own address");
-        Ok(Some(metrics_addr))
     }
 }
