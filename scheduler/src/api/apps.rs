@@ -33,11 +33,19 @@ pub struct NewAppRequest {
     pub title: String,
 }
 
+/// Creates an app with its trigger topic `{prefix}.triggers.{app}` (admin).
+///
+/// Admin only: an app is a trigger topic and a consumer group, the cluster's to give out.
+/// The topic is created first, with `partitions` partitions (1 to 1024): the most executors
+/// that share the app's triggers, and the shards of a broadcast job. The API cannot change
+/// the count later, so choose it for the most executors the app will run. A topic that
+/// exists with the same count is used as it is; one with another count is a 409, as is an
+/// app of the same name. A topic the broker does not show in time is a 503: try again.
 #[utoipa::path(
     post, path = "/api/apps", tag = "apps", request_body = NewAppRequest,
     responses(
         (status = 201, description = "The app; its trigger topic exists", body = App),
-        (status = 409, description = "An app with this name exists", body = ErrorBody),
+        (status = 409, description = "An app with this name exists, or its topic exists with another partition count", body = ErrorBody),
     ),
 )]
 pub(super) async fn create_app(
@@ -80,6 +88,10 @@ pub(super) async fn create_app(
     Ok((StatusCode::CREATED, note, Json(app)))
 }
 
+/// Lists the apps the caller may see, a page at a time.
+///
+/// Any signed-in caller: an admin sees every app, a member only the apps granted to them.
+/// By name; `next` is the last app's name.
 #[utoipa::path(
     get, path = "/api/apps", tag = "apps", params(PageQuery),
     responses((status = 200, description = "A page of the apps the caller may see", body = Page<App>)),

@@ -151,6 +151,15 @@ pub struct AuditQuery {
     pub limit: Option<u32>,
 }
 
+/// Lists the audit trail, who changed what and when, newest first, a page at a time.
+///
+/// Any signed-in caller: an admin sees every entry, a member the entries of the apps they
+/// may view (not those concerning no app: users, tokens, keys, logins). Every write through
+/// the API is recorded whatever its answer, with its caller, route, target and status, and
+/// where the handler adds them, the app and what changed (a job edit: the definition before
+/// and after). So are logins, password resets and writes refused for their credentials, a
+/// flood of one refusal as one entry with its count. Passwords and tokens never appear.
+/// `target` matches a path and everything below it. Entries go after `retention.days`.
 #[utoipa::path(
     get, path = "/api/audit", tag = "audit", params(AuditQuery),
     responses((status = 200, description = "A page of the audit trail, newest first", body = Page<AuditEntry>)),

@@ -54,6 +54,13 @@ async fn existing_app(state: &ApiState, app: &str) -> Result<AppName, ApiError> 
     Ok(app)
 }
 
+/// Makes an executor key for an app; its text is shown this once (admin).
+///
+/// Admin only: a key lets whoever holds it complete the app's runs, and so fire its child
+/// jobs. Configure the app's executors with the text (`KADENCE_EXECUTOR_KEY`,
+/// `{key id}.{secret}`); the scheduler cannot show it again. The key works at once on every
+/// node. To rotate: make a new key, give it to the app's executors (restarting them one at
+/// a time), then revoke the old one. 404 for an app that does not exist.
 #[utoipa::path(
     post, path = "/api/apps/{app}/executor-keys", tag = "executor-keys",
     params(("app" = String, Path, description = "The app whose executors will sign with it")),
@@ -88,6 +95,12 @@ pub(super) async fn create_executor_key(
     Ok((StatusCode::CREATED, note, Json(view)))
 }
 
+/// Lists an app's executor keys, newest first, revoked ones included; never their secrets.
+///
+/// Needs VIEW on the app, so that members can tell which key their executors use; 404 for
+/// an app that does not exist. An app's executors sign their results, logs, beats and dead
+/// letters with one of its keys, and the scheduler refuses what a key of another app, or a
+/// revoked one, signed. The whole list, not a page.
 #[utoipa::path(
     get, path = "/api/apps/{app}/executor-keys", tag = "executor-keys",
     params(("app" = String, Path, description = "The app")),
@@ -108,6 +121,12 @@ pub(super) async fn list_executor_keys(
     ))
 }
 
+/// Revokes one of an app's executor keys (admin).
+///
+/// Admin only. Every node refuses what the key signs within
+/// `executor_auth.key_refresh_interval`: executors still using it can no longer complete
+/// runs or beat, so give them a new key first. The key stays listed, revoked; revoking it
+/// again changes nothing. 404 for a key that is not the app's.
 #[utoipa::path(
     delete, path = "/api/apps/{app}/executor-keys/{key_id}", tag = "executor-keys",
     params(

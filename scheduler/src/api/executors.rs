@@ -36,8 +36,13 @@ pub struct ExecutorView {
     pub live: bool,
 }
 
-/// The registry: every executor seen (dead ones until they are forgotten), with its
-/// partitions, handlers and running jobs.
+/// Lists the executors of the apps the caller may see, as their latest beats show them.
+///
+/// Any signed-in caller: an admin sees every app's executors, a member those of the apps
+/// granted to them (`app` naming another is a 403). Each executor shows the partitions it
+/// owns, its handlers and its running and queued jobs, as its latest beat said, and `live`:
+/// RUNNING with a beat younger than `registry.dead_timeout`. A dead executor stays listed
+/// for `registry.forget_after` (1 h), then is forgotten. By app, then executor id.
 #[utoipa::path(
     get, path = "/api/executors", tag = "executors", params(ExecutorQuery),
     responses((status = 200, description = "A page of the executors of the apps the caller may see", body = Page<ExecutorView>)),

@@ -48,6 +48,16 @@ pub struct XxlUndoRequest {
     pub dry_run: bool,
 }
 
+/// Removes what the imports of a source created, or reports what it would (admin).
+///
+/// Admin only. Only what the imports of `source` created is touched: refused as a whole
+/// (409, naming them) while any imported job is RUNNING; then the jobs, each with its runs
+/// as `DELETE /api/jobs/{id}` removes it (one that another job names as a child is kept,
+/// and said why); then the apps the import created, unless another job is in them (their
+/// trigger topics stay in Kafka); then the users, as `DELETE /api/users/{name}` deletes
+/// them, keeping the last enabled admin and the caller. Each row is forgotten once removed,
+/// so an undo cut short is finished by running it again. 404 when nothing was imported from
+/// `source`. A dry run answers the same table and removes nothing.
 #[utoipa::path(
     post, path = "/api/imports/xxl-job/undo", tag = "imports", request_body = XxlUndoRequest,
     responses(

@@ -72,6 +72,19 @@ pub struct XxlImportRequest {
     pub dry_run: bool,
 }
 
+/// Imports an XXL-JOB snapshot's apps, jobs and users, or reports what it would (admin).
+///
+/// Admin only, checked before the body (up to 64 MiB) is read; at most
+/// `api.max_concurrent_imports` imports run at once (503 beyond). `kadence import xxl-job`
+/// reads XXL-JOB's tables and sends them here; XXL-JOB's database is never written. Every
+/// job is checked with the job API's own rules. Unless `dry_run`, the new apps' trigger
+/// topics are created, then apps, jobs (STOPPED unless `options.keep_state`), script
+/// versions, users, grants and reset tokens are written in one transaction.
+///
+/// The answer is the report: each row created, reused, skipped or refused and why, every
+/// difference in behaviour from XXL-JOB, and the reset tokens of the users created, shown
+/// only here. A second import of the same `source` creates only what is new; it never
+/// overwrites what a first one created.
 #[utoipa::path(
     post, path = "/api/imports/xxl-job", tag = "imports", request_body = XxlImportRequest,
     responses(

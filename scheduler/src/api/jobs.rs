@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use kadence_schemas::{GlueType, JobId};
+use kadence_schemas::JobId;
 use serde::Deserialize;
 
 use super::audit::AuditNote;
@@ -15,21 +15,31 @@ use super::body::{ApiJson, ApiPath, ApiQuery};
 use super::caller::Caller;
 use super::error::ApiError;
 use super::error::ErrorBody;
+use super::job_grants::{check_child_apps, require_script_grant};
 use super::job_spec::{NewJobRequest, check_children, check_webhook_target, parse_new_job};
 use super::job_view::JobView;
 use super::pages::{Page, page_request};
-use super::{ApiState, bad_request, load_job_for, parse_app_filter, require_script_runner};
+use super::{ApiState, bad_request, load_job_for, parse_app_filter};
 use crate::model::{Access, GlueVersion, Job, JobStatus, NewJob};
 use crate::schedule::{ScheduleSpec, preview_shortfall};
 use crate::store::{JobChange, JobFilter, JobRemoval};
 
-/// `POST /api/jobs`. A cron expression that never fires again (30 February, only past
-/// years) is refused with 400: the job would wait for ever with nothing saying why.
+/// Creates a job, STOPPED unless `start` is true.
+///
+/// Needs OPERATE on the job's app. A script job (`GLUE_*`) needs SCRIPTS there, since its
+/// source runs on the app's executors; each child job named needs OPERATE in its own app,
+/// and SCRIPTS for a script child, which then runs whenever this job succeeds. Optional
+/// fields take XXL-JOB's defaults.
+///
+/// Refused with 400, naming the field: an app or a child job that does not exist, a field
+/// over its limit, an alarm webhook to an internal address not in
+/// `alarm.webhook_allowed_networks`, a cron expression that never fires again (30 February,
+/// only past years: the job would wait for ever with nothing saying why). `start` schedules
+/// the job as `POST /api/jobs/{id}/start` does.
 #[utoipa::path(
     post, path = "/api/jobs", tag = "jobs", request_body = NewJobRequest,
     responses(
         (status = 201, description = "The new job", body = JobView),
-        (status = 404, description = "Its app or a child job does not exist", body = ErrorBody),
     ),
 )]
 pub(super) async fn create_job(
@@ -55,6 +65,12 @@ pub(super) async fn create_job(
     Ok((StatusCode::CREATED, note, Json(view)))
 }
 
+/// Shows one job: its definition, status and next fire.
+///
+/// Needs VIEW on the job's app. A job in an app the caller may not view answers 404, as one
+/// that does not exist, so that what exists there is not revealed. To a caller who may only
+/// view the app, the alarm webhook shows as its scheme, host and port only
+/// (`https://hooks.slack.com/REDACTED`): receivers put their credential in the rest.
 #[utoipa::path(
     get, path = "/api/jobs/{id}", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
     responses(
@@ -71,19 +87,28 @@ pub(super) async fn get_job(
     Ok(Json(JobView::shown_to(&job, &caller)))
 }
 
-/// `PATCH /api/jobs/{id}`: the fields given replace the job's (the body has the shape of
-/// `POST /api/jobs`, every field optional). A running job whose schedule changes has the
-/// fires planned under the old schedule cancelled and replaced from `emit_lead +
-/// cancel_poll_interval` after now on (fires due sooner may be on their way already, see
-/// [`crate::cancellations`]): its next fire is the new schedule's first after that, and the
-/// pre-read loop is woken to plan it. (XXL-JOB counts from now + 5 s because its ring may
-/// still hold old fires; cancelling them makes most of that gap unnecessary.)
+/// Edits a job: the fields given replace the job's, the others stay as they are.
+///
+/// Needs OPERATE on the job's app, and on the app it moves to. Changing a script job's type
+/// or source, or moving it, needs SCRIPTS; a child job newly named needs what
+/// `POST /api/jobs` asks of a child. The body has the shape of `POST /api/jobs`, every
+/// field optional and checked as there; `id`, `status`, `last_fire_ms`, `next_fire_ms` and
+/// `glue_updated_at_ms` cannot be set (400). Child jobs that would lead back to the job are
+/// a 400 naming the cycle; so is a changed schedule that never fires again, and schedule
+/// type NONE for a RUNNING job (stop it first).
+///
+/// A running job whose schedule changes has the fires planned under the old schedule
+/// cancelled and replaced from `emit_lead + cancel_poll_interval` after now on (fires due
+/// sooner may be on their way already, see [`crate::cancellations`]): its next fire is the
+/// new schedule's first after that, and the pre-read loop is woken to plan it. (XXL-JOB
+/// counts from now + 5 s because its ring may still hold old fires; cancelling them makes
+/// most of that gap unnecessary.)
 #[utoipa::path(
     patch, path = "/api/jobs/{id}", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
     request_body(content = Object, description = "The fields of a job definition to change (those of `NewJobRequest` but `start`); the others stay as they are"),
     responses(
         (status = 200, description = "The job as edited", body = JobView),
-        (status = 404, description = "No such job, or a child job named does not exist", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
     ),
 )]
 pub(super) async fn update_job(
@@ -163,14 +188,15 @@ pub(super) async fn update_job(
     Ok((note, Json(after)))
 }
 
-/// `DELETE /api/jobs/{id}` (XXL-JOB's remove): deletes a stopped job with everything kept
-/// about it, in one transaction — its runs and their log lines, script versions, daily
-/// report rows, counts of dropped runs and shadow results (see
-/// [`Console::remove_job`](crate::store::Console::remove_job)). Refused with 409 while the
-/// job is RUNNING (stop it first: a scheduled job would fire during the removal) and while
-/// another job names it as a child (the parents are named: edit them first). Job ids are
-/// never given out again (`AUTOINCREMENT` on SQLite, a sequence on PostgreSQL), so links to
-/// the old id — audit entries, replay records — never point at another job.
+/// Deletes a stopped job with everything kept about it (XXL-JOB's remove).
+///
+/// Needs OPERATE on the job's app. In one transaction: the job, its runs and their log
+/// lines, script versions, daily report rows, counts of dropped runs and shadow results
+/// (see [`Console::remove_job`](crate::store::Console::remove_job)). Refused with 409 while
+/// the job is RUNNING (stop it first: a scheduled job would fire during the removal) and
+/// while another job names it as a child (the parents are named: edit them first). Job ids
+/// are never given out again (`AUTOINCREMENT` on SQLite, a sequence on PostgreSQL), so
+/// links to the old id — audit entries, replay records — never point at another job.
 ///
 /// Runs not finished yet are deleted too: a result that still comes for one is
 /// dead-lettered as a result for an unknown trigger id. Kill them first
@@ -218,6 +244,11 @@ pub(super) async fn delete_job(
     }
 }
 
+/// Lists a job's saved script versions, newest first.
+///
+/// Needs VIEW on the job's app (404 for a job in an app the caller may not view). Each save
+/// that changes a script job's source keeps a version with its remark, the newest 30
+/// (XXL-JOB's count); a BEAN job has none. The whole list, not a page.
 #[utoipa::path(
     get, path = "/api/jobs/{id}/glue", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
     responses(
@@ -256,6 +287,11 @@ pub struct JobQuery {
     pub limit: Option<u32>,
 }
 
+/// Lists the jobs the caller may see, a page at a time, narrowed by filters.
+///
+/// Any signed-in caller: an admin sees every app's jobs, a member those of the apps granted
+/// to them (`app` naming another is a 403). By id; `next` is the last job's id. To a caller
+/// who may only view an app, a job's alarm webhook shows as its scheme, host and port only.
 #[utoipa::path(
     get, path = "/api/jobs", tag = "jobs", params(JobQuery),
     responses((status = 200, description = "A page of the jobs the caller may see", body = Page<JobView>)),
@@ -349,6 +385,13 @@ pub(super) async fn start_job_now(state: &ApiState, job: Job) -> Result<Job, Api
     Ok(apply_change(state, change))
 }
 
+/// Schedules a job: it fires on its schedule from now on.
+///
+/// Needs OPERATE on the job's app. As XXL-JOB's start, the first fire is the schedule's
+/// first after now plus the pre-read window (`schedule.pre_read_window`, 5 s), so that the
+/// scheduler never finds a brand-new job late. Starting a RUNNING job changes nothing. A
+/// job of schedule type NONE runs only when triggered, and cannot be started (400); nor can
+/// one whose schedule has no future fire.
 #[utoipa::path(
     post, path = "/api/jobs/{id}/start", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
     responses(
@@ -372,6 +415,13 @@ pub(super) async fn start_job(
     ))
 }
 
+/// Unschedules a job and cancels its planned fires.
+///
+/// Needs OPERATE on the job's app. The fires due from `emit_lead + cancel_poll_interval`
+/// after now on are cancelled, on every node (sooner ones may be on their way to the broker
+/// already); stopping a STOPPED job changes nothing. Runs already sent go on: kill them
+/// with `POST /api/jobs/{id}/kill`. A stopped job can still be triggered by hand, and still
+/// fires as another job's child.
 #[utoipa::path(
     post, path = "/api/jobs/{id}/stop", tag = "jobs", params(("id" = JobId, Path, description = "The job's id")),
     responses(
@@ -394,60 +444,4 @@ pub(super) async fn stop_job(
         .set_job_status(id, JobStatus::Stopped, None, cancel_from, now)
         .await?;
     Ok((note, Json(JobView::from(&apply_change(&state, change)))))
-}
-
-/// Script source runs as shell (or Python, …) on every executor of the app, so writing it
-/// needs the SCRIPTS grant (or admin): on a new script job, and on an edit that changes a
-/// script job's type or source. Other edits of a script job need only OPERATE.
-fn require_script_grant(
-    caller: &Caller,
-    spec: &NewJob,
-    current: Option<&NewJob>,
-) -> Result<(), ApiError> {
-    if spec.glue.glue_type == GlueType::Bean {
-        return Ok(());
-    }
-    let unchanged = current.is_some_and(|current| {
-        current.glue.glue_type == spec.glue.glue_type
-            && current.glue.source == spec.glue.source
-            && current.app == spec.app
-    });
-    if unchanged {
-        return Ok(());
-    }
-    caller.require(&spec.app, Access::Scripts)
-}
-
-/// A job may name only children the caller may operate: a child fires with the parent,
-/// so naming one in another team's app would be a way to run their jobs. Naming a script
-/// job a child runs its script whenever the parent succeeds, so it needs what a manual
-/// trigger of it needs ([`require_script_runner`]). Children the job named before (`current`)
-/// are not checked again: an edit of other fields keeps them.
-async fn check_child_apps(
-    state: &ApiState,
-    caller: &Caller,
-    spec: &NewJob,
-    current: Option<&NewJob>,
-) -> Result<(), ApiError> {
-    let named_before =
-        |child: &JobId| current.is_some_and(|current| current.child_job_ids.contains(child));
-    for child in spec
-        .child_job_ids
-        .iter()
-        .filter(|child| !named_before(child))
-    {
-        // A child that does not exist is refused by `check_children`, with the reason.
-        if let Some(job) = state.store.get_job(*child).await? {
-            caller
-                .require(&job.spec.app, Access::Operate)
-                .map_err(|_| {
-                    ApiError::Forbidden(format!(
-                        "child job {child} is in app {}, where user {} may not operate jobs",
-                        job.spec.app, caller.user.name
-                    ))
-                })?;
-            require_script_runner(caller, &job)?;
-        }
-    }
-    Ok(())
 }

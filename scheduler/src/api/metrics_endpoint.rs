@@ -59,9 +59,14 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// This node's Prometheus metrics. Without credentials unless `metrics.token` is set, like
-/// `/health`, so that Prometheus scrapes it as it is: it holds counts, app, handler and
-/// executor names, no job data. See the book's production guide (`docs/src/guides/production.md`) on closing it.
+/// Serves this node's Prometheus metrics.
+///
+/// Without credentials unless `metrics.token` is set, like `/health`, so that Prometheus
+/// scrapes it as it is: it holds counts, app, handler and executor names, no job data. With
+/// `metrics.token`, a scrape sends it as a bearer token (401 otherwise); with
+/// `metrics.listen`, the metrics are served on that address and this answers 404. A busy
+/// node answers it too: its metrics show why it is busy. See the book's production guide
+/// (`docs/src/guides/production.md`) on closing it.
 #[utoipa::path(get, path = "/metrics", tag = "health",
     responses(
         (status = 200, description = "The metrics in Prometheus's text format",

@@ -55,19 +55,22 @@
 //! | POST | `/api/users/{name}/password-reset` | a one-time password reset token for a user, shown once (admin) |
 //! | POST | `/api/auth/password-reset` | set a password with a reset token (no credentials needed; throttled like logins) |
 //!
-//! Every route but `/health`, `/metrics` and the login needs `Authorization: Bearer <token>`,
-//! or the console's session cookie with an `X-Requested-With` header on writes (401 without;
-//! `caller`), and checks the caller's role and grants on the app concerned (403
-//! when missing): an admin may do everything; a member sees only the apps granted to them,
-//! reads them with VIEW, changes their jobs with OPERATE, and writes script source with
-//! SCRIPTS. A failed login makes its client address wait before it tries that user again,
-//! longer with each failure (429 with `Retry-After` meanwhile), never locking the user out
-//! (`throttle`); refused logins and writes refused for their credentials are in the audit
-//! trail, a flood as one entry with its count (`refusals`).
+//! Every route the table does not mark "no credentials needed" (and `/metrics`, see above)
+//! needs `Authorization: Bearer <token>`, or the console's session cookie with an
+//! `X-Requested-With` header on writes (401 without; `caller`), and checks the caller's role
+//! and grants on the app concerned (403 when missing): an admin may do everything; a member
+//! sees only the apps granted to them, reads them with VIEW, changes their jobs with
+//! OPERATE, and writes script source with SCRIPTS. A failed login makes its client address
+//! wait before it tries that user again, longer with each failure (429 with `Retry-After`
+//! meanwhile), never locking the user out (`throttle`); refused logins and writes refused
+//! for their credentials are in the audit trail, a flood as one entry with its count
+//! (`refusals`).
 //!
-//! Every `GET` list answers a page, `{"items": [...], "next": …}`, of at most `limit` items
-//! (default 100, at most 1 000); pass `next` as `after` for the following page
-//! (`pages`).
+//! The `GET` lists of apps, jobs, runs, executors, reports, the audit trail and replays
+//! answer a page, `{"items": [...], "next": …}`, of at most `limit` items
+//! (default 100, at most 1 000); pass `next` as `after` for the following page (`pages`).
+//! The other lists (users, a user's tokens, script versions, signing and executor keys)
+//! answer whole.
 //!
 //! Bad input gets a 4xx with `{"error": "…"}` saying what to fix: 400 for an invalid value
 //! (including a NUL character in any text, and a text or list over its limit, named with
@@ -80,7 +83,8 @@
 //! internal failure is logged with its cause and answered with a bare 500.
 //!
 //! One file per resource: `apps`, `jobs` (with the definition a request carries in
-//! `job_spec` and the one a view shows in `job_view`), `runs` (trigger, kill, list, log),
+//! `job_spec`, the one a view shows in `job_view`, and the grants writing one needs in
+//! `job_grants`), `runs` (trigger, kill, list, log),
 //! `run_search` (runs across jobs, one run in detail), `executors`, `reports`, `overview`
 //! (the dashboard), `schedules`, `sessions` (login, logout, language), `tokens`, `users`,
 //! `audit`, `signing_keys`, `replays` (with backfills and the shadow report), `imports` and
@@ -100,6 +104,7 @@ mod executor_keys;
 mod executors;
 mod import_undo;
 mod imports;
+mod job_grants;
 mod job_spec;
 mod job_view;
 mod jobs;
@@ -363,7 +368,11 @@ fn health_routes() -> OpenApiRouter<Arc<ApiState>> {
         .routes(routes!(metrics_endpoint::metrics))
 }
 
-/// Liveness: the node's HTTP server answers.
+/// Says the node is alive: its HTTP server answers.
+///
+/// Anyone may call it, and a busy node answers it too: a liveness probe answered 503 would
+/// have the node restarted for being busy. It checks nothing else; `GET /health/ready` says
+/// whether the node can do its work.
 #[utoipa::path(get, path = "/health", tag = "health",
     responses((status = 200, description = "The node is up", body = String, example = "ok")))]
 async fn health() -> &'static str {
@@ -379,10 +388,12 @@ struct Readiness {
     database: crate::database_watch::DatabaseState,
 }
 
-/// Readiness: 200 while the node's database answers, 503 while it is out of reach (the node
-/// keeps running and catches up when it is back; see `crate::database_watch`). The broker is
-/// not part of it: its clients buffer and reconnect on their own, and the fires of a broker
-/// outage are emitted when it returns.
+/// Says whether the node can do its work: 200 while its database answers, 503 while not.
+///
+/// Anyone may call it, and a busy node answers it too. During a database outage the node
+/// keeps running, and catches up when the database is back (see `crate::database_watch`);
+/// the answer says since when and why. The broker is not part of it: its clients buffer and
+/// reconnect on their own, and the fires of a broker outage are emitted when it returns.
 #[utoipa::path(get, path = "/health/ready", tag = "health",
     responses(
         (status = 200, description = "The database answers", body = Readiness),

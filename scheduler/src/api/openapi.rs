@@ -10,6 +10,11 @@
 //! and holds no data, so — like `/health` — reading it needs no token; calling the operations
 //! it lists does.
 //!
+//! Each operation's summary and description are its handler's doc comment: a one-line
+//! summary saying what it does, then what a client must know that the parameters and answers
+//! do not say (who may call it, what it changes, what it refuses); a test holds every
+//! operation to it.
+//!
 //! [`ApiDocument`] holds what no handler says: the title, the bearer scheme required by
 //! default ([`BearerScheme`]) and the tags; [`add_shared_answers`] adds, to the assembled
 //! document, the answers the layers around the handlers give on every operation.
@@ -53,11 +58,12 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
     info(
         title = "Kadence scheduler API",
         description = "Jobs, runs, apps, executors, users and tokens of a Kadence scheduler. \
-            Every operation but `/health` and the login needs `Authorization: Bearer <token>` \
-            (a session token from `POST /api/auth/login` or an API token); the web console \
-            sends its `kadence_session` cookie instead (from `POST /api/auth/session`), with \
-            an `X-Requested-With` header on writes. Bad input is a 4xx \
-            with `{\"error\": \"…\"}` saying what to fix."
+            Every operation but the public ones (health, metrics, the logins, the password \
+            reset, the schema registry) needs `Authorization: Bearer <token>` (a session \
+            token from `POST /api/auth/login` or an API token); the web console sends its \
+            `kadence_session` cookie instead (from `POST /api/auth/session`), with an \
+            `X-Requested-With` header on writes. Bad input is a 4xx with \
+            `{\"error\": \"…\"}` saying what to fix."
     ),
     security(("bearer" = [])),
     modifiers(&BearerScheme),
@@ -77,7 +83,7 @@ fn is_public(path: &str, method: HttpMethod) -> bool {
         (name = "executor-keys", description = "The keys an app's executors sign their results, logs, beats and dead letters with"),
         (name = "imports", description = "Imports from XXL-JOB: dry run, import, undo (admin)"),
         (name = "replays", description = "Replays of past triggers, backfills of missed fires, the shadow diff report"),
-        (name = "health", description = "Liveness"),
+        (name = "health", description = "Liveness, readiness and metrics"),
         (name = "schema-registry", description = "The record schemas, in the Confluent Schema Registry's read API shape"),
     )
 )]
@@ -206,37 +212,46 @@ mod tests {
         serde_json::to_value(openapi_document()).unwrap()
     }
 
+    /// Every operation of `document`: its path, its method and the operation.
+    fn each_operation(document: &Value) -> impl Iterator<Item = (&str, &str, &Value)> {
+        let paths = document["paths"].as_object().unwrap();
+        paths.iter().flat_map(|(path, item)| {
+            let operations = item.as_object().unwrap();
+            operations
+                .iter()
+                .map(move |(method, operation)| (path.as_str(), method.as_str(), operation))
+        })
+    }
+
     #[test]
     fn only_health_metrics_the_login_and_the_password_reset_are_public() {
         let document = document();
         let mut public = Vec::new();
-        for (path, item) in document["paths"].as_object().unwrap() {
-            for (method, operation) in item.as_object().unwrap() {
-                let responses = &operation["responses"];
-                if operation["security"] == json!([]) {
-                    public.push(format!("{method} {path}"));
-                } else {
-                    assert!(
-                        responses.get("401").is_some(),
-                        "{method} {path}: {responses}"
-                    );
-                    assert!(
-                        responses.get("403").is_some(),
-                        "{method} {path}: {responses}"
-                    );
-                }
-                // Every operation under the load limits documents the busy node's 503; those
-                // outside do not (readiness has a 503 of its own: the database is away).
-                let sheds = !super::NEVER_SHED.contains(&path.as_str());
-                let busy = responses["503"]["description"]
-                    .as_str()
-                    .is_some_and(|description| description.starts_with("The node is busy"));
-                assert_eq!(busy, sheds, "{method} {path}: {responses}");
+        for (path, method, operation) in each_operation(&document) {
+            let responses = &operation["responses"];
+            if operation["security"] == json!([]) {
+                public.push(format!("{method} {path}"));
+            } else {
                 assert!(
-                    operation["tags"].as_array().is_some(),
-                    "{method} {path} has a tag"
+                    responses.get("401").is_some(),
+                    "{method} {path}: {responses}"
+                );
+                assert!(
+                    responses.get("403").is_some(),
+                    "{method} {path}: {responses}"
                 );
             }
+            // Every operation under the load limits documents the busy node's 503; those
+            // outside do not (readiness has a 503 of its own: the database is away).
+            let sheds = !super::NEVER_SHED.contains(&path);
+            let busy = responses["503"]["description"]
+                .as_str()
+                .is_some_and(|description| description.starts_with("The node is busy"));
+            assert_eq!(busy, sheds, "{method} {path}: {responses}");
+            assert!(
+                operation["tags"].as_array().is_some(),
+                "{method} {path} has a tag"
+            );
         }
         public.retain(|operation| !operation.contains(" /registry/"));
         public.sort();
@@ -317,6 +332,37 @@ mod tests {
         );
         let list_jobs = &paths["/api/jobs"]["get"]["responses"];
         assert!(list_jobs.get("408").is_none(), "no body, no 408");
+    }
+
+    /// The summary is the first line of the handler's doc comment and the description the
+    /// paragraphs after it (utoipa splits them at the first blank line): a client reads them
+    /// beside the route, in the book's reference and in Swagger UI, so the summary is one
+    /// sentence saying what the operation does (not its route again), and the description
+    /// says what the parameters and answers cannot (who may call it, what it changes, what
+    /// it refuses and why).
+    #[test]
+    fn every_operation_says_what_it_does() {
+        let document = document();
+        let mut unsaid = Vec::new();
+        for (path, method, operation) in each_operation(&document) {
+            let text = |key: &str| operation[key].as_str().unwrap_or_default().trim();
+            let (summary, description) = (text("summary"), text("description"));
+            let one_sentence = summary.chars().next().is_some_and(char::is_uppercase)
+                && summary.ends_with('.')
+                && !summary.contains('\n');
+            if !one_sentence || summary.contains(path) || description.is_empty() {
+                unsaid.push(format!(
+                    "{} {path}: summary {summary:?}, description {description:?}",
+                    method.to_ascii_uppercase()
+                ));
+            }
+        }
+        assert!(
+            unsaid.is_empty(),
+            "give these handlers a doc comment: a one-line summary, a blank line, then what a \
+             client must know\n{}",
+            unsaid.join("\n")
+        );
     }
 
     fn collect_references(value: &Value, into: &mut Vec<String>) {

@@ -99,7 +99,14 @@ impl DayCounts {
     }
 }
 
-/// The dashboard's overview of the apps the caller may view (see the module docs).
+/// Sums up the caller's apps for the dashboard: jobs, executors, runs per day, failures.
+///
+/// Any signed-in caller, over the apps they may view (an admin: every app). The jobs by
+/// status, the live executors per app, the runs of each of the last `days` UTC days (1 to
+/// 90, default 7) by outcome, today last, and the 10 latest failed runs. The days before
+/// today come from the daily report rows; today is counted from the runs at the request, so
+/// it is current. Every number is a count in the database, or the registry's for executors:
+/// the request costs the same however much there is to count.
 #[utoipa::path(
     get, path = "/api/overview", tag = "overview", params(OverviewQuery),
     responses((status = 200, description = "Counts of jobs, executors and runs, and the latest failures", body = Overview)),

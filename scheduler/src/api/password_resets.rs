@@ -82,6 +82,13 @@ pub(super) fn check_hours(hours: u32) -> Result<u32, ApiError> {
     }
 }
 
+/// Issues a one-time password reset token for a user, shown this once (admin).
+///
+/// Admin only: how a user who forgot their password gets back in. Hand the token over; its
+/// holder sets a password with `POST /api/auth/password-reset`, without logging in. It
+/// works once, for `hours` (default 168, a week; 1 to 720); a new token voids the user's
+/// earlier unused ones, and disabling the user voids them all. Nothing else changes: the
+/// present password works until the token is redeemed.
 #[utoipa::path(
     post, path = "/api/users/{name}/password-reset", tag = "users",
     request_body(content = Option<ResetTokenRequest>, description = "How long the token works; the body may be left out"),
@@ -114,6 +121,15 @@ pub(super) async fn issue_reset_token(
     Ok((StatusCode::CREATED, note, Json(issued)))
 }
 
+/// Sets a user's password with a one-time reset token.
+///
+/// Anyone may call it: the token, from an admin (`POST /api/users/{name}/password-reset`)
+/// or from an XXL-JOB import, is the credential. The password follows the rules of every
+/// password (at least 10 characters), and one refused leaves the token usable. A token that
+/// is unknown, used or expired is a 400; such failures make the client's address wait as
+/// failed logins do (429 with `Retry-After`). Redeemed, the token is used up and every
+/// session of the user ends; their API tokens keep working. Every redemption, failed ones
+/// included, is in the audit trail.
 #[utoipa::path(
     post, path = "/api/auth/password-reset", tag = "auth", request_body = PasswordResetRequest,
     responses(

@@ -201,6 +201,12 @@ fn entry_by_id(raw: &str) -> Result<&'static CatalogEntry, RegistryError> {
         .ok_or_else(|| unknown_schema(raw))
 }
 
+/// Answers the writer schema whose id a record's Confluent frame carries.
+///
+/// Anyone may call it. It is what a registry-aware deserializer pointed at a node
+/// (`schema.registry.url = http://<node>/registry`) asks for each record's id. The catalog
+/// is compiled in and its ids never change, so every node answers the same. An unknown id
+/// is a 404 with Confluent's error code 40403.
 #[utoipa::path(
     get, path = "/registry/schemas/ids/{id}", tag = "schema-registry",
     params(("id" = u32, Path, description = "The schema id of a Confluent frame")),
@@ -218,6 +224,11 @@ pub(super) async fn schema_by_id(
     }))
 }
 
+/// Lists the subjects and versions a schema id is registered under.
+///
+/// Anyone may call it. A schema is under its record name (`io.kadence.TriggerRecord`) and
+/// under the value subjects of the topics that carry it (`{prefix}.results-value`, …); the
+/// trigger topics' subjects, one per app, are not listed. An unknown id is a 404 (40403).
 #[utoipa::path(
     get, path = "/registry/schemas/ids/{id}/versions", tag = "schema-registry",
     params(("id" = u32, Path, description = "The schema id of a Confluent frame")),
@@ -242,6 +253,12 @@ pub(super) async fn versions_of_id(
     Ok(Json(listed))
 }
 
+/// Lists the subjects of the schema catalog.
+///
+/// Anyone may call it. Subjects follow both of Confluent's usual strategies: record names
+/// (`io.kadence.TriggerRecord`) and topic names (`{prefix}.results-value`, …).
+/// `{prefix}.triggers.{app}-value` works for any app, but is not listed: the apps are not
+/// the catalog's.
 #[utoipa::path(
     get, path = "/registry/subjects", tag = "schema-registry",
     responses((status = 200, description = "Every subject (trigger topics: `{prefix}.triggers.{app}-value` for any app, not listed)", body = Vec<String>)),
@@ -250,6 +267,11 @@ pub(super) async fn list_subjects(State(state): State<Arc<ApiState>>) -> Json<Ve
     Json(subjects(&state.topics))
 }
 
+/// Lists a subject's versions, oldest first.
+///
+/// Anyone may call it. Each version is a released schema of the subject's record, and each
+/// reads the data of every one before it (BACKWARD_TRANSITIVE). An unknown subject is a 404
+/// (40401).
 #[utoipa::path(
     get, path = "/registry/subjects/{subject}/versions", tag = "schema-registry",
     params(("subject" = String, Path, description = "A record name or `{topic}-value`")),
@@ -266,6 +288,11 @@ pub(super) async fn list_versions(
     Ok(Json(versions.iter().map(|entry| entry.version).collect()))
 }
 
+/// Answers one version of a subject's schema, with its id.
+///
+/// Anyone may call it. `version` is a number from 1, or `latest` (or `-1`, Confluent's
+/// alias) for the newest. An unknown subject is a 404 (40401), an unknown version a 404
+/// (40402), a `version` that is not one a 422 (42202).
 #[utoipa::path(
     get, path = "/registry/subjects/{subject}/versions/{version}", tag = "schema-registry",
     params(
@@ -302,6 +329,13 @@ pub(super) async fn get_version(
     Ok(Json(subject_version(&subject, entry)))
 }
 
+/// Finds the released version of a subject equal to a schema, as registry clients ask.
+///
+/// Anyone may call it; nothing is registered. The body is `{"schema": "<avsc>"}`, read
+/// whatever its content type (registry clients send their own). Schemas are compared in
+/// Avro's Parsing Canonical Form, so formatting, docs and defaults do not matter. An
+/// unknown subject is a 404 (40401), a schema never released under it a 404 (40403), an
+/// invalid one or a `schemaType` other than AVRO a 422 (42201).
 #[utoipa::path(
     post, path = "/registry/subjects/{subject}", tag = "schema-registry",
     params(("subject" = String, Path, description = "A record name or `{topic}-value`")),
@@ -342,6 +376,11 @@ pub(super) async fn look_up_schema(
         .ok_or_else(|| RegistryError::new(40403, "Schema not found".to_owned()))
 }
 
+/// Says the compatibility rule the schema catalog keeps: BACKWARD_TRANSITIVE.
+///
+/// Anyone may call it, as every `/registry` route: the schemas are the repository's `.avsc`
+/// files. In the Confluent Schema Registry's shape, for tooling that asks; nothing can be
+/// registered or changed.
 #[utoipa::path(
     get, path = "/registry/config", tag = "schema-registry",
     responses((status = 200, description = "The compatibility rule", body = RegistryConfig)),

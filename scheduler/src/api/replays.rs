@@ -134,6 +134,23 @@ impl From<ReplayError> for ApiError {
     }
 }
 
+/// Replays an app's past triggers, chosen by offsets or time and filters, or counts them.
+///
+/// Needs OPERATE on the app read and on `target_app` (VIEW on both for a dry run). Script
+/// triggers need SCRIPTS on the app they go to, and are replayed with their job's current
+/// script (409 when it is gone). The range is offsets per partition, or `from_ms` and
+/// `to_ms`: one of them (400 otherwise); a range older than the topic's retention is a 409.
+/// Records are verified against the cluster's signing keys first: one someone else produced
+/// to the topic is never signed again by a replay.
+///
+/// Each trigger that passes the filters is emitted again as a new run: trigger type REPLAY,
+/// id `{original}-p{replay id}`, `replay_of` naming the original, with the original's
+/// params, shard and scheduled time, to the original's partition, at most `rate_per_second`
+/// a second. Replayed runs are ordinary runs: retries, alarms and children apply. Triggers
+/// an earlier replay replayed are a 409 unless `force`; more than `replay.max_triggers` is
+/// a 400. The replay is recorded with its runs (`GET /api/replays/{id}`) and audited under
+/// both apps; a dry run reads and counts the same, writes and emits nothing, and answers
+/// 200.
 #[utoipa::path(
     post, path = "/api/replays", tag = "replays", request_body = ReplayBody,
     responses(
@@ -211,6 +228,21 @@ pub(super) async fn replay(
     Ok((status, note, summary))
 }
 
+/// Emits the fires a job's schedule had in a past range that never fired, or counts them.
+///
+/// Needs OPERATE on the job's app (VIEW for a dry run; 404 for a job in an app the caller
+/// may not view), and SCRIPTS for a script job: the caller chooses when its script runs.
+/// The fires of the job's schedule, as it is defined now, in `[from_ms, to_ms)` are listed;
+/// those whose trigger id is in the trigger topic or has a run are left out, and the others
+/// are emitted under the trigger id the schedule gives them, with trigger type BACKFILL and
+/// their original scheduled time, at most `rate_per_second` a second. Their ids being the
+/// schedule's, no fire can run twice however often a range is backfilled.
+///
+/// Refused with 400: a range that does not end a while before now (fires due just before
+/// may still be on their way to the broker), a FIX_DELAY or NONE schedule (no fire times of
+/// its own), more fires than `replay.max_triggers`. The backfill is recorded with its runs
+/// (`GET /api/replays`); a dry run reads and counts the same, writes and emits nothing, and
+/// answers 200.
 #[utoipa::path(
     post, path = "/api/backfills", tag = "replays", request_body = BackfillBody,
     responses(
@@ -312,6 +344,11 @@ fn checked_offsets(offsets: Vec<PartitionOffsets>) -> Result<Vec<PartitionOffset
     Ok(offsets)
 }
 
+/// Lists replays and backfills, newest first, a page at a time.
+///
+/// Any signed-in caller: an operation shows to a member who may view the app it read or the
+/// app its triggers went to (`app` naming an app they may not view is a 403). Each says who
+/// asked, for what range and filters, and how many triggers it emitted.
 #[utoipa::path(
     get, path = "/api/replays", tag = "replays", params(ReplayQuery),
     responses((status = 200, description = "A page of replays and backfills, newest first", body = Page<Operation>)),
@@ -331,6 +368,10 @@ pub(super) async fn list_replays(
     })))
 }
 
+/// Shows one replay or backfill: who asked, for what range and filters, how many triggers.
+///
+/// Needs VIEW on the app it read or the app its triggers went to; otherwise 404, as for one
+/// that does not exist. A replay's runs carry its id: their trigger ids end in `-p{id}`.
 #[utoipa::path(
     get, path = "/api/replays/{id}", tag = "replays", params(("id" = i64, Path, description = "The replay's or backfill's id")),
     responses(
@@ -363,6 +404,13 @@ pub(super) async fn get_replay(
     Ok(Json(operation))
 }
 
+/// Compares an app's shadow runs with production's results, disagreements first.
+///
+/// Needs VIEW on the app. Shadow executors run a candidate handler on a copy of the app's
+/// triggers, in a group of their own, and publish to `{prefix}.shadow-results`; their
+/// results complete, retry and alarm nothing. The report compares the shadow runs started
+/// in `[from_ms, to_ms)` with production's results for the same trigger ids, at most
+/// `limit` rows (default 1 000, at most 10 000).
 #[utoipa::path(
     get, path = "/api/shadow/report", tag = "replays", params(ShadowReportQuery),
     responses((status = 200, description = "Shadow runs beside production's results by trigger id, disagreements first", body = ShadowReport)),

@@ -46,7 +46,13 @@ pub struct ReportView {
     pub failed: i64,
 }
 
-/// Daily run counts per app and job (XXL-JOB's dashboard report).
+/// Lists daily run counts per job (XXL-JOB's dashboard report), a page at a time.
+///
+/// Any signed-in caller, over the apps they may see (`app` naming another is a 403). Days
+/// are UTC days, `YYYY-MM-DD` (400 otherwise), from `from` to `to`, both included; by day,
+/// then app and job. The rows are recounted from the runs every `monitors.report_interval`,
+/// so today's may trail the runs a little (`GET /api/overview` counts today at the
+/// request), and they go with the runs after `retention.days`.
 #[utoipa::path(
     get, path = "/api/reports", tag = "reports", params(ReportQuery),
     responses((status = 200, description = "A page of daily counts per job", body = Page<ReportView>)),

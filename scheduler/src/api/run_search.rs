@@ -5,7 +5,8 @@
 //! A run belongs to the app it ran in (the app its job had when it fired), as the daily
 //! reports count it: a member sees the runs of the apps granted to them (VIEW), and a search
 //! never reaches beyond those, whatever its filters. Naming a job of an app the caller may not
-//! view is refused (403), as `GET /api/jobs/{id}/runs` refuses it.
+//! view answers 404, as for a job that does not exist (and as `GET /api/jobs/{id}/runs`
+//! answers it), so that what exists in other apps is not revealed.
 //!
 //! Outcomes are counted as the daily reports count them: SUCCEEDED (result 200), FAILED
 //! (finished with any other result: failure, timeout, kill, lost), RUNNING (planned or
@@ -52,8 +53,19 @@ pub struct RunQuery {
     pub limit: Option<u32>,
 }
 
-/// Runs across jobs, newest first (by log id, the order their fires were planned in), a page
-/// at a time.
+/// Searches runs across jobs, newest first, a page at a time.
+///
+/// Any signed-in caller, within the apps they may view, whatever the filters: `app` naming
+/// an app they may not view is a 403, and `job` naming a job of one a 404, as a job that
+/// does not exist. Newest first by log id, the order their fires were planned in; `next` is
+/// a log id. Each run comes with its app, handler and job description, so that a list needs
+/// no request per row.
+///
+/// Outcomes are counted as the daily reports count them: SUCCEEDED (result 200), FAILED
+/// (finished with any other result: failure, timeout, kill, lost), RUNNING (planned or
+/// dispatched, no result yet; UNFINISHED is accepted too). A fire cancelled by a stop or an
+/// edit has no outcome: it shows without an `outcome` filter only. `from_ms` after `to_ms`
+/// is a 400.
 #[utoipa::path(
     get, path = "/api/runs", tag = "runs", params(RunQuery),
     responses(
@@ -125,8 +137,13 @@ pub struct RunDetail {
     pub child_job_ids: Vec<JobId>,
 }
 
-/// One run: its attempts, the child runs it fired, where it ran (`partition`,
-/// `executor_id`) and its trigger id.
+/// Shows one run with its attempts and the child runs it fired.
+///
+/// Needs VIEW on the app the run ran in (404 otherwise, as for a run that does not exist).
+/// Besides the run, with where it ran (`partition`, `executor_id`) and its trigger id:
+/// `attempts`, the first attempt and its retries; and `children`, the runs of child jobs
+/// that an attempt's success fired, among the apps the caller may view, for the job's
+/// children as it defines them now.
 #[utoipa::path(
     get, path = "/api/runs/{log_id}", tag = "runs",
     params(("log_id" = i64, Path, description = "The run's log id")),

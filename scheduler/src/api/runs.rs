@@ -89,6 +89,16 @@ pub(super) fn check_partitions(
     Ok(())
 }
 
+/// Fires a job once now, optionally with other params or only among some partitions.
+///
+/// Needs OPERATE on the job's app, and SCRIPTS for a script job (`GLUE_*`): the caller
+/// chooses when its script runs and with what params. A STOPPED job may be triggered too;
+/// the schedule is untouched. The run is written durably before the answer, with a fresh
+/// trigger id and trigger type MANUAL, and goes out at once; a SHARDING_BROADCAST job makes
+/// one run per partition, all in the answer. `partitions` replaces the app's partitions as
+/// those the job's route strategy chooses among (XXL-JOB's address list): each must exist
+/// and be named once (400). A trigger for an app with no live executor waits in its
+/// partition until one comes.
 #[utoipa::path(
     post, path = "/api/jobs/{id}/trigger", tag = "runs", params(("id" = JobId, Path, description = "The job's id")),
     request_body(content = Option<TriggerRequest>, description = "Optional: other params, or only some partitions"),
@@ -164,8 +174,15 @@ pub struct KillRequest {
     pub reason: Option<String>,
 }
 
-/// Asks every executor of the job's app to stop the job's running and queued runs (each ends
-/// with a failure result saying it was killed). Answers once the command is on the topic.
+/// Stops a job's running and queued runs on every executor of its app.
+///
+/// Needs OPERATE on the job's app. A kill command goes on the control topic, and the answer
+/// comes once it is there (202). Every run of the job an executor is running or holds
+/// queued ends with a failure result saying it was killed, with `reason` if given. Triggers
+/// of the job emitted before the kill that have not reached an executor yet are refused as
+/// killed when they arrive (within the executor's `kill_memory`, 24 h by default). The
+/// schedule is untouched: later fires run as usual (`POST /api/jobs/{id}/stop` ends them).
+/// To kill one run, use `POST /api/runs/{log_id}/kill`.
 #[utoipa::path(
     post, path = "/api/jobs/{id}/kill", tag = "runs", params(("id" = JobId, Path, description = "The job's id")),
     request_body(content = Option<KillRequest>, description = "Optional: a reason"),
@@ -224,10 +241,14 @@ pub struct RunKillResponse {
     pub requested_at_ms: i64,
 }
 
-/// Asks the executors of the run's app to stop this one run (XXL-JOB's kill on a log row):
-/// running, it is cancelled; queued or held, it is dropped; not yet at an executor, it is
-/// refused when it arrives. It ends with a failure result saying it was killed. A run that
-/// already has its result is a conflict.
+/// Stops one run: running, queued, or not yet at an executor.
+///
+/// Needs OPERATE on the app the run ran in (404 for a run in an app the caller may not
+/// view). XXL-JOB's kill on a log row: a kill command naming the run's trigger id goes on
+/// the control topic, and the answer comes once it is there (202). Running, the run is
+/// cancelled; queued or held, it is dropped; not yet at an executor, it is refused when it
+/// arrives. It ends with a failure result saying it was killed, with `reason` if given. A
+/// run that has its result, or was cancelled, is a 409: there is nothing to kill.
 #[utoipa::path(
     post, path = "/api/runs/{log_id}/kill", tag = "runs",
     params(("log_id" = i64, Path, description = "The run's log id")),
@@ -302,9 +323,12 @@ pub(super) async fn load_run_for(
     Ok(summary)
 }
 
-/// A job's runs, newest first, a page at a time (`next` is a log id: the runs after it are
-/// older): those in the apps the caller may view (a run is the app's it ran in, which a
-/// replay into another app or the job's move makes differ from the job's app now).
+/// Lists a job's runs, newest first, a page at a time.
+///
+/// Needs VIEW on the job's app (404 for a job in an app the caller may not view). Only the
+/// runs in apps the caller may view are listed: a run belongs to the app it ran in, which a
+/// replay into another app or the job's move makes differ from the job's app now. `next` is
+/// a log id: the runs after it are older.
 #[utoipa::path(
     get, path = "/api/jobs/{id}/runs", tag = "runs", params(("id" = JobId, Path, description = "The job's id"), PageQuery),
     responses(
@@ -361,7 +385,14 @@ pub struct RunLogView {
     pub finished: bool,
 }
 
-/// Lines of a run's log from `from_line` on, while it runs and after.
+/// Reads a run's log lines from a line on, while it runs and after.
+///
+/// Needs VIEW on the app the run ran in (404 otherwise). Lines are numbered from 1
+/// (`from_line` below 1 is a 400) and come at most `limit` (1 000) at a time; ask again
+/// from `next_line` for the rest. A run keeps at most `logs.max_lines_per_run` lines. Poll
+/// until `finished` and no more lines come: executors ship every line before the result,
+/// but lines and results are stored by separate consumers, so the last lines of a finished
+/// run may take a moment longer.
 #[utoipa::path(
     get, path = "/api/runs/{log_id}/log", tag = "runs",
     params(("log_id" = i64, Path, description = "The run's log id"), RunLogQuery),

@@ -17,6 +17,7 @@ use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview, pr
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(super) struct PreviewQuery {
+    /// CRON (default), FIX_RATE, FIX_DELAY or NONE, as a job's.
     schedule_type: Option<String>,
     /// At most 255 characters, as a job's.
     #[param(max_length = 255)]
@@ -45,8 +46,14 @@ pub struct PreviewResponse {
     pub message: Option<String>,
 }
 
-/// The next fire times of a schedule, before a job is saved with it. A schedule that never
-/// fires answers 200 with no fires, `never_fires` and a message saying so.
+/// Previews the next fire times of a schedule, before a job is saved with it.
+///
+/// Any signed-in caller: a preview reads nothing of any app. It takes a job's schedule
+/// fields, with their limits (`schedule_type`, default CRON; `schedule_conf`; `time_zone`,
+/// default UTC), and answers `count` fires (1 to 100, default 5) after `after_ms` (default
+/// now), in ms and in RFC 3339 in the schedule's zone. A schedule that never fires answers
+/// 200 with no fires, `never_fires` and a message saying why; an invalid one is a 400, as
+/// saving it would be.
 #[utoipa::path(
     get, path = "/api/schedules/preview", tag = "schedules", params(PreviewQuery),
     responses((status = 200, description = "The next fire times, or why there are fewer", body = PreviewResponse)),

@@ -54,6 +54,15 @@ pub struct LoginRequest {
 static DUMMY_HASH: LazyLock<String> =
     LazyLock::new(|| hash_password("not a password anyone has").unwrap_or_default());
 
+/// Trades a user name and password for a session token.
+///
+/// Anyone may call it. The token is shown this once and lasts `auth.session_ttl`; send it
+/// as `Authorization: Bearer <token>` and end it with `POST /api/auth/logout`. A wrong
+/// name, a wrong password and a disabled user's right password all get the same 401, after
+/// the same work, so that the answer tells a guesser nothing. Each failure makes the
+/// client's address wait before it tries that name again, longer with each one (429 with
+/// `Retry-After` meanwhile), and an address failing for many names waits for all; the user
+/// is never locked out. Logins, failed and throttled ones included, are in the audit trail.
 #[utoipa::path(
     post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
     responses(
@@ -83,6 +92,16 @@ pub struct ConsoleSession {
     pub user: User,
 }
 
+/// Logs a browser in: the session token goes into the console's `HttpOnly` cookie.
+///
+/// Anyone may call it: it is the web console's login. It checks the name and password as
+/// `POST /api/auth/login` does, with the same answers, throttling and audit, but sets the
+/// token as the cookie `kadence_session` (`HttpOnly`, `SameSite=Strict`, `Secure` when the
+/// browser came over HTTPS) and answers only its id and expiry, so that no script can read
+/// it. It takes only a JSON body (415 otherwise) with an `X-Requested-With` header (403
+/// otherwise), which no form another site posts can send: such a form would sign the
+/// browser in as the attacker (login CSRF). A write authenticated by the cookie needs the
+/// same header.
 #[utoipa::path(
     post, path = "/api/auth/session", tag = "auth", request_body = LoginRequest,
     responses(
@@ -232,6 +251,12 @@ fn client_name(headers: &HeaderMap, address: Option<IpAddr>) -> String {
     name.chars().take(200).collect()
 }
 
+/// Revokes the token the request came with, and clears the console's cookie.
+///
+/// Any signed-in caller. The token is refused from the next request on, whatever its kind:
+/// called with an API token, it revokes that API token, so automation that keeps its token
+/// must not call it. The caller's other tokens stay; `DELETE /api/tokens/{id}` revokes them
+/// one by one.
 #[utoipa::path(
     post, path = "/api/auth/logout", tag = "auth",
     responses((status = 204, description = "The token the request came with is revoked, and the console's cookie cleared")),
@@ -252,6 +277,11 @@ pub(super) async fn logout(
     ))
 }
 
+/// Says who the caller is: their user, role, grants and console language.
+///
+/// Any signed-in caller. It answers what the request was judged by: the role, status and
+/// grants as the database holds them now (nothing is cached), so a change an admin made
+/// shows from the next request.
 #[utoipa::path(
     get, path = "/api/auth/me", tag = "auth",
     responses((status = 200, description = "The caller, with their grants", body = User)),
@@ -268,6 +298,11 @@ pub struct LocaleRequest {
     pub locale: Option<String>,
 }
 
+/// Sets the language the web console speaks to the caller.
+///
+/// Any signed-in caller, for themselves. `en` or `zh-CN`, or null to follow the browser's
+/// language again; any other value is a 400 naming the languages the console speaks. It
+/// changes nothing but the console's language.
 #[utoipa::path(
     put, path = "/api/auth/me/locale", tag = "auth", request_body = LocaleRequest,
     responses(

@@ -58,6 +58,12 @@ fn views(keys: Vec<SigningKeyInfo>) -> Vec<SigningKeyView> {
         .collect()
 }
 
+/// Lists the keys triggers are signed with, newest first: public halves only.
+///
+/// Any signed-in caller: the public keys are what executors are configured with
+/// (`.trusted_key(…)`), and are no secret. `signing` marks the key the nodes sign with now,
+/// the newest active one; a node that has not refreshed since a rotation signs with the one
+/// before for at most `signing.key_refresh_interval`. The whole list, not a page.
 #[utoipa::path(
     get, path = "/api/signing-keys", tag = "signing-keys",
     responses((status = 200, description = "Every key, newest first: public halves only", body = Vec<SigningKeyView>)),
@@ -69,6 +75,13 @@ pub(super) async fn list_signing_keys(
     Ok(Json(views(state.store.list_signing_keys().await?)))
 }
 
+/// Makes a new signing key, which every node signs with from its next key refresh (admin).
+///
+/// Admin only: a key decides what executors run. Within `signing.key_refresh_interval`
+/// every node signs trigger and control records with the new key, and executors that trust
+/// only the old ones refuse them. A rotation: rotate, add the new public key to every
+/// executor (keeping the old one), and retire the old key
+/// (`POST /api/signing-keys/{id}/retire`) once no executor needs it.
 #[utoipa::path(
     post, path = "/api/signing-keys/rotate", tag = "signing-keys",
     responses((status = 201, description = "The new key, which every node signs with from its next refresh", body = SigningKeyView)),
@@ -96,6 +109,13 @@ pub(super) async fn rotate_signing_key(
     Ok((StatusCode::CREATED, note, Json(view)))
 }
 
+/// Retires a signing key: no node signs with it any more (admin).
+///
+/// Admin only. If it was the key the nodes sign with, the newest other active key takes
+/// over, on each node from its next key refresh. The only active key cannot be retired
+/// (409): the scheduler must sign with some key, so rotate first. Retiring a retired key
+/// changes nothing. What executors accept is their own configuration: take the key out of
+/// their trusted keys once nothing signed with it is waiting for them.
 #[utoipa::path(
     post, path = "/api/signing-keys/{id}/retire", tag = "signing-keys",
     params(("id" = String, Path, description = "The key's id")),

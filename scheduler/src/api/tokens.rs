@@ -77,6 +77,14 @@ pub(super) async fn issue_token(
     })
 }
 
+/// Makes a named API token for the caller, for automation; its text is shown this once.
+///
+/// Any signed-in caller, for themselves: the token acts as its owner, judged at each
+/// request by their role and grants as they are then. `name` says what it is for (1 to 100
+/// characters). It lasts `expires_in_days` (default 90; 1 to `auth.api_token_max_ttl`, 400
+/// otherwise), and ends sooner when revoked, or when its owner is disabled or deleted; a
+/// password change leaves it working. Kadence keeps only its hash: a lost token cannot be
+/// shown again, make a new one.
 #[utoipa::path(
     post, path = "/api/tokens", tag = "tokens", request_body = NewTokenRequest,
     responses((status = 201, description = "The new token, shown once", body = IssuedToken)),
@@ -109,6 +117,12 @@ pub(super) async fn create_token(
     Ok((StatusCode::CREATED, Json(issued)))
 }
 
+/// Lists the caller's own tokens, API tokens and sessions alike, newest first.
+///
+/// Any signed-in caller, for themselves (an admin lists another user's with
+/// `GET /api/users/{name}/tokens`). Revoked and expired tokens are listed too, for the
+/// record; a token's text is never shown again after it was made. The whole list, not a
+/// page.
 #[utoipa::path(
     get, path = "/api/tokens", tag = "tokens",
     responses((status = 200, description = "The caller's tokens (never their secrets)", body = Vec<TokenInfo>)),
@@ -120,6 +134,12 @@ pub(super) async fn list_tokens(
     Ok(Json(state.store.list_tokens(caller.user.id).await?))
 }
 
+/// Revokes one of the caller's own tokens.
+///
+/// Any signed-in caller, for their own tokens, sessions included; the token is refused from
+/// the next request on. A token that is not the caller's, or is revoked or expired already,
+/// is a 404, so that nobody learns of another user's tokens. Admins revoke other users'
+/// with `DELETE /api/users/{name}/tokens/{id}`.
 #[utoipa::path(
     delete, path = "/api/tokens/{id}", tag = "tokens",
     params(("id" = i64, Path, description = "The token's id")),
@@ -153,6 +173,10 @@ async fn revoke(state: &ApiState, user_id: i64, raw_id: &str) -> Result<StatusCo
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Lists a user's tokens, API tokens and sessions alike, newest first (admin).
+///
+/// Admin only. Revoked and expired tokens are listed too, for the record; never a token's
+/// text. The whole list, not a page.
 #[utoipa::path(
     get, path = "/api/users/{name}/tokens", tag = "tokens",
     params(("name" = String, Path, description = "The user's name")),
@@ -171,6 +195,11 @@ pub(super) async fn list_user_tokens(
     Ok(Json(state.store.list_tokens(user.id).await?))
 }
 
+/// Revokes one of a user's tokens (admin).
+///
+/// Admin only. The token is refused from the next request on. To end everything a user
+/// holds at once, disable them (`PUT /api/users/{name}/status`). 404 when the user does not
+/// exist or has no such live token.
 #[utoipa::path(
     delete, path = "/api/users/{name}/tokens/{id}", tag = "tokens",
     params(

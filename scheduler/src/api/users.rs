@@ -114,6 +114,10 @@ pub struct GrantRequest {
     pub access: String,
 }
 
+/// Lists every user with their role, status and grants (admin).
+///
+/// Admin only, checked before anything is read (XXL-JOB let any logged-in user reach its
+/// user management). By name; never a password or its hash. The whole list, not a page.
 #[utoipa::path(
     get, path = "/api/users", tag = "users",
     responses((status = 200, description = "Every user with their grants", body = Vec<User>)),
@@ -126,6 +130,13 @@ pub(super) async fn list_users(
     Ok(Json(state.store.list_users().await?))
 }
 
+/// Creates a user with a password: a MEMBER, or an ADMIN if `role` says so (admin).
+///
+/// Admin only. A member has no apps until granted some
+/// (`PUT /api/users/{name}/grants/{app}`). The name is 1 to 64 of `A-Z a-z 0-9 . _ - @` and
+/// must be free (409 otherwise); the password needs at least 10 characters, and Kadence
+/// keeps only its Argon2id hash. For a user to choose their own password, give them a reset
+/// token (`POST /api/users/{name}/password-reset`).
 #[utoipa::path(
     post, path = "/api/users", tag = "users", request_body = NewUserRequest,
     responses(
@@ -155,6 +166,12 @@ pub(super) async fn create_user(
     Ok((StatusCode::CREATED, note, Json(user)))
 }
 
+/// Makes a user an ADMIN or a MEMBER (admin).
+///
+/// Admin only. It counts from the user's next request; a demoted user's tokens keep
+/// working, judged as a member's with the grants they have. Refused with 409 when the
+/// caller would demote themselves (another admin must) or the last enabled admin (make
+/// another admin first).
 #[utoipa::path(
     put, path = "/api/users/{name}/role", tag = "users", request_body = RoleRequest,
     params(("name" = String, Path, description = "The user's name")),
@@ -180,6 +197,14 @@ pub(super) async fn set_role(
     ))
 }
 
+/// Enables or disables a user (admin).
+///
+/// Admin only. DISABLED keeps the user's name, role and grants, but refuses their logins
+/// (answered as a wrong password is, so that a guesser learns nothing; the audit trail says
+/// why) and revokes at once every token of theirs, sessions and API tokens alike, and their
+/// unused reset tokens. ENABLED lets them log in again; what was revoked stays revoked, so
+/// automation needs a new token. Refused with 409 when the caller would disable themselves
+/// or the last enabled admin.
 #[utoipa::path(
     put, path = "/api/users/{name}/status", tag = "users", request_body = StatusRequest,
     params(("name" = String, Path, description = "The user's name")),
@@ -206,6 +231,13 @@ pub(super) async fn set_status(
     ))
 }
 
+/// Deletes a user with their grants, tokens and reset tokens (admin).
+///
+/// Admin only. Their tokens are refused from the next request on. The audit trail keeps
+/// their entries (which name the user by name and id), and the name is free for a new user,
+/// who gets a new id. Refused with 409 for the caller themselves (another admin must) and
+/// for the last enabled admin (make another admin first), so that nobody locks the users'
+/// management out by a slip. Disabling suspends a user and keeps their grants.
 #[utoipa::path(
     delete, path = "/api/users/{name}", tag = "users",
     params(("name" = String, Path, description = "The user's name")),
@@ -280,6 +312,16 @@ fn user_note(name: &str, mut details: serde_json::Value) -> AuditNote {
     AuditNote::default().with(details)
 }
 
+/// Sets a user's password: an admin sets anyone's, every user their own.
+///
+/// Users changing their own password, admins included, give the present one as
+/// `current_password` (403 when missing or wrong); wrong ones count as failed logins do
+/// (429 with `Retry-After`), so that a stolen session can neither take the account over nor
+/// guess the password at the network's speed. An admin setting another user's needs no
+/// `current_password`; a member setting another's is refused (403). The new password needs
+/// at least 10 characters. Every session of the user ends but the one making their own
+/// change, so that a session taken under the old password is worth nothing; API tokens keep
+/// working (revoke them one by one).
 #[utoipa::path(
     put, path = "/api/users/{name}/password", tag = "users", request_body = PasswordRequest,
     params(("name" = String, Path, description = "The user's name")),
@@ -340,6 +382,13 @@ pub(super) async fn set_password(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Grants a user VIEW, OPERATE or SCRIPTS on an app, replacing their grant there (admin).
+///
+/// Admin only. Each level includes the ones before it: VIEW reads the app's jobs, runs,
+/// logs, executors and reports; OPERATE also creates, edits, starts, stops, triggers, kills
+/// and deletes its jobs; SCRIPTS also writes the source of its script jobs (`GLUE_*`),
+/// which runs on its executors, and runs them at a request. The grant counts from the
+/// user's next request; an admin needs none. An app that does not exist is a 400.
 #[utoipa::path(
     put, path = "/api/users/{name}/grants/{app}", tag = "users", request_body = GrantRequest,
     params(
@@ -348,7 +397,7 @@ pub(super) async fn set_password(
     ),
     responses(
         (status = 200, description = "The user with the grant", body = User),
-        (status = 404, description = "No such user or app", body = ErrorBody),
+        (status = 404, description = "No such user", body = ErrorBody),
     ),
 )]
 pub(super) async fn grant(
@@ -366,6 +415,11 @@ pub(super) async fn grant(
     Ok((note, reload(&state, user.id).await?))
 }
 
+/// Takes back a user's grant on an app (admin).
+///
+/// Admin only. From the user's next request the app is not theirs: its jobs, runs and
+/// reports are no longer listed to them, and its jobs and runs asked for by id answer 404,
+/// as if they did not exist. 404 when the user has no grant on the app.
 #[utoipa::path(
     delete, path = "/api/users/{name}/grants/{app}", tag = "users",
     params(
