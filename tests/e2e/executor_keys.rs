@@ -173,6 +173,16 @@ async fn executor_keys_are_an_admins_and_their_secrets_are_shown_once(backend: B
         .call(Method::POST, "/api/apps/nowhere/executor-keys", None)
         .await;
     assert_eq!(status, 404, "{missing}");
+    // A member asking after an app they have no grant on learns nothing of whether it exists.
+    let (status, unseen) = app
+        .call_as(
+            Some(&viewer),
+            Method::GET,
+            "/api/apps/nowhere/executor-keys",
+            None,
+        )
+        .await;
+    assert_eq!(status, 403, "{unseen}");
     let (status, other) = app
         .call(
             Method::DELETE,

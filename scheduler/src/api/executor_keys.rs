@@ -97,8 +97,9 @@ pub(super) async fn create_executor_key(
 
 /// Lists an app's executor keys, newest first, revoked ones included; never their secrets.
 ///
-/// Needs VIEW on the app, so that members can tell which key their executors use; 404 for
-/// an app that does not exist. An app's executors sign their results, logs, beats and dead
+/// Needs VIEW on the app, so that members can tell which key their executors use. The grant
+/// is checked first: a member without one gets 403 whether the app exists or not; 404 (an
+/// app that does not exist) only reaches those who may see every app. An app's executors sign their results, logs, beats and dead
 /// letters with one of its keys, and the scheduler refuses what a key of another app, or a
 /// revoked one, signed. The whole list, not a page.
 #[utoipa::path(
@@ -106,6 +107,7 @@ pub(super) async fn create_executor_key(
     params(("app" = String, Path, description = "The app")),
     responses(
         (status = 200, description = "The app's keys, revoked ones included, newest first; never their secrets", body = Vec<ExecutorKeyInfo>),
+        (status = 403, description = "No VIEW grant on the app (whether it exists or not)", body = ErrorBody),
         (status = 404, description = "No such app", body = ErrorBody),
     ),
 )]
@@ -114,8 +116,11 @@ pub(super) async fn list_executor_keys(
     caller: Caller,
     ApiPath(app): ApiPath<String>,
 ) -> Result<Json<Vec<ExecutorKeyInfo>>, ApiError> {
-    let app = existing_app(&state, &app).await?;
+    // The grant first: a member without one is refused alike for an app that exists and
+    // one that does not, so the answer tells no app names (an admin gets the 404).
+    let app = AppName::parse(&app).map_err(|error| ApiError::BadRequest(error.to_string()))?;
     caller.require(&app, Access::View)?;
+    let app = existing_app(&state, app.as_str()).await?;
     Ok(Json(
         state.store.list_executor_keys(Some(app.as_str())).await?,
     ))
