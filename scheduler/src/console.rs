@@ -14,7 +14,7 @@
 //!   tables, fields with their error, confirmations), and the help: `lib/help.js` maps each
 //!   page to its section of the book the node serves under `/docs/` (`crate::book`) and
 //!   shows a "?" beside the page's title when the book is served (asked once at start); a
-//!   test checks every target against `docs/src` (`help_targets`).
+//!   test checks every target against `docs/src` (`tests/reference/console_help.rs`).
 //! - `pages/`: one module per page (dashboard, jobs, job editor, scripts, runs, run detail
 //!   with its live log, executors, apps, users and tokens, audit, replays, shadow report, and
 //!   the password reset a user without a session reaches at `#/reset-password`).
@@ -163,7 +163,5 @@ fn respond(body: &[u8], mime: &str, headers: &HeaderMap) -> Response {
     response
 }
 
-#[cfg(test)]
-mod help_targets;
 #[cfg(test)]
 mod tests;

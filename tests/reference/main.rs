@@ -10,9 +10,14 @@
 //! The pages are committed rather than generated at build time so that the book builds with
 //! mdBook alone and a change to a setting, a metric, a route or a flag shows in review as a
 //! change to its documentation.
+//!
+//! Beside the pages, `console_help` holds the console's help links to the book's headings,
+//! by the same heading-id rule (`markdown::heading_anchors`) the generated pages are checked
+//! with.
 
 mod cli;
 mod config;
+mod console_help;
 mod http_api;
 mod markdown;
 mod metrics;

@@ -152,39 +152,108 @@ fn closing_run(text: &str, ticks: usize) -> Option<usize> {
     None
 }
 
-/// The anchors mdBook gives the page's headings, in order: an explicit `{#id}` where the
-/// heading has one, else its text lowercased with spaces as hyphens and other punctuation
-/// dropped (mdBook's `normalize_id`). Headings inside fenced code blocks are not headings.
+/// The ids mdBook 0.5 gives a page's headings, in order and before repeats are numbered
+/// (`id_from_content` in `mdbook-html`): an explicit `{#id}` wins; otherwise the heading's
+/// text, its links read as their words, trimmed and lowercased, letters, digits, `-` and `_`
+/// kept, whitespace turned into `-`, anything else dropped. Headings inside fenced code
+/// blocks are not headings. Emphasis written with `_` would keep its underscores here, so a
+/// heading that needs it should carry an explicit `{#id}`.
 pub fn heading_anchors(page: &str) -> Vec<String> {
     let mut anchors = Vec::new();
-    let mut in_fence = false;
+    let mut fence: Option<&str> = None;
     for line in page.lines() {
-        if line.starts_with("```") {
-            in_fence = !in_fence;
+        let trimmed = line.trim_start();
+        let opens = ["```", "~~~"]
+            .into_iter()
+            .find(|marker| trimmed.starts_with(marker));
+        match (fence, opens) {
+            (None, Some(marker)) => fence = Some(marker),
+            (Some(open), Some(marker)) if open == marker => fence = None,
+            (None, None) => anchors.extend(heading_id(line)),
+            _ => {}
         }
-        let Some(heading) = line.strip_prefix('#').filter(|_| !in_fence) else {
-            continue;
-        };
-        let text = heading.trim_start_matches('#').trim();
-        let anchor = match text.rsplit_once("{#") {
-            Some((_, explicit)) if text.ends_with('}') => explicit.trim_end_matches('}').to_owned(),
-            _ => normalize_id(text),
-        };
-        anchors.push(anchor);
     }
     anchors
 }
 
-/// mdBook's anchor for a heading's text (its markup, backticks and escapes, dropped first).
-fn normalize_id(text: &str) -> String {
-    text.chars()
-        .filter_map(|character| match character {
-            '_' | '-' => Some(character),
-            _ if character.is_alphanumeric() => Some(character.to_ascii_lowercase()),
-            _ if character.is_whitespace() => Some('-'),
-            _ => None,
+/// The ids a link can reach on a page: [`heading_anchors`], a repeated one numbered `-1`,
+/// `-2`, … as mdBook numbers it (`unique_id`).
+pub fn heading_ids(page: &str) -> std::collections::BTreeSet<String> {
+    let mut ids = std::collections::BTreeSet::new();
+    for id in heading_anchors(page) {
+        let mut unique = id.clone();
+        let mut counter = 1;
+        while !ids.insert(unique.clone()) {
+            unique = format!("{id}-{counter}");
+            counter += 1;
+        }
+    }
+    ids
+}
+
+/// The id mdBook gives a heading whose text is `text`.
+fn id_from_text(text: &str) -> String {
+    text.trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' {
+                Some(c)
+            } else if c.is_whitespace() {
+                Some('-')
+            } else {
+                None
+            }
         })
         .collect()
+}
+
+/// `text` with each Markdown link `[words](target)` as its words.
+fn without_link_targets(text: &str) -> String {
+    let mut plain = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        let Some(end) = rest[at..].find(')') else {
+            break;
+        };
+        plain.push_str(&rest[..at].replace('[', ""));
+        rest = &rest[at + end + 1..];
+    }
+    plain.push_str(&rest.replace('[', ""));
+    plain.replace(']', "")
+}
+
+/// The id of the ATX heading on `line`, if it is one, before duplicates are numbered.
+fn heading_id(line: &str) -> Option<String> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    let rest = &line[indent..];
+    let level = rest.len() - rest.trim_start_matches('#').len();
+    if indent > 3 || !(1..=6).contains(&level) {
+        return None;
+    }
+    let text = &rest[level..];
+    if !(text.is_empty() || text.starts_with([' ', '\t'])) {
+        return None; // `#hashtag`, not a heading
+    }
+    // A closing sequence of `#`s is not part of the text.
+    let text = text.trim();
+    let text = match text.trim_end_matches('#') {
+        stripped if stripped.is_empty() || stripped.ends_with([' ', '\t']) => stripped.trim_end(),
+        _ => text,
+    };
+    if let Some(open) = text.rfind(" {")
+        && text.ends_with('}')
+    {
+        let attributes = &text[open + 2..text.len() - 1];
+        if let Some(id) = attributes
+            .split_whitespace()
+            .find_map(|attribute| attribute.strip_prefix('#'))
+        {
+            return Some(id.to_owned());
+        }
+        return Some(id_from_text(&without_link_targets(&text[..open])));
+    }
+    Some(id_from_text(&without_link_targets(text)))
 }
 
 /// Panics naming every anchor two headings of `page` share: mdBook would give the second a
@@ -203,7 +272,9 @@ pub fn assert_unique_anchors(page: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::{PLAIN, TAGS, doc_for_book, escape_outside_code, heading_anchors, table_cell};
+    use super::{
+        PLAIN, TAGS, doc_for_book, escape_outside_code, heading_anchors, heading_ids, table_cell,
+    };
 
     #[test]
     fn intra_doc_links_become_plain_text() {
@@ -247,6 +318,35 @@ mod tests {
                 "kadence-job-add",
                 "get-api-jobs-id",
                 "signing-keys"
+            ]
+        );
+    }
+
+    #[test]
+    fn heading_ids_follow_mdbooks_rule() {
+        let page = "# The web console\n\
+            Some text with a # in it.\n\
+            ## Editing a job\n\
+            ```toml\n\
+            ## not a heading\n\
+            ```\n\
+            ## A run, and its log {#a-run-and-its-log}\n\
+            ## Jobs\n\
+            ## Jobs ##\n\
+            ### `kadence job` — the CLI_way\n\
+            ## See [the API](../reference/http-api.md) too\n\
+            #hashtag\n";
+        let ids: Vec<String> = heading_ids(page).into_iter().collect();
+        assert_eq!(
+            ids,
+            [
+                "a-run-and-its-log",
+                "editing-a-job",
+                "jobs",
+                "jobs-1",
+                "kadence-job--the-cli_way",
+                "see-the-api-too",
+                "the-web-console",
             ]
         );
     }

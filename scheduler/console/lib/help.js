@@ -4,7 +4,7 @@
 // when it is there, so a node without the book shows no link that leads nowhere.
 //
 // HELP_TARGETS is the one place that maps a console page to its book page and anchor. A
-// test (scheduler/src/console/help_targets.rs) checks that each names a page listed in
+// test (tests/reference/console_help.rs) checks that each names a page listed in
 // docs/src/SUMMARY.md and, with an anchor, a heading of that page, and that every page's
 // link is in it: keep it one `page: 'target',` per line.
 

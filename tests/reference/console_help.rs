@@ -4,28 +4,32 @@
 //! that one mapping.
 //!
 //! The anchors are checked against the Markdown, not a built book, so that the test needs no
-//! `mdbook`; [`heading_ids`] follows mdBook 0.5's rule (`id_from_content` and `unique_id` in
-//! `mdbook-html`): the heading's text trimmed and lowercased, letters, digits, `-` and `_`
-//! kept, whitespace turned into `-`, anything else dropped; an explicit `{#id}` wins; a
-//! repeated id gets `-1`, `-2`, …. Of inline Markdown it reads links (`[text](url)` is
-//! `text`); emphasis written with `_` would keep its underscores here, so a heading that
-//! needs it should carry an explicit `{#id}`.
+//! `mdbook`: by [`heading_ids`], mdBook's rule, the one the generated pages are held to. The
+//! console's files are read from `scheduler/console/`, the folder the binary embeds.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::ConsoleFiles;
+use crate::markdown::heading_ids;
 
 /// The book's Markdown sources.
 fn book_sources() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src")
 }
 
+/// The console's files, as `kadence serve` embeds them.
+fn console_files() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scheduler/console")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
 /// `HELP_TARGETS` of `lib/help.js`: console page to book target (`guides/console.html#jobs`).
 /// Every line between its braces must be one `page: 'target',`, so that none is skipped.
 fn help_targets() -> BTreeMap<String, String> {
-    let file = ConsoleFiles::get("lib/help.js").expect("lib/help.js is embedded");
-    let text = String::from_utf8(file.data.into_owned()).expect("UTF-8");
+    let text = read(&console_files().join("lib/help.js"));
     let start = text
         .find("export const HELP_TARGETS = {")
         .expect("lib/help.js declares `export const HELP_TARGETS = {`");
@@ -85,99 +89,6 @@ fn source_of(target: &str) -> (String, Option<&str>) {
     (source, anchor)
 }
 
-/// The id mdBook gives a heading whose text is `text`.
-fn id_from_text(text: &str) -> String {
-    text.trim()
-        .to_lowercase()
-        .chars()
-        .filter_map(|c| {
-            if c.is_alphanumeric() || c == '_' || c == '-' {
-                Some(c)
-            } else if c.is_whitespace() {
-                Some('-')
-            } else {
-                None
-            }
-        })
-        .collect()
-}
-
-/// `text` with each Markdown link `[words](target)` as its words.
-fn without_link_targets(text: &str) -> String {
-    let mut plain = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("](") {
-        let Some(end) = rest[at..].find(')') else {
-            break;
-        };
-        plain.push_str(&rest[..at].replace('[', ""));
-        rest = &rest[at + end + 1..];
-    }
-    plain.push_str(&rest.replace('[', ""));
-    plain.replace(']', "")
-}
-
-/// The id of the ATX heading on `line`, if it is one, before duplicates are numbered.
-fn heading_id(line: &str) -> Option<String> {
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    let rest = &line[indent..];
-    let level = rest.len() - rest.trim_start_matches('#').len();
-    if indent > 3 || !(1..=6).contains(&level) {
-        return None;
-    }
-    let text = &rest[level..];
-    if !(text.is_empty() || text.starts_with([' ', '\t'])) {
-        return None; // `#hashtag`, not a heading
-    }
-    // A closing sequence of `#`s is not part of the text.
-    let text = text.trim();
-    let text = match text.trim_end_matches('#') {
-        stripped if stripped.is_empty() || stripped.ends_with([' ', '\t']) => stripped.trim_end(),
-        _ => text,
-    };
-    if let Some(open) = text.rfind(" {")
-        && text.ends_with('}')
-    {
-        let attributes = &text[open + 2..text.len() - 1];
-        if let Some(id) = attributes
-            .split_whitespace()
-            .find_map(|attribute| attribute.strip_prefix('#'))
-        {
-            return Some(id.to_owned());
-        }
-        return Some(id_from_text(&without_link_targets(&text[..open])));
-    }
-    Some(id_from_text(&without_link_targets(text)))
-}
-
-/// The ids of the headings of a Markdown page, as mdBook makes them (code blocks skipped).
-fn heading_ids(markdown: &str) -> BTreeSet<String> {
-    let mut ids = BTreeSet::new();
-    let mut fence: Option<&str> = None;
-    for line in markdown.lines() {
-        let trimmed = line.trim_start();
-        let opens = ["```", "~~~"]
-            .into_iter()
-            .find(|marker| trimmed.starts_with(marker));
-        match (fence, opens) {
-            (None, Some(marker)) => fence = Some(marker),
-            (Some(open), Some(marker)) if open == marker => fence = None,
-            (None, None) => {
-                if let Some(id) = heading_id(line) {
-                    let mut unique = id.clone();
-                    let mut counter = 1;
-                    while !ids.insert(unique.clone()) {
-                        unique = format!("{id}-{counter}");
-                        counter += 1;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    ids
-}
-
 #[test]
 fn every_help_target_is_a_page_of_the_book() {
     let pages = book_pages();
@@ -228,9 +139,14 @@ fn every_console_page_links_its_help_through_the_mapping() {
     let targets = help_targets();
     let mut used = BTreeSet::new();
     let mut wrong = Vec::new();
-    for name in ConsoleFiles::iter().filter(|name| name.starts_with("pages/")) {
-        let file = ConsoleFiles::get(&name).expect("listed files exist");
-        let text = String::from_utf8(file.data.into_owned()).expect("UTF-8");
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(console_files().join("pages"))
+        .expect("scheduler/console/pages is readable")
+        .map(|entry| entry.expect("scheduler/console/pages is readable").path())
+        .collect();
+    pages.sort();
+    for path in pages {
+        let name = format!("pages/{}", path.file_name().unwrap().to_string_lossy());
+        let text = read(&path);
         let links: Vec<&str> = text
             .match_indices("<${HelpLink} page=\"")
             .filter_map(|(at, marker)| {
@@ -257,32 +173,7 @@ fn every_console_page_links_its_help_through_the_mapping() {
 }
 
 #[test]
-fn heading_ids_follow_mdbooks_rule() {
-    let page = "# The web console\n\
-        Some text with a # in it.\n\
-        ## Editing a job\n\
-        ```toml\n\
-        ## not a heading\n\
-        ```\n\
-        ## A run, and its log {#a-run-and-its-log}\n\
-        ## Jobs\n\
-        ## Jobs ##\n\
-        ### `kadence job` — the CLI_way\n\
-        ## See [the API](../reference/http-api.md) too\n\
-        #hashtag\n";
-    let ids: Vec<String> = heading_ids(page).into_iter().collect();
-    assert_eq!(
-        ids,
-        [
-            "a-run-and-its-log",
-            "editing-a-job",
-            "jobs",
-            "jobs-1",
-            "kadence-job--the-cli_way",
-            "see-the-api-too",
-            "the-web-console",
-        ]
-    );
+fn a_target_names_its_page_and_anchor() {
     assert_eq!(
         source_of("guides/console.html#jobs"),
         ("guides/console.md".to_owned(), Some("jobs"))
