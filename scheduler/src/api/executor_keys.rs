@@ -23,11 +23,11 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::ApiState;
 use super::audit::AuditNote;
 use super::body::ApiPath;
 use super::caller::Caller;
 use super::error::{ApiError, ErrorBody};
+use super::{ApiState, bad_request};
 use crate::model::Access;
 use crate::store::{ExecutorKeyInfo, NewExecutorKey};
 
@@ -45,13 +45,19 @@ pub struct NewExecutorKeyView {
 
 /// The app named by a path, which must exist.
 async fn existing_app(state: &ApiState, app: &str) -> Result<AppName, ApiError> {
-    let app = AppName::parse(app).map_err(|error| ApiError::BadRequest(error.to_string()))?;
-    if state.store.get_app(&app).await?.is_none() {
+    let app = AppName::parse(app).map_err(bad_request)?;
+    ensure_exists(state, &app).await?;
+    Ok(app)
+}
+
+/// 404 unless `app` exists.
+async fn ensure_exists(state: &ApiState, app: &AppName) -> Result<(), ApiError> {
+    if state.store.get_app(app).await?.is_none() {
         return Err(ApiError::NotFound(format!(
             "no app {app} (kadence app list shows them)"
         )));
     }
-    Ok(app)
+    Ok(())
 }
 
 /// Makes an executor key for an app; its text is shown this once (admin).
@@ -118,9 +124,9 @@ pub(super) async fn list_executor_keys(
 ) -> Result<Json<Vec<ExecutorKeyInfo>>, ApiError> {
     // The grant first: a member without one is refused alike for an app that exists and
     // one that does not, so the answer tells no app names (an admin gets the 404).
-    let app = AppName::parse(&app).map_err(|error| ApiError::BadRequest(error.to_string()))?;
+    let app = AppName::parse(&app).map_err(bad_request)?;
     caller.require(&app, Access::View)?;
-    let app = existing_app(&state, app.as_str()).await?;
+    ensure_exists(&state, &app).await?;
     Ok(Json(
         state.store.list_executor_keys(Some(app.as_str())).await?,
     ))

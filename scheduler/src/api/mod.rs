@@ -236,12 +236,11 @@ pub struct ApiState {
     pub webhook_targets: crate::monitors::webhook_target::WebhookTargets,
     /// Where `/metrics` is served and whether it asks for a token.
     pub metrics_access: MetricsAccess,
-    /// The book served under `/docs/` (`api.book_dir`, checked at start), if any.
-    pub book: Option<crate::book::Book>,
 }
 
-/// The API's routes over `state`, within `limits`, with the OpenAPI document and its page.
-pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
+/// The API's routes over `state`, within `limits`, with the OpenAPI document and its page,
+/// and `book` (`api.book_dir`, checked at start) under `/docs/`.
+pub fn router(state: Arc<ApiState>, limits: ApiLimits, book: Option<crate::book::Book>) -> Router {
     // The import's role and its place among the few imports at once are settled before its
     // large body is read (`route_layer` and `layer` both run before the handler's extractors).
     let (imports, _) = import_routes().split_for_parts();
@@ -263,7 +262,7 @@ pub fn router(state: Arc<ApiState>, limits: ApiLimits) -> Router {
     // The console's files are in memory and cheap: a busy node still shows its console,
     // which then says the node is busy. The book's are read from disk, under a budget of
     // their own (see `crate::book`).
-    let book = crate::book::router(state.book.clone());
+    let book = crate::book::router(book);
     let book = limits::with_load_limits(book, &limits, "too many requests for the book at once");
     limits::with_request_guards(api, &limits)
         .merge(health)

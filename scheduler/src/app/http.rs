@@ -51,7 +51,6 @@ impl Node {
                 self.config.alarm.webhook_allowed_networks.clone(),
             ),
             metrics_access: MetricsAccess::new(&self.config.metrics),
-            book,
             replayer: Arc::new(
                 Replayer::new(
                     (Arc::clone(&self.pools.api), api_intake),
@@ -68,7 +67,7 @@ impl Node {
         let api_shutdown = self.shutdown.clone().cancelled_owned();
         let header_read_timeout = self.config.api.header_read_timeout;
         let metrics_addr = self.serve_metrics(&state, api_addr)?;
-        let api = router(state, api_limits);
+        let api = router(state, api_limits, book);
         self.tasks
             .spawn(serve(listener, api, header_read_timeout, api_shutdown));
         Ok((api_addr, metrics_addr))
