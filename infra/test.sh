@@ -17,7 +17,8 @@
 #      Quartz itself (scheduler/tests/quartz_parity);
 #   3. installs the Python tools the tests use when missing (confluent-kafka, fastavro), the
 #      reference Python executor in a virtual environment of its own (infra/python-executor.sh)
-#      and runs its unit tests, and starts the brokers on free loopback ports: one Apache
+#      and runs its unit tests, builds the Java executor SDK (executors/java, mvn verify: its
+#      JUnit tests; infra/java-executor.sh), and starts the brokers on free loopback ports: one Apache
 #      Kafka node and one tansu (memory storage);
 #   4. runs every test of the workspace against Apache Kafka, SQLite, PostgreSQL and
 #      MariaDB, then the e2e suites whose subject is Kafka behaviour again on tansu (the
@@ -132,6 +133,15 @@ KADENCE_TEST_PYTHON_EXECUTOR=$(infra/python-executor.sh)
 export KADENCE_TEST_PYTHON_EXECUTOR
 (cd executors/python && "$KADENCE_TEST_PYTHON_EXECUTOR" -m unittest discover --start-directory tests --top-level-directory . --quiet)
 
+step "Java executor SDK (executors/java): build, unit tests"
+# mvn verify: compiles with -Werror, runs the JUnit tests (codec, signing, dispatch, offsets, job
+# logs), packages the jar and its runtime classpath; the local repository is ~/.m2. The
+# conformance suite runs its test executor beside the Rust and Python ones, with the command
+# infra/java-executor.sh prints (it packages again only when its stamp of the sources is stale).
+(cd executors/java && mvn -B -q verify)
+KADENCE_TEST_JAVA_EXECUTOR=$(infra/java-executor.sh)
+export KADENCE_TEST_JAVA_EXECUTOR
+
 step "starting the brokers for the tests: Apache Kafka (one node) and tansu"
 KADENCE_TEST_BROKERS=$(infra/broker.sh start --kind kafka --state "$run_state/kafka")
 KADENCE_TEST_BROKER_KIND=kafka
@@ -155,7 +165,7 @@ cargo test --locked -p kadence-tests --test e2e -- api_load:: --test-threads 1
 
 step "the e2e tests whose subject is Kafka behaviour, again on tansu (the dev stack's broker)"
 # The e2e tests on SQLite but those whose subject is the API, the console or the dashboards:
-# conformance (Rust and Python executors), rebalances, SIGTERM drain, kills, redelivery, the
+# conformance (Rust, Python and Java executors), rebalances, SIGTERM drain, kills, redelivery, the
 # DLQ, sharding broadcast, routing, replays by offset and time, backfills, shadow groups, the
 # schema registry. Their PostgreSQL and MariaDB twins prove the stores, which the first pass
 # did on the same code. docs/src/development/testing.md says what runs where.

@@ -245,7 +245,7 @@ async fn start_owner_of_existing(
     super::ExecutorProcess::start(executor, app, app_name, &id).await
 }
 
-on_both_executors!(
+on_every_executor!(
     serial_execution_runs_one_after_another,
     discard_later_refuses_while_the_job_runs,
     cover_early_cancels_the_running_run,

@@ -1,7 +1,7 @@
 //! An executor's life as the protocol defines it: a graceful stop (SIGTERM) in the middle of a
 //! run drains it, commits and says STOPPING; a kill -9 in the middle of a run leaves its
-//! trigger uncommitted, so another member of the group runs it; and a mixed group — one Rust
-//! and one Python executor in one app — runs every trigger exactly once, with the classic
+//! trigger uncommitted, so another member of the group runs it; and a mixed group — a Rust, a
+//! Python and a Java executor in one app — runs every trigger exactly once, with the classic
 //! group protocol and (on Apache Kafka) with the consumer protocol of KIP-848. An executor
 //! that takes a partition resumes at the group's committed offset even inside a record batch
 //! (PROTOCOL.md section 7, "Resuming on tansu").
@@ -190,15 +190,16 @@ async fn a_rebalance_lets_the_running_run_finish_once(executor: Implementation) 
     app.shutdown().await;
 }
 
-/// One Rust and one Python executor in one app's group share its partitions; every trigger
-/// of a job routed round the partitions runs exactly once, on one of them, and each ran some.
+/// A Rust, a Python and a Java executor in one app's group share its partitions; every
+/// trigger of a job routed round the partitions runs exactly once, on one of them, and each ran
+/// some.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_group_runs_every_trigger_exactly_once() {
     let _watchdog = crate::common::Watchdog::arm("conformance::a_mixed_group");
     a_mixed_group_of("classic").await;
 }
 
-/// The same with both executors on Kafka's consumer group protocol (KIP-848), whose
+/// The same with every executor on Kafka's consumer group protocol (KIP-848), whose
 /// rebalances are incremental and whose session the broker keeps (PROTOCOL.md section 1).
 /// Apache Kafka only: tansu 0.6 never assigns a member of that protocol a partition, so
 /// `infra/test.sh` leaves this test out of its tansu pass.
@@ -213,23 +214,27 @@ async fn a_mixed_group_of_the_consumer_protocol_runs_every_trigger_exactly_once(
     a_mixed_group_of("consumer").await;
 }
 
-/// A Rust and a Python executor joining with `group_protocol`, then the shared checks.
+/// The members of the mixed group: one executor of each implementation, by executor id.
+const MIXED: [(Implementation, &str); 3] = [
+    (Implementation::Rust, "mixed-rust"),
+    (Implementation::Python, "mixed-python"),
+    (Implementation::Java, "mixed-java"),
+];
+
+/// A Rust, a Python and a Java executor joining with `group_protocol`, then the shared checks.
 async fn a_mixed_group_of(group_protocol: &str) {
     let app = spawn_app(Backend::Sqlite).await;
-    app.create_app("mixed", 4).await;
+    // Six partitions: the range assignor gives each of the three members two.
+    app.create_app("mixed", 6).await;
     let protocol = [("KADENCE_GROUP_PROTOCOL", group_protocol)];
-    let mut rust =
-        ExecutorProcess::start_with(Implementation::Rust, &app, "mixed", "mixed-rust", &protocol)
-            .await;
-    let mut python = ExecutorProcess::start_with(
-        Implementation::Python,
-        &app,
-        "mixed",
-        "mixed-python",
-        &protocol,
-    )
-    .await;
-    app.wait_for_executors("mixed", 2, 4).await;
+    let mut members = Vec::new();
+    for (implementation, executor_id) in MIXED {
+        members.push(
+            ExecutorProcess::start_with(implementation, &app, "mixed", executor_id, &protocol)
+                .await,
+        );
+    }
+    app.wait_for_executors("mixed", MIXED.len(), 6).await;
     let job = app
         .create_job(
             json!({"app": "mixed", "handler": "ok", "schedule_type": "NONE",
@@ -237,33 +242,38 @@ async fn a_mixed_group_of(group_protocol: &str) {
         )
         .await;
     let mut fired = Vec::new();
-    for _ in 0..24 {
+    for _ in 0..36 {
         fired.push(app.trigger(job.id, None).await);
     }
     let runs = results(&app, job.id, fired.len()).await;
     assert_eq!(runs.len(), fired.len(), "{runs:?}");
     // A result can be recorded before its executor's output line reaches this test.
-    let started = |rust: &mut ExecutorProcess, python: &mut ExecutorProcess| {
-        fired
-            .iter()
-            .map(|id| rust.runs_of(id) + python.runs_of(id))
+    let started = |members: &mut [ExecutorProcess], trigger_id: &str| {
+        members
+            .iter_mut()
+            .map(|member| member.runs_of(trigger_id))
             .sum::<usize>()
     };
+    let all_started = |members: &mut [ExecutorProcess]| {
+        fired.iter().map(|id| started(members, id)).sum::<usize>() == fired.len()
+    };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while started(&mut rust, &mut python) < fired.len() && tokio::time::Instant::now() < deadline {
+    while !all_started(&mut members) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for trigger_id in &fired {
         assert_eq!(
-            rust.runs_of(trigger_id) + python.runs_of(trigger_id),
+            started(&mut members, trigger_id),
             1,
-            "{trigger_id} ran exactly once: {:?}\nrust: {:?}\npython: {:?}",
+            "{trigger_id} ran exactly once: {:?}\n{:?}",
             super::run_of(&runs, trigger_id),
-            rust.seen,
-            python.seen
+            members
+                .iter()
+                .map(|member| &member.seen)
+                .collect::<Vec<_>>()
         );
     }
-    for executor_id in ["mixed-rust", "mixed-python"] {
+    for (_, executor_id) in MIXED {
         assert!(
             runs.iter()
                 .any(|run| run.executor_id.as_deref() == Some(executor_id)
@@ -476,7 +486,7 @@ fn commit_offset(brokers: &str, group: &str, topic: &str, offset: i64) {
         .expect("commit the group's offset");
 }
 
-on_both_executors!(
+on_every_executor!(
     a_graceful_stop_finishes_the_run_and_commits,
     a_run_killed_mid_way_is_redelivered_and_completed,
     a_rebalance_lets_the_running_run_finish_once,

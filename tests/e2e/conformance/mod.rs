@@ -1,12 +1,15 @@
 //! The executor conformance suite: the contract of `schemas/PROTOCOL.md`, run against every
-//! executor implementation as a separate process — the Rust SDK's `test-executor` and the
-//! reference Python executor (`executors/python`, its `kadence_executor.demo`) — with a real
-//! scheduler (in this process, on SQLite), the real broker, and the same scenario code.
+//! executor implementation as a separate process — the Rust SDK's `test-executor`, the
+//! reference Python executor (`executors/python`, its `kadence_executor.demo`) and the Java
+//! SDK's test executor (`executors/java`, `io.kadence.executor.demo.TestExecutor`) — with a
+//! real scheduler (in this process, on SQLite), the real broker, and the same scenario code.
 //!
-//! Each scenario is an `async fn(Implementation)`; `on_both_executors!` makes it two tests,
-//! `conformance::<file>::rust::<name>` and `conformance::<file>::python::<name>`. The Python
-//! tests need `KADENCE_TEST_PYTHON_EXECUTOR`, a Python with the package installed
-//! (`infra/python-executor.sh` makes one; `infra/test.sh` sets the variable).
+//! Each scenario is an `async fn(Implementation)`; `on_every_executor!` makes it three tests,
+//! `conformance::<file>::rust::<name>`, `conformance::<file>::python::<name>` and
+//! `conformance::<file>::java::<name>`. The Python tests need `KADENCE_TEST_PYTHON_EXECUTOR`, a
+//! Python with the package installed (`infra/python-executor.sh` makes one), the Java tests
+//! `KADENCE_TEST_JAVA_EXECUTOR`, the command that starts the Java test executor
+//! (`infra/java-executor.sh` builds it and prints the command); `infra/test.sh` sets both.
 //!
 //! - `process`: an executor process, its output read line by line (`started <trigger id>`
 //!   as each run begins).
@@ -20,18 +23,20 @@
 //!   trace (checked through the spans the scheduler and the Rust executor export).
 //! - `lifecycle`: a graceful stop mid-run, kill -9 mid-run with redelivery, resuming at a
 //!   committed offset inside a record batch, and a mixed group
-//!   (one Rust and one Python executor in one app) where every trigger runs exactly once,
+//!   (a Rust, a Python and a Java executor in one app) where every trigger runs exactly once,
 //!   under either group protocol (the consumer protocol on Apache Kafka only).
 //! - `shadow`: a shadow executor beside a production one: its results on
 //!   `{p}.shadow-results` only, production completing the runs, no beats, logs or dead
 //!   letters from the shadow, nothing run from before its start.
 
-/// Expands each named `async fn name(executor: Implementation)` into two tests, `rust::name`
-/// and `python::name`, each under a [`Watchdog`](crate::common::Watchdog).
-macro_rules! on_both_executors {
+/// Expands each named `async fn name(executor: Implementation)` into three tests,
+/// `rust::name`, `python::name` and `java::name`, each under a
+/// [`Watchdog`](crate::common::Watchdog).
+macro_rules! on_every_executor {
     ($($test:ident),* $(,)?) => {
         executor_tests!(rust, Rust, $($test),*);
         executor_tests!(python, Python, $($test),*);
+        executor_tests!(java, Java, $($test),*);
     };
 }
 

@@ -1,6 +1,6 @@
-//! An executor as a separate process ([`ExecutorProcess`]): the Rust `test-executor` or the
-//! reference Python executor's demo, which share one interface (handlers, environment,
-//! standard output; see `tests/src/bin/test-executor.rs`).
+//! An executor as a separate process ([`ExecutorProcess`]): the Rust `test-executor`, the
+//! reference Python executor's demo or the Java SDK's test executor, which share one interface
+//! (handlers, environment, standard output; see `tests/src/bin/test-executor.rs`).
 
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -17,6 +17,11 @@ use crate::helpers::TestApp;
 /// (`executors/python`) installed; `infra/python-executor.sh` makes one and prints its path.
 const PYTHON_VARIABLE: &str = "KADENCE_TEST_PYTHON_EXECUTOR";
 
+/// The environment variable holding the command that starts the Java SDK's test executor
+/// (`executors/java`), words separated by whitespace; `infra/java-executor.sh` builds it and
+/// prints the command.
+const JAVA_VARIABLE: &str = "KADENCE_TEST_JAVA_EXECUTOR";
+
 /// Which executor implementation a scenario runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Implementation {
@@ -24,6 +29,8 @@ pub enum Implementation {
     Rust,
     /// The reference Python executor (`python -m kadence_executor.demo`).
     Python,
+    /// The Java SDK (`io.kadence.executor.demo.TestExecutor`).
+    Java,
 }
 
 impl Implementation {
@@ -44,6 +51,21 @@ impl Implementation {
                 });
                 let mut command = tokio::process::Command::new(python);
                 command.args(["-m", "kadence_executor.demo"]);
+                command
+            }
+            Implementation::Java => {
+                let line = std::env::var(JAVA_VARIABLE).unwrap_or_else(|_| {
+                    panic!(
+                        "{JAVA_VARIABLE} must hold the command that starts the Java test \
+                         executor: export {JAVA_VARIABLE}=$(infra/java-executor.sh)"
+                    )
+                });
+                let mut words = line.split_whitespace();
+                let program = words
+                    .next()
+                    .unwrap_or_else(|| panic!("{JAVA_VARIABLE} is empty"));
+                let mut command = tokio::process::Command::new(program);
+                command.args(words);
                 command
             }
         }

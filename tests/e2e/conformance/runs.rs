@@ -453,7 +453,7 @@ async fn log_lines(app: &TestApp, log_id: i64, count: usize) -> Vec<String> {
     .await
 }
 
-on_both_executors!(
+on_every_executor!(
     cron_and_manual_runs_complete,
     failures_carry_their_messages,
     a_run_past_its_timeout_answers_502,

@@ -179,4 +179,4 @@ async fn assert_the_shadow_stayed_out_of_production(app: &TestApp, trigger_ids: 
     }
 }
 
-on_both_executors!(a_shadow_runs_every_trigger_beside_production_and_completes_nothing);
+on_every_executor!(a_shadow_runs_every_trigger_beside_production_and_completes_nothing);

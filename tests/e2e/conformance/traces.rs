@@ -117,7 +117,7 @@ async fn run_spans<const N: usize>(
         .await
 }
 
-on_both_executors!(a_run_is_one_trace);
+on_every_executor!(a_run_is_one_trace);
 executor_tests!(
     rust_exporting_nothing,
     Rust,
