@@ -191,7 +191,8 @@ impl Runs {
             logger.clone(),
             shadow,
         );
-        let outcome = self.shipping_logs(run, &logger, &ready.trigger).await;
+        let run_started_at_ms = millis_since_epoch(started);
+        let outcome = (self.shipping_logs(run, &logger, &ready.trigger, run_started_at_ms)).await;
         let finished = config.clock.now();
         // The rest of the run's work (its span and metrics, last lines, result) waits until
         // the runs handed to their tasks have started: all of a second's triggers are
@@ -244,9 +245,10 @@ impl Runs {
             .with_label_values(&[handler])
             .observe(seconds(took));
         metrics.record_run(partition, took);
-        // Every line is out before the result: a finished run's log is complete.
+        // Every line is acknowledged by the broker before the result is produced: a finished
+        // run's log is complete (or its lost records are counted).
         if ran.logger.has_unshipped() {
-            let shipper = self.log_shipper(&ran.logger, &ready.trigger);
+            let shipper = self.log_shipper(&ran.logger, &ready.trigger, started_at_ms);
             Box::pin(shipper.flush(true)).await;
         }
         let Ran { ready, outcome, .. } = ran;
@@ -277,6 +279,7 @@ impl Runs {
         run: impl Future<Output = RunOutcome>,
         logger: &JobLogger,
         trigger: &Arc<TriggerRecord>,
+        run_started_at_ms: i64,
     ) -> RunOutcome {
         tokio::pin!(run);
         tokio::select! {
@@ -284,7 +287,7 @@ impl Runs {
             outcome = &mut run => return outcome,
             () = logger.written() => {}
         }
-        let shipper = self.log_shipper(logger, trigger);
+        let shipper = self.log_shipper(logger, trigger, run_started_at_ms);
         let mut flush_tick = tokio::time::interval(FLUSH_INTERVAL);
         loop {
             tokio::select! {
@@ -297,7 +300,12 @@ impl Runs {
         }
     }
 
-    fn log_shipper(&self, logger: &JobLogger, trigger: &Arc<TriggerRecord>) -> LogShipper {
+    fn log_shipper(
+        &self,
+        logger: &JobLogger,
+        trigger: &Arc<TriggerRecord>,
+        run_started_at_ms: i64,
+    ) -> LogShipper {
         let config = &self.shared.config;
         let sink = match config.shadow {
             true => LogSink::Tracing,
@@ -307,6 +315,7 @@ impl Runs {
             logger.clone(),
             Arc::clone(trigger),
             config.executor_id.clone(),
+            run_started_at_ms,
             sink,
             config.hard_stop.clone(),
         )

@@ -271,8 +271,8 @@ class Loop:
             if self.s.shadow:
                 # Keyed by trigger id, they would mix into the production run's log.
                 return log_locally(trigger, first, lines)
-            for record in log_records(trigger, self.s.executor_id, first, lines):
-                self.publisher.publish_log(record, self.hard_stop)
+            records = log_records(trigger, self.s.executor_id, started, first, lines)
+            self.publisher.publish_logs(records, self.hard_stop)
 
         handler = self.handlers[trigger["handler"]]
         code, message, retry = run_handler(handler, trigger, stop, logger, ship, self.s.shadow)

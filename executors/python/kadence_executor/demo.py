@@ -1,9 +1,12 @@
 """The demo executor, with the same interface as the Rust ``test-executor``
 (``tests/src/bin/test-executor.rs``), so that the conformance suite drives either the same way.
 
-- Handlers: ``ok`` succeeds; ``sleep`` (params: ms) waits that long or until cancelled, then
-  fails with ``stopped early``; ``fail`` fails with its params as the message (``failed on
-  purpose`` when empty); ``log`` (params: n) writes the job log lines ``line 1`` ... ``line n``;
+- Handlers: ``ok`` succeeds; ``sleep`` (params: ms) writes the job log line ``sleeping {ms}
+  ms on {executor id}``, then waits that long or until cancelled, then fails with ``stopped
+  early`` (the line tells two runs of one trigger apart when they ran on different
+  executors); ``fail`` fails with its params as the message (``failed on purpose`` when
+  empty); ``log`` (params: ``n`` or ``n:bytes``) writes the job log lines ``line 1`` ...
+  ``line n``, or with ``bytes`` each line ``line {i} `` padded with ``x`` to ``bytes`` bytes;
   ``shard`` writes the line ``shard {index} of {total}``; ``noop`` succeeds at once and prints
   nothing (the Rust one is the end-to-end benchmark's handler); ``describe`` writes the line
   ``describing`` and fails with the message ``{production|shadow} run of a {trigger type}
@@ -54,10 +57,17 @@ def noop(ctx):
     pass
 
 
-def sleep(ctx):
-    announce(ctx)
-    if ctx.cancelled.wait(int(ctx.params.strip()) / 1000):
-        raise JobFailed("stopped early")
+def sleep_on(executor_id):
+    """The ``sleep`` handler of the executor `executor_id`."""
+
+    def sleep(ctx):
+        announce(ctx)
+        millis = int(ctx.params.strip())
+        ctx.log(f"sleeping {millis} ms on {executor_id}")
+        if ctx.cancelled.wait(millis / 1000):
+            raise JobFailed("stopped early")
+
+    return sleep
 
 
 def fail(ctx):
@@ -67,8 +77,9 @@ def fail(ctx):
 
 def log(ctx):
     announce(ctx)
-    for line in range(1, int(ctx.params.strip()) + 1):
-        ctx.log(f"line {line}")
+    lines, _, size = ctx.params.strip().partition(":")
+    for number in range(1, int(lines) + 1):
+        ctx.log(f"line {number} ".ljust(int(size), "x") if size else f"line {number}")
 
 
 def shard(ctx):
@@ -136,7 +147,8 @@ def executor_from(env):
         allow_unsigned=flag(env, "KADENCE_ALLOW_UNSIGNED"),
     )
     handlers = (
-        ("ok", ok), ("noop", noop), ("sleep", sleep), ("fail", fail), ("log", log),
+        ("ok", ok), ("noop", noop), ("sleep", sleep_on(executor.settings.executor_id)),
+        ("fail", fail), ("log", log),
         ("shard", shard), ("describe", describe),
     )
     for name, function in handlers:

@@ -14,6 +14,9 @@
 //!   broadcast, early triggers held to their millisecond, dead letters, a signed BACKFILL
 //!   trigger (`TriggerRecord` v2, schema id 1002), and a trigger past its validity window
 //!   (v3, 1003) dead-lettered as expired while one within it runs.
+//! - `logs`: a run of 1 000 lines of 4 000 bytes shipped in records of at most 256 KiB of
+//!   line text, every line on `{p}.logs` when the result appears on `{p}.results`, and a
+//!   trigger run twice (handed back in a rebalance) showing the log of the run that finished.
 //! - `blocking`: the four block strategies, KILL of running and queued runs, and a KILL sent
 //!   while no executor is up.
 //! - `traces`: one run is one trace: the result carries the `traceparent` of its trigger's
@@ -52,6 +55,7 @@ macro_rules! executor_tests {
 // After the macros: a module sees the macros defined before its declaration.
 mod blocking;
 mod lifecycle;
+mod logs;
 mod process;
 mod runs;
 mod shadow;

@@ -2,9 +2,12 @@
 //! Python executor's demo (`python -m kadence_executor.demo`) has the same interface, so the
 //! conformance suite drives either the same way:
 //!
-//! - Handlers: `ok` succeeds; `sleep` (params: ms) waits that long or until cancelled, then
-//!   fails with `stopped early`; `fail` fails with its params as the message (`failed on
-//!   purpose` when empty); `log` (params: n) writes the job log lines `line 1` … `line n`;
+//! - Handlers: `ok` succeeds; `sleep` (params: ms) writes the job log line `sleeping {ms} ms
+//!   on {executor id}`, then waits that long or until cancelled, then fails with `stopped
+//!   early` (the line tells two runs of one trigger apart when they ran on different
+//!   executors); `fail` fails with its params as the message (`failed on purpose` when
+//!   empty); `log` (params: `n` or `n:bytes`) writes the job log lines `line 1` … `line n`,
+//!   or with `bytes` each line `line {i} ` padded with `x` to `bytes` bytes;
 //!   `shard` writes the line `shard {index} of {total}`; `noop` succeeds at once and prints
 //!   nothing (the end-to-end benchmark's handler: it measures the SDK, not standard output);
 //!   `describe` writes the line `describing` and fails with the message `{production|shadow}
@@ -57,9 +60,14 @@ async fn noop(_: JobContext) -> JobResult {
     Ok(())
 }
 
+/// This executor's id (`KADENCE_EXECUTOR_ID`), for the lines handlers write.
+static EXECUTOR_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 async fn sleep(ctx: JobContext) -> JobResult {
     announce(&ctx);
     let millis: u64 = ctx.params().trim().parse()?;
+    let executor_id = EXECUTOR_ID.get().map_or("", String::as_str);
+    ctx.log(format!("sleeping {millis} ms on {executor_id}"));
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_millis(millis)) => Ok(()),
         _ = ctx.cancelled() => Err(JobError::new("stopped early")),
@@ -76,9 +84,16 @@ async fn fail(ctx: JobContext) -> JobResult {
 
 async fn log(ctx: JobContext) -> JobResult {
     announce(&ctx);
-    let lines: u32 = ctx.params().trim().parse()?;
-    for line in 1..=lines {
-        ctx.log(format!("line {line}"));
+    let params = ctx.params().trim();
+    let (lines, bytes) = match params.split_once(':') {
+        Some((lines, bytes)) => (lines.parse::<u32>()?, Some(bytes.parse::<usize>()?)),
+        None => (params.parse::<u32>()?, None),
+    };
+    for number in 1..=lines {
+        ctx.log(match bytes {
+            Some(bytes) => format!("{:x<bytes$}", format!("line {number} ")),
+            None => format!("line {number}"),
+        });
     }
     Ok(())
 }
@@ -165,6 +180,7 @@ fn millis_from_env(name: &str, default: u64) -> u64 {
 #[tokio::main]
 async fn main() -> Result<(), kadence_executor::ExecutorError> {
     let env = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} is required"));
+    EXECUTOR_ID.get_or_init(|| env("KADENCE_EXECUTOR_ID"));
     let mut builder = Executor::builder()
         .brokers(env("KADENCE_BROKERS"))
         .app(env("KADENCE_APP"))
