@@ -626,6 +626,7 @@ impl TestApp {
             .app(app)
             .topic_prefix(&self.prefix)
             .session_timeout(SESSION_TIMEOUT)
+            .rebalance_timeout(SESSION_TIMEOUT / 2)
             .drain_timeout(Duration::from_secs(5))
             .beat_interval(Duration::from_secs(1))
             .max_concurrent_per_job(2)

@@ -14,6 +14,9 @@
 //!   broadcast, early triggers held to their millisecond, dead letters, a signed BACKFILL
 //!   trigger (`TriggerRecord` v2, schema id 1002), and a trigger past its validity window
 //!   (v3, 1003) dead-lettered as expired while one within it runs.
+//! - `intake`: the order of the checks on a received trigger (signature, value, framing,
+//!   decoding) told by the reasons of the records refused, and dead letters that keep the
+//!   original's headers.
 //! - `blocking`: the four block strategies, KILL of running and queued runs, and a KILL sent
 //!   while no executor is up.
 //! - `traces`: one run is one trace: the result carries the `traceparent` of its trigger's
@@ -51,6 +54,7 @@ macro_rules! executor_tests {
 
 // After the macros: a module sees the macros defined before its declaration.
 mod blocking;
+mod intake;
 mod lifecycle;
 mod process;
 mod runs;

@@ -18,8 +18,10 @@
 //!   `shutdown_signal`.
 //!
 //! Environment: `KADENCE_BROKERS`, `KADENCE_APP`, `KADENCE_TOPIC_PREFIX`, `KADENCE_EXECUTOR_ID`;
-//! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_BEAT_INTERVAL_MS` (default
-//! 3000), `KADENCE_OTLP_ENDPOINT` (export spans there), `KADENCE_TRUSTED_KEYS` (scheduler
+//! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_REBALANCE_TIMEOUT_MS` (the
+//! hand-back wait, default half the session timeout), `KADENCE_BEAT_INTERVAL_MS` (default
+//! 3000), `KADENCE_DRAIN_TIMEOUT_MS` (how long a graceful stop waits for running runs, default
+//! 30000), `KADENCE_OTLP_ENDPOINT` (export spans there), `KADENCE_TRUSTED_KEYS` (scheduler
 //! public keys, comma separated; required unless `KADENCE_ALLOW_UNVERIFIED` is `1` or `true`,
 //! which with no key verifies nothing), `KADENCE_EXECUTOR_KEY` (the app's executor key; required
 //! unless `KADENCE_ALLOW_UNSIGNED` is `1` or `true`, which signs nothing), `KADENCE_SHADOW` (`1` or
@@ -165,18 +167,24 @@ fn millis_from_env(name: &str, default: u64) -> u64 {
 #[tokio::main]
 async fn main() -> Result<(), kadence_executor::ExecutorError> {
     let env = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} is required"));
+    let session_timeout_ms = millis_from_env("KADENCE_SESSION_TIMEOUT_MS", 6_000);
     let mut builder = Executor::builder()
         .brokers(env("KADENCE_BROKERS"))
         .app(env("KADENCE_APP"))
         .topic_prefix(env("KADENCE_TOPIC_PREFIX"))
         .executor_id(env("KADENCE_EXECUTOR_ID"))
-        .session_timeout(Duration::from_millis(millis_from_env(
-            "KADENCE_SESSION_TIMEOUT_MS",
-            6_000,
+        .session_timeout(Duration::from_millis(session_timeout_ms))
+        .rebalance_timeout(Duration::from_millis(millis_from_env(
+            "KADENCE_REBALANCE_TIMEOUT_MS",
+            session_timeout_ms / 2,
         )))
         .beat_interval(Duration::from_millis(millis_from_env(
             "KADENCE_BEAT_INTERVAL_MS",
             3_000,
+        )))
+        .drain_timeout(Duration::from_millis(millis_from_env(
+            "KADENCE_DRAIN_TIMEOUT_MS",
+            30_000,
         )))
         .handler("ok", ok)
         .handler("noop", noop)
