@@ -19,6 +19,8 @@
 //!   original's headers.
 //! - `blocking`: the four block strategies, KILL of running and queued runs, and a KILL sent
 //!   while no executor is up.
+//! - `scripts`: a script job as the protocol specifies it (interpreter, arguments, log lines,
+//!   exit code) on an executor that runs scripts, and the refusal on one that runs none.
 //! - `traces`: one run is one trace: the result carries the `traceparent` of its trigger's
 //!   trace (checked through the spans the scheduler and the Rust executor export).
 //! - `lifecycle`: a graceful stop mid-run, kill -9 mid-run with redelivery, resuming at a
@@ -58,6 +60,7 @@ mod intake;
 mod lifecycle;
 mod process;
 mod runs;
+mod scripts;
 mod shadow;
 mod traces;
 

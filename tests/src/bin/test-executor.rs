@@ -25,10 +25,13 @@
 //! public keys, comma separated; required unless `KADENCE_ALLOW_UNVERIFIED` is `1` or `true`,
 //! which with no key verifies nothing), `KADENCE_EXECUTOR_KEY` (the app's executor key; required
 //! unless `KADENCE_ALLOW_UNSIGNED` is `1` or `true`, which signs nothing), `KADENCE_SHADOW` (`1` or
-//! `true`: a shadow executor, `ExecutorBuilder::shadow`) and `KADENCE_GROUP_PROTOCOL`
-//! (`classic`, the default, also when empty, or `consumer`: Kafka's KIP-848 group protocol, whose session and
-//! heartbeat are the broker's, `ExecutorBuilder::group_protocol`) and `KADENCE_BROKER_KIND`
-//! (`kafka`, the default, also when empty, or `tansu`: `ExecutorBuilder::broker_kind`).
+//! `true`: a shadow executor, `ExecutorBuilder::shadow`), `KADENCE_SCRIPTS` (`1` or `true`:
+//! run script jobs, which needs a trusted key), `KADENCE_SCRIPT_DIR` (where their files go),
+//! `KADENCE_GROUP_PROTOCOL` (`classic`, the default, also when empty, or `consumer`: Kafka's
+//! KIP-848 group protocol, whose session and heartbeat are the broker's,
+//! `ExecutorBuilder::group_protocol`) and `KADENCE_BROKER_KIND` (`kafka`, the default, also
+//! when empty, or `tansu`: `ExecutorBuilder::broker_kind`). The reference Python executor runs
+//! no scripts and takes neither script variable.
 
 use std::io::Write;
 use std::time::Duration;
@@ -196,6 +199,12 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
         .shadow(flag_from_env("KADENCE_SHADOW"))
         .group_protocol(group_protocol_from_env())
         .broker_kind(broker_kind_from_env());
+    if flag_from_env("KADENCE_SCRIPTS") {
+        builder = builder.scripts(true);
+    }
+    if let Ok(dir) = std::env::var("KADENCE_SCRIPT_DIR") {
+        builder = builder.script_dir(dir);
+    }
     let trusted_keys = std::env::var("KADENCE_TRUSTED_KEYS").unwrap_or_default();
     for key in trusted_keys.split(',').filter(|key| !key.trim().is_empty()) {
         builder = builder.trusted_key(key.trim());
