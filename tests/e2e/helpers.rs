@@ -160,7 +160,7 @@ pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config
         brokers,
         admin_token: login(&base_url, "admin", TEST_ADMIN_PASSWORD).await,
         base_url,
-        http: reqwest::Client::new(),
+        http: kadence_tests::api_client(),
         config,
         scheduler: Some(scheduler),
         executors: Vec::new(),
