@@ -189,7 +189,8 @@ impl Publisher {
         self.inner.metrics.log_records_dropped.inc();
     }
 
-    /// Sends `message` to the dead-letter queue with `reason` and its origin in headers.
+    /// Sends `message` to the dead-letter queue with its own headers, then `reason` and its
+    /// origin, then this executor's signature.
     pub(crate) async fn dead_letter(
         &self,
         message: &OwnedMessage,
@@ -199,7 +200,7 @@ impl Publisher {
         let headers = self.signed(
             &self.inner.dlq_topic,
             message.payload().unwrap_or_default(),
-            dead_letter_headers(reason, RecordOrigin::of(message)),
+            dead_letter_headers(message.headers(), reason, RecordOrigin::of(message)),
         );
         self.send_with_retry("dlq", give_up, || {
             let mut record =

@@ -174,9 +174,12 @@ impl Runs {
             config.reporter.run_ended(job, trigger_id, true);
             return config.reporter.record_done(partition, offset, false);
         }
-        let handed_back = config
-            .running
-            .register(partition, offset, cancellation.clone());
+        let handed_back = config.running.register(
+            partition,
+            offset,
+            ready.trigger.trigger_id.clone(),
+            cancellation.clone(),
+        );
         let started = config.clock.now();
         self.started();
         let logger = JobLogger::new(config.max_log_lines);
@@ -228,6 +231,17 @@ impl Runs {
             // no commit; the new owner runs the trigger.
             end_without_result(&handler_trace, "handed back to the partition's new owner");
             end_without_result(&ready.trace, "handed back to the partition's new owner");
+            config.running.unregister(partition, offset);
+            // Forgotten already, when it was handed back (see `handoff`): forgetting it now
+            // could forget its redelivery, admitted meanwhile.
+            config.reporter.run_ended(job, trigger_id, false);
+            return config.reporter.record_done(partition, offset, false);
+        }
+        if ran.outcome.abandoned {
+            // The executor gave up draining: no result, no commit; whoever owns the partition
+            // next runs the trigger (PROTOCOL.md section 7).
+            end_without_result(&handler_trace, "cancelled at the drain deadline");
+            end_without_result(&ready.trace, "cancelled at the drain deadline");
             config.running.unregister(partition, offset);
             config.reporter.run_ended(job, trigger_id, true);
             return config.reporter.record_done(partition, offset, false);

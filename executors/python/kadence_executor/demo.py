@@ -18,7 +18,9 @@
 
 Environment: ``KADENCE_BROKERS``, ``KADENCE_APP``, ``KADENCE_TOPIC_PREFIX``,
 ``KADENCE_EXECUTOR_ID``; optional ``KADENCE_SESSION_TIMEOUT_MS`` (default 6000),
-``KADENCE_BEAT_INTERVAL_MS`` (default 3000), ``KADENCE_TRUSTED_KEYS`` (scheduler public
+``KADENCE_REBALANCE_TIMEOUT_MS`` (the hand-back wait, default half the session timeout),
+``KADENCE_BEAT_INTERVAL_MS`` (default 3000), ``KADENCE_DRAIN_TIMEOUT_MS`` (how long a
+graceful stop waits for running runs, default 30000), ``KADENCE_TRUSTED_KEYS`` (scheduler public
 keys, comma separated; required unless ``KADENCE_ALLOW_UNVERIFIED`` is ``1`` or ``true``,
 which with no key verifies nothing), ``KADENCE_EXECUTOR_KEY`` (the app's executor key,
 ``{key id}.{secret}``, that signs every record the executor writes; required unless
@@ -131,13 +133,18 @@ def executor_from(env):
         return env[name]
 
     keys = [key for key in env.get("KADENCE_TRUSTED_KEYS", "").split(",") if key.strip()]
+    session_timeout_ms = int(env.get("KADENCE_SESSION_TIMEOUT_MS", "6000"))
     executor = Executor(
         brokers=required("KADENCE_BROKERS"),
         app=required("KADENCE_APP"),
         topic_prefix=required("KADENCE_TOPIC_PREFIX"),
         executor_id=required("KADENCE_EXECUTOR_ID"),
-        session_timeout_ms=int(env.get("KADENCE_SESSION_TIMEOUT_MS", "6000")),
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_s=int(
+            env.get("KADENCE_REBALANCE_TIMEOUT_MS", str(session_timeout_ms // 2))
+        ) / 1000,
         beat_interval_s=int(env.get("KADENCE_BEAT_INTERVAL_MS", "3000")) / 1000,
+        drain_timeout_s=int(env.get("KADENCE_DRAIN_TIMEOUT_MS", "30000")) / 1000,
         trusted_keys=keys,
         shadow=flag(env, "KADENCE_SHADOW"),
         group_protocol=group_protocol(env),

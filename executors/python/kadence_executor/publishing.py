@@ -151,8 +151,14 @@ class Publisher:
         return acknowledged
 
     def dead_letter(self, message, reason, give_up):
-        """Sends a record that cannot be taken to the DLQ, with its key, bytes and origin."""
-        headers = [
+        """Sends a record that cannot be taken to the DLQ, with its key, bytes and headers,
+        then the reason and its origin (PROTOCOL.md section 8). The original's ``kadence.dlq.*``
+        and executor signature headers are left off: the dead letter sets its own."""
+        kept = [
+            (name, value) for name, value in message.headers() or ()
+            if not name.startswith("kadence.dlq.") and name not in _SIGNING_HEADERS
+        ]
+        headers = kept + [
             (DLQ_REASON, reason.encode()),
             (DLQ_TOPIC, message.topic().encode()),
             (DLQ_PARTITION, str(message.partition()).encode()),

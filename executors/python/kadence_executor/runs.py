@@ -132,14 +132,18 @@ def humanize(millis):
 
 def run_handler(handler, trigger, stop, logger, ship_logs, shadow=False):
     """Runs `handler` for `trigger` until it ends, `stop` fires or the timeout passes; returns
-    (code, message, retry_after_ms). `ship_logs` is called every 250 ms meanwhile; `shadow`:
+    (code, message, retry_after_ms): a handler that returns a non-empty string succeeds with
+    it as its note. `ship_logs` is called every 250 ms meanwhile; `shadow`:
     a shadow executor runs it (the handler sees ``ctx.shadow``)."""
     outcome = {}
 
     def call():
         try:
-            handler(JobContext(trigger, logger, stop.event, shadow))
-            outcome["answer"] = (200, None, None)
+            returned = handler(JobContext(trigger, logger, stop.event, shadow))
+            # A success carries no message unless the handler returns a note (XXL-JOB's
+            # ``handleSuccess(msg)``; PROTOCOL.md section 6).
+            note = returned if isinstance(returned, str) and returned else None
+            outcome["answer"] = (200, note, None)
         except JobFailed as error:
             outcome["answer"] = (500, str(error), error.retry_after_ms)
         except Exception as error:  # a handler's crash is its run's failure
