@@ -170,9 +170,13 @@ step "the e2e tests whose subject is Kafka behaviour, again on tansu (the dev st
 # schema registry. Their PostgreSQL and MariaDB twins prove the stores, which the first pass
 # did on the same code. docs/src/development/testing.md says what runs where.
 # The consumer group protocol (KIP-848) is Apache Kafka's only: tansu 0.6 never assigns such
-# a member a partition.
+# a member a partition. A member joining a tansu group sets off two rebalances where Kafka's
+# coordinator makes one, so a long run is handed back twice there: the hand-back contract
+# (one hand-back per join) is Kafka's. A log-lines-before-the-result test reads end offsets,
+# which trail the records on tansu.
 tansu_skips=(postgres:: mysql:: access:: api_load:: console:: console_api:: console_session::
-  prometheus:: xxl_import:: consumer_protocol user_lifecycle:: login_guard:: field_limits::)
+  prometheus:: xxl_import:: consumer_protocol user_lifecycle:: login_guard:: field_limits::
+  hand_back_wait_is_handed_back_once every_line_is_on_the_logs_topic_when_the_result_appears)
 KADENCE_TEST_BROKERS=$tansu_brokers KADENCE_TEST_BROKER_KIND=tansu RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" \
   cargo test --locked -p kadence-tests --test e2e -- "${tansu_skips[@]/#/--skip=}"
 

@@ -71,7 +71,7 @@ impl Default for ExecutorBuilder {
             commit_interval: Duration::from_secs(1),
             beat_interval: Duration::from_secs(3),
             max_log_lines: crate::joblog::DEFAULT_MAX_LOG_LINES,
-            rebalance_timeout: Duration::from_secs(10),
+            rebalance_timeout: Duration::from_secs(5),
             kill_memory: Duration::from_secs(24 * 3600),
             scripts: false,
             allow_unverified_scripts: false,
@@ -202,7 +202,17 @@ impl ExecutorBuilder {
 
     /// How long a rebalance waits for the runs of revoked partitions to finish before handing
     /// them back (cancelled, no result, offsets uncommitted: the new owner runs them). Default
-    /// 10 s. The group waits meanwhile, up to Kafka's `max.poll.interval.ms` (300 s).
+    /// 5 s, half the default session timeout.
+    ///
+    /// The whole group waits meanwhile, and the wait must end well inside the limits the group
+    /// sets on it: the rebalance timeout (`max.poll.interval.ms`, 300 s) and, under the classic
+    /// protocol, the session timeout, since a rebalance that comes near the session can drop
+    /// members that are waiting for it (brokers and clients differ in whether they renew a
+    /// session while a rebalance is in progress). A dropped member rejoins and starts the next
+    /// rebalance, which hands the run back again: a run longer than the wait then restarts
+    /// over and over instead of once (seen with a 5 s wait in a 6 s session, never with one
+    /// of half the session). So under the classic protocol [`build`](Self::build) refuses a
+    /// wait longer than half the [`session_timeout`](Self::session_timeout).
     pub fn rebalance_timeout(mut self, timeout: Duration) -> Self {
         self.rebalance_timeout = timeout;
         self
@@ -349,6 +359,16 @@ impl ExecutorBuilder {
             ));
         }
         check_group_options(self.group_protocol, &self.kafka_options)?;
+        if self.group_protocol == GroupProtocol::Classic
+            && self.rebalance_timeout * 2 > self.session_timeout
+        {
+            return Err(ExecutorError::Config(format!(
+                "rebalance_timeout ({:?}) must be at most half of session_timeout ({:?}) under \
+                 the classic group protocol: a rebalance that comes near the session drops \
+                 members and starts again, handing long runs back over and over",
+                self.rebalance_timeout, self.session_timeout
+            )));
+        }
         let tracer = RunTracer::new(app.as_str(), self.otlp_endpoint.as_deref())
             .map_err(|error| ExecutorError::Config(error.to_string()))?;
         let settings = ExecutorSettings {
@@ -607,6 +627,40 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(consumer.settings.group_protocol, GroupProtocol::Consumer);
+    }
+
+    #[test]
+    fn the_hand_back_wait_must_end_inside_the_classic_session() {
+        let base = || {
+            ExecutorBuilder::default()
+                .brokers("localhost:9092")
+                .app("billing")
+                .handler("ok", ok)
+                .allow_unverified()
+                .allow_unsigned()
+                .session_timeout(Duration::from_secs(10))
+        };
+        assert!(base().build().is_ok(), "the defaults: 5 s inside 10 s");
+        let refused = base()
+            .rebalance_timeout(Duration::from_millis(5_001))
+            .build()
+            .err()
+            .expect("a wait past half the session is refused");
+        assert!(
+            refused.to_string().contains(
+                "rebalance_timeout (5.001s) must be at most half of session_timeout (10s)"
+            ),
+            "{refused}"
+        );
+        // The broker keeps the session under the consumer protocol: the wait answers to its
+        // rebalance timeout only.
+        assert!(
+            base()
+                .rebalance_timeout(Duration::from_secs(10))
+                .group_protocol(GroupProtocol::Consumer)
+                .build()
+                .is_ok()
+        );
     }
 
     #[test]

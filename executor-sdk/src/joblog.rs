@@ -3,10 +3,23 @@
 //!
 //! Lines are buffered and shipped every [`FLUSH_INTERVAL`] while the run goes, and once more
 //! when it ends — before its result is published, so a reader who sees the run finished also
-//! sees all of its lines (XXL-JOB's rolling log). Shipping starts with a run's first line: a
-//! run that logs nothing costs no timer and no wait (most runs of most jobs). A run keeps at most `max_log_lines` lines
-//! (builder option, default 10 000) of at most [`MAX_LINE_BYTES`] each; what is cut is said
-//! in a last line, never silently.
+//! sees all of its lines (XXL-JOB's rolling log). "Before" means acknowledged: each shipping
+//! hands every record it makes to the producer at once and waits for the broker's answer to
+//! all of them, so the result is produced only after every line record of the run is on the
+//! broker. A record the producer could not deliver within its own retries (its delivery
+//! timeout) is dropped, logged and counted (`kadence_executor_log_records_dropped_total`):
+//! the lines are lost, and the result waits no longer than that timeout. Shipping starts
+//! with a run's first line: a run that logs nothing costs no timer and no wait (most runs of
+//! most jobs). A run keeps at most `max_log_lines` lines (builder option, default 10 000) of
+//! at most [`MAX_LINE_BYTES`] each; what is cut is said in a last line, never silently.
+//!
+//! A record holds at most 500 lines and at most [`MAX_RECORD_LINE_BYTES`] (256 KiB) of line
+//! text, whichever comes first: 500 lines of 4 KiB would make a 2 MB record, over Kafka's
+//! default limits of 1 MB (the broker's `message.max.bytes`, the producer's
+//! `max.request.size`), which the producer refuses. Each record names its run: the trigger,
+//! and when this run of it started (`run_started_at_ms`, the result's `started_at_ms`), so
+//! that the lines of a trigger run twice (handed back in a rebalance, its executor crashed)
+//! stay apart in the scheduler.
 //!
 //! A shadow executor's runs ([`LogSink::Tracing`]) keep their lines out of `{prefix}.logs`:
 //! they are keyed by trigger id, and the same trigger's production run writes there. Their
@@ -30,6 +43,9 @@ pub const MAX_LINE_BYTES: usize = 4096;
 pub(crate) const DEFAULT_MAX_LOG_LINES: usize = 10_000;
 /// Lines per `LogRecord` at most.
 const LINES_PER_RECORD: usize = 500;
+/// Line text per `LogRecord` at most, in UTF-8 bytes (see the module docs): with the other
+/// fields and the Avro overhead a record stays far below Kafka's default 1 MB limits.
+pub const MAX_RECORD_LINE_BYTES: usize = 256 * 1024;
 
 #[derive(Default)]
 struct Buffer {
@@ -126,7 +142,15 @@ impl JobLogger {
         if buffer.pending.is_empty() {
             return None;
         }
-        let take = buffer.pending.len().min(LINES_PER_RECORD);
+        let mut bytes = 0;
+        let take = (buffer.pending.iter().take(LINES_PER_RECORD))
+            .take_while(|line| {
+                bytes += line.len();
+                bytes <= MAX_RECORD_LINE_BYTES
+            })
+            .count()
+            // A line is far shorter than a record's text, but a record never holds nothing.
+            .max(1);
         let lines: Vec<String> = buffer.pending.drain(..take).collect();
         let first = buffer.next_line;
         buffer.next_line += lines.len() as i64;
@@ -160,6 +184,8 @@ pub(crate) struct LogShipper {
     logger: JobLogger,
     trigger: Arc<TriggerRecord>,
     executor_id: String,
+    /// When this run started, ms since the epoch: names the run in its records.
+    run_started_at_ms: i64,
     sink: LogSink,
     give_up: CancellationToken,
 }
@@ -169,6 +195,7 @@ impl LogShipper {
         logger: JobLogger,
         trigger: Arc<TriggerRecord>,
         executor_id: String,
+        run_started_at_ms: i64,
         sink: LogSink,
         give_up: CancellationToken,
     ) -> LogShipper {
@@ -176,35 +203,63 @@ impl LogShipper {
             logger,
             trigger,
             executor_id,
+            run_started_at_ms,
             sink,
             give_up,
         }
     }
 
-    /// Ships what is pending; `finishing` adds the dropped-lines note. A line that cannot be
-    /// shipped is logged here and lost (a log is not worth holding the run's result).
+    /// Ships what is pending, and returns once the broker acknowledged every record of it;
+    /// `finishing` adds the dropped-lines note. A record that cannot be delivered is logged,
+    /// counted and lost (a log is not worth holding the run's result).
     pub(crate) async fn flush(&self, finishing: bool) {
-        while let Some((first_line, lines)) = self.logger.take(finishing) {
-            let publisher = match &self.sink {
-                LogSink::Topic(publisher) => publisher,
-                LogSink::Tracing => {
+        let publisher = match &self.sink {
+            LogSink::Topic(publisher) => publisher,
+            LogSink::Tracing => {
+                while let Some((first_line, lines)) = self.logger.take(finishing) {
                     self.trace(first_line, &lines);
+                }
+                return;
+            }
+        };
+        // Every record is enqueued before any is waited for: the producer sends them in
+        // few requests, in order (one key, one partition, an idempotent producer), and the
+        // wait is one delivery timeout at most, however many records.
+        let mut deliveries = Vec::new();
+        while let Some((first_line, lines)) = self.logger.take(finishing) {
+            let record = self.record(first_line, lines);
+            match publisher.enqueue_log(&record, &self.give_up).await {
+                Ok(delivery) => deliveries.push((record, delivery)),
+                Err(error) => publisher.log_dropped(&record, &error),
+            }
+        }
+        for (record, delivery) in deliveries {
+            let delivered = tokio::select! {
+                delivered = delivery => delivered,
+                () = self.give_up.cancelled() => {
+                    publisher.log_dropped(&record, &"the executor stopped waiting (hard stop)");
                     continue;
                 }
             };
-            let record = LogRecord {
-                trigger_id: self.trigger.trigger_id.clone(),
-                log_id: self.trigger.log_id,
-                job_id: self.trigger.job_id,
-                executor_id: self.executor_id.clone(),
-                first_line,
-                lines,
-                emitted_at_ms: Clock::System.now_ms(),
-            };
-            if let Err(error) = publisher.publish_log(&record, &self.give_up).await {
-                tracing::warn!(trigger_id = %record.trigger_id, %error, first_line,
-                    "cannot ship job log lines; they are lost");
+            match delivered {
+                Ok(Ok(_)) => {}
+                Ok(Err((error, _))) => publisher.log_dropped(&record, &error),
+                Err(_) => publisher.log_dropped(&record, &"the producer was dropped"),
             }
+        }
+    }
+
+    /// The record of `lines`, numbered from `first_line`.
+    fn record(&self, first_line: i64, lines: Vec<String>) -> LogRecord {
+        LogRecord {
+            trigger_id: self.trigger.trigger_id.clone(),
+            log_id: self.trigger.log_id,
+            job_id: self.trigger.job_id,
+            executor_id: self.executor_id.clone(),
+            first_line,
+            lines,
+            emitted_at_ms: Clock::System.now_ms(),
+            run_started_at_ms: Some(self.run_started_at_ms),
         }
     }
 
@@ -269,6 +324,56 @@ mod tests {
             ))
         );
         assert_eq!(logger.take(true), None);
+    }
+
+    /// 1 000 lines of 4 000 bytes: a record carries at most 256 KiB of them (65 lines), not
+    /// 500 (2 MB, over Kafka's default 1 MB limits); every line ships once, in order.
+    #[test]
+    fn a_record_holds_at_most_256_kib_of_line_text() {
+        let logger = JobLogger::new(DEFAULT_MAX_LOG_LINES);
+        for number in 1..=1_000 {
+            logger.log(format!("line {number} {}", "x".repeat(3_990)));
+        }
+        let mut next = 1;
+        while let Some((first, lines)) = logger.take(true) {
+            assert_eq!(first, next, "records follow each other without gaps");
+            let bytes: usize = lines.iter().map(String::len).sum();
+            assert!(bytes <= MAX_RECORD_LINE_BYTES, "{bytes} bytes of lines");
+            assert!(lines.len() == 65 || next + lines.len() as i64 == 1_001);
+            for (number, line) in (first..).zip(&lines) {
+                assert!(line.starts_with(&format!("line {number} ")));
+            }
+            next += lines.len() as i64;
+        }
+        assert_eq!(next, 1_001);
+        // Short lines: 500 to a record.
+        for _ in 0..501 {
+            logger.log("short");
+        }
+        assert_eq!(logger.take(false).map(|(_, lines)| lines.len()), Some(500));
+        assert_eq!(logger.take(false).map(|(_, lines)| lines.len()), Some(1));
+    }
+
+    /// Each record names its run: its trigger and when this run of it started, the result's
+    /// `started_at_ms`, so that two runs of one trigger stay apart.
+    #[test]
+    fn records_name_the_run_they_belong_to() {
+        let trigger = Arc::new(crate::testing::TestWorker::trigger("h").record());
+        let shipper = LogShipper::new(
+            JobLogger::new(10),
+            Arc::clone(&trigger),
+            "exec-1".into(),
+            1_767_225_600_123,
+            LogSink::Tracing,
+            CancellationToken::new(),
+        );
+        let record = shipper.record(3, vec!["three".into()]);
+        assert_eq!(record.run_started_at_ms, Some(1_767_225_600_123));
+        assert_eq!(
+            (&record.trigger_id, record.log_id, record.first_line),
+            (&trigger.trigger_id, trigger.log_id, 3)
+        );
+        assert_eq!(record.executor_id, "exec-1");
     }
 
     #[test]

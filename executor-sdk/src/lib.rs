@@ -221,8 +221,10 @@ impl Executor {
         OwnedPartitions::new(&self.assignment)
     }
 
-    /// Runs until `shutdown` resolves, then drains: stops taking triggers, waits for the
-    /// running handlers (up to the drain timeout), commits, and leaves the group.
+    /// Runs until `shutdown` resolves, then drains: stops taking triggers, lets what it took
+    /// go on (running handlers finish, queued and held triggers start in their turn) up to the
+    /// drain timeout, commits, and leaves the group. What has not finished at the deadline is
+    /// answered by no result and left uncommitted, for the partition's next owner.
     /// Handlers registered with hooks run their destroy hook after the drain, if their init
     /// ran.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ExecutorError> {

@@ -72,6 +72,9 @@ pub(crate) struct ExecutorMetrics {
     pub(crate) hand_backs: IntCounter,
     /// Publishes retried after a retriable broker error, by topic.
     pub(crate) publish_retries: IntCounterVec,
+    /// Log records the broker did not take within the producer's retries: their lines are
+    /// lost, so that the run's result is not held back.
+    pub(crate) log_records_dropped: IntCounter,
     /// Trigger records sent to the dead-letter queue, by kind of reason.
     pub(crate) dead_letters: IntCounterVec,
     /// Trigger records a shadow executor could not take and skipped (production's group
@@ -170,6 +173,7 @@ impl ExecutorMetrics {
                 "Publishes retried after a retriable broker error.",
                 &["topic"],
             ),
+            log_records_dropped: log_records_dropped_counter(),
             dead_letters: by_reason(
                 "kadence_executor_dead_letters_total",
                 "Trigger records sent to the dead-letter queue: unverified (signature), \
@@ -188,12 +192,7 @@ impl ExecutorMetrics {
             ),
             expected_wait: expected_wait_gauge(),
             load: Mutex::default(),
-            consumer_lag: gauge_vec(
-                "kadence_executor_consumer_lag",
-                "Trigger records of an owned partition not yet done: high watermark minus the \
-                 committed offset.",
-                &["partition"],
-            ),
+            consumer_lag: consumer_lag_gauge(),
         };
         metrics.register_all();
         metrics.start_at_zero();
@@ -203,7 +202,7 @@ impl ExecutorMetrics {
     /// Creates the series of every fixed label value at zero, so that dashboards and rate
     /// queries see them from the first scrape, not only after the first event.
     fn start_at_zero(&self) {
-        for topic in ["results", "logs", "dlq"] {
+        for topic in ["results", "dlq"] {
             self.publish_retries.with_label_values(&[topic]);
         }
         for reason in DEAD_LETTER_REASONS {
@@ -226,7 +225,7 @@ impl ExecutorMetrics {
     }
 
     /// Every metric of this instance, unregistered.
-    fn collectors(&self) -> [Box<dyn prometheus::core::Collector>; 15] {
+    fn collectors(&self) -> [Box<dyn prometheus::core::Collector>; 16] {
         [
             Box::new(self.trigger_to_start.clone()),
             Box::new(self.run_duration.clone()),
@@ -238,6 +237,7 @@ impl ExecutorMetrics {
             Box::new(self.rebalances.clone()),
             Box::new(self.hand_backs.clone()),
             Box::new(self.publish_retries.clone()),
+            Box::new(self.log_records_dropped.clone()),
             Box::new(self.dead_letters.clone()),
             Box::new(self.shadow_skipped.clone()),
             Box::new(self.control_refused.clone()),
@@ -387,6 +387,23 @@ fn labelled_registry(app: &str, shadow: bool) -> Registry {
     }
     Registry::new_custom(None, Some(constant_labels))
         .expect("app and shadow are valid constant labels")
+}
+
+fn log_records_dropped_counter() -> IntCounter {
+    counter(
+        "kadence_executor_log_records_dropped_total",
+        "Log records (up to 500 lines of a run) the broker did not acknowledge within the \
+         producer's delivery timeout: dropped, so that the run's result is not held back.",
+    )
+}
+
+fn consumer_lag_gauge() -> IntGaugeVec {
+    gauge_vec(
+        "kadence_executor_consumer_lag",
+        "Trigger records of an owned partition not yet done: high watermark minus the \
+         committed offset.",
+        &["partition"],
+    )
 }
 
 fn expected_wait_gauge() -> GaugeVec {

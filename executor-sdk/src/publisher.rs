@@ -7,9 +7,12 @@
 //! broker's acknowledgement comes back as a future that the consumer's acknowledgement task
 //! collects (`consumer::answers`), since an offset is committed only after its result is
 //! published. The producer batches what is enqueued meanwhile (`linger.ms`), so results go
-//! out in a few requests per second however many triggers run. Log lines, dead letters and a
-//! result whose first delivery failed wait for their acknowledgement, retrying retriable
-//! errors.
+//! out in a few requests per second however many triggers run. Log lines are enqueued the
+//! same way, and the run waits for their acknowledgements before its result (see
+//! `joblog`); a log record the producer could not deliver within its own retries is dropped
+//! and counted, never retried past them, so a log never holds a result back for longer than
+//! the producer's delivery timeout. Dead letters and a result whose first delivery failed
+//! wait for their acknowledgement, retrying retriable errors.
 //!
 //! Everything published here is signed with the executor key (see
 //! [`crate::ExecutorBuilder::executor_key`]): [`Publisher::signed`] adds the two headers to
@@ -29,6 +32,9 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ExecutorError;
 use crate::metrics::ExecutorMetrics;
 use crate::settings::ExecutorSettings;
+
+/// How long to wait before enqueueing again into a full producer queue.
+const QUEUE_FULL_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Owns the executor's idempotent producer. Cheap to clone.
 #[derive(Clone)]
@@ -142,28 +148,49 @@ impl Publisher {
             .inc();
     }
 
-    /// Publishes a run's log lines, retrying retriable errors until acknowledged or `give_up`.
-    pub(crate) async fn publish_log(
+    /// Hands a run's log lines to the producer without waiting for the broker; the future
+    /// resolves with its answer. Waits only while the producer's queue is full (until
+    /// `give_up`). The producer retries inside its `delivery.timeout.ms` (30 s by default,
+    /// `message.timeout.ms`) and nothing retries after it: a log record that did not get
+    /// through is dropped ([`Publisher::log_dropped`]) rather than hold the run's result back.
+    pub(crate) async fn enqueue_log(
         &self,
         record: &LogRecord,
         give_up: &CancellationToken,
-    ) -> Result<(), KafkaError> {
+    ) -> Result<DeliveryFuture, KafkaError> {
         let payload = codec::encode(record).map_err(|error| {
             tracing::error!(%error, trigger_id = %record.trigger_id, "cannot encode log lines");
             KafkaError::MessageProduction(RDKafkaErrorCode::InvalidMessage)
         })?;
-        let key = record.trigger_id.as_str();
-        let headers = self.signed(&self.inner.logs_topic, &payload, OwnedHeaders::new());
-        self.send_with_retry("logs", give_up, || {
-            FutureRecord::<str, [u8]>::to(&self.inner.logs_topic)
-                .key(key)
+        let topic = &self.inner.logs_topic;
+        let headers = self.signed(topic, &payload, OwnedHeaders::new());
+        loop {
+            let sent = FutureRecord::<str, [u8]>::to(topic)
+                .key(record.trigger_id.as_str())
                 .payload(&payload)
-                .headers(headers.clone())
-        })
-        .await
+                .headers(headers.clone());
+            match self.inner.producer.send_result(sent) {
+                Ok(delivery) => return Ok(delivery),
+                Err((error, _))
+                    if error == KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)
+                        && !give_up.is_cancelled() =>
+                {
+                    tokio::time::sleep(QUEUE_FULL_PAUSE).await
+                }
+                Err((error, _)) => return Err(error),
+            }
+        }
     }
 
-    /// Sends `message` to the dead-letter queue with `reason` and its origin in headers.
+    /// Logs and counts a log record the broker did not take: its lines are lost.
+    pub(crate) fn log_dropped(&self, record: &LogRecord, error: &dyn std::fmt::Display) {
+        tracing::warn!(trigger_id = %record.trigger_id, first_line = record.first_line,
+            lines = record.lines.len(), %error, "cannot ship job log lines; they are dropped");
+        self.inner.metrics.log_records_dropped.inc();
+    }
+
+    /// Sends `message` to the dead-letter queue with its own headers, then `reason` and its
+    /// origin, then this executor's signature.
     pub(crate) async fn dead_letter(
         &self,
         message: &OwnedMessage,
@@ -173,7 +200,7 @@ impl Publisher {
         let headers = self.signed(
             &self.inner.dlq_topic,
             message.payload().unwrap_or_default(),
-            dead_letter_headers(reason, RecordOrigin::of(message)),
+            dead_letter_headers(message.headers(), reason, RecordOrigin::of(message)),
         );
         self.send_with_retry("dlq", give_up, || {
             let mut record =

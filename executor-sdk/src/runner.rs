@@ -21,6 +21,10 @@ pub(crate) struct RunOutcome {
     pub(crate) code: i32,
     pub(crate) message: Option<String>,
     pub(crate) retry_after_ms: Option<i64>,
+    /// Cancelled with no reason to answer: the executor gave up draining (or handed the run
+    /// back). Such a run gets no result and stays uncommitted, so the partition's next owner
+    /// runs it (PROTOCOL.md section 7); `code` and `message` only describe it to spans.
+    pub(crate) abandoned: bool,
 }
 
 impl RunOutcome {
@@ -29,6 +33,14 @@ impl RunOutcome {
             code: result_code::FAILURE,
             message: Some(message.into()),
             retry_after_ms: None,
+            abandoned: false,
+        }
+    }
+
+    fn abandoned() -> Self {
+        RunOutcome {
+            abandoned: true,
+            ..RunOutcome::failure("run was cancelled: the executor is shutting down")
         }
     }
 }
@@ -85,10 +97,7 @@ pub(crate) async fn run_handler(
         biased;
         ended = run => ended,
         _ = cancellation.cancelled() => {
-            let reason = stop_reason
-                .take()
-                .unwrap_or_else(|| "run was cancelled: the executor is shutting down".to_owned());
-            return RunOutcome::failure(reason);
+            return stop_reason.take().map_or_else(RunOutcome::abandoned, RunOutcome::failure);
         }
         _ = deadline => {
             cancellation.cancel();
@@ -97,6 +106,7 @@ pub(crate) async fn run_handler(
                 code: result_code::TIMEOUT,
                 message: Some(format!("run timed out after {} and was cancelled", humanize(limit))),
                 retry_after_ms: None,
+                abandoned: false,
             };
         }
     };
@@ -105,21 +115,25 @@ pub(crate) async fn run_handler(
     // at once when cancelled (its own "stopped early" error, or `Ok`) is done by the time
     // this task looks again. The reason is set before the token is cancelled, so it is there
     // whenever the cancellation is.
-    if cancellation.is_cancelled()
-        && let Some(reason) = stop_reason.take()
-    {
-        return RunOutcome::failure(reason);
+    // Cancelled with no reason (the drain gave up, or the run was handed back): whatever the
+    // handler answered on its way out, the run is not answered here.
+    if cancellation.is_cancelled() {
+        return stop_reason
+            .take()
+            .map_or_else(RunOutcome::abandoned, RunOutcome::failure);
     }
     match ended {
         Ok(Ok(())) => RunOutcome {
             code: result_code::SUCCESS,
             message: None,
             retry_after_ms: None,
+            abandoned: false,
         },
         Ok(Err(error)) => RunOutcome {
             code: result_code::FAILURE,
             message: Some(error.message().to_owned()),
             retry_after_ms: error.retry_delay().map(|delay| delay.as_millis() as i64),
+            abandoned: false,
         },
         Err(panic) => {
             let text = panic

@@ -57,22 +57,26 @@
 //! executors started (SQLite keeps no such statistics). The benchmark's own bookkeeping (the
 //! table `bench_results`, one row per recorded result, filled by a trigger) is not counted.
 //!
-//! `--executor-bin PATH` runs another build of the test executor (e.g. one built from an
-//! older commit, to compare SDKs; a relative path is taken from the repository's root);
-//! without it the benchmark builds this tree's
-//! (`cargo build --release -p kadence-tests --bin test-executor`) and runs that.
+//! `--sdks rust,java` (default `rust`) runs each configuration with each SDK's test executor,
+//! one right after the other (innermost, after the broker): the Rust SDK's and the Java
+//! SDK's (`executors/java`, built and started by `infra/java-executor.sh`), which share one
+//! interface, so the rows compare the SDKs under the same load. `--executor-bin PATH` runs
+//! another build of the Rust test executor (e.g. one built from an older commit, to compare
+//! versions; a relative path is taken from the repository's root); without it the benchmark
+//! builds this tree's (`cargo build --release -p kadence-tests --bin test-executor`) and runs
+//! that.
 //! `KADENCE_BENCH_LOG` sets the scheduler's log filter (default `warn,sqlx=error`).
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use common::broker::{Broker, BrokerKind};
 use common::emitter::{create_topics, delete_topics, emit_every_second};
 use common::executors::{
-    Executors, Usage, broker_processes, build_test_executor, published_starts, ticks_between,
-    wait_for_beats,
+    ExecutorCommand, Executors, Sdk, Usage, broker_processes, build_test_executor,
+    published_starts, ticks_between, wait_for_beats,
 };
 use common::{
     Backend, Database, JobLoad, PARTITIONS, Serve, clock_ticks_per_second, flags, load_jobs_with,
@@ -164,6 +168,7 @@ struct Options {
     seconds: u64,
     executors: usize,
     executor_bin: Option<PathBuf>,
+    sdks: Vec<Sdk>,
 }
 
 fn options() -> Options {
@@ -179,6 +184,7 @@ fn options() -> Options {
         seconds: 10,
         executors: 2,
         executor_bin: None,
+        sdks: vec![Sdk::Rust],
     };
     let mut broker_kinds = vec![BrokerKind::Tansu];
     for (flag, value) in flags() {
@@ -190,6 +196,7 @@ fn options() -> Options {
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
             "--executors" => options.executors = value.parse().expect("--executors N"),
             "--executor-bin" => options.executor_bin = Some(repository_path(&value)),
+            "--sdks" => options.sdks = Sdk::parse_list(&value),
             "--history" => {
                 options.histories = value
                     .split(',')
@@ -278,6 +285,8 @@ impl Stored {
 struct Measurement {
     source: Source,
     broker: BrokerKind,
+    /// Whose test executor ran.
+    sdk: Sdk,
     /// The jobs' run-history policy.
     history: String,
     /// Database rows written per run started, from the first fire to the scheduler's stop
@@ -308,7 +317,7 @@ impl Measurement {
     /// The figures of the window `[start, end)` from its usage readings and what the
     /// executors published (`(scheduled, started)` pairs).
     fn of(
-        (source, broker, route, jobs): (Source, BrokerKind, Route, usize),
+        (source, broker, sdk, route, jobs): (Source, BrokerKind, Sdk, Route, usize),
         (start, end): (i64, i64),
         (before, after): (Usage, Usage),
         starts: &[(i64, i64)],
@@ -329,6 +338,7 @@ impl Measurement {
         Measurement {
             source,
             broker,
+            sdk,
             history: "ALL".to_owned(),
             rows_per_run: None,
             route,
@@ -350,7 +360,7 @@ impl Measurement {
 /// One configuration with `kadence serve` on a fresh `backend` database and `broker`.
 async fn run_with_scheduler(
     options: &Options,
-    executor_bin: &Path,
+    executor: &ExecutorCommand,
     broker: &Broker,
     (backend, route, jobs): (Backend, Route, usize),
     history: &str,
@@ -379,7 +389,7 @@ async fn run_with_scheduler(
     let topics = Topics::new(&serve.prefix).expect("the prefix is valid");
     let connect = (broker, serve.prefix.as_str());
     let keys = (trusted_key.as_str(), executor_key.as_str());
-    let executors = Executors::start(executor_bin, options.executors, connect, keys);
+    let executors = Executors::start(executor, options.executors, connect, keys);
     wait_for_beats(brokers, &topics, options.executors).await;
     let broker_pids = broker_processes(broker);
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
@@ -400,7 +410,13 @@ async fn run_with_scheduler(
     database.drop().await;
     let starts = published_starts(brokers, &topics).await;
     delete_topics(brokers, &topics).await;
-    let configuration = (Source::Scheduler(backend), broker.kind, route, jobs);
+    let configuration = (
+        Source::Scheduler(backend),
+        broker.kind,
+        executor.sdk,
+        route,
+        jobs,
+    );
     Measurement {
         history: history.to_owned(),
         rows_per_run: rows_written.map(|rows| rows as f64 / starts.len().max(1) as f64),
@@ -417,7 +433,7 @@ async fn run_with_scheduler(
 /// One configuration without a scheduler on `broker`: the benchmark emits the triggers.
 async fn run_without_scheduler(
     options: &Options,
-    executor_bin: &Path,
+    executor: &ExecutorCommand,
     broker: &Broker,
     (route, jobs): (Route, usize),
 ) -> Measurement {
@@ -431,7 +447,7 @@ async fn run_without_scheduler(
     let executor_key = ExecutorKey::generate().expect("an executor key").text();
     let connect = (broker, prefix.as_str());
     let keys = (trusted_key.as_str(), executor_key.as_str());
-    let executors = Executors::start(executor_bin, options.executors, connect, keys);
+    let executors = Executors::start(executor, options.executors, connect, keys);
     wait_for_beats(brokers, &topics, options.executors).await;
     let broker_pids = broker_processes(broker);
     let first_second = (now_ms() + 3_000) / 1000 * 1000;
@@ -455,7 +471,7 @@ async fn run_without_scheduler(
     executors.stop().await;
     let starts = published_starts(brokers, &topics).await;
     delete_topics(brokers, &topics).await;
-    let configuration = (Source::NoScheduler, broker.kind, route, jobs);
+    let configuration = (Source::NoScheduler, broker.kind, executor.sdk, route, jobs);
     Measurement::of(configuration, window, (before, after), &starts, None)
 }
 
@@ -475,10 +491,10 @@ fn print_table(options: &Options, rows: &[Measurement]) {
     );
     println!();
     println!(
-        "| backend | broker | history | route | jobs due/s | DB rows per run | at broker p99 | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | CPU ms / 1 000 triggers | scheduler CPU | broker CPU | PostgreSQL CPU | machine busy |"
+        "| backend | broker | SDK | history | route | jobs due/s | DB rows per run | at broker p99 | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | CPU ms / 1 000 triggers | scheduler CPU | broker CPU | PostgreSQL CPU | machine busy |"
     );
     println!(
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for row in rows {
         let seconds = options.seconds as f64;
@@ -520,9 +536,10 @@ fn print_table(options: &Options, rows: &[Measurement]) {
             .map_or_else(|| "n/a".to_owned(), |rows| format!("{rows:.2}"));
         let core = |cpu_seconds: f64| format!("{:.0} %", cpu_seconds / seconds * 100.0);
         println!(
-            "| {} | {} | {} | {} | {} | {rows} | {emitted} | {} | {} | {} | {not_run} ({:.1} %) | {within} | {not_recorded} | {} | {per_thousand} | {} | {} | {} | {:.0} % |",
+            "| {} | {} | {} | {} | {} | {} | {rows} | {emitted} | {} | {} | {} | {not_run} ({:.1} %) | {within} | {not_recorded} | {} | {per_thousand} | {} | {} | {} | {:.0} % |",
             row.source.label(),
             row.broker.label(),
+            row.sdk.label(),
             row.history,
             row.route.symbol(),
             row.jobs,
@@ -542,10 +559,19 @@ fn print_table(options: &Options, rows: &[Measurement]) {
 #[tokio::main]
 async fn main() {
     let options = options();
-    let executor_bin = options
-        .executor_bin
-        .clone()
-        .unwrap_or_else(build_test_executor);
+    let commands: Vec<ExecutorCommand> = options
+        .sdks
+        .iter()
+        .map(|sdk| match sdk {
+            Sdk::Rust => ExecutorCommand::rust(
+                options
+                    .executor_bin
+                    .clone()
+                    .unwrap_or_else(build_test_executor),
+            ),
+            Sdk::Java => ExecutorCommand::java(),
+        })
+        .collect();
     let mut rows = Vec::new();
     let configurations = options.sources.iter().flat_map(|&source| {
         let histories = match source {
@@ -557,24 +583,30 @@ async fn main() {
     for (source, history) in configurations {
         for &route in &options.routes {
             for &jobs in &options.jobs {
-                // Brokers innermost: a configuration's rows on each broker are measured one
-                // after the other, under much the same load from the rest of the machine.
-                for broker in &options.brokers {
+                // Brokers, then SDKs, innermost: a configuration's rows on each broker and
+                // with each SDK are measured one after the other, under much the same load
+                // from the rest of the machine.
+                for (broker, executor) in options
+                    .brokers
+                    .iter()
+                    .flat_map(|broker| commands.iter().map(move |command| (broker, command)))
+                {
                     eprintln!(
-                        "running {} on {}, history {history}, {} routing, {jobs} jobs due every second, for {} s...",
+                        "running {} on {} with the {} executor, history {history}, {} routing, {jobs} jobs due every second, for {} s...",
                         source.label(),
                         broker.kind.label(),
+                        executor.sdk.label(),
                         route.symbol(),
                         options.seconds
                     );
-                    let bin = executor_bin.as_path();
                     let row = match source {
                         Source::Scheduler(backend) => {
                             let configuration = (backend, route, jobs);
-                            run_with_scheduler(&options, bin, broker, configuration, &history).await
+                            run_with_scheduler(&options, executor, broker, configuration, &history)
+                                .await
                         }
                         Source::NoScheduler => {
-                            run_without_scheduler(&options, bin, broker, (route, jobs)).await
+                            run_without_scheduler(&options, executor, broker, (route, jobs)).await
                         }
                     };
                     rows.push(row);

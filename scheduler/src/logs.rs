@@ -5,7 +5,16 @@
 //! [`LogsConsumer::store_logs_once`] is one step: receive a batch, decode each `LogRecord`,
 //! store the lines in one transaction (each (run, line number) once, so redeliveries never
 //! duplicate a line; at most `logs.max_lines_per_run` per run), send undecodable records to
-//! the dead-letter queue, then commit. On a database or DLQ error the batch is kept for the
+//! the dead-letter queue, then commit.
+//!
+//! A trigger runs twice when its first run is handed back in a rebalance (cancelled without a
+//! result) or its executor dies, and the partition's next owner, possibly the same executor,
+//! runs it again: both runs number their lines from 1 under the same log id. `LogRecord` v2
+//! says when the run started on its executor (`run_started_at_ms`, the run's result's
+//! `started_at_ms`), and the lines are stored under it, so the runs stay apart; reading a
+//! run's log shows the run that started last, the one whose result completes the run (a v1
+//! record's lines count as started at 0, the oldest). Nothing is read to store a record: the
+//! run start is part of the key the insert already skips repeats by. On a database or DLQ error the batch is kept for the
 //! next step and nothing is committed past it.
 //!
 //! It joins its own group, `{prefix}.scheduler.logs`, so that a burst of log lines never
@@ -217,6 +226,8 @@ fn decode(message: &OwnedMessage) -> Result<LogLines, String> {
     }
     Ok(LogLines {
         log_id: record.log_id,
+        // A v1 record does not say which run it belongs to: its lines are the oldest run's.
+        run_started_at_ms: record.run_started_at_ms.unwrap_or(0),
         first_line: record.first_line,
         lines: record.lines,
     })

@@ -78,6 +78,12 @@ pub const CATALOG_SOURCES: &[(u32, &str, u32, &str)] = &[
         1,
         include_str!("../avro/history/log_record/v1.avsc"),
     ),
+    (
+        5002,
+        "LogRecord",
+        2,
+        include_str!("../avro/history/log_record/v2.avsc"),
+    ),
 ];
 
 /// The current schema of each record: `(record, .avsc)`.

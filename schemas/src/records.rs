@@ -341,6 +341,11 @@ pub struct LogRecord {
     pub lines: Vec<String>,
     /// Production time, ms since the epoch.
     pub emitted_at_ms: i64,
+    /// When this run of the trigger started on its executor, ms since the epoch (the run's
+    /// result's `started_at_ms`): with `executor_id` it names one run, so the lines of a
+    /// trigger run twice stay apart. `None` only in records written as v1 (5001).
+    #[serde(default)]
+    pub run_started_at_ms: Option<i64>,
 }
 
 #[cfg(test)]

@@ -107,6 +107,7 @@ fn log(full: bool) -> LogRecord {
             vec![]
         },
         emitted_at_ms: 1_767_225_601_000,
+        run_started_at_ms: full.then_some(1_767_225_600_002),
     }
 }
 

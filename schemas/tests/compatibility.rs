@@ -89,6 +89,7 @@ fn sample(field: &str) -> Value {
         "glue_source" => some(text("echo hello")),
         "glue_updated_at_ms" => some(Value::Long(1_767_000_000_000)),
         "expires_at_ms" => some(Value::Long(1_767_229_200_000)),
+        "run_started_at_ms" => some(Value::Long(1_767_225_600_002)),
         "executor_id" => text("billing-7f9c-1"),
         "code" => Value::Int(500),
         "message" => some(text("exit status 3")),
@@ -188,7 +189,7 @@ fn the_codec_writes_the_current_schema_under_the_newest_id() {
     assert_eq!(ResultRecord::schema_id(), 2001);
     assert_eq!(ControlRecord::schema_id(), 3001);
     assert_eq!(ExecutorBeat::schema_id(), 4001);
-    assert_eq!(LogRecord::schema_id(), 5001);
+    assert_eq!(LogRecord::schema_id(), 5002);
 }
 
 /// A trigger is written with the oldest version that holds it: every trigger type v1 knows
@@ -264,6 +265,33 @@ fn a_trigger_expires_after_its_window_only() {
         !sample_trigger().expired_at(i64::MAX),
         "no window: never expires"
     );
+}
+
+/// Log records are always written as v2 (5002), which names the run they belong to; one
+/// written as v1 (5001) by an executor that predates v2 reads with no run start.
+#[test]
+fn log_records_are_written_with_v2_and_v1_ones_read_with_no_run_start() {
+    let record = LogRecord {
+        trigger_id: TriggerId::parse("7-1767225600000").unwrap(),
+        log_id: 12,
+        job_id: JobId::new(7).unwrap(),
+        executor_id: "billing-7f9c-1".into(),
+        first_line: 1,
+        lines: vec!["hello".into()],
+        emitted_at_ms: 1_767_225_600_900,
+        run_started_at_ms: Some(1_767_225_600_002),
+    };
+    let bytes = encode(&record).unwrap();
+    assert_eq!(bytes[1..5], 5002u32.to_be_bytes());
+    assert_eq!(decode::<LogRecord>(&bytes).unwrap(), record);
+
+    let v1 = catalog::schema_for_id(5001).unwrap();
+    let mut framed = vec![0];
+    framed.extend_from_slice(&5001u32.to_be_bytes());
+    framed.extend(datum_for(&v1.schema, false));
+    let decoded: LogRecord = decode(&framed).unwrap();
+    assert_eq!(decoded.run_started_at_ms, None, "v1 names no run");
+    assert_eq!(decoded.lines, ["hello", ""]);
 }
 
 fn sample_trigger() -> TriggerRecord {

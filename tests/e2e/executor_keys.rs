@@ -64,6 +64,7 @@ async fn what_executors_write_needs_a_key_of_their_app(backend: Backend) {
         first_line: 1,
         lines: vec!["forged".into()],
         emitted_at_ms: kadence_schemas::now_ms(),
+        run_started_at_ms: Some(kadence_schemas::now_ms()),
     };
     let logs = format!("{}.logs", app.prefix);
     let forged_lines = codec::encode(&forged_lines).unwrap();

@@ -160,7 +160,7 @@ pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config
         brokers,
         admin_token: login(&base_url, "admin", TEST_ADMIN_PASSWORD).await,
         base_url,
-        http: reqwest::Client::new(),
+        http: kadence_tests::api_client(),
         config,
         scheduler: Some(scheduler),
         executors: Vec::new(),
@@ -626,6 +626,7 @@ impl TestApp {
             .app(app)
             .topic_prefix(&self.prefix)
             .session_timeout(SESSION_TIMEOUT)
+            .rebalance_timeout(SESSION_TIMEOUT / 2)
             .drain_timeout(Duration::from_secs(5))
             .beat_interval(Duration::from_secs(1))
             .max_concurrent_per_job(2)

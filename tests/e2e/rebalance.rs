@@ -63,7 +63,7 @@ async fn broadcast_then_rebalance(
 /// the new owner does not run them again.
 async fn revoked_runs_finish_before_their_partitions_move(backend: Backend) {
     let mut app = spawn_app(backend).await;
-    let runs = broadcast_then_rebalance(&mut app, Duration::from_secs(30), 3_000).await;
+    let runs = broadcast_then_rebalance(&mut app, Duration::from_secs(3), 1_500).await;
     // The second executor has joined: let any redelivery happen before counting.
     app.wait_for_executors("moving", 2, 6).await;
     for run in &runs {

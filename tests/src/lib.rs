@@ -9,7 +9,8 @@
 //! - [`faults`]: the fault harness behind `infra/faults.sh`: scenarios that inject a fault
 //!   while jobs fire, with what they counted.
 //! - [`now_ms`]: the wall clock in the records' unit; [`unique`]: a name no other test or
-//!   scenario running at the same time takes.
+//!   scenario running at the same time takes; [`api_client`]: an HTTP client that keeps its
+//!   connections only as long as the API does.
 //!
 //! They take addresses as arguments (never a test's environment), so a benchmark that starts
 //! its own broker and `kadence serve` uses them as a test does.
@@ -27,6 +28,18 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock after 1970");
     i64::try_from(since_epoch.as_millis()).expect("milliseconds fit in i64")
+}
+
+/// An HTTP client for a scheduler's API that lets its pooled connections go after 5 s idle.
+/// The API closes a keep-alive connection that stays idle for its `api.header_read_timeout`
+/// (10 s by default, `scheduler/src/api/serve.rs`); a client that keeps one longer may send
+/// its next request just as the server closes it, and get no answer (hyper's
+/// `IncompleteMessage`: a test that waited ten seconds between two calls failed so).
+pub fn api_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_idle_timeout(std::time::Duration::from_secs(5))
+        .build()
+        .expect("an HTTP client")
 }
 
 /// `prefix` and a random lower-case suffix, for names that must not collide between tests

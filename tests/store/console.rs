@@ -273,6 +273,7 @@ async fn job_with_history(store: &dyn Store, name: &str) -> Job {
         .append_log_lines(
             &[LogLines {
                 log_id: kept.log_id,
+                run_started_at_ms: T0,
                 first_line: 1,
                 lines: vec!["hello".to_owned()],
             }],
@@ -380,6 +381,7 @@ async fn removing_a_job_deletes_everything_kept_about_it(backend: Backend) {
             .read_log_lines(doomed_runs[0].log_id, 1, 10)
             .await
             .unwrap()
+            .lines
             .is_empty()
     );
     assert!(store.glue_versions(doomed.id).await.unwrap().is_empty());

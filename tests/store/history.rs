@@ -66,6 +66,7 @@ async fn history_policies_keep_what_they_say_and_count_every_run(backend: Backen
             .append_log_lines(
                 &[LogLines {
                     log_id: success.log_id,
+                    run_started_at_ms: T0,
                     first_line: 1,
                     lines: vec![format!("job {}", job.id)],
                 }],
@@ -131,7 +132,7 @@ async fn history_policies_keep_what_they_say_and_count_every_run(backend: Backen
     }
     assert_eq!(kept, vec![2, 1, 2]);
     for (log_id, lines_left) in success_log_ids.iter().zip([1, 0, 0]) {
-        let lines = store.read_log_lines(*log_id, 1, 10).await.unwrap();
+        let lines = store.read_log_lines(*log_id, 1, 10).await.unwrap().lines;
         assert_eq!(
             lines.len(),
             lines_left,

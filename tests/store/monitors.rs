@@ -452,6 +452,7 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
         .append_log_lines(
             &[LogLines {
                 log_id: fires[3].log_id,
+                run_started_at_ms: T0,
                 first_line: 1,
                 lines: vec!["old".into()],
             }],
@@ -524,6 +525,7 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
             .read_log_lines(fires[3].log_id, 1, 10)
             .await
             .unwrap()
+            .lines
             .is_empty()
     );
     let reports = h

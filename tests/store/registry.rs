@@ -10,7 +10,9 @@ use kadence_scheduler::model::{
 };
 use kadence_scheduler::registry::sweep_once;
 use kadence_scheduler::schedule::MisfireStrategy;
-use kadence_scheduler::store::{DispatchAck, DispatchMarks, LogLines, NewFire, PageRequest};
+use kadence_scheduler::store::{
+    DispatchAck, DispatchMarks, LogLines, NewFire, PageRequest, RunLogLines,
+};
 use kadence_schemas::{AppName, TriggerId, TriggerType};
 
 use super::{T0, demo_app, every_second_job, pre_read_at, store_on};
@@ -332,6 +334,7 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
     let log_id = fires[0].log_id;
     let batch = |first_line: i64, lines: &[&str]| LogLines {
         log_id,
+        run_started_at_ms: T0 + 5,
         first_line,
         lines: lines.iter().map(|line| line.to_string()).collect(),
     };
@@ -343,6 +346,7 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
     // A redelivered record, one past the limit, and a log id never given out.
     let ghost = LogLines {
         log_id: 987_654,
+        run_started_at_ms: T0 + 5,
         first_line: 1,
         lines: vec!["lost".to_owned()],
     };
@@ -353,7 +357,11 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
     assert_eq!(stored, 1, "only line 5 is new; 6 is past the limit");
     let read = store.read_log_lines(log_id, 2, 10).await.unwrap();
     assert_eq!(
-        read,
+        (read.run_started_at_ms, read.earlier_runs),
+        (Some(T0 + 5), 0)
+    );
+    assert_eq!(
+        read.lines,
         vec![
             (2, "b".to_owned()),
             (3, "c".to_owned()),
@@ -361,13 +369,19 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
             (5, "e".to_owned())
         ]
     );
-    assert_eq!(store.read_log_lines(log_id, 1, 2).await.unwrap().len(), 2);
-    assert!(
+    assert_eq!(
         store
-            .read_log_lines(987_654, 1, 10)
+            .read_log_lines(log_id, 1, 2)
             .await
             .unwrap()
-            .is_empty()
+            .lines
+            .len(),
+        2
+    );
+    assert_eq!(
+        store.read_log_lines(987_654, 1, 10).await.unwrap(),
+        RunLogLines::default(),
+        "no line: no run named"
     );
     assert!(
         store.get_run(log_id).await.unwrap().is_none(),
@@ -375,7 +389,76 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
     );
 }
 
+/// A trigger run twice (its first run handed back in a rebalance, or its executor dead) numbers
+/// both runs' lines from 1 under one log id: each run keeps its own lines, bounded per run,
+/// and the log shows the run that started last. Lines of `LogRecord` v1, which names no run
+/// (stored as started at 0), show until a run that names itself replaces them.
+async fn two_runs_of_one_trigger_keep_their_lines_apart_and_the_later_is_shown(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    super::running_job(store.as_ref(), MisfireStrategy::DoNothing, T0 + 1_000).await;
+    let fires = pre_read_at(store.as_ref(), T0, "node-a").await.fires;
+    let log_id = fires[0].log_id;
+    let run = |run_started_at_ms: i64, first_line: i64, lines: &[&str]| LogLines {
+        log_id,
+        run_started_at_ms,
+        first_line,
+        lines: lines.iter().map(|line| line.to_string()).collect(),
+    };
+    let (first, second) = (T0 + 10, T0 + 40_000);
+    let shown = |from_line: i64| {
+        let store = store.clone();
+        async move { store.read_log_lines(log_id, from_line, 10).await.unwrap() }
+    };
+
+    // Lines of an executor that predates LogRecord v2.
+    store
+        .append_log_lines(&[run(0, 1, &["old 1", "old 2"])], 3)
+        .await
+        .unwrap();
+    let read = shown(1).await;
+    assert_eq!((read.run_started_at_ms, read.earlier_runs), (Some(0), 0));
+    assert_eq!(read.lines, vec![(1, "old 1".into()), (2, "old 2".into())]);
+
+    // The first run, then the second in the same batch and after; the limit (3) holds per run.
+    let stored = store
+        .append_log_lines(
+            &[
+                run(first, 1, &["first 1", "first 2", "first 3", "first 4"]),
+                run(second, 1, &["second 1"]),
+            ],
+            3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored, 4, "3 lines of the first run, 1 of the second");
+    let stored = store
+        .append_log_lines(
+            &[run(second, 2, &["second 2"]), run(first, 1, &["first 1"])],
+            3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored, 1, "a redelivered line of the first run is a repeat");
+    let read = shown(1).await;
+    assert_eq!(
+        (read.run_started_at_ms, read.earlier_runs),
+        (Some(second), 2),
+        "the later run replaces the first and the version-1 lines"
+    );
+    assert_eq!(
+        read.lines,
+        vec![(1, "second 1".into()), (2, "second 2".into())]
+    );
+    assert_eq!(shown(2).await.lines, vec![(2, "second 2".into())]);
+    assert!(
+        shown(3).await.lines.is_empty(),
+        "the first run's line 3 is not shown"
+    );
+}
+
 on_every_backend!(
+    two_runs_of_one_trigger_keep_their_lines_apart_and_the_later_is_shown,
     log_lines_are_stored_once_bounded_and_read_from_a_line,
     registry_keeps_the_newest_beat_and_sweeps_dead_executors,
     broadcast_fires_become_one_row_per_partition,

@@ -14,7 +14,9 @@
 //! and try again (the run's task waits, never the loop). A delivery that fails with a
 //! retriable error is sent again, waiting for the broker, until it is acknowledged or the
 //! executor gives up at its drain deadline; a result that cannot be published is settled
-//! unhandled: its offset stays uncommitted, so the trigger is redelivered.
+//! unhandled: its offset stays uncommitted (nothing past it on its partition is committed
+//! while this executor owns it) and its trigger id is forgotten, so the trigger is
+//! redelivered to the partition's next owner, this executor included.
 
 use std::time::Duration;
 
@@ -187,6 +189,7 @@ impl Settle {
         kadence_kafka::trace::end_with_error(&answer.trace, format!("result not published: {why}"));
         self.reporter
             .record_done(answer.partition, answer.offset, false);
+        self.reporter.unanswered(answer.record.trigger_id.clone());
         if answer.registered {
             self.running.unregister(answer.partition, answer.offset);
         }

@@ -8,8 +8,8 @@
 //! revocations also update the [`Assignment`] the beats report.
 //!
 //! The group protocol ([`GroupProtocol`]) changes the client settings and the lists the
-//! callbacks see, not the callbacks. Under the classic protocol with librdkafka's default
-//! assignors a rebalance is eager: the whole assignment is revoked, then a whole new one
+//! callbacks see, not the callbacks. Under the classic protocol with the `range` assignor
+//! (named for every executor of any SDK, so that a mixed group shares it) a rebalance is eager: the whole assignment is revoked, then a whole new one
 //! assigned. Under the consumer protocol (KIP-848), and under the classic one with the
 //! `cooperative-sticky` assignor, librdkafka reports the rebalance protocol as
 //! `COOPERATIVE`: a revocation lists only the partitions leaving and an assignment only those
@@ -188,6 +188,11 @@ fn client_config(settings: &ExecutorSettings) -> ClientConfig {
     if settings.group_protocol == GroupProtocol::Classic {
         defaults.push(("session.timeout.ms", &session_timeout));
         defaults.push(("heartbeat.interval.ms", &heartbeat_interval));
+        // Named, not left to the client's default: the members of a classic group must share
+        // an assignor, and the executors of an app may be of different SDKs (librdkafka's
+        // default list is `range,roundrobin`, the Java client's `range,cooperative-sticky`).
+        // PROTOCOL.md section 1 names `range` for every executor.
+        defaults.push(("partition.assignment.strategy", "range"));
     }
     settings.kafka.client_config_with(&defaults)
 }
@@ -257,10 +262,18 @@ impl ConsumerContext for ExecutorContext {
 
 impl ExecutorContext {
     fn revoke(&self, consumer: &BaseConsumer<Self>, partitions: &[i32]) {
+        // Lost, not revoked: this member's session expired and the group gave the partitions
+        // to others, which may be running the same triggers already. Their runs are handed
+        // back at once, and nothing is committed for them (the group has moved on, and would
+        // refuse the commit).
+        let lost = consumer.assignment_lost();
+        let wait = if lost {
+            Duration::ZERO
+        } else {
+            self.rebalance_timeout
+        };
         // Finish or hand back their runs before the offsets are committed (see `handoff`).
-        let handed_back = self
-            .running
-            .finish_or_hand_back(partitions, self.rebalance_timeout);
+        let handed_back = self.running.finish_or_hand_back(partitions, wait);
         self.metrics
             .rebalances
             .with_label_values(&["revoked"])
@@ -278,10 +291,11 @@ impl ExecutorContext {
             .lock()
             .expect("offset tracker lock")
             .release(partitions);
-        tracing::info!(?partitions, "partitions revoked");
+        tracing::info!(?partitions, lost, "partitions revoked");
         self.assignment.revoke(partitions);
         self.resume.forget(partitions);
-        if let Some(offsets) = offset_list(&self.topic, &released)
+        if !lost
+            && let Some(offsets) = offset_list(&self.topic, &released)
             && let Err(error) = consumer.commit(&offsets, CommitMode::Sync)
         {
             tracing::warn!(%error, "cannot commit offsets of revoked partitions");
@@ -361,6 +375,7 @@ mod tests {
             .app("billing")
             .executor_id("billing-1")
             .session_timeout(Duration::from_secs(6))
+            .rebalance_timeout(Duration::from_secs(3))
             .group_protocol(protocol)
             .handler("ok", ok)
             .build()
@@ -392,6 +407,7 @@ mod tests {
         expected.insert("group.protocol", "classic");
         expected.insert("session.timeout.ms", "6000");
         expected.insert("heartbeat.interval.ms", "600");
+        expected.insert("partition.assignment.strategy", "range");
         assert_eq!(config.config_map(), expected);
     }
 

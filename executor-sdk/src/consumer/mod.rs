@@ -303,6 +303,7 @@ impl Loop {
                     let steps = self.dispatch.finished(job, &trigger_id);
                     self.carry_out(steps);
                 }
+                Ended::Unanswered { trigger_id } => self.recent.forget(&trigger_id),
             }
             next = self.ended.try_recv().ok();
         }
@@ -360,6 +361,9 @@ impl Loop {
                 Ok(trigger) => Arc::new(trigger),
                 Err((kind, reason)) => return self.cannot_take(message, kind, reason),
             };
+        for handed_back in self.runs.running().take_handed_back() {
+            self.recent.forget(&handed_back);
+        }
         if !self.recent.insert(&trigger.trigger_id) {
             self.metrics.redeliveries.inc();
             tracing::info!(trigger_id = %trigger.trigger_id, "trigger redelivered; it already ran here, not running it twice");

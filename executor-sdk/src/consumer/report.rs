@@ -23,6 +23,9 @@ pub(super) enum Ended {
     /// A record is done with (answered, skipped, dead-lettered, or given up): one fewer in
     /// flight. Its offset was completed in the tracker already when it was handled.
     Record,
+    /// The result of the run `trigger_id` could not be published: its id is forgotten, so
+    /// that the trigger, redelivered below the uncommitted offset, runs again here too.
+    Unanswered { trigger_id: TriggerId },
 }
 
 /// Reports to the loop, and marks handled records complete in the offset tracker at once
@@ -52,6 +55,11 @@ impl Reporter {
                 .complete(partition, offset);
         }
         let _ = self.loop_tx.send(Ended::Record);
+    }
+
+    /// The result of `trigger_id` will not be published (see [`Ended::Unanswered`]).
+    pub(super) fn unanswered(&self, trigger_id: TriggerId) {
+        let _ = self.loop_tx.send(Ended::Unanswered { trigger_id });
     }
 
     /// The run `trigger_id` of `job` is over here.

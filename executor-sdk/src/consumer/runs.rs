@@ -174,9 +174,12 @@ impl Runs {
             config.reporter.run_ended(job, trigger_id, true);
             return config.reporter.record_done(partition, offset, false);
         }
-        let handed_back = config
-            .running
-            .register(partition, offset, cancellation.clone());
+        let handed_back = config.running.register(
+            partition,
+            offset,
+            ready.trigger.trigger_id.clone(),
+            cancellation.clone(),
+        );
         let started = config.clock.now();
         self.started();
         let logger = JobLogger::new(config.max_log_lines);
@@ -191,7 +194,8 @@ impl Runs {
             logger.clone(),
             shadow,
         );
-        let outcome = self.shipping_logs(run, &logger, &ready.trigger).await;
+        let run_started_at_ms = millis_since_epoch(started);
+        let outcome = (self.shipping_logs(run, &logger, &ready.trigger, run_started_at_ms)).await;
         let finished = config.clock.now();
         // The rest of the run's work (its span and metrics, last lines, result) waits until
         // the runs handed to their tasks have started: all of a second's triggers are
@@ -228,6 +232,17 @@ impl Runs {
             end_without_result(&handler_trace, "handed back to the partition's new owner");
             end_without_result(&ready.trace, "handed back to the partition's new owner");
             config.running.unregister(partition, offset);
+            // Forgotten already, when it was handed back (see `handoff`): forgetting it now
+            // could forget its redelivery, admitted meanwhile.
+            config.reporter.run_ended(job, trigger_id, false);
+            return config.reporter.record_done(partition, offset, false);
+        }
+        if ran.outcome.abandoned {
+            // The executor gave up draining: no result, no commit; whoever owns the partition
+            // next runs the trigger (PROTOCOL.md section 7).
+            end_without_result(&handler_trace, "cancelled at the drain deadline");
+            end_without_result(&ready.trace, "cancelled at the drain deadline");
+            config.running.unregister(partition, offset);
             config.reporter.run_ended(job, trigger_id, true);
             return config.reporter.record_done(partition, offset, false);
         }
@@ -244,9 +259,10 @@ impl Runs {
             .with_label_values(&[handler])
             .observe(seconds(took));
         metrics.record_run(partition, took);
-        // Every line is out before the result: a finished run's log is complete.
+        // Every line is acknowledged by the broker before the result is produced: a finished
+        // run's log is complete (or its lost records are counted).
         if ran.logger.has_unshipped() {
-            let shipper = self.log_shipper(&ran.logger, &ready.trigger);
+            let shipper = self.log_shipper(&ran.logger, &ready.trigger, started_at_ms);
             Box::pin(shipper.flush(true)).await;
         }
         let Ran { ready, outcome, .. } = ran;
@@ -277,6 +293,7 @@ impl Runs {
         run: impl Future<Output = RunOutcome>,
         logger: &JobLogger,
         trigger: &Arc<TriggerRecord>,
+        run_started_at_ms: i64,
     ) -> RunOutcome {
         tokio::pin!(run);
         tokio::select! {
@@ -284,7 +301,7 @@ impl Runs {
             outcome = &mut run => return outcome,
             () = logger.written() => {}
         }
-        let shipper = self.log_shipper(logger, trigger);
+        let shipper = self.log_shipper(logger, trigger, run_started_at_ms);
         let mut flush_tick = tokio::time::interval(FLUSH_INTERVAL);
         loop {
             tokio::select! {
@@ -297,7 +314,12 @@ impl Runs {
         }
     }
 
-    fn log_shipper(&self, logger: &JobLogger, trigger: &Arc<TriggerRecord>) -> LogShipper {
+    fn log_shipper(
+        &self,
+        logger: &JobLogger,
+        trigger: &Arc<TriggerRecord>,
+        run_started_at_ms: i64,
+    ) -> LogShipper {
         let config = &self.shared.config;
         let sink = match config.shadow {
             true => LogSink::Tracing,
@@ -307,6 +329,7 @@ impl Runs {
             logger.clone(),
             Arc::clone(trigger),
             config.executor_id.clone(),
+            run_started_at_ms,
             sink,
             config.hard_stop.clone(),
         )

@@ -32,6 +32,7 @@ CATALOG = [
     (3001, "ControlRecord", "control_record_v1.avsc"),
     (4001, "ExecutorBeat", "executor_beat_v1.avsc"),
     (5001, "LogRecord", "log_record_v1.avsc"),
+    (5002, "LogRecord", "log_record_v2.avsc"),
 ]
 
 _TRIGGER_ID = re.compile(r"^[A-Za-z0-9_-]{3,128}$")

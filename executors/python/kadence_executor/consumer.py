@@ -10,13 +10,16 @@ answer and report back through ``_report``; the loop never waits for a handler.
 
 Offsets are committed only up to the lowest trigger not yet answered (``offsets``). When the
 group revokes partitions, the callback lets their running runs finish within the rebalance
-timeout and commits them; the rest are handed back without a result, and triggers of revoked
-partitions that were only queued or held never start here.
+timeout and commits them; the rest are handed back without a result (their trigger ids
+forgotten at once, so that a redelivery runs), and triggers of revoked partitions that were
+only queued or held never start here. Partitions *lost* (the session expired, and the group
+gave them to others) are handed back at once and nothing is committed for them.
 
 Assignments and revocations are handled as changes: ``on_assign`` adds the partitions it is
 given and ``on_revoke`` takes away, hands back and commits only those it is given. That is what
-both group protocols need (``Settings.group_protocol``). Under the classic one with the default
-assignors a rebalance is eager: every partition is revoked, then the new assignment given whole.
+both group protocols need (``Settings.group_protocol``). Under the classic one with the
+``range`` assignor (named, so that the executors of other SDKs in the group share it) a
+rebalance is eager: every partition is revoked, then the new assignment given whole.
 Under the consumer protocol (KIP-848), and the classic one with ``cooperative-sticky``,
 librdkafka reports the rebalance as ``COOPERATIVE``: the callbacks get only the partitions that
 move, and since they call neither ``assign`` nor ``incremental_assign`` (but on tansu, see
@@ -68,6 +71,8 @@ class Pending:
     def __init__(self, trigger, partition, offset, answer_headers=()):
         self.trigger, self.partition, self.offset = trigger, partition, offset
         self.answer_headers = list(answer_headers)
+        # The run's Stop once its lane started it: it names the run to the lane when it ends.
+        self.stop = None
 
 
 class Loop:
@@ -86,7 +91,7 @@ class Loop:
         self.tracker = OffsetTracker()
         self.resume = ResumePoints(settings.broker_kind, self.topic, settings.cooperative())
         self.owned = set()
-        self.running = {}  # (partition, offset) -> [stop, handed back]
+        self.running = {}  # (partition, offset) -> [stop, handed back, trigger id]
         self.in_flight = 0
         self.hard_stop = threading.Event()
         self.caught_up = threading.Event()
@@ -105,7 +110,10 @@ class Loop:
         self._announce_start()
         control = ControlReader(self.s, self._on_command, self.caught_up.set)
         control.start()
-        self.consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self.consumer.subscribe(
+            [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
         next_commit = next_beat = time.monotonic()
         drain_deadline = None
         try:
@@ -182,8 +190,11 @@ class Loop:
         log.warning("drain deadline passed; cancelling the remaining runs (redelivered later)")
         self.hard_stop.set()
         with self.lock:
-            for stop, _ in self.running.values():
-                stop.stop(SHUTDOWN_MESSAGE)
+            for entry in self.running.values():
+                # As a hand-back: no result and no commit, so the partition's next owner runs
+                # it (PROTOCOL.md section 7).
+                entry[1] = True
+                entry[0].stop(SHUTDOWN_MESSAGE)
 
     def _finish(self, control):
         self._commit()
@@ -257,11 +268,14 @@ class Loop:
 
     def _run(self, pending, stop):
         key = (pending.partition, pending.offset)
+        pending.stop = stop
         with self.lock:
             if pending.partition not in self.owned:
                 # Queued or held while the group moved its partition: the new owner runs it.
                 return self._report(pending, handled=False, ran=True, forget=True)
-            self.running[key] = [stop, False]
+            # [stop, handed back, trigger id]; the revocation marks it and takes it out.
+            entry = [stop, False, pending.trigger["trigger_id"]]
+            self.running[key] = entry
         trigger = pending.trigger
         started = now_ms()
         logger = JobLogger(self.s.max_log_lines)
@@ -271,29 +285,33 @@ class Loop:
             if self.s.shadow:
                 # Keyed by trigger id, they would mix into the production run's log.
                 return log_locally(trigger, first, lines)
-            for record in log_records(trigger, self.s.executor_id, first, lines):
-                self.publisher.publish_log(record, self.hard_stop)
+            records = log_records(trigger, self.s.executor_id, started, first, lines)
+            self.publisher.publish_logs(records, self.hard_stop)
 
         handler = self.handlers[trigger["handler"]]
         code, message, retry = run_handler(handler, trigger, stop, logger, ship, self.s.shadow)
         with self.lock:
-            handed_back = self.running[key][1]
-            if handed_back:
-                del self.running[key]
+            handed_back = entry[1]
         if handed_back:
-            return self._report(pending, handled=False, ran=True, forget=True)
+            # Handed back, or cancelled when the drain gave up: no result, no commit. A handed
+            # back one was forgotten by the revocation (``_on_revoke``): forgetting it now could
+            # forget its redelivery, admitted meanwhile.
+            return self._report(pending, handled=False, ran=True)
         ship(True)
         result = result_record(trigger, self.s.executor_id, code, message, started, now_ms(), retry)
         handled = self.publisher.publish_result(result, self.hard_stop, pending.answer_headers)
-        self._report(pending, handled=handled, ran=True)
+        # A result that cannot be published leaves the offset uncommitted and the trigger id
+        # forgotten: the trigger is redelivered, to this executor too (PROTOCOL.md section 7).
+        self._report(pending, handled=handled, ran=True, forget=not handled)
         with self.lock:
-            del self.running[key]
+            if self.running.get(key) is entry:
+                del self.running[key]
 
     def _refuse(self, pending, message):
         at = now_ms()
         result = result_record(pending.trigger, self.s.executor_id, 500, message, at, at)
         published = self.publisher.publish_result(result, self.hard_stop, pending.answer_headers)
-        self._report(pending, handled=published)
+        self._report(pending, handled=published, forget=not published)
 
     def _dead_letter(self, message, reason):
         if self.s.shadow:
@@ -331,11 +349,10 @@ class Loop:
                 continue
             pending, ran, forget = event
             self.in_flight -= 1
+            if forget:
+                self.recent.forget(pending.trigger["trigger_id"])
             if ran:
-                trigger = pending.trigger
-                if forget:
-                    self.recent.forget(trigger["trigger_id"])
-                self._carry_out(self.dispatch.finished(trigger["job_id"], trigger["trigger_id"]))
+                self._carry_out(self.dispatch.finished(pending.trigger["job_id"], pending.stop))
 
     # Control, group, commits, beats.
 
@@ -389,25 +406,35 @@ class Loop:
         for listener in self.partition_listeners:
             listener(owned)
 
-    def _on_revoke(self, consumer, partitions):
+    def _on_lost(self, consumer, partitions):
+        """Lost, not revoked: this member's session expired and the group gave the partitions
+        to others, which may be running the same triggers already. Their runs are handed back
+        at once and nothing is committed for them (the group has moved on)."""
+        self._on_revoke(consumer, partitions, lost=True)
+
+    def _on_revoke(self, consumer, partitions, lost=False):
         ids = {p.partition for p in partitions if p.topic == self.topic}
-        deadline = time.monotonic() + self.s.rebalance_timeout_s
+        deadline = time.monotonic() + (0 if lost else self.s.rebalance_timeout_s)
         while time.monotonic() < deadline and self._running_on(ids):
             time.sleep(0.01)
         with self.lock:
-            for (partition, _), entry in self.running.items():
-                if partition in ids:
-                    entry[1] = True  # handed back: no result, no commit
-                    entry[0].stop("handed back to the partition's new owner")
+            for key in [key for key in self.running if key[0] in ids]:
+                entry = self.running.pop(key)
+                entry[1] = True  # handed back: no result, no commit
+                entry[0].stop("handed back to the partition's new owner")
+                # Forgotten now, not when the cancelled handler returns: the partition may come
+                # straight back, and its redelivered trigger, taken for a redelivery of a run
+                # still going, would be committed past and never run.
+                self.recent.forget(entry[2])
             released = self.tracker.release(ids)
             self.owned -= ids
         self.resume.forget(ids)
-        if released:
+        if released and not lost:
             try:
                 consumer.commit(offsets=self._offsets(released), asynchronous=False)
             except KafkaException as error:
                 log.warning("cannot commit offsets of revoked partitions: %s", error)
-        log.info("partitions revoked: %s", sorted(ids))
+        log.info("partitions %s: %s", "lost" if lost else "revoked", sorted(ids))
         self.paused = None
         self.beat_now = True
         self._tell_partitions()

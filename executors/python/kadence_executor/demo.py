@@ -1,9 +1,12 @@
 """The demo executor, with the same interface as the Rust ``test-executor``
 (``tests/src/bin/test-executor.rs``), so that the conformance suite drives either the same way.
 
-- Handlers: ``ok`` succeeds; ``sleep`` (params: ms) waits that long or until cancelled, then
-  fails with ``stopped early``; ``fail`` fails with its params as the message (``failed on
-  purpose`` when empty); ``log`` (params: n) writes the job log lines ``line 1`` ... ``line n``;
+- Handlers: ``ok`` succeeds; ``sleep`` (params: ms) writes the job log line ``sleeping {ms}
+  ms on {executor id}``, then waits that long or until cancelled, then fails with ``stopped
+  early`` (the line tells two runs of one trigger apart when they ran on different
+  executors); ``fail`` fails with its params as the message (``failed on purpose`` when
+  empty); ``log`` (params: ``n`` or ``n:bytes``) writes the job log lines ``line 1`` ...
+  ``line n``, or with ``bytes`` each line ``line {i} `` padded with ``x`` to ``bytes`` bytes;
   ``shard`` writes the line ``shard {index} of {total}``; ``noop`` succeeds at once and prints
   nothing (the Rust one is the end-to-end benchmark's handler); ``describe`` writes the line
   ``describing`` and fails with the message ``{production|shadow} run of a {trigger type}
@@ -15,7 +18,9 @@
 
 Environment: ``KADENCE_BROKERS``, ``KADENCE_APP``, ``KADENCE_TOPIC_PREFIX``,
 ``KADENCE_EXECUTOR_ID``; optional ``KADENCE_SESSION_TIMEOUT_MS`` (default 6000),
-``KADENCE_BEAT_INTERVAL_MS`` (default 3000), ``KADENCE_TRUSTED_KEYS`` (scheduler public
+``KADENCE_REBALANCE_TIMEOUT_MS`` (the hand-back wait, default half the session timeout),
+``KADENCE_BEAT_INTERVAL_MS`` (default 3000), ``KADENCE_DRAIN_TIMEOUT_MS`` (how long a
+graceful stop waits for running runs, default 30000), ``KADENCE_TRUSTED_KEYS`` (scheduler public
 keys, comma separated; required unless ``KADENCE_ALLOW_UNVERIFIED`` is ``1`` or ``true``,
 which with no key verifies nothing), ``KADENCE_EXECUTOR_KEY`` (the app's executor key,
 ``{key id}.{secret}``, that signs every record the executor writes; required unless
@@ -54,10 +59,17 @@ def noop(ctx):
     pass
 
 
-def sleep(ctx):
-    announce(ctx)
-    if ctx.cancelled.wait(int(ctx.params.strip()) / 1000):
-        raise JobFailed("stopped early")
+def sleep_on(executor_id):
+    """The ``sleep`` handler of the executor `executor_id`."""
+
+    def sleep(ctx):
+        announce(ctx)
+        millis = int(ctx.params.strip())
+        ctx.log(f"sleeping {millis} ms on {executor_id}")
+        if ctx.cancelled.wait(millis / 1000):
+            raise JobFailed("stopped early")
+
+    return sleep
 
 
 def fail(ctx):
@@ -67,8 +79,9 @@ def fail(ctx):
 
 def log(ctx):
     announce(ctx)
-    for line in range(1, int(ctx.params.strip()) + 1):
-        ctx.log(f"line {line}")
+    lines, _, size = ctx.params.strip().partition(":")
+    for number in range(1, int(lines) + 1):
+        ctx.log(f"line {number} ".ljust(int(size), "x") if size else f"line {number}")
 
 
 def shard(ctx):
@@ -120,13 +133,18 @@ def executor_from(env):
         return env[name]
 
     keys = [key for key in env.get("KADENCE_TRUSTED_KEYS", "").split(",") if key.strip()]
+    session_timeout_ms = int(env.get("KADENCE_SESSION_TIMEOUT_MS", "6000"))
     executor = Executor(
         brokers=required("KADENCE_BROKERS"),
         app=required("KADENCE_APP"),
         topic_prefix=required("KADENCE_TOPIC_PREFIX"),
         executor_id=required("KADENCE_EXECUTOR_ID"),
-        session_timeout_ms=int(env.get("KADENCE_SESSION_TIMEOUT_MS", "6000")),
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_s=int(
+            env.get("KADENCE_REBALANCE_TIMEOUT_MS", str(session_timeout_ms // 2))
+        ) / 1000,
         beat_interval_s=int(env.get("KADENCE_BEAT_INTERVAL_MS", "3000")) / 1000,
+        drain_timeout_s=int(env.get("KADENCE_DRAIN_TIMEOUT_MS", "30000")) / 1000,
         trusted_keys=keys,
         shadow=flag(env, "KADENCE_SHADOW"),
         group_protocol=group_protocol(env),
@@ -136,7 +154,8 @@ def executor_from(env):
         allow_unsigned=flag(env, "KADENCE_ALLOW_UNSIGNED"),
     )
     handlers = (
-        ("ok", ok), ("noop", noop), ("sleep", sleep), ("fail", fail), ("log", log),
+        ("ok", ok), ("noop", noop), ("sleep", sleep_on(executor.settings.executor_id)),
+        ("fail", fail), ("log", log),
         ("shard", shard), ("describe", describe),
     )
     for name, function in handlers:

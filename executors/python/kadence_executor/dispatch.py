@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity: a lane keys its runs by their Stop
 class Stop:
     """How a running run is stopped from outside: the first reason given wins. ``event`` is
     what the handler sees as cancelled; ``wake`` also fires when the handler ends, so the
@@ -50,7 +50,10 @@ class Refuse:
 
 class _Lane:
     def __init__(self):
-        self.running = {}  # trigger id -> Stop
+        # Stop -> trigger id: keyed by the run, not its trigger id, because a run handed back
+        # in a rebalance may still be returning when its redelivery starts (PROTOCOL.md
+        # section 7).
+        self.running = {}
         self.queued = deque()  # (strategy, trigger id, pending)
 
 
@@ -81,12 +84,12 @@ class Dispatch:
             steps.extend(self._place(heapq.heappop(self._held)[2]))
         return steps
 
-    def finished(self, job_id, trigger_id):
-        """The run `trigger_id` of `job_id` ended: its lane may start queued triggers."""
+    def finished(self, job_id, stop):
+        """The run of `job_id` that `stop` stops ended: its lane may start queued triggers."""
         lane = self._lanes.get(job_id)
         if lane is None:
             return []
-        lane.running.pop(trigger_id, None)
+        lane.running.pop(stop, None)
         steps = []
         while lane.queued:
             strategy = lane.queued[0][0]
@@ -106,7 +109,7 @@ class Dispatch:
         `reason`, queued and held triggers are refused with it."""
         refused = []
         for lane_job, lane in list(self._lanes.items()):
-            for running_id, stop in lane.running.items():
+            for stop, running_id in lane.running.items():
                 if lane_job == job_id or running_id == trigger_id:
                     stop.stop(reason)
             kept = deque()
@@ -155,7 +158,7 @@ class Dispatch:
             ]
         if strategy == "COVER_EARLY" and busy:
             reason = f"covered by trigger {trigger['trigger_id']} (block strategy COVER_EARLY)"
-            for stop in lane.running.values():
+            for stop in lane.running:
                 stop.stop(reason)
             covered = [Refuse(item[2], reason) for item in lane.queued]
             lane.queued.clear()
@@ -170,7 +173,7 @@ class Dispatch:
     @staticmethod
     def _start(lane, pending):
         stop = Stop()
-        lane.running[pending.trigger["trigger_id"]] = stop
+        lane.running[stop] = pending.trigger["trigger_id"]
         return Start(pending, stop)
 
 

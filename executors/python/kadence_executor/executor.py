@@ -92,7 +92,7 @@ class Settings:
     drain_timeout_s: float = 30.0
     commit_interval_s: float = 1.0
     beat_interval_s: float = 3.0
-    rebalance_timeout_s: float = 10.0
+    rebalance_timeout_s: float = 5.0
     kill_memory_ms: int = 24 * 3600 * 1000
     max_log_lines: int = 10_000
     trusted_keys: TrustedKeys = field(default_factory=TrustedKeys)
@@ -145,6 +145,9 @@ class Settings:
             # sets either. Heartbeats at a tenth of the session, as the Rust SDK's.
             config["session.timeout.ms"] = self.session_timeout_ms
             config["heartbeat.interval.ms"] = max(100, min(3000, self.session_timeout_ms // 10))
+            # Named, not left to the client's default: a classic group's members must share an
+            # assignor, and an app's executors may be of other SDKs (PROTOCOL.md section 1).
+            config["partition.assignment.strategy"] = "range"
         config.update(self.kafka_options)
         return config
 
@@ -164,6 +167,16 @@ class Settings:
             raise ValueError(f"invalid topic prefix {prefix!r}: use 1 to 64 of A-Z a-z 0-9 . _ -")
         if self.beat_interval_s <= 0 or self.max_in_flight < 1:
             raise ValueError("beat_interval_s must be positive and max_in_flight at least 1")
+        if self.group_protocol == "classic" and self.rebalance_timeout_s * 2000 > self.session_timeout_ms:
+            # A rebalance that comes near the session can drop the members waiting for it; each
+            # one rejoins and starts the next rebalance, and a long run is handed back over and
+            # over (PROTOCOL.md section 7).
+            raise ValueError(
+                f"rebalance_timeout_s ({self.rebalance_timeout_s:g} s) must be at most half of "
+                f"session_timeout_ms ({self.session_timeout_ms} ms) under the classic group "
+                "protocol: a rebalance that comes near the session drops members and starts "
+                "again, handing long runs back over and over"
+            )
         if self.group_protocol not in GROUP_PROTOCOLS:
             raise ValueError(
                 f'unknown group_protocol {self.group_protocol!r}: use "classic" or "consumer"'

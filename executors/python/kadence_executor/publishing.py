@@ -2,9 +2,13 @@
 executor's to ``{prefix}.shadow-results``), log lines, dead letters and beats, through one
 idempotent producer.
 
-Results, log lines and dead letters wait for the broker's acknowledgement, retrying retriable
-errors, because a trigger's offset is committed only once its answer is out. Beats do not
-wait: the next one carries the same news.
+Results and dead letters wait for the broker's acknowledgement, retrying retriable errors,
+because a trigger's offset is committed only once its answer is out. A run's log records are
+produced together and waited for together (``publish_logs``): its result goes out only after
+the broker acknowledged them, and a record the producer could not deliver within its own
+retries (``delivery.timeout.ms``, 30 s unless the client configuration says otherwise) is
+dropped, logged and counted (``log_records_dropped``), so a log never holds a result back for
+longer than that. Beats do not wait: the next one carries the same news.
 
 Every record goes out through ``_produce``, which signs it with the executor key
 (``signing.ExecutorKey``, PROTOCOL.md section 3) over the topic it is produced to, so no kind
@@ -37,7 +41,13 @@ class Publisher:
     def __init__(self, client_config, prefix, results_topic=None, executor_key=None):
         config = dict(client_config)
         config.update({"enable.idempotence": True, "acks": "all", "linger.ms": 2})
+        if "delivery.timeout.ms" not in config and "message.timeout.ms" not in config:
+            # As the Rust SDK: how long a log record may hold a result back at most.
+            config["delivery.timeout.ms"] = 30_000
         self.producer = Producer(config)
+        #: Log records the broker did not take; their lines are lost.
+        self.log_records_dropped = 0
+        self._dropped_lock = threading.Lock()
         self.executor_key = executor_key
         # A shadow executor's results go to {prefix}.shadow-results (Settings.results_topic).
         self.results_topic = results_topic or f"{prefix}.results"
@@ -97,13 +107,58 @@ class Publisher:
         value = codec.encode("ResultRecord", result)
         return self.send(self.results_topic, result["trigger_id"], value, give_up, headers)
 
-    def publish_log(self, record, give_up):
-        value = codec.encode("LogRecord", record)
-        return self.send(self.logs_topic, record["trigger_id"], value, give_up)
+    def publish_logs(self, records, give_up):
+        """Produces every LogRecord of `records`, then waits until the broker answered each
+        (or `give_up`, an Event, is set); returns how many it acknowledged. Nothing is retried
+        past the producer's own retries: a record it could not deliver is dropped, logged and
+        counted."""
+        reports = []
+        for record in records:
+            delivered = threading.Event()
+            outcome = {"error": None}
+
+            def report(error, _message, outcome=outcome, delivered=delivered):
+                outcome["error"] = error
+                delivered.set()
+
+            value = codec.encode("LogRecord", record)
+            while True:
+                try:
+                    self._produce(self.logs_topic, record["trigger_id"], value, on_delivery=report)
+                    break
+                except BufferError:
+                    # The producer's queue is full: wait for room (its reports free it).
+                    if give_up.wait(0.005):
+                        outcome["error"] = "the executor stopped waiting (hard stop)"
+                        delivered.set()
+                        break
+            reports.append((record, delivered, outcome))
+        acknowledged = 0
+        for record, delivered, outcome in reports:
+            while not delivered.wait(0.05):
+                if give_up.is_set():
+                    outcome["error"] = "the executor stopped waiting (hard stop)"
+                    break
+            if outcome["error"] is None:
+                acknowledged += 1
+            else:
+                with self._dropped_lock:
+                    self.log_records_dropped += 1
+                log.warning(
+                    "cannot ship job log lines %d.. of %s (%s); they are dropped",
+                    record["first_line"], record["trigger_id"], outcome["error"],
+                )
+        return acknowledged
 
     def dead_letter(self, message, reason, give_up):
-        """Sends a record that cannot be taken to the DLQ, with its key, bytes and origin."""
-        headers = [
+        """Sends a record that cannot be taken to the DLQ, with its key, bytes and headers,
+        then the reason and its origin (PROTOCOL.md section 8). The original's ``kadence.dlq.*``
+        and executor signature headers are left off: the dead letter sets its own."""
+        kept = [
+            (name, value) for name, value in message.headers() or ()
+            if not name.startswith("kadence.dlq.") and name not in _SIGNING_HEADERS
+        ]
+        headers = kept + [
             (DLQ_REASON, reason.encode()),
             (DLQ_TOPIC, message.topic().encode()),
             (DLQ_PARTITION, str(message.partition()).encode()),

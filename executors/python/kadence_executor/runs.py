@@ -2,6 +2,16 @@
 trigger's timeout and its stop (KILL, COVER_EARLY, shutdown), its log lines shipped every
 250 ms and always before its result, and exactly one result.
 
+Log lines: at most 4096 bytes of UTF-8 each (a longer one is cut at a character boundary and
+says so), and ``LogRecord`` s of at most 500 lines and at most 256 KiB of line text
+(``MAX_RECORD_LINE_BYTES``), whichever comes first: 500 lines of 4 KiB would make a 2 MB
+record, over Kafka's default 1 MB limits (the broker's ``message.max.bytes``, the producer's
+``max.request.size``). Each record names its run: the trigger, and when this run of it
+started (``run_started_at_ms``, the result's ``started_at_ms``), so that the lines of a
+trigger run twice (handed back in a rebalance, its executor crashed) stay apart in the
+scheduler. ``Publisher.publish_logs`` returns once the broker acknowledged every record
+shipped, and the result is published after the last shipping: lines before the result.
+
 Python cannot stop a thread from outside: a run that is stopped or times out is answered at
 once, and its handler sees ``ctx.cancelled`` set and should return soon; nothing it does
 afterwards is reported.
@@ -14,6 +24,7 @@ import time
 LOG_FLUSH_INTERVAL_S = 0.25
 MAX_LINE_BYTES = 4096
 LINES_PER_RECORD = 500
+MAX_RECORD_LINE_BYTES = 256 * 1024
 SHUTDOWN_MESSAGE = "run was cancelled: the executor is shutting down"
 
 log = logging.getLogger("kadence_executor")
@@ -47,7 +58,9 @@ class JobLogger:
         line = str(line).rstrip("\n")
         encoded = line.encode()
         if len(encoded) > MAX_LINE_BYTES:
-            line = encoded[:MAX_LINE_BYTES].decode(errors="ignore")
+            # Cut at a character boundary: a partial character at the end is left out.
+            kept = encoded[:MAX_LINE_BYTES].decode(errors="ignore")
+            line = f"{kept}… [cut at {MAX_LINE_BYTES} bytes]"
         with self._lock:
             if self._kept >= self.max_lines:
                 self._dropped += 1
@@ -119,14 +132,18 @@ def humanize(millis):
 
 def run_handler(handler, trigger, stop, logger, ship_logs, shadow=False):
     """Runs `handler` for `trigger` until it ends, `stop` fires or the timeout passes; returns
-    (code, message, retry_after_ms). `ship_logs` is called every 250 ms meanwhile; `shadow`:
+    (code, message, retry_after_ms): a handler that returns a non-empty string succeeds with
+    it as its note. `ship_logs` is called every 250 ms meanwhile; `shadow`:
     a shadow executor runs it (the handler sees ``ctx.shadow``)."""
     outcome = {}
 
     def call():
         try:
-            handler(JobContext(trigger, logger, stop.event, shadow))
-            outcome["answer"] = (200, None, None)
+            returned = handler(JobContext(trigger, logger, stop.event, shadow))
+            # A success carries no message unless the handler returns a note (XXL-JOB's
+            # ``handleSuccess(msg)``; PROTOCOL.md section 6).
+            note = returned if isinstance(returned, str) and returned else None
+            outcome["answer"] = (200, note, None)
         except JobFailed as error:
             outcome["answer"] = (500, str(error), error.retry_after_ms)
         except Exception as error:  # a handler's crash is its run's failure
@@ -155,18 +172,28 @@ def run_handler(handler, trigger, stop, logger, ship_logs, shadow=False):
             next_flush += LOG_FLUSH_INTERVAL_S
 
 
-def log_records(trigger, executor_id, first, lines):
-    """The LogRecords of `lines` numbered from `first`, at most 500 lines each."""
-    for start in range(0, len(lines), LINES_PER_RECORD):
+def log_records(trigger, executor_id, run_started_ms, first, lines):
+    """The LogRecords of `lines` numbered from `first`, written by the run of `trigger` that
+    started at `run_started_ms`: at most 500 lines and 256 KiB of line text each."""
+    start = 0
+    while start < len(lines):
+        end, size = start, 0
+        while end < len(lines) and end - start < LINES_PER_RECORD:
+            size += len(lines[end].encode())
+            if size > MAX_RECORD_LINE_BYTES and end > start:
+                break
+            end += 1
         yield {
             "trigger_id": trigger["trigger_id"],
             "log_id": trigger["log_id"],
             "job_id": trigger["job_id"],
             "executor_id": executor_id,
             "first_line": first + start,
-            "lines": lines[start : start + LINES_PER_RECORD],
+            "lines": lines[start:end],
             "emitted_at_ms": now_ms(),
+            "run_started_at_ms": run_started_ms,
         }
+        start = end
 
 
 def log_locally(trigger, first, lines):

@@ -115,6 +115,32 @@ class TriggerRecordV3(unittest.TestCase):
             self.assertIsNone(decoded["expires_at_ms"])
 
 
+class LogRecordV2(unittest.TestCase):
+    """v2 (5002) appends ``run_started_at_ms``, naming the run the lines belong to: every log
+    record is written as v2, and a v1 record reads with no run start."""
+
+    def test_a_log_record_is_written_as_v2_and_reads_back(self):
+        data = codec.encode("LogRecord", log_record(run_started_at_ms=1_500))
+        self.assertEqual(data[:5], b"\x00\x00\x00\x13\x8a")  # id 5002
+        self.assertEqual(codec.decode("LogRecord", data), log_record(run_started_at_ms=1_500))
+
+    def test_a_v1_record_reads_with_no_run_start(self):
+        v1 = log_record()
+        del v1["run_started_at_ms"]
+        decoded = codec.decode("LogRecord", _framed(5001, v1))
+        self.assertEqual(decoded, log_record(run_started_at_ms=None))
+
+
+def log_record(**changes):
+    record = {
+        "trigger_id": "7-1000", "log_id": 3, "job_id": 7, "executor_id": "e",
+        "first_line": 1, "lines": ["one", "two"], "emitted_at_ms": 2_000,
+        "run_started_at_ms": 1_500,
+    }
+    record.update(changes)
+    return record
+
+
 def _framed(schema_id, datum):
     """`datum` written with the packaged schema of `schema_id` (whichever the codec picks)."""
     out = io.BytesIO()

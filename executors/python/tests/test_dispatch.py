@@ -22,13 +22,16 @@ def ids(steps, kind):
 class BlockStrategies(unittest.TestCase):
     def test_serial_execution_queues_and_runs_in_order(self):
         dispatch = Dispatch("e1")
-        self.assertEqual(ids(dispatch.admit(Pending(5, 1), 0), Start), ["5-1"])
+        [first] = dispatch.admit(Pending(5, 1), 0)
+        self.assertEqual(first.pending.trigger["trigger_id"], "5-1")
         self.assertEqual(dispatch.admit(Pending(5, 2), 0), [])
         self.assertEqual(dispatch.admit(Pending(5, 3), 0), [])
         self.assertEqual(dispatch.activity(), ([5], [5]))
-        self.assertEqual(ids(dispatch.finished(5, "5-1"), Start), ["5-2"])
-        self.assertEqual(ids(dispatch.finished(5, "5-2"), Start), ["5-3"])
-        self.assertEqual(dispatch.finished(5, "5-3"), [])
+        [second] = dispatch.finished(5, first.stop)
+        self.assertEqual(ids([second], Start), ["5-2"])
+        [third] = dispatch.finished(5, second.stop)
+        self.assertEqual(ids([third], Start), ["5-3"])
+        self.assertEqual(dispatch.finished(5, third.stop), [])
         self.assertEqual(dispatch.activity(), ([], []))
 
     def test_discard_later_refuses_with_the_protocols_message(self):
@@ -56,9 +59,20 @@ class BlockStrategies(unittest.TestCase):
 
     def test_concurrent_runs_up_to_the_cap(self):
         dispatch = Dispatch("e1", concurrent_cap=2)
-        started = [ids(dispatch.admit(Pending(5, n, "CONCURRENT"), 0), Start) for n in (1, 2, 3)]
-        self.assertEqual(started, [["5-1"], ["5-2"], []])
-        self.assertEqual(ids(dispatch.finished(5, "5-1"), Start), ["5-3"])
+        steps = [dispatch.admit(Pending(5, n, "CONCURRENT"), 0) for n in (1, 2, 3)]
+        self.assertEqual([ids(made, Start) for made in steps], [["5-1"], ["5-2"], []])
+        self.assertEqual(ids(dispatch.finished(5, steps[0][0].stop), Start), ["5-3"])
+
+    def test_a_run_and_its_redelivery_are_two_runs_of_the_lane(self):
+        # A run handed back in a rebalance may still be returning when its trigger, delivered
+        # again, starts: the end of the first must not end the second.
+        dispatch = Dispatch("e1")
+        [handed_back] = dispatch.admit(Pending(5, 1, "CONCURRENT"), 0)
+        [again] = dispatch.admit(Pending(5, 1, "CONCURRENT"), 0)
+        self.assertEqual(dispatch.finished(5, handed_back.stop), [])
+        self.assertEqual(dispatch.activity(), ([5], []))
+        dispatch.finished(5, again.stop)
+        self.assertEqual(dispatch.activity(), ([], []))
 
 
 class HoldAndKill(unittest.TestCase):

@@ -214,6 +214,16 @@ class FakeMessage:
     def value(self):
         return b"garbage"
 
+    def headers(self):
+        # The scheduler's signature and trace context stay on the letter; a refusal and an
+        # executor signature of before are replaced by the letter's own.
+        return [
+            ("kadence.signature.key", b"0123456789abcdef"),
+            ("kadence.dlq.reason", b"refused before"),
+            TRACEPARENT,
+            (EXECUTOR_SIGNATURE, b"over another topic"),
+        ]
+
 
 def write(ctx):
     ctx.log("one line")
@@ -288,6 +298,8 @@ class EveryRecordIsSigned(unittest.TestCase):
         (letter,) = self.records(made)
         self.assertEqual(letter[1], b"garbage")
         origin = [
+            ("kadence.signature.key", b"0123456789abcdef"),
+            TRACEPARENT,
             ("kadence.dlq.reason", b"undecodable trigger record: garbage"),
             ("kadence.dlq.topic", b"kadence.triggers.billing"),
             ("kadence.dlq.partition", b"0"),

@@ -27,6 +27,7 @@ SHARED = {
 
 
 def settings(protocol, **options):
+    options.setdefault("rebalance_timeout_s", 3.0)
     made = Settings(
         brokers="127.0.0.1:9", app="billing", executor_id="billing-1",
         session_timeout_ms=6000, group_protocol=protocol, allow_unverified=True,
@@ -43,6 +44,7 @@ class ConsumerSettings(unittest.TestCase):
             {
                 **SHARED, "group.protocol": "classic",
                 "session.timeout.ms": 6000, "heartbeat.interval.ms": 600,
+                "partition.assignment.strategy": "range",
             },
         )
 
@@ -71,6 +73,17 @@ class ConsumerSettings(unittest.TestCase):
 
 
 class Refused(unittest.TestCase):
+    def test_a_hand_back_wait_as_long_as_the_classic_session(self):
+        with self.assertRaisesRegex(
+            ValueError,
+            r"rebalance_timeout_s \(3.001 s\) must be at most half of session_timeout_ms "
+            r"\(6000 ms\)",
+        ):
+            settings("classic", rebalance_timeout_s=3.001)
+        settings("classic", rebalance_timeout_s=3.0)
+        # The broker keeps the session under the consumer protocol.
+        settings("consumer", rebalance_timeout_s=6.0)
+
     def test_an_unknown_protocol(self):
         with self.assertRaisesRegex(ValueError, "unknown group_protocol 'Consumer': use"):
             Executor(
@@ -147,7 +160,10 @@ class IncrementalRebalance(unittest.TestCase):
         for partition in (0, 1):
             self.loop.tracker.track(partition, 11)
         self.stops = {p: Stop() for p in (0, 1)}
-        self.loop.running = {(p, 11): [stop, False] for p, stop in self.stops.items()}
+        self.entries = {p: [stop, False, f"7-{p}"] for p, stop in self.stops.items()}
+        self.loop.running = {(p, 11): entry for p, entry in self.entries.items()}
+        for entry in self.entries.values():
+            self.loop.recent.insert(entry[2])
 
     def rebalance(self, assigned=(), revoked=()):
         """One callback as librdkafka calls it, then confluent-kafka's own incremental change."""
@@ -167,8 +183,11 @@ class IncrementalRebalance(unittest.TestCase):
         self.assertEqual(self.fake.paused, {0, 1, 2})
         self.rebalance(revoked=[1])
         self.assertEqual(self.loop.owned, {0, 2})
-        self.assertTrue(self.loop.running[(1, 11)][1], "the run on 1 is handed back")
-        self.assertFalse(self.loop.running[(0, 11)][1], "the run on 0 goes on")
+        self.assertTrue(self.entries[1][1], "the run on 1 is handed back")
+        self.assertNotIn((1, 11), self.loop.running)
+        self.assertTrue(self.loop.recent.insert("7-1"), "and its trigger forgotten at once")
+        self.assertFalse(self.entries[0][1], "the run on 0 goes on")
+        self.assertFalse(self.loop.recent.insert("7-0"))
         self.assertIsNone(self.stops[0].reason)
         self.assertEqual(self.fake.commits, [], "1's offset 11 was committed already")
         self.rebalance(assigned=[3])

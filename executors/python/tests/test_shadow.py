@@ -47,6 +47,15 @@ class Runs(unittest.TestCase):
         self.assertEqual(self.run_once(False), (500, "production run of a CRON trigger", None))
         self.assertEqual(self.run_once(True), (500, "shadow run of a CRON trigger", None))
 
+    def test_a_success_carries_the_note_its_handler_returns_and_no_message_else(self):
+        def run(handler):
+            return run_handler(handler, trigger(), Stop(), JobLogger(10), lambda final: None)
+
+        self.assertEqual(run(lambda ctx: "3 reports sent"), (200, "3 reports sent", None))
+        self.assertEqual(run(lambda ctx: None), (200, None, None))
+        self.assertEqual(run(lambda ctx: ""), (200, None, None))
+        self.assertEqual(run(lambda ctx: 42), (200, None, None), "only a string is a note")
+
     def test_a_shadow_runs_lines_go_to_the_process_log(self):
         with self.assertLogs("kadence_executor", level="DEBUG") as seen:
             log_locally(trigger(), 3, ["one", "two"])

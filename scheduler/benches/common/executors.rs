@@ -1,10 +1,11 @@
-//! Executor processes for the end-to-end benchmark: the test executor (`tests/src/bin/
-//! test-executor.rs`, release build) started as a group of processes, what they published,
+//! Executor processes for the end-to-end benchmark: an SDK's test executor (the Rust one,
+//! `tests/src/bin/test-executor.rs` in a release build, or the Java one) started as a group of
+//! processes, what they published,
 //! and CPU readings from `/proc` of them, of the scheduler, the broker and the database beside
 //! them, and of the machine.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -22,6 +23,75 @@ use super::{APP, process_usage};
 /// Partitions of the results topic (the scheduler's default `kafka.results_partitions`, and
 /// what the benchmark creates without a scheduler).
 pub const RESULTS_PARTITIONS: i32 = 6;
+
+/// The executor SDK whose test executor a run starts: every SDK has one with the same
+/// interface (handlers, environment), so the benchmark drives each the same way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sdk {
+    /// `tests/src/bin/test-executor.rs`, release build.
+    Rust,
+    /// The Java SDK's test executor (`executors/java`), as `infra/java-executor.sh` builds
+    /// and starts it.
+    Java,
+}
+
+impl Sdk {
+    /// The SDKs `--sdks` names (`rust,java`).
+    pub fn parse_list(list: &str) -> Vec<Sdk> {
+        super::parse_choices("--sdks", list, &[("rust", Sdk::Rust), ("java", Sdk::Java)])
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Sdk::Rust => "Rust",
+            Sdk::Java => "Java",
+        }
+    }
+}
+
+/// How to start one SDK's test executor: a program and its arguments.
+pub struct ExecutorCommand {
+    pub sdk: Sdk,
+    program: PathBuf,
+    args: Vec<String>,
+}
+
+impl ExecutorCommand {
+    /// The Rust test executor at `binary`.
+    pub fn rust(binary: PathBuf) -> ExecutorCommand {
+        ExecutorCommand {
+            sdk: Sdk::Rust,
+            program: binary,
+            args: Vec::new(),
+        }
+    }
+
+    /// The Java test executor, built by `infra/java-executor.sh` if it is not up to date; the
+    /// script prints the command (`java -cp … main class`), whose words are split here. The
+    /// JVM is the process started, so its CPU is the executor's.
+    pub fn java() -> ExecutorCommand {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../infra/java-executor.sh");
+        let output = std::process::Command::new(&script)
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap_or_else(|error| panic!("run {}: {error}", script.display()));
+        assert!(output.status.success(), "{} failed", script.display());
+        let line = String::from_utf8(output.stdout).expect("the command is text");
+        let mut words = line.split_whitespace().map(str::to_owned);
+        let program = PathBuf::from(words.next().expect("a program to run"));
+        ExecutorCommand {
+            sdk: Sdk::Java,
+            program,
+            args: words.collect(),
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args);
+        command
+    }
+}
 
 /// This tree's test executor, built (release) if it is not up to date.
 pub fn build_test_executor() -> PathBuf {
@@ -43,19 +113,20 @@ pub struct Executors {
 }
 
 impl Executors {
-    /// Starts `count` test executors of [`APP`] on `broker` and the topic prefix `prefix`,
-    /// trusting the public key `trusted_key` (base64) and signing with `executor_key` as a
-    /// deployment does: every trigger's signature is verified, every result, log record and
-    /// beat signed. Their ids are `bench-executor-{n}`.
+    /// Starts `count` test executors of [`APP`] with `executor` on `broker` and the topic
+    /// prefix `prefix`, trusting the public key `trusted_key` (base64) and signing with
+    /// `executor_key` as a deployment does: every trigger's signature is verified, every
+    /// result, log record and beat signed. Their ids are `bench-executor-{n}`.
     pub fn start(
-        binary: &Path,
+        executor: &ExecutorCommand,
         count: usize,
         (broker, prefix): (&Broker, &str),
         (trusted_key, executor_key): (&str, &str),
     ) -> Executors {
         let children = (0..count)
             .map(|n| {
-                Command::new(binary)
+                executor
+                    .command()
                     .env("KADENCE_BROKERS", &broker.bootstrap)
                     .env("KADENCE_BROKER_KIND", broker.kind.setting())
                     .env("KADENCE_TRUSTED_KEYS", trusted_key)
@@ -66,7 +137,7 @@ impl Executors {
                     .stdout(Stdio::null())
                     .kill_on_drop(true)
                     .spawn()
-                    .unwrap_or_else(|error| panic!("start {}: {error}", binary.display()))
+                    .unwrap_or_else(|error| panic!("start {}: {error}", executor.program.display()))
             })
             .collect();
         Executors { children }

@@ -100,17 +100,27 @@ export function RunPage({ logId }) {
 // The run's log, read from the line after the last one shown, once a second until the run
 // has finished and two reads in a row brought nothing new (lines and results are stored by
 // separate consumers, so the last lines may land just after the result). Scrolls along
-// while the reader is at the bottom.
+// while the reader is at the bottom. A trigger that ran again (its first run handed back, or
+// its executor stopped) shows its later run: the lines shown so far are replaced by it.
 function RunLog({ logId }) {
   const [lines, setLines] = useState([]);
   const [following, setFollowing] = useState(true);
+  const [replaced, setReplaced] = useState(false);
   const [error, setError] = useState(null);
   const next = useRef(1);
+  const runShown = useRef(null);
   const quietAfterEnd = useRef(0);
   const box = useRef(null);
   usePoll(async () => {
     try {
-      const stretch = await get(`/api/runs/${logId}/log`, { from_line: next.current });
+      let stretch = await get(`/api/runs/${logId}/log`, { from_line: next.current });
+      if (runShown.current !== null && stretch.run_started_at_ms !== runShown.current) {
+        next.current = 1;
+        setLines([]);
+        stretch = await get(`/api/runs/${logId}/log`, { from_line: 1 });
+      }
+      if (stretch.run_started_at_ms !== null) runShown.current = stretch.run_started_at_ms;
+      setReplaced(stretch.earlier_runs > 0);
       setError(null);
       if (stretch.lines.length > 0) {
         next.current = stretch.next_line;
@@ -130,6 +140,7 @@ function RunLog({ logId }) {
       <span class=${following ? 'live' : 'muted'} id="log-state">${following ? t('run.log_following') : t('run.log_done')}</span>
       <span class="muted">${t('run.log_lines', { n: lines.length })}</span>
     </div>
+    ${replaced ? html`<p class="muted" id="log-replaced">${t('run.log_replaced')}</p>` : null}
     <${ErrorNote} error=${error} />
     <pre class="log" id="run-log" ref=${box} tabindex="0" aria-live="off">${lines.length ? lines.join('\n') : t('run.log_empty')}</pre>
   `;

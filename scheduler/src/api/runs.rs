@@ -383,6 +383,14 @@ pub struct RunLogView {
     /// and results are stored by separate consumers: the last lines of a finished run may take
     /// a moment longer to show.
     pub finished: bool,
+    /// Which run of the trigger the lines are of: when it started on its executor, ms since
+    /// the epoch (0 for lines written by executors that do not say; null while no line is
+    /// stored). A trigger runs again when its first run is handed back in a rebalance or its
+    /// executor dies; the log then shows the later run, from line 1. A reader following the
+    /// log who sees this change reads again from line 1.
+    pub run_started_at_ms: Option<i64>,
+    /// Earlier runs of the trigger whose lines are stored but replaced by the run shown.
+    pub earlier_runs: u32,
 }
 
 /// Reads a run's log lines from a line on, while it runs and after.
@@ -392,7 +400,9 @@ pub struct RunLogView {
 /// from `next_line` for the rest. A run keeps at most `logs.max_lines_per_run` lines. Poll
 /// until `finished` and no more lines come: executors ship every line before the result,
 /// but lines and results are stored by separate consumers, so the last lines of a finished
-/// run may take a moment longer.
+/// run may take a moment longer. A trigger run twice (handed back in a rebalance, or its
+/// executor died) shows the run that started last; `run_started_at_ms` names it and
+/// `earlier_runs` counts the runs it replaced.
 #[utoipa::path(
     get, path = "/api/runs/{log_id}/log", tag = "runs",
     params(("log_id" = i64, Path, description = "The run's log id"), RunLogQuery),
@@ -420,14 +430,16 @@ pub(super) async fn read_run_log(
         run.state,
         crate::model::RunState::Finished | crate::model::RunState::Cancelled
     );
-    let lines = state.store.read_log_lines(log_id, from_line, limit).await?;
+    let stored = state.store.read_log_lines(log_id, from_line, limit).await?;
     // Lines arrive in order per run, so what is stored is a prefix: no gaps to skip.
-    let next_line = lines.last().map_or(from_line, |(number, _)| number + 1);
+    let next_line = (stored.lines.last()).map_or(from_line, |(number, _)| number + 1);
     Ok(Json(RunLogView {
         log_id,
         from_line,
-        lines: lines.into_iter().map(|(_, line)| line).collect(),
+        lines: stored.lines.into_iter().map(|(_, line)| line).collect(),
         next_line,
         finished,
+        run_started_at_ms: stored.run_started_at_ms,
+        earlier_runs: stored.earlier_runs,
     }))
 }

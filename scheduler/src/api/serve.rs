@@ -5,7 +5,8 @@
 //! a client that sends its request head a byte at a time (or opens a connection and says
 //! nothing) keeps its connection and task for as long as it likes. Here a request head must
 //! arrive within `api.header_read_timeout`, which also closes keep-alive connections idle for
-//! that long. Bodies have their own deadline in the router (`limits`), where the slow
+//! that long: a client that pools connections should let them go sooner (the test clients
+//! after 5 s), or its request may meet a connection the server is closing. Bodies have their own deadline in the router (`limits`), where the slow
 //! client can be answered 408.
 //!
 //! Each request carries the connection's peer address (`ConnectInfo`), from which

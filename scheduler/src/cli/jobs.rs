@@ -206,15 +206,29 @@ async fn list_jobs(
     Ok(())
 }
 
-/// A run's log from line `from`; with `follow`, until the run has ended.
+/// A run's log from line `from`; with `follow`, until the run has ended. A trigger that runs
+/// again (its first run handed back in a rebalance, or its executor died) replaces the log
+/// shown: following, say so and print the new run's log from line 1.
 async fn print_log(client: &ApiClient, log_id: i64, from: i64, follow: bool) -> anyhow::Result<()> {
     let mut next = from;
+    let mut run_shown = None;
     // After the run finished, one more quiet read: its last lines may trail its result.
     let mut quiet_after_finish = 0;
     loop {
-        let log: RunLogView = client
+        let mut log: RunLogView = client
             .get(&format!("/api/runs/{log_id}/log?from_line={next}"))
             .await?;
+        if run_shown.is_some() && log.run_started_at_ms != run_shown {
+            outln!(
+                "[kadence] the trigger ran again: the log of its later run follows from line 1"
+            )?;
+            log = client
+                .get(&format!("/api/runs/{log_id}/log?from_line=1"))
+                .await?;
+        }
+        if log.run_started_at_ms.is_some() {
+            run_shown = log.run_started_at_ms;
+        }
         for line in &log.lines {
             outln!("{line}")?;
         }

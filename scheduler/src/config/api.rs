@@ -26,7 +26,8 @@ pub struct ApiConfig {
     #[serde(with = "humantime_serde")]
     pub request_timeout: Duration,
     /// How long a client may take to send a request's head (request line and headers) before
-    /// its connection is closed. Default `10s`.
+    /// its connection is closed; a keep-alive connection idle for as long is closed too, so a
+    /// client that pools connections should drop idle ones sooner. Default `10s`.
     #[serde(with = "humantime_serde")]
     pub header_read_timeout: Duration,
     /// How long after its head a request's body must have arrived whole; a slower one is

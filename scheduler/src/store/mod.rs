@@ -33,6 +33,7 @@ mod pool_settings;
 mod postgres;
 mod replays;
 mod rows;
+mod run_logs;
 mod shards;
 mod signing;
 mod sql;
@@ -69,6 +70,7 @@ pub use replays::{
     FireMaker, FireOwner, NewOperation, Operation, OperationKind, Replays, RunOutcome, ShadowPair,
     ShadowResult,
 };
+pub use run_logs::{LogLines, RunLogLines};
 pub use shards::{
     AcquiredShard, Acquisition, OwnedShard, ScheduleShards, ShardLease, ShardLeaseRequest,
     ShardOwner,
@@ -170,17 +172,6 @@ pub struct DispatchAck {
     /// The fire, when its run row is still to be written (a fire of a batch: inserted
     /// DISPATCHED); `None` when the row exists (manual, retry, child), which is updated.
     pub fire: Option<Box<PendingFire>>,
-}
-
-/// Consecutive log lines of one run, as an executor shipped them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogLines {
-    /// The run's job-log row id.
-    pub log_id: i64,
-    /// Number of the first line (1-based).
-    pub first_line: i64,
-    /// The lines.
-    pub lines: Vec<String>,
 }
 
 /// A finished run claimed for its follow-up (retry, alarm, child jobs).
@@ -387,21 +378,23 @@ pub trait Store:
         log_ids: &[i64],
     ) -> Result<std::collections::HashMap<i64, String>, StoreError>;
 
-    /// Stores log lines, each (run, line number) once, keeping at most `max_lines_per_run`
-    /// lines per run; lines of runs that do not exist are dropped. Returns the lines stored.
+    /// Stores log lines, each (log id, run start, line number) once, keeping at most
+    /// `max_lines_per_run` lines per run of a trigger; lines of runs that do not exist are
+    /// dropped. Returns the lines stored.
     async fn append_log_lines(
         &self,
         batches: &[LogLines],
         max_lines_per_run: i64,
     ) -> Result<u64, StoreError>;
 
-    /// Up to `limit` lines of a run's log from line `from_line` on: (line number, line).
+    /// Up to `limit` lines of a run's log from line `from_line` on, of the run of its trigger
+    /// that started last (see [`RunLogLines`]).
     async fn read_log_lines(
         &self,
         log_id: i64,
         from_line: i64,
         limit: u32,
-    ) -> Result<Vec<(i64, String)>, StoreError>;
+    ) -> Result<RunLogLines, StoreError>;
 
     // --- Monitors ---
 

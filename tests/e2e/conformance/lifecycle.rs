@@ -121,6 +121,121 @@ async fn a_graceful_stop_finishes_the_run_and_commits(executor: Implementation) 
     app.shutdown().await;
 }
 
+/// SIGTERM with a run longer than the drain timeout: the executor stops waiting at the
+/// deadline, cancels the run and publishes no result for it (its offset stays uncommitted), so
+/// the next owner of the partition runs it to the one result.
+async fn a_run_cut_at_the_drain_deadline_gets_no_result_and_runs_again(executor: Implementation) {
+    let app = spawn_app(Backend::Sqlite).await;
+    app.create_app("drained", 1).await;
+    let short_drain = [("KADENCE_DRAIN_TIMEOUT_MS", "1500")];
+    let mut first =
+        ExecutorProcess::start_with(executor, &app, "drained", "drained-1", &short_drain).await;
+    app.wait_for_executors("drained", 1, 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "drained", "handler": "sleep", "schedule_type": "NONE", "params": "8000"}),
+        )
+        .await;
+    let trigger_id = app.trigger(job.id, None).await;
+    first
+        .wait_for_line(&format!("started {trigger_id}"), Duration::from_secs(60))
+        .await;
+    first.terminate();
+    let status = first.exit(EXIT_LIMIT).await;
+    assert!(status.success(), "{status}: {:?}", first.seen);
+    let results = read_until_quiet(&app.brokers, &format!("{}.results", app.prefix)).await;
+    assert!(
+        results.is_empty(),
+        "no result for a run cut at the drain deadline: {:?}",
+        results
+            .iter()
+            .map(|record| codec::decode::<kadence_schemas::ResultRecord>(record.payload().unwrap()))
+            .collect::<Vec<_>>()
+    );
+    let mut second = ExecutorProcess::start(executor, &app, "drained", "drained-2").await;
+    let run = app.wait_for_run(job.id, 200, Duration::from_secs(60)).await;
+    assert_eq!(run.trigger_id.as_str(), trigger_id);
+    assert_eq!(run.executor_id.as_deref(), Some("drained-2"), "{run:?}");
+    assert_eq!(second.runs_of(&trigger_id), 1, "{:?}", second.seen);
+    app.shutdown().await;
+}
+
+/// SIGTERM while one trigger runs, one waits queued behind it (SERIAL_EXECUTION) and one is
+/// held for a millisecond past the drain deadline: the stopping executor finishes what it
+/// took and can finish in time — the running one, then the queued one — and leaves the held
+/// one unstarted, unanswered and uncommitted, so the partition's next owner runs it at its
+/// time (PROTOCOL.md section 7).
+async fn a_graceful_stop_runs_what_it_took_until_the_drain_deadline(executor: Implementation) {
+    let app = spawn_app(Backend::Sqlite).await;
+    app.create_app("leaving", 1).await;
+    let short_drain = [("KADENCE_DRAIN_TIMEOUT_MS", "5000")];
+    let mut first =
+        ExecutorProcess::start_with(executor, &app, "leaving", "leaving-1", &short_drain).await;
+    app.wait_for_executors("leaving", 1, 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "leaving", "handler": "sleep", "schedule_type": "NONE",
+            "block_strategy": "SERIAL_EXECUTION"}),
+        )
+        .await;
+    let running = app.trigger(job.id, Some("1500")).await;
+    first
+        .wait_for_line(&format!("started {running}"), Duration::from_secs(60))
+        .await;
+    let queued = app.trigger(job.id, Some("100")).await;
+    // A trigger due in twelve seconds, made as the scheduler would emit it early (the test
+    // executors verify nothing): held past the drain deadline.
+    let mut held = count_trigger("leaving", job.id, 1);
+    held.handler = "ok".into();
+    held.scheduled_at_ms = kadence_tests::now_ms() + 12_000;
+    let held_id = held.trigger_id.to_string();
+    let topic = format!("{}.triggers.leaving", app.prefix);
+    app.produce_raw(
+        &topic,
+        0,
+        &job.id.to_string(),
+        &codec::encode(&held).unwrap(),
+    )
+    .await;
+    // Both are received and waiting when the stop comes.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    first.terminate();
+    assert!(first.exit(EXIT_LIMIT).await.success(), "{:?}", first.seen);
+    assert_eq!(
+        (first.runs_of(&queued), first.runs_of(&held_id)),
+        (1, 0),
+        "the queued one ran in the drain, the held one was left: {:?}",
+        first.seen
+    );
+    let mut answered_by_first: Vec<String> =
+        read_until_quiet(&app.brokers, &format!("{}.results", app.prefix))
+            .await
+            .iter()
+            .map(|record| {
+                codec::decode::<kadence_schemas::ResultRecord>(record.payload().unwrap())
+                    .unwrap()
+                    .trigger_id
+                    .to_string()
+            })
+            .collect();
+    answered_by_first.sort();
+    let mut expected = vec![running.clone(), queued.clone()];
+    expected.sort();
+    assert_eq!(answered_by_first, expected, "the held one is not answered");
+
+    let mut second = ExecutorProcess::start(executor, &app, "leaving", "leaving-2").await;
+    second
+        .wait_for_line(&format!("started {held_id}"), Duration::from_secs(60))
+        .await;
+    assert_eq!(
+        (second.runs_of(&running), second.runs_of(&queued)),
+        (0, 0),
+        "answered and committed already: {:?}",
+        second.seen
+    );
+    app.shutdown().await;
+}
+
 /// kill -9 of an executor in the middle of a run: the trigger was never committed, so the
 /// other member of the group runs it again and completes it; the run has one final result.
 async fn a_run_killed_mid_way_is_redelivered_and_completed(executor: Implementation) {
@@ -190,6 +305,59 @@ async fn a_rebalance_lets_the_running_run_finish_once(executor: Implementation) 
     app.shutdown().await;
 }
 
+/// A second executor joins while the first runs a trigger longer than its hand-back wait: the
+/// run is handed back once (cancelled without a result, its offset uncommitted) and runs again
+/// on the partition's owner after the rebalance, to one result. With a hand-back wait as long
+/// as the session timeout, the member handing back fell silent past its session, was dropped,
+/// rejoined and started the next rebalance, and the run was handed back again and again
+/// (PROTOCOL.md section 7, "Rebalance hand-back").
+async fn a_run_longer_than_the_hand_back_wait_is_handed_back_once(executor: Implementation) {
+    let (app, mut first) = stage(executor, "longrun", 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "longrun", "handler": "sleep", "schedule_type": "NONE",
+            "params": "20000"}),
+        )
+        .await;
+    let trigger_id = app.trigger(job.id, None).await;
+    first
+        .wait_for_line(&format!("started {trigger_id}"), Duration::from_secs(60))
+        .await;
+    let mut second = ExecutorProcess::start(executor, &app, "longrun", "longrun-2").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        let runs = app.runs(job.id).await;
+        if let Some(run) = runs.into_iter().find(|run| run.handle_code.is_some()) {
+            break run;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no result for {trigger_id} within 120 s: {:?} / {:?}",
+            {
+                first.count("");
+                &first.seen
+            },
+            {
+                second.count("");
+                &second.seen
+            }
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(run.handle_code, Some(200), "{run:?}");
+    assert_eq!(run.trigger_id.as_str(), trigger_id);
+    let starts = first.runs_of(&trigger_id) + second.runs_of(&trigger_id);
+    assert!(
+        starts <= 2,
+        "{trigger_id} started {starts} times: once, and once more after one hand-back at most: \
+         {:?} / {:?}",
+        first.seen,
+        second.seen
+    );
+    assert_eq!(app.runs(job.id).await.len(), 1);
+    app.shutdown().await;
+}
+
 /// A Rust, a Python and a Java executor in one app's group share its partitions; every
 /// trigger of a job routed round the partitions runs exactly once, on one of them, and each ran
 /// some.
@@ -235,6 +403,16 @@ async fn a_mixed_group_of(group_protocol: &str) {
         );
     }
     app.wait_for_executors("mixed", MIXED.len(), 6).await;
+    // tansu 0.6 does not describe its groups.
+    if group_protocol == "classic"
+        && crate::common::broker_kind() == crate::common::BrokerKind::Kafka
+    {
+        assert_eq!(
+            group_assignor(&app.brokers, &format!("{}.executor.mixed", app.prefix)),
+            "range",
+            "the members of a classic group share the assignor PROTOCOL.md section 1 names"
+        );
+    }
     let job = app
         .create_job(
             json!({"app": "mixed", "handler": "ok", "schedule_type": "NONE",
@@ -286,6 +464,25 @@ async fn a_mixed_group_of(group_protocol: &str) {
         "{runs:?}"
     );
     app.shutdown().await;
+}
+
+/// The assignor a stable classic group chose among its members' (its protocol name, such as
+/// `range`), as the group coordinator describes the group.
+fn group_assignor(brokers: &str, group: &str) -> String {
+    let client: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .expect("a client to describe the group");
+    let groups = client
+        .fetch_group_list(Some(group), Duration::from_secs(10))
+        .expect("describe the group");
+    let described = groups
+        .groups()
+        .iter()
+        .find(|described| described.name() == group)
+        .unwrap_or_else(|| panic!("the group {group} is described"));
+    assert_eq!(described.state(), "Stable", "the group settled");
+    described.protocol().to_owned()
 }
 
 /// Reads every partition of `topic` from the beginning until no record came for three seconds:
@@ -488,8 +685,11 @@ fn commit_offset(brokers: &str, group: &str, topic: &str, offset: i64) {
 
 on_every_executor!(
     a_graceful_stop_finishes_the_run_and_commits,
+    a_run_cut_at_the_drain_deadline_gets_no_result_and_runs_again,
+    a_graceful_stop_runs_what_it_took_until_the_drain_deadline,
     a_run_killed_mid_way_is_redelivered_and_completed,
     a_rebalance_lets_the_running_run_finish_once,
+    a_run_longer_than_the_hand_back_wait_is_handed_back_once,
     a_partition_resumes_at_the_committed_offset_inside_a_batch,
     without_a_trusted_key_an_executor_refuses_to_start,
     without_an_executor_key_an_executor_refuses_to_start,

@@ -17,8 +17,16 @@
 //!   broadcast, early triggers held to their millisecond, dead letters, a signed BACKFILL
 //!   trigger (`TriggerRecord` v2, schema id 1002), and a trigger past its validity window
 //!   (v3, 1003) dead-lettered as expired while one within it runs.
+//! - `logs`: a run of 1 000 lines of 4 000 bytes shipped in records of at most 256 KiB of
+//!   line text, every line on `{p}.logs` when the result appears on `{p}.results`, and a
+//!   trigger run twice (handed back in a rebalance) showing the log of the run that finished.
+//! - `intake`: the order of the checks on a received trigger (signature, value, framing,
+//!   decoding) told by the reasons of the records refused, and dead letters that keep the
+//!   original's headers.
 //! - `blocking`: the four block strategies, KILL of running and queued runs, and a KILL sent
 //!   while no executor is up.
+//! - `scripts`: a script job as the protocol specifies it (interpreter, arguments, log lines,
+//!   exit code) on an executor that runs scripts, and the refusal on one that runs none.
 //! - `traces`: one run is one trace: the result carries the `traceparent` of its trigger's
 //!   trace (checked through the spans the scheduler and the Rust executor export).
 //! - `lifecycle`: a graceful stop mid-run, kill -9 mid-run with redelivery, resuming at a
@@ -56,9 +64,12 @@ macro_rules! executor_tests {
 
 // After the macros: a module sees the macros defined before its declaration.
 mod blocking;
+mod intake;
 mod lifecycle;
+mod logs;
 mod process;
 mod runs;
+mod scripts;
 mod shadow;
 mod traces;
 

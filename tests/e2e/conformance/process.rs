@@ -34,6 +34,17 @@ pub enum Implementation {
 }
 
 impl Implementation {
+    /// Whether this implementation runs script jobs when told to (`KADENCE_SCRIPTS`); one
+    /// that does not answers every script trigger with the protocol's refusal.
+    pub fn runs_scripts(self) -> bool {
+        match self {
+            Implementation::Rust => true,
+            Implementation::Python => false,
+            // It runs them (`ScriptHandler`); the conformance run for it sets the variables.
+            Implementation::Java => true,
+        }
+    }
+
     /// The command that starts this implementation's executor process.
     pub fn command(self) -> tokio::process::Command {
         match self {

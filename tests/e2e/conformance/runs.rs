@@ -44,6 +44,10 @@ async fn cron_and_manual_runs_complete(executor: Implementation) {
         .collect();
     for run in &finished {
         assert_eq!(run.handle_code, Some(200), "{run:?}");
+        assert_eq!(
+            run.handle_msg, None,
+            "a success whose handler gave no note carries no message: {run:?}"
+        );
         assert_eq!(run.executor_id.as_deref(), Some("cron-1"));
         assert_eq!(process.runs_of(run.trigger_id.as_str()), 1, "{run:?}");
     }
@@ -339,7 +343,7 @@ async fn a_trigger_past_its_validity_window_is_dead_lettered(executor: Implement
 
 /// A scheduler on SQLite with app `app_name` (one partition), an executor of `executor` that
 /// trusts the scheduler's key (its id `{app_name}-1`), and a job of its `describe` handler.
-async fn stage_verifying(
+pub(super) async fn stage_verifying(
     executor: Implementation,
     app_name: &str,
 ) -> (TestApp, ExecutorProcess, JobId) {

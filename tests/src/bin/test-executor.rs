@@ -2,9 +2,12 @@
 //! Python executor's demo (`python -m kadence_executor.demo`) has the same interface, so the
 //! conformance suite drives either the same way:
 //!
-//! - Handlers: `ok` succeeds; `sleep` (params: ms) waits that long or until cancelled, then
-//!   fails with `stopped early`; `fail` fails with its params as the message (`failed on
-//!   purpose` when empty); `log` (params: n) writes the job log lines `line 1` … `line n`;
+//! - Handlers: `ok` succeeds; `sleep` (params: ms) writes the job log line `sleeping {ms} ms
+//!   on {executor id}`, then waits that long or until cancelled, then fails with `stopped
+//!   early` (the line tells two runs of one trigger apart when they ran on different
+//!   executors); `fail` fails with its params as the message (`failed on purpose` when
+//!   empty); `log` (params: `n` or `n:bytes`) writes the job log lines `line 1` … `line n`,
+//!   or with `bytes` each line `line {i} ` padded with `x` to `bytes` bytes;
 //!   `shard` writes the line `shard {index} of {total}`; `noop` succeeds at once and prints
 //!   nothing (the end-to-end benchmark's handler: it measures the SDK, not standard output);
 //!   `describe` writes the line `describing` and fails with the message `{production|shadow}
@@ -18,15 +21,20 @@
 //!   `shutdown_signal`.
 //!
 //! Environment: `KADENCE_BROKERS`, `KADENCE_APP`, `KADENCE_TOPIC_PREFIX`, `KADENCE_EXECUTOR_ID`;
-//! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_BEAT_INTERVAL_MS` (default
-//! 3000), `KADENCE_OTLP_ENDPOINT` (export spans there), `KADENCE_TRUSTED_KEYS` (scheduler
+//! optional `KADENCE_SESSION_TIMEOUT_MS` (default 6000), `KADENCE_REBALANCE_TIMEOUT_MS` (the
+//! hand-back wait, default half the session timeout), `KADENCE_BEAT_INTERVAL_MS` (default
+//! 3000), `KADENCE_DRAIN_TIMEOUT_MS` (how long a graceful stop waits for running runs, default
+//! 30000), `KADENCE_OTLP_ENDPOINT` (export spans there), `KADENCE_TRUSTED_KEYS` (scheduler
 //! public keys, comma separated; required unless `KADENCE_ALLOW_UNVERIFIED` is `1` or `true`,
 //! which with no key verifies nothing), `KADENCE_EXECUTOR_KEY` (the app's executor key; required
 //! unless `KADENCE_ALLOW_UNSIGNED` is `1` or `true`, which signs nothing), `KADENCE_SHADOW` (`1` or
-//! `true`: a shadow executor, `ExecutorBuilder::shadow`) and `KADENCE_GROUP_PROTOCOL`
-//! (`classic`, the default, also when empty, or `consumer`: Kafka's KIP-848 group protocol, whose session and
-//! heartbeat are the broker's, `ExecutorBuilder::group_protocol`) and `KADENCE_BROKER_KIND`
-//! (`kafka`, the default, also when empty, or `tansu`: `ExecutorBuilder::broker_kind`).
+//! `true`: a shadow executor, `ExecutorBuilder::shadow`), `KADENCE_SCRIPTS` (`1` or `true`:
+//! run script jobs, which needs a trusted key), `KADENCE_SCRIPT_DIR` (where their files go),
+//! `KADENCE_GROUP_PROTOCOL` (`classic`, the default, also when empty, or `consumer`: Kafka's
+//! KIP-848 group protocol, whose session and heartbeat are the broker's,
+//! `ExecutorBuilder::group_protocol`) and `KADENCE_BROKER_KIND` (`kafka`, the default, also
+//! when empty, or `tansu`: `ExecutorBuilder::broker_kind`). The reference Python executor runs
+//! no scripts and takes neither script variable.
 
 use std::io::Write;
 use std::time::Duration;
@@ -57,9 +65,14 @@ async fn noop(_: JobContext) -> JobResult {
     Ok(())
 }
 
+/// This executor's id (`KADENCE_EXECUTOR_ID`), for the lines handlers write.
+static EXECUTOR_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 async fn sleep(ctx: JobContext) -> JobResult {
     announce(&ctx);
     let millis: u64 = ctx.params().trim().parse()?;
+    let executor_id = EXECUTOR_ID.get().map_or("", String::as_str);
+    ctx.log(format!("sleeping {millis} ms on {executor_id}"));
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_millis(millis)) => Ok(()),
         _ = ctx.cancelled() => Err(JobError::new("stopped early")),
@@ -76,9 +89,16 @@ async fn fail(ctx: JobContext) -> JobResult {
 
 async fn log(ctx: JobContext) -> JobResult {
     announce(&ctx);
-    let lines: u32 = ctx.params().trim().parse()?;
-    for line in 1..=lines {
-        ctx.log(format!("line {line}"));
+    let params = ctx.params().trim();
+    let (lines, bytes) = match params.split_once(':') {
+        Some((lines, bytes)) => (lines.parse::<u32>()?, Some(bytes.parse::<usize>()?)),
+        None => (params.parse::<u32>()?, None),
+    };
+    for number in 1..=lines {
+        ctx.log(match bytes {
+            Some(bytes) => format!("{:x<bytes$}", format!("line {number} ")),
+            None => format!("line {number}"),
+        });
     }
     Ok(())
 }
@@ -165,18 +185,25 @@ fn millis_from_env(name: &str, default: u64) -> u64 {
 #[tokio::main]
 async fn main() -> Result<(), kadence_executor::ExecutorError> {
     let env = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} is required"));
+    EXECUTOR_ID.get_or_init(|| env("KADENCE_EXECUTOR_ID"));
+    let session_timeout_ms = millis_from_env("KADENCE_SESSION_TIMEOUT_MS", 6_000);
     let mut builder = Executor::builder()
         .brokers(env("KADENCE_BROKERS"))
         .app(env("KADENCE_APP"))
         .topic_prefix(env("KADENCE_TOPIC_PREFIX"))
         .executor_id(env("KADENCE_EXECUTOR_ID"))
-        .session_timeout(Duration::from_millis(millis_from_env(
-            "KADENCE_SESSION_TIMEOUT_MS",
-            6_000,
+        .session_timeout(Duration::from_millis(session_timeout_ms))
+        .rebalance_timeout(Duration::from_millis(millis_from_env(
+            "KADENCE_REBALANCE_TIMEOUT_MS",
+            session_timeout_ms / 2,
         )))
         .beat_interval(Duration::from_millis(millis_from_env(
             "KADENCE_BEAT_INTERVAL_MS",
             3_000,
+        )))
+        .drain_timeout(Duration::from_millis(millis_from_env(
+            "KADENCE_DRAIN_TIMEOUT_MS",
+            30_000,
         )))
         .handler("ok", ok)
         .handler("noop", noop)
@@ -188,6 +215,12 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
         .shadow(flag_from_env("KADENCE_SHADOW"))
         .group_protocol(group_protocol_from_env())
         .broker_kind(broker_kind_from_env());
+    if flag_from_env("KADENCE_SCRIPTS") {
+        builder = builder.scripts(true);
+    }
+    if let Ok(dir) = std::env::var("KADENCE_SCRIPT_DIR") {
+        builder = builder.script_dir(dir);
+    }
     let trusted_keys = std::env::var("KADENCE_TRUSTED_KEYS").unwrap_or_default();
     for key in trusted_keys.split(',').filter(|key| !key.trim().is_empty()) {
         builder = builder.trusted_key(key.trim());

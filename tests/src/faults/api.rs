@@ -32,7 +32,7 @@ impl Api {
         Api {
             url,
             token,
-            http: reqwest::Client::new(),
+            http: crate::api_client(),
         }
     }
 

@@ -32,14 +32,16 @@ macro_rules! sql_history {
                 max_lines_per_run: i64,
             ) -> Result<u64, StoreError> {
                 const OPERATION: &str = "store log lines";
-                let lines: Vec<(i64, i64, &str)> = batches
+                // (log id, run start, line number, line)
+                type Line<'a> = (i64, i64, i64, &'a str);
+                let lines: Vec<Line<'_>> = batches
                     .iter()
                     .flat_map(|batch| {
                         batch.lines.iter().enumerate().map(move |(index, line)| {
-                            (batch.log_id, batch.first_line + index as i64, line.as_str())
+                            (batch.log_id, batch.run_started_at_ms, batch.first_line + index as i64, line.as_str())
                         })
                     })
-                    .filter(|(_, line_no, _)| (1..=max_lines_per_run).contains(line_no))
+                    .filter(|(_, _, line_no, _)| (1..=max_lines_per_run).contains(line_no))
                     .collect();
                 let mut stored = 0;
                 let mut tx = store.begin_write(OPERATION).await?;
@@ -47,30 +49,31 @@ macro_rules! sql_history {
                 // may come sooner: lines are kept for every log id given out (a fire's is
                 // reserved when it is planned), and dropped for ids never given out.
                 let last_log_id = <$store>::last_log_id_in(&mut tx).await?;
-                let lines: Vec<(i64, i64, &str)> =
-                    lines.into_iter().filter(|(log_id, _, _)| (1..=last_log_id).contains(log_id)).collect();
+                let lines: Vec<Line<'_>> =
+                    lines.into_iter().filter(|(log_id, ..)| (1..=last_log_id).contains(log_id)).collect();
                 for chunk in lines.chunks($crate::store::sql::INSERT_CHUNK) {
-                    let push_line = |mut values: sqlx::query_builder::Separated<'_, '_, $db, &'static str>, line: &(i64, i64, &str)| {
-                        values.push_bind(line.0).push_bind(line.1).push_bind(line.2.to_string());
+                    let push_line = |mut values: sqlx::query_builder::Separated<'_, '_, $db, &'static str>, line: &Line<'_>| {
+                        values.push_bind(line.0).push_bind(line.1).push_bind(line.2).push_bind(line.3.to_string());
                     };
                     let mut insert = sqlx::QueryBuilder::<$db>::new("");
                     $crate::store::sql::dialect::dialect!($dialect,
                         ansi => {
-                            insert.push("WITH v(log_id, line_no, line) AS (");
+                            insert.push("WITH v(log_id, run_started_at_ms, line_no, line) AS (");
                             insert.push_values(chunk, push_line);
-                            // Repeats are dropped by the key. (SQLite needs a WHERE before ON
-                            // CONFLICT to parse INSERT … SELECT.)
+                            // Repeats are dropped by the key: each run of a trigger keeps its
+                            // own lines. (SQLite needs a WHERE before ON CONFLICT to parse
+                            // INSERT … SELECT.)
                             insert.push(
-                                ") INSERT INTO run_log_lines (log_id, line_no, line) \
-                                 SELECT v.log_id, v.line_no, v.line FROM v WHERE true \
-                                 ON CONFLICT (log_id, line_no) DO NOTHING",
+                                ") INSERT INTO run_log_lines (log_id, run_started_at_ms, line_no, line) \
+                                 SELECT v.log_id, v.run_started_at_ms, v.line_no, v.line FROM v WHERE true \
+                                 ON CONFLICT (log_id, run_started_at_ms, line_no) DO NOTHING",
                             );
                         },
                         // Repeats are dropped by the key and not counted (an ON DUPLICATE KEY
                         // no-op would count them); lines are plain text of bounded length, so
                         // IGNORE turns nothing else into a warning.
                         mysql => {
-                            insert.push("INSERT IGNORE INTO run_log_lines (log_id, line_no, line) ");
+                            insert.push("INSERT IGNORE INTO run_log_lines (log_id, run_started_at_ms, line_no, line) ");
                             insert.push_values(chunk, push_line);
                         },
                     );
@@ -83,6 +86,45 @@ macro_rules! sql_history {
                 }
                 tx.commit().await.map_err(StoreError::query(OPERATION))?;
                 Ok(stored)
+            }
+
+            pub(super) async fn read_log_lines(
+                store: &$store,
+                log_id: i64,
+                from_line: i64,
+                limit: u32,
+            ) -> Result<$crate::store::RunLogLines, StoreError> {
+                const OPERATION: &str = "read log lines";
+                // The runs of the trigger that have lines, latest first: few (one, unless it
+                // was handed back or its executor died), and found on the key's prefix.
+                let runs: Vec<(i64,)> = sqlx::query_as(&backend_sql(
+                    "SELECT DISTINCT run_started_at_ms FROM run_log_lines WHERE log_id = $1 \
+                     ORDER BY run_started_at_ms DESC",
+                ))
+                .bind(log_id)
+                .fetch_all(&store.pool)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                let Some(&(latest,)) = runs.first() else {
+                    return Ok($crate::store::RunLogLines::default());
+                };
+                let lines = sqlx::query_as(&backend_sql(
+                    "SELECT line_no, line FROM run_log_lines \
+                     WHERE log_id = $1 AND run_started_at_ms = $2 AND line_no >= $3 \
+                     ORDER BY line_no LIMIT $4",
+                ))
+                .bind(log_id)
+                .bind(latest)
+                .bind(from_line)
+                .bind(i64::from(limit))
+                .fetch_all(&store.pool)
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                Ok($crate::store::RunLogLines {
+                    run_started_at_ms: Some(latest),
+                    earlier_runs: u32::try_from(runs.len() - 1).unwrap_or(u32::MAX),
+                    lines,
+                })
             }
 
             pub(super) async fn refresh_reports(store: &$store, from_ms: i64, to_ms: i64) -> Result<u64, StoreError> {

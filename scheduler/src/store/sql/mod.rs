@@ -340,17 +340,8 @@ macro_rules! impl_sql_store {
                 log_id: i64,
                 from_line: i64,
                 limit: u32,
-            ) -> Result<Vec<(i64, String)>, StoreError> {
-                sqlx::query_as(
-                    &backend_sql("SELECT line_no, line FROM run_log_lines WHERE log_id = $1 AND line_no >= $2 \
-                     ORDER BY line_no LIMIT $3",)
-                )
-                .bind(log_id)
-                .bind(from_line)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(StoreError::query("read log lines"))
+            ) -> Result<$crate::store::RunLogLines, StoreError> {
+                history::read_log_lines(self, log_id, from_line, limit).await
             }
 
             async fn unfinished_runs(
