@@ -40,7 +40,7 @@ impl Implementation {
         match self {
             Implementation::Rust => true,
             Implementation::Python => false,
-            // It runs them (`ScriptHandler`); the conformance run for it sets the variables.
+            // `ScriptHandler`, when `KADENCE_SCRIPTS` switches scripts on.
             Implementation::Java => true,
         }
     }
