@@ -25,8 +25,9 @@ import java.util.Set;
  *
  * <p>Defaults are the Rust SDK's: topic prefix {@code kadence}; the classic group protocol with
  * a 10 s session, 1 s heartbeat and the {@code range} assignor; beats every 3 s; commits every
- * second; a 30 s drain on a graceful stop; a 5 s hand-back wait at a revocation (it must stay
- * below the session timeout, or the member is dropped and the run handed back again and again);
+ * second; a 30 s drain on a graceful stop; a 5 s hand-back wait at a revocation (under the
+ * classic protocol at most half the session timeout: a rebalance that comes near the session
+ * drops members, which rejoin and start the next one, handing a long run back again and again);
  * KILLs remembered 24 h; 20 000 triggers in flight; 16 concurrent runs per CONCURRENT job;
  * 10 000 log lines per run.
  */
@@ -150,13 +151,16 @@ public final class ExecutorBuilder {
         return this;
     }
 
-    /** How long a graceful stop lets running runs finish (30 s). */
+    /** How long a graceful stop lets what it took go on (30 s): running runs finish, queued
+     * ones start as their lane frees, held ones at their millisecond; whatever has not finished
+     * at the deadline gets no result and no commit. */
     public ExecutorBuilder drainTimeout(Duration drainTimeout) {
         this.drainTimeout = drainTimeout;
         return this;
     }
 
-    /** How long a revocation waits for the runs of revoked partitions (5 s). */
+    /** How long a revocation waits for the runs of revoked partitions (5 s; at most half the
+     * session timeout under the classic group protocol, or {@link #build()} refuses). */
     public ExecutorBuilder handBackWait(Duration handBackWait) {
         this.handBackWait = handBackWait;
         return this;
@@ -279,10 +283,11 @@ public final class ExecutorBuilder {
             throw new ExecutorConfigException("maxInFlight, maxConcurrentPerJob and maxLogLines must be at least 1");
         }
         boolean classic = groupProtocol == GroupProtocol.CLASSIC;
-        if (classic && handBackWait.compareTo(sessionTimeout) >= 0) {
-            throw new ExecutorConfigException("handBackWait (" + handBackWait.toMillis() + " ms) must be below the "
-                    + "session timeout (" + sessionTimeout.toMillis() + " ms): a member silent past its session is "
-                    + "dropped and its runs handed back again and again; keep it at most half the session timeout");
+        if (classic && handBackWait.multipliedBy(2).compareTo(sessionTimeout) > 0) {
+            throw new ExecutorConfigException("handBackWait (" + handBackWait.toMillis() + " ms) must be at most half "
+                    + "of the session timeout (" + sessionTimeout.toMillis() + " ms) under the classic group "
+                    + "protocol: a rebalance that comes near the session drops members and starts again, handing "
+                    + "long runs back over and over");
         }
         if (!classic) {
             for (String option : kafkaOptions.keySet()) {

@@ -77,7 +77,9 @@ final class HandlerRegistry implements RunLauncher {
                 ? entries.get(trigger.handler())
                 : new Entry("script", context -> scripts.run(context, trigger), null, null);
         JobContext context = new JobContext(run.pending().trigger(), log, run, shadow);
-        run.started(System.currentTimeMillis(), threads.submit(() -> run.handlerEnded(call(entry, context))));
+        long startedAt = System.currentTimeMillis();
+        run.startsAt(startedAt);
+        run.started(startedAt, threads.submit(() -> run.handlerEnded(call(entry, context))));
     }
 
     private Outcome call(Entry entry, JobContext context) {

@@ -40,6 +40,13 @@ class ExecutorBuilderTest {
         assertTrue(refusal(complete().trustedKey("nope!")).startsWith("trustedKey: "));
         assertTrue(refusal(complete().executorKey("nope")).startsWith("executorKey: executor key is not"));
         assertTrue(refusal(complete().sessionTimeout(Duration.ofSeconds(5))).startsWith("handBackWait (5000 ms)"));
+        assertTrue(refusal(complete().sessionTimeout(Duration.ofSeconds(10)).handBackWait(Duration.ofMillis(5_001)))
+                .startsWith("handBackWait (5001 ms) must be at most half of the session timeout (10000 ms)"));
+        complete().sessionTimeout(Duration.ofSeconds(10)).handBackWait(Duration.ofSeconds(5)).handler("ok", ctx -> {})
+                .build();
+        // The broker keeps the session under the consumer protocol: the wait answers to it only.
+        complete().groupProtocol(GroupProtocol.CONSUMER).sessionTimeout(Duration.ofSeconds(10))
+                .handBackWait(Duration.ofSeconds(10)).handler("ok", ctx -> {}).build();
         assertTrue(refusal(complete().groupProtocol(GroupProtocol.CONSUMER).kafkaOption("session.timeout.ms", "1"))
                 .contains("not allowed with groupProtocol(GroupProtocol.CONSUMER)"));
         assertTrue(refusal(Executor.builder().brokers("b").app("a").executorKey(KEY).scripts(true))

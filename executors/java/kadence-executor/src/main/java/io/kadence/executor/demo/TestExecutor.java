@@ -19,10 +19,12 @@ import java.util.stream.Collectors;
  * {@code test-executor} ({@code tests/src/bin/test-executor.rs}) and the Python demo:
  *
  * <ul>
- *   <li>Handlers: {@code ok} succeeds; {@code sleep} (params: ms) waits that long or until
- *       cancelled, then fails with {@code stopped early}; {@code fail} fails with its params as
- *       the message ({@code failed on purpose} when empty); {@code log} (params: n) writes the
- *       lines {@code line 1} … {@code line n}; {@code shard} writes {@code shard {index} of
+ *   <li>Handlers: {@code ok} succeeds; {@code sleep} (params: ms) writes the line {@code
+ *       sleeping {ms} ms on {executor id}}, then waits that long or until cancelled, then fails
+ *       with {@code stopped early}; {@code fail} fails with its params as the message ({@code
+ *       failed on purpose} when empty); {@code log} (params: {@code n} or {@code n:bytes}) writes
+ *       the lines {@code line 1} … {@code line n}, or with {@code bytes} each line {@code line
+ *       {i} } padded with {@code x} to {@code bytes} bytes; {@code shard} writes {@code shard {index} of
  *       {total}}; {@code noop} succeeds at once and prints nothing; {@code describe} writes
  *       {@code describing} and fails with {@code {production|shadow} run of a {trigger type}
  *       trigger}.
@@ -34,7 +36,10 @@ import java.util.stream.Collectors;
  *
  * Environment: {@code KADENCE_BROKERS}, {@code KADENCE_APP}, {@code KADENCE_TOPIC_PREFIX},
  * {@code KADENCE_EXECUTOR_ID}; optional {@code KADENCE_SESSION_TIMEOUT_MS} (6000),
- * {@code KADENCE_BEAT_INTERVAL_MS} (3000), {@code KADENCE_TRUSTED_KEYS} (comma separated;
+ * {@code KADENCE_REBALANCE_TIMEOUT_MS} (the hand-back wait, half the session timeout),
+ * {@code KADENCE_BEAT_INTERVAL_MS} (3000), {@code KADENCE_DRAIN_TIMEOUT_MS} (30000),
+ * {@code KADENCE_SCRIPTS} (1 or true: run script jobs, which needs a trusted key),
+ * {@code KADENCE_SCRIPT_DIR} (where their files go), {@code KADENCE_TRUSTED_KEYS} (comma separated;
  * required unless {@code KADENCE_ALLOW_UNVERIFIED} is 1 or true), {@code KADENCE_EXECUTOR_KEY}
  * (required unless {@code KADENCE_ALLOW_UNSIGNED} is 1 or true), {@code KADENCE_SHADOW},
  * {@code KADENCE_GROUP_PROTOCOL} (classic, the default, or consumer), {@code KADENCE_BROKER_KIND}
@@ -64,6 +69,8 @@ public final class TestExecutor {
         public void sleep(JobContext ctx) throws JobFailedException {
             announce(ctx);
             long millis = Long.parseLong(ctx.params().strip());
+            // Tells two runs of one trigger apart when they ran on different executors.
+            ctx.log("sleeping {} ms on {}", millis, System.getenv("KADENCE_EXECUTOR_ID"));
             try {
                 Thread.sleep(millis);
             } catch (InterruptedException cancelled) {
@@ -80,10 +87,18 @@ public final class TestExecutor {
         @KadenceJob("log")
         public void log(JobContext ctx) {
             announce(ctx);
-            int lines = Integer.parseInt(ctx.params().strip());
+            String params = ctx.params().strip();
+            int colon = params.indexOf(':');
+            int lines = Integer.parseInt(colon < 0 ? params : params.substring(0, colon));
+            int bytes = colon < 0 ? -1 : Integer.parseInt(params.substring(colon + 1));
             for (int line = 1; line <= lines; line++) {
-                ctx.log("line {}", line);
+                ctx.log(bytes < 0 ? "line " + line : padded("line " + line + " ", bytes));
             }
+        }
+
+        /** {@code text} padded with {@code x} to {@code bytes} characters (ASCII: bytes). */
+        private static String padded(String text, int bytes) {
+            return text.length() >= bytes ? text : text + "x".repeat(bytes - text.length());
         }
 
         @KadenceJob("shard")
@@ -146,13 +161,16 @@ public final class TestExecutor {
     }
 
     private static ExecutorBuilder fromEnvironment() {
+        long sessionMs = millis("KADENCE_SESSION_TIMEOUT_MS", 6_000);
         ExecutorBuilder builder = Executor.builder()
                 .brokers(required("KADENCE_BROKERS"))
                 .app(required("KADENCE_APP"))
                 .topicPrefix(required("KADENCE_TOPIC_PREFIX"))
                 .executorId(required("KADENCE_EXECUTOR_ID"))
-                .sessionTimeout(Duration.ofMillis(millis("KADENCE_SESSION_TIMEOUT_MS", 6_000)))
+                .sessionTimeout(Duration.ofMillis(sessionMs))
+                .handBackWait(Duration.ofMillis(millis("KADENCE_REBALANCE_TIMEOUT_MS", sessionMs / 2)))
                 .beatInterval(Duration.ofMillis(millis("KADENCE_BEAT_INTERVAL_MS", 3_000)))
+                .drainTimeout(Duration.ofMillis(millis("KADENCE_DRAIN_TIMEOUT_MS", 30_000)))
                 .shadow(flag("KADENCE_SHADOW"))
                 .groupProtocol(GroupProtocol.parse(orDefault("KADENCE_GROUP_PROTOCOL", "classic")))
                 .brokerKind(BrokerKind.parse(orDefault("KADENCE_BROKER_KIND", "kafka")));
@@ -170,6 +188,13 @@ public final class TestExecutor {
         }
         if (flag("KADENCE_ALLOW_UNSIGNED")) {
             builder.allowUnsigned();
+        }
+        if (flag("KADENCE_SCRIPTS")) {
+            builder.scripts(true);
+        }
+        String scriptDir = System.getenv("KADENCE_SCRIPT_DIR");
+        if (scriptDir != null && !scriptDir.isBlank()) {
+            builder.scriptDir(java.nio.file.Path.of(scriptDir.strip()));
         }
         String metrics = System.getenv("KADENCE_METRICS_ADDRESS");
         if (metrics != null && !metrics.isBlank()) {

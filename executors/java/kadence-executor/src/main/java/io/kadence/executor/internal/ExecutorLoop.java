@@ -50,10 +50,11 @@ import org.slf4j.LoggerFactory;
  * protocols need: eager classic rebalances revoke everything, KIP-848's only what moves. The
  * pause is kept per partition by the client, so it is set afresh after every change.
  *
- * <p>A graceful stop ({@link #stop}): no more triggers are taken, queued and held ones are
- * dropped uncommitted, a STOPPING beat goes at once, running runs get the drain timeout, then
- * the loop commits, leaves the group (closing the consumer) and sends a last STOPPING beat that
- * owns nothing. Runs still going at the drain deadline end without a result, uncommitted.
+ * <p>A graceful stop ({@link #stop}): no more triggers are taken, a STOPPING beat goes at once,
+ * and what was taken goes on within the drain timeout: running runs finish, queued ones start
+ * as their lane frees, held ones at their millisecond. Then the loop commits, leaves the group
+ * (closing the consumer) and sends a last STOPPING beat that owns nothing. Whatever has not
+ * finished at the drain deadline (running, queued or held) gets no result and no commit.
  */
 public final class ExecutorLoop {
     private static final Logger LOG = LoggerFactory.getLogger(ExecutorLoop.class);
@@ -180,22 +181,24 @@ public final class ExecutorLoop {
         while (true) {
             handleEvents();
             boolean draining = drainDeadline != null;
-            if (!draining) {
-                carryOut(dispatch.releaseDue(System.currentTimeMillis()));
-            }
             if (!draining && stopping) {
+                // What was taken goes on: running runs finish, queued ones start as their lane
+                // frees, held ones at their millisecond, all within the drain timeout.
                 drainDeadline = System.nanoTime() + settings.drainTimeout().toNanos();
                 draining = true;
-                // Queued and held triggers never start: uncommitted, the next owner runs them.
-                inFlight -= dispatch.removeWaiting(pending -> true).size();
-                LOG.info("draining {} answers under way", inFlight);
+                LOG.info("draining {} triggers taken", inFlight);
                 beatNow = true;
             }
+            carryOut(dispatch.releaseDue(System.currentTimeMillis()));
             if (draining && inFlight <= 0) {
                 break;
             }
             if (draining && System.nanoTime() >= drainDeadline) {
-                LOG.warn("drain deadline passed; ending the remaining runs without a result (redelivered later)");
+                // Whatever has not finished (running, queued or held) gets no result and no
+                // commit: the partition's next owner runs it.
+                int waiting = dispatch.removeWaiting(pending -> true).size();
+                LOG.warn("drain deadline passed; ending the remaining runs and leaving {} queued or held triggers "
+                        + "without a result (redelivered later)", waiting);
                 runs.giveUp();
                 break;
             }
@@ -324,7 +327,7 @@ public final class ExecutorLoop {
                     recent.forget(done.forget());
                 }
                 if (done.run() != null) {
-                    // Once the drain began nothing is queued, so nothing starts here.
+                    // Draining too: a queued trigger starts as its lane frees.
                     carryOut(dispatch.finished(done.run()));
                 }
             }

@@ -68,7 +68,8 @@ public final class Metrics {
                 .description("Jobs with a run in progress here.").register(registry);
         redeliveries();
         handBacks(0);
-        for (String topic : new String[] {"results", "logs", "dlq"}) {
+        logRecordsDropped();
+        for (String topic : new String[] {"results", "dlq"}) {
             publishRetries(topic);
         }
         for (String reason : REASONS) {
@@ -135,6 +136,13 @@ public final class Metrics {
     public Counter publishRetries(String topic) {
         return Counter.builder("kadence.executor.publish.retries")
                 .description("Publishes retried after a retriable broker error.").tag("topic", topic).register(registry);
+    }
+
+    public Counter logRecordsDropped() {
+        return Counter.builder("kadence.executor.log.records.dropped")
+                .description("Log records (up to 500 lines of a run) the broker did not acknowledge within the "
+                        + "producer's delivery timeout: dropped, so that the run's result is not held back.")
+                .register(registry);
     }
 
     public Counter deadLetters(String reason) {

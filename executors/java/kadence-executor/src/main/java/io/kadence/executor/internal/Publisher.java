@@ -57,6 +57,9 @@ public final class Publisher implements AutoCloseable {
     private final String beatsTopic;
     private final String dlqTopic;
 
+    /** How long a log record may wait for the broker's acknowledgement (30 s). */
+    public static final Duration LOG_DELIVERY_TIMEOUT = Duration.ofSeconds(30);
+
     public Publisher(Properties clientConfig, String prefix, boolean shadow, ExecutorKey executorKey) {
         Properties config = new Properties();
         config.putAll(clientConfig);
@@ -80,9 +83,17 @@ public final class Publisher implements AutoCloseable {
         return await(send(resultsTopic, utf8(result.triggerId()), Codec.encode(result), headers), resultsTopic, giveUp);
     }
 
-    /** Publishes a log record; true once the broker acknowledged it. */
+    /**
+     * Publishes a log record; true once the broker acknowledged it. A record the broker has not
+     * acknowledged within {@link #LOG_DELIVERY_TIMEOUT} counts as lost (false): a run's result
+     * waits for its log records, and is never held back longer than the Rust SDK's producer
+     * holds it (its {@code delivery.timeout.ms}). The Java client's own delivery timeout (120 s)
+     * is left alone: results and dead letters keep it.
+     */
     public boolean log(LogRecord log, BooleanSupplier giveUp) {
-        return await(send(logsTopic, utf8(log.triggerId()), Codec.encode(log), List.of()), logsTopic, giveUp);
+        long deadline = System.nanoTime() + LOG_DELIVERY_TIMEOUT.toNanos();
+        return await(send(logsTopic, utf8(log.triggerId()), Codec.encode(log), List.of()), logsTopic,
+                () -> giveUp.getAsBoolean() || System.nanoTime() >= deadline);
     }
 
     /**
@@ -155,7 +166,9 @@ public final class Publisher implements AutoCloseable {
      * {@code dlq}): the producer retries retriable errors itself, and counts them per topic.
      */
     public Map<String, Double> retries() {
-        Map<String, String> topics = Map.of(resultsTopic, "results", logsTopic, "logs", dlqTopic, "dlq");
+        // Log records are not counted: one that does not get through is dropped and counted in
+        // kadence_executor_log_records_dropped_total instead (as the Rust SDK counts them).
+        Map<String, String> topics = Map.of(resultsTopic, "results", dlqTopic, "dlq");
         Map<String, Double> retries = new HashMap<>();
         producer.metrics().forEach((name, metric) -> {
             String topic = name.tags().get("topic");

@@ -18,7 +18,7 @@ public final class Run {
     private volatile boolean cancelled;
     private volatile boolean started;
     private Future<?> handlerTask;
-    private long startedAtMs;
+    private volatile long startedAtMs;
 
     public Run(Pending pending) {
         this.pending = pending;
@@ -56,9 +56,19 @@ public final class Run {
         return startedAtMs;
     }
 
-    /** The handler was submitted at {@code atMs} as {@code task}; a stop interrupts it. */
+    /** The run starts at {@code atMs}: set before its handler is submitted, so that a handler
+     * ending at once finds it set. */
+    public void startsAt(long atMs) {
+        if (startedAtMs == 0) {
+            startedAtMs = atMs;
+        }
+    }
+
+    /** The handler was submitted at {@code atMs} as {@code task}; a stop interrupts it. The
+     * start is set before the task is submitted (see {@link #startsAt}) when it may end at once:
+     * its log records and result carry it. */
     public synchronized void started(long atMs, Future<?> task) {
-        this.startedAtMs = atMs;
+        startsAt(atMs);
         this.handlerTask = task;
         this.started = true;
         if (cancelled) {

@@ -139,8 +139,10 @@ public final class Runs {
                     continue;
                 }
                 LogRecord record = new LogRecord(trigger.triggerId(), trigger.logId(), trigger.jobId(),
-                        settings.executorId(), chunk.firstLine(), chunk.lines(), System.currentTimeMillis());
+                        settings.executorId(), chunk.firstLine(), chunk.lines(), System.currentTimeMillis(),
+                        run.startedAtMs());
                 if (!publisher.log(record, hardStop::get)) {
+                    metrics.logRecordsDropped().increment();
                     log.undeliverable(chunk.lines().size());
                     LOG.warn("log lines {}.. of run {} could not be delivered; dropped", chunk.firstLine(),
                             trigger.triggerId());

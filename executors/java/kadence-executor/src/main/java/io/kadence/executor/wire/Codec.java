@@ -81,6 +81,7 @@ public final class Codec {
         add(catalog, 3001, CONTROL, "control_record/v1.avsc");
         add(catalog, 4001, BEAT, "executor_beat/v1.avsc");
         add(catalog, 5001, LOG, "log_record/v1.avsc");
+        add(catalog, 5002, LOG, "log_record/v2.avsc");
         return catalog;
     }
 
@@ -200,7 +201,8 @@ public final class Codec {
             lines.add(line.toString());
         }
         return new LogRecord(string(d, "trigger_id"), (Long) d.get("log_id"), (Long) d.get("job_id"),
-                string(d, "executor_id"), (Long) d.get("first_line"), lines, (Long) d.get("emitted_at_ms"));
+                string(d, "executor_id"), (Long) d.get("first_line"), lines, (Long) d.get("emitted_at_ms"),
+                (Long) d.get("run_started_at_ms"));
     }
 
     /** Decodes a framed beat. */
@@ -297,10 +299,10 @@ public final class Codec {
                 r.message(), r.startedAtMs(), r.finishedAtMs(), r.attempt(), r.retryAfterMs());
     }
 
-    /** A framed log record (5001). */
+    /** A framed log record (5002). */
     public static byte[] encode(LogRecord l) {
         return frame(newest(LOG), l.triggerId(), l.logId(), l.jobId(), l.executorId(), l.firstLine(), l.lines(),
-                l.emittedAtMs());
+                l.emittedAtMs(), l.runStartedAtMs());
     }
 
     /** A framed beat (4001). */

@@ -60,7 +60,8 @@ public final class Records {
             int attempt,
             Long retryAfterMs) {}
 
-    /** Consecutive log lines of one run ({@code LogRecord}). */
+    /** Consecutive log lines of one run ({@code LogRecord}); {@code runStartedAtMs} is the run's
+     * start (its result's {@code started_at_ms}), null in records written before v2. */
     public record LogRecord(
             String triggerId,
             long logId,
@@ -68,7 +69,8 @@ public final class Records {
             String executorId,
             long firstLine,
             List<String> lines,
-            long emittedAtMs) {}
+            long emittedAtMs,
+            Long runStartedAtMs) {}
 
     /** An executor's heartbeat ({@code ExecutorBeat}). */
     public record ExecutorBeat(

@@ -50,8 +50,10 @@ class CodecTest {
     void everyOtherRecordRoundTrips() throws Exception {
         ResultRecord result = new ResultRecord("42-1000", 7, 42, "billing", "e-1", 500, "boom", 1, 2, 3, 60_000L);
         assertEquals(result, Codec.decodeResult(Codec.encode(result)));
-        LogRecord log = new LogRecord("42-1000", 7, 42, "e-1", 1, List.of("a", "b"), 3);
-        assertEquals(log, Codec.decodeLog(Codec.encode(log)));
+        LogRecord log = new LogRecord("42-1000", 7, 42, "e-1", 1, List.of("a", "b"), 3, 2L);
+        byte[] framed = Codec.encode(log);
+        assertEquals(5002, ((framed[3] & 0xff) << 8) | (framed[4] & 0xff), "log records are written as v2");
+        assertEquals(log, Codec.decodeLog(framed));
         ExecutorBeat beat = new ExecutorBeat("e-1", "billing", "host", "java-0.1.0", List.of("a"), List.of(0, 2),
                 List.of(42L), List.of(), ExecutorState.STOPPING, 9);
         assertEquals(beat, Codec.decodeBeat(Codec.encode(beat)));
@@ -66,7 +68,8 @@ class CodecTest {
         assertEquals(parse(avro.resolve("result_record.avsc")), Codec.schema(2001));
         assertEquals(parse(avro.resolve("control_record.avsc")), Codec.schema(3001));
         assertEquals(parse(avro.resolve("executor_beat.avsc")), Codec.schema(4001));
-        assertEquals(parse(avro.resolve("log_record.avsc")), Codec.schema(5001));
+        assertEquals(parse(avro.resolve("log_record.avsc")), Codec.schema(5002));
+        assertEquals(parse(avro.resolve("history/log_record/v1.avsc")), Codec.schema(5001));
         assertEquals(parse(avro.resolve("history/trigger_record/v1.avsc")), Codec.schema(1001));
         assertEquals(List.of(1001, 1002, 1003), Codec.acceptedIds(Codec.TRIGGER));
     }
