@@ -24,6 +24,11 @@ async fn run_script(app: &TestApp, glue_type: &str, source: &str, extra: Value) 
     for (key, value) in extra.as_object().unwrap() {
         body[key] = value.clone();
     }
+    finished_run(app, body).await
+}
+
+/// Creates the job `body` describes, triggers it once and returns its finished run.
+pub(crate) async fn finished_run(app: &TestApp, body: Value) -> Run {
     let job = app.create_job(body).await;
     let trigger_id = app.trigger(job.id, None).await;
     wait_for(
@@ -40,7 +45,7 @@ async fn run_script(app: &TestApp, glue_type: &str, source: &str, extra: Value) 
 }
 
 /// The run's whole log, once its lines have all been stored.
-async fn log_of(app: &TestApp, run: &Run, lines: usize) -> Vec<String> {
+pub(crate) async fn log_of(app: &TestApp, run: &Run, lines: usize) -> Vec<String> {
     wait_for(Duration::from_secs(20), "the script's log", || async {
         let (status, body) = app
             .call(

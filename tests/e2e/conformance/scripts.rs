@@ -6,13 +6,11 @@
 //! interpreter that is not installed. The executor trusts the scheduler's key, as one that
 //! runs scripts must.
 
-use std::time::Duration;
-
 use kadence_scheduler::model::Run;
 use serde_json::{Value, json};
 
 use super::{ExecutorProcess, Implementation};
-use crate::common::{Backend, wait_for};
+use crate::common::Backend;
 use crate::helpers::{TestApp, spawn_app};
 
 /// A shell script that says what it was given and fails with code 3; a PowerShell script on
@@ -55,7 +53,7 @@ async fn a_script_job_runs_as_the_protocol_says(executor: Implementation) {
         (shell.handle_code, shell.handle_msg.as_deref()),
         (Some(500), Some("script exited with code 3"))
     );
-    let log = log_of(&app, &shell, 3).await;
+    let log = crate::scripts::log_of(&app, &shell, 3).await;
     assert!(
         log[0].starts_with("[kadence] running GLUE_SHELL version ")
             && log[0].ends_with(" with bash"),
@@ -102,36 +100,7 @@ async fn script_run(app: &TestApp, fields: Value) -> Run {
     for (key, value) in fields.as_object().unwrap() {
         body[key] = value.clone();
     }
-    let job = app.create_job(body).await;
-    let trigger_id = app.trigger(job.id, None).await;
-    wait_for(
-        Duration::from_secs(60),
-        "the script run finished",
-        || async {
-            app.runs(job.id)
-                .await
-                .into_iter()
-                .find(|run| run.trigger_id.as_str() == trigger_id && run.handle_code.is_some())
-        },
-    )
-    .await
-}
-
-/// The run's log once it has at least `lines` lines.
-async fn log_of(app: &TestApp, run: &Run, lines: usize) -> Vec<String> {
-    wait_for(Duration::from_secs(20), "the script's log", || async {
-        let (status, body) = app
-            .call(
-                reqwest::Method::GET,
-                &format!("/api/runs/{}/log", run.log_id),
-                None,
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        let log: Vec<String> = serde_json::from_value(body["lines"].clone()).unwrap();
-        (log.len() >= lines).then_some(log)
-    })
-    .await
+    crate::scripts::finished_run(app, body).await
 }
 
 on_every_executor!(a_script_job_runs_as_the_protocol_says);
