@@ -173,10 +173,15 @@ step "the e2e tests whose subject is Kafka behaviour, again on tansu (the dev st
 # a member a partition. A member joining a tansu group sets off two rebalances where Kafka's
 # coordinator makes one, so a long run is handed back twice there: the hand-back contract
 # (one hand-back per join) is Kafka's. A log-lines-before-the-result test reads end offsets,
-# which trail the records on tansu.
+# which trail the records on tansu. tansu's join is no barrier either: the leader's JoinGroup
+# answers at once and a follower's after a fixed 3 s pause, whoever else has rejoined. Two
+# Java members, one of them handing a long run back for its 3 s wait, rejoin out of step on
+# every round and never settle there (librdkafka's members happen to settle after two), so
+# the Java run of the handed-back-run log scenario is Kafka's.
 tansu_skips=(postgres:: mysql:: access:: api_load:: console:: console_api:: console_session::
   prometheus:: xxl_import:: consumer_protocol user_lifecycle:: login_guard:: field_limits::
-  hand_back_wait_is_handed_back_once every_line_is_on_the_logs_topic_when_the_result_appears)
+  hand_back_wait_is_handed_back_once every_line_is_on_the_logs_topic_when_the_result_appears
+  logs::java::a_handed_back_run_s_log_is_replaced)
 KADENCE_TEST_BROKERS=$tansu_brokers KADENCE_TEST_BROKER_KIND=tansu RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" \
   cargo test --locked -p kadence-tests --test e2e -- "${tansu_skips[@]/#/--skip=}"
 
