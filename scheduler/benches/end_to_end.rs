@@ -16,8 +16,12 @@
 //! `--executors` (2) processes of `tests/src/bin/test-executor.rs` (release build; `noop`
 //! returns at once and prints nothing) that trust the scheduler's signing key, as a
 //! deployment's do, so every trigger's signature is verified; waits until the group has given
-//! every executor its partitions, then lets the jobs fire. After a warm-up it measures for `--seconds` the fires
-//! scheduled in that window:
+//! every executor its partitions, then lets the jobs fire. After a warm-up (`--warm-up`, 5 s
+//! by default: the first seconds' backlog is gone) it measures for `--seconds` the fires
+//! scheduled in that window. A JVM executor needs a longer one: its JIT compiles for the first
+//! minute or so under load, and until then the JIT's threads, not the executor's code, spend
+//! most of its CPU (give the Java rows `--warm-up 60` to measure the executor a service runs
+//! for days):
 //! - **handler start lateness** = the result's start time − scheduled time (the executor
 //!   stamps the start just before it calls the handler), p50 / p99 / max, from the results
 //!   the executors published (read back from the results topic at the end, first per trigger
@@ -85,8 +89,6 @@ use common::{
 use kadence_kafka::{ExecutorKey, RecordSigner};
 use kadence_schemas::{JobId, Topics};
 
-/// From the first fire to the window: the first seconds' backlog is gone.
-const WARM_UP: Duration = Duration::from_secs(5);
 /// After the window, before the results are read: what is not recorded by then is missing.
 const GRACE: Duration = Duration::from_secs(2);
 /// Not due before 2099: the jobs wait until the executors own their partitions.
@@ -166,6 +168,8 @@ struct Options {
     sources: Vec<Source>,
     brokers: Vec<Broker>,
     seconds: u64,
+    /// From the first fire to the window.
+    warm_up: Duration,
     executors: usize,
     executor_bin: Option<PathBuf>,
     sdks: Vec<Sdk>,
@@ -182,6 +186,7 @@ fn options() -> Options {
         ],
         brokers: Vec::new(),
         seconds: 10,
+        warm_up: Duration::from_secs(5),
         executors: 2,
         executor_bin: None,
         sdks: vec![Sdk::Rust],
@@ -194,6 +199,9 @@ fn options() -> Options {
             "--backends" => options.sources = Source::parse_list(&value),
             "--brokers" => broker_kinds = BrokerKind::parse_list(&value),
             "--seconds" => options.seconds = value.parse().expect("--seconds N"),
+            "--warm-up" => {
+                options.warm_up = Duration::from_secs(value.parse().expect("--warm-up SECONDS"))
+            }
             "--executors" => options.executors = value.parse().expect("--executors N"),
             "--executor-bin" => options.executor_bin = Some(repository_path(&value)),
             "--sdks" => options.sdks = Sdk::parse_list(&value),
@@ -394,7 +402,7 @@ async fn run_with_scheduler(
     let broker_pids = broker_processes(broker);
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
     let rows_before = database.rows_written().await;
-    let window = window_after(first_fire, options.seconds);
+    let window = window_after(first_fire, options);
     sleep_until_ms(window.0).await;
     let before = Usage::now(&executors, Some(serve.pid()), &broker_pids);
     sleep_until_ms(window.1).await;
@@ -451,7 +459,7 @@ async fn run_without_scheduler(
     wait_for_beats(brokers, &topics, options.executors).await;
     let broker_pids = broker_processes(broker);
     let first_second = (now_ms() + 3_000) / 1000 * 1000;
-    let window = window_after(first_second, options.seconds);
+    let window = window_after(first_second, options);
     let seconds = ((window.1 - first_second) / 1000) as usize + 1;
     let emitting = tokio::spawn({
         let (brokers, topics) = (brokers.to_owned(), topics.clone());
@@ -476,9 +484,9 @@ async fn run_without_scheduler(
 }
 
 /// The measured window, `[start, end)` in ms, after the warm-up from `first_fire_ms`.
-fn window_after(first_fire_ms: i64, seconds: u64) -> (i64, i64) {
-    let start = first_fire_ms + WARM_UP.as_millis() as i64;
-    (start, start + seconds as i64 * 1000)
+fn window_after(first_fire_ms: i64, options: &Options) -> (i64, i64) {
+    let start = first_fire_ms + options.warm_up.as_millis() as i64;
+    (start, start + options.seconds as i64 * 1000)
 }
 
 fn print_table(options: &Options, rows: &[Measurement]) {
@@ -487,7 +495,7 @@ fn print_table(options: &Options, rows: &[Measurement]) {
         "{} executor processes, emit lead 1 s (the default), {PARTITIONS} partitions, {} s measured after a {} s warm-up",
         options.executors,
         options.seconds,
-        WARM_UP.as_secs()
+        options.warm_up.as_secs()
     );
     println!();
     println!(

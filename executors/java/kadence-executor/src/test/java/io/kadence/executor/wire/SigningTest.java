@@ -29,7 +29,7 @@ class SigningTest {
     /**
      * A signature made by the Rust code (kadence_kafka::signing::RecordSigner, the scheduler's
      * signer) with the secret bytes 0, 1, …, 31 over the value of the executor key's test
-     * vector on {@code kadence.triggers.billing}: the JDK's Ed25519 verifies it.
+     * vector on {@code kadence.triggers.billing}: it verifies here.
      */
     @Test
     void aSignatureMadeByTheRustSchedulerVerifies() throws Exception {
@@ -41,6 +41,26 @@ class SigningTest {
                 headers("56475aa75463474c", signature)));
         assertEquals("bad_signature", assertThrows(VerifyException.class,
                 () -> keys.verify("kadence.triggers.other", value, headers("56475aa75463474c", signature))).kind());
+    }
+
+    /** 32 bytes that are no usable Ed25519 key are refused when the executor is built, not at
+     * the first trigger. */
+    @Test
+    void aTrustedKeyThatIsNoCurvePointIsRefused() {
+        String notAPoint = Base64.getEncoder().encodeToString(filled((byte) 1));
+        String smallOrder = Base64.getEncoder().encodeToString(new byte[32]);
+        for (String text : List.of(notAPoint, smallOrder)) {
+            IllegalArgumentException error = assertThrows(IllegalArgumentException.class,
+                    () -> TrustedKeys.parse(List.of(text)));
+            assertEquals("trusted key \"" + text + "\" is not an Ed25519 public key: its 32 bytes are not a point "
+                    + "of the curve, or one of small order", error.getMessage());
+        }
+    }
+
+    private static byte[] filled(byte value) {
+        byte[] bytes = new byte[32];
+        Arrays.fill(bytes, value);
+        return bytes;
     }
 
     @Test
