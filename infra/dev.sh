@@ -23,10 +23,21 @@
 # .kadence/dev/executor-key (mode 0600); a later start reuses it while it is not revoked.
 #
 # Options:
+#   --java         also build and run the Java SDK's sample Spring Boot service
+#                  (executors/java/kadence-sample, built by infra/java-sample.sh: needs a JDK 17+
+#                  and Maven) as the executor of the app `sample` (made with 2 partitions on the
+#                  first such start), beside the demo executor: handlers demoJobHandler,
+#                  shardingJobHandler and reportJobHandler. It trusts the same keys and signs
+#                  with an executor key of `sample`, made and kept like the demo's in
+#                  .kadence/dev/sample-executor-key; its log is .kadence/dev/sample.log. No job
+#                  is made for it: one that fired while the stack ran without --java would pile
+#                  triggers up in its partition for the next start. The summary prints the
+#                  command that makes a cron job on demoJobHandler every 10 s.
 #   --prometheus   also run Prometheus (Debian's package, installed when missing) on
 #                  127.0.0.1:9090 (KADENCE_PROMETHEUS_PORT), scraping the scheduler's /metrics
-#                  and the demo executor's (127.0.0.1:9464) every 5 s, with the alert rules of
-#                  dashboards/alerts.yml loaded; point Grafana at it (see docs/src/guides/observability.md).
+#                  and the demo executor's (127.0.0.1:9464; with --java the sample's too,
+#                  127.0.0.1:9465) every 5 s, with the alert rules of dashboards/alerts.yml
+#                  loaded; point Grafana at it (see docs/src/guides/observability.md).
 #
 # Environment: KADENCE_BROKERS (use this cluster instead of starting a broker),
 # KADENCE_BROKER_KIND (the broker to start: tansu, the default, or kafka for one Apache Kafka
@@ -37,8 +48,10 @@
 set -euo pipefail
 
 with_prometheus=no
+with_java=no
 for argument in "$@"; do
   case "$argument" in
+    --java) with_java=yes ;;
     --prometheus) with_prometheus=yes ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $argument (try --help)" >&2; exit 2 ;;
@@ -54,6 +67,7 @@ api_port="${KADENCE_API_PORT:-8080}"
 api="http://127.0.0.1:$api_port"
 prometheus_port="${KADENCE_PROMETHEUS_PORT:-9090}"
 executor_metrics="127.0.0.1:9464"
+sample_metrics="127.0.0.1:9465"
 children=()
 child_names=()
 started_broker=no
@@ -83,6 +97,14 @@ trap stop_all INT TERM EXIT
 
 echo "building Kadence (the first build takes a few minutes)..."
 cargo build --locked -p kadence-scheduler -p kadence-executor --bin kadence --example demo
+if [ "$with_java" = yes ]; then
+  for tool in java mvn; do
+    command -v "$tool" >/dev/null || { echo "--java needs a JDK 17+ and Maven ($tool is not on the PATH; on Debian: apt-get install openjdk-17-jdk-headless maven)" >&2; exit 1; }
+  done
+  echo "building the Java sample service (infra/java-sample.sh; Maven fetches its dependencies the first time)..."
+  sample_command_line=$(infra/java-sample.sh)
+  read -ra sample_command <<<"$sample_command_line"
+fi
 
 if [ -n "${KADENCE_BROKERS:-}" ]; then
   brokers="$KADENCE_BROKERS"
@@ -142,6 +164,9 @@ if ! target/debug/kadence app list | grep -q '^demo '; then
   target/debug/kadence app add demo --partitions 2 --title "Dev stack demo"
   target/debug/kadence job add --app demo --handler hello --cron "*/5 * * * * ?" --params "from the dev stack" --start
 fi
+if [ "$with_java" = yes ] && ! target/debug/kadence app list | grep -q '^sample '; then
+  target/debug/kadence app add sample --partitions 2 --title "Java sample service (Spring Boot)"
+fi
 
 # Public keys of the active signing keys (RETIRED is "-"), comma separated.
 trusted_keys=$(target/debug/kadence key list | awk 'NR > 1 && $4 == "-" { print $2 }' | paste -sd, -)
@@ -151,14 +176,18 @@ if [ -z "$trusted_keys" ]; then
   exit 1
 fi
 
-# The demo app's executor key: the one kept from an earlier start while `executor-key list`
-# shows it unrevoked (REVOKED is "-"), else a new one.
+# An app's executor key, kept in a file: the one kept from an earlier start while
+# `executor-key list` shows it unrevoked (REVOKED is "-"), else a new one.
+keep_executor_key() {
+  local app=$1 key_file=$2 key_id
+  key_id=$(cut -d. -f1 "$key_file" 2>/dev/null || true)
+  if [ -z "$key_id" ] || ! target/debug/kadence executor-key list --app "$app" \
+      | awk -v id="$key_id" 'NR > 1 && $1 == id && $5 == "-" { found = 1 } END { exit !found }'; then
+    (umask 077 && target/debug/kadence executor-key create --app "$app" --quiet >"$key_file")
+  fi
+}
 key_file="$state/executor-key"
-key_id=$(cut -d. -f1 "$key_file" 2>/dev/null || true)
-if [ -z "$key_id" ] || ! target/debug/kadence executor-key list --app demo \
-    | awk -v id="$key_id" 'NR > 1 && $1 == id && $5 == "-" { found = 1 } END { exit !found }'; then
-  (umask 077 && target/debug/kadence executor-key create --app demo --quiet >"$key_file")
-fi
+keep_executor_key demo "$key_file"
 
 executor_env=(KADENCE_BROKERS="$brokers" KADENCE_BROKER_KIND="$broker_kind" KADENCE_APP=demo KADENCE_TRUSTED_KEYS="$trusted_keys" KADENCE_EXECUTOR_KEY="$(cat "$key_file")")
 if [ "$with_prometheus" = yes ]; then executor_env+=(KADENCE_METRICS_ADDRESS="$executor_metrics"); fi
@@ -166,6 +195,35 @@ if [ -n "${KADENCE_OTLP_ENDPOINT:-}" ]; then executor_env+=(KADENCE_OTLP_ENDPOIN
 env "${executor_env[@]}" target/debug/examples/demo >"$state/executor.log" 2>&1 &
 children+=($!)
 child_names+=(executor)
+
+sample_line=""
+if [ "$with_java" = yes ]; then
+  sample_key_file="$state/sample-executor-key"
+  keep_executor_key sample "$sample_key_file"
+  sample_env=(KADENCE_BROKERS="$brokers" KADENCE_BROKER_KIND="$broker_kind" KADENCE_APP=sample KADENCE_TRUSTED_KEYS="$trusted_keys" KADENCE_EXECUTOR_KEY="$(cat "$sample_key_file")")
+  if [ "$with_prometheus" = yes ]; then sample_env+=(KADENCE_METRICS_ADDRESS="$sample_metrics"); fi
+  env "${sample_env[@]}" "${sample_command[@]}" >"$state/sample.log" 2>&1 &
+  children+=($!)
+  child_names+=("Java sample")
+  # Spring Boot says "Started SampleApplication" once the context, hence the executor, is up;
+  # a refused setting ends the process with its report in the log.
+  echo "starting the Java sample service..."
+  for _ in $(seq 1 300); do
+    grep -q "Started SampleApplication" "$state/sample.log" 2>/dev/null && break
+    kill -0 "${children[-1]}" 2>/dev/null || { echo "the Java sample service exited; its log follows" >&2; tail -n 40 "$state/sample.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  sample_line="  Java:       the sample service (executors/java/kadence-sample) runs app sample's jobs:
+              demoJobHandler, shardingJobHandler, reportJobHandler (log: $state/sample.log)
+"
+fi
+
+sample_try=""
+if [ "$with_java" = yes ]; then
+  sample_try="  target/debug/kadence job add --app sample --handler demoJobHandler --cron \"*/10 * * * * ?\" --start
+  target/debug/kadence job runs <its id>     (then: target/debug/kadence job log <a log id>)
+"
+fi
 
 book_line=""
 if [ -n "$book_dir" ]; then
@@ -181,6 +239,8 @@ if [ "$with_prometheus" = yes ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null
   fi
   mkdir -p "$state/prometheus"
+  executor_targets="\"$executor_metrics\""
+  if [ "$with_java" = yes ]; then executor_targets+=", \"$sample_metrics\""; fi
   cat >"$state/prometheus/prometheus.yml" <<EOC
 global:
   scrape_interval: 5s
@@ -191,7 +251,7 @@ scrape_configs:
   - job_name: kadence-scheduler
     static_configs: [{targets: ["127.0.0.1:$api_port"]}]
   - job_name: kadence-executor
-    static_configs: [{targets: ["$executor_metrics"]}]
+    static_configs: [{targets: [$executor_targets]}]
 EOC
   prometheus --config.file="$state/prometheus/prometheus.yml" \
     --storage.tsdb.path="$state/prometheus/data" \
@@ -207,18 +267,18 @@ Kadence dev stack is running.
   API:        $api   (export KADENCE_API_URL=$api for the CLI; it is logged in)
   console:    $api/   (in a browser)
   admin:      user admin, password in $password_file
-  signing:    the executor trusts $trusted_keys
+  signing:    the executors trust $trusted_keys
   broker:     $brokers
   database:   $state/kadence.db
   logs:       $state/scheduler.log, $state/executor.log
-$book_line$prometheus_line
+$sample_line$book_line$prometheus_line
 
 Try:
   target/debug/kadence job list
   target/debug/kadence job runs 1
   target/debug/kadence job add --app demo --handler fail --manual
   target/debug/kadence job trigger 2 --params hello
-
+$sample_try
 Ctrl-C stops everything.
 EOT
 wait "${children[0]}"

@@ -141,6 +141,10 @@ step "Java executor SDK (executors/java): build, unit tests"
 (cd executors/java && mvn -B -q verify)
 KADENCE_TEST_JAVA_EXECUTOR=$(infra/java-executor.sh)
 export KADENCE_TEST_JAVA_EXECUTOR
+# The sample Spring Boot service, its executable jar (tests/e2e/java_sample.rs runs it on
+# Apache Kafka and on tansu), with the command infra/java-sample.sh prints the same way.
+KADENCE_TEST_JAVA_SAMPLE=$(infra/java-sample.sh)
+export KADENCE_TEST_JAVA_SAMPLE
 
 step "starting the brokers for the tests: Apache Kafka (one node) and tansu"
 KADENCE_TEST_BROKERS=$(infra/broker.sh start --kind kafka --state "$run_state/kafka")

@@ -28,6 +28,8 @@ mod console_session;
 mod executor_keys;
 mod field_limits;
 mod helpers;
+#[cfg(unix)]
+mod java_sample;
 mod login_guard;
 mod metrics;
 mod monitors;

@@ -1,17 +1,23 @@
 //! The dashboards and alert rules in `dashboards/` against a real Prometheus (Debian's
 //! `prometheus` and `promtool`, which `infra/test.sh` installs when missing).
 //!
-//! A scheduler and an executor with a metrics address run jobs (a cron job, a failing one, a
-//! slow one) while Prometheus scrapes both every second with the alert rules loaded. Then:
-//! `promtool check metrics` finds nothing to say about either exposition; Prometheus loaded
-//! every rule without error; and every query of every dashboard panel, evaluated through
-//! Prometheus's HTTP API with the dashboards' variables set to "all", succeeds and returns
-//! data — except the panels of events this run cannot cause (`EVENT_ONLY`). A second test
-//! forces the "will miss its window" condition and sees its alert go pending.
+//! A scheduler and two executors with a metrics address — the Rust SDK's (app `watched`, in
+//! this process) and the Java SDK's (app `watched-java`, its test executor as a process, the
+//! command in `KADENCE_TEST_JAVA_EXECUTOR` as for the conformance suite) — run the same jobs
+//! (a cron job, a failing one, a slow one) while Prometheus scrapes all three every second
+//! with the alert rules loaded. Then: `promtool check metrics` finds nothing to say about any
+//! exposition; Prometheus loaded every rule without error; every query of every dashboard
+//! panel, evaluated through Prometheus's HTTP API with the dashboards' variables set to "all",
+//! succeeds and returns data — except the panels of events this run cannot cause
+//! (`EVENT_ONLY`) — and every executor panel does so for each executor's app alone; and the
+//! Java executor's metric families are the Rust one's (type, label names, histogram buckets),
+//! plus only what Micrometer legitimately adds (`java_extra`). A second test forces the "will
+//! miss its window" condition and sees its alert go pending.
 //!
 //! Run once, on SQLite: the subject is the metrics' names and shapes, not the store.
 //! `KADENCE_TEST_PROMETHEUS` and `KADENCE_TEST_PROMTOOL` name other binaries.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -20,7 +26,8 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
 use crate::common::{Backend, wait_for};
-use crate::helpers::{spawn_app, spawn_app_with};
+use crate::conformance::{ExecutorProcess, Implementation};
+use crate::helpers::{TestApp, spawn_app, spawn_app_with};
 
 /// Panels whose series appear only with an event this test does not cause.
 const EVENT_ONLY: [&str; 2] = [
@@ -43,9 +50,14 @@ fn free_address() -> std::net::SocketAddr {
     probe.local_addr().unwrap()
 }
 
+/// The exposition at `url`.
+async fn exposition(url: &str) -> String {
+    reqwest::get(url).await.unwrap().text().await.unwrap()
+}
+
 /// `promtool check metrics` on the exposition at `url`: it must have nothing to say.
 async fn check_exposition(url: &str) {
-    let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+    let text = exposition(url).await;
     let mut promtool = tokio::process::Command::new(binary("KADENCE_TEST_PROMTOOL", "promtool"))
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -123,8 +135,9 @@ async fn prometheus_api(base: &str, path: &str, query: &[(&str, &str)]) -> Value
     answer["data"].clone()
 }
 
-/// Every (dashboard file, panel title, query) of the dashboards, variables set to "all".
-fn panel_queries() -> Vec<(String, String, String)> {
+/// Every (dashboard file, panel title, query) of the dashboards, `$app` set to `app` (a
+/// regular expression: `.*` for all) and the other variables to "all".
+fn panel_queries(app: &str) -> Vec<(String, String, String)> {
     let mut queries = Vec::new();
     for entry in std::fs::read_dir(dashboards_dir()).unwrap() {
         let path = entry.unwrap().path();
@@ -139,7 +152,7 @@ fn panel_queries() -> Vec<(String, String, String)> {
                     .as_str()
                     .unwrap()
                     .replace("$__rate_interval", "30s")
-                    .replace("$app", ".*")
+                    .replace("$app", app)
                     .replace("$handler", ".*")
                     .replace("$job", ".*");
                 let title = panel["title"].as_str().unwrap().to_owned();
@@ -151,8 +164,148 @@ fn panel_queries() -> Vec<(String, String, String)> {
     queries
 }
 
+/// A metric family of an exposition: its type, its label names but `le`, and the bounds of
+/// its buckets (a histogram's).
+///
+/// Bounds are compared as numbers: the Rust client writes `le="1"` where Micrometer (through
+/// Prometheus's Java client) writes `le="1.0"`. Prometheus reads both as the bound 1:
+/// `histogram_quantile`, which every shipped panel and rule on a histogram uses, merges the
+/// buckets of equal bounds of a mixed group, and Prometheus 3 rewrites `le` to the `1.0` form
+/// on scrape. Only a query selecting one bucket by its text (`le="1"`) on a Prometheus 2 tells
+/// them apart.
+#[derive(Debug, PartialEq)]
+struct Family {
+    kind: String,
+    labels: BTreeSet<String>,
+    buckets: BTreeSet<String>,
+}
+
+/// The families of an exposition in Prometheus's text format, by name (a histogram's
+/// `_bucket`, `_sum` and `_count` series belong to it).
+fn families(text: &str) -> BTreeMap<String, Family> {
+    let mut families: BTreeMap<String, Family> = BTreeMap::new();
+    for line in text.lines().filter(|line| !line.is_empty()) {
+        if let Some(declared) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = declared.split_once(' ').unwrap();
+            let family = Family {
+                kind: kind.to_owned(),
+                labels: BTreeSet::new(),
+                buckets: BTreeSet::new(),
+            };
+            families.insert(name.to_owned(), family);
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        let (series, labels) = match line.split_once('{') {
+            Some((series, rest)) => (series, rest.rsplit_once('}').unwrap().0),
+            None => (line.split_whitespace().next().unwrap(), ""),
+        };
+        let histogram = ["_bucket", "_sum", "_count"].iter().find_map(|suffix| {
+            let base = series.strip_suffix(suffix)?;
+            (families.get(base)?.kind == "histogram").then_some(base)
+        });
+        let name = histogram.unwrap_or(series);
+        let family = families
+            .get_mut(name)
+            .unwrap_or_else(|| panic!("{series} has no # TYPE line: {line}"));
+        for (label, value) in label_pairs(labels) {
+            if label == "le" {
+                let bound: f64 = value.parse().unwrap_or_else(|_| panic!("a bound: {line}"));
+                family.buckets.insert(bound.to_string());
+            } else {
+                family.labels.insert(label);
+            }
+        }
+    }
+    families
+}
+
+/// The `name="value"` pairs of a series' labels (values as written, escapes kept).
+fn label_pairs(labels: &str) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    let mut rest = labels.trim_start_matches(',');
+    while let Some((name, after)) = rest.split_once("=\"") {
+        let mut end = 0;
+        let bytes = after.as_bytes();
+        while bytes[end] != b'"' {
+            end += if bytes[end] == b'\\' { 2 } else { 1 };
+        }
+        pairs.push((name.trim().to_owned(), after[..end].to_owned()));
+        rest = after[end + 1..].trim_start_matches(',');
+    }
+    pairs
+}
+
+/// The families the Java SDK's executor legitimately exports beyond the Rust SDK's:
+/// Micrometer's `_max` gauge beside each histogram (the largest observation of a recent
+/// window), which no dashboard or rule reads.
+fn java_extra(name: &str, family: &Family, rust: &BTreeMap<String, Family>) -> bool {
+    let beside = |base: &str| rust.get(base).is_some_and(|of| of.kind == "histogram");
+    family.kind == "gauge" && name.strip_suffix("_max").is_some_and(beside)
+}
+
+/// The Java executor's families are the Rust executor's — each with the same type, label
+/// names and buckets — plus only [`java_extra`] ones.
+fn assert_same_families(rust: &BTreeMap<String, Family>, java: &BTreeMap<String, Family>) {
+    let mut differences = Vec::new();
+    for (name, family) in rust {
+        match java.get(name) {
+            None => differences.push(format!("{name}: missing from the Java executor")),
+            Some(other) if other != family => {
+                differences.push(format!("{name}: Rust {family:?}, Java {other:?}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, family) in java {
+        if !rust.contains_key(name) && !java_extra(name, family, rust) {
+            differences.push(format!("{name}: only the Java executor has it: {family:?}"));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "the Java SDK's metrics differ from the Rust SDK's: {differences:#?}"
+    );
+}
+
+/// The jobs both executors run: a cron job every second on `ok` (returned: `[telemetry]
+/// job_metrics` lists the first two ids), one on `fail` whose alarm webhook nobody listens on
+/// (a failed delivery, for the channel panel) and one on `sleep`, each of the last two
+/// triggered once and waited for.
+async fn run_the_jobs(app: &TestApp, executor_app: &str) -> i64 {
+    let cron = app
+        .create_job(
+            json!({"app": executor_app, "handler": "ok", "schedule_type": "CRON",
+        "schedule_conf": "* * * * * ?", "start": true}),
+        )
+        .await;
+    let failing = app
+        .create_job(
+            json!({"app": executor_app, "handler": "fail", "schedule_type": "NONE",
+            "alarm_webhook": "http://127.0.0.1:9/kadence-alarm"}),
+        )
+        .await;
+    let slow = app
+        .create_job(
+            json!({"app": executor_app, "handler": "sleep", "schedule_type": "NONE",
+            "params": "1500"}),
+        )
+        .await;
+    for job in [failing.id, slow.id] {
+        app.trigger(job, None).await;
+    }
+    app.wait_for_run(failing.id, 500, Duration::from_secs(30))
+        .await;
+    app.wait_for_run(slow.id, 200, Duration::from_secs(30))
+        .await;
+    cron.id
+}
+
 async fn dashboards_and_rules_hold_against_a_real_prometheus(backend: Backend) {
-    // The per-job dashboard needs the jobs listed: the cron job below is the database's first.
+    // The per-job dashboard needs the jobs listed: the Rust executor's cron and failing jobs
+    // are the database's first two.
     let mut app = spawn_app_with(backend, |config| {
         config.telemetry.job_metrics = vec![1, 2];
         // The failing job's webhook is on loopback, which webhooks reach only when allowed.
@@ -165,51 +318,40 @@ async fn dashboards_and_rules_hold_against_a_real_prometheus(backend: Backend) {
     app.start_executor_with("watched", |builder| {
         builder.metrics_address(executor_address)
     });
+    app.create_app("watched-java", 2).await;
+    let java_address = free_address().to_string();
+    let _java = ExecutorProcess::start_with(
+        Implementation::Java,
+        &app,
+        "watched-java",
+        "watched-java-1",
+        &[("KADENCE_METRICS_ADDRESS", &java_address)],
+    )
+    .await;
     app.wait_for_executors("watched", 1, 2).await;
+    app.wait_for_executors("watched-java", 1, 2).await;
     let scheduler = app.api_url().trim_start_matches("http://").to_owned();
     let (_prometheus, base, _dir) = start_prometheus(&[
         ("kadence-scheduler", scheduler.clone()),
         ("kadence-executor", executor_address.to_string()),
+        ("kadence-executor-java", java_address.clone()),
     ])
     .await;
-    let cron = app
-        .create_job(
-            json!({"app": "watched", "handler": "ok", "schedule_type": "CRON",
-        "schedule_conf": "* * * * * ?", "start": true}),
-        )
-        .await;
-    assert_eq!(cron.id, 1, "the job [telemetry] job_metrics lists");
-    // Its alarm goes to a webhook nobody listens on: a failed delivery, for the channel panel.
-    let failing = app
-        .create_job(
-            json!({"app": "watched", "handler": "fail", "schedule_type": "NONE",
-            "alarm_webhook": "http://127.0.0.1:9/kadence-alarm"}),
-        )
-        .await;
-    let slow = app
-        .create_job(
-            json!({"app": "watched", "handler": "sleep", "schedule_type": "NONE",
-            "params": "1500"}),
-        )
-        .await;
-    for job in [failing.id, slow.id] {
-        app.trigger(job, None).await;
-    }
-    app.wait_for_run(failing.id, 500, Duration::from_secs(30))
-        .await;
-    app.wait_for_run(slow.id, 200, Duration::from_secs(30))
-        .await;
+    let cron = run_the_jobs(&app, "watched").await;
+    assert_eq!(cron, 1, "the job [telemetry] job_metrics lists");
+    run_the_jobs(&app, "watched-java").await;
 
     check_exposition(&format!("http://{scheduler}/metrics")).await;
     check_exposition(&format!("http://{executor_address}/metrics")).await;
+    check_exposition(&format!("http://{java_address}/metrics")).await;
 
-    wait_for(Duration::from_secs(60), "both targets up", || async {
+    wait_for(Duration::from_secs(60), "every target up", || async {
         let targets = prometheus_api(&base, "targets", &[]).await;
         let active = targets["activeTargets"]
             .as_array()
             .cloned()
             .unwrap_or_default();
-        (active.len() == 2 && active.iter().all(|target| target["health"] == "up")).then_some(())
+        (active.len() == 3 && active.iter().all(|target| target["health"] == "up")).then_some(())
     })
     .await;
     let rules = prometheus_api(&base, "rules", &[]).await;
@@ -230,8 +372,17 @@ async fn dashboards_and_rules_hold_against_a_real_prometheus(backend: Backend) {
     );
     assert!(loaded.iter().all(|rule| rule["health"] != "err"), "{rules}");
 
-    // Every panel's query answers, with data once the counters have moved for a while.
-    let queries = panel_queries();
+    // Every panel's query answers, with data once the counters have moved for a while; each
+    // executor panel for either executor's app alone too.
+    let mut queries = panel_queries(".*");
+    for executor_app in ["watched", "watched-java"] {
+        queries.extend(
+            panel_queries(executor_app)
+                .into_iter()
+                .filter(|(_, _, expr)| expr.contains("kadence_executor_"))
+                .map(|(file, title, expr)| (file, format!("{title} [{executor_app}]"), expr)),
+        );
+    }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     loop {
         let mut empty = Vec::new();
@@ -258,6 +409,11 @@ async fn dashboards_and_rules_hold_against_a_real_prometheus(backend: Backend) {
         );
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
+
+    // Both executors have now recorded every kind of series the jobs cause.
+    let rust = families(&exposition(&format!("http://{executor_address}/metrics")).await);
+    let java = families(&exposition(&format!("http://{java_address}/metrics")).await);
+    assert_same_families(&rust, &java);
     app.shutdown().await;
 }
 

@@ -3,6 +3,7 @@ package io.kadence.executor.spring;
 import io.kadence.executor.BrokerKind;
 import io.kadence.executor.Executor;
 import io.kadence.executor.ExecutorBuilder;
+import io.kadence.executor.ExecutorConfigException;
 import io.kadence.executor.GroupProtocol;
 import io.kadence.executor.KadenceJob;
 import java.lang.reflect.Method;
@@ -17,6 +18,15 @@ import org.springframework.context.SmartLifecycle;
  * XXL-JOB's Spring executor finds its {@code @XxlJob} methods), started on a thread of its own,
  * and stopped gracefully (drain, commit, leave, last beat) when the context closes. It starts
  * last and stops first (the highest phase), so the handlers' dependencies are up for every run.
+ *
+ * <p>SIGTERM (and Ctrl-C) closes the context through Spring Boot's shutdown hook, which waits
+ * for that graceful stop (the drain timeout plus 30 s at most); the JVM then exits with 143
+ * (128 + SIGTERM; 130 after SIGINT), as every Spring Boot service does. The starter leaves that
+ * code alone: the process belongs to the application, and ending it any other way (a
+ * {@code Runtime.halt(0)} as the SDK's test executor does) would cut the other shutdown hooks
+ * short. A run in flight at SIGTERM still gets its result; service managers take 143 as a
+ * clean stop (Kubernetes ignores the code of a pod it stops; systemd needs
+ * {@code SuccessExitStatus=143}, as for any JVM service).
  */
 public class KadenceExecutorLifecycle implements SmartLifecycle {
     private final KadenceExecutorProperties properties;
@@ -28,27 +38,32 @@ public class KadenceExecutorLifecycle implements SmartLifecycle {
         this.context = context;
     }
 
-    /** The builder the properties and the handler beans describe. */
+    /**
+     * The builder the properties and the handler beans describe. A blank property counts as
+     * unset (an application maps {@code kadence.executor.brokers=${KADENCE_BROKERS:}} from an
+     * environment that may lack it), so the builder's own message says what is missing; a
+     * group protocol or broker kind it cannot parse is refused naming the property.
+     */
     public ExecutorBuilder builder() {
         KadenceExecutorProperties p = properties;
-        ExecutorBuilder builder = Executor.builder().brokers(p.getBrokers()).app(p.getApp())
-                .topicPrefix(p.getTopicPrefix()).groupProtocol(GroupProtocol.parse(p.getGroupProtocol()))
-                .brokerKind(BrokerKind.parse(p.getBrokerKind())).shadow(p.isShadow()).scripts(p.isScripts());
-        if (p.getExecutorId() != null) {
-            builder.executorId(p.getExecutorId());
+        ExecutorBuilder builder = Executor.builder().brokers(given(p.getBrokers())).app(given(p.getApp()))
+                .topicPrefix(p.getTopicPrefix()).groupProtocol(groupProtocol(p.getGroupProtocol()))
+                .brokerKind(brokerKind(p.getBrokerKind())).shadow(p.isShadow()).scripts(p.isScripts());
+        if (given(p.getExecutorId()) != null) {
+            builder.executorId(p.getExecutorId().strip());
         }
-        p.getTrustedKeys().stream().filter(key -> !key.isBlank()).forEach(builder::trustedKey);
+        p.getTrustedKeys().stream().filter(key -> !key.isBlank()).map(String::strip).forEach(builder::trustedKey);
         if (p.isAllowUnverified()) {
             builder.allowUnverified();
         }
-        if (p.getExecutorKey() != null && !p.getExecutorKey().isBlank()) {
-            builder.executorKey(p.getExecutorKey());
+        if (given(p.getExecutorKey()) != null) {
+            builder.executorKey(p.getExecutorKey().strip());
         }
         if (p.isAllowUnsigned()) {
             builder.allowUnsigned();
         }
-        if (p.getMetricsAddress() != null) {
-            builder.metricsAddress(p.getMetricsAddress());
+        if (given(p.getMetricsAddress()) != null) {
+            builder.metricsAddress(p.getMetricsAddress().strip());
         }
         if (p.getSessionTimeout() != null) {
             builder.sessionTimeout(p.getSessionTimeout());
@@ -56,12 +71,36 @@ public class KadenceExecutorLifecycle implements SmartLifecycle {
         if (p.getBeatInterval() != null) {
             builder.beatInterval(p.getBeatInterval());
         }
+        if (p.getHandBackWait() != null) {
+            builder.handBackWait(p.getHandBackWait());
+        }
         if (p.getDrainTimeout() != null) {
             builder.drainTimeout(p.getDrainTimeout());
         }
         p.getKafka().forEach(builder::kafkaOption);
         handlerBeans().forEach(builder::handlers);
         return builder;
+    }
+
+    /** {@code value}, or null when it is null or blank. */
+    private static String given(String value) {
+        return value == null || value.isBlank() ? null : value;
+    }
+
+    private static GroupProtocol groupProtocol(String value) {
+        try {
+            return given(value) == null ? GroupProtocol.CLASSIC : GroupProtocol.parse(value);
+        } catch (IllegalArgumentException invalid) {
+            throw new ExecutorConfigException("kadence.executor.group-protocol: " + invalid.getMessage());
+        }
+    }
+
+    private static BrokerKind brokerKind(String value) {
+        try {
+            return BrokerKind.parse(value == null ? "" : value);
+        } catch (IllegalArgumentException invalid) {
+            throw new ExecutorConfigException("kadence.executor.broker-kind: " + invalid.getMessage());
+        }
     }
 
     /** The beans with at least one {@link KadenceJob} method (on their class, not a proxy's). */

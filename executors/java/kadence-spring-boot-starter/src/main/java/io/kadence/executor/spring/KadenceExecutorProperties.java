@@ -41,6 +41,10 @@ public class KadenceExecutorProperties {
     private Duration sessionTimeout;
     private Duration beatInterval;
     private Duration drainTimeout;
+    /** How long runs of a revoked partition may finish before they are handed back (5 s; at
+     * most half the session timeout under the classic protocol, so a shorter session needs a
+     * shorter wait). */
+    private Duration handBackWait;
     /** Run script (GLUE_*) triggers. */
     private boolean scripts;
     /** Start the executor with the application context (false: start it yourself). */
@@ -78,6 +82,8 @@ public class KadenceExecutorProperties {
     public void setBeatInterval(Duration beatInterval) { this.beatInterval = beatInterval; }
     public Duration getDrainTimeout() { return drainTimeout; }
     public void setDrainTimeout(Duration drainTimeout) { this.drainTimeout = drainTimeout; }
+    public Duration getHandBackWait() { return handBackWait; }
+    public void setHandBackWait(Duration handBackWait) { this.handBackWait = handBackWait; }
     public boolean isScripts() { return scripts; }
     public void setScripts(boolean scripts) { this.scripts = scripts; }
     public boolean isAutoStartup() { return autoStartup; }

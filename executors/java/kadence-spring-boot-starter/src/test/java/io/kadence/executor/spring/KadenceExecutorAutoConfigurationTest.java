@@ -48,6 +48,54 @@ class KadenceExecutorAutoConfigurationTest {
         runner.run(context -> assertTrue(context.getBeansOfType(KadenceExecutorLifecycle.class).isEmpty()));
     }
 
+    /** As an application maps them from an environment that lacks the variables. */
+    @Test
+    void blankPropertiesCountAsUnset() {
+        runner.withPropertyValues("kadence.executor.app=billing", "kadence.executor.brokers=localhost:9092",
+                "kadence.executor.allow-unverified=true", "kadence.executor.allow-unsigned=true",
+                "kadence.executor.executor-id=", "kadence.executor.metrics-address=", "kadence.executor.executor-key=",
+                "kadence.executor.group-protocol=", "kadence.executor.broker-kind=", "kadence.executor.trusted-keys=",
+                "kadence.executor.drain-timeout=", "kadence.executor.auto-startup=false")
+                .run(context -> {
+                    Executor executor = context.getBean(KadenceExecutorLifecycle.class).builder().build();
+                    assertTrue(executor.executorId().startsWith("billing-"), executor.executorId());
+                });
+        for (String[] unset : new String[][] {{"kadence.executor.app= ", "no app: "},
+                {"kadence.executor.brokers= ", "no brokers: "}}) {
+            runner.withPropertyValues("kadence.executor.app=billing", "kadence.executor.brokers=localhost:9092",
+                    "kadence.executor.allow-unverified=true", "kadence.executor.allow-unsigned=true",
+                    "kadence.executor.auto-startup=false", unset[0])
+                    .run(context -> assertRefused(context.getBean(KadenceExecutorLifecycle.class), unset[1]));
+        }
+        runner.withPropertyValues("kadence.executor.app=billing", "kadence.executor.brokers=localhost:9092",
+                "kadence.executor.allow-unverified=true", "kadence.executor.allow-unsigned=true",
+                "kadence.executor.broker-kind=redpanda", "kadence.executor.auto-startup=false")
+                .run(context -> assertRefused(context.getBean(KadenceExecutorLifecycle.class),
+                        "kadence.executor.broker-kind: broker kind must be kafka or tansu, not redpanda"));
+    }
+
+    /** A session shorter than 10 s needs a hand-back wait of at most half of it, which the
+     * starter takes from {@code hand-back-wait}. */
+    @Test
+    void aShortSessionStartsWithAShortHandBackWait() {
+        String[] base = {"kadence.executor.app=billing", "kadence.executor.brokers=localhost:9092",
+                "kadence.executor.allow-unverified=true", "kadence.executor.allow-unsigned=true",
+                "kadence.executor.auto-startup=false", "kadence.executor.session-timeout=6s"};
+        runner.withPropertyValues(base).run(context -> assertRefused(
+                context.getBean(KadenceExecutorLifecycle.class), "handBackWait (5000 ms) must be at most half"));
+        runner.withPropertyValues(base).withPropertyValues("kadence.executor.hand-back-wait=3s")
+                .run(context -> context.getBean(KadenceExecutorLifecycle.class).builder().build());
+    }
+
+    private static void assertRefused(KadenceExecutorLifecycle lifecycle, String start) {
+        try {
+            lifecycle.builder().build();
+            throw new AssertionError("built without refusing " + start);
+        } catch (ExecutorConfigException refused) {
+            assertTrue(refused.getMessage().startsWith(start), refused.getMessage());
+        }
+    }
+
     @Test
     void missingKeysAreRefusedAsTheBuilderRefusesThem() {
         runner.withPropertyValues("kadence.executor.app=billing", "kadence.executor.brokers=localhost:9092",
