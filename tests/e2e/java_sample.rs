@@ -24,7 +24,7 @@
 //!   Apache Kafka and tansu both (the e2e pass on tansu runs it).
 
 use std::collections::BTreeSet;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
 
 use crate::common::{Backend, wait_for};
+use crate::conformance::process::{command_from_variable, spawn_piped};
 use crate::helpers::{TestApp, spawn_app};
 use crate::scripts::log_of;
 
@@ -63,31 +64,18 @@ impl Sample {
     /// Starts the service with `environment` on top of the test's own environment less every
     /// `KADENCE_*` variable, so that only what the test gives configures it.
     fn start(environment: &[(&str, &str)]) -> Sample {
-        let line = std::env::var(SAMPLE_VARIABLE).unwrap_or_else(|_| {
-            panic!(
-                "{SAMPLE_VARIABLE} must hold the command that starts the Java sample service: \
-                 export {SAMPLE_VARIABLE}=$(infra/java-sample.sh)"
-            )
-        });
-        let mut words = line.split_whitespace();
-        let program = words
-            .next()
-            .unwrap_or_else(|| panic!("{SAMPLE_VARIABLE} is empty"));
-        let mut command = tokio::process::Command::new(program);
-        command.args(words);
+        let mut command = command_from_variable(
+            SAMPLE_VARIABLE,
+            "the Java sample service",
+            "infra/java-sample.sh",
+        );
         for (name, _) in std::env::vars() {
             if name.starts_with("KADENCE_") {
                 command.env_remove(name);
             }
         }
-        command
-            .envs(environment.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|error| panic!("start the Java sample ({line}): {error}"));
+        command.envs(environment.iter().copied());
+        let mut child = spawn_piped(command, "the Java sample service");
         let output = Arc::new(Mutex::new(Vec::new()));
         keep_lines(child.stdout.take().unwrap(), &output);
         keep_lines(child.stderr.take().unwrap(), &output);

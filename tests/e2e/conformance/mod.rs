@@ -67,7 +67,7 @@ mod blocking;
 mod intake;
 mod lifecycle;
 mod logs;
-mod process;
+pub(crate) mod process;
 mod runs;
 mod scripts;
 mod shadow;

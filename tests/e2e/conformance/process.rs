@@ -64,23 +64,39 @@ impl Implementation {
                 command.args(["-m", "kadence_executor.demo"]);
                 command
             }
-            Implementation::Java => {
-                let line = std::env::var(JAVA_VARIABLE).unwrap_or_else(|_| {
-                    panic!(
-                        "{JAVA_VARIABLE} must hold the command that starts the Java test \
-                         executor: export {JAVA_VARIABLE}=$(infra/java-executor.sh)"
-                    )
-                });
-                let mut words = line.split_whitespace();
-                let program = words
-                    .next()
-                    .unwrap_or_else(|| panic!("{JAVA_VARIABLE} is empty"));
-                let mut command = tokio::process::Command::new(program);
-                command.args(words);
-                command
-            }
+            Implementation::Java => command_from_variable(
+                JAVA_VARIABLE,
+                "the Java test executor",
+                "infra/java-executor.sh",
+            ),
         }
     }
+}
+
+/// The command held in the environment variable `variable` (words separated by whitespace),
+/// which `script` prints; panics saying how to set it when it is missing or empty.
+pub fn command_from_variable(variable: &str, what: &str, script: &str) -> tokio::process::Command {
+    let line = std::env::var(variable).unwrap_or_else(|_| {
+        panic!("{variable} must hold the command that starts {what}: export {variable}=$({script})")
+    });
+    let mut words = line.split_whitespace();
+    let program = words
+        .next()
+        .unwrap_or_else(|| panic!("{variable} is empty"));
+    let mut command = tokio::process::Command::new(program);
+    command.args(words);
+    command
+}
+
+/// Spawns `command` with its standard output and error piped and the process killed when
+/// the handle drops (a failing test leaves no executor behind).
+pub fn spawn_piped(mut command: tokio::process::Command, what: &str) -> Child {
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|error| panic!("start {what}: {error}"))
 }
 
 /// An executor process whose output lines (standard error prefixed `! `) the test reads as
@@ -126,13 +142,8 @@ impl ExecutorProcess {
             // Verifying only with the keys a scenario gives (KADENCE_TRUSTED_KEYS): many feed
             // hand-made records.
             .env("KADENCE_ALLOW_UNVERIFIED", "1")
-            .envs(environment.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|error| panic!("start the {implementation:?} executor: {error}"));
+            .envs(environment.iter().copied());
+        let mut child = spawn_piped(command, &format!("the {implementation:?} executor"));
         let (tx, lines) = mpsc::unbounded_channel();
         forward_lines(child.stdout.take().unwrap(), "", tx.clone());
         forward_lines(child.stderr.take().unwrap(), "! ", tx);
