@@ -181,11 +181,14 @@ step "the e2e tests whose subject is Kafka behaviour, again on tansu (the dev st
 # answers at once and a follower's after a fixed 3 s pause, whoever else has rejoined. Two
 # Java members, one of them handing a long run back for its 3 s wait, rejoin out of step on
 # every round and never settle there (librdkafka's members happen to settle after two), so
-# the Java run of the handed-back-run log scenario is Kafka's.
+# the Java run of the handed-back-run log scenario is Kafka's. So is the Java run of the
+# kill -9 handover: a member killed while a Java member joins can leave tansu's group with no
+# owner of the partition for longer than the scenario waits (the leaderless group tansu keeps
+# after kill -9 leaves, which the fault scenarios met first); it passed and failed there by turns.
 tansu_skips=(postgres:: mysql:: access:: api_load:: console:: console_api:: console_session::
   prometheus:: xxl_import:: consumer_protocol user_lifecycle:: login_guard:: field_limits::
   hand_back_wait_is_handed_back_once every_line_is_on_the_logs_topic_when_the_result_appears
-  logs::java::a_handed_back_run_s_log_is_replaced)
+  logs::java::a_handed_back_run_s_log_is_replaced lifecycle::java::a_run_killed_mid_way_is_redelivered)
 KADENCE_TEST_BROKERS=$tansu_brokers KADENCE_TEST_BROKER_KIND=tansu RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" \
   cargo test --locked -p kadence-tests --test e2e -- "${tansu_skips[@]/#/--skip=}"
 
