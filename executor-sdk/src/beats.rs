@@ -14,9 +14,14 @@
 //! A shadow executor (`ExecutorBuilder::shadow`) sends none: it is not production, and the
 //! registry must not route to it or count its runs.
 //!
+//! An executor that fronts others (the XXL-JOB bridge, whose legacy executors run the runs)
+//! gives a [`BeatPlan`]: each beat is then the plan's beats made of the executor's own, every
+//! one keyed by its own executor id and signed alike.
+//!
 //! Beats never hold the consumer loop: each is sent from its own task with a deadline of one
 //! interval, and one that fails is only logged — the next one carries the same news.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use kadence_schemas::{AppName, ExecutorBeat, ExecutorState, codec};
@@ -36,6 +41,22 @@ pub(crate) struct Activity {
     pub(crate) queued_jobs: Vec<i64>,
 }
 
+/// Decides what an executor's beats say, for an executor that fronts others: the XXL-JOB
+/// bridge beats for each legacy executor it hands triggers to, naming the partitions it hands
+/// them, so that the scheduler's registry, `kadence executor list`, FAILOVER, BUSYOVER and
+/// the lost-run monitor see those executors rather than the bridge.
+///
+/// Called for every beat (every beat interval, at once when the group assigns or revokes
+/// partitions, STOPPING when the executor drains and a last one when it stops), from the
+/// consumer's task: keep it quick, and never wait in it.
+pub trait BeatPlan: Send + Sync + 'static {
+    /// The beats to send in place of `own`, the beat this executor would send for itself at
+    /// this instant (its state, its owned partitions, its running and queued jobs). Each is
+    /// sent to `{prefix}.beats` keyed by its `executor_id`; return `own` among them to keep
+    /// the executor itself in the registry.
+    fn beats(&self, own: ExecutorBeat) -> Vec<ExecutorBeat>;
+}
+
 /// Builds and sends this executor's beats.
 #[derive(Clone)]
 pub(crate) struct Beats {
@@ -48,6 +69,8 @@ pub(crate) struct Beats {
     handlers: Vec<String>,
     /// Deadline of one send: the next beat supersedes a late one.
     send_timeout: Duration,
+    /// Turns each beat into the beats sent, when the executor fronts others.
+    plan: Option<Arc<dyn BeatPlan>>,
 }
 
 impl Beats {
@@ -68,7 +91,14 @@ impl Beats {
             host: host_name(),
             handlers,
             send_timeout,
+            plan: None,
         }
+    }
+
+    /// These beats, made into the beats `plan` says (see [`BeatPlan`]).
+    pub(crate) fn with_plan(mut self, plan: Option<Arc<dyn BeatPlan>>) -> Beats {
+        self.plan = plan;
+        self
     }
 
     /// The beat for this instant.
@@ -99,8 +129,19 @@ impl Beats {
         tokio::spawn(async move { beats.send_and_wait(beat).await });
     }
 
-    /// Sends `beat` and waits for the broker (at most one send timeout); a failure is logged.
+    /// Sends `beat` (or the beats the plan makes of it) and waits for the broker (at most one
+    /// send timeout each, sent together); a failure is logged.
     pub(crate) async fn send_and_wait(&self, beat: ExecutorBeat) {
+        match &self.plan {
+            None => self.send_one(beat).await,
+            Some(plan) => {
+                let beats = plan.beats(beat);
+                futures::future::join_all(beats.into_iter().map(|beat| self.send_one(beat))).await;
+            }
+        }
+    }
+
+    async fn send_one(&self, beat: ExecutorBeat) {
         let payload = match codec::encode(&beat) {
             Ok(payload) => payload,
             Err(error) => {
@@ -112,7 +153,7 @@ impl Beats {
             .publisher
             .signed(&self.topic, &payload, OwnedHeaders::new());
         let record = FutureRecord::<str, [u8]>::to(&self.topic)
-            .key(&self.executor_id)
+            .key(&beat.executor_id)
             .payload(&payload)
             .headers(headers);
         if let Err((error, _)) = self

@@ -10,15 +10,17 @@ use kadence_kafka::{KafkaSettings, RunTracer};
 use kadence_schemas::{AppName, Topics};
 
 use crate::Executor;
+use crate::beats::BeatPlan;
 use crate::context::{JobContext, JobError, JobResult};
 use crate::error::ExecutorError;
 use crate::handler::{self, HandlerFn, Lifecycle, Registry};
 use crate::partitions::Assignment;
-use crate::script::script_handler;
 use crate::settings::{ExecutorSettings, GroupProtocol};
 
+mod fronting;
 mod trust;
 
+use fronting::script_handler_of;
 use trust::default_script_dir;
 
 /// Builds an [`Executor`]. Required: [`brokers`](Self::brokers), [`app`](Self::app) and at
@@ -49,6 +51,9 @@ pub struct ExecutorBuilder {
     trusted_keys: Vec<String>,
     kafka_options: BTreeMap<String, String>,
     handlers: Vec<(String, HandlerFn)>,
+    fallback_handler: Option<HandlerFn>,
+    script_runner: Option<HandlerFn>,
+    beat_plan: Option<Arc<dyn BeatPlan>>,
     lifecycles: Vec<Lifecycle>,
     metrics_address: Option<std::net::SocketAddr>,
     otlp_endpoint: Option<String>,
@@ -82,6 +87,9 @@ impl Default for ExecutorBuilder {
             trusted_keys: Vec::new(),
             kafka_options: BTreeMap::new(),
             handlers: Vec::new(),
+            fallback_handler: None,
+            script_runner: None,
+            beat_plan: None,
             lifecycles: Vec::new(),
             metrics_address: None,
             otlp_endpoint: None,
@@ -344,7 +352,8 @@ impl ExecutorBuilder {
             .unwrap_or_else(|| default_executor_id(&app));
         let registry = Registry::new(
             self.handlers,
-            self.scripts.then(|| script_handler(self.script_dir)),
+            self.fallback_handler,
+            script_handler_of(self.scripts, self.script_runner, self.script_dir),
             self.lifecycles,
             executor_id.clone(),
         )?;
@@ -396,6 +405,7 @@ impl ExecutorBuilder {
             kill_memory: self.kill_memory,
             metrics_address: self.metrics_address,
             shadow: self.shadow,
+            beat_plan: self.beat_plan,
         };
         Ok(Executor {
             settings,

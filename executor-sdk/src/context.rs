@@ -18,23 +18,31 @@ pub struct JobContext {
     trigger: Arc<TriggerRecord>,
     cancellation: CancellationToken,
     logger: JobLogger,
-    shadow: bool,
+    place: RunPlace,
 }
 
 impl JobContext {
-    /// A context whose lines go to `logger`; `shadow` when a shadow executor runs it.
+    /// A context whose lines go to `logger`, for a run at `place`.
     pub(crate) fn with_logger(
         trigger: Arc<TriggerRecord>,
         cancellation: CancellationToken,
         logger: JobLogger,
-        shadow: bool,
+        place: RunPlace,
     ) -> Self {
         JobContext {
             trigger,
             cancellation,
             logger,
-            shadow,
+            place,
         }
+    }
+
+    /// The partition of `{prefix}.triggers.{app}` this run's trigger came from: the one the
+    /// job's routing strategy chose (0 for a broadcast's shard 0, and in the test worker).
+    /// Most handlers never need it; an executor that fronts others (the XXL-JOB bridge) hands
+    /// each partition's triggers to the one it assigned that partition to.
+    pub fn partition(&self) -> i32 {
+        self.place.partition
     }
 
     /// Whether a shadow executor runs this (see
@@ -43,7 +51,7 @@ impl JobContext {
     /// with side effects outside its result (sending mail, writing to a shared store) should
     /// leave them out, or direct them elsewhere, when this is true.
     pub fn is_shadow(&self) -> bool {
-        self.shadow
+        self.place.shadow
     }
 
     /// Appends a line to this run's log, which an operator reads while the run goes
@@ -129,9 +137,19 @@ impl fmt::Debug for JobContext {
             .field("trigger_id", &self.trigger.trigger_id)
             .field("handler", &self.trigger.handler)
             .field("attempt", &self.trigger.attempt)
-            .field("shadow", &self.shadow)
+            .field("partition", &self.place.partition)
+            .field("shadow", &self.place.shadow)
             .finish()
     }
+}
+
+/// Where a run takes place, as its handler sees it: the partition its trigger came from
+/// ([`JobContext::partition`]) and whether a shadow executor runs it
+/// ([`JobContext::is_shadow`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RunPlace {
+    pub(crate) partition: i32,
+    pub(crate) shadow: bool,
 }
 
 /// What a handler returns: `Ok(())` for success (code 200), a [`JobError`] for failure

@@ -203,6 +203,7 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
+    use crate::context::RunPlace;
     use crate::context::tests_support::trigger_record;
     use crate::handler::{HandlerFn, erase};
     use crate::joblog::JobLogger;
@@ -307,7 +308,7 @@ mod tests {
                                 start.cancellation,
                                 start.stop_reason,
                                 JobLogger::new(10),
-                                false,
+                                RunPlace::default(),
                             )
                             .await;
                             let _ = ended.send((trigger, outcome));

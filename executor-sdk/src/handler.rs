@@ -1,6 +1,7 @@
 //! Handlers: a registered async fn in its type-erased form ([`HandlerFn`]), its init and
 //! destroy hooks ([`Lifecycle`]), and the [`Registry`] that finds the handler of a trigger —
-//! by name for BEAN triggers, the script handler for GLUE_* ones — or says why none runs it.
+//! by name for BEAN triggers (else the fallback handler, when there is one), the script
+//! handler for GLUE_* ones — or says why none runs it.
 //!
 //! The consumer and the [test worker](crate::testing::TestWorker) both resolve through the
 //! registry, so a test sees the same "no handler named …" failure an operator would.
@@ -80,6 +81,8 @@ pub(crate) fn with_hooks(
 /// The handlers of one executor.
 pub(crate) struct Registry {
     by_name: HashMap<String, HandlerFn>,
+    /// Runs BEAN triggers whose handler has no name here; `None` unless the builder gave one.
+    fallback: Option<HandlerFn>,
     /// Runs GLUE_* triggers; `None` when scripts are switched off.
     scripts: Option<HandlerFn>,
     lifecycles: Vec<Lifecycle>,
@@ -88,14 +91,15 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// Checks the names (at least one handler, none empty, none twice).
+    /// Checks the names (at least one handler or a fallback, none empty, none twice).
     pub(crate) fn new(
         handlers: Vec<(String, HandlerFn)>,
+        fallback: Option<HandlerFn>,
         scripts: Option<HandlerFn>,
         lifecycles: Vec<Lifecycle>,
         executor_id: String,
     ) -> Result<Registry, ExecutorError> {
-        if handlers.is_empty() {
+        if handlers.is_empty() && fallback.is_none() {
             return Err(ExecutorError::Config(
                 "register at least one handler with .handler(name, fn)".to_owned(),
             ));
@@ -113,6 +117,7 @@ impl Registry {
         }
         Ok(Registry {
             by_name,
+            fallback,
             scripts,
             lifecycles,
             executor_id,
@@ -137,14 +142,18 @@ impl Registry {
                 )
             });
         }
-        self.by_name.get(&trigger.handler).cloned().ok_or_else(|| {
-            format!(
-                "executor {} has no handler named {:?} (it has: {})",
-                self.executor_id,
-                trigger.handler,
-                self.names().join(", ")
-            )
-        })
+        let registered = self.by_name.get(&trigger.handler);
+        registered
+            .or(self.fallback.as_ref())
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "executor {} has no handler named {:?} (it has: {})",
+                    self.executor_id,
+                    trigger.handler,
+                    self.names().join(", ")
+                )
+            })
     }
 
     /// Runs the destroy hook of every handler whose init ran; returns their names.

@@ -57,6 +57,11 @@
 //!   ([`Executor::partitions`]).
 //! - [`testing`]: [`TestWorker`](testing::TestWorker) runs a handler for a trigger without
 //!   Kafka, through the same registry and runner, and returns the result it would publish.
+//! - For an executor that hands triggers on to others instead of running them (the XXL-JOB
+//!   bridge): [`ExecutorBuilder::fallback_handler`] takes every BEAN trigger no handler
+//!   registered, [`ExecutorBuilder::script_runner`] the script triggers, [`JobContext::partition`]
+//!   says which partition a trigger came from, and a [`BeatPlan`] (`beats`) makes the beats
+//!   name the executors it fronts.
 //! - [`shutdown_signal`] (from `kadence-kafka`, re-exported): the future to stop on: SIGTERM
 //!   (what Kubernetes and systemd send) or SIGINT, so a stop drains instead of killing runs
 //!   mid-way.
@@ -170,6 +175,7 @@ mod traces;
 use std::future::Future;
 use std::sync::Arc;
 
+pub use beats::BeatPlan;
 pub use builder::ExecutorBuilder;
 pub use context::{JobContext, JobError, JobResult};
 pub use error::ExecutorError;

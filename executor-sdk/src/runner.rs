@@ -11,7 +11,7 @@ use futures::FutureExt;
 use kadence_schemas::{ResultRecord, TriggerRecord, result_code};
 use tokio_util::sync::CancellationToken;
 
-use crate::context::JobContext;
+use crate::context::{JobContext, RunPlace};
 use crate::handler::HandlerFn;
 use crate::joblog::JobLogger;
 
@@ -62,8 +62,8 @@ impl StopReason {
 }
 
 /// Runs `handler` for `trigger`. `cancellation` stops the run early: set a [`StopReason`]
-/// first and the run fails with it; the trigger's timeout cancels it with code 502. `shadow`:
-/// a shadow executor runs it (the handler sees [`JobContext::is_shadow`]).
+/// first and the run fails with it; the trigger's timeout cancels it with code 502. `place`:
+/// the partition and whether a shadow executor runs it.
 ///
 /// The handler runs inside the caller's task (a run already has a task of its own), with its
 /// panics caught: a second task per run would cost a spawn and a wake on every trigger for
@@ -75,14 +75,14 @@ pub(crate) async fn run_handler(
     cancellation: CancellationToken,
     stop_reason: StopReason,
     logger: JobLogger,
-    shadow: bool,
+    place: RunPlace,
 ) -> RunOutcome {
     let timeout = u64::try_from(trigger.timeout_ms)
         .ok()
         .filter(|&ms| ms > 0)
         .map(Duration::from_millis);
     let context =
-        JobContext::with_logger(Arc::clone(&trigger), cancellation.clone(), logger, shadow);
+        JobContext::with_logger(Arc::clone(&trigger), cancellation.clone(), logger, place);
     let run = AssertUnwindSafe(handler(context)).catch_unwind();
     // Boxed: most triggers have no timeout, and a timer is the largest thing a run's task
     // would otherwise hold.
@@ -230,7 +230,7 @@ mod tests {
             token.clone(),
             StopReason::default(),
             JobLogger::new(100),
-            false,
+            RunPlace::default(),
         )
         .await;
         assert_eq!(outcome.code, 502);
@@ -263,7 +263,7 @@ mod tests {
                 token,
                 reason,
                 JobLogger::new(100),
-                false,
+                RunPlace::default(),
             ),
             stopper
         );
@@ -300,7 +300,7 @@ mod tests {
                 token.clone(),
                 reason.clone(),
                 JobLogger::new(100),
-                false,
+                RunPlace::default(),
             ));
             started.notified().await;
             reason.set("killed: stuck on a lock".to_owned());

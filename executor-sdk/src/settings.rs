@@ -44,6 +44,9 @@ pub(crate) struct ExecutorSettings {
     /// A shadow executor (see [`ExecutorBuilder::shadow`](crate::ExecutorBuilder::shadow)):
     /// its own group, results to `{prefix}.shadow-results`, no beats, logs or dead letters.
     pub(crate) shadow: bool,
+    /// What the beats say in place of the executor's own beat, when something fronts others
+    /// (see [`BeatPlan`](crate::BeatPlan)).
+    pub(crate) beat_plan: Option<std::sync::Arc<dyn crate::BeatPlan>>,
 }
 
 impl ExecutorSettings {
@@ -126,6 +129,31 @@ impl std::str::FromStr for GroupProtocol {
             other => Err(crate::ExecutorError::Config(format!(
                 "unknown group protocol {other:?}: use \"classic\" or \"consumer\""
             ))),
+        }
+    }
+}
+
+impl ExecutorSettings {
+    /// Logs the start, and an error when nothing is verified or signed (the builder allowed it).
+    pub(crate) fn announce_start(&self, handlers: usize, topic: &str) {
+        let executor_key = self.executor_key.as_ref().map(|key| key.key_id());
+        tracing::info!(executor_id = %self.executor_id, topic, group = self.group(),
+            shadow = self.shadow, handlers,
+            trusted_keys = ?self.trusted_keys.key_ids(), executor_key, "executor started");
+        if executor_key.is_none() {
+            tracing::error!(
+                "RUNNING UNSIGNED (ExecutorBuilder::allow_unsigned): no executor key, so results, \
+                 log lines and beats go unsigned, and a scheduler that requires executor \
+                 signatures (its default) refuses them"
+            );
+        }
+        if self.trusted_keys.is_empty() {
+            tracing::error!(
+                topic,
+                "RUNNING UNVERIFIED (ExecutorBuilder::allow_unverified): no trusted scheduler key, \
+                 so triggers and control records are not verified, and whoever can write these \
+                 topics runs and kills handlers here"
+            );
         }
     }
 }

@@ -49,7 +49,7 @@ pub use kadence_schemas::{GlueType, ResultRecord, TriggerRecord, TriggerType};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::context::{JobContext, JobResult};
+use crate::context::{JobContext, JobResult, RunPlace};
 use crate::error::ExecutorError;
 use crate::joblog::JobLogger;
 use crate::runner::{RunOutcome, StopReason, result_record, run_handler};
@@ -103,14 +103,17 @@ impl TestWorker {
                 let cancellation = CancellationToken::new();
                 let trigger = Arc::clone(&trigger);
                 let stop_reason = StopReason::default();
-                let shadow = self.executor.settings.shadow;
+                let place = RunPlace {
+                    partition: 0,
+                    shadow: self.executor.settings.shadow,
+                };
                 run_handler(
                     handler,
                     trigger,
                     cancellation,
                     stop_reason,
                     logger.clone(),
-                    shadow,
+                    place,
                 )
                 .await
             }
@@ -383,6 +386,48 @@ mod tests {
                 "[kadence] running GLUE_SHELL version 1 with bash",
                 "hello world"
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_fallback_handler_runs_the_names_nothing_registered_and_a_script_runner_the_scripts()
+    {
+        async fn forwarded(ctx: JobContext) -> JobResult {
+            Err(JobError::new(format!(
+                "forwarded {}",
+                ctx.trigger().handler
+            )))
+        }
+        async fn handed_on(ctx: JobContext) -> JobResult {
+            Err(JobError::new(format!(
+                "handed on {}",
+                ctx.trigger().glue_type
+            )))
+        }
+        let fronting = worker(
+            Executor::builder()
+                .handler("report", report)
+                .fallback_handler(forwarded)
+                .script_runner(handed_on),
+        );
+        assert_eq!(
+            fronting
+                .run(TestWorker::trigger("report").params("eu"))
+                .await
+                .code(),
+            200
+        );
+        let unknown = fronting.run(TestWorker::trigger("legacyJob")).await;
+        assert_eq!(unknown.message(), Some("forwarded legacyJob"));
+        let script = TestWorker::trigger("").script(GlueType::GlueShell, "echo hi");
+        let script = fronting.run(script).await;
+        assert_eq!(script.message(), Some("handed on GLUE_SHELL"));
+        // A fallback alone is enough to build, and scripts stay off without a runner.
+        let only = worker(Executor::builder().fallback_handler(forwarded));
+        let script = TestWorker::trigger("").script(GlueType::GlueShell, "echo hi");
+        assert!(
+            (only.run(script).await.message().unwrap()).contains("does not run scripts"),
+            "scripts are off unless switched on"
         );
     }
 

@@ -174,28 +174,42 @@ fn introduction() -> String {
         .to_owned()
 }
 
-/// The variables clap's arguments read (`env = …`), then [`OTHER_VARIABLES`].
+/// The variables clap's arguments read (`env = …`): the global ones, which every client
+/// subcommand reads, then those of each subcommand, depth first; then [`OTHER_VARIABLES`].
 fn environment(root: &Command) -> String {
     let mut out =
         String::from("## Environment\n\n| Variable | Read by | Meaning |\n|---|---|---|\n");
-    for arg in root.get_arguments().filter(|arg| arg.get_env().is_some()) {
+    write_variables(&mut out, root, "every client subcommand");
+    for (variable, read_by, meaning) in OTHER_VARIABLES {
+        let _ = writeln!(out, "| {variable} | {read_by} | {meaning} |");
+    }
+    out.push('\n');
+    out
+}
+
+/// One row per argument of `command` that reads a variable (a global one only where it is
+/// declared, at the root), then the same for the commands under it.
+fn write_variables(out: &mut String, command: &Command, read_by: &str) {
+    let at_root = command
+        .get_bin_name()
+        .is_none_or(|name| !name.contains(' '));
+    let own = (command.get_arguments()).filter(|arg| at_root || !arg.is_global_set());
+    for arg in own.filter(|arg| arg.get_env().is_some()) {
         let variable = arg
             .get_env()
             .map(|env| env.to_string_lossy())
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "| `{variable}` | every client subcommand | The value of `--{}` when it is not \
-             given: {} |",
+            "| `{variable}` | {read_by} | The value of `--{}` when it is not given: {} |",
             arg.get_long().unwrap_or_default(),
             table_cell(&help(arg)),
         );
     }
-    for (variable, read_by, meaning) in OTHER_VARIABLES {
-        let _ = writeln!(out, "| {variable} | {read_by} | {meaning} |");
+    for sub in command.get_subcommands() {
+        let name = format!("[`{}`](#{})", full_name(sub), command_anchor(sub));
+        write_variables(out, sub, &name);
     }
-    out.push('\n');
-    out
 }
 
 /// `command` and the commands under it as a nested list of links.

@@ -127,7 +127,7 @@ impl ExecutorBuilder {
                     .to_owned(),
             ));
         }
-        if self.scripts {
+        if self.scripts && self.script_runner.is_none() {
             prepare_script_dir(&self.script_dir).map_err(ExecutorError::Config)?;
         }
         Ok(trusted_keys)
@@ -142,7 +142,10 @@ impl ExecutorBuilder {
                 .map_err(|error| ExecutorError::Config(format!("executor_key: {error}"))),
             None if self.allow_unsigned => Ok(None),
             None => Err(ExecutorError::Config(
-                "no executor_key: the scheduler takes only results, log lines and beats signed                  with a key of their app, so give the executor its app's key (`kadence                  executor-key create --app APP` prints one) with executor_key; against a                  scheduler that does not require them, allow_unsigned() runs without one"
+                "no executor_key: the scheduler takes only results, log lines and beats signed \
+                 with a key of their app, so give the executor its app's key (`kadence \
+                 executor-key create --app APP` prints one) with executor_key; against a \
+                 scheduler that does not require them, allow_unsigned() runs without one"
                     .to_owned(),
             )),
         }

@@ -227,6 +227,7 @@ impl Loop {
                 registry.names(),
                 settings.beat_interval,
             )
+            .with_plan(settings.beat_plan.clone())
         });
         let runs = Runs::new(RunsConfig {
             executor_id: settings.executor_id.clone(),
@@ -255,7 +256,7 @@ impl Loop {
         control::spawn_reader(&settings, &metrics, commands_tx, control_stop.clone())?;
         let mut beat_tick = tokio::time::interval(settings.beat_interval);
         beat_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        announce_start(&settings, &registry, group.topic());
+        settings.announce_start(registry.names().len(), group.topic());
         Ok(Loop {
             commit_tick: tokio::time::interval(settings.commit_interval),
             beat_tick,
@@ -475,26 +476,5 @@ impl Loop {
             beats.send_and_wait(last).await;
         }
         tracing::info!(executor_id = %self.settings.executor_id, "executor stopped");
-    }
-}
-
-/// Logs the start, and an error when nothing is verified or signed (the builder allowed it).
-fn announce_start(settings: &ExecutorSettings, registry: &Registry, topic: &str) {
-    let executor_key = settings.executor_key.as_ref().map(|key| key.key_id());
-    tracing::info!(executor_id = %settings.executor_id, topic, group = settings.group(),
-        shadow = settings.shadow, handlers = registry.names().len(),
-        trusted_keys = ?settings.trusted_keys.key_ids(), executor_key, "executor started");
-    if executor_key.is_none() {
-        tracing::error!(
-            "RUNNING UNSIGNED (ExecutorBuilder::allow_unsigned): no executor key, so results,              log lines and beats go unsigned, and a scheduler that requires executor              signatures (its default) refuses them"
-        );
-    }
-    if settings.trusted_keys.is_empty() {
-        tracing::error!(
-            topic,
-            "RUNNING UNVERIFIED (ExecutorBuilder::allow_unverified): no trusted scheduler key, \
-             so triggers and control records are not verified, and whoever can write these \
-             topics runs and kills handlers here"
-        );
     }
 }

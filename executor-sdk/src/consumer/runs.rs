@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use super::answers::{Answer, Answers};
 use super::report::Reporter;
 use crate::clock::{Clock, millis_since_epoch};
+use crate::context::RunPlace;
 use crate::dispatch::Start;
 use crate::handler::HandlerFn;
 use crate::handoff::RunningRuns;
@@ -185,14 +186,17 @@ impl Runs {
         let logger = JobLogger::new(config.max_log_lines);
         let trigger = Arc::clone(&ready.trigger);
         let handler = ready.handler.clone();
-        let shadow = config.shadow;
+        let place = RunPlace {
+            partition,
+            shadow: config.shadow,
+        };
         let run = run_handler(
             handler,
             trigger,
             cancellation,
             stop_reason,
             logger.clone(),
-            shadow,
+            place,
         );
         let run_started_at_ms = millis_since_epoch(started);
         let outcome = (self.shipping_logs(run, &logger, &ready.trigger, run_started_at_ms)).await;

@@ -13,6 +13,7 @@ use crate::schedule::MisfireStrategy;
 mod keys;
 pub(super) use keys::{ExecutorKeyCommand, KeyCommand};
 
+pub(super) use super::bridge::BridgeCommand;
 pub(super) use super::imports::ImportCommand;
 pub(super) use super::replays::{ReplayArgs, ShadowCommand};
 
@@ -127,6 +128,9 @@ pub(super) enum Command {
     /// Import definitions from another scheduler (XXL-JOB), or undo an import (admin).
     #[command(subcommand)]
     Import(ImportCommand),
+    /// Run another scheduler's executors from Kadence's triggers (XXL-JOB's, unmodified).
+    #[command(subcommand)]
+    Bridge(BridgeCommand),
     /// Print the API's OpenAPI 3 document (JSON), as a node serves it at /api/openapi.json
     /// (no server needed).
     Openapi,

@@ -5,7 +5,8 @@
 //! (`credentials`). Login and logout are `sessions`; users and API tokens `users`; signing
 //! keys `keys`; replays, backfills and the shadow report `replays`; `kadence import xxl-job`
 //! `imports`, which reads XXL-JOB's MySQL database itself (`xxl_reader`, read-only) and posts
-//! what it read: the server maps and writes it.
+//! what it read: the server maps and writes it. `kadence bridge xxl-job` (`bridge`) is the
+//! other long-running command: the `kadence-bridge` crate's XXL-JOB bridge.
 //!
 //! ```text
 //! kadence login --user admin
@@ -34,6 +35,7 @@ use crate::config::Config;
 
 mod apps;
 mod args;
+mod bridge;
 mod client;
 mod credentials;
 mod executors;
@@ -110,6 +112,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => replays::backfill_command(&client, job, (from, to), rate, dry_run).await,
         Command::Shadow(command) => replays::shadow_command(&client, command).await,
         Command::Import(command) => imports::import_command(&client, command).await,
+        Command::Bridge(command) => bridge::bridge_command(command).await,
         Command::Audit {
             app,
             user,
