@@ -18,8 +18,10 @@
 #   3. installs the Python tools the tests use when missing (confluent-kafka, fastavro), the
 #      reference Python executor in a virtual environment of its own (infra/python-executor.sh)
 #      and runs its unit tests, builds the Java executor SDK (executors/java, mvn verify: its
-#      JUnit tests; infra/java-executor.sh), and starts the brokers on free loopback ports: one Apache
-#      Kafka node and one tansu (memory storage);
+#      JUnit tests; infra/java-executor.sh), builds XXL-JOB's frameless sample executor on
+#      xxl-job-core 2.4.2 and 3.3.2 for the bridge's tests (infra/xxl-job-executor.sh), and
+#      starts the brokers on free loopback ports: one Apache Kafka node and one tansu (memory
+#      storage);
 #   4. runs every test of the workspace against Apache Kafka, SQLite, PostgreSQL and
 #      MariaDB, then the e2e suites whose subject is Kafka behaviour again on tansu (the
 #      book's test suite page, docs/src/development/testing.md, says which and why);
@@ -145,6 +147,14 @@ export KADENCE_TEST_JAVA_EXECUTOR
 # Apache Kafka and on tansu), with the command infra/java-sample.sh prints the same way.
 KADENCE_TEST_JAVA_SAMPLE=$(infra/java-sample.sh)
 export KADENCE_TEST_JAVA_SAMPLE
+
+step "XXL-JOB's own executor, for the bridge (tests/xxl-job-executor on xxl-job-core 2.4.2 and 3.3.2)"
+# tests/e2e/bridge runs `kadence bridge xxl-job` in front of real XXL-JOB executors: the
+# frameless sample, built against each xxl-job-core line from Maven Central (the build is
+# skipped while its sources are unchanged).
+KADENCE_TEST_XXL_JOB_2_4=$(infra/xxl-job-executor.sh 2.4.2)
+KADENCE_TEST_XXL_JOB_3_3=$(infra/xxl-job-executor.sh 3.3.2)
+export KADENCE_TEST_XXL_JOB_2_4 KADENCE_TEST_XXL_JOB_3_3
 
 step "starting the brokers for the tests: Apache Kafka (one node) and tansu"
 KADENCE_TEST_BROKERS=$(infra/broker.sh start --kind kafka --state "$run_state/kafka")

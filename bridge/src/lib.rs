@@ -181,7 +181,8 @@ pub async fn run(
 }
 
 /// Every `interval`: drops the registrations that ran out and calls each executor's `beat`,
-/// taking the silent ones out of routing (XXL-JOB's FAILOVER asks the same at each trigger).
+/// taking the ones that answer nothing out of routing (XXL-JOB's FAILOVER asks the same at
+/// each trigger).
 async fn probe_executors(
     legacy: Arc<LegacyExecutors>,
     client: ExecutorClient,
@@ -202,7 +203,14 @@ async fn probe_executors(
             let client = client.clone();
             async move {
                 let answers = match client.beat(&address).await {
-                    Ok(answer) => answer.is_success(),
+                    Ok(answer) if answer.is_success() => true,
+                    // It answers, so it stays in routing: a run handed to it then fails with
+                    // the same refusal, where its operator sees it, instead of waiting.
+                    Ok(answer) => {
+                        tracing::warn!(%address, msg = ?answer.msg,
+                            "an XXL-JOB executor refuses the bridge's beat (its access token?)");
+                        true
+                    }
                     Err(error) => {
                         tracing::debug!(%error, "an XXL-JOB executor did not answer its beat");
                         false

@@ -18,6 +18,8 @@ mod access;
 mod api_guards;
 mod api_load;
 mod book;
+#[cfg(unix)]
+mod bridge;
 mod browser;
 mod closing;
 #[cfg(unix)]

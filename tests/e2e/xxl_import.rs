@@ -33,13 +33,13 @@ fn mysql_server_url() -> String {
 }
 
 /// A MariaDB database holding XXL-JOB's tables, dropped when it goes.
-struct XxlDatabase {
-    url: String,
+pub(crate) struct XxlDatabase {
+    pub(crate) url: String,
     name: String,
 }
 
 impl XxlDatabase {
-    async fn create() -> XxlDatabase {
+    pub(crate) async fn create() -> XxlDatabase {
         let server = mysql_server_url();
         let name = unique("xxl_job_");
         let mut connection = sqlx::MySqlConnection::connect(&server)
@@ -116,7 +116,7 @@ impl Drop for XxlDatabase {
 }
 
 /// Runs `kadence import xxl-job …` as the admin; (success, standard output, standard error).
-async fn kadence(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+pub(crate) async fn kadence(app: &TestApp, args: &[&str]) -> (bool, String, String) {
     kadence_as(app, app.admin_token(), args).await
 }
 
