@@ -182,19 +182,24 @@ impl Forwarder {
         // same log file (the executor files logs by this date) as the first hand-over.
         let log_date_time = ctx.trigger().emitted_at_ms;
         let param = trigger_param(ctx.trigger(), job_id, xxl_log_id, log_date_time, shard);
-        let callback = self.runs.expect(xxl_log_id, address, ctx.job_id().get());
-        let guard = KillOnDrop {
-            client: self.client.clone(),
-            runs: Arc::clone(&self.runs),
+        let run = HandedOver {
             address: address.to_owned(),
-            job_id,
             xxl_log_id,
-            armed: true,
+            log_date_time,
+            callback: self.runs.expect(xxl_log_id, address, ctx.job_id().get()),
+            guard: KillOnDrop {
+                client: self.client.clone(),
+                runs: Arc::clone(&self.runs),
+                address: address.to_owned(),
+                job_id,
+                xxl_log_id,
+                armed: true,
+            },
         };
         let answer = match self.client.run(address, &param).await {
             Ok(answer) => answer,
             Err(error @ CallError::Unreachable { .. }) => {
-                guard.disarm();
+                run.guard.disarm();
                 return Err(Refusal::Unreachable(error));
             }
             // Reached but unanswered: it may run, so it is followed like any other.
@@ -202,51 +207,34 @@ impl Forwarder {
                 ctx.log(format!(
                     "[bridge] {error}; following the run in case it started"
                 ));
-                return Ok(HandedOver {
-                    address: address.to_owned(),
-                    xxl_log_id,
-                    log_date_time,
-                    callback,
-                    guard,
-                });
+                return Ok(run);
             }
         };
-        let message = answer.msg.clone().unwrap_or_default();
-        // The same trigger, handed over again (its first bridge died), still queued there
-        // under the same log id: that run's callback is the one this run waits for.
-        if !answer.is_success() && message.starts_with("repeate trigger job") {
+        let message = answer.msg.unwrap_or_default();
+        if answer.code == SUCCESS {
+            let shard_note = match shard == NOT_BROADCAST {
+                true => String::new(),
+                false => format!(" as shard {} of {}", shard.index, shard.total),
+            };
+            ctx.log(format!(
+                "[bridge] handed to the XXL-JOB executor at {address}{shard_note} (log id \
+                 {xxl_log_id})"
+            ));
+            Ok(run)
+        } else if message.starts_with("repeate trigger job") {
+            // The same trigger, handed over again (its first bridge died), still queued there
+            // under the same log id: that run's callback is the one this run waits for.
             ctx.log(format!(
                 "[bridge] the XXL-JOB executor at {address} already holds this run (log id \
                  {xxl_log_id}); following it"
             ));
-            return Ok(HandedOver {
-                address: address.to_owned(),
-                xxl_log_id,
-                log_date_time,
-                callback,
-                guard,
-            });
-        }
-        if !answer.is_success() {
-            guard.disarm();
-            return Err(Refusal::Refused(format!(
+            Ok(run)
+        } else {
+            run.guard.disarm();
+            Err(Refusal::Refused(format!(
                 "the XXL-JOB executor at {address} refused the run: {message}"
-            )));
+            )))
         }
-        let shard_note = match shard == NOT_BROADCAST {
-            true => String::new(),
-            false => format!(" as shard {} of {}", shard.index, shard.total),
-        };
-        ctx.log(format!(
-            "[bridge] handed to the XXL-JOB executor at {address}{shard_note} (log id {xxl_log_id})"
-        ));
-        Ok(HandedOver {
-            address: address.to_owned(),
-            xxl_log_id,
-            log_date_time,
-            callback,
-            guard,
-        })
     }
 
     /// Ships the run's log lines until its callback, or until its executor is lost.

@@ -102,14 +102,7 @@ pub(super) struct XxlBridgeArgs {
 /// Runs `kadence bridge …`.
 pub(super) async fn bridge_command(command: BridgeCommand) -> anyhow::Result<()> {
     let BridgeCommand::XxlJob(args) = command;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
+    super::init_logging();
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding the bridge's admin API to {}", args.listen))?;

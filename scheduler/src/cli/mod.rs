@@ -138,7 +138,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-async fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
+/// Logs of a long-running command (`serve`, `bridge`) to standard error, filtered by
+/// `RUST_LOG` (`info` when unset), coloured only on a terminal.
+fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -147,6 +149,10 @@ async fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
+}
+
+async fn serve(config_file: Option<PathBuf>) -> anyhow::Result<()> {
+    init_logging();
     let config = Config::load(config_file.as_deref())?;
     let listener = tokio::net::TcpListener::bind(config.api.listen)
         .await
