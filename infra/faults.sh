@@ -35,6 +35,12 @@
 #   infra/faults.sh kafka-leader-kill | kafka-controller-kill | kafka-broker-freeze |
 #                   kafka-rolling-restart   (one of the four on a cluster of its own; the same
 #                                           options)
+#   infra/faults.sh kafka-bridge-kill [--jobs 20] [--before-secs 10] [--outage-secs 20] [--after-secs 40]
+#       on one node, two XXL-JOB bridges of an app (kadence bridge xxl-job, each the other's
+#       --peer) and two XXL-JOB executors (xxl-job-core 3.3.2) calling the first bridge first:
+#       that bridge killed (SIGKILL) and started again after the outage; the executors' command
+#       from KADENCE_TEST_XXL_JOB_3_3, else from infra/xxl-job-executor.sh 3.3.2 (Maven builds
+#       it the first time); classic group protocol only
 #
 # database-cut and node-pause need PostgreSQL (KADENCE_TEST_POSTGRES_URL, default
 # postgres://postgres@127.0.0.1:5432/test); it makes a database of its own and drops it.

@@ -221,7 +221,8 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "disk-full skipped: mounting its small filesystem takes root"
 fi
-kafka_scenarios=("kafka-cluster --before-secs 8 --outage-secs 10 --after-secs 5" kafka-executor-hang kafka-rebalance-storm)
+kafka_scenarios=("kafka-cluster --before-secs 8 --outage-secs 10 --after-secs 5" kafka-executor-hang kafka-rebalance-storm
+  kafka-bridge-kill)
 fault_logs=$(mktemp -d)
 failed_scenarios=()
 # Each argument: a scenario's name and its options, as one word list.

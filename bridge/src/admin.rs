@@ -13,6 +13,10 @@
 //! removal, and callback for a run it does not wait on, marked with the `X-Kadence-Bridge-Relay`
 //! header so that a peer takes it without passing it on again. Every bridge then knows every
 //! executor, and a callback reaches the bridge that handed the run over, wherever it landed.
+//! What was passed on while a bridge was down is lost to it, so a bridge also takes its
+//! peers' registrations (`GET {admin}/kadence-bridge/registrations`, with the token) when it
+//! starts and every 30 s after ([`pull_registrations`]): a restarted bridge knows the
+//! executors at once rather than at their next registration, up to 30 s later.
 //!
 //! **Callbacks** are taken as XXL-JOB's admin takes them: the answer is success at once,
 //! whatever the list holds; a callback for a run nobody waits on (finished already, or
@@ -27,6 +31,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::forward::now_ms;
 use crate::legacy::LegacyExecutors;
@@ -57,12 +62,27 @@ pub fn router(state: Arc<AdminState>) -> Router {
     Router::new().fallback(admin_call).with_state(state)
 }
 
-/// The calls an executor makes, by the last part of their path.
+/// The calls an executor makes, by the last part of their path, and the one a peer bridge
+/// makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Call {
     Registry,
     RegistryRemove,
     Callback,
+    Registrations,
+}
+
+/// The path of a bridge's registrations, under its admin address.
+const REGISTRATIONS_PATH: &str = "kadence-bridge/registrations";
+
+/// One registration a bridge holds, as its peers read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PeerRegistration {
+    /// The executor's address.
+    pub address: String,
+    /// When its registration was last renewed, ms since the epoch.
+    pub renewed_at_ms: i64,
 }
 
 impl Call {
@@ -74,6 +94,8 @@ impl Call {
             Some(Call::Registry)
         } else if path.ends_with("/api/callback") {
             Some(Call::Callback)
+        } else if path.ends_with(&format!("/{REGISTRATIONS_PATH}")) {
+            Some(Call::Registrations)
         } else {
             None
         }
@@ -84,6 +106,7 @@ impl Call {
             Call::Registry => "api/registry",
             Call::RegistryRemove => "api/registryRemove",
             Call::Callback => "api/callback",
+            Call::Registrations => REGISTRATIONS_PATH,
         }
     }
 }
@@ -93,7 +116,7 @@ async fn admin_call(
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
-) -> Json<ReturnT<()>> {
+) -> Json<ReturnT<serde_json::Value>> {
     let Some(call) = Call::of(uri.path()) else {
         return Json(ReturnT::fail(format!(
             "invalid request, uri-mapping({}) not found.",
@@ -116,11 +139,61 @@ async fn admin_call(
     let answer = match call {
         Call::Registry | Call::RegistryRemove => registry(&state, call, &body),
         Call::Callback => callback(&state, &body, relayed),
+        Call::Registrations => return Json(registrations(&state)),
     };
     if answer.is_success() && !relayed && call != Call::Callback {
         relay(&state, call, body);
     }
-    Json(answer)
+    Json(ReturnT {
+        code: answer.code,
+        msg: answer.msg,
+        content: None,
+    })
+}
+
+/// `kadence-bridge/registrations`: what this bridge holds, for a peer.
+fn registrations(state: &AdminState) -> ReturnT<serde_json::Value> {
+    let held: Vec<PeerRegistration> = (state.legacy.snapshot().into_iter())
+        .map(|(address, renewed_at_ms)| PeerRegistration {
+            address,
+            renewed_at_ms,
+        })
+        .collect();
+    ReturnT {
+        code: crate::wire::SUCCESS,
+        msg: None,
+        content: Some(serde_json::to_value(held).expect("registrations serialize")),
+    }
+}
+
+/// Takes every peer's registrations into this bridge's registry (see the module docs); a
+/// peer that does not answer is logged and skipped.
+pub async fn pull_registrations(state: &AdminState) {
+    for peer in &state.peers {
+        let url = format!("{}/{REGISTRATIONS_PATH}", peer.trim_end_matches('/'));
+        let mut request = state.http.get(&url).timeout(Duration::from_secs(3));
+        if let Some(token) = &state.access_token {
+            request = request.header(ACCESS_TOKEN_HEADER, token);
+        }
+        let answer = match request.send().await {
+            Ok(response) => response.json::<ReturnT<Vec<PeerRegistration>>>().await,
+            Err(error) => {
+                tracing::debug!(%url, %error, "cannot read a peer bridge's registrations");
+                continue;
+            }
+        };
+        match answer {
+            Ok(answer) if answer.is_success() => {
+                for held in answer.content.unwrap_or_default() {
+                    state.legacy.adopt(&held.address, held.renewed_at_ms);
+                }
+            }
+            Ok(answer) => tracing::warn!(%url, msg = ?answer.msg,
+                "a peer bridge refused to give its registrations"),
+            Err(error) => tracing::warn!(%url, %error,
+                "a peer bridge's registrations are not readable"),
+        }
+    }
 }
 
 /// `api/registry` and `api/registryRemove`.
@@ -237,5 +310,9 @@ mod tests {
         assert_eq!(Call::of("/api/registryRemove"), Some(Call::RegistryRemove));
         assert_eq!(Call::of("/a/b/api/callback/"), Some(Call::Callback));
         assert_eq!(Call::of("/api/other"), None);
+        assert_eq!(
+            Call::of("/xxl-job-admin/kadence-bridge/registrations"),
+            Some(Call::Registrations)
+        );
     }
 }

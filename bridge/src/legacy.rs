@@ -3,7 +3,8 @@
 //!
 //! XXL-JOB's admin keeps a registry row per executor address, renewed by the executor's
 //! `api/registry` call every 30 s and dropped 90 s after the last one (its dead timeout).
-//! The bridge keeps the same registry in memory, shared with its peers (`peers`), and adds
+//! The bridge keeps the same registry in memory, shared with its peers (`admin`: every
+//! registration is passed on, and a bridge that starts takes its peers' registrations), and adds
 //! what XXL-JOB's FAILOVER does at each trigger: a `beat` call to each executor every probe
 //! interval, so an executor that stopped answering leaves routing within seconds, not 90.
 //!
@@ -69,6 +70,33 @@ impl LegacyExecutors {
             self.changed();
         }
         new
+    }
+
+    /// Takes a registration a peer bridge holds, renewed at `renewed_at_ms` by the peer's
+    /// clock: kept with that time, so a registration the executor stopped renewing still runs
+    /// out (two bridges never keep a dead executor alive for each other). An older time than
+    /// the one held changes nothing.
+    pub fn adopt(&self, address: &str, renewed_at_ms: i64) {
+        let mut registrations = self.registrations.lock().expect("registry lock");
+        let held = registrations.get(address).map(|held| held.renewed_at_ms);
+        if held.is_some_and(|held| held >= renewed_at_ms) {
+            return;
+        }
+        let adopted = Registration {
+            renewed_at_ms,
+            answers: true,
+        };
+        registrations.insert(address.to_owned(), adopted);
+        drop(registrations);
+        self.changed();
+    }
+
+    /// Every registration with the time it was last renewed, for a peer that starts.
+    pub fn snapshot(&self) -> Vec<(Address, i64)> {
+        (self.registrations.lock().expect("registry lock"))
+            .iter()
+            .map(|(address, held)| (address.clone(), held.renewed_at_ms))
+            .collect()
     }
 
     /// Forgets `address` (its `api/registryRemove`, sent when it stops). Returns whether it
@@ -209,5 +237,19 @@ mod tests {
         assert!(registry.remove(A));
         assert!(registry.live(91_001).is_empty());
         assert!(changes.has_changed().unwrap());
+    }
+
+    #[test]
+    fn a_peers_registration_keeps_its_time_and_runs_out_with_it() {
+        let registry = LegacyExecutors::new(Duration::from_secs(90));
+        registry.adopt(A, 10_000);
+        registry.adopt(A, 5_000);
+        assert_eq!(registry.snapshot(), [(A.to_owned(), 10_000)]);
+        assert_eq!(registry.live(99_000), addresses(&[A]));
+        assert_eq!(
+            registry.expire(100_001),
+            addresses(&[A]),
+            "not renewed since 10 s"
+        );
     }
 }

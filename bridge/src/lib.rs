@@ -16,7 +16,8 @@
 //!
 //! The modules:
 //! - `admin`: the admin API executors call (`api/registry`, `api/registryRemove`,
-//!   `api/callback`), with the access token, and its relay to peer bridges.
+//!   `api/callback`), with the access token, its relay to peer bridges, and the
+//!   registrations a starting bridge takes from its peers.
 //! - `legacy`: the registry of legacy executors (registrations, their beats, XXL-JOB's 90 s
 //!   dead timeout) and the split of the bridge's partitions among them, which is how the
 //!   scheduler's routing strategies reach them.
@@ -28,8 +29,9 @@
 //! - `client`: the calls to an executor's embedded server.
 //! - `wire`: XXL-JOB's JSON bodies and answers.
 //!
-//! [`run`] wires them: the SDK executor, the admin API on the given listener, and the loop
-//! that probes the executors (`beat`) and drops the registrations that run out.
+//! [`run`] wires them: the SDK executor, the admin API on the given listener, the loop that
+//! probes the executors (`beat`) and drops the registrations that run out, and the one that
+//! takes the peers' registrations.
 
 mod admin;
 mod beats;
@@ -151,17 +153,15 @@ pub async fn run(
     let _ = partitions.set(executor.partitions());
 
     let stop = CancellationToken::new();
-    let admin = admin::router(Arc::new(AdminState {
+    let admin_state = Arc::new(AdminState {
         app: settings.app.clone(),
-        access_token: settings
-            .access_token
-            .clone()
-            .filter(|token| !token.is_empty()),
+        access_token: (settings.access_token.clone()).filter(|token| !token.is_empty()),
         legacy: Arc::clone(&legacy),
         runs,
         peers: settings.peers.clone(),
         http: reqwest::Client::new(),
-    }));
+    });
+    let admin = admin::router(Arc::clone(&admin_state));
     let serving =
         axum::serve(listener, admin).with_graceful_shutdown(stop.clone().cancelled_owned());
     let server = tokio::spawn(async move { serving.await });
@@ -171,13 +171,32 @@ pub async fn run(
         settings.probe_interval,
         stop.clone(),
     ));
+    let peers = tokio::spawn(pull_from_peers(admin_state, stop.clone()));
 
     let ran = executor.run(shutdown).await;
     stop.cancel();
     let _ = probes.await;
+    let _ = peers.await;
     let served = server.await.unwrap_or(Ok(()));
     ran?;
     served.map_err(BridgeError::Serve)
+}
+
+/// At once and every 30 s (XXL-JOB's registration interval): takes the peers'
+/// registrations, so a bridge that starts, or missed what they passed on while it was down,
+/// knows their executors.
+async fn pull_from_peers(state: Arc<AdminState>, stop: CancellationToken) {
+    if state.peers.is_empty() {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => admin::pull_registrations(&state).await,
+        }
+    }
 }
 
 /// Every `interval`: drops the registrations that ran out and calls each executor's `beat`,

@@ -34,9 +34,9 @@ fn none<T>() -> Option<T> {
     None
 }
 
-impl ReturnT<()> {
+impl<T> ReturnT<T> {
     /// A success with nothing more to say.
-    pub fn success() -> ReturnT<()> {
+    pub fn success() -> ReturnT<T> {
         ReturnT {
             code: SUCCESS,
             msg: None,
@@ -45,16 +45,14 @@ impl ReturnT<()> {
     }
 
     /// A failure saying `msg`.
-    pub fn fail(msg: impl Into<String>) -> ReturnT<()> {
+    pub fn fail(msg: impl Into<String>) -> ReturnT<T> {
         ReturnT {
             code: FAIL,
             msg: Some(msg.into()),
             content: None,
         }
     }
-}
 
-impl<T> ReturnT<T> {
     /// Whether the call succeeded.
     pub fn is_success(&self) -> bool {
         self.code == SUCCESS

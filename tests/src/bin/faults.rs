@@ -8,19 +8,23 @@
 //! ```
 //!
 //! `--group-protocol` is for the `kafka-…` scenarios: the executor faults run both protocols
-//! side by side unless it names one; the cluster faults run classic unless it says otherwise.
+//! side by side unless it names one; the cluster faults run classic unless it says otherwise;
+//! `kafka-bridge-kill` runs classic only (the bridge has no setting for the other).
 
 use std::process::ExitCode;
 
 use kadence_tests::faults::cluster_faults::{self, ClusterFault};
+use kadence_tests::faults::stack::GroupProtocol;
 use kadence_tests::faults::{
-    Options, Report, broker_cut, database_cut, executor_faults, hostile, node_pause, soak,
+    Options, Report, bridge_kill, broker_cut, database_cut, executor_faults, hostile, node_pause,
+    soak,
 };
 
 const SCENARIOS: &str = "broker-cut, broker-restart, database-cut, disk-full, node-pause, \
     executor-hang, rebalance-storm, hostile-input, soak; on Apache Kafka: kafka-executor-hang, \
     kafka-rebalance-storm, kafka-cluster (the four below in turn on one cluster), \
-    kafka-leader-kill, kafka-controller-kill, kafka-broker-freeze, kafka-rolling-restart";
+    kafka-leader-kill, kafka-controller-kill, kafka-broker-freeze, kafka-rolling-restart, \
+    kafka-bridge-kill";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -42,6 +46,7 @@ async fn main() -> ExitCode {
         "hostile-input" => hostile::defaults(),
         "soak" => soak::defaults(),
         "kafka-cluster" => cluster_faults::defaults(),
+        "kafka-bridge-kill" => bridge_kill::defaults(),
         other if ClusterFault::of_scenario(other).is_some() => cluster_faults::defaults(),
         other => {
             eprintln!("error: unknown scenario {other} ({SCENARIOS})");
@@ -52,6 +57,16 @@ async fn main() -> ExitCode {
         Ok(options) if options.group_protocol.is_some() && !scenario.starts_with("kafka-") => {
             eprintln!(
                 "error: --group-protocol is for the kafka-… scenarios (tansu has classic groups only)"
+            );
+            return ExitCode::from(2);
+        }
+        Ok(options)
+            if scenario == "kafka-bridge-kill"
+                && options.group_protocol == Some(GroupProtocol::Consumer) =>
+        {
+            eprintln!(
+                "error: kafka-bridge-kill runs the classic group protocol only (the bridge has \
+                 no setting for the other)"
             );
             return ExitCode::from(2);
         }
@@ -98,6 +113,7 @@ async fn run(scenario: &str, options: &Options) -> Vec<Report> {
         "rebalance-storm" => executor_faults::run_storm(options).await,
         "hostile-input" => hostile::run(options).await,
         "soak" => soak::run(options).await,
+        "kafka-bridge-kill" => bridge_kill::run(options).await,
         "kafka-executor-hang" => return executor_faults::run_kafka_hang(options).await,
         "kafka-rebalance-storm" => return executor_faults::run_kafka_storm(options).await,
         "kafka-cluster" => return cluster_faults::run_all(options).await,

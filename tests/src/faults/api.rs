@@ -325,10 +325,15 @@ impl Api {
 
     /// The app's runs that succeeded: trigger id → when the run finished (ms).
     pub async fn succeeded(&self) -> HashMap<String, i64> {
+        self.succeeded_of(APP).await
+    }
+
+    /// [`succeeded`](Self::succeeded) for another app of the stack.
+    pub async fn succeeded_of(&self, app: &str) -> HashMap<String, i64> {
         let mut succeeded = HashMap::new();
         let mut after: Option<String> = None;
         loop {
-            let mut path = format!("/api/runs?app={APP}&outcome=SUCCEEDED&limit=1000");
+            let mut path = format!("/api/runs?app={app}&outcome=SUCCEEDED&limit=1000");
             if let Some(after) = &after {
                 path.push_str(&format!("&after={after}"));
             }

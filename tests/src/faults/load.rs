@@ -40,6 +40,19 @@ impl Outcome {
         brokers: &str,
         prefix: &str,
         jobs: &[i64],
+        window: (i64, i64),
+    ) -> Outcome {
+        Outcome::collect_of((APP, PARTITIONS), stack, brokers, prefix, jobs, window).await
+    }
+
+    /// [`collect`](Self::collect) for the jobs of another app of the stack, `app` with
+    /// `partitions` partitions.
+    pub async fn collect_of(
+        (app, partitions): (&str, i32),
+        stack: &Stack,
+        brokers: &str,
+        prefix: &str,
+        jobs: &[i64],
         (from_ms, to_ms): (i64, i64),
     ) -> Outcome {
         stack.api.stop_jobs(jobs).await;
@@ -49,7 +62,7 @@ impl Outcome {
         tokio::time::sleep(Duration::from_secs(5)).await;
         // Passing over what is not a trigger: a scenario may have put such records there.
         let records =
-            read_triggers_among_others(brokers, &format!("{prefix}.triggers.{APP}"), PARTITIONS)
+            read_triggers_among_others(brokers, &format!("{prefix}.triggers.{app}"), partitions)
                 .await;
         let audit = FireAudit::of(&records, jobs, from_ms, to_ms);
         let mut emitted = BTreeMap::new();
@@ -64,7 +77,7 @@ impl Outcome {
         }
         let deadline = stopped_ms + i64::try_from(DRAIN_LIMIT.as_millis()).unwrap_or(0);
         let (succeeded, not_completed) = loop {
-            let succeeded = stack.api.succeeded().await;
+            let succeeded = stack.api.succeeded_of(app).await;
             let open: Vec<String> = emitted
                 .keys()
                 .filter(|id| !succeeded.contains_key(*id))

@@ -29,6 +29,9 @@
 //! - [`cluster_faults`]: faults of a three-node Kafka cluster (the partition leader or the
 //!   controller killed, a rolling restart, a node frozen), which [`node_faults`] injects;
 //! - [`node_pause`]: one of two scheduler nodes frozen past its leases, then thawed;
+//! - [`bridge_kill`]: one of two XXL-JOB bridges killed with `kill -9` while their XXL-JOB
+//!   executors run fires, then started again, on Kafka; [`xxl_bridge`] starts the bridges and
+//!   the executors as processes, [`bridge_load`] fires the bridges' app and counts it;
 //! - [`hostile`]: malformed and hostile records on every topic, and [`abuse`]: abusive
 //!   requests to the API;
 //! - [`load`]: the end every scenario shares: stop, read the topic, wait for the runs, count;
@@ -37,6 +40,8 @@
 
 pub mod abuse;
 pub mod api;
+pub mod bridge_kill;
+pub mod bridge_load;
 pub mod broker_cut;
 pub mod cluster_faults;
 pub mod database_cut;
@@ -56,6 +61,7 @@ pub mod rebalance_storm;
 pub mod soak;
 pub mod stack;
 pub mod steady;
+pub mod xxl_bridge;
 
 use std::time::Duration;
 
