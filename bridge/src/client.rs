@@ -1,5 +1,5 @@
 //! The calls a bridge makes to a legacy executor's embedded server, as XXL-JOB's admin makes
-//! them (`ExecutorBizClient`): `run`, `kill`, `log` and `beat`, each a JSON POST
+//! them (`ExecutorBizClient`): `run`, `kill`, `log`, `beat` and `idleBeat`, each a JSON POST
 //! to `{address}{call}` with the access token.
 //!
 //! A failed call says whether the executor was reached at all: a run whose `run` call never
@@ -81,6 +81,16 @@ impl ExecutorClient {
     /// Whether the executor is up (`beat`): what XXL-JOB's FAILOVER asks.
     pub async fn beat(&self, address: &str) -> Result<ReturnT<String>, CallError> {
         self.call(address, "beat", &serde_json::json!({})).await
+    }
+
+    /// Whether the job is idle there (`idleBeat`): what XXL-JOB's BUSYOVER asks. Code 200
+    /// idle, 500 running or queued.
+    pub async fn idle_beat(
+        &self,
+        address: &str,
+        job_id: i32,
+    ) -> Result<ReturnT<String>, CallError> {
+        self.call(address, "idleBeat", &JobParam { job_id }).await
     }
 
     async fn call<B: Serialize, T: DeserializeOwned>(

@@ -3,7 +3,10 @@
 //! executor and turns what comes back into the run's log and result.
 //!
 //! 1. **Where.** A trigger from partition `p` goes to the live executor the bridge assigned
-//!    `p` to (`legacy::split`): the scheduler's routing strategy chose `p`. With no live
+//!    `p` to (`legacy::split`): the scheduler's routing strategy chose `p`. A FAILOVER or
+//!    BUSYOVER trigger (its `kadence.route` header says so) is then chosen again as XXL-JOB
+//!    chooses at the moment of the trigger: the first executor, in address order, that
+//!    answers `beat`, or reports the job idle on `idleBeat`. With no live
 //!    executor the trigger waits, as it would in its partition with no Kadence executor (its
 //!    timeout, a KILL or the drain still end it); an executor that cannot be reached at all
 //!    leaves routing and the next one is tried, since the run did not start.
@@ -87,7 +90,11 @@ impl Forwarder {
             return self.broadcast(&ctx, job_id).await;
         }
         loop {
-            let address = self.wait_for_owner(&ctx).await;
+            let owner = self.wait_for_owner(&ctx).await;
+            let address = match ctx.route_strategy() {
+                Some(strategy) => self.probe(&ctx, strategy, job_id, owner).await,
+                None => owner,
+            };
             match self
                 .hand_over(&ctx, &address, job_id, NOT_BROADCAST, 0)
                 .await
@@ -142,6 +149,37 @@ impl Forwarder {
             true => Ok(()),
             false => Err(JobError::new(failures.join("; "))),
         }
+    }
+
+    /// XXL-JOB's FAILOVER and BUSYOVER at the moment of the hand-over: the first live
+    /// executor, in address order, whose `beat` (FAILOVER) or `idleBeat` for the job
+    /// (BUSYOVER) answers with success; `owner`, the partition's executor, when none does
+    /// (all busy: the run queues there under its block strategy, where XXL-JOB would fail
+    /// the trigger).
+    async fn probe(
+        &self,
+        ctx: &JobContext,
+        strategy: &str,
+        job_id: i32,
+        owner: Address,
+    ) -> Address {
+        for address in self.legacy.live(now_ms()) {
+            let answer = match strategy {
+                "BUSYOVER" => self.client.idle_beat(&address, job_id).await,
+                _ => self.client.beat(&address).await,
+            };
+            match answer {
+                Ok(answer) if answer.is_success() => return address,
+                Ok(answer) => ctx.log(format!(
+                    "[bridge] {strategy}: {address} answered {}",
+                    answer
+                        .msg
+                        .unwrap_or_else(|| format!("code {}", answer.code))
+                )),
+                Err(error) => ctx.log(format!("[bridge] {strategy}: {error}")),
+            }
+        }
+        owner
     }
 
     /// The executor the trigger's partition is assigned to, once there is one.

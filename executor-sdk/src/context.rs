@@ -45,6 +45,14 @@ impl JobContext {
         self.place.partition
     }
 
+    /// The job's route strategy when it chooses by the executors' state at the time:
+    /// `Some("FAILOVER")` or `Some("BUSYOVER")` (the trigger's `kadence.route` header), `None`
+    /// for every other strategy, which the partition alone expresses. An executor that fronts
+    /// others (the XXL-JOB bridge) makes the same choice among them.
+    pub fn route_strategy(&self) -> Option<&'static str> {
+        self.place.route
+    }
+
     /// Whether a shadow executor runs this (see
     /// [`ExecutorBuilder::shadow`](crate::ExecutorBuilder::shadow)): the same trigger also
     /// runs in production, and this run's result is only compared with that one. A handler
@@ -144,12 +152,30 @@ impl fmt::Debug for JobContext {
 }
 
 /// Where a run takes place, as its handler sees it: the partition its trigger came from
-/// ([`JobContext::partition`]) and whether a shadow executor runs it
+/// ([`JobContext::partition`]), the route strategy its trigger names
+/// ([`JobContext::route_strategy`]) and whether a shadow executor runs it
 /// ([`JobContext::is_shadow`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct RunPlace {
     pub(crate) partition: i32,
+    pub(crate) route: Option<&'static str>,
     pub(crate) shadow: bool,
+}
+
+/// The route strategy a trigger's `kadence.route` header names, when it is one the scheduler
+/// writes there (`FAILOVER`, `BUSYOVER`).
+pub(crate) fn route_of(message: &impl rdkafka::Message) -> Option<&'static str> {
+    use rdkafka::message::Headers as _;
+    let headers = message.headers()?;
+    let value = (headers.iter())
+        .filter(|header| header.key == kadence_schemas::headers::ROUTE)
+        .last()?
+        .value?;
+    match value {
+        b"FAILOVER" => Some("FAILOVER"),
+        b"BUSYOVER" => Some("BUSYOVER"),
+        _ => None,
+    }
 }
 
 /// What a handler returns: `Ok(())` for success (code 200), a [`JobError`] for failure
@@ -262,6 +288,32 @@ pub(crate) mod tests_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_route_header_names_failover_and_busyover_only() {
+        use rdkafka::message::{Header, OwnedHeaders, OwnedMessage};
+        let with = |value: Option<&str>| {
+            let headers = value.map(|value| {
+                OwnedHeaders::new().insert(Header {
+                    key: kadence_schemas::headers::ROUTE,
+                    value: Some(value),
+                })
+            });
+            OwnedMessage::new(
+                None,
+                None,
+                "t".into(),
+                rdkafka::Timestamp::NotAvailable,
+                0,
+                0,
+                headers,
+            )
+        };
+        assert_eq!(route_of(&with(Some("BUSYOVER"))), Some("BUSYOVER"));
+        assert_eq!(route_of(&with(Some("FAILOVER"))), Some("FAILOVER"));
+        assert_eq!(route_of(&with(Some("ROUND"))), None);
+        assert_eq!(route_of(&with(None)), None);
+    }
 
     #[test]
     fn errors_convert_with_their_message() {

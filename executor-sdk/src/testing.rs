@@ -104,8 +104,8 @@ impl TestWorker {
                 let trigger = Arc::clone(&trigger);
                 let stop_reason = StopReason::default();
                 let place = RunPlace {
-                    partition: 0,
                     shadow: self.executor.settings.shadow,
+                    ..RunPlace::default()
                 };
                 run_handler(
                     handler,

@@ -288,6 +288,7 @@ impl Dispatcher {
                 key: fire.job_id.to_string(),
                 payload,
                 partition: Some(partition),
+                route: route_header(fire.route_strategy),
             }),
             Err(error) => {
                 tracing::error!(trigger_id = %fire.trigger_id, %error,
@@ -475,5 +476,16 @@ fn end_dispatch_span(span: &opentelemetry::Context, outcome: &Delivery) {
             kadence_kafka::trace::end_with_error(span, error.to_string())
         }
         Delivery::Retry { .. } => kadence_kafka::trace::end(span),
+    }
+}
+
+/// The `kadence.route` header of a trigger routed by `strategy`: the strategies whose choice
+/// depends on the executors' state at the time (FAILOVER and BUSYOVER) are named, so that an
+/// executor fronting others can make the same choice among them; the rest are decided by the
+/// partition alone and carry none.
+fn route_header(strategy: RouteStrategy) -> Option<&'static str> {
+    match strategy {
+        RouteStrategy::Failover | RouteStrategy::Busyover => Some(strategy.as_str()),
+        _ => None,
     }
 }

@@ -209,6 +209,9 @@ pub struct OutgoingRecord {
     pub payload: Vec<u8>,
     /// Its partition, or `None` for the partitioner's choice.
     pub partition: Option<i32>,
+    /// The route strategy the `kadence.route` header names (FAILOVER and BUSYOVER triggers
+    /// only: the others are decided by the partition alone); not signed.
+    pub route: Option<&'static str>,
 }
 
 /// A record with the signature headers of the node's key: what
@@ -306,8 +309,14 @@ impl SignedProducer {
         signed: SignedRecord,
         trace: &opentelemetry::Context,
     ) -> Result<DeliveryFuture, KafkaError> {
-        let headers = kadence_kafka::trace::inject(trace, signed.headers);
+        let mut headers = kadence_kafka::trace::inject(trace, signed.headers);
         let record = &signed.record;
+        if let Some(route) = record.route {
+            headers = headers.insert(rdkafka::message::Header {
+                key: kadence_schemas::headers::ROUTE,
+                value: Some(route.as_bytes()),
+            });
+        }
         let mut future_record = FutureRecord::to(&record.topic)
             .key(&record.key)
             .payload(&record.payload)
@@ -389,6 +398,7 @@ mod tests {
                     key: index.to_string(),
                     payload: format!("value {index}").into_bytes(),
                     partition: Some(index as i32 % 4),
+                    route: None,
                 })
                 .collect();
             let signed = producer.sign_all(records.clone()).await;

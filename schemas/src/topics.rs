@@ -106,6 +106,11 @@ pub mod headers {
     pub const DLQ_SOURCE_PARTITION: &str = "kadence.dlq.partition";
     /// The offset a dead-lettered record came from.
     pub const DLQ_SOURCE_OFFSET: &str = "kadence.dlq.offset";
+    /// The job's route strategy on a FAILOVER or BUSYOVER trigger (`FAILOVER`, `BUSYOVER`):
+    /// the scheduler chose the partition by it, and an executor that fronts others (the
+    /// XXL-JOB bridge) chooses among them by it too. Informational and not signed; every
+    /// other executor ignores it.
+    pub const ROUTE: &str = "kadence.route";
     /// The id of the scheduler key that signed a trigger or control record (16 hex digits:
     /// the first 8 bytes of the SHA-256 of its Ed25519 public key).
     pub const SIGNATURE_KEY: &str = "kadence.signature.key";

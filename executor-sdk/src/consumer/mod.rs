@@ -385,6 +385,7 @@ impl Loop {
             handler,
             partition,
             offset,
+            route: crate::context::route_of(&message),
             trace,
         };
         let steps = self.dispatch.admit(ready);

@@ -52,6 +52,8 @@ pub(super) struct ReadyRun {
     pub(super) handler: HandlerFn,
     pub(super) partition: i32,
     pub(super) offset: i64,
+    /// The route strategy the trigger's `kadence.route` header names.
+    pub(super) route: Option<&'static str>,
     /// The trigger's `kadence.consume` span, ended when its result is out.
     pub(super) trace: Context,
 }
@@ -188,6 +190,7 @@ impl Runs {
         let handler = ready.handler.clone();
         let place = RunPlace {
             partition,
+            route: ready.route,
             shadow: config.shadow,
         };
         let run = run_handler(

@@ -52,4 +52,5 @@ at_both_versions!(
     a_wrong_access_token_is_refused_on_both_sides,
     two_bridges_split_the_partitions_and_share_the_executors,
     imported_jobs_run_unchanged_through_the_bridge,
+    busyover_and_failover_ask_the_executors_as_xxl_job_does,
 );

@@ -578,3 +578,50 @@ async fn partitions_of(app: &TestApp, appname: &str) -> i32 {
     let partitions = found.and_then(|entry| entry["partitions"].as_i64());
     i32::try_from(partitions.unwrap_or_else(|| panic!("no app {appname}: {body}"))).unwrap()
 }
+
+/// FAILOVER and BUSYOVER choose as XXL-JOB does at the moment of the trigger (the trigger's
+/// `kadence.route` header tells the bridge): with one executor busy with a BUSYOVER job's run,
+/// the next run goes to the other, asked with `idleBeat`; with the first executor dead, a
+/// FAILOVER run goes to the one that answers `beat`.
+pub async fn busyover_and_failover_ask_the_executors_as_xxl_job_does(version: XxlVersion) {
+    let mut stage = Stage::new(version, 2, 2, &[]).await;
+    let mut addresses: Vec<String> = stage.executors.iter().map(|e| e.address.clone()).collect();
+    addresses.sort_unstable();
+    let busy = stage
+        .job(
+            json!({"handler": "sleep", "params": "5000", "route_strategy": "BUSYOVER",
+            "block_strategy": "CONCURRENT"}),
+        )
+        .await;
+    let first = stage.handed_over(busy).await;
+    let second = stage.handed_over(busy).await;
+    for (run, address) in [(&first, &addresses[0]), (&second, &addresses[1])] {
+        let log = lines_of(&stage.app, run.log_id).await;
+        let handed = format!("[bridge] handed to the XXL-JOB executor at {address}");
+        assert!(
+            log.iter().any(|line| line.starts_with(&handed)),
+            "{handed}: {log:#?}"
+        );
+    }
+
+    let first_address = addresses[0].clone();
+    let index = (stage.executors.iter())
+        .position(|executor| executor.address == first_address)
+        .unwrap();
+    stage.executors[index].kill_9().await;
+    let failing_over = stage
+        .job(json!({"handler": "echo", "params": "over", "route_strategy": "FAILOVER"}))
+        .await;
+    let run = stage.run_once(failing_over).await;
+    assert_eq!(run.handle_code, Some(200), "{run:?}");
+    let log = log_of(&stage.app, &run, 1).await;
+    let handed = format!(
+        "[bridge] handed to the XXL-JOB executor at {}",
+        addresses[1]
+    );
+    assert!(
+        log.iter().any(|line| line.starts_with(&handed)),
+        "{handed}: {log:#?}"
+    );
+    stage.app.shutdown().await;
+}

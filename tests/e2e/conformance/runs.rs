@@ -60,6 +60,36 @@ async fn cron_and_manual_runs_complete(executor: Implementation) {
     app.shutdown().await;
 }
 
+/// FAILOVER and BUSYOVER triggers carry the `kadence.route` header (PROTOCOL.md section 3),
+/// which an executor that fronts no others ignores, as every header it does not know: each
+/// runs once, as any trigger does.
+async fn failover_and_busyover_triggers_run_as_any_other(executor: Implementation) {
+    let (app, mut process) = stage(executor, "routed", 1).await;
+    for strategy in ["FAILOVER", "BUSYOVER"] {
+        let job = app
+            .create_job(
+                json!({"app": "routed", "handler": "ok", "schedule_type": "NONE",
+                "route_strategy": strategy}),
+            )
+            .await;
+        let trigger_id = app.trigger(job.id, None).await;
+        let runs = wait_for(Duration::from_secs(30), "the routed run", || async {
+            let runs = app.runs(job.id).await;
+            runs.iter()
+                .any(|run| run.trigger_id.as_str() == trigger_id && run.handle_code.is_some())
+                .then_some(runs)
+        })
+        .await;
+        assert_eq!(
+            run_of(&runs, &trigger_id).handle_code,
+            Some(200),
+            "{strategy}: {runs:?}"
+        );
+        assert_eq!(process.runs_of(&trigger_id), 1, "{strategy}");
+    }
+    app.shutdown().await;
+}
+
 /// A failure carries the handler's message; a trigger for a handler the executor lacks, or a
 /// script on an executor that runs none, fails with the protocol's exact message.
 async fn failures_carry_their_messages(executor: Implementation) {
@@ -459,6 +489,7 @@ async fn log_lines(app: &TestApp, log_id: i64, count: usize) -> Vec<String> {
 
 on_every_executor!(
     cron_and_manual_runs_complete,
+    failover_and_busyover_triggers_run_as_any_other,
     failures_carry_their_messages,
     a_run_past_its_timeout_answers_502,
     job_log_lines_reach_the_run_log,
