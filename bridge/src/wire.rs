@@ -30,6 +30,8 @@ pub struct ReturnT<T> {
     pub content: Option<T>,
 }
 
+/// The default of an absent payload. Not `#[serde(default)]`: on a generic field that makes
+/// serde demand `T: Default`, which `LogResult` and `String` payloads need not have.
 fn none<T>() -> Option<T> {
     None
 }

@@ -179,7 +179,7 @@ fn introduction() -> String {
 fn environment(root: &Command) -> String {
     let mut out =
         String::from("## Environment\n\n| Variable | Read by | Meaning |\n|---|---|---|\n");
-    write_variables(&mut out, root, "every client subcommand");
+    write_variables(&mut out, root, "every client subcommand", true);
     for (variable, read_by, meaning) in OTHER_VARIABLES {
         let _ = writeln!(out, "| {variable} | {read_by} | {meaning} |");
     }
@@ -189,10 +189,7 @@ fn environment(root: &Command) -> String {
 
 /// One row per argument of `command` that reads a variable (a global one only where it is
 /// declared, at the root), then the same for the commands under it.
-fn write_variables(out: &mut String, command: &Command, read_by: &str) {
-    let at_root = command
-        .get_bin_name()
-        .is_none_or(|name| !name.contains(' '));
+fn write_variables(out: &mut String, command: &Command, read_by: &str, at_root: bool) {
     let own = (command.get_arguments()).filter(|arg| at_root || !arg.is_global_set());
     for arg in own.filter(|arg| arg.get_env().is_some()) {
         let variable = arg
@@ -208,7 +205,7 @@ fn write_variables(out: &mut String, command: &Command, read_by: &str) {
     }
     for sub in command.get_subcommands() {
         let name = format!("[`{}`](#{})", full_name(sub), command_anchor(sub));
-        write_variables(out, sub, &name);
+        write_variables(out, sub, &name, false);
     }
 }
 
