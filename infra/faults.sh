@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kadence under injected faults (issue 20): each scenario starts the parts it needs (its own
+# Kadence under injected faults: each scenario starts the parts it needs (its own
 # broker, `kadence serve`, executors), injects one fault while jobs fire every second, and
 # prints what it counted from the trigger topic and the API: fires due, emitted, completed,
 # emitted twice, lost (must be 0), time to recover. Exits non-zero when a fire was lost or a

@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
-"""The shape of the code: largest files, longest functions, module import cycles.
+"""The shape of the code: file and function sizes, macro bodies, module import cycles.
 
-    infra/shape.py            # report the top five of each and every cycle
+    infra/shape.py            # report: the top five of each, the distributions, every cycle
     infra/shape.py --check    # also fail (exit 1) when a limit is broken
 
 Counts only non-test code of each crate's `src/`: a file's lines stop at its
-`#[cfg(test)]` module, and `tests/`, `benches/` and `examples/` are left out.
+`#[cfg(test)]` module, a file that is itself a test module (declared
+`#[cfg(test)] mod name;` by its parent) is counted apart, and `tests/`,
+`benches/` and `examples/` are left out.
+
+The limits are a smell detector, not a target. So the report prints how the
+sizes are distributed and how many sit just under each limit: a pile-up there
+shows splits made by the counter rather than where an idea ends. `macro_rules!`
+bodies are reported on their own, since code generated from them is invisible
+to every other count here.
 
 A cycle is a loop of `use` references between sibling modules: the top-level
 modules of a crate, or the children of one module directory (a parent's
@@ -21,7 +29,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CRATES = ["schemas", "kafka", "scheduler", "executor-sdk", "tests"]
+CRATES = ["schemas", "kafka", "scheduler", "executor-sdk", "bridge", "tests"]
 FILE_LIMIT = 500
 FUNCTION_LIMIT = 80
 
@@ -67,6 +75,55 @@ def source_files():
         if src.is_dir():
             for path in sorted(src.rglob("*.rs")):
                 yield crate, path
+
+
+TEST_MODULE_DECLARATION = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;")
+
+
+def test_module_files():
+    """The files that are test modules of their own: `#[cfg(test)] mod name;` in the parent."""
+    found = set()
+    for _, path in source_files():
+        # A module's children live beside mod.rs/lib.rs/main.rs, or in a folder named after it.
+        folder = path.parent if path.stem in ("mod", "lib", "main") else path.with_suffix("")
+        for m in TEST_MODULE_DECLARATION.finditer(blank_literals(path.read_text())):
+            for child in (folder / f"{m.group(1)}.rs", folder / m.group(1) / "mod.rs"):
+                if child.is_file():
+                    found.add(child)
+    return found
+
+
+MACRO = re.compile(r"\bmacro_rules!\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def macro_bodies(path, lines):
+    """(length, name, file:line) of each `macro_rules!` definition in the non-test lines."""
+    code = blank_literals("\n".join(lines)).splitlines()
+    found = []
+    for start, line in enumerate(code):
+        m = MACRO.search(line)
+        if not m:
+            continue
+        depth, opened = 0, False
+        for end in range(start, len(code)):
+            segment = code[end][m.end() :] if end == start else code[end]
+            depth += sum(segment.count(c) for c in "{([") - sum(segment.count(c) for c in "})]")
+            opened = opened or any(c in segment for c in "{([")
+            if opened and depth <= 0:
+                found.append((end - start + 1, m.group(1), f"{path}:{start + 1}"))
+                break
+    return found
+
+
+def distribution(sizes, bounds):
+    """Lines like `  100–199  ####  12` counting the sizes in each [low, high] bound."""
+    rows = []
+    widest = max((sum(low <= s <= high for s in sizes) for low, high in bounds), default=0)
+    for low, high in bounds:
+        count = sum(low <= s <= high for s in sizes)
+        bar = "#" * (round(40 * count / widest) if widest else 0)
+        rows.append(f"  {low:4}–{high:<4} {count:5}  {bar}")
+    return rows
 
 
 def non_test_lines(text):
@@ -191,22 +248,40 @@ def strongly_connected(edges):
 
 def main():
     check = "--check" in sys.argv
-    files, funcs = [], []
+    files, funcs, macros, test_files = [], [], [], []
+    own_test_modules = test_module_files()
     for crate, path in source_files():
-        lines = non_test_lines(path.read_text())
         rel = path.relative_to(ROOT)
+        if path in own_test_modules:
+            test_files.append((len(path.read_text().splitlines()), str(rel)))
+            continue
+        lines = non_test_lines(path.read_text())
         files.append((len(lines), str(rel)))
         funcs.extend(functions(rel, lines))
+        macros.extend(macro_bodies(rel, lines))
     files.sort(reverse=True)
     funcs.sort(reverse=True)
+    macros.sort(reverse=True)
     found_cycles = cycles()
 
+    print(f"files: {len(files)}, {sum(c for c, _ in files)} non-test lines")
     print("largest files (non-test lines):")
     for count, name in files[:5]:
         print(f"  {count:5}  {name}")
+    print(f"file sizes (lines; limit {FILE_LIMIT}):")
+    file_bounds = [(0, 99), (100, 199), (200, 299), (300, 399), (400, 449), (450, 474), (475, FILE_LIMIT)]
+    print("\n".join(distribution([c for c, _ in files], file_bounds)))
+    print(f"functions: {len(funcs)}")
     print("longest functions (lines):")
     for count, name, where in funcs[:5]:
         print(f"  {count:5}  {name}  {where}")
+    print(f"function lengths (lines; limit {FUNCTION_LIMIT}):")
+    function_bounds = [(1, 9), (10, 19), (20, 39), (40, 59), (60, 69), (70, 75), (76, FUNCTION_LIMIT)]
+    print("\n".join(distribution([c for c, _, _ in funcs], function_bounds)))
+    print(f"macro_rules! bodies: {len(macros)}, {sum(c for c, _, _ in macros)} lines")
+    for count, name, where in macros[:5]:
+        print(f"  {count:5}  {name}!  {where}")
+    print(f"test modules in files of their own: {len(test_files)}, {sum(c for c, _ in test_files)} lines")
     print("module cycles:" + ("" if found_cycles else " none"))
     for cycle in found_cycles:
         print(f"  {cycle}")
