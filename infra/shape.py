@@ -17,8 +17,11 @@ to every other count here.
 
 A cycle is a loop of `use` references between sibling modules: the top-level
 modules of a crate, or the children of one module directory (a parent's
-`mod.rs` re-exporting its children is not a cycle). The check keeps the
-structure the structure issue built: every change has one obvious place.
+`mod.rs` re-exporting its children is not a cycle). The scheduler's top-level
+modules are its layers, listed bottom up in LAYERS: a reference from one layer
+to a layer above it is reported as well, so that the fire path never reaches
+HTTP and the store never reaches the loops; a new top-level module must be
+given its place in the list.
 
 Parsing is deliberately simple (comments and string literals are blanked, then
 braces are counted), which is exact enough for rustfmt-formatted code.
@@ -32,6 +35,15 @@ ROOT = Path(__file__).resolve().parent.parent
 CRATES = ["schemas", "kafka", "scheduler", "executor-sdk", "bridge", "tests"]
 FILE_LIMIT = 500
 FUNCTION_LIMIT = 80
+
+# The scheduler's layers, bottom up (its crate tour in scheduler/src/lib.rs draws them): each
+# may use those before it, never one after it.
+LAYERS = {
+    "scheduler": [
+        "domain", "config", "clock", "metrics", "traces", "store", "engine", "readers",
+        "monitors", "operations", "http", "app", "cli",
+    ],
+}
 
 
 def blank_literals(text):
@@ -217,6 +229,28 @@ def cycles():
     return found
 
 
+def layer_breaches():
+    """References from a layer up to a layer above it, and top-level modules not in LAYERS."""
+    found = []
+    for crate, order in LAYERS.items():
+        src = ROOT / crate / "src"
+        rank = {layer: index for index, layer in enumerate(order)}
+        for path in sorted(src.rglob("*.rs")):
+            module = module_of(src, path)
+            if not module:
+                continue
+            if module[0] not in rank:
+                found.append(f"{crate}: {module[0]} is not placed in infra/shape.py's LAYERS")
+                continue
+            text = "\n".join(non_test_lines(path.read_text()))
+            upward = sorted(
+                {ref[0] for ref in references(module, text) if ref and rank.get(ref[0], -1) > rank[module[0]]}
+            )
+            for layer in upward:
+                found.append(f"{crate}: {'::'.join(module)} reaches up to {layer}")
+    return sorted(set(found))
+
+
 def strongly_connected(edges):
     index, low, stack, on_stack, groups = {}, {}, [], set(), []
 
@@ -263,6 +297,7 @@ def main():
     funcs.sort(reverse=True)
     macros.sort(reverse=True)
     found_cycles = cycles()
+    breaches = layer_breaches()
 
     print(f"files: {len(files)}, {sum(c for c, _ in files)} non-test lines")
     print("largest files (non-test lines):")
@@ -285,6 +320,9 @@ def main():
     print("module cycles:" + ("" if found_cycles else " none"))
     for cycle in found_cycles:
         print(f"  {cycle}")
+    print("layers reached from below:" + ("" if breaches else " none"))
+    for breach in breaches:
+        print(f"  {breach}")
 
     if check:
         broken = [f"{n} has {c} lines (limit {FILE_LIMIT})" for c, n in files if c > FILE_LIMIT]
@@ -294,6 +332,7 @@ def main():
             if c > FUNCTION_LIMIT
         ]
         broken += [f"cycle: {c}" for c in found_cycles]
+        broken += [f"layers: {b}" for b in breaches]
         for line in broken:
             print(f"shape: {line}", file=sys.stderr)
         return 1 if broken else 0

@@ -129,7 +129,7 @@ install_python_tools() {
   local tools=("confluent-kafka[avro,schemaregistry]==2.13.0" "fastavro==1.13.1")
   if ! python3 -c 'import confluent_kafka, fastavro, sys
 from confluent_kafka.schema_registry.avro import AvroDeserializer
-sys.exit(confluent_kafka.version()[0] != "2.13.0" or fastavro.__version__ != "1.13.1")' 2>/dev/null; then
+sys.exit(confluent_kafka.__version__ != "2.13.0" or fastavro.__version__ != "1.13.1")' 2>/dev/null; then
     step "Python test tools (PyPI)"
     python3 -m pip install --quiet --disable-pip-version-check "${tools[@]}"
   fi

@@ -31,6 +31,7 @@ use rdkafka::util::Timeout;
 
 use crate::clock::Clock;
 use crate::publisher::Publisher;
+use crate::settings::ExecutorSettings;
 
 /// What a beat reports about the runs (from the block-strategy lanes).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,6 +75,28 @@ pub(crate) struct Beats {
 }
 
 impl Beats {
+    /// What the executor `settings` describe announces, with its `handlers`: its partitions,
+    /// or with a beat plan the beats of the executors it fronts. A shadow executor sends
+    /// none: the partitions it holds are its own group's, and routing must not send
+    /// production's triggers by them.
+    pub(crate) fn of_executor(
+        settings: &ExecutorSettings,
+        publisher: &Publisher,
+        handlers: Vec<String>,
+    ) -> Option<Beats> {
+        (!settings.shadow).then(|| {
+            Beats::new(
+                publisher.clone(),
+                settings.topics.beats(),
+                settings.executor_id.clone(),
+                settings.app.clone(),
+                handlers,
+                settings.beat_interval,
+            )
+            .with_plan(settings.beat_plan.clone())
+        })
+    }
+
     pub(crate) fn new(
         publisher: Publisher,
         topic: String,

@@ -125,7 +125,7 @@ impl Route {
     fn partition(self) -> fn(JobId) -> i32 {
         match self {
             Route::ConsistentHash => {
-                |job| kadence_scheduler::routing::consistent_hash_partition(job, PARTITIONS)
+                |job| kadence_scheduler::engine::routing::consistent_hash_partition(job, PARTITIONS)
             }
             Route::First => |_| 0,
         }

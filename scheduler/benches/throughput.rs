@@ -65,7 +65,7 @@
 //! trigger; there is no switch for them).
 //!
 //! The scheduler's log goes to stderr at `warn`; `KADENCE_BENCH_LOG` replaces that filter, e.g.
-//! `KADENCE_BENCH_LOG=warn,kadence_scheduler::preread=debug` prints each pre-read scan with
+//! `KADENCE_BENCH_LOG=warn,kadence_scheduler::engine::preread=debug` prints each pre-read scan with
 //! the time it spent in the store and handing fires to the wheel.
 
 mod common;

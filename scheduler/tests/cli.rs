@@ -489,7 +489,7 @@ async fn preview_prints_fire_times_and_names_the_bad_field() {
 /// enums themselves, and a value outside them is refused before any request.
 #[tokio::test]
 async fn job_add_help_lists_every_strategy() {
-    use kadence_scheduler::model::RouteStrategy;
+    use kadence_scheduler::domain::model::RouteStrategy;
 
     let unused_api = "http://127.0.0.1:9";
     let help = kadence(unused_api, &["job", "add", "--help"]).await;

@@ -3,7 +3,7 @@
 //! Each row: expression, time zone, the instant to start after, the expected next fires.
 
 use chrono::{DateTime, Utc};
-use kadence_scheduler::schedule::{ScheduleSpec, parse_time_zone, preview};
+use kadence_scheduler::domain::schedule::{ScheduleSpec, parse_time_zone, preview};
 
 const NEW_YEAR: &str = "2026-01-01T00:00:00Z";
 

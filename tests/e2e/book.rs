@@ -1,4 +1,4 @@
-//! The book under `/docs/` (`api.book_dir`, see `kadence_scheduler::book`), on a real node:
+//! The book under `/docs/` (`api.book_dir`, see `kadence_scheduler::http::book`), on a real node:
 //!
 //! - With a book: `/docs` redirects to `/docs/`; the index, a page in a sub-folder and a
 //!   style sheet are served with their content types to a client with no session; a

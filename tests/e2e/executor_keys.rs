@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use kadence_scheduler::model::RunState;
+use kadence_scheduler::domain::model::RunState;
 use kadence_schemas::{
     AppName, ExecutorBeat, ExecutorState, JobId, LogRecord, ResultRecord, TriggerId, codec,
 };

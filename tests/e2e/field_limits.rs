@@ -1,4 +1,4 @@
-//! Every text and list the API stores has a limit (`kadence_scheduler::model::limits`): one
+//! Every text and list the API stores has a limit (`kadence_scheduler::domain::model::limits`): one
 //! character, byte or entry over it is a 400 naming the field, its size and the limit; exactly
 //! at it is taken and kept whole. Values at the limits are written in four-byte characters
 //! where the limit counts characters, so MySQL's `VARCHAR` columns are shown to hold them.
@@ -7,7 +7,7 @@
 //!
 //! On every backend: what is proven is what the columns of each store take.
 
-use kadence_scheduler::model::limits::{
+use kadence_scheduler::domain::model::limits::{
     self, ALARM_EMAIL, ALARM_EMAILS, APP_TITLE, AUTHOR, GLUE_REMARK, GLUE_SOURCE, JOB_NAME, Limit,
     PARAMS,
 };

@@ -7,11 +7,11 @@ use std::time::Duration;
 use kadence_executor::{
     Executor, ExecutorBuilder, JobContext, JobError, JobResult, OwnedPartitions,
 };
-use kadence_scheduler::api::{ExecutorView, JobView, SigningKeyView};
 use kadence_scheduler::app::Scheduler;
 use kadence_scheduler::clock::SystemClock;
 use kadence_scheduler::config::Config;
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
+use kadence_scheduler::http::api::{ExecutorView, JobView, SigningKeyView};
 use kadence_scheduler::store::Store;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};

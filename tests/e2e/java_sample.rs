@@ -28,8 +28,8 @@ use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kadence_scheduler::api::ExecutorView;
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
+use kadence_scheduler::http::api::ExecutorView;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};

@@ -19,8 +19,8 @@ use std::net::IpAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use kadence_scheduler::auth::token_hash;
 use kadence_scheduler::config::TrustedProxies;
+use kadence_scheduler::operations::auth::token_hash;
 use kadence_tests::serve::spawn_serve;
 use reqwest::Method;
 use reqwest::header::{COOKIE, SET_COOKIE};
@@ -337,7 +337,7 @@ async fn a_login_name_cannot_forge_a_line_of_the_log(backend: Backend) {
         }
         read
     });
-    let forged = "FORGED INFO kadence_scheduler::api::sessions: user=\"admin\" logged in";
+    let forged = "FORGED INFO kadence_scheduler::http::api::sessions: user=\"admin\" logged in";
     let name = format!("mallory\n{forged}\r\u{1b}[2K{forged}\u{7}\u{85}\t{forged}");
     let (status, _) = kadence_tests::session::attempt_login(&api, &name, "guess").await;
     assert_eq!(status, 401);

@@ -56,7 +56,7 @@ use std::time::Duration;
 
 use common::{Backend, wait_for};
 use helpers::spawn_app;
-use kadence_scheduler::model::{Run, RunState};
+use kadence_scheduler::domain::model::{Run, RunState};
 use kadence_schemas::{
     AppName, ExecutorBeat, ExecutorState, JobId, ResultRecord, TriggerId, TriggerType, codec,
 };

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use kadence_scheduler::config::{SmtpTls, WebhookNetworks};
-use kadence_scheduler::model::{AlarmStatus, Run, RunState};
+use kadence_scheduler::domain::model::{AlarmStatus, Run, RunState};
 use kadence_schemas::TriggerType;
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
 use kadence_tests::now_ms;
 use kadence_tests::triggers::read_triggers;
 use serde_json::json;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
 use serde_json::json;
 
 use crate::common::{Backend, wait_for};

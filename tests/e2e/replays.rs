@@ -11,7 +11,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use kadence_scheduler::model::{Run, RunState};
+use kadence_scheduler::domain::model::{Run, RunState};
 use kadence_schemas::{TriggerRecord, TriggerType};
 use kadence_tests::triggers::{Placed, read_placed_records};
 use reqwest::Method;

@@ -13,8 +13,8 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use kadence_scheduler::api::{ExecutorView, JobView};
-use kadence_scheduler::model::{ExecutorStatus, Run, RunState};
+use kadence_scheduler::domain::model::{ExecutorStatus, Run, RunState};
+use kadence_scheduler::http::api::{ExecutorView, JobView};
 use kadence_schemas::JobId;
 use serde_json::json;
 
@@ -125,7 +125,7 @@ async fn every_strategy_routes_among_three_executors(backend: Backend) {
             // Seven uniform picks all on one partition: probability 3 × 3⁻⁷ ≈ 0.14 %.
             "RANDOM" => assert!(distinct.len() >= 2, "{strategy}: {placed:?}"),
             "CONSISTENT_HASH" => {
-                let ring = kadence_scheduler::routing::consistent_hash_partition(
+                let ring = kadence_scheduler::engine::routing::consistent_hash_partition(
                     JobId::new(job.id).unwrap(),
                     3,
                 );
@@ -386,11 +386,11 @@ async fn failover_moves_off_a_killed_executor_before_the_rebalance(backend: Back
 async fn a_partition_count_mismatch_is_reported_at_start(backend: Backend) {
     let database = TestDatabase::create(backend).await;
     let prefix = unique("kt");
-    let store = kadence_scheduler::pools::open_store(&database.url, 2)
+    let store = kadence_scheduler::app::pools::open_store(&database.url, 2)
         .await
         .unwrap();
     store
-        .create_app(&kadence_scheduler::model::App {
+        .create_app(&kadence_scheduler::domain::model::App {
             name: kadence_schemas::AppName::parse("drifted").unwrap(),
             title: String::new(),
             partitions: 2,

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
 use serde_json::{Value, json};
 
 use crate::common::{Backend, unique, wait_for};

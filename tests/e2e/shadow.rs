@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kadence_executor::{JobContext, JobError, JobResult};
-use kadence_scheduler::model::RunState;
+use kadence_scheduler::domain::model::RunState;
 use reqwest::Method;
 use serde_json::{Value, json};
 

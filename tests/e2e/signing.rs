@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use kadence_kafka::RecordSigner;
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
 use kadence_schemas::{
     AppName, BlockStrategy, ControlCommand, ControlRecord, GlueType, JobId, TriggerId,
     TriggerRecord, TriggerType, codec, headers,
@@ -358,8 +358,9 @@ async fn signed_kills_stop_runs_and_forged_ones_are_ignored(backend: Backend) {
     let job = app
         .create_job(json!({"app": "killable", "handler": "sleep", "schedule_type": "NONE"}))
         .await;
-    let running_job =
-        |view: &kadence_scheduler::api::ExecutorView| view.entry.running_jobs.contains(&job.id);
+    let running_job = |view: &kadence_scheduler::http::api::ExecutorView| {
+        view.entry.running_jobs.contains(&job.id)
+    };
 
     // Forged and unsigned KILLs of a 4 s run: ignored, the run succeeds.
     let survivor = app.trigger(job.id, Some("4000")).await;

@@ -10,24 +10,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kadence_kafka::{DeadLetters, KafkaSettings, RecordSigner};
-use kadence_scheduler::acks::{AckLedger, AckWriter};
-use kadence_scheduler::cancellations::CancelledFires;
-use kadence_scheduler::claims::Claimer;
+use kadence_scheduler::app::pools::open_store;
 use kadence_scheduler::clock::{Clock, ManualClock};
-use kadence_scheduler::dispatch::{
+use kadence_scheduler::domain::model::{
+    App, JobStatus, NewJob, PendingFire, RouteStrategy, RunState,
+};
+use kadence_scheduler::domain::schedule::ScheduleSpec;
+use kadence_scheduler::engine::acks::{AckLedger, AckWriter};
+use kadence_scheduler::engine::cancellations::CancelledFires;
+use kadence_scheduler::engine::claims::Claimer;
+use kadence_scheduler::engine::dispatch::{
     DispatchOutcomes, DispatchSettings, DispatchSummary, Dispatcher,
 };
-use kadence_scheduler::intake::FireIntake;
-use kadence_scheduler::kafka::TopicAdmin;
-use kadence_scheduler::model::{App, JobStatus, NewJob, PendingFire, RouteStrategy, RunState};
-use kadence_scheduler::partitions::PartitionDirectory;
-use kadence_scheduler::pools::open_store;
-use kadence_scheduler::preread::{PreReadSettings, PreReader};
-use kadence_scheduler::registry::Registry;
-use kadence_scheduler::results::{ResultsConsumer, ResultsSummary};
-use kadence_scheduler::schedule::ScheduleSpec;
-use kadence_scheduler::shards::{ShardLeaser, ShardOwnership};
-use kadence_scheduler::signer::{SignedProducer, Signer};
+use kadence_scheduler::engine::intake::FireIntake;
+use kadence_scheduler::engine::kafka::TopicAdmin;
+use kadence_scheduler::engine::partitions::PartitionDirectory;
+use kadence_scheduler::engine::preread::{PreReadSettings, PreReader};
+use kadence_scheduler::engine::registry::Registry;
+use kadence_scheduler::engine::shards::{ShardLeaser, ShardOwnership};
+use kadence_scheduler::engine::signer::{SignedProducer, Signer};
+use kadence_scheduler::readers::results::{ResultsConsumer, ResultsSummary};
 use kadence_scheduler::store::{PageRequest, Store};
 use kadence_schemas::{AppName, ResultRecord, Topics, codec};
 use kadence_tests::triggers::read_triggers;
@@ -206,9 +208,12 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
         Arc::clone(&store),
         DeadLetters::new(kafka.idempotent_producer().unwrap(), topics.dlq()),
         // Hand-made results, unsigned: executor signatures are other tests' subject.
-        kadence_scheduler::executor_auth::ExecutorKeyring::load(Arc::clone(&store) as _, false)
-            .await
-            .unwrap(),
+        kadence_scheduler::readers::executor_auth::ExecutorKeyring::load(
+            Arc::clone(&store) as _,
+            false,
+        )
+        .await
+        .unwrap(),
         100,
     )
     .unwrap();

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
 use kadence_schemas::TriggerType;
 use reqwest::Method;
 use serde_json::{Value, json};

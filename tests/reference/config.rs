@@ -37,7 +37,7 @@ struct Source {
     structs: HashMap<String, Vec<ItemStruct>>,
     enums: HashMap<String, ItemEnum>,
     aliases: HashMap<String, Type>,
-    /// The module docs of `scheduler/src/config.rs`: how configuration is loaded.
+    /// The module docs of `scheduler/src/config/mod.rs`: how configuration is loaded.
     config_module_doc: String,
 }
 
@@ -55,7 +55,7 @@ impl Source {
                 source.add_file(&file);
             }
         }
-        let config = parse(&root.join("scheduler/src/config.rs"));
+        let config = parse(&root.join("scheduler/src/config/mod.rs"));
         source.config_module_doc = doc_of(&config.attrs);
         source
     }
@@ -253,7 +253,7 @@ fn default_shown(value: Option<&Value>) -> String {
     }
 }
 
-/// The environment variable that sets `path` (`config.rs`'s rule: `KADENCE_`, then the
+/// The environment variable that sets `path` (`config/mod.rs`'s rule: `KADENCE_`, then the
 /// section and key joined by `__`, in capitals).
 fn environment_variable(path: &[&str], is_table: bool) -> String {
     let name = format!("KADENCE_{}", path.join("__").to_uppercase());
@@ -270,7 +270,7 @@ fn render(source: &Source, defaults: &Value) -> String {
         "operators setting up `kadence serve`, and anyone reading a node's configuration",
         "set any key of the configuration file or its environment variable, knowing its default \
          and what it changes",
-        "the configuration types' doc comments and defaults (`scheduler/src/config.rs` and the \
+        "the configuration types' doc comments and defaults (`scheduler/src/config/mod.rs` and the \
          types it names)",
     );
     page.push_str(&doc_for_book(&source.config_module_doc));
@@ -279,7 +279,7 @@ fn render(source: &Source, defaults: &Value) -> String {
     );
     let root = source
         .section(&syn::parse_quote!(Config))
-        .expect("scheduler/src/config.rs declares Config");
+        .expect("scheduler/src/config/mod.rs declares Config");
     for field in named_fields(root) {
         let section = field_name(field);
         let _ = writeln!(page, "- [`[{section}]`](#{section})");

@@ -1,5 +1,5 @@
 //! The book's HTTP API page, `docs/src/reference/http-api.md`, rendered from the OpenAPI
-//! document a node serves (`kadence_scheduler::api::openapi_document()`), so that the page
+//! document a node serves (`kadence_scheduler::http::api::openapi_document()`), so that the page
 //! and the API cannot drift apart: a route, parameter, answer or field that changes changes
 //! the page, and this test shows the difference until the page is written anew.
 //!
@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use expect_test::expect_file;
-use kadence_scheduler::api::{DEFAULT_PAGE_SIZE, DOCS_PATH, DOCUMENT_PATH, MAX_PAGE_SIZE};
+use kadence_scheduler::http::api::{DEFAULT_PAGE_SIZE, DOCS_PATH, DOCUMENT_PATH, MAX_PAGE_SIZE};
 use serde_json::Value;
 
 use self::operations::{METHODS, Operation};
@@ -45,7 +45,7 @@ use crate::markdown::{
 
 #[test]
 fn the_http_api_page_matches_the_openapi_document() {
-    let document = serde_json::to_value(kadence_scheduler::api::openapi_document())
+    let document = serde_json::to_value(kadence_scheduler::http::api::openapi_document())
         .expect("the OpenAPI document is JSON");
     let rendered = render(&document);
     assert_unique_anchors(&rendered);
@@ -64,7 +64,7 @@ fn render(document: &Value) -> String {
         "HTTP API",
         "people scripting against a Kadence scheduler's API or writing a client for it",
         "you can find any route, what it needs (token, parameters, body) and what it answers",
-        "the scheduler's OpenAPI document (`kadence_scheduler::api::openapi_document`)",
+        "the scheduler's OpenAPI document (`kadence_scheduler::http::api::openapi_document`)",
     );
     page.push_str(&authentication(document, &operations));
     page.push_str(&answers(&components));

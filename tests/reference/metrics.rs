@@ -67,8 +67,7 @@ fn render() -> String {
         "operators building dashboards and alert rules, and anyone reading a `/metrics` page",
         "find every metric a scheduler node or an executor exports: its type, its labels and \
          what it counts",
-        "the metric definitions (`scheduler/src/metrics/`, `scheduler/src/database_watch.rs`, \
-         `executor-sdk/src/metrics.rs`)",
+        "the metric definitions (`scheduler/src/metrics/`, `executor-sdk/src/metrics.rs`)",
     );
     page.push_str(
         "Names follow Prometheus's conventions: a `kadence_scheduler_` or `kadence_executor_` \

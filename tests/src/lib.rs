@@ -32,7 +32,7 @@ pub fn now_ms() -> i64 {
 
 /// An HTTP client for a scheduler's API that lets its pooled connections go after 5 s idle.
 /// The API closes a keep-alive connection that stays idle for its `api.header_read_timeout`
-/// (10 s by default, `scheduler/src/api/serve.rs`); a client that keeps one longer may send
+/// (10 s by default, `scheduler/src/http/api/serve.rs`); a client that keeps one longer may send
 /// its next request just as the server closes it, and get no answer (hyper's
 /// `IncompleteMessage`: a test that waited ten seconds between two calls failed so).
 pub fn api_client() -> reqwest::Client {

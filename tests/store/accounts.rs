@@ -4,11 +4,11 @@
 
 use secrecy::SecretString;
 
-use kadence_scheduler::auth::{
+use kadence_scheduler::domain::model::{Access, AppGrant, NewAuditEntry, Role, TokenKind};
+use kadence_scheduler::operations::auth::{
     FIRST_ADMIN, FirstAdmin, ensure_first_admin, hash_password, mint_token, token_hash,
     verify_password,
 };
-use kadence_scheduler::model::{Access, AppGrant, NewAuditEntry, Role, TokenKind};
 use kadence_scheduler::store::{AuditFilter, NewToken, NewUser, PageRequest, StoreError};
 use kadence_schemas::AppName;
 

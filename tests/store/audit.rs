@@ -1,7 +1,7 @@
 //! The audit trail's entries that stand for a flood of refusals: recording one returns its
 //! id, and its details (the count) are replaced later, on every backend.
 
-use kadence_scheduler::model::NewAuditEntry;
+use kadence_scheduler::domain::model::NewAuditEntry;
 use kadence_scheduler::store::{AuditFilter, PageRequest};
 use serde_json::json;
 

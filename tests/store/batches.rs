@@ -2,8 +2,8 @@
 //! once its lease ended and by one node, acknowledgements moving its lease and deleting it,
 //! and a batch that cannot be read set aside instead of blocking the claims.
 
-use kadence_scheduler::model::PendingFire;
-use kadence_scheduler::schedule::MisfireStrategy;
+use kadence_scheduler::domain::model::PendingFire;
+use kadence_scheduler::domain::schedule::MisfireStrategy;
 use kadence_scheduler::store::{BatchProgress, NewFire, NewFireBatch, Store};
 use kadence_schemas::{TriggerId, TriggerType};
 

@@ -4,7 +4,9 @@
 //! run's attempts and the runs found by trigger id; the removal of a job with everything kept
 //! about it (refused while it runs or is someone's child); the dashboard's counts.
 
-use kadence_scheduler::model::{App, Glue, HistoryPolicy, Job, JobStatus, NewJob, RetryPolicy};
+use kadence_scheduler::domain::model::{
+    App, Glue, HistoryPolicy, Job, JobStatus, NewJob, RetryPolicy,
+};
 use kadence_scheduler::monitors::reports::{DAY_MS, day_of};
 use kadence_scheduler::store::{
     JobCounts, JobFilter, JobRemoval, LogLines, PageRequest, RunCounts, RunFilter, RunOutcome,

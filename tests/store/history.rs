@@ -6,7 +6,7 @@
 //! is done at completion: the follow-up monitor never claims it.
 
 use kadence_scheduler::config::RetentionConfig;
-use kadence_scheduler::model::{
+use kadence_scheduler::domain::model::{
     Completion, CompletionOutcome, HistoryPolicy, Job, NewJob, RetryPolicy, Run,
 };
 use kadence_scheduler::monitors::reports::{DAY_MS, day_of, refresh_reports_once};

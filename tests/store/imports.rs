@@ -3,11 +3,11 @@
 //! `imported_ids` as the undo and second runs read it; and reset tokens that work once,
 //! until they expire, and only the latest one issued.
 
-use kadence_scheduler::auth::{hash_password, verify_password};
-use kadence_scheduler::model::{
+use kadence_scheduler::domain::model::{
     Access, App, GlueVersion, JobStatus, NewJob, Role, TokenKind, User,
 };
-use kadence_scheduler::schedule::ScheduleSpec;
+use kadence_scheduler::domain::schedule::ScheduleSpec;
+use kadence_scheduler::operations::auth::{hash_password, verify_password};
 use kadence_scheduler::store::{
     ImportWrite, ImportedApp, ImportedJob, ImportedKind, ImportedUser, NewResetToken, NewToken,
     Store, StoreError, UserChange, UserChangeOutcome, UserCredentials,

@@ -23,12 +23,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::{Backend, TestDatabase};
-use kadence_scheduler::model::{
+use kadence_scheduler::app::pools::open_store;
+use kadence_scheduler::domain::model::{
     App, ChildTriggerMode, Completion, CompletionOutcome, Glue, JobStatus, NewJob, PendingFire,
     RetryBackoff, RetryPolicy, RunState,
 };
-use kadence_scheduler::pools::open_store;
-use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
+use kadence_scheduler::domain::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{
     BatchProgress, DispatchAck, DispatchMarks, JobFilter, OwnedShard, PageRequest, PreReadOutcome,
     PreReadRequest, ShardLeaseRequest, Store, StoreError,

@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use kadence_scheduler::config::MonitorConfig;
 use kadence_scheduler::config::RetentionConfig;
-use kadence_scheduler::intake::FireIntake;
-use kadence_scheduler::model::{
+use kadence_scheduler::domain::model::{
     AlarmStatus, ChildTriggerMode, Completion, Job, NewJob, PendingFire, RetryBackoff, RetryPolicy,
     RouteStrategy, Run,
 };
+use kadence_scheduler::domain::schedule::{MisfireStrategy, ScheduleSpec};
+use kadence_scheduler::engine::intake::FireIntake;
 use kadence_scheduler::monitors::alarm::{Alarm, AlarmChannel, AlarmError, Alarms};
 use kadence_scheduler::monitors::follow_up::{FollowUp, FollowUpSummary};
 use kadence_scheduler::monitors::reports::{DAY_MS, day_of, refresh_reports_once};
 use kadence_scheduler::monitors::retention::{RetentionSummary, apply_retention_once};
-use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
 use kadence_scheduler::store::{LogLines, NewFire, PageRequest, Store};
 use kadence_schemas::{TriggerId, TriggerType};
 use tokio::sync::mpsc;
@@ -480,7 +480,7 @@ async fn reports_count_days_and_retention_deletes_old_rows_in_batches(backend: B
     assert_eq!(counts, vec![(day_of(old), 1, 1, 1), (day_of(T0), 1, 1, 1)]);
 
     for at_ms in [old, T0] {
-        let entry = kadence_scheduler::model::NewAuditEntry {
+        let entry = kadence_scheduler::domain::model::NewAuditEntry {
             at_ms,
             user_id: None,
             user_name: "admin".into(),

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kadence_scheduler::acks::{AckLedger, AckWriter, SettledFire};
-use kadence_scheduler::cancellations::{CancellationPoller, CancelledFires};
-use kadence_scheduler::claims::Claimer;
-use kadence_scheduler::intake::FireIntake;
-use kadence_scheduler::model::{JobStatus, PendingFire, RunState};
-use kadence_scheduler::schedule::{MisfireStrategy, ScheduleSpec};
+use kadence_scheduler::domain::model::{JobStatus, PendingFire, RunState};
+use kadence_scheduler::domain::schedule::{MisfireStrategy, ScheduleSpec};
+use kadence_scheduler::engine::acks::{AckLedger, AckWriter, SettledFire};
+use kadence_scheduler::engine::cancellations::{CancellationPoller, CancelledFires};
+use kadence_scheduler::engine::claims::Claimer;
+use kadence_scheduler::engine::intake::FireIntake;
 use kadence_scheduler::store::{CANCELLATION_MEMORY_MS, DispatchAck, PageRequest, Store};
 use kadence_schemas::JobId;
 use tokio::sync::mpsc;

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use kadence_scheduler::config::RegistryConfig;
-use kadence_scheduler::lost_runs::{LostRunsSummary, fail_lost_runs_once};
-use kadence_scheduler::model::{
+use kadence_scheduler::domain::model::{
     ExecutorEntry, ExecutorStatus, JobStatus, PendingFire, RouteStrategy, RunState,
 };
-use kadence_scheduler::registry::sweep_once;
-use kadence_scheduler::schedule::MisfireStrategy;
+use kadence_scheduler::domain::schedule::MisfireStrategy;
+use kadence_scheduler::monitors::executor_sweep::sweep_once;
+use kadence_scheduler::monitors::lost_runs::{LostRunsSummary, fail_lost_runs_once};
 use kadence_scheduler::store::{
     DispatchAck, DispatchMarks, LogLines, NewFire, PageRequest, RunLogLines,
 };

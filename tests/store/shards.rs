@@ -4,8 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use kadence_scheduler::model::JobStatus;
-use kadence_scheduler::schedule::MisfireStrategy;
+use kadence_scheduler::domain::model::JobStatus;
+use kadence_scheduler::domain::schedule::MisfireStrategy;
 use kadence_scheduler::store::{Acquisition, ShardLease, ShardLeaseRequest, Store};
 use kadence_schemas::JobId;
 

@@ -2,7 +2,7 @@
 //! at once), a rotation's key becomes the newest, the newest active key is the one to sign
 //! with, and the only active key cannot be retired.
 
-use kadence_scheduler::signer::new_signing_key;
+use kadence_scheduler::engine::signer::new_signing_key;
 use kadence_scheduler::store::{NewSigningKey, RetireOutcome};
 use secrecy::ExposeSecret;
 

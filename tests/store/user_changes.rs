@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use kadence_scheduler::auth::{hash_password, mint_token, token_hash};
-use kadence_scheduler::model::{Access, NewAuditEntry, Role, TokenKind, UserStatus};
+use kadence_scheduler::domain::model::{Access, NewAuditEntry, Role, TokenKind, UserStatus};
+use kadence_scheduler::operations::auth::{hash_password, mint_token, token_hash};
 use kadence_scheduler::store::{
     AuditFilter, NewResetToken, NewToken, NewUser, PageRequest, Store, UserChange,
     UserChangeOutcome, UserStanding,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kadence_kafka::{TrustedKeys, close_consumer};
-use kadence_schemas::{ControlCommand, ControlRecord, TriggerRecord, codec, now_ms};
+use kadence_schemas::{ControlCommand, ControlRecord, TriggerRecord, codec};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::intake::refusal_kind;
 use super::kills::RememberedKills;
+use crate::clock::Clock;
 use crate::dispatch::{Dispatch, Step};
 use crate::error::ExecutorError;
 use crate::metrics::ExecutorMetrics;
@@ -49,6 +50,7 @@ pub(super) enum ControlEvent {
 pub(super) fn spawn_reader(
     settings: &ExecutorSettings,
     metrics: &Arc<ExecutorMetrics>,
+    clock: Clock,
     events: mpsc::UnboundedSender<ControlEvent>,
     stop: CancellationToken,
 ) -> Result<(), ExecutorError> {
@@ -78,6 +80,7 @@ pub(super) fn spawn_reader(
         app: settings.app.clone(),
         trusted: settings.trusted_keys.clone(),
         memory_ms: i64::try_from(settings.kill_memory.as_millis()).unwrap_or(i64::MAX),
+        clock,
         patience: settings.session_timeout,
         events,
         metrics: Arc::clone(metrics),
@@ -92,6 +95,8 @@ struct Reader {
     app: kadence_schemas::AppName,
     trusted: TrustedKeys,
     memory_ms: i64,
+    /// The consumer loop's clock: a command is remembered while younger than `memory_ms`.
+    clock: Clock,
     /// How long catching up may take before the loop is let go anyway.
     patience: Duration,
     events: mpsc::UnboundedSender<ControlEvent>,
@@ -174,7 +179,7 @@ impl Reader {
         match read {
             Ok(command)
                 if command.app == self.app
-                    && command.requested_at_ms >= now_ms() - self.memory_ms =>
+                    && command.requested_at_ms >= self.clock.now_ms() - self.memory_ms =>
             {
                 let _ = self.events.send(ControlEvent::Command(command));
             }

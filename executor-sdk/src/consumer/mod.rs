@@ -116,7 +116,7 @@ pub(crate) async fn run(
         if next_release_ms != hold_at_ms {
             hold_at_ms = next_release_ms;
             if let Some(at_ms) = next_release_ms {
-                hold_timer.as_mut().reset(Clock::System.instant_at(at_ms));
+                hold_timer.as_mut().reset(state.clock.instant_at(at_ms));
             }
         }
         let consuming = matches!(state.phase, Phase::Consuming);
@@ -196,6 +196,9 @@ struct Loop {
     beat_tick: Interval,
     /// Records received and not yet ended (run, refused, skipped or dead-lettered).
     in_flight: usize,
+    /// Where the loop reads the time: every "now" of the loop, its runs, its dispatch and its
+    /// control reader comes from this one clock.
+    clock: Clock,
     phase: Phase,
 }
 
@@ -218,17 +221,9 @@ impl Loop {
         let hard_stop = CancellationToken::new();
         let (ended_tx, ended) = mpsc::unbounded_channel();
         let publisher = Publisher::new(&settings, Arc::clone(&metrics))?;
-        let beats = (!settings.shadow).then(|| {
-            Beats::new(
-                publisher.clone(),
-                settings.topics.beats(),
-                settings.executor_id.clone(),
-                settings.app.clone(),
-                registry.names(),
-                settings.beat_interval,
-            )
-            .with_plan(settings.beat_plan.clone())
-        });
+        let beats = Beats::of_executor(&settings, &publisher, registry.names());
+        // The one clock of the loop, its runs, its dispatch and its control reader.
+        let clock = Clock::System;
         let runs = Runs::new(RunsConfig {
             executor_id: settings.executor_id.clone(),
             publisher,
@@ -237,13 +232,13 @@ impl Loop {
             running,
             assignment: assignment.clone(),
             max_log_lines: settings.max_log_lines,
-            clock: Clock::System,
+            clock,
             metrics: Arc::clone(&metrics),
             spans: RunSpans::new(settings.tracer.clone(), settings.exports_spans),
             shadow: settings.shadow,
         });
         let dispatch = Dispatch::new(
-            Clock::System,
+            clock,
             settings.max_concurrent_per_job,
             settings.executor_id.clone(),
             hard_stop.clone(),
@@ -253,7 +248,13 @@ impl Loop {
             i64::try_from(settings.kill_memory.as_millis()).unwrap_or(i64::MAX),
         );
         let control_stop = CancellationToken::new();
-        control::spawn_reader(&settings, &metrics, commands_tx, control_stop.clone())?;
+        control::spawn_reader(
+            &settings,
+            &metrics,
+            clock,
+            commands_tx,
+            control_stop.clone(),
+        )?;
         let mut beat_tick = tokio::time::interval(settings.beat_interval);
         beat_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         settings.announce_start(registry.names().len(), group.topic());
@@ -278,6 +279,7 @@ impl Loop {
             hard_stop,
             in_flight: 0,
             phase: Phase::Consuming,
+            clock,
         })
     }
 
@@ -313,7 +315,7 @@ impl Loop {
     fn control(&mut self, event: ControlEvent) {
         match event {
             ControlEvent::Command(command) => {
-                let now_ms = kadence_schemas::now_ms();
+                let now_ms = self.clock.now_ms();
                 let steps = control::apply(command, &mut self.dispatch, &mut self.kills, now_ms);
                 self.carry_out(steps);
             }
@@ -356,7 +358,7 @@ impl Loop {
     /// placed in its job's lane at once); never waits for a handler.
     fn admit(&mut self, message: OwnedMessage) {
         let (partition, offset) = (message.partition(), message.offset());
-        let received_at_ms = kadence_schemas::now_ms();
+        let received_at_ms = self.clock.now_ms();
         let trigger =
             match intake::read_trigger(&self.settings.trusted_keys, &message, received_at_ms) {
                 Ok(trigger) => Arc::new(trigger),

@@ -160,7 +160,7 @@ impl Database {
             }
         };
         // Migrations come from the scheduler itself.
-        kadence_scheduler::pools::open_store(database.url(), 1)
+        kadence_scheduler::app::pools::open_store(database.url(), 1)
             .await
             .expect("migrate");
         database
@@ -240,10 +240,10 @@ impl Database {
     /// The key the scheduler will sign with: made in the store now, as the first node would
     /// make it, so that executors can trust its public key before the scheduler starts.
     pub async fn signing_key(&self) -> Arc<RecordSigner> {
-        let store = kadence_scheduler::pools::open_store(self.url(), 1)
+        let store = kadence_scheduler::app::pools::open_store(self.url(), 1)
             .await
             .expect("open the store");
-        kadence_scheduler::signer::Signer::load(store.as_ref(), now_ms())
+        kadence_scheduler::engine::signer::Signer::load(store.as_ref(), now_ms())
             .await
             .expect("make the signing key")
             .current()
@@ -251,7 +251,7 @@ impl Database {
 
     /// A new executor key of `app` in this database: the text its executors sign with.
     pub async fn executor_key(&self, app: &str) -> String {
-        let store = kadence_scheduler::pools::open_store(self.url(), 1)
+        let store = kadence_scheduler::app::pools::open_store(self.url(), 1)
             .await
             .expect("open the store");
         let key = kadence_kafka::ExecutorKey::generate().expect("an executor key");

@@ -2,8 +2,8 @@
 //! from [`metric_catalogue`] (a registry cannot serve, since it gathers only the families that
 //! have series already).
 
-use crate::database_watch::DatabaseHealth;
 use crate::metrics::SchedulerMetrics;
+use crate::monitors::database_watch::DatabaseHealth;
 
 /// Every metric a node registers, unregistered: its [`SchedulerMetrics`] and its database
 /// watch's, as [`super::Scheduler`] wires them.

@@ -8,14 +8,16 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 
 use super::{FirePath, Node};
-use crate::api::{
-    ApiLimits, ApiState, LoginThrottle, MetricsAccess, RefusalTally, metrics_router, router, serve,
-};
-use crate::book::Book;
 use crate::clock::millis;
-use crate::kafka::ControlChannel;
+use crate::engine::kafka::ControlChannel;
+use crate::http::api::{
+    ApiLimits, ApiState, CredentialPolicy, MetricsAccess, RefusalTally, metrics_router, router,
+    serve,
+};
+use crate::http::book::Book;
 use crate::monitors::webhook_target::WebhookTargets;
-use crate::replay::Replayer;
+use crate::operations::jobs::{JobOperations, JobTiming};
+use crate::operations::replay::Replayer;
 
 impl Node {
     /// Serves the API (and `book` under `/docs/`) on `listener` with its own pool, until
@@ -31,25 +33,26 @@ impl Node {
         let api_intake = fire_path.intake.using(Arc::clone(&api_store));
         let state = Arc::new(ApiState {
             intake: api_intake.clone(),
-            store: api_store,
+            store: Arc::clone(&api_store),
             admin: Arc::clone(&self.admin),
             topics: self.topics.clone(),
             partitions: Arc::clone(&self.partitions),
-            cancelled: fire_path.cancelled,
-            pre_read_waker: fire_path.pre_read_waker,
+            jobs: JobOperations::new(
+                Arc::clone(&api_store),
+                (fire_path.cancelled, fire_path.pre_read_waker),
+                Arc::clone(&self.clock),
+                JobTiming {
+                    pre_read_window_ms: millis(schedule.pre_read_window),
+                    change_settle_ms: millis(schedule.emit_lead + schedule.cancel_poll_interval),
+                },
+                WebhookTargets::new(self.config.alarm.webhook_allowed_networks.clone()),
+            ),
             control: ControlChannel::new(self.signed.clone(), self.topics.control()),
             registry: Arc::clone(&self.registry),
             clock: Arc::clone(&self.clock),
-            pre_read_window_ms: millis(schedule.pre_read_window),
-            change_settle_ms: millis(schedule.emit_lead + schedule.cancel_poll_interval),
-            login_throttle: LoginThrottle::new(&self.config.auth),
+            credentials: CredentialPolicy::new(&self.config.auth),
             refusals: RefusalTally::default(),
-            session_ttl: self.config.auth.session_ttl,
-            api_token_max_ttl: self.config.auth.api_token_max_ttl,
             database: Arc::clone(&self.database),
-            webhook_targets: WebhookTargets::new(
-                self.config.alarm.webhook_allowed_networks.clone(),
-            ),
             metrics_access: MetricsAccess::new(&self.config.metrics),
             replayer: Arc::new(
                 Replayer::new(

@@ -7,18 +7,19 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::{FirePath, Node};
-use crate::database_watch::run_database_watch;
-use crate::dead_letters::DeadLetterReader;
-use crate::executor_auth::run_keyring_refresh;
-use crate::logs::LogsConsumer;
-use crate::lost_runs::run_lost_run_monitor;
+use crate::engine::signer::run_refresh;
+use crate::monitors::database_watch::run_database_watch;
+use crate::monitors::executor_sweep::run_sweeper;
+use crate::monitors::lost_runs::run_lost_run_monitor;
 use crate::monitors::{
     alarm::Alarms, follow_up::FollowUp, reports::run_reports, retention::run_retention,
 };
-use crate::registry::{BeatsReader, run_sweeper};
-use crate::replay::shadow::ShadowResultsConsumer;
-use crate::results::ResultsConsumer;
-use crate::signer::run_refresh;
+use crate::readers::beats::BeatsReader;
+use crate::readers::dead_letters::DeadLetterReader;
+use crate::readers::executor_auth::run_keyring_refresh;
+use crate::readers::logs::LogsConsumer;
+use crate::readers::results::ResultsConsumer;
+use crate::readers::shadow_results::ShadowResultsConsumer;
 
 impl Node {
     /// The readers of the shared topics: beats (with the registry's sweeper and the lost-run

@@ -11,7 +11,7 @@
 //!
 //! The readers of what executors publish and the monitors that follow a run up are started
 //! in `loops`; the HTTP side (API, console, book, metrics) is served by `http`; the API's
-//! replayer reads trigger topics back (see [`crate::replay`]).
+//! replayer reads trigger topics back (see [`crate::operations::replay`]).
 //!
 //! Dispatch and the control channel produce through one [`SignedProducer`]: every trigger
 //! and control record is signed with the node's current key, refreshed from the store.
@@ -31,6 +31,7 @@
 mod catalogue;
 mod http;
 mod loops;
+pub mod pools;
 
 pub use catalogue::metric_catalogue;
 
@@ -47,28 +48,30 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::acks::{AckLedger, AckWriter};
-use crate::auth::{announce_first_admin, ensure_first_admin};
-use crate::book::Book;
-use crate::cancellations::{CancellationPoller, CancelledFires};
-use crate::claims::Claimer;
+use crate::app::pools::StorePools;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::database_watch::DatabaseHealth;
-use crate::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher};
-use crate::executor_auth::ExecutorKeyring;
-use crate::intake::FireIntake;
-use crate::kafka::TopicAdmin;
+use crate::engine::acks::{AckLedger, AckWriter};
+use crate::engine::cancellations::{CancellationPoller, CancelledFires};
+use crate::engine::claims::Claimer;
+use crate::engine::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher};
+use crate::engine::intake::FireIntake;
+use crate::engine::kafka::TopicAdmin;
+use crate::engine::partitions::PartitionDirectory;
+use crate::engine::preread::{PreReadSettings, PreReader};
+use crate::engine::registry::Registry;
+use crate::engine::shards::{
+    ShardLeaser, ShardOwnership, check_shard_lease, ensure_schedule_shards,
+};
+use crate::engine::signer::{SignedProducer, Signer};
+use crate::engine::wheel::run_wheel;
+use crate::http::book::Book;
 use crate::metrics::SchedulerMetrics;
-use crate::partitions::PartitionDirectory;
-use crate::pools::StorePools;
-use crate::preread::{PreReadSettings, PreReader};
-use crate::registry::Registry;
-use crate::shards::{ShardLeaser, ShardOwnership, check_shard_lease, ensure_schedule_shards};
-use crate::signer::{SignedProducer, Signer};
+use crate::monitors::database_watch::DatabaseHealth;
+use crate::operations::auth::{announce_first_admin, ensure_first_admin};
+use crate::readers::executor_auth::ExecutorKeyring;
 use crate::store::Store;
 use crate::traces::node_tracer;
-use crate::wheel::run_wheel;
 
 /// Capacity of the channels between the loops; a full channel is backpressure.
 const CHANNEL_CAPACITY: usize = 10_000;

@@ -4,8 +4,8 @@
 use super::args::AppCommand;
 use super::client::ApiClient;
 use super::print::outln;
-use crate::api::NewAppRequest;
-use crate::model::App;
+use crate::domain::model::App;
+use crate::http::api::NewAppRequest;
 
 /// Runs an `app` subcommand against the API.
 pub(super) async fn app_command(client: &ApiClient, command: AppCommand) -> anyhow::Result<()> {

@@ -6,9 +6,9 @@ use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand};
 use kadence_schemas::BlockStrategy;
 
-use crate::api::DEFAULT_PAGE_SIZE;
-use crate::model::{ChildTriggerMode, HistoryPolicy, RouteStrategy};
-use crate::schedule::MisfireStrategy;
+use crate::domain::model::{ChildTriggerMode, HistoryPolicy, RouteStrategy};
+use crate::domain::schedule::MisfireStrategy;
+use crate::http::api::DEFAULT_PAGE_SIZE;
 
 mod keys;
 pub(super) use keys::{ExecutorKeyCommand, KeyCommand};
@@ -241,7 +241,7 @@ pub(super) enum UserCommand {
         /// Login name.
         name: String,
         /// Hours the token works (1 to 720).
-        #[arg(long, default_value_t = crate::api::DEFAULT_RESET_TOKEN_HOURS)]
+        #[arg(long, default_value_t = crate::http::api::DEFAULT_RESET_TOKEN_HOURS)]
         hours: u32,
     },
 }

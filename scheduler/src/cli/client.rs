@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::credentials::{TOKEN_VARIABLE, token_for};
-use crate::api::{MAX_PAGE_SIZE, Page};
+use crate::http::api::{MAX_PAGE_SIZE, Page};
 
 /// A small client of the HTTP API that turns error bodies into readable errors.
 pub(super) struct ApiClient {

@@ -3,8 +3,8 @@
 
 use super::client::ApiClient;
 use super::print::{format_ms, join_or_dash, outln};
-use crate::api::ExecutorView;
-use crate::model::ExecutorStatus;
+use crate::domain::model::ExecutorStatus;
+use crate::http::api::ExecutorView;
 
 /// Prints the executors, of `app` or of every app.
 pub(super) async fn list_executors(client: &ApiClient, app: Option<String>) -> anyhow::Result<()> {

@@ -1,7 +1,7 @@
 //! `kadence import xxl-job`: reads an XXL-JOB database read-only (`xxl_reader`), posts the
 //! snapshot to `POST /api/imports/xxl-job` and prints the report as tables — the mapping,
 //! the differences, the reset tokens (shown only here). `--undo` posts to
-//! `POST /api/imports/xxl-job/undo` instead. See `crate::import` for what is mapped.
+//! `POST /api/imports/xxl-job/undo` instead. See `crate::operations::import` for what is mapped.
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
@@ -9,11 +9,11 @@ use clap::{Args, Subcommand};
 use super::client::ApiClient;
 use super::print::{OutputError, format_ms, outln};
 use super::xxl_reader::read_snapshot;
-use crate::api::{XxlImportRequest, XxlUndoRequest};
-use crate::import::{
+use crate::domain::model::Access;
+use crate::http::api::{XxlImportRequest, XxlUndoRequest};
+use crate::operations::import::{
     Action, DEFAULT_PARTITIONS, DEFAULT_RESET_TOKEN_HOURS, ImportOptions, ImportReport, source_name,
 };
-use crate::model::Access;
 
 /// Sources an import reads from.
 #[derive(Debug, Subcommand)]

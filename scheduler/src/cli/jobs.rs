@@ -5,11 +5,11 @@ use anyhow::Context as _;
 use super::args::{AddJob, JobCommand};
 use super::client::ApiClient;
 use super::print::{describe_status, format_ms, outln};
-use crate::api::{
+use crate::domain::model::Run;
+use crate::http::api::{
     JobView, KillRequest, KillResponse, NewJobRequest, Page, RunKillResponse, RunLogView,
     TriggerRequest, TriggerResponse,
 };
-use crate::model::Run;
 
 pub(super) async fn job_command(client: &ApiClient, command: JobCommand) -> anyhow::Result<()> {
     match command {

@@ -4,7 +4,7 @@
 use super::args::{ExecutorKeyCommand, KeyCommand};
 use super::client::ApiClient;
 use super::print::{OutputError, format_ms, outln};
-use crate::api::{NewExecutorKeyView, SigningKeyView};
+use crate::http::api::{NewExecutorKeyView, SigningKeyView};
 use crate::store::ExecutorKeyInfo;
 
 /// Runs a `key` subcommand against the API.

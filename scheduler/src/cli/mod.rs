@@ -124,7 +124,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             print_audit(&client, filter, limit, after).await
         }
         Command::Openapi => {
-            let document = crate::api::openapi_document().to_pretty_json()?;
+            let document = crate::http::api::openapi_document().to_pretty_json()?;
             outln!("{document}")?;
             Ok(())
         }

@@ -4,7 +4,9 @@ use anyhow::Context as _;
 use chrono::DateTime;
 
 use super::print::outln;
-use crate::schedule::{ScheduleSpec, format_in_zone, parse_time_zone, preview, preview_shortfall};
+use crate::domain::schedule::{
+    ScheduleSpec, format_in_zone, parse_time_zone, preview, preview_shortfall,
+};
 
 /// Prints the `count` fires of a cron or fixed-rate schedule after `from` (RFC 3339, default
 /// now), evaluated and shown in `time_zone`, one per line. Fewer fires than asked are followed

@@ -13,7 +13,7 @@ use std::io::{ErrorKind, Write as _};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::api::JobView;
+use crate::http::api::JobView;
 
 /// Why a line could not be written to standard output.
 #[derive(Debug, thiserror::Error)]

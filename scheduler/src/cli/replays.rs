@@ -1,5 +1,5 @@
 //! `kadence replay …`, `kadence backfill …`, `kadence shadow report …` (see
-//! [`crate::replay`]).
+//! [`crate::operations::replay`]).
 
 use anyhow::{Context as _, bail};
 use kadence_schemas::{JobId, TriggerType};
@@ -8,10 +8,10 @@ use clap::{Args, Subcommand};
 
 use super::client::ApiClient;
 use super::print::{OutputError, format_ms, outln};
-use crate::api::{BackfillBody, ReplayBody};
-use crate::replay::OperationSummary;
-use crate::replay::shadow::ShadowReport;
-use crate::replay::topic_range::PartitionOffsets;
+use crate::http::api::{BackfillBody, ReplayBody};
+use crate::operations::replay::OperationSummary;
+use crate::operations::replay::shadow::ShadowReport;
+use crate::operations::replay::topic_range::PartitionOffsets;
 use crate::store::{Operation, RunOutcome};
 
 /// `kadence replay`: a replay, unless a subcommand lists or shows them.
@@ -63,7 +63,7 @@ pub(super) enum ReplayCommand {
         #[arg(long)]
         app: Option<String>,
         /// Entries per page (at most 1000).
-        #[arg(long, default_value_t = crate::api::DEFAULT_PAGE_SIZE)]
+        #[arg(long, default_value_t = crate::http::api::DEFAULT_PAGE_SIZE)]
         limit: u32,
         /// Only entries older than this id (the hint under a full page gives it).
         #[arg(long)]

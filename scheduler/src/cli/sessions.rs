@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use super::client::ApiClient;
 use super::credentials::{SavedLogin, TOKEN_VARIABLE, forget_login, save_login};
 use super::print::{format_ms, outln};
-use crate::api::{IssuedToken, LoginRequest};
+use crate::http::api::{IssuedToken, LoginRequest};
 
 /// Reads passwords: from the terminal, one prompt each, or the lines of standard input.
 pub(super) struct PasswordSource {

@@ -5,13 +5,13 @@ use super::args::{TokenCommand, UserCommand};
 use super::client::ApiClient;
 use super::print::{OutputError, format_ms, outln};
 use super::sessions::PasswordSource;
-use crate::api::Page;
-use crate::api::{
+use crate::domain::model::{AuditEntry, TokenInfo, User};
+use crate::http::api::Page;
+use crate::http::api::{
     GrantRequest, IssuedToken, NewTokenRequest, NewUserRequest, PasswordRequest, ResetTokenRequest,
     RoleRequest, StatusRequest,
 };
-use crate::import::IssuedResetToken;
-use crate::model::{AuditEntry, TokenInfo, User};
+use crate::operations::import::IssuedResetToken;
 
 /// Runs a `user` subcommand against the API.
 pub(super) async fn user_command(client: &ApiClient, command: UserCommand) -> anyhow::Result<()> {

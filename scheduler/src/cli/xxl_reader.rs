@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use sqlx::mysql::{MySqlConnection, MySqlRow};
 use sqlx::{Connection as _, Executor as _, Row as _};
 
-use crate::import::{XxlGlueVersion, XxlGroup, XxlJob, XxlSnapshot, XxlUser};
+use crate::operations::import::{XxlGlueVersion, XxlGroup, XxlJob, XxlSnapshot, XxlUser};
 
 /// The tables read.
 const TABLES: [&str; 4] = [
@@ -24,7 +24,7 @@ const TABLES: [&str; 4] = [
 ];
 
 /// Script versions sent per job, as XXL-JOB keeps them (the count of all is sent too).
-const VERSIONS_SENT: usize = crate::import::planned::GLUE_VERSIONS_KEPT;
+const VERSIONS_SENT: usize = crate::operations::import::planned::GLUE_VERSIONS_KEPT;
 
 /// Reads the XXL-JOB database at `url` (`mysql://user:password@host:port/database`).
 pub(super) async fn read_snapshot(url: &str) -> anyhow::Result<XxlSnapshot> {

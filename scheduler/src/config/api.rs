@@ -1,6 +1,6 @@
 //! The `[api]` section: where the HTTP API listens, how it protects itself from load and
-//! from clients that hold on to it (see `crate::api` for where each limit applies), and the
-//! book it serves under `/docs/` (see `crate::book`).
+//! from clients that hold on to it (see `crate::http::api` for where each limit applies), and the
+//! book it serves under `/docs/` (see `crate::http::book`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! The `[auth]` section: the first admin, how long credentials last, and how failed logins
-//! are slowed down (see `crate::api` `throttle` for the reasoning).
+//! are slowed down (see `crate::http::api` `throttle` for the reasoning).
 //!
 //! Failed logins make the client wait, never lock an account: past the first
 //! `login_free_failures` of a user from one client address, each failure doubles the wait

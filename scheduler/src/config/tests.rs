@@ -4,6 +4,9 @@
 #![allow(clippy::result_large_err)]
 
 use super::*;
+use std::time::Duration;
+
+use kadence_kafka::settings::BrokerKind;
 use secrecy::ExposeSecret;
 
 #[test]

@@ -23,6 +23,7 @@
 //! Store errors are counted per process ([`STORE_ERRORS`], registered in every node's
 //! registry): the store reports them where it builds the error, below any one node.
 
+mod database;
 mod jobs;
 mod shards;
 
@@ -34,6 +35,7 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+pub use database::DatabaseMetrics;
 pub use jobs::JobMetrics;
 pub use shards::ShardMetrics;
 
@@ -267,7 +269,7 @@ impl SchedulerMetrics {
 
     /// Counts an acknowledged trigger and its lateness: from the time it was scheduled for
     /// (a misfire's original time, so that late fires show as late) to `now_ms`.
-    pub fn count_acknowledged(&self, fire: &crate::model::PendingFire, now_ms: i64) {
+    pub fn count_acknowledged(&self, fire: &crate::domain::model::PendingFire, now_ms: i64) {
         let app = fire.app.as_str();
         self.triggers_emitted
             .with_label_values(&[app, fire.trigger_type.as_str()])

@@ -1,4 +1,4 @@
-//! The metrics of schedule shards (see [`crate::shards`]): how many this node owns, how it got
+//! The metrics of schedule shards (see [`crate::engine::shards`]): how many this node owns, how it got
 //! them, how long a dead node's shards went unscanned, and shards lost to a fence.
 
 use prometheus::core::Collector;

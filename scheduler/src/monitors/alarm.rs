@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 
 use super::webhook_target::{AllowedAddressResolver, WebhookTargets, WebhookUrlError};
 use crate::config::{AlarmConfig, SmtpTls};
-use crate::model::{AlarmStatus, Job, NewAuditEntry};
+use crate::domain::model::{AlarmStatus, Job, NewAuditEntry};
 use crate::store::FinishedRun;
 
 /// What an alarm says about one failed run (also the webhook's JSON body).

@@ -47,9 +47,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::config::MonitorConfig;
-use crate::intake::{FireIntake, FireNow, FireSource};
+use crate::domain::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
+use crate::engine::intake::{FireIntake, FireNow, FireSource};
 use crate::metrics::SchedulerMetrics;
-use crate::model::{AlarmStatus, ChildTriggerMode, Job, PendingFire};
 use crate::monitors::alarm::{Alarm, Alarms, failure_audit_entry};
 use crate::store::{FinishedRun, Store, StoreError};
 

@@ -30,7 +30,7 @@ pub struct RetentionSummary {
     pub reports: u64,
     /// Audit entries.
     pub audit_entries: u64,
-    /// Shadow runs' results (see [`crate::replay::shadow`]).
+    /// Shadow runs' results (see [`crate::operations::replay::shadow`]).
     pub shadow_results: u64,
 }
 
@@ -75,7 +75,7 @@ where
 }
 
 /// Drops, in batches, the finished runs their jobs' history policies do not keep
-/// (see [`crate::model::HistoryPolicy`]), `config.unkept_runs_for` after they ended: until
+/// (see [`crate::domain::model::HistoryPolicy`]), `config.unkept_runs_for` after they ended: until
 /// fewer than a batch is left (caught up) or `budget` has passed since it began (the next
 /// step goes on; a batch once begun is finished). Returns the runs dropped, each counted in
 /// `run_counts`.

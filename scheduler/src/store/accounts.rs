@@ -1,7 +1,7 @@
 //! The accounts half of the store: users, their grants per app and their tokens, behind their
 //! own trait, [`Accounts`], which every [`Store`](super::Store) also implements. The store
 //! keeps only hashes (an Argon2id PHC string per password, the SHA-256 of each token); hashing
-//! and checking are `crate::auth`'s.
+//! and checking are `crate::operations::auth`'s.
 //!
 //! A user's standing — role, enabled or disabled, existence — changes only through
 //! [`Accounts::change_user`], which keeps at least one enabled admin and lets no admin take
@@ -15,7 +15,7 @@
 use kadence_schemas::AppName;
 
 use super::StoreError;
-use crate::model::{Access, Role, TokenInfo, TokenKind, User, UserStatus};
+use crate::domain::model::{Access, Role, TokenInfo, TokenKind, User, UserStatus};
 
 /// A user to create.
 #[derive(Debug, Clone)]

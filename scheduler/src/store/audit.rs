@@ -4,7 +4,7 @@
 use kadence_schemas::AppName;
 
 use super::{PageRequest, StoreError};
-use crate::model::{AuditEntry, NewAuditEntry};
+use crate::domain::model::{AuditEntry, NewAuditEntry};
 
 /// Which entries a listing shows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub trait AuditTrail: Send + Sync {
     async fn record_audit(&self, entry: &NewAuditEntry) -> Result<i64, StoreError>;
 
     /// Replaces the details of entry `id`: an entry that stands for a flood of refusals
-    /// counts the ones that came after it was recorded (see `crate::api` `refusals`).
+    /// counts the ones that came after it was recorded (see `crate::http::api` `refusals`).
     /// Returns whether the entry exists.
     async fn set_audit_details(
         &self,

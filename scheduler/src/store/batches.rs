@@ -14,7 +14,7 @@
 //! ended and emits its fires from `pending_from_ms` on again, with the same trigger ids
 //! ([`FireBatches::claim_expired_batches`]).
 
-use crate::model::PendingFire;
+use crate::domain::model::PendingFire;
 
 use super::{DispatchAck, StoreError};
 
@@ -79,7 +79,7 @@ pub struct BatchProgress {
 }
 
 /// Acknowledged triggers to record in one transaction, with the progress of the batches
-/// their fires came from (see [`crate::acks`]).
+/// their fires came from (see [`crate::engine::acks`]).
 #[derive(Debug, Clone, Copy)]
 pub struct DispatchMarks<'a> {
     /// The node recording them: only its own batches are settled.

@@ -11,7 +11,7 @@ use kadence_schemas::{AppName, JobId, TriggerId};
 use serde::{Deserialize, Serialize};
 
 use super::{AppScope, PageRequest, RunFilter, StoreError};
-use crate::model::Run;
+use crate::domain::model::Run;
 
 /// A run with what a list shows beside it, so that a list needs no request per row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -2,7 +2,7 @@
 //! also implements (table `executor_keys`).
 //!
 //! An executor key is a secret an app's executors sign every record they write with, and the
-//! scheduler checks (see `kadence_kafka::executor_signing` and [`crate::executor_auth`]). An
+//! scheduler checks (see `kadence_kafka::executor_signing` and [`crate::readers::executor_auth`]). An
 //! app may have several active keys (a rotation: add one, move the executors, revoke the old
 //! one). A revoked key keeps its row, for the listing and the audit trail, and is never active
 //! again. The secret is stored as text (base64url of its 32 bytes) because checking an HMAC

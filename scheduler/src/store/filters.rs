@@ -6,7 +6,7 @@
 use kadence_schemas::{AppName, JobId};
 
 use super::RunOutcome;
-use crate::model::JobStatus;
+use crate::domain::model::JobStatus;
 
 /// Filters of a job listing. Each one given narrows the listing; none given lists every job
 /// of the scope.

@@ -13,7 +13,7 @@
 use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 use serde::{Deserialize, Serialize};
 
-use crate::model::{PendingFire, RouteStrategy};
+use crate::domain::model::{PendingFire, RouteStrategy};
 
 /// Why a stored batch could not be read back.
 #[derive(Debug, thiserror::Error)]

@@ -1,10 +1,10 @@
 //! What a stop or a schedule edit cancels: the job's planned fires, by log id and fire time.
 
-use crate::model::PendingFire;
+use crate::domain::model::PendingFire;
 use kadence_schemas::JobId;
 
 /// The planned fires of one job that a stop or a schedule edit cancelled: they are never
-/// emitted nor become runs, neither from a node's wheel (see [`crate::cancellations`]) nor
+/// emitted nor become runs, neither from a node's wheel (see [`crate::engine::cancellations`]) nor
 /// from a claimed fire batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FireCancellation {

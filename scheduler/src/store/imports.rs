@@ -1,7 +1,7 @@
 //! The half of the store that imports from other schedulers use: [`Imports`], which every
 //! [`Store`](super::Store) also implements (table `imported_ids`, and the apps, jobs, script
 //! versions, users, grants and reset tokens an import writes). What an import maps and why is
-//! told in [`crate::import`].
+//! told in [`crate::operations::import`].
 //!
 //! An import is written in one transaction ([`Imports::write_import`]): either everything the
 //! plan creates exists afterwards, with a row in `imported_ids` for each, or nothing does.
@@ -14,8 +14,8 @@
 use kadence_schemas::{AppName, JobId};
 
 use super::StoreError;
-use crate::enums::string_enum;
-use crate::model::{Access, App, GlueVersion, JobStatus, NewJob, Role};
+use crate::domain::enums::string_enum;
+use crate::domain::model::{Access, App, GlueVersion, JobStatus, NewJob, Role};
 
 string_enum!(
     /// What kind of source entity an `imported_ids` row maps.
@@ -38,7 +38,7 @@ pub struct ImportedId {
     pub source_id: i64,
     /// The app name, job id or user id in Kadence.
     pub kadence_id: String,
-    /// A digest of the source row as it was imported (see `crate::import`).
+    /// A digest of the source row as it was imported (see `crate::operations::import`).
     pub fingerprint: String,
     /// When, ms.
     pub imported_at_ms: i64,

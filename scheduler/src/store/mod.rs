@@ -41,7 +41,7 @@ mod sqlite;
 
 use kadence_schemas::{AppName, JobId};
 
-use crate::model::{
+use crate::domain::model::{
     App, Completion, CompletionOutcome, ExecutorEntry, GlueVersion, Job, JobStatus, NewJob,
     PendingFire, Run,
 };
@@ -78,7 +78,7 @@ pub use shards::{
 pub use signing::{NewSigningKey, RetireOutcome, SigningKeyInfo, SigningKeys, StoredSigningKey};
 pub use sqlite::SqliteStore;
 
-/// Parameters of one pre-read scan (see [`crate::preread`]).
+/// Parameters of one pre-read scan (see [`crate::engine::preread`]).
 #[derive(Debug, Clone)]
 pub struct PreReadRequest {
     /// The scan's notion of now, ms.
@@ -124,7 +124,7 @@ pub struct Misfire {
     /// Its app.
     pub app: kadence_schemas::AppName,
     /// What was done: skipped (DO_NOTHING) or fired once now (FIRE_ONCE_NOW).
-    pub strategy: crate::schedule::MisfireStrategy,
+    pub strategy: crate::domain::schedule::MisfireStrategy,
 }
 
 /// A fire to write outside the pre-read scan (manual and API triggers).
@@ -239,7 +239,7 @@ pub trait Store:
     async fn migrate(&self) -> Result<(), StoreError>;
 
     /// Asks the database a trivial question (`SELECT 1`) on a connection of the pool: `Ok` when
-    /// it answered (see [`crate::database_watch`]).
+    /// it answered (see [`crate::monitors::database_watch`]).
     async fn ping(&self) -> Result<(), StoreError>;
 
     /// Creates an app; [`StoreError::AppExists`] if the name is taken.
@@ -294,7 +294,7 @@ pub trait Store:
     /// Sets a job's status and next fire (start computes it, stop clears it). Stopping
     /// cancels the job's planned fires due after `cancel_from_ms`, in the same transaction
     /// (fires due sooner may be on their way to the broker already; see
-    /// [`crate::cancellations`]).
+    /// [`crate::engine::cancellations`]).
     async fn set_job_status(
         &self,
         id: JobId,
@@ -312,7 +312,7 @@ pub trait Store:
     /// nothing if a run with this trigger id exists already (each is written once).
     async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError>;
 
-    /// One pre-read scan of the request's shards (see [`crate::preread`]).
+    /// One pre-read scan of the request's shards (see [`crate::engine::preread`]).
     async fn pre_read(&self, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError>;
 
     /// Takes over up to `limit` pending fires whose lease expired before `now_ms` (their node
@@ -412,7 +412,7 @@ pub trait Store:
     async fn finish_follow_up(
         &self,
         log_id: i64,
-        alarm_status: crate::model::AlarmStatus,
+        alarm_status: crate::domain::model::AlarmStatus,
     ) -> Result<(), StoreError>;
 
     /// Writes a retry fire linked to the run's first attempt; `None` if it exists already.
@@ -441,7 +441,7 @@ pub trait Store:
         to_ms: i64,
         apps: AppScope<'_>,
         page: &PageRequest<(i64, String, i64)>,
-    ) -> Result<Vec<crate::model::DailyReport>, StoreError>;
+    ) -> Result<Vec<crate::domain::model::DailyReport>, StoreError>;
 
     /// Deletes up to `limit` finished or cancelled runs scheduled before `before_ms`, with
     /// their log lines; returns the runs deleted.
@@ -453,7 +453,7 @@ pub trait Store:
 
     /// Counts in `run_counts` and deletes, with their log lines, up to `limit` finished and
     /// followed-up runs that ended before `finished_before_ms` and that their job's history
-    /// policy does not keep (see [`crate::model::HistoryPolicy`]); returns the runs dropped.
+    /// policy does not keep (see [`crate::domain::model::HistoryPolicy`]); returns the runs dropped.
     /// A run is counted by the node whose delete removed it, so concurrent nodes never count
     /// one twice.
     async fn drop_unkept_runs(

@@ -1,11 +1,11 @@
 //! One-time password reset tokens: [`PasswordResets`], which every [`Store`](super::Store)
 //! also implements (table `password_reset_tokens`). An imported user has no password until
 //! they redeem the token the import gave them; an admin may issue a new one to any user. Only
-//! the SHA-256 of a token is kept (as for API tokens, see `crate::auth`); a token works once,
+//! the SHA-256 of a token is kept (as for API tokens, see `crate::operations::auth`); a token works once,
 //! and issuing a new one to a user voids the user's earlier unused ones.
 
 use super::{NewResetToken, StoreError};
-use crate::model::User;
+use crate::domain::model::User;
 
 /// Reset tokens.
 #[async_trait::async_trait]

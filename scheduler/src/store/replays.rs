@@ -1,7 +1,7 @@
 //! The half of the store that replays, backfills and shadow runs use: [`Replays`], which
 //! every [`Store`](super::Store) also implements (tables `replays`, `shadow_results`, and the
 //! `replay_of` / `operation_id` links of `job_logs`). What they are is told in
-//! [`crate::replay`].
+//! [`crate::operations::replay`].
 
 use std::collections::{HashMap, HashSet};
 
@@ -9,8 +9,8 @@ use kadence_schemas::{AppName, JobId, TriggerId};
 use serde::{Deserialize, Serialize};
 
 use super::{AppScope, PageRequest, StoreError};
-use crate::enums::string_enum;
-use crate::model::PendingFire;
+use crate::domain::enums::string_enum;
+use crate::domain::model::PendingFire;
 
 string_enum!(
     /// What an operation re-emitted: past triggers, or fires that never were.

@@ -7,12 +7,12 @@ use std::str::FromStr;
 use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 
 use super::StoreError;
-use crate::model::{
+use crate::domain::model::{
     AlarmStatus, App, ChildTriggerMode, ExecutorEntry, ExecutorStatus, Glue, GlueVersion,
     HistoryPolicy, Job, JobStatus, NewJob, PendingFire, RetryBackoff, RetryPolicy, RouteStrategy,
     Run, RunState,
 };
-use crate::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
+use crate::domain::schedule::{MisfireStrategy, ScheduleSpec, parse_time_zone};
 
 /// Columns of `apps`.
 pub(crate) const APP_COLUMNS: &str = "name, title, partitions, created_at_ms";

@@ -1,6 +1,6 @@
 //! Run log lines as the store takes and gives them: what an executor shipped ([`LogLines`])
 //! and a stretch of a run's log ([`RunLogLines`]). Each run of a trigger keeps its own lines,
-//! under when it started on its executor (see `crate::logs`).
+//! under when it started on its executor (see `crate::readers::logs`).
 
 /// Consecutive log lines of one run, as an executor shipped them.
 #[derive(Debug, Clone, PartialEq, Eq)]

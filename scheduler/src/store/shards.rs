@@ -1,5 +1,5 @@
 //! Schedule shards in the store: which node owns which shard, under which lease and fence
-//! (tables `schedule_shards` and `scheduler_nodes`; see [`crate::shards`] for the design).
+//! (tables `schedule_shards` and `scheduler_nodes`; see [`crate::engine::shards`] for the design).
 //!
 //! A shard changes hands only in [`ScheduleShards::lease_shards`]: a node takes a shard that
 //! is free or whose lease ended, and the shard's `fence` grows by one. Every pre-read scan

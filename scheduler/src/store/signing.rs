@@ -3,7 +3,7 @@
 //!
 //! The keys live in the database so that every scheduler node signs with the same key and a
 //! rotation reaches all of them: each node reads the newest active key every
-//! `signing.key_refresh_interval` (see [`crate::signer`]). "Newest" is the highest row id
+//! `signing.key_refresh_interval` (see [`crate::engine::signer`]). "Newest" is the highest row id
 //! among the keys not retired, so two keys made in the same millisecond still have an order.
 //!
 //! The private key is stored as text (base64 of its 32 bytes) beside the public one: whoever

@@ -1,5 +1,5 @@
 //! The allow-list: the only ways Kadence may answer otherwise than Quartz, each a deliberate
-//! decision (documented in `scheduler/src/quartz/` and the book's cron page, `docs/src/concepts/cron.md`), and the check that a
+//! decision (documented in `scheduler/src/domain/quartz/` and the book's cron page, `docs/src/concepts/cron.md`), and the check that a
 //! disagreement is one of them.
 //!
 //! A disagreement is not allowed on a label: it is explained. Kadence's answer is worked out
@@ -10,10 +10,10 @@
 
 use chrono::{Datelike, TimeZone};
 use chrono_tz::Tz;
-use kadence_scheduler::quartz::{
+use kadence_scheduler::domain::quartz::{
     Clocks, Dialect, Extension, Quirk, Reading, Repeated, Search, Skipped,
 };
-use kadence_scheduler::schedule::ScheduleSpec;
+use kadence_scheduler::domain::schedule::ScheduleSpec;
 
 use crate::cases::Case;
 use crate::quartz::Answer;

@@ -5,7 +5,7 @@
 
 use chrono::TimeZone;
 use chrono_tz::Tz;
-use kadence_scheduler::quartz;
+use kadence_scheduler::domain::quartz;
 
 /// One request: the next `count` fires of `expression` in `zone` after `after_ms`.
 #[derive(Debug, Clone)]

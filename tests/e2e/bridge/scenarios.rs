@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use kadence_bridge::legacy_executor_id;
-use kadence_scheduler::api::ExecutorView;
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
+use kadence_scheduler::http::api::ExecutorView;
 use serde_json::{Value, json};
 
 use super::{BridgeProcess, LegacyExecutor, XxlVersion, post};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kadence_scheduler::model::{Run, RunState};
+use kadence_scheduler::domain::model::{Run, RunState};
 use serde_json::{Value, json};
 
 use super::{Implementation, results, run_of, stage};

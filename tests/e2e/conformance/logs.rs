@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use kadence_scheduler::api::RunLogView;
+use kadence_scheduler::http::api::RunLogView;
 use kadence_schemas::{LogRecord, ResultRecord, TriggerId, codec};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};

@@ -77,7 +77,7 @@ pub use process::{ExecutorProcess, Implementation};
 
 use std::time::Duration;
 
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
 
 use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, spawn_app};

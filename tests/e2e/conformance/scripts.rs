@@ -6,7 +6,7 @@
 //! interpreter that is not installed. The executor trusts the scheduler's key, as one that
 //! runs scripts must.
 
-use kadence_scheduler::model::Run;
+use kadence_scheduler::domain::model::Run;
 use serde_json::{Value, json};
 
 use super::{ExecutorProcess, Implementation};

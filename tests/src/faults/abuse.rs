@@ -323,7 +323,7 @@ async fn bad_token_flood(stack: &Stack, abuse: &mut Abuse) {
     let token = format!("kdn_{}", "5a".repeat(32));
     let fingerprint = format!(
         "sha256:{}",
-        &kadence_scheduler::auth::token_hash(&token)[..12]
+        &kadence_scheduler::operations::auth::token_hash(&token)[..12]
     );
     let job = json!({"app": APP, "handler": "noop", "schedule_type": "NONE"}).to_string();
     let mut answers = Vec::new();

@@ -339,7 +339,10 @@ fn serve_command(
         .env("KADENCE_KAFKA__RESULTS_PARTITIONS", "1")
         .env("KADENCE_KAFKA__SESSION_TIMEOUT", "6s")
         .env("KADENCE_API__LISTEN", "127.0.0.1:0")
-        .env("RUST_LOG", "warn,kadence_scheduler::database_watch=info")
+        .env(
+            "RUST_LOG",
+            "warn,kadence_scheduler::monitors::database_watch=info",
+        )
         .stderr(log);
     serve
 }

@@ -5,8 +5,8 @@ use kadence_schemas::{AppName, JobId};
 use tokio::time::Instant;
 
 use super::*;
-use crate::model::{JobStatus, NewJob};
-use crate::schedule::ScheduleSpec;
+use crate::domain::model::{JobStatus, NewJob};
+use crate::domain::schedule::ScheduleSpec;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 

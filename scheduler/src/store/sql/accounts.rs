@@ -9,7 +9,7 @@ macro_rules! impl_sql_accounts {
             use kadence_schemas::AppName;
 
             use super::*;
-            use $crate::model::{Access, AppGrant, Role, TokenInfo, TokenKind, User};
+            use $crate::domain::model::{Access, AppGrant, Role, TokenInfo, TokenKind, User};
             use $crate::store::{Accounts, NewToken, NewUser, UserCredentials};
 
             type UserRow = (i64, String, String, String, i64, Option<String>, Option<i64>);
@@ -20,7 +20,7 @@ macro_rules! impl_sql_accounts {
             const TOKEN_COLUMNS: &str =
                 "id, user_id, kind, name, created_at_ms, expires_at_ms, revoked_at_ms";
 
-            fn corrupt(what: String) -> impl FnOnce($crate::model::ModelError) -> StoreError {
+            fn corrupt(what: String) -> impl FnOnce($crate::domain::model::ModelError) -> StoreError {
                 move |error| StoreError::CorruptRow {
                     what,
                     reason: error.to_string(),

@@ -9,7 +9,7 @@ macro_rules! impl_sql_audit {
             use kadence_schemas::AppName;
 
             use super::*;
-            use $crate::model::{AuditEntry, NewAuditEntry};
+            use $crate::domain::model::{AuditEntry, NewAuditEntry};
             use $crate::store::{AuditFilter, AuditTrail};
 
             type AuditRow = (i64, i64, Option<i64>, String, String, String, Option<String>, i64, Option<String>);

@@ -90,7 +90,7 @@ macro_rules! impl_sql_batches {
                         push_fire_values(&mut values, fire);
                         values
                             .push_bind(fire.log_id)
-                            .push_bind($crate::model::RunState::Dispatched.as_str())
+                            .push_bind($crate::domain::model::RunState::Dispatched.as_str())
                             .push_bind(ack.dispatched_at_ms)
                             .push_bind(i64::from(ack.partition))
                             .push_bind(ack.dispatched_at_ms)

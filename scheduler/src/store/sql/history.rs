@@ -167,7 +167,7 @@ macro_rules! sql_history {
                 to_ms: i64,
                 apps: $crate::store::AppScope<'_>,
                 page: &PageRequest<(i64, String, i64)>,
-            ) -> Result<Vec<$crate::model::DailyReport>, StoreError> {
+            ) -> Result<Vec<$crate::domain::model::DailyReport>, StoreError> {
                 let mut query = sqlx::QueryBuilder::<$db>::new(
                     "SELECT day_ms, app, job_id, running, succeeded, failed FROM job_reports WHERE day_ms >= ",
                 );

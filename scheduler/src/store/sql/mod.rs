@@ -78,7 +78,7 @@ macro_rules! impl_sql_store {
     ($store:ty, $db:ty, $dialect:ident) => {
         // What the generated code names; the backend's file brings `StoreError` itself.
         use kadence_schemas::{AppName, JobId};
-        use $crate::model::{App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire, Run, RunState};
+        use $crate::domain::model::{App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire, Run, RunState};
         use $crate::store::rows::{APP_COLUMNS, AppRow, FireRow, GlueVersionRow, JOB_COLUMNS, JOB_SPEC_COLUMNS, JobRow, RUN_COLUMNS, RunRow, convert_all};
         use $crate::store::sql::planning::plan_rows;
         use $crate::store::{DispatchAck, DispatchMarks, JobChange, NewFire, PageRequest, PreReadOutcome, PreReadRequest};
@@ -273,7 +273,7 @@ macro_rules! impl_sql_store {
 
             async fn upsert_executors(
                 &self,
-                entries: &[$crate::model::ExecutorEntry],
+                entries: &[$crate::domain::model::ExecutorEntry],
             ) -> Result<(), StoreError> {
                 registry::upsert_executors(self, entries).await
             }
@@ -281,7 +281,7 @@ macro_rules! impl_sql_store {
             async fn list_executors(
                 &self,
                 app: Option<&AppName>,
-            ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
+            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
                 let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(&backend_sql(&format!(
                     "SELECT {} FROM executors WHERE ($1 IS NULL OR app = $2) ORDER BY app, executor_id",
                     $crate::store::rows::EXECUTOR_COLUMNS
@@ -298,7 +298,7 @@ macro_rules! impl_sql_store {
                 &self,
                 apps: $crate::store::AppScope<'_>,
                 page: &PageRequest<(String, String)>,
-            ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
+            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
                 registry::list_executors_page(self, apps, page).await
             }
 
@@ -377,7 +377,7 @@ macro_rules! impl_sql_store {
             async fn finish_follow_up(
                 &self,
                 log_id: i64,
-                alarm_status: $crate::model::AlarmStatus,
+                alarm_status: $crate::domain::model::AlarmStatus,
             ) -> Result<(), StoreError> {
                 sqlx::query(
                     &backend_sql("UPDATE job_logs SET follow_up = 'DONE', follow_up_locked_until = NULL, \
@@ -412,7 +412,7 @@ macro_rules! impl_sql_store {
                 to_ms: i64,
                 apps: $crate::store::AppScope<'_>,
                 page: &PageRequest<(i64, String, i64)>,
-            ) -> Result<Vec<$crate::model::DailyReport>, StoreError> {
+            ) -> Result<Vec<$crate::domain::model::DailyReport>, StoreError> {
                 history::list_reports(self, from_ms, to_ms, apps, page).await
             }
 

@@ -7,7 +7,7 @@ macro_rules! impl_sql_password_resets {
     ($store:ty, $db:ty, $dialect:ident) => {
         mod password_resets {
             use super::*;
-            use $crate::model::User;
+            use $crate::domain::model::User;
             use $crate::store::{Accounts, NewResetToken, PasswordResets};
 
             #[async_trait::async_trait]

@@ -1,7 +1,7 @@
 //! Turning the due rows a pre-read scan read into fires and job advances: pure, no SQL.
 
-use crate::model::{Job, JobStatus, PendingFire};
-use crate::planning::{DueJob, NextFire, plan_job};
+use crate::domain::model::{Job, JobStatus, PendingFire};
+use crate::domain::planning::{DueJob, NextFire, plan_job};
 use crate::store::rows::JobRow;
 use crate::store::{Misfire, PreReadRequest};
 

@@ -10,7 +10,7 @@ macro_rules! sql_registry {
 
             pub(super) async fn upsert_executors(
                 store: &$store,
-                entries: &[$crate::model::ExecutorEntry],
+                entries: &[$crate::domain::model::ExecutorEntry],
             ) -> Result<(), StoreError> {
                 use $crate::store::rows::join_list;
                 const OPERATION: &str = "record executor beats";
@@ -113,7 +113,7 @@ macro_rules! sql_registry {
                 store: &$store,
                 apps: $crate::store::AppScope<'_>,
                 page: &PageRequest<(String, String)>,
-            ) -> Result<Vec<$crate::model::ExecutorEntry>, StoreError> {
+            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
                 let mut query = sqlx::QueryBuilder::<$db>::new(format!(
                     "SELECT {} FROM executors WHERE true",
                     $crate::store::rows::EXECUTOR_COLUMNS

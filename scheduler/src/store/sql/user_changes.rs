@@ -15,7 +15,7 @@ macro_rules! impl_sql_user_changes {
     ($store:ty, $db:ty, $dialect:ident) => {
         mod user_changes {
             use super::*;
-            use $crate::model::{Role, UserStatus};
+            use $crate::domain::model::{Role, UserStatus};
             use $crate::store::{UserChange, UserChangeOutcome, UserStanding};
 
             const OPERATION: &str = "change a user's role or status";

@@ -166,7 +166,7 @@ macro_rules! sql_writes {
         }
 
         /// Inserts the row of a new job and gives it its schedule shard (see
-        /// [`crate::shards`]: the id modulo the shard count); returns its id.
+        /// [`crate::engine::shards`]: the id modulo the shard count); returns its id.
         async fn insert_job_row(
             tx: &mut sqlx::Transaction<'_, $db>,
             job: &NewJob,
@@ -242,7 +242,7 @@ macro_rules! sql_writes {
             tx: &mut sqlx::Transaction<'_, $db>,
             drafts: Vec<PendingFire>,
         ) -> Result<Vec<PendingFire>, StoreError> {
-            if !drafts.iter().any(|fire| fire.route_strategy == $crate::model::RouteStrategy::ShardingBroadcast) {
+            if !drafts.iter().any(|fire| fire.route_strategy == $crate::domain::model::RouteStrategy::ShardingBroadcast) {
                 return Ok(drafts);
             }
             let rows: Vec<(String, i64)> = sqlx::query_as(&backend_sql("SELECT name, partitions FROM apps"))

@@ -2,7 +2,7 @@
 //! reader must dead-letter it and why (see [`super`]).
 
 use kadence_executor::testing::TestWorker;
-use kadence_scheduler::signer::Signer;
+use kadence_scheduler::engine::signer::Signer;
 use kadence_scheduler::store::{PoolSettings, SqliteStore};
 use kadence_schemas::{
     AppName, AvroRecord, ControlCommand, ControlRecord, ExecutorBeat, ExecutorState, JobId,

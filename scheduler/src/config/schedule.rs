@@ -1,0 +1,75 @@
+//! The `[schedule]` section: the engine's loops (pre-read, wheel, dispatch, claims, cancellations).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The scheduling loops.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScheduleConfig {
+    /// This node's id, owner of the fires it writes. Default: host name, process id and a
+    /// random suffix, so a restarted process never mistakes its predecessor's fires for its own.
+    pub node_id: Option<String>,
+    /// How far ahead the pre-read loop writes fires. Default `5s` (XXL-JOB's value).
+    #[serde(with = "humantime_serde")]
+    pub pre_read_window: Duration,
+    /// Pause between pre-read scans. Default `1s`.
+    #[serde(with = "humantime_serde")]
+    pub pre_read_interval: Duration,
+    /// Jobs read per scan at most. Default 1000.
+    pub batch_size: u32,
+    /// Schedule shards the jobs are spread over (see the `shards` module): nodes share them
+    /// evenly, each scanning only its own. Read when the first node starts on a database and
+    /// fixed from then on (a node configured otherwise logs a warning and uses the
+    /// database's number). More shards than nodes you will ever run; 1 to 1024. Default 16.
+    pub shards: u32,
+    /// How long after its fire time a pending fire stays owned by the node that wrote it before
+    /// another node may claim it. Default `10s`: long enough to ride out a broker hiccup
+    /// without duplicates, short enough that a crash delays fires by seconds, not minutes.
+    #[serde(with = "humantime_serde")]
+    pub lease: Duration,
+    /// How long a node owns its schedule shards unrenewed (it renews every third of it): a
+    /// dead node's shards are taken over within 4/3 of it, its fires then late by at most
+    /// that minus the read-ahead, never missed (`shards::check_shard_lease`). Default `5s`.
+    #[serde(with = "humantime_serde")]
+    pub shard_lease: Duration,
+    /// Pause between claim passes. Default `2s`.
+    #[serde(with = "humantime_serde")]
+    pub claim_interval: Duration,
+    /// Trigger deliveries awaiting broker acknowledgement at most. Default 10000.
+    pub max_in_flight: usize,
+    /// How long shutdown waits for deliveries in flight. Default `10s`.
+    #[serde(with = "humantime_serde")]
+    pub drain_timeout: Duration,
+    /// How long before its fire time a trigger is produced; executors hold it until its
+    /// scheduled time, so runs start on their millisecond even when thousands are due on the
+    /// same second (see the book's benchmarks page). Default `1s`. `0s` produces at the fire
+    /// time, for executors that do not hold early triggers (every Kadence SDK does).
+    #[serde(with = "humantime_serde")]
+    pub emit_lead: Duration,
+    /// How often every node reads the fires that stops and schedule edits on other nodes
+    /// cancelled, so that it does not emit its copies of them. A fire planned before a stop
+    /// and due later than `emit_lead` + this after it is never emitted. Default `250ms`.
+    #[serde(with = "humantime_serde")]
+    pub cancel_poll_interval: Duration,
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        ScheduleConfig {
+            node_id: None,
+            pre_read_window: Duration::from_secs(5),
+            pre_read_interval: Duration::from_secs(1),
+            batch_size: 1000,
+            shards: 16,
+            lease: Duration::from_secs(10),
+            shard_lease: Duration::from_secs(5),
+            claim_interval: Duration::from_secs(2),
+            max_in_flight: 10_000,
+            drain_timeout: Duration::from_secs(10),
+            emit_lead: Duration::from_secs(1),
+            cancel_poll_interval: Duration::from_millis(250),
+        }
+    }
+}

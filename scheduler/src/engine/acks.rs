@@ -1,0 +1,216 @@
+//! Acknowledgements: recording that the broker took a trigger, without ever re-emitting it.
+//!
+//! When the broker acknowledges a trigger, dispatch notes its job-log id in the
+//! [`AckLedger`] and hands a [`SettledFire::Acknowledged`] to the [`AckWriter`]; a fire of a
+//! batch that dispatch drops because a stop or an edit cancelled it is handed over as
+//! [`SettledFire::Cancelled`]. The writer records them in batches, one transaction each
+//! ([`Store::mark_dispatched`]): the run rows of batch fires are written, already
+//! DISPATCHED (a run exists from the moment its trigger is on the broker); rows that exist
+//! (manual fires, retries, children) are marked DISPATCHED; and the batches concerned are
+//! settled: their lease moves to their earliest fire still open ([`OpenBatches`]), or they are
+//! deleted. A batch the database refuses (busy, unreachable) is kept and written again with
+//! backoff until it lands: an acknowledgement is never forgotten.
+//!
+//! Until it is written the fire still looks pending (in its batch, or as a pending row), and
+//! once its lease ends the claim loop would take it over and emit the trigger a second time.
+//! The ledger prevents that on this node: the claimer leaves a claimed fire alone when its
+//! acknowledgement is waiting here, so a slow database delays the marks but never turns into
+//! re-emitted triggers. (The
+//! scheduling loops also have database connections of their own, see
+//! [`DatabaseConfig`](crate::config::DatabaseConfig), so API traffic cannot hold the marks
+//! back in the first place.)
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kadence_kafka::{Backoff, FailureLog, Severity};
+use tokio::sync::mpsc;
+
+use crate::engine::open_batches::OpenBatches;
+use crate::store::{DispatchAck, DispatchMarks, Store, StoreError};
+
+/// What became of a fire dispatch took from the wheel, for the [`AckWriter`].
+#[derive(Debug)]
+pub enum SettledFire {
+    /// The broker acknowledged its trigger.
+    Acknowledged(DispatchAck),
+    /// Not emitted: a stop or a schedule edit cancelled it (the fire's log id). Only its
+    /// batch needs to know.
+    Cancelled(i64),
+}
+
+/// Job-log ids of triggers the broker acknowledged whose DISPATCHED mark is not written yet.
+#[derive(Default)]
+pub struct AckLedger {
+    unwritten: Mutex<HashSet<i64>>,
+}
+
+impl AckLedger {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        AckLedger::default()
+    }
+
+    /// The broker acknowledged the trigger of run `log_id`.
+    pub fn acknowledged(&self, log_id: i64) {
+        self.unwritten.lock().expect("ledger lock").insert(log_id);
+    }
+
+    /// The marks of these runs are written.
+    fn written(&self, acks: &[DispatchAck]) {
+        let mut unwritten = self.unwritten.lock().expect("ledger lock");
+        for ack in acks {
+            unwritten.remove(&ack.log_id);
+        }
+    }
+
+    /// Whether run `log_id` was acknowledged and its mark is still to be written.
+    pub fn is_unwritten(&self, log_id: i64) -> bool {
+        self.unwritten
+            .lock()
+            .expect("ledger lock")
+            .contains(&log_id)
+    }
+
+    /// Acknowledgements waiting to be written.
+    pub fn len(&self) -> usize {
+        self.unwritten.lock().expect("ledger lock").len()
+    }
+
+    /// Whether every acknowledgement is written.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// How long the writer goes on collecting after the first acknowledgement of a batch.
+///
+/// Fires spread over the second (each job at its own millisecond) reach the writer one at a
+/// time; writing each alone cost a transaction, a run insert and a batch update per trigger
+/// (2.4 rows per trigger and several times the CPU of the same load in bursts). Nothing waits
+/// for the write: the trigger is on the broker and in the ledger already, and a result that
+/// arrives first waits for its row ([`crate::readers::results`]).
+pub const ACK_LINGER: Duration = Duration::from_millis(10);
+
+/// Writes acknowledgements to the store in batches of what is ready.
+pub struct AckWriter {
+    store: Arc<dyn Store>,
+    ledger: Arc<AckLedger>,
+    batches: Arc<OpenBatches>,
+    settled: mpsc::Receiver<SettledFire>,
+    batch_max: usize,
+    /// The acknowledgements being written: kept across failed attempts.
+    batch: Vec<DispatchAck>,
+    /// Log ids of fires of this node's batches that the attempt settles.
+    done: Vec<i64>,
+}
+
+impl AckWriter {
+    /// A writer of what arrives on `settled`, at most `batch_max` a transaction, settling the
+    /// node's `batches`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        ledger: Arc<AckLedger>,
+        batches: Arc<OpenBatches>,
+        settled: mpsc::Receiver<SettledFire>,
+        batch_max: usize,
+    ) -> Self {
+        AckWriter {
+            store,
+            ledger,
+            batches,
+            settled,
+            batch_max: batch_max.max(1),
+            batch: Vec::with_capacity(batch_max),
+            done: Vec::with_capacity(batch_max),
+        }
+    }
+
+    /// Takes in what dispatch settled: a fire of an open batch has its row written with the
+    /// mark and settles its batch; any other acknowledged fire has a row to mark.
+    fn take(&mut self, settled: SettledFire) {
+        match settled {
+            SettledFire::Acknowledged(mut ack) => {
+                if self.batches.contains(ack.log_id) {
+                    self.done.push(ack.log_id);
+                } else {
+                    ack.fire = None;
+                }
+                self.batch.push(ack);
+            }
+            SettledFire::Cancelled(log_id) => {
+                if self.batches.contains(log_id) {
+                    self.done.push(log_id);
+                }
+            }
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.batch.len() + self.done.len()
+    }
+
+    /// One attempt: fills the batch with what arrives (waiting for the first when it is
+    /// empty, then until [`ACK_LINGER`] has passed or the batch is full) and writes it.
+    /// Returns how many marks were written, or `None` once the channel is closed and
+    /// everything is written. On an error the batch is kept for the next call.
+    pub async fn write_once(&mut self) -> Result<Option<usize>, StoreError> {
+        while self.pending() == 0 {
+            match self.settled.recv().await {
+                Some(settled) => self.take(settled),
+                None => return Ok(None),
+            }
+        }
+        let lingered = tokio::time::Instant::now() + ACK_LINGER;
+        while self.batch.len() < self.batch_max {
+            let next = match self.settled.try_recv() {
+                Ok(settled) => Some(settled),
+                // Closed or the linger over: write what there is.
+                Err(_) => tokio::time::timeout_at(lingered, self.settled.recv())
+                    .await
+                    .ok()
+                    .flatten(),
+            };
+            match next {
+                Some(settled) => self.take(settled),
+                None => break,
+            }
+        }
+        let progress = self.batches.progress_with(&self.done);
+        self.store
+            .mark_dispatched(&DispatchMarks {
+                node_id: self.batches.node_id(),
+                acks: &self.batch,
+                batches: &progress,
+                lease_ms: self.batches.lease_ms(),
+            })
+            .await?;
+        self.ledger.written(&self.batch);
+        self.batches.settle(&self.done);
+        let written = self.batch.len();
+        self.batch.clear();
+        self.done.clear();
+        Ok(Some(written))
+    }
+
+    /// Writes until the channel closes (dispatch stopped) and every mark is written. A failed
+    /// batch is retried with backoff (50 ms doubling to 5 s) for as long as it takes.
+    pub async fn run(mut self) {
+        let mut backoff = Backoff::standard();
+        // Acknowledged triggers are not emitted again while their marks wait.
+        let mut failures = FailureLog::new(
+            "marking acknowledged triggers dispatched",
+            Severity::Warning,
+        );
+        loop {
+            let written = self.write_once().await;
+            failures.record(&written);
+            match written {
+                Ok(Some(_)) => backoff.reset(),
+                Ok(None) => return,
+                Err(_) => tokio::time::sleep(backoff.next_delay()).await,
+            }
+        }
+    }
+}
