@@ -72,10 +72,13 @@ pub(crate) struct Beats {
     send_timeout: Duration,
     /// Turns each beat into the beats sent, when the executor fronts others.
     plan: Option<Arc<dyn BeatPlan>>,
+    /// The consumer loop's clock, which dates each beat.
+    clock: Clock,
 }
 
 impl Beats {
-    /// What the executor `settings` describe announces, with its `handlers`: its partitions,
+    /// What the executor `settings` describe announces, with its `handlers`, dated by `clock`:
+    /// its partitions,
     /// or with a beat plan the beats of the executors it fronts. A shadow executor sends
     /// none: the partitions it holds are its own group's, and routing must not send
     /// production's triggers by them.
@@ -83,6 +86,7 @@ impl Beats {
         settings: &ExecutorSettings,
         publisher: &Publisher,
         handlers: Vec<String>,
+        clock: Clock,
     ) -> Option<Beats> {
         (!settings.shadow).then(|| {
             Beats::new(
@@ -92,6 +96,7 @@ impl Beats {
                 settings.app.clone(),
                 handlers,
                 settings.beat_interval,
+                clock,
             )
             .with_plan(settings.beat_plan.clone())
         })
@@ -104,6 +109,7 @@ impl Beats {
         app: AppName,
         mut handlers: Vec<String>,
         send_timeout: Duration,
+        clock: Clock,
     ) -> Beats {
         handlers.sort_unstable();
         Beats {
@@ -115,6 +121,7 @@ impl Beats {
             handlers,
             send_timeout,
             plan: None,
+            clock,
         }
     }
 
@@ -141,8 +148,9 @@ impl Beats {
             running_jobs: activity.running_jobs,
             queued_jobs: activity.queued_jobs,
             state,
-            // The registry compares beats with its own wall clock.
-            sent_at_ms: Clock::System.now_ms(),
+            // The registry compares beats with its own wall clock: the loop's clock is the
+            // system's outside the SDK's own tests.
+            sent_at_ms: self.clock.now_ms(),
         }
     }
 

@@ -188,6 +188,8 @@ pub(crate) struct LogShipper {
     run_started_at_ms: i64,
     sink: LogSink,
     give_up: CancellationToken,
+    /// The consumer loop's clock, which dates each record.
+    clock: Clock,
 }
 
 impl LogShipper {
@@ -196,7 +198,7 @@ impl LogShipper {
         trigger: Arc<TriggerRecord>,
         executor_id: String,
         run_started_at_ms: i64,
-        sink: LogSink,
+        (sink, clock): (LogSink, Clock),
         give_up: CancellationToken,
     ) -> LogShipper {
         LogShipper {
@@ -206,6 +208,7 @@ impl LogShipper {
             run_started_at_ms,
             sink,
             give_up,
+            clock,
         }
     }
 
@@ -258,7 +261,7 @@ impl LogShipper {
             executor_id: self.executor_id.clone(),
             first_line,
             lines,
-            emitted_at_ms: Clock::System.now_ms(),
+            emitted_at_ms: self.clock.now_ms(),
             run_started_at_ms: Some(self.run_started_at_ms),
         }
     }
@@ -364,7 +367,7 @@ mod tests {
             Arc::clone(&trigger),
             "exec-1".into(),
             1_767_225_600_123,
-            LogSink::Tracing,
+            (LogSink::Tracing, Clock::System),
             CancellationToken::new(),
         );
         let record = shipper.record(3, vec!["three".into()]);

@@ -22,14 +22,17 @@
 //! A tour, following one fire:
 //! - [`domain`]: the nouns (apps, jobs, runs, executors) and the pure rules: schedules, cron
 //!   as Quartz reads it, which fires a scan plans.
-//! - [`store`]: the [`Store`](store::Store) trait with SQLite, PostgreSQL and MySQL backends:
-//!   apps, jobs and job-log rows (one per trigger, keyed by its deterministic trigger id).
+//! - [`store`]: the [`Store`](store::Store) trait with SQLite, PostgreSQL and MySQL backends,
+//!   in halves by concern (jobs, fires, runs, history, the executor rows, accounts…), each
+//!   caller taking the half it uses: apps, jobs and job-log rows (one per trigger, keyed by
+//!   its deterministic trigger id).
 //! - [`engine`]: a node leases schedule shards, pre-reads their due jobs, writes each fire
 //!   durably before the in-memory wheel releases it at its millisecond, routes it to a
 //!   partition, signs and produces it, records its acknowledgement, and claims the fires of a
 //!   node that died.
 //! - [`readers`]: what executors publish (results, log lines, beats, shadow results, dead
-//!   letters) read back into the store, each record's executor signature checked.
+//!   letters) read back into the store, each record's executor signature checked; logs,
+//!   beats and shadow results share one batch reader.
 //! - [`monitors`]: after a run finished, retries with backoff, alarms (e-mail, webhook) and
 //!   child jobs; runs whose executor died failed as lost; executors that stopped beating
 //!   marked dead.

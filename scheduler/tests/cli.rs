@@ -1,16 +1,13 @@
 //! The `kadence` binary as an operator uses it, against a running scheduler (SQLite, real
 //! broker from `KADENCE_TEST_BROKERS`).
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Backend, TestDatabase, brokers, unique};
 use kadence_scheduler::app::Scheduler;
 use kadence_scheduler::clock::{Clock as _, SystemClock};
 use kadence_scheduler::config::Config;
+use kadence_tests::fixtures::{Backend, TestDatabase, brokers, unique};
 use secrecy::SecretString;
 
 struct Output {
@@ -96,7 +93,7 @@ async fn start_scheduler() -> (TestDatabase, Scheduler, String) {
     let mut config = Config::default();
     config.database.url = SecretString::from(database.url.clone());
     config.kafka.brokers = brokers();
-    config.kafka.broker_kind = common::broker_kind();
+    config.kafka.broker_kind = kadence_tests::fixtures::broker_kind();
     config.kafka.topic_prefix = unique("kcli");
     config.kafka.results_partitions = 1;
     config.auth.admin_password = Some(SecretString::from(ADMIN_PASSWORD));

@@ -4,16 +4,15 @@
 //! The tests of several nodes run on PostgreSQL and on MySQL, the backends several
 //! schedulers share; the restart of a lone node on SQLite.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Backend, TestDatabase, Watchdog, brokers, fetch_rows, unique, wait_for};
 use kadence_scheduler::store::fire_batch;
 use kadence_schemas::TriggerRecord;
+use kadence_tests::fixtures::{
+    Backend, TestDatabase, Watchdog, brokers, fetch_rows, unique, wait_for,
+};
 use kadence_tests::now_ms;
 use kadence_tests::serve::spawn_serve;
 use kadence_tests::session::{TEST_ADMIN_PASSWORD, login};
@@ -39,7 +38,10 @@ impl Node {
             .arg("serve")
             .env("KADENCE_DATABASE__URL", database_url)
             .env("KADENCE_KAFKA__BROKERS", brokers())
-            .env("KADENCE_KAFKA__BROKER_KIND", common::broker_kind().name())
+            .env(
+                "KADENCE_KAFKA__BROKER_KIND",
+                kadence_tests::fixtures::broker_kind().name(),
+            )
             .env("KADENCE_KAFKA__TOPIC_PREFIX", prefix)
             .env("KADENCE_KAFKA__RESULTS_PARTITIONS", "1")
             .env("KADENCE_KAFKA__SESSION_TIMEOUT", "6s")

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use kadence_tests::session::attempt_login;
 
-use crate::common::Backend;
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, login, spawn_app, spawn_app_with};
+use kadence_tests::fixtures::Backend;
 
 /// The operations anyone may call, besides the schema registry's (under [`PUBLIC_PREFIX`]).
 const PUBLIC: [(&str, &str); 6] = [

@@ -22,8 +22,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, spawn_app_with};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// How long a hand-written request waits for its answer before the test fails.
 const ANSWER_LIMIT: Duration = Duration::from_secs(45);

@@ -24,8 +24,8 @@ use kadence_tests::now_ms;
 use kadence_tests::triggers::{FireAudit, read_triggers};
 use serde_json::json;
 
-use crate::common::Backend;
 use crate::helpers::{TestApp, spawn_app_with};
+use kadence_tests::fixtures::Backend;
 
 const APP: &str = "load";
 const PARTITIONS: i32 = 2;

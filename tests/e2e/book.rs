@@ -25,8 +25,8 @@ use secrecy::SecretString;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::common::{Backend, TestDatabase};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 /// What the file beside the book holds: no answer under `/docs` may show it.
 const BESIDE_THE_BOOK: &str = "not part of the book";
@@ -206,8 +206,8 @@ async fn a_book_dir_without_an_index_stops_the_node_at_start(backend: Backend) {
     let not_built = tempfile::tempdir().unwrap();
     let mut config = Config::default();
     config.database.url = SecretString::from(database.url.clone());
-    config.kafka.brokers = crate::common::brokers();
-    config.kafka.broker_kind = crate::common::broker_kind();
+    config.kafka.brokers = kadence_tests::fixtures::brokers();
+    config.kafka.broker_kind = kadence_tests::fixtures::broker_kind();
     config.api.book_dir = Some(not_built.path().to_owned());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let Err(error) = Scheduler::start(config, listener, Arc::new(SystemClock)).await else {

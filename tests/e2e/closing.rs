@@ -11,8 +11,8 @@ use rdkafka::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, StreamConsumer};
 
-use crate::common::{Watchdog, brokers, unique, wait_for};
 use crate::helpers::create_topic;
+use kadence_tests::fixtures::{Watchdog, brokers, unique, wait_for};
 
 /// How long the revocation callback below takes: far longer than the close is allowed.
 const SLOW_REVOCATION: Duration = Duration::from_secs(3);

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use crate::book::TestBook;
 use crate::browser::Browser;
-use crate::common::{Backend, wait_for};
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, spawn_app_with};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// Logs "tick 1", "tick 2", … every 300 ms for a minute, or until it is killed.
 async fn ticker(ctx: JobContext) -> JobResult {

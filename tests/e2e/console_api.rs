@@ -13,8 +13,8 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// `GET path` as the admin; panics unless it answers 200.
 async fn get(app: &TestApp, path: &str) -> Value {

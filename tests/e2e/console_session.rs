@@ -10,8 +10,8 @@ use reqwest::header::{
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::common::Backend;
 use crate::helpers::{TEST_ADMIN_PASSWORD, spawn_app};
+use kadence_tests::fixtures::Backend;
 
 /// A request with the console's cookie; `console` adds the header writes need.
 async fn with_cookie(

@@ -16,8 +16,8 @@ use kadence_schemas::{
 use reqwest::Method;
 use serde_json::json;
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::spawn_app_with;
+use kadence_tests::fixtures::{Backend, wait_for};
 
 async fn what_executors_write_needs_a_key_of_their_app(backend: Backend) {
     let mut app = spawn_app_with(backend, |config| {

@@ -14,8 +14,8 @@ use kadence_scheduler::domain::model::limits::{
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::Backend;
 use crate::helpers::{TestApp, spawn_app};
+use kadence_tests::fixtures::Backend;
 
 /// The app the tests' jobs are in.
 const APP: &str = "limits";

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{Backend, TestDatabase, brokers, unique, wait_for};
+use kadence_tests::fixtures::{Backend, TestDatabase, brokers, unique, wait_for};
 pub use kadence_tests::session::{TEST_ADMIN_PASSWORD, login};
 
 /// Creates `topic` with `partitions` on the test broker, as an operator (or another tool)
@@ -144,7 +144,7 @@ pub async fn spawn_app_with(backend: Backend, configure: impl FnOnce(&mut Config
     let mut config = Config::default();
     config.database.url = SecretString::from(database.url.clone());
     config.kafka.brokers = brokers.clone();
-    config.kafka.broker_kind = crate::common::broker_kind();
+    config.kafka.broker_kind = kadence_tests::fixtures::broker_kind();
     config.kafka.topic_prefix = prefix.clone();
     config.kafka.results_partitions = 2;
     config.kafka.session_timeout = SESSION_TIMEOUT;
@@ -622,7 +622,7 @@ impl TestApp {
         builder
             .allow_unverified()
             .brokers(&self.brokers)
-            .broker_kind(crate::common::broker_kind())
+            .broker_kind(kadence_tests::fixtures::broker_kind())
             .app(app)
             .topic_prefix(&self.prefix)
             .session_timeout(SESSION_TIMEOUT)

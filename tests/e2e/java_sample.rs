@@ -36,10 +36,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
 
-use crate::common::{Backend, wait_for};
 use crate::conformance::process::{command_from_variable, spawn_piped};
 use crate::helpers::{TestApp, spawn_app};
 use crate::scripts::log_of;
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// The environment variable holding the command that starts the sample service.
 const SAMPLE_VARIABLE: &str = "KADENCE_TEST_JAVA_SAMPLE";
@@ -92,7 +92,10 @@ impl Sample {
             .expect("create_app made the app's key");
         let mut variables = vec![
             ("KADENCE_BROKERS", app.brokers.as_str()),
-            ("KADENCE_BROKER_KIND", crate::common::broker_kind().name()),
+            (
+                "KADENCE_BROKER_KIND",
+                kadence_tests::fixtures::broker_kind().name(),
+            ),
             ("KADENCE_TOPIC_PREFIX", app.prefix.as_str()),
             ("KADENCE_EXECUTOR_ID", "sample-1"),
             ("KADENCE_TRUSTED_KEYS", trusted.as_str()),
@@ -380,9 +383,10 @@ async fn refusal(environment: &[(&str, &str)]) -> String {
 /// sample reads it from — not in a stack trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_misconfigured_sample_says_what_to_set() {
-    let _watchdog =
-        crate::common::Watchdog::arm("java_sample::a_misconfigured_sample_says_what_to_set");
-    let brokers = crate::common::brokers();
+    let _watchdog = kadence_tests::fixtures::Watchdog::arm(
+        "java_sample::a_misconfigured_sample_says_what_to_set",
+    );
+    let brokers = kadence_tests::fixtures::brokers();
     let no_app = [
         ("KADENCE_APP", ""),
         ("KADENCE_BROKERS", brokers.as_str()),

@@ -27,8 +27,8 @@ use reqwest::header::{COOKIE, SET_COOKIE};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::common::{Backend, TestDatabase, broker_kind, brokers, unique, wait_for};
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, spawn_app_with};
+use kadence_tests::fixtures::{Backend, TestDatabase, broker_kind, brokers, unique, wait_for};
 
 /// The attacker's address and the admin's, as the trusted proxy names them.
 const ATTACKER: &str = "198.51.100.7";

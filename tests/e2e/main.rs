@@ -7,13 +7,12 @@
 //! the rolling log) run on both stores. Those whose subject is the executor run once, on
 //! SQLite: block strategies and the dead-letter queue (the store's part there, "unknown
 //! trigger id", is the store suite's `first_result_wins`, on both). The rule is in
-//! `tests/common/mod.rs`. What every executor implementation must do — kills, graceful stops,
+//! `tests/src/fixtures.rs`. What every executor implementation must do — kills, graceful stops,
 //! redelivery after a kill -9, each block strategy — is the `conformance` suite's, run
 //! against the Rust and the Python executor as processes.
 
 #[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
+extern crate kadence_tests;
 mod access;
 mod api_guards;
 mod api_load;
@@ -54,12 +53,12 @@ mod xxl_import;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::{Backend, wait_for};
 use helpers::spawn_app;
 use kadence_scheduler::domain::model::{Run, RunState};
 use kadence_schemas::{
     AppName, ExecutorBeat, ExecutorState, JobId, ResultRecord, TriggerId, TriggerType, codec,
 };
+use kadence_tests::fixtures::{Backend, wait_for};
 use serde_json::json;
 
 fn finished(runs: &[Run], code: i32) -> Vec<&Run> {

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::{spawn_app, spawn_app_with};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// The samples of a text exposition: series → value, each series written with its labels
 /// sorted by name (the encoder puts a registry's constant labels last), so a test names a

@@ -17,9 +17,9 @@ use kadence_schemas::TriggerType;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, spawn_app_with};
 use crate::sinks::{SmtpSink, WebhookSink};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// The allow-list that lets webhooks reach the local receivers.
 fn loopback_receivers() -> WebhookNetworks {

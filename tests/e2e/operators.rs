@@ -13,8 +13,8 @@ use kadence_tests::now_ms;
 use kadence_tests::triggers::read_triggers;
 use serde_json::json;
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::{spawn_app, spawn_app_with};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// A NUL character in any text is 400 naming the field (PostgreSQL cannot store it, and
 /// answered 500 before); a body over the limit is 413 on every route that takes one.

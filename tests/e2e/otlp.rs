@@ -15,7 +15,7 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use prost::Message;
 
-use crate::common::wait_for;
+use kadence_tests::fixtures::wait_for;
 
 /// One exported span, with its ids in hex as `traceparent` writes them.
 #[derive(Debug, Clone)]

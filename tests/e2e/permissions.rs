@@ -15,8 +15,8 @@ use kadence_tests::triggers::read_records;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, spawn_app, spawn_app_with};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// A GLUE_SHELL job of `app`, created by the admin, that runs `source`.
 async fn script_job(app: &TestApp, app_name: &str, source: &str) -> i64 {

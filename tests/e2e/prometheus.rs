@@ -25,9 +25,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
-use crate::common::{Backend, wait_for};
 use crate::conformance::{ExecutorProcess, Implementation};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// Panels whose series appear only with an event this test does not cause.
 const EVENT_ONLY: [&str; 2] = [

@@ -11,8 +11,8 @@ use std::time::Duration;
 use kadence_scheduler::domain::model::Run;
 use serde_json::json;
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, executions, spawn_app};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// Starts one executor alone on a 6-partition app, broadcasts a job whose 6 shards each run
 /// `run_ms` (all at once), and once they all started, starts a second executor; returns the

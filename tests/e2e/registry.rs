@@ -15,8 +15,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use crate::common::Backend;
 use crate::helpers::spawn_app;
+use kadence_tests::fixtures::Backend;
 
 /// Decoded records per topic, as the Python client printed them.
 async fn decode_with_registry(brokers: &str, registry: &str, topics: &[String]) -> Vec<Value> {

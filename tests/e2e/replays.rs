@@ -17,8 +17,8 @@ use kadence_tests::triggers::{Placed, read_placed_records};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Backend, BrokerKind, wait_for};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+use kadence_tests::fixtures::{Backend, BrokerKind, wait_for};
 
 on_every_backend!(
     replays_reproduce_exactly_the_chosen_triggers,
@@ -450,9 +450,9 @@ enum RetentionBroker {
 
 impl RetentionBroker {
     fn start() -> RetentionBroker {
-        if crate::common::broker_kind() == BrokerKind::Kafka {
+        if kadence_tests::fixtures::broker_kind() == BrokerKind::Kafka {
             return RetentionBroker::Kafka {
-                address: crate::common::brokers(),
+                address: kadence_tests::fixtures::brokers(),
             };
         }
         let state = tempfile::tempdir().expect("broker state dir");

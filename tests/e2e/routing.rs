@@ -18,8 +18,8 @@ use kadence_scheduler::http::api::{ExecutorView, JobView};
 use kadence_schemas::JobId;
 use serde_json::json;
 
-use crate::common::{Backend, TestDatabase, brokers, unique, wait_for};
 use crate::helpers::{TestApp, executions, spawn_app, spawn_app_with};
+use kadence_tests::fixtures::{Backend, TestDatabase, brokers, unique, wait_for};
 
 /// Partition → id of the executor owning it.
 fn owners(executors: &[ExecutorView]) -> HashMap<i32, String> {
@@ -322,7 +322,10 @@ async fn failover_moves_off_a_killed_executor_before_the_rebalance(backend: Back
         processes.push(
             tokio::process::Command::new(env!("CARGO_BIN_EXE_test-executor"))
                 .env("KADENCE_BROKERS", &app.brokers)
-                .env("KADENCE_BROKER_KIND", crate::common::broker_kind().name())
+                .env(
+                    "KADENCE_BROKER_KIND",
+                    kadence_tests::fixtures::broker_kind().name(),
+                )
                 .env("KADENCE_ALLOW_UNVERIFIED", "1")
                 .env("KADENCE_EXECUTOR_KEY", &executor_key)
                 .env("KADENCE_APP", "fo")

@@ -13,8 +13,8 @@ use std::time::Duration;
 use kadence_scheduler::domain::model::Run;
 use serde_json::{Value, json};
 
-use crate::common::{Backend, unique, wait_for};
 use crate::helpers::{TestApp, spawn_app};
+use kadence_tests::fixtures::{Backend, unique, wait_for};
 
 /// Creates a script job of `glue_type` on app `scripts` with `extra` fields; triggers it once
 /// and returns its finished run.

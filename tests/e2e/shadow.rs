@@ -12,8 +12,8 @@ use kadence_scheduler::domain::model::RunState;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::spawn_app;
+use kadence_tests::fixtures::{Backend, wait_for};
 
 on_every_backend!(a_shadow_group_yields_a_diff_report_naming_exactly_the_disagreements);
 

@@ -26,9 +26,9 @@ use reqwest::Method;
 use secrecy::ExposeSecret;
 use serde_json::json;
 
-use crate::common::{Backend, unique, wait_for};
 use crate::helpers::{TestApp, executions, spawn_app, spawn_app_with};
 use crate::metrics::{free_address, scrape};
+use kadence_tests::fixtures::{Backend, unique, wait_for};
 
 /// The scheduler's own signing key, read from its database (as only a test may).
 pub(crate) async fn scheduler_key(app: &TestApp) -> RecordSigner {

@@ -38,7 +38,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use tokio::sync::mpsc;
 
-use crate::common::{Backend, TestDatabase, brokers, unique};
+use kadence_tests::fixtures::{Backend, TestDatabase, brokers, unique};
 
 /// The manual clock's start: 2026-01-01T00:00:00Z.
 const T0: i64 = 1_767_225_600_000;
@@ -56,7 +56,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
     let app = AppName::parse("steps").unwrap();
     let kafka = KafkaSettings {
         brokers: brokers(),
-        broker_kind: crate::common::broker_kind(),
+        broker_kind: kadence_tests::fixtures::broker_kind(),
         options: Default::default(),
     };
     let admin = TopicAdmin::new(&kafka).unwrap();
@@ -75,12 +75,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
     // Node a takes every schedule shard (it is the only node), then scans them.
     store.ensure_shards(4).await.unwrap();
     let ownership = Arc::new(ShardOwnership::new("node-a"));
-    let leaser = ShardLeaser::new(
-        Arc::clone(&store),
-        Arc::clone(&ownership),
-        LEASE,
-        Arc::default(),
-    );
+    let leaser = ShardLeaser::new(store.clone(), Arc::clone(&ownership), LEASE, Arc::default());
     assert_eq!(
         leaser.lease_once(clock.now_ms()).await.unwrap().owned.len(),
         4
@@ -111,7 +106,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
     let dispatcher = Dispatcher::new(
         SignedProducer::new(kafka.idempotent_producer().unwrap(), Arc::new(signer)),
         topics.clone(),
-        Arc::new(PartitionDirectory::new(Arc::clone(&store))),
+        Arc::new(PartitionDirectory::new(store.clone())),
         Arc::new(Registry::new(Duration::from_secs(10))),
         DispatchOutcomes {
             acks,
@@ -134,7 +129,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
         }
     );
     let mut ack_writer = AckWriter::new(
-        Arc::clone(&store),
+        store.clone(),
         Arc::clone(&ledger),
         open_batches,
         ack_rx,
@@ -205,7 +200,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
         &kafka,
         &topics,
         Duration::from_secs(6),
-        Arc::clone(&store),
+        store.clone(),
         DeadLetters::new(kafka.idempotent_producer().unwrap(), topics.dlq()),
         // Hand-made results, unsigned: executor signatures are other tests' subject.
         kadence_scheduler::readers::executor_auth::ExecutorKeyring::load(

@@ -17,9 +17,9 @@ use reqwest::header::{COOKIE, SET_COOKIE};
 use serde_json::{Value, json};
 
 use crate::browser::Browser;
-use crate::common::{Backend, wait_for};
 use crate::console::log_in;
 use crate::helpers::{TEST_ADMIN_PASSWORD, TestApp, login, spawn_app};
+use kadence_tests::fixtures::{Backend, wait_for};
 use kadence_tests::session::attempt_login;
 
 /// `PUT /api/users/{name}/{what}` with `{what: value}` as `token`'s owner.

@@ -17,8 +17,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::{Connection as _, Executor as _};
 
-use crate::common::{Backend, unique, wait_for};
 use crate::helpers::{TestApp, spawn_app};
+use kadence_tests::fixtures::{Backend, unique, wait_for};
 
 /// XXL-JOB's DDL and seed rows, as published.
 const XXL_JOB_DDL: &str = include_str!("../fixtures/xxl-job/tables_xxl_job.sql");

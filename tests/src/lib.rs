@@ -1,6 +1,7 @@
 //! What the end-to-end suites (`tests/e2e/`, `tests/store/`) and the scheduler's own process
-//! tests and benchmarks (`scheduler/tests/crash.rs`, `scheduler/benches/`) share beyond one
-//! suite's fixtures (those live in `tests/common/`):
+//! tests and benchmarks (`scheduler/tests/`, `scheduler/benches/`) share:
+//! - [`fixtures`]: what makes a test: a fresh database per test, the broker, the backend
+//!   macros (`on_every_backend!`, `on_sqlite_only!`) and the watchdog;
 //! - [`triggers`]: reads an app's trigger topic from the beginning and audits the fires of
 //!   jobs due every second: each expected second once, none twice, no misfire.
 //! - [`api_load`]: many concurrent clients listing jobs for a while, every answer tallied.
@@ -17,6 +18,7 @@
 
 pub mod api_load;
 pub mod faults;
+pub mod fixtures;
 pub mod serve;
 pub mod session;
 pub mod triggers;

@@ -13,7 +13,7 @@ use kadence_scheduler::store::{AuditFilter, NewToken, NewUser, PageRequest, Stor
 use kadence_schemas::AppName;
 
 use super::{T0, demo_app, store_on};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 fn member(name: &str) -> NewUser {
     NewUser {

@@ -6,7 +6,7 @@ use kadence_scheduler::store::{AuditFilter, PageRequest};
 use serde_json::json;
 
 use super::{T0, store_on};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 /// An entry's id comes back from recording it, and its details can be replaced by that id
 /// alone; an id that does not exist is said to.

@@ -7,8 +7,8 @@ use kadence_scheduler::domain::schedule::MisfireStrategy;
 use kadence_scheduler::store::{BatchProgress, NewFire, NewFireBatch, Store};
 use kadence_schemas::{TriggerId, TriggerType};
 
-use super::common::{Backend, TestDatabase};
 use super::{T0, lease_for, running_job, scan_request, store_on};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 const LEASE_MS: i64 = 2_000;
 

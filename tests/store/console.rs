@@ -16,7 +16,7 @@ use kadence_schemas::{AppName, GlueType, JobId, TriggerId};
 
 use super::T0;
 use super::monitors::{complete, harness, manual_job, trigger};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 fn app(name: &str) -> AppName {
     AppName::parse(name).unwrap()

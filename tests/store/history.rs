@@ -16,7 +16,7 @@ use kadence_schemas::TriggerId;
 
 use super::T0;
 use super::monitors::{complete, harness, manual_job, trigger};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 const TEN_MINUTES: i64 = 600_000;
 /// Time enough for every drop below to catch up.

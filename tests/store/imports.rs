@@ -15,7 +15,7 @@ use kadence_scheduler::store::{
 use kadence_schemas::{AppName, GlueType};
 
 use super::{T0, store_on};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 fn app(name: &str) -> ImportedApp {
     ImportedApp {

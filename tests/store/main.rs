@@ -4,8 +4,7 @@
 //! once (first result wins), and concurrent schedulers never write a fire twice.
 
 #[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
+extern crate kadence_tests;
 mod accounts;
 mod audit;
 mod batches;
@@ -22,7 +21,6 @@ mod user_changes;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use common::{Backend, TestDatabase};
 use kadence_scheduler::app::pools::open_store;
 use kadence_scheduler::domain::model::{
     App, ChildTriggerMode, Completion, CompletionOutcome, Glue, JobStatus, NewJob, PendingFire,
@@ -34,6 +32,7 @@ use kadence_scheduler::store::{
     PreReadRequest, ShardLeaseRequest, Store, StoreError,
 };
 use kadence_schemas::{AppName, GlueType, JobId, TriggerId, TriggerType};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 /// 2026-01-01T00:00:00Z
 const T0: i64 = 1_767_225_600_000;

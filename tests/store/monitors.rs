@@ -23,7 +23,7 @@ use kadence_schemas::{TriggerId, TriggerType};
 use tokio::sync::mpsc;
 
 use super::{T0, demo_app, every_second_job, store_on};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 /// How long an alarm's delivery may take, in these tests.
 const ALARM_TIMEOUT: Duration = Duration::from_secs(10);

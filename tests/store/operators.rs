@@ -17,7 +17,7 @@ use kadence_schemas::JobId;
 use tokio::sync::mpsc;
 
 use super::{T0, every_second_job, pre_read_at, running_job, store_on};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 /// The runs of `job` (a run exists once its trigger was acknowledged).
 async fn run_count(store: &dyn Store, job: JobId) -> usize {
@@ -93,7 +93,7 @@ async fn stopping_a_job_cancels_its_planned_fires(backend: Backend) {
     // Another node, which holds copies in its wheel, learns of the stop from the store.
     let elsewhere = Arc::new(CancelledFires::new());
     let poller = CancellationPoller::new(
-        Arc::clone(&store),
+        store.clone(),
         Arc::clone(&elsewhere),
         Duration::from_secs(10),
     );
@@ -236,7 +236,7 @@ async fn an_unwritten_acknowledgement_is_retried_and_never_re_emitted(backend: B
     let ledger = Arc::new(AckLedger::new());
     let (acks, acks_rx) = mpsc::channel(10);
     let mut writer = AckWriter::new(
-        Arc::clone(&store),
+        store.clone(),
         Arc::clone(&ledger),
         Arc::clone(intake.open_batches()),
         acks_rx,

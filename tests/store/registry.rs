@@ -16,7 +16,7 @@ use kadence_scheduler::store::{
 use kadence_schemas::{AppName, TriggerId, TriggerType};
 
 use super::{T0, demo_app, every_second_job, pre_read_at, store_on};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 fn executor(id: &str, partitions: &[i32], beat_ms: i64) -> ExecutorEntry {
     ExecutorEntry {

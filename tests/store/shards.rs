@@ -9,8 +9,8 @@ use kadence_scheduler::domain::schedule::MisfireStrategy;
 use kadence_scheduler::store::{Acquisition, ShardLease, ShardLeaseRequest, Store};
 use kadence_schemas::JobId;
 
-use super::common::{Backend, TestDatabase};
 use super::{SHARDS, T0, demo_app, every_second_job, scan_request, store_on};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 const LEASE_MS: i64 = 10_000;
 

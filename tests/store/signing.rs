@@ -7,7 +7,7 @@ use kadence_scheduler::store::{NewSigningKey, RetireOutcome};
 use secrecy::ExposeSecret;
 
 use super::{T0, store_on};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 fn fresh_key() -> NewSigningKey {
     new_signing_key().expect("a new key").1

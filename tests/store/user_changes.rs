@@ -15,7 +15,7 @@ use kadence_scheduler::store::{
 use kadence_schemas::AppName;
 
 use super::{T0, demo_app, store_on};
-use crate::common::{Backend, TestDatabase};
+use kadence_tests::fixtures::{Backend, TestDatabase};
 
 /// An admin id no test user has.
 const OTHER_ADMIN: i64 = 1_000_000;

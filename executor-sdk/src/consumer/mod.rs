@@ -197,7 +197,7 @@ struct Loop {
     /// Records received and not yet ended (run, refused, skipped or dead-lettered).
     in_flight: usize,
     /// Where the loop reads the time: every "now" of the loop, its runs, its dispatch and its
-    /// control reader comes from this one clock.
+    /// control reader, its beats and its log records comes from this one clock.
     clock: Clock,
     phase: Phase,
 }
@@ -221,9 +221,9 @@ impl Loop {
         let hard_stop = CancellationToken::new();
         let (ended_tx, ended) = mpsc::unbounded_channel();
         let publisher = Publisher::new(&settings, Arc::clone(&metrics))?;
-        let beats = Beats::of_executor(&settings, &publisher, registry.names());
-        // The one clock of the loop, its runs, its dispatch and its control reader.
+        // The one clock of the loop, its runs, its dispatch, its control reader and its beats.
         let clock = Clock::System;
+        let beats = Beats::of_executor(&settings, &publisher, registry.names(), clock);
         let runs = Runs::new(RunsConfig {
             executor_id: settings.executor_id.clone(),
             publisher,

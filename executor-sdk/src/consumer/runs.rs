@@ -337,7 +337,7 @@ impl Runs {
             Arc::clone(trigger),
             config.executor_id.clone(),
             run_started_at_ms,
-            sink,
+            (sink, config.clock),
             config.hard_stop.clone(),
         )
     }

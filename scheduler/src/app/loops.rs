@@ -14,12 +14,13 @@ use crate::monitors::lost_runs::run_lost_run_monitor;
 use crate::monitors::{
     alarm::Alarms, follow_up::FollowUp, reports::run_reports, retention::run_retention,
 };
-use crate::readers::beats::BeatsReader;
+use crate::readers::batch::ReaderSources;
+use crate::readers::beats::{Beats, BeatsReader};
 use crate::readers::dead_letters::DeadLetterReader;
 use crate::readers::executor_auth::run_keyring_refresh;
-use crate::readers::logs::LogsConsumer;
+use crate::readers::logs::LogsReader;
 use crate::readers::results::ResultsConsumer;
-use crate::readers::shadow_results::ShadowResultsConsumer;
+use crate::readers::shadow_results::ShadowResultsReader;
 
 impl Node {
     /// The readers of the shared topics: beats (with the registry's sweeper and the lost-run
@@ -32,36 +33,22 @@ impl Node {
             &self.kafka,
             &self.topics,
             session_timeout,
-            Arc::clone(&self.pools.scheduling),
+            self.pools.scheduling.clone(),
             self.dead_letters(),
             Arc::clone(&self.keyring),
             1000,
-        )
-        .context("starting the results consumer")?
+        )?
         .with_metrics(Arc::clone(&self.metrics))
         .with_tracer(self.tracer.clone());
         self.tasks.spawn(results.run(self.shutdown.clone()));
-        let logs = LogsConsumer::new(
-            &self.kafka,
-            &self.topics,
-            session_timeout,
-            Arc::clone(background),
-            self.dead_letters(),
-            Arc::clone(&self.keyring),
+        let logs = LogsReader::start(
+            self.reader_sources(),
+            background.clone(),
             self.config.logs.max_lines_per_run,
-        )
-        .context("starting the logs consumer")?
-        .with_metrics(Arc::clone(&self.metrics));
+        )?
+        .with_lag_metrics(Arc::clone(&self.metrics));
         self.tasks.spawn(logs.run(self.shutdown.clone()));
-        let shadow_results = ShadowResultsConsumer::new(
-            &self.kafka,
-            &self.topics,
-            session_timeout,
-            Arc::clone(background),
-            self.dead_letters(),
-            Arc::clone(&self.keyring),
-        )
-        .context("starting the shadow results consumer")?;
+        let shadow_results = ShadowResultsReader::start(self.reader_sources(), background.clone())?;
         self.tasks.spawn(shadow_results.run(self.shutdown.clone()));
         let dead_letters = DeadLetterReader::new(
             &self.kafka,
@@ -70,10 +57,20 @@ impl Node {
             Arc::clone(background),
             Arc::clone(&self.clock),
             Arc::clone(&self.keyring),
-        )
-        .context("starting the dead-letter reader")?;
+        )?;
         self.tasks.spawn(dead_letters.run(self.shutdown.clone()));
         Ok(())
+    }
+
+    /// What the batch readers are built from.
+    fn reader_sources(&self) -> ReaderSources<'_> {
+        ReaderSources {
+            kafka: &self.kafka,
+            topics: &self.topics,
+            session_timeout: self.config.kafka.session_timeout,
+            dead_letters: self.dead_letters(),
+            keyring: Arc::clone(&self.keyring),
+        }
     }
 
     /// The beats reader, which builds the registry, with the registry's sweeper and the
@@ -85,21 +82,17 @@ impl Node {
             .partition_count(&self.topics.beats())
             .await
             .context("reading the beats topic")?;
-        let beats = BeatsReader::new(
-            &self.kafka,
-            (&self.topics, beats_partitions),
+        let beats = Beats::new(
             Arc::clone(&self.registry),
-            Arc::clone(background),
-            self.dead_letters(),
+            background.clone(),
             Arc::clone(&self.clock),
-            Arc::clone(&self.keyring),
-        )
-        .context("starting the beats reader")?
-        .checking_claims(Arc::clone(&self.partitions));
+            Some(Arc::clone(&self.partitions)),
+        );
+        let beats = BeatsReader::start(self.reader_sources(), beats_partitions, beats)?;
         self.tasks.spawn(beats.run(self.shutdown.clone()));
         let registry_config = &self.config.registry;
         self.tasks.spawn(run_sweeper(
-            Arc::clone(background),
+            background.clone(),
             registry_config.clone(),
             Arc::clone(&self.clock),
             self.shutdown.clone(),
@@ -147,7 +140,7 @@ impl Node {
         self.tasks
             .spawn(follow_up.run(Arc::clone(&self.clock), self.shutdown.clone()));
         self.tasks.spawn(run_reports(
-            Arc::clone(background),
+            background.clone(),
             monitors.report_interval,
             self.config.retention.clone(),
             Arc::clone(&self.clock),

@@ -204,7 +204,7 @@ async fn open_topics(
         .ensure_shared_topics(&topics, config.kafka.results_partitions)
         .await
         .context("creating Kadence's shared topics")?;
-    let partitions = Arc::new(PartitionDirectory::new(Arc::clone(&pools.scheduling)));
+    let partitions = Arc::new(PartitionDirectory::new(pools.scheduling.clone()));
     let apps = pools.scheduling.list_apps().await.context("listing apps")?;
     for app in apps {
         admin
@@ -325,8 +325,7 @@ impl Node {
             schedule.claim_interval,
             self.shutdown.clone(),
         ));
-        let poller =
-            CancellationPoller::new(Arc::clone(store), Arc::clone(&cancelled), schedule.lease);
+        let poller = CancellationPoller::new(store.clone(), Arc::clone(&cancelled), schedule.lease);
         self.tasks.spawn(poller.run(
             Arc::clone(&self.clock),
             schedule.cancel_poll_interval,
@@ -363,7 +362,7 @@ impl Node {
         self.tasks
             .spawn(dispatcher.run(due_rx, self.shutdown.clone()));
         let batches = Arc::clone(intake.open_batches());
-        let ack_writer = AckWriter::new(Arc::clone(store), ledger, batches, ack_rx, 1000);
+        let ack_writer = AckWriter::new(store.clone(), ledger, batches, ack_rx, 1000);
         self.tasks.spawn(ack_writer.run());
         FirePath {
             intake,
@@ -393,7 +392,7 @@ impl Node {
         .with_tracer(self.tracer.clone());
         let pre_read_waker = pre_reader.waker();
         let leaser = ShardLeaser::new(
-            Arc::clone(&self.pools.scheduling),
+            self.pools.scheduling.clone(),
             ownership,
             schedule.shard_lease,
             Arc::clone(&pre_read_waker),

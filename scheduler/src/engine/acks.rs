@@ -4,7 +4,7 @@
 //! [`AckLedger`] and hands a [`SettledFire::Acknowledged`] to the [`AckWriter`]; a fire of a
 //! batch that dispatch drops because a stop or an edit cancelled it is handed over as
 //! [`SettledFire::Cancelled`]. The writer records them in batches, one transaction each
-//! ([`Store::mark_dispatched`]): the run rows of batch fires are written, already
+//! ([`Fires::mark_dispatched`]): the run rows of batch fires are written, already
 //! DISPATCHED (a run exists from the moment its trigger is on the broker); rows that exist
 //! (manual fires, retries, children) are marked DISPATCHED; and the batches concerned are
 //! settled: their lease moves to their earliest fire still open ([`OpenBatches`]), or they are
@@ -28,7 +28,7 @@ use kadence_kafka::{Backoff, FailureLog, Severity};
 use tokio::sync::mpsc;
 
 use crate::engine::open_batches::OpenBatches;
-use crate::store::{DispatchAck, DispatchMarks, Store, StoreError};
+use crate::store::{DispatchAck, DispatchMarks, Fires, StoreError};
 
 /// What became of a fire dispatch took from the wheel, for the [`AckWriter`].
 #[derive(Debug)]
@@ -95,7 +95,7 @@ pub const ACK_LINGER: Duration = Duration::from_millis(10);
 
 /// Writes acknowledgements to the store in batches of what is ready.
 pub struct AckWriter {
-    store: Arc<dyn Store>,
+    store: Arc<dyn Fires>,
     ledger: Arc<AckLedger>,
     batches: Arc<OpenBatches>,
     settled: mpsc::Receiver<SettledFire>,
@@ -110,7 +110,7 @@ impl AckWriter {
     /// A writer of what arrives on `settled`, at most `batch_max` a transaction, settling the
     /// node's `batches`.
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn Fires>,
         ledger: Arc<AckLedger>,
         batches: Arc<OpenBatches>,
         settled: mpsc::Receiver<SettledFire>,

@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::domain::model::PendingFire;
-use crate::store::{FireCancellation, Store, StoreError};
+use crate::store::{FireCancellation, Fires, StoreError};
 
 /// Per job, the cancellations dispatch must respect (see the module docs).
 #[derive(Default)]
@@ -143,7 +143,7 @@ impl CancelledFires {
 
 /// Reads the cancellations other nodes made into this node's [`CancelledFires`].
 pub struct CancellationPoller {
-    store: Arc<dyn Store>,
+    store: Arc<dyn Fires>,
     cancelled: Arc<CancelledFires>,
     /// How long a cancellation is kept after its fires' lease ended.
     grace_ms: i64,
@@ -152,7 +152,7 @@ pub struct CancellationPoller {
 impl CancellationPoller {
     /// A poller reading through `store` into `cancelled`; entries are kept `grace` past their
     /// lease.
-    pub fn new(store: Arc<dyn Store>, cancelled: Arc<CancelledFires>, grace: Duration) -> Self {
+    pub fn new(store: Arc<dyn Fires>, cancelled: Arc<CancelledFires>, grace: Duration) -> Self {
         CancellationPoller {
             store,
             cancelled,

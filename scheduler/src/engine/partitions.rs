@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use kadence_schemas::AppName;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Jobs, StoreError};
 
 /// Why an app's partition count is not known.
 #[derive(Debug, thiserror::Error)]
@@ -21,13 +21,13 @@ pub enum PartitionsError {
 
 /// Partition counts of the apps' trigger topics, read from the store once per app.
 pub struct PartitionDirectory {
-    store: Arc<dyn Store>,
+    store: Arc<dyn Jobs>,
     known: RwLock<HashMap<AppName, i32>>,
 }
 
 impl PartitionDirectory {
     /// A directory backed by `store`.
-    pub fn new(store: Arc<dyn Store>) -> Self {
+    pub fn new(store: Arc<dyn Jobs>) -> Self {
         PartitionDirectory {
             store,
             known: RwLock::new(HashMap::new()),

@@ -46,7 +46,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::metrics::SchedulerMetrics;
-use crate::store::{Acquisition, OwnedShard, ShardLease, ShardLeaseRequest, Store, StoreError};
+use crate::store::{
+    Acquisition, OwnedShard, ScheduleShards, ShardLease, ShardLeaseRequest, StoreError,
+};
 
 /// Most schedule shards a database may be split into: more than nodes anyone runs, few
 /// enough that a scan's shard list stays short.
@@ -98,7 +100,7 @@ pub fn check_shard_lease(
 /// database split otherwise keeps its number, with a warning: changing it would move jobs
 /// between shards under their owners' feet.
 pub async fn ensure_schedule_shards(
-    store: &dyn Store,
+    store: &dyn ScheduleShards,
     configured: u32,
 ) -> Result<u32, ShardSetupError> {
     if !(1..=MAX_SHARDS).contains(&configured) {
@@ -230,7 +232,7 @@ impl Gone {
 
 /// Keeps this node's shard leases: renews them and takes its share.
 pub struct ShardLeaser {
-    store: Arc<dyn Store>,
+    store: Arc<dyn ScheduleShards>,
     ownership: Arc<ShardOwnership>,
     lease: Duration,
     metrics: Arc<SchedulerMetrics>,
@@ -241,7 +243,7 @@ impl ShardLeaser {
     /// A leaser for `ownership`'s node with leases of `lease`, waking `pre_read_waker` when it
     /// took shards (their jobs are scanned at once, not at the next tick).
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn ScheduleShards>,
         ownership: Arc<ShardOwnership>,
         lease: Duration,
         pre_read_waker: Arc<Notify>,

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, run_every};
 use crate::config::RegistryConfig;
-use crate::store::{Store, StoreError};
+use crate::store::{ExecutorRegistry, StoreError};
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub struct SweepSummary {
 /// One sweep at `now_ms`: marks executors whose beats stopped DEAD and deletes those dead for
 /// longer than `forget_after`. Safe on several nodes (each row is marked once).
 pub async fn sweep_once(
-    store: &dyn Store,
+    store: &dyn ExecutorRegistry,
     config: &RegistryConfig,
     now_ms: i64,
 ) -> Result<SweepSummary, StoreError> {
@@ -50,7 +50,7 @@ pub async fn sweep_once(
 
 /// Sweeps every `config.sweep_interval` until `shutdown`.
 pub async fn run_sweeper(
-    store: Arc<dyn Store>,
+    store: Arc<dyn ExecutorRegistry>,
     config: RegistryConfig,
     clock: Arc<dyn Clock>,
     shutdown: CancellationToken,

@@ -21,17 +21,17 @@ pub use crate::clock::{DAY_MS, day_of};
 use crate::clock::{Clock, run_every};
 use crate::config::RetentionConfig;
 use crate::monitors::retention::drop_unkept_runs_once;
-use crate::store::{Store, StoreError};
+use crate::store::{History, StoreError};
 
 /// One step at `now_ms`: recounts yesterday's and today's rows; returns the rows written.
-pub async fn refresh_reports_once(store: &dyn Store, now_ms: i64) -> Result<u64, StoreError> {
+pub async fn refresh_reports_once(store: &dyn History, now_ms: i64) -> Result<u64, StoreError> {
     let today = day_of(now_ms);
     store.refresh_reports(today - DAY_MS, today + DAY_MS).await
 }
 
 /// Drops unkept runs and refreshes every `interval` until `shutdown`.
 pub async fn run_reports(
-    store: Arc<dyn Store>,
+    store: Arc<dyn History>,
     interval: std::time::Duration,
     retention: RetentionConfig,
     clock: Arc<dyn Clock>,

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, DAY_MS, day_of, millis, run_every};
 use crate::config::RetentionConfig;
-use crate::store::{Store, StoreError};
+use crate::store::{History, Store, StoreError};
 
 /// What one step deleted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +80,7 @@ where
 /// step goes on; a batch once begun is finished). Returns the runs dropped, each counted in
 /// `run_counts`.
 pub async fn drop_unkept_runs_once(
-    store: &dyn Store,
+    store: &dyn History,
     config: &RetentionConfig,
     now_ms: i64,
     budget: Duration,

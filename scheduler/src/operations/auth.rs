@@ -14,7 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 
 use crate::domain::model::Role;
-use crate::store::{NewUser, Store, StoreError};
+use crate::store::{Accounts, NewUser, StoreError};
 
 /// Every token starts with this, so that one pasted in the wrong place is recognisable (and
 /// secret scanners can find leaked ones).
@@ -82,7 +82,7 @@ pub enum FirstAdmin {
 /// a random one returned for the log. Several nodes starting at once on a fresh database
 /// create it once: the losers of the race find it exists.
 pub async fn ensure_first_admin(
-    store: &dyn Store,
+    store: &dyn Accounts,
     configured: Option<&SecretString>,
     now_ms: i64,
 ) -> anyhow::Result<FirstAdmin> {

@@ -23,33 +23,15 @@ use std::time::Duration;
 
 use kadence_kafka::{BatchConsumer, BatchStep, KafkaSettings, run_steps};
 use kadence_schemas::{Topics, TriggerId, TriggerRecord, codec, headers, result_code};
-use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::domain::model::{Completion, CompletionOutcome, RunState};
+use crate::readers::batch::ReaderError;
 use crate::readers::executor_auth::{ExecutorKeyring, app_mismatch};
 use crate::readers::results::{MAX_MESSAGE_BYTES, bound_message};
 use crate::store::{Store, StoreError};
-
-/// A failed dead-letter step.
-#[derive(Debug, thiserror::Error)]
-pub enum DeadLetterError {
-    /// The consumer could not be created or subscribed.
-    #[error("cannot start the dead-letter reader: {0}")]
-    Start(KafkaError),
-    /// Receiving from the broker failed.
-    #[error("cannot receive dead letters: {0}")]
-    Receive(KafkaError),
-    /// Reading or completing runs failed; the batch is retried.
-    #[error("cannot fail the runs of dead-lettered triggers: {0}")]
-    Write(#[from] StoreError),
-    /// Committing offsets failed; the records will be read again (a run failed already is
-    /// left as it is).
-    #[error("cannot commit dead-letter offsets: {0}")]
-    Commit(KafkaError),
-}
 
 /// What one step did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +41,9 @@ pub struct DeadLetterSummary {
     /// Runs failed because of them.
     pub failed: usize,
 }
+
+/// The reader's name, in logs and errors.
+const NAME: &str = "dead letters";
 
 /// Reads `{prefix}.dlq` in group `{prefix}.scheduler.dlq`.
 pub struct DeadLetterReader {
@@ -80,17 +65,11 @@ impl DeadLetterReader {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         keyring: Arc<ExecutorKeyring>,
-    ) -> Result<DeadLetterReader, DeadLetterError> {
+    ) -> Result<DeadLetterReader, ReaderError> {
         let group = format!("{}.dlq", topics.scheduler_group());
-        let consumer = BatchConsumer::subscribe(
-            settings,
-            &group,
-            &topics.dlq(),
-            session_timeout,
-            "dead letters",
-            500,
-        )
-        .map_err(DeadLetterError::Start)?;
+        let consumer =
+            BatchConsumer::subscribe(settings, &group, &topics.dlq(), session_timeout, NAME, 500)
+                .map_err(ReaderError::start(NAME))?;
         Ok(DeadLetterReader {
             consumer,
             trigger_topic_prefix: format!("{}.triggers.", topics.prefix()),
@@ -105,9 +84,10 @@ impl DeadLetterReader {
     pub async fn fail_dead_lettered_once(
         &mut self,
         wait: Duration,
-    ) -> Result<DeadLetterSummary, DeadLetterError> {
+    ) -> Result<DeadLetterSummary, ReaderError> {
         if self.unread.is_empty() {
-            self.unread = (self.consumer.receive(wait).await).map_err(DeadLetterError::Receive)?;
+            self.unread =
+                (self.consumer.receive(wait).await).map_err(ReaderError::receive(NAME))?;
         }
         if self.unread.is_empty() {
             return Ok(DeadLetterSummary::default());
@@ -134,11 +114,11 @@ impl DeadLetterReader {
                 }
             }
         }
-        let failed = self.fail_runs(&letters).await?;
+        let failed = (self.fail_runs(&letters).await).map_err(ReaderError::write(NAME))?;
         let batch = std::mem::take(&mut self.unread);
         self.consumer
             .commit(&batch)
-            .map_err(DeadLetterError::Commit)?;
+            .map_err(ReaderError::commit(NAME))?;
         Ok(DeadLetterSummary {
             triggers: letters.len(),
             failed,
@@ -209,13 +189,13 @@ impl DeadLetterReader {
 
 impl BatchStep for DeadLetterReader {
     type Summary = DeadLetterSummary;
-    type Error = DeadLetterError;
+    type Error = ReaderError;
 
     fn name(&self) -> &'static str {
-        "dead letters"
+        NAME
     }
 
-    async fn step(&mut self, wait: Duration) -> Result<DeadLetterSummary, DeadLetterError> {
+    async fn step(&mut self, wait: Duration) -> Result<DeadLetterSummary, ReaderError> {
         self.fail_dead_lettered_once(wait).await
     }
 }

@@ -1,6 +1,8 @@
 //! The readers: what executors write to Kafka, read back into the store, each a batch reader
 //! of `kadence_kafka::batch` that commits only what it applied.
 //!
+//! - [`batch`]: the body the logs, shadow results and beats readers share (signature check,
+//!   decoding, dead letters, commits), and the readers' one error type;
 //! - [`results`]: consumes `{prefix}.results` and completes job-log rows, first result wins;
 //! - [`logs`]: stores the lines runs write (`{prefix}.logs`) for the rolling log view;
 //! - [`beats`]: reads `{prefix}.beats` into the in-memory executor registry
@@ -12,6 +14,7 @@
 //! - [`executor_auth`]: what executors write must be signed by an executor key of its app;
 //!   every reader checks it with the node's keyring.
 
+pub mod batch;
 pub mod beats;
 pub mod dead_letters;
 pub mod executor_auth;

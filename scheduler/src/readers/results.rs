@@ -27,14 +27,14 @@ use kadence_kafka::{
 };
 use kadence_schemas::{AppName, ResultRecord, Topics, codec};
 use opentelemetry::{Context, KeyValue};
-use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::model::{Completion, CompletionOutcome};
 use crate::metrics::SchedulerMetrics;
+use crate::readers::batch::ReaderError;
 use crate::readers::executor_auth::{ExecutorKeyring, app_mismatch};
-use crate::store::{Store, StoreError};
+use crate::store::Runs;
 use crate::traces::completion_span;
 
 /// Longest result message stored, in bytes; longer ones are cut at a character boundary.
@@ -47,26 +47,6 @@ pub const RUN_ROW_WAIT: Duration = Duration::from_secs(30);
 
 /// How often results waiting for their run's row are tried again while nothing else arrives.
 const WAITING_RETRY: Duration = Duration::from_millis(100);
-
-/// A failed results step.
-#[derive(Debug, thiserror::Error)]
-pub enum ResultsError {
-    /// The consumer could not be created or subscribed.
-    #[error("cannot start the results consumer: {0}")]
-    Start(KafkaError),
-    /// Receiving from the broker failed.
-    #[error("cannot receive results: {0}")]
-    Receive(KafkaError),
-    /// Writing completions failed; the batch is retried.
-    #[error("cannot record results: {0}")]
-    Write(#[from] StoreError),
-    /// Sending to the dead-letter queue failed; the batch is retried.
-    #[error("cannot send a record to the dead-letter queue: {0}")]
-    DeadLetter(KafkaError),
-    /// Committing offsets failed; the records will be redelivered and recognised.
-    #[error("cannot commit results offsets: {0}")]
-    Commit(KafkaError),
-}
 
 /// What one step did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -106,11 +86,14 @@ impl Received {
     }
 }
 
+/// The reader's name, in logs, errors and the consumer's metric label.
+const NAME: &str = "results";
+
 /// Consumes `{prefix}.results` in group `{prefix}.scheduler`.
 pub struct ResultsConsumer {
     consumer: BatchConsumer,
     topic: String,
-    store: Arc<dyn Store>,
+    store: Arc<dyn Runs>,
     dead_letters: DeadLetters,
     unwritten: Vec<Received>,
     /// Results whose run's row is not written yet (see [`RUN_ROW_WAIT`]).
@@ -126,20 +109,20 @@ impl ResultsConsumer {
         settings: &KafkaSettings,
         topics: &Topics,
         session_timeout: Duration,
-        store: Arc<dyn Store>,
+        store: Arc<dyn Runs>,
         dead_letters: DeadLetters,
         keyring: Arc<ExecutorKeyring>,
         batch_max: usize,
-    ) -> Result<ResultsConsumer, ResultsError> {
+    ) -> Result<ResultsConsumer, ReaderError> {
         let consumer = BatchConsumer::subscribe(
             settings,
             &topics.scheduler_group(),
             &topics.results(),
             session_timeout,
-            "results",
+            NAME,
             batch_max,
         )
-        .map_err(ResultsError::Start)?;
+        .map_err(ReaderError::start(NAME))?;
         Ok(ResultsConsumer {
             consumer,
             topic: topics.results(),
@@ -156,9 +139,8 @@ impl ResultsConsumer {
     /// The same consumer counting into `metrics`.
     pub fn with_metrics(self, metrics: Arc<SchedulerMetrics>) -> Self {
         let (lag, topic) = (Arc::clone(&metrics), self.topic.clone());
-        self.consumer.on_statistics(move |statistics| {
-            lag.record_consumer_lag("results", &topic, statistics)
-        });
+        self.consumer
+            .on_statistics(move |statistics| lag.record_consumer_lag(NAME, &topic, statistics));
         ResultsConsumer { metrics, ..self }
     }
 
@@ -171,7 +153,7 @@ impl ResultsConsumer {
     pub async fn complete_results_once(
         &mut self,
         wait: Duration,
-    ) -> Result<ResultsSummary, ResultsError> {
+    ) -> Result<ResultsSummary, ReaderError> {
         if self.unwritten.is_empty() {
             let wait = if self.waiting.is_empty() {
                 wait
@@ -207,12 +189,12 @@ impl ResultsConsumer {
         self.consumer.close().await;
     }
 
-    async fn receive(&self, wait: Duration) -> Result<Vec<Received>, ResultsError> {
+    async fn receive(&self, wait: Duration) -> Result<Vec<Received>, ReaderError> {
         let batch = self
             .consumer
             .receive(wait)
             .await
-            .map_err(ResultsError::Receive)?;
+            .map_err(ReaderError::receive(NAME))?;
         let received_at = std::time::Instant::now();
         let mut received = Vec::with_capacity(batch.len());
         for message in batch {
@@ -225,7 +207,7 @@ impl ResultsConsumer {
     }
 
     /// Records the batch; returns what it did and the positions of the results that wait.
-    async fn write(&self) -> Result<(ResultsSummary, Vec<usize>), ResultsError> {
+    async fn write(&self) -> Result<(ResultsSummary, Vec<usize>), ReaderError> {
         let completions: Vec<Completion> = self
             .unwritten
             .iter()
@@ -239,7 +221,7 @@ impl ResultsConsumer {
                 for span in spans.iter().flatten() {
                     trace::end_with_error(span, error.to_string());
                 }
-                return Err(error.into());
+                return Err(ReaderError::write(NAME)(error));
             }
         };
         let mut summary = ResultsSummary::default();
@@ -288,7 +270,7 @@ impl ResultsConsumer {
             self.dead_letters
                 .send_message(message, &reason)
                 .await
-                .map_err(ResultsError::DeadLetter)?;
+                .map_err(ReaderError::dead_letter(NAME))?;
             summary.dead_lettered += 1;
             self.metrics
                 .dead_letters
@@ -317,7 +299,7 @@ impl ResultsConsumer {
     }
 
     /// Commits past `batch`, but not past a result still waiting in the same partition.
-    fn commit(&self, batch: &[Received]) -> Result<(), ResultsError> {
+    fn commit(&self, batch: &[Received]) -> Result<(), ReaderError> {
         let mut first_waiting: std::collections::HashMap<i32, i64> = Default::default();
         for received in &self.waiting {
             let offset = first_waiting
@@ -336,19 +318,19 @@ impl ResultsConsumer {
                             .is_none_or(|waiting| message.offset() < *waiting)
                     }),
             )
-            .map_err(ResultsError::Commit)
+            .map_err(ReaderError::commit(NAME))
     }
 }
 
 impl BatchStep for ResultsConsumer {
     type Summary = ResultsSummary;
-    type Error = ResultsError;
+    type Error = ReaderError;
 
     fn name(&self) -> &'static str {
-        "results"
+        NAME
     }
 
-    async fn step(&mut self, wait: Duration) -> Result<ResultsSummary, ResultsError> {
+    async fn step(&mut self, wait: Duration) -> Result<ResultsSummary, ReaderError> {
         self.complete_results_once(wait).await
     }
 }

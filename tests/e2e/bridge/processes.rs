@@ -234,7 +234,10 @@ impl BridgeProcess {
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--access-token", token, "--executor-id", executor_id])
             .args(["--brokers", &app.brokers])
-            .args(["--broker-kind", crate::common::broker_kind().name()])
+            .args([
+                "--broker-kind",
+                kadence_tests::fixtures::broker_kind().name(),
+            ])
             .args(["--topic-prefix", &app.prefix])
             .args(["--trusted-key", &trusted])
             .args(["--probe-interval", "1s"])

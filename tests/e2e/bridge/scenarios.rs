@@ -9,10 +9,10 @@ use kadence_scheduler::http::api::ExecutorView;
 use serde_json::{Value, json};
 
 use super::{BridgeProcess, LegacyExecutor, XxlVersion, post};
-use crate::common::{Backend, unique, wait_for};
 use crate::helpers::{TestApp, spawn_app};
 use crate::scripts::log_of;
 use crate::xxl_import::{XxlDatabase, kadence};
+use kadence_tests::fixtures::{Backend, unique, wait_for};
 
 /// The access token of every scenario's executors and bridges (but the refused ones).
 const TOKEN: &str = "kadence-bridge-test-token";

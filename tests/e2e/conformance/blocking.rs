@@ -8,8 +8,8 @@ use kadence_scheduler::domain::model::{Run, RunState};
 use serde_json::{Value, json};
 
 use super::{Implementation, results, run_of, stage};
-use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, spawn_app};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// A `sleep` job of `app_name` under `strategy`, sleeping `millis` unless a trigger says
 /// otherwise.

@@ -16,8 +16,8 @@ use rdkafka::util::Timeout;
 
 use super::Implementation;
 use super::lifecycle::read_until_quiet;
-use crate::common::wait_for;
 use crate::helpers::TestApp;
+use kadence_tests::fixtures::wait_for;
 
 /// Each case of a record the executor must refuse: the record's key (which names the case in
 /// its dead letter), and the reason its dead letter starts with.

@@ -18,9 +18,9 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde_json::json;
 
 use super::{ExecutorProcess, Implementation, results, stage};
-use crate::common::{Backend, unique, wait_for};
 use crate::helpers::spawn_app;
 use crate::signing::count_trigger;
+use kadence_tests::fixtures::{Backend, unique, wait_for};
 
 /// How long a SIGTERMed executor may take to drain a 3 s run, commit, leave its group and send
 /// its last beat.
@@ -240,9 +240,11 @@ async fn a_graceful_stop_runs_what_it_took_until_the_drain_deadline(executor: Im
 /// other member of the group runs it again and completes it; the run has one final result.
 async fn a_run_killed_mid_way_is_redelivered_and_completed(executor: Implementation) {
     let (app, mut doomed) = stage(executor, "crashy", 1).await;
+    // The run must outlast the second executor's start, which for a JVM on a busy machine
+    // took more than four seconds (the doomed one then finished the run before its kill).
     let job = app
         .create_job(
-            json!({"app": "crashy", "handler": "sleep", "schedule_type": "NONE", "params": "4000"}),
+            json!({"app": "crashy", "handler": "sleep", "schedule_type": "NONE", "params": "20000"}),
         )
         .await;
     let trigger_id = app.trigger(job.id, None).await;
@@ -363,7 +365,7 @@ async fn a_run_longer_than_the_hand_back_wait_is_handed_back_once(executor: Impl
 /// some.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_group_runs_every_trigger_exactly_once() {
-    let _watchdog = crate::common::Watchdog::arm("conformance::a_mixed_group");
+    let _watchdog = kadence_tests::fixtures::Watchdog::arm("conformance::a_mixed_group");
     a_mixed_group_of("classic").await;
 }
 
@@ -373,10 +375,11 @@ async fn a_mixed_group_runs_every_trigger_exactly_once() {
 /// `infra/test.sh` leaves this test out of its tansu pass.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_group_of_the_consumer_protocol_runs_every_trigger_exactly_once() {
-    let _watchdog = crate::common::Watchdog::arm("conformance::a_mixed_consumer_protocol_group");
+    let _watchdog =
+        kadence_tests::fixtures::Watchdog::arm("conformance::a_mixed_consumer_protocol_group");
     assert_eq!(
-        crate::common::broker_kind(),
-        crate::common::BrokerKind::Kafka,
+        kadence_tests::fixtures::broker_kind(),
+        kadence_tests::fixtures::BrokerKind::Kafka,
         "the consumer group protocol needs Apache Kafka 4 (KADENCE_TEST_BROKER_KIND=kafka)"
     );
     a_mixed_group_of("consumer").await;
@@ -405,7 +408,7 @@ async fn a_mixed_group_of(group_protocol: &str) {
     app.wait_for_executors("mixed", MIXED.len(), 6).await;
     // tansu 0.6 does not describe its groups.
     if group_protocol == "classic"
-        && crate::common::broker_kind() == crate::common::BrokerKind::Kafka
+        && kadence_tests::fixtures::broker_kind() == kadence_tests::fixtures::BrokerKind::Kafka
     {
         assert_eq!(
             group_assignor(&app.brokers, &format!("{}.executor.mixed", app.prefix)),

@@ -18,8 +18,8 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde_json::json;
 
 use super::{ExecutorProcess, Implementation, results, stage};
-use crate::common::{BrokerKind, broker_kind, wait_for};
 use crate::helpers::{TestApp, ensure_topic};
+use kadence_tests::fixtures::{BrokerKind, broker_kind, wait_for};
 
 /// Line text a log record holds at most (PROTOCOL.md section 6).
 const RECORD_LINE_BYTES: usize = 256 * 1024;

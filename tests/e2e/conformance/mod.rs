@@ -39,7 +39,7 @@
 
 /// Expands each named `async fn name(executor: Implementation)` into three tests,
 /// `rust::name`, `python::name` and `java::name`, each under a
-/// [`Watchdog`](crate::common::Watchdog).
+/// [`Watchdog`](kadence_tests::fixtures::Watchdog).
 macro_rules! on_every_executor {
     ($($test:ident),* $(,)?) => {
         executor_tests!(rust, Rust, $($test),*);
@@ -55,7 +55,7 @@ macro_rules! executor_tests {
         mod $module {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
-                let _watchdog = crate::common::Watchdog::arm(concat!(module_path!(), "::", stringify!($test)));
+                let _watchdog = kadence_tests::fixtures::Watchdog::arm(concat!(module_path!(), "::", stringify!($test)));
                 super::$test(crate::conformance::Implementation::$implementation).await
             })*
         }
@@ -79,8 +79,8 @@ use std::time::Duration;
 
 use kadence_scheduler::domain::model::Run;
 
-use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, spawn_app};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// A scheduler on SQLite with the app `app_name` of `partitions` partitions, and one executor
 /// process of `implementation` (id `{app_name}-1`) that owns them all.

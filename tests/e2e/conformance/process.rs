@@ -134,7 +134,10 @@ impl ExecutorProcess {
         };
         command
             .env("KADENCE_BROKERS", &app.brokers)
-            .env("KADENCE_BROKER_KIND", crate::common::broker_kind().name())
+            .env(
+                "KADENCE_BROKER_KIND",
+                kadence_tests::fixtures::broker_kind().name(),
+            )
             .env("KADENCE_APP", app_name)
             .env("KADENCE_TOPIC_PREFIX", &app.prefix)
             .env("KADENCE_EXECUTOR_ID", executor_id)

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use super::{
     ExecutorProcess, Implementation, finished_results, results, run_of, stage, start_owner,
 };
-use crate::common::{Backend, wait_for};
 use crate::helpers::{TestApp, spawn_app_with};
+use kadence_tests::fixtures::{Backend, wait_for};
 
 /// A cron job fires on the executor every second, and a manual trigger of it runs once.
 async fn cron_and_manual_runs_complete(executor: Implementation) {

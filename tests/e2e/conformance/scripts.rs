@@ -10,8 +10,8 @@ use kadence_scheduler::domain::model::Run;
 use serde_json::{Value, json};
 
 use super::{ExecutorProcess, Implementation};
-use crate::common::Backend;
 use crate::helpers::{TestApp, spawn_app};
+use kadence_tests::fixtures::Backend;
 
 /// A shell script that says what it was given and fails with code 3; a PowerShell script on
 /// a machine without `pwsh`.

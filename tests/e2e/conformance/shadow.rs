@@ -20,8 +20,8 @@ use serde_json::json;
 
 use super::lifecycle::read_until_quiet;
 use super::{ExecutorProcess, Implementation, results, stage};
-use crate::common::wait_for;
 use crate::helpers::{TestApp, ensure_topic};
+use kadence_tests::fixtures::wait_for;
 
 const APP: &str = "shadowed";
 const PRODUCTION: &str = "shadowed-1";

@@ -9,9 +9,9 @@
 use serde_json::json;
 
 use super::{ExecutorProcess, Implementation, results};
-use crate::common::Backend;
 use crate::helpers::spawn_app_with;
 use crate::otlp::{ReceivedSpan, TraceReceiver};
+use kadence_tests::fixtures::Backend;
 
 /// A successful and a failed run each make one trace: dispatch → (consume → handler) →
 /// completion, the failure marked on the executor's spans.

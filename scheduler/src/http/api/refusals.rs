@@ -36,7 +36,7 @@ use serde_json::{Map, Value, json};
 use super::ApiState;
 use crate::domain::model::NewAuditEntry;
 use crate::operations::auth::token_hash;
-use crate::store::Store;
+use crate::store::AuditTrail;
 
 /// How long after its first refusal an entry takes more.
 const WINDOW_MS: i64 = 60_000;
@@ -156,11 +156,11 @@ pub struct RefusalTally {
 pub(super) async fn record_refusal(state: &ApiState, refusal: Refusal) {
     match state.refusals.note(&refusal, state.clock.now_ms()) {
         Noted::Counted => {}
-        Noted::Flush(aggregate) => spawn_flush(Arc::clone(&state.store), aggregate),
+        Noted::Flush(aggregate) => spawn_flush(state.store.clone(), aggregate),
         Noted::Open(aggregate) => match state.store.record_audit(&aggregate.entry).await {
             Ok(id) => {
                 if aggregate.recorded_as(id) {
-                    spawn_flush(Arc::clone(&state.store), aggregate);
+                    spawn_flush(state.store.clone(), aggregate);
                 }
             }
             Err(error) => {
@@ -179,7 +179,7 @@ pub(super) fn token_fingerprint(token: &str) -> String {
 
 /// Brings the stored count of `aggregate` up to date, a second after the refusal that made
 /// it due and again while more come.
-fn spawn_flush(store: Arc<dyn Store>, aggregate: Arc<Aggregate>) {
+fn spawn_flush(store: Arc<dyn AuditTrail>, aggregate: Arc<Aggregate>) {
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(FLUSH_AFTER).await;

@@ -7,11 +7,11 @@ use std::collections::{HashMap, HashSet};
 use kadence_schemas::JobId;
 
 use super::JobError;
-use crate::store::Store;
+use crate::store::Jobs;
 
 /// Child jobs must exist, and following child links from `job` must never lead back to it.
 pub(super) async fn check_children(
-    store: &dyn Store,
+    store: &dyn Jobs,
     job: Option<JobId>,
     children: &[JobId],
 ) -> Result<(), JobError> {

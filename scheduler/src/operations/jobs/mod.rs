@@ -133,9 +133,9 @@ impl JobOperations {
         }
     }
 
-    /// Creates `spec`, STOPPED, or started at once when `start` is true. Refused: a
-    /// definition that could not work (see [`check_saved`](Self::check_saved)), or child jobs
-    /// that do not exist.
+    /// Creates `spec`, STOPPED, or started at once when `start` is true. Refused: a schedule
+    /// that never fires ([`require_a_fire`]), a webhook target the alarm settings do not
+    /// allow, or child jobs that do not exist.
     pub async fn create(&self, spec: &NewJob, start: bool) -> Result<Job, JobError> {
         let now = self.clock.now_ms();
         require_a_fire(spec, now)?;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use kadence_schemas::{AppName, JobId, TriggerId};
 
-use crate::store::{ShadowPair, Store, StoreError};
+use crate::store::{Replays, ShadowPair, StoreError};
 
 /// One run's result on one side.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -63,7 +63,7 @@ pub struct ShadowReport {
 /// Compares the shadow runs of `app` started in `[from_ms, to_ms)` with production's, by
 /// trigger id: at most `limit` rows, disagreements first.
 pub async fn diff_report(
-    store: &dyn Store,
+    store: &dyn Replays,
     app: &AppName,
     (from_ms, to_ms): (i64, i64),
     limit: u32,

@@ -19,10 +19,12 @@
 //! A macro rather than generic code over `sqlx::Database`: the generic bounds sqlx needs for
 //! shared queries are long and repeated on every function, while the SQL text is identical.
 //!
-//! The implementation is split by table: the trait's methods stay in this macro (an
-//! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
-//! functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the backend's
-//! file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
+//! The implementation is split by table: the methods of [`Store`](super::Store) and of its
+//! [`Jobs`](super::Jobs), [`Fires`](super::Fires), [`Runs`](super::Runs),
+//! [`History`](super::History) and [`ExecutorRegistry`](super::ExecutorRegistry) halves stay in
+//! this macro (an `#[async_trait]` impl cannot take items from other macros), and the longer
+//! ones call functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the
+//! backend's file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
 //! [`accounts`] (with [`user_changes`]), [`audit`], [`batches`], [`console`], [`replays`],
 //! [`shards`] and [`signing`] implement the separate [`Accounts`](super::Accounts),
 //! [`AuditTrail`](super::AuditTrail), [`FireBatches`](super::FireBatches),
@@ -112,7 +114,10 @@ macro_rules! impl_sql_store {
                     .map(|_| ())
                     .map_err(StoreError::query("check that the database answers"))
             }
+        }
 
+        #[async_trait::async_trait]
+        impl $crate::store::Jobs for $store {
             async fn create_app(&self, app: &App) -> Result<(), StoreError> {
                 insert_app(&self.pool, app, "create an app").await
             }
@@ -215,7 +220,10 @@ macro_rules! impl_sql_store {
             ) -> Result<JobChange, StoreError> {
                 jobs::set_job_status(self, id, status, next_fire_ms, cancel_from_ms, now_ms).await
             }
+        }
 
+        #[async_trait::async_trait]
+        impl $crate::store::Fires for $store {
             async fn recent_cancellations(
                 &self,
                 now_ms: i64,
@@ -248,6 +256,20 @@ macro_rules! impl_sql_store {
                 fires::mark_dispatched(self, marks).await
             }
 
+            async fn insert_retry(
+                &self,
+                fire: &PendingFire,
+                first_log_id: i64,
+                node_id: &str,
+                lease_ms: i64,
+                now_ms: i64,
+            ) -> Result<Option<PendingFire>, StoreError> {
+                fires::insert_retry(self, fire, first_log_id, node_id, lease_ms, now_ms).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::Runs for $store {
             async fn complete_runs(
                 &self,
                 completions: &[Completion],
@@ -267,46 +289,6 @@ macro_rules! impl_sql_store {
                 .await
                 .map_err(StoreError::query("list runs"))?;
                 convert_all(rows)
-            }
-
-            // --- Executor registry ---
-
-            async fn upsert_executors(
-                &self,
-                entries: &[$crate::domain::model::ExecutorEntry],
-            ) -> Result<(), StoreError> {
-                registry::upsert_executors(self, entries).await
-            }
-
-            async fn list_executors(
-                &self,
-                app: Option<&AppName>,
-            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
-                let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(&backend_sql(&format!(
-                    "SELECT {} FROM executors WHERE ($1 IS NULL OR app = $2) ORDER BY app, executor_id",
-                    $crate::store::rows::EXECUTOR_COLUMNS
-                )))
-                .bind(app.map(|app| app.as_str().to_owned()))
-                .bind(app.map(|app| app.as_str().to_owned()))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(StoreError::query("list executors"))?;
-                convert_all(rows)
-            }
-
-            async fn list_executors_page(
-                &self,
-                apps: $crate::store::AppScope<'_>,
-                page: &PageRequest<(String, String)>,
-            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
-                registry::list_executors_page(self, apps, page).await
-            }
-
-            async fn mark_dead_executors(
-                &self,
-                stale_before_ms: i64,
-            ) -> Result<Vec<String>, StoreError> {
-                registry::mark_dead_executors(self, stale_before_ms).await
             }
 
             async fn get_run(&self, log_id: i64) -> Result<Option<Run>, StoreError> {
@@ -352,19 +334,6 @@ macro_rules! impl_sql_store {
                 registry::unfinished_runs(self, dispatched_before_ms, limit).await
             }
 
-            async fn forget_executors(&self, dead_before_ms: i64) -> Result<u64, StoreError> {
-                let done = sqlx::query(
-                    &backend_sql("DELETE FROM executors WHERE state = 'DEAD' AND last_beat_at_ms < $1",)
-                )
-                .bind(dead_before_ms)
-                .execute(&self.pool)
-                .await
-                .map_err(StoreError::query("forget dead executors"))?;
-                Ok(done.rows_affected())
-            }
-
-            // --- Monitors ---
-
             async fn claim_finished_runs(
                 &self,
                 now_ms: i64,
@@ -391,17 +360,26 @@ macro_rules! impl_sql_store {
                 Ok(())
             }
 
-            async fn insert_retry(
+            async fn succeeded_shards(
                 &self,
-                fire: &PendingFire,
-                first_log_id: i64,
-                node_id: &str,
-                lease_ms: i64,
-                now_ms: i64,
-            ) -> Result<Option<PendingFire>, StoreError> {
-                fires::insert_retry(self, fire, first_log_id, node_id, lease_ms, now_ms).await
+                job: JobId,
+                fire_prefix: &str,
+            ) -> Result<i64, StoreError> {
+                let (count,): (i64,) = sqlx::query_as(
+                    &backend_sql("SELECT COUNT(DISTINCT shard_index) FROM job_logs \
+                     WHERE job_id = $1 AND trigger_id LIKE $2 AND handle_code = 200",)
+                )
+                .bind(job.get())
+                .bind(format!("{fire_prefix}-%"))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(StoreError::query("count succeeded shards"))?;
+                Ok(count)
             }
+        }
 
+        #[async_trait::async_trait]
+        impl $crate::store::History for $store {
             async fn refresh_reports(&self, from_ms: i64, to_ms: i64) -> Result<u64, StoreError> {
                 history::refresh_reports(self, from_ms, to_ms).await
             }
@@ -427,22 +405,57 @@ macro_rules! impl_sql_store {
             async fn drop_unkept_runs(&self, finished_before_ms: i64, limit: u32) -> Result<u64, StoreError> {
                 history::drop_unkept_runs(self, finished_before_ms, limit).await
             }
+        }
 
-            async fn succeeded_shards(
+        #[async_trait::async_trait]
+        impl $crate::store::ExecutorRegistry for $store {
+            async fn upsert_executors(
                 &self,
-                job: JobId,
-                fire_prefix: &str,
-            ) -> Result<i64, StoreError> {
-                let (count,): (i64,) = sqlx::query_as(
-                    &backend_sql("SELECT COUNT(DISTINCT shard_index) FROM job_logs \
-                     WHERE job_id = $1 AND trigger_id LIKE $2 AND handle_code = 200",)
-                )
-                .bind(job.get())
-                .bind(format!("{fire_prefix}-%"))
-                .fetch_one(&self.pool)
+                entries: &[$crate::domain::model::ExecutorEntry],
+            ) -> Result<(), StoreError> {
+                registry::upsert_executors(self, entries).await
+            }
+
+            async fn list_executors(
+                &self,
+                app: Option<&AppName>,
+            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
+                let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(&backend_sql(&format!(
+                    "SELECT {} FROM executors WHERE ($1 IS NULL OR app = $2) ORDER BY app, executor_id",
+                    $crate::store::rows::EXECUTOR_COLUMNS
+                )))
+                .bind(app.map(|app| app.as_str().to_owned()))
+                .bind(app.map(|app| app.as_str().to_owned()))
+                .fetch_all(&self.pool)
                 .await
-                .map_err(StoreError::query("count succeeded shards"))?;
-                Ok(count)
+                .map_err(StoreError::query("list executors"))?;
+                convert_all(rows)
+            }
+
+            async fn list_executors_page(
+                &self,
+                apps: $crate::store::AppScope<'_>,
+                page: &PageRequest<(String, String)>,
+            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
+                registry::list_executors_page(self, apps, page).await
+            }
+
+            async fn mark_dead_executors(
+                &self,
+                stale_before_ms: i64,
+            ) -> Result<Vec<String>, StoreError> {
+                registry::mark_dead_executors(self, stale_before_ms).await
+            }
+
+            async fn forget_executors(&self, dead_before_ms: i64) -> Result<u64, StoreError> {
+                let done = sqlx::query(
+                    &backend_sql("DELETE FROM executors WHERE state = 'DEAD' AND last_beat_at_ms < $1",)
+                )
+                .bind(dead_before_ms)
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("forget dead executors"))?;
+                Ok(done.rows_affected())
             }
         }
 

@@ -11,8 +11,6 @@
 //! and drop one database per test) and MySQL or MariaDB at `KADENCE_TEST_MYSQL_URL` (default
 //! `mysql://root@127.0.0.1:3306`, a user that may create and drop databases).
 
-#![allow(dead_code)] // each suite uses its own subset
-
 use std::future::Future;
 use std::time::Duration;
 
@@ -37,12 +35,12 @@ use std::time::Duration;
 /// Expands each named `async fn name(backend: Backend)` into three tests, `sqlite::name`,
 /// `postgres::name` and `mysql::name`, each under a [`Watchdog`]: for tests whose subject
 /// passes through the store (see the rule above).
-#[allow(unused_macros)] // not every suite runs on every backend
+#[macro_export]
 macro_rules! on_every_backend {
     ($($test:ident),* $(,)?) => {
-        backend_tests!(sqlite, Sqlite, $($test),*);
-        backend_tests!(postgres, Postgres, $($test),*);
-        backend_tests!(mysql, MySql, $($test),*);
+        $crate::backend_tests!(sqlite, Sqlite, $($test),*);
+        $crate::backend_tests!(postgres, Postgres, $($test),*);
+        $crate::backend_tests!(mysql, MySql, $($test),*);
     };
 }
 
@@ -50,23 +48,24 @@ macro_rules! on_every_backend {
 /// under a [`Watchdog`]: for tests whose subject is the executor or the broker, not the store
 /// (see the rule above). The module's name keeps them in a `sqlite` filter and says that no
 /// PostgreSQL or MySQL twin exists.
-#[allow(unused_macros)] // not every suite has tests that run once
+#[macro_export]
 macro_rules! on_sqlite_only {
     ($($test:ident),* $(,)?) => {
-        backend_tests!(sqlite_only, Sqlite, $($test),*);
+        $crate::backend_tests!(sqlite_only, Sqlite, $($test),*);
     };
 }
 
 /// The module `$module` of tests, one per named `async fn`, each run on `Backend::$backend`
 /// under a [`Watchdog`] named after the test.
-#[allow(unused_macros)] // used through the two macros above
+#[doc(hidden)] // used through the two macros above
+#[macro_export]
 macro_rules! backend_tests {
     ($module:ident, $backend:ident, $($test:ident),*) => {
         mod $module {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
-                let _watchdog = crate::common::Watchdog::arm(concat!(module_path!(), "::", stringify!($test)));
-                super::$test(super::Backend::$backend).await
+                let _watchdog = $crate::fixtures::Watchdog::arm(concat!(module_path!(), "::", stringify!($test)));
+                super::$test($crate::fixtures::Backend::$backend).await
             })*
         }
     };
@@ -184,7 +183,7 @@ pub fn broker_kind() -> BrokerKind {
     }
 }
 
-pub use kadence_tests::unique;
+pub use crate::unique;
 
 fn postgres_admin_url() -> String {
     std::env::var("KADENCE_TEST_POSTGRES_URL")

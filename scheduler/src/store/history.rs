@@ -1,0 +1,41 @@
+//! The store's history: the daily report rows, and the retention that deletes old runs and
+//! reports or counts and drops the runs their job's history policy does not keep.
+
+use crate::store::{AppScope, PageRequest, StoreError};
+
+/// Reports and retention (see the module docs).
+#[async_trait::async_trait]
+pub trait History: Send + Sync {
+    /// Recounts the daily report rows of runs scheduled in `[from_ms, to_ms)`; returns the rows
+    /// written.
+    async fn refresh_reports(&self, from_ms: i64, to_ms: i64) -> Result<u64, StoreError>;
+
+    /// A page of report rows of days in `[from_ms, to_ms)` of `apps`, by day, app and job;
+    /// the key is (day, app, job).
+    async fn list_reports(
+        &self,
+        from_ms: i64,
+        to_ms: i64,
+        apps: AppScope<'_>,
+        page: &PageRequest<(i64, String, i64)>,
+    ) -> Result<Vec<crate::domain::model::DailyReport>, StoreError>;
+
+    /// Deletes up to `limit` finished or cancelled runs scheduled before `before_ms`, with
+    /// their log lines; returns the runs deleted.
+    async fn delete_old_runs(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
+
+    /// Deletes up to `limit` report rows and up to `limit` `run_counts` rows of days before
+    /// `before_ms`; returns how many.
+    async fn delete_old_reports(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
+
+    /// Counts in `run_counts` and deletes, with their log lines, up to `limit` finished and
+    /// followed-up runs that ended before `finished_before_ms` and that their job's history
+    /// policy does not keep (see [`crate::domain::model::HistoryPolicy`]); returns the runs dropped.
+    /// A run is counted by the node whose delete removed it, so concurrent nodes never count
+    /// one twice.
+    async fn drop_unkept_runs(
+        &self,
+        finished_before_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError>;
+}
