@@ -2,8 +2,9 @@
 //! default: one file, no server), PostgreSQL and MySQL/MariaDB (for several schedulers on one
 //! database).
 //!
-//! The backends share their SQL (`sql/`): one macro-generated implementation serves all
-//! three, written in two dialects (`sql/dialect.rs`): `ansi` for SQLite and PostgreSQL, which
+//! The backends share their SQL (`sql/`): one implementation serves all three (the
+//! `SqlStore` in `sql/backend.rs` over a pool of the backend's connections), written in
+//! two dialects (`sql/dialect.rs`): `ansi` for SQLite and PostgreSQL, which
 //! read the same statements, and `mysql`, which has no `RETURNING`, `ON CONFLICT` or
 //! `UPDATE … FROM`; where they differ, both versions stand side by side in the one function.
 //! Every integer column is a 64-bit integer on all three. What differs otherwise lives in

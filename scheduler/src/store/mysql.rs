@@ -23,20 +23,40 @@
 //! Job-log ids come from the counter row `id_counters.job_logs`, moved on a connection of
 //! its own outside the caller's transaction (as PostgreSQL's sequence is outside
 //! transactions): reserving ids never waits for another node's scan to commit, and
-//! [`last_log_id_in`](MySqlStore::last_log_id_in) sees every id given out so far.
+//! `last_log_id_in` (`sql/history.rs`) sees every id given out so far.
 
 use std::time::Duration;
 
-use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions, MySqlQueryResult};
 use sqlx::{ConnectOptions as _, Connection as _, Executor as _, MySql, MySqlPool, Transaction};
 
+use super::sql::backend::{SqlBackend, SqlStore};
+use super::sql::dialect::Dialect;
 use super::sql::impl_sql_store;
 use super::{PoolSettings, StoreError};
 
 /// The MySQL store.
+pub type MySqlStore = SqlStore<MySql>;
+
+impl SqlBackend for MySql {
+    type Parts = MySqlParts;
+    const NAME: &'static str = "mysql";
+    const DIALECT: Dialect = Dialect::MySql;
+    const LAST_LOG_ID: &'static str = "SELECT last_id FROM id_counters WHERE name = 'job_logs'";
+
+    fn rows_affected(done: &MySqlQueryResult) -> u64 {
+        done.rows_affected()
+    }
+
+    /// InnoDB locks rows as the statements reach them.
+    async fn begin_write(pool: &MySqlPool) -> Result<Transaction<'static, MySql>, sqlx::Error> {
+        pool.begin().await
+    }
+}
+
+/// What a MySQL store holds beside its pool.
 #[derive(Clone)]
-pub struct MySqlStore {
-    pool: MySqlPool,
+pub struct MySqlParts {
     /// One connection that moves the job-log id counter, outside every transaction.
     id_pool: MySqlPool,
     /// Which server this is.
@@ -103,10 +123,9 @@ impl MySqlStore {
             .connect_with(options)
             .await
             .map_err(connect_error)?;
-        Ok(MySqlStore {
+        Ok(SqlStore {
             pool,
-            id_pool,
-            flavour,
+            parts: MySqlParts { id_pool, flavour },
         })
     }
 
@@ -170,7 +189,7 @@ impl MySqlStore {
         if tables > 0 {
             return Ok(());
         }
-        let collation = match self.flavour {
+        let collation = match self.parts.flavour {
             Flavour::MariaDb => "utf8mb4_uca1400_as_cs",
             Flavour::MySql => "utf8mb4_0900_as_cs",
         };
@@ -180,28 +199,6 @@ impl MySqlStore {
             .map_err(StoreError::query(OPERATION))?;
         Ok(())
     }
-
-    /// A transaction that will write: InnoDB locks rows as the statements reach them.
-    async fn begin_write(
-        &self,
-        operation: &'static str,
-    ) -> Result<Transaction<'_, MySql>, StoreError> {
-        self.pool
-            .begin()
-            .await
-            .map_err(StoreError::query(operation))
-    }
-
-    /// The highest job-log id given out so far (rows and reserved ids alike).
-    async fn last_log_id_in(tx: &mut Transaction<'_, MySql>) -> Result<i64, StoreError> {
-        let (last,): (i64,) =
-            sqlx::query_as("SELECT last_id FROM id_counters WHERE name = 'job_logs'")
-                .fetch_one(&mut **tx)
-                .await
-                .map_err(StoreError::query("read the last job-log id"))?;
-        Ok(last)
-    }
-
     /// Reserves `count` job-log ids by moving the counter on the id connection, committed at
     /// once (see the module docs): `tx` is not used, and other nodes reserving at once wait
     /// only for that one statement.
@@ -219,7 +216,7 @@ impl MySqlStore {
             "UPDATE id_counters SET last_id = LAST_INSERT_ID(last_id + ?) WHERE name = 'job_logs'",
         )
         .bind(count as i64)
-        .execute(&self.id_pool)
+        .execute(&self.parts.id_pool)
         .await
         .map_err(StoreError::query(OPERATION))?;
         let last = i64::try_from(moved.last_insert_id()).map_err(|_| StoreError::CorruptRow {

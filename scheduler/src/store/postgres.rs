@@ -10,16 +10,32 @@
 //! its shards' row locks for as long as its connection lives, and no other node could take
 //! them over when its lease ends.
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult};
 use sqlx::{PgPool, Postgres, Transaction};
 
+use super::sql::backend::{SqlBackend, SqlStore};
+use super::sql::dialect::Dialect;
 use super::sql::impl_sql_store;
 use super::{PoolSettings, StoreError};
 
 /// The PostgreSQL store.
-#[derive(Clone)]
-pub struct PostgresStore {
-    pool: PgPool,
+pub type PostgresStore = SqlStore<Postgres>;
+
+impl SqlBackend for Postgres {
+    type Parts = ();
+    const NAME: &'static str = "postgres";
+    const DIALECT: Dialect = Dialect::Ansi;
+    const LAST_LOG_ID: &'static str =
+        "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM job_logs_id_seq";
+
+    fn rows_affected(done: &PgQueryResult) -> u64 {
+        done.rows_affected()
+    }
+
+    /// PostgreSQL locks rows as the statements reach them.
+    async fn begin_write(pool: &PgPool) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+        pool.begin().await
+    }
 }
 
 impl PostgresStore {
@@ -55,7 +71,7 @@ impl PostgresStore {
             .connect_with(options)
             .await
             .map_err(connect_error)?;
-        Ok(PostgresStore { pool })
+        Ok(SqlStore { pool, parts: () })
     }
 
     fn claim_expired_sql() -> &'static str {
@@ -74,29 +90,6 @@ impl PostgresStore {
                 source,
             })
     }
-
-    /// A transaction that will write: PostgreSQL locks rows as the statements reach them.
-    async fn begin_write(
-        &self,
-        operation: &'static str,
-    ) -> Result<Transaction<'_, Postgres>, StoreError> {
-        self.pool
-            .begin()
-            .await
-            .map_err(StoreError::query(operation))
-    }
-
-    /// The highest job-log id given out so far (rows and reserved ids alike).
-    async fn last_log_id_in(tx: &mut Transaction<'_, Postgres>) -> Result<i64, StoreError> {
-        let (last,): (i64,) = sqlx::query_as(
-            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM job_logs_id_seq",
-        )
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(StoreError::query("read the last job-log id"))?;
-        Ok(last)
-    }
-
     /// Reserves `count` job-log ids from the table's sequence: no row is written, and other
     /// nodes reserving at once wait for nothing (a sequence is outside transactions).
     async fn reserve_log_ids_in(

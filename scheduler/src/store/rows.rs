@@ -83,7 +83,7 @@ pub(crate) fn claim_expired_sql(lock_clause: &str) -> String {
 }
 
 #[derive(sqlx::FromRow)]
-pub(crate) struct ExecutorRow {
+pub struct ExecutorRow {
     executor_id: String,
     app: String,
     host: String,

@@ -5,16 +5,44 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteQueryResult,
+    SqliteSynchronous,
+};
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
+use super::sql::backend::{SqlBackend, SqlStore};
+use super::sql::dialect::Dialect;
 use super::sql::impl_sql_store;
 use super::{PoolSettings, StoreError};
 
 /// The SQLite store.
-#[derive(Clone)]
-pub struct SqliteStore {
-    pool: SqlitePool,
+pub type SqliteStore = SqlStore<Sqlite>;
+
+impl SqlBackend for Sqlite {
+    type Parts = ();
+    const NAME: &'static str = "sqlite";
+    const DIALECT: Dialect = Dialect::Ansi;
+    /// Rows and reserved ids alike: AUTOINCREMENT's counter, which reserving moves, and the
+    /// rows themselves.
+    const LAST_LOG_ID: &'static str = "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'job_logs'), 0), \
+         COALESCE((SELECT MAX(id) FROM job_logs), 0))";
+
+    fn rows_affected(done: &SqliteQueryResult) -> u64 {
+        done.rows_affected()
+    }
+
+    /// `BEGIN IMMEDIATE` takes SQLite's write lock up front, waiting in the busy handler while
+    /// another connection holds it.
+    ///
+    /// A deferred transaction that reads first and writes later cannot wait: if another
+    /// connection committed meanwhile, its read snapshot is stale and the write fails at once
+    /// with `SQLITE_BUSY`. That surfaced as a manual broadcast trigger (which reads the app's
+    /// partition count, then writes its runs) failing with HTTP 500 while the scheduler marked
+    /// triggers dispatched. Every transaction of the store writes, so each starts this way.
+    async fn begin_write(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
+        pool.begin_with("BEGIN IMMEDIATE").await
+    }
 }
 
 impl SqliteStore {
@@ -49,7 +77,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(connect)?;
-        Ok(SqliteStore { pool })
+        Ok(SqlStore { pool, parts: () })
     }
 
     fn claim_expired_sql() -> &'static str {
@@ -67,38 +95,6 @@ impl SqliteStore {
                 source,
             })
     }
-
-    /// A transaction that will write: `BEGIN IMMEDIATE` takes SQLite's write lock up front,
-    /// waiting in the busy handler while another connection holds it.
-    ///
-    /// A deferred transaction that reads first and writes later cannot wait: if another
-    /// connection committed meanwhile, its read snapshot is stale and the write fails at once
-    /// with `SQLITE_BUSY`. That surfaced as a manual broadcast trigger (which reads the app's
-    /// partition count, then writes its runs) failing with HTTP 500 while the scheduler marked
-    /// triggers dispatched. Every transaction of the store writes, so each starts this way.
-    async fn begin_write(
-        &self,
-        operation: &'static str,
-    ) -> Result<Transaction<'_, Sqlite>, StoreError> {
-        self.pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(StoreError::query(operation))
-    }
-
-    /// The highest job-log id given out so far (rows and reserved ids alike: AUTOINCREMENT's
-    /// counter, which reserving moves, and the rows themselves).
-    async fn last_log_id_in(tx: &mut Transaction<'_, Sqlite>) -> Result<i64, StoreError> {
-        let (last,): (i64,) = sqlx::query_as(
-            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'job_logs'), 0), \
-             COALESCE((SELECT MAX(id) FROM job_logs), 0))",
-        )
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(StoreError::query("read the last job-log id"))?;
-        Ok(last)
-    }
-
     /// Reserves `count` job-log ids by moving the AUTOINCREMENT counter of `job_logs` past
     /// them (SQLite documents `sqlite_sequence` as writable), so rows inserted later without
     /// an id never take one of them. The write lock `tx` holds makes the move atomic.

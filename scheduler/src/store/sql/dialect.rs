@@ -18,6 +18,15 @@
 //! dialects differ, [`dialect!`] keeps both versions side by side in the one function that
 //! does the work, so a change to an operation is made in one place for every backend.
 
+/// The dialect a backend reads (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// PostgreSQL and SQLite.
+    Ansi,
+    /// MySQL and MariaDB.
+    MySql,
+}
+
 /// Picks the code written for the backend's dialect: `dialect!($dialect, ansi => {…},
 /// mysql => {…})`, where `$dialect` is the `ansi` or `mysql` the store macros were given.
 /// Only the chosen branch is compiled for a backend.

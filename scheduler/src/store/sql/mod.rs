@@ -1,10 +1,20 @@
-//! The SQL the backends share, as one macro that implements [`Store`](super::Store) for a
-//! backend type; it brings the names its code uses, but for `StoreError`, which the backend's
-//! file imports for its own code too. A backend supplies, as inherent items:
+//! The SQL the backends share: one implementation of [`Store`](super::Store) and its halves
+//! on [`SqlStore<B>`](backend::SqlStore), for the backends `B` ([`SqlBackend`](backend::SqlBackend)).
+//!
+//! It is being moved from macros to ordinary code generic over the backend. Generic code runs
+//! [`Statement`](statement::Statement)s, whose module says how the sqlx bounds that once made
+//! macros the easier way are stated once, and says what differs between the backends through
+//! [`SqlBackend`](backend::SqlBackend) and `match B::DIALECT`. Generic already:
+//! [`registry`] (the [`ExecutorRegistry`](super::ExecutorRegistry) half and the runs the
+//! lost-run monitor looks at) and [`history`] (the [`History`](super::History) half and the
+//! run log lines).
+//!
+//! The rest is still the macro `impl_sql_store!`, expanded in each backend's file, bringing
+//! the names its code uses but for `StoreError`, which the backend's file imports for its own
+//! code too. Besides its [`SqlBackend`](backend::SqlBackend) implementation, a backend
+//! supplies, as inherent items of its `SqlStore`:
 //! - `const BACKEND: &'static str` and `fn claim_expired_sql() -> &'static str`;
 //! - `async fn apply_migrations(&self) -> Result<(), StoreError>`;
-//! - `async fn begin_write(&self, operation) -> Result<sqlx::Transaction<'_, DB>, StoreError>`:
-//!   a transaction that will write (every transaction here does);
 //! - `const ROW_LOCK: &'static str` and `const SKIP_LOCKED: &'static str`: the clauses that
 //!   lock selected rows (waiting, or passing over rows others hold); empty on SQLite;
 //! - `const OPERATIONS_LOCK: &'static str`: the statement that serialises the recording of
@@ -13,24 +23,20 @@
 //!   for rows written later;
 //! - `async fn prefer_keyed_joins(tx) -> Result<(), StoreError>`: whatever the backend needs
 //!   so that the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining
-//!   `VALUES`) probe the primary key rather than scan the table;
-//! - a `pool` field.
+//!   `VALUES`) probe the primary key rather than scan the table.
 //!
-//! A macro rather than generic code over `sqlx::Database`: the generic bounds sqlx needs for
-//! shared queries are long and repeated on every function, while the SQL text is identical.
-//!
-//! The implementation is split by table: the methods of [`Store`](super::Store) and of its
-//! [`Jobs`](super::Jobs), [`Fires`](super::Fires), [`Runs`](super::Runs),
-//! [`History`](super::History) and [`ExecutorRegistry`](super::ExecutorRegistry) halves stay in
-//! this macro (an `#[async_trait]` impl cannot take items from other macros), and the longer
-//! ones call functions that [`jobs`], [`fires`], [`registry`] and [`history`] generate in the
-//! backend's file; [`writes`] holds the helpers they share, [`planning`] the pure planning of a scan.
-//! [`accounts`] (with [`user_changes`]), [`audit`], [`batches`], [`console`], [`replays`],
-//! [`shards`] and [`signing`] implement the separate [`Accounts`](super::Accounts),
+//! In the macro, the methods of [`Store`](super::Store) and of its [`Jobs`](super::Jobs),
+//! [`Fires`](super::Fires) and [`Runs`](super::Runs) halves stay in `impl_sql_store!` (an
+//! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
+//! functions that [`jobs`] and [`fires`] generate in the backend's file; [`writes`] holds the
+//! helpers they share, [`planning`] the pure planning of a scan. [`accounts`] (with
+//! [`user_changes`]), [`audit`], [`batches`], [`console`], [`replays`], [`shards`] and
+//! [`signing`] implement the separate [`Accounts`](super::Accounts),
 //! [`AuditTrail`](super::AuditTrail), [`FireBatches`](super::FireBatches),
-//! [`Console`](super::Console), [`Replays`](super::Replays), [`ScheduleShards`](super::ScheduleShards)
-//! and [`SigningKeys`](super::SigningKeys) traits the same way, as [`imports`] and
-//! [`password_resets`] do for [`Imports`](super::Imports) and [`PasswordResets`](super::PasswordResets).
+//! [`Console`](super::Console), [`Replays`](super::Replays),
+//! [`ScheduleShards`](super::ScheduleShards) and [`SigningKeys`](super::SigningKeys) traits
+//! the same way, as [`imports`] and [`password_resets`] do for [`Imports`](super::Imports) and
+//! [`PasswordResets`](super::PasswordResets).
 //!
 //! Statements are prepared once per connection and kept in its cache of
 //! [`STATEMENT_CACHE`] statements. A statement built with a `QueryBuilder` has a text of its
@@ -42,6 +48,7 @@
 
 pub(crate) mod accounts;
 pub(crate) mod audit;
+pub(crate) mod backend;
 pub(crate) mod batches;
 pub(crate) mod console;
 pub(crate) mod dialect;
@@ -58,6 +65,7 @@ pub(crate) mod registry;
 pub(crate) mod replays;
 pub(crate) mod shards;
 pub(crate) mod signing;
+pub(crate) mod statement;
 pub(crate) mod user_changes;
 pub(crate) mod writes;
 
@@ -306,7 +314,7 @@ macro_rules! impl_sql_store {
                 &self,
                 log_ids: &[i64],
             ) -> Result<std::collections::HashMap<i64, String>, StoreError> {
-                history::run_apps(self, log_ids).await
+                $crate::store::sql::history::run_apps(self, log_ids).await
             }
 
             async fn append_log_lines(
@@ -314,7 +322,7 @@ macro_rules! impl_sql_store {
                 batches: &[$crate::store::LogLines],
                 max_lines_per_run: i64,
             ) -> Result<u64, StoreError> {
-                history::append_log_lines(self, batches, max_lines_per_run).await
+                $crate::store::sql::history::append_log_lines(self, batches, max_lines_per_run).await
             }
 
             async fn read_log_lines(
@@ -323,7 +331,7 @@ macro_rules! impl_sql_store {
                 from_line: i64,
                 limit: u32,
             ) -> Result<$crate::store::RunLogLines, StoreError> {
-                history::read_log_lines(self, log_id, from_line, limit).await
+                $crate::store::sql::history::read_log_lines(self, log_id, from_line, limit).await
             }
 
             async fn unfinished_runs(
@@ -331,7 +339,7 @@ macro_rules! impl_sql_store {
                 dispatched_before_ms: i64,
                 limit: u32,
             ) -> Result<Vec<$crate::store::UnfinishedRun>, StoreError> {
-                registry::unfinished_runs(self, dispatched_before_ms, limit).await
+                $crate::store::sql::registry::unfinished_runs(self, dispatched_before_ms, limit).await
             }
 
             async fn claim_finished_runs(
@@ -378,93 +386,10 @@ macro_rules! impl_sql_store {
             }
         }
 
-        #[async_trait::async_trait]
-        impl $crate::store::History for $store {
-            async fn refresh_reports(&self, from_ms: i64, to_ms: i64) -> Result<u64, StoreError> {
-                history::refresh_reports(self, from_ms, to_ms).await
-            }
-
-            async fn list_reports(
-                &self,
-                from_ms: i64,
-                to_ms: i64,
-                apps: $crate::store::AppScope<'_>,
-                page: &PageRequest<(i64, String, i64)>,
-            ) -> Result<Vec<$crate::domain::model::DailyReport>, StoreError> {
-                history::list_reports(self, from_ms, to_ms, apps, page).await
-            }
-
-            async fn delete_old_runs(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
-                history::delete_old_runs(self, before_ms, limit).await
-            }
-
-            async fn delete_old_reports(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
-                history::delete_old_reports(self, before_ms, limit).await
-            }
-
-            async fn drop_unkept_runs(&self, finished_before_ms: i64, limit: u32) -> Result<u64, StoreError> {
-                history::drop_unkept_runs(self, finished_before_ms, limit).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl $crate::store::ExecutorRegistry for $store {
-            async fn upsert_executors(
-                &self,
-                entries: &[$crate::domain::model::ExecutorEntry],
-            ) -> Result<(), StoreError> {
-                registry::upsert_executors(self, entries).await
-            }
-
-            async fn list_executors(
-                &self,
-                app: Option<&AppName>,
-            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
-                let rows: Vec<$crate::store::rows::ExecutorRow> = sqlx::query_as(&backend_sql(&format!(
-                    "SELECT {} FROM executors WHERE ($1 IS NULL OR app = $2) ORDER BY app, executor_id",
-                    $crate::store::rows::EXECUTOR_COLUMNS
-                )))
-                .bind(app.map(|app| app.as_str().to_owned()))
-                .bind(app.map(|app| app.as_str().to_owned()))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(StoreError::query("list executors"))?;
-                convert_all(rows)
-            }
-
-            async fn list_executors_page(
-                &self,
-                apps: $crate::store::AppScope<'_>,
-                page: &PageRequest<(String, String)>,
-            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
-                registry::list_executors_page(self, apps, page).await
-            }
-
-            async fn mark_dead_executors(
-                &self,
-                stale_before_ms: i64,
-            ) -> Result<Vec<String>, StoreError> {
-                registry::mark_dead_executors(self, stale_before_ms).await
-            }
-
-            async fn forget_executors(&self, dead_before_ms: i64) -> Result<u64, StoreError> {
-                let done = sqlx::query(
-                    &backend_sql("DELETE FROM executors WHERE state = 'DEAD' AND last_beat_at_ms < $1",)
-                )
-                .bind(dead_before_ms)
-                .execute(&self.pool)
-                .await
-                .map_err(StoreError::query("forget dead executors"))?;
-                Ok(done.rows_affected())
-            }
-        }
-
         $crate::store::sql::writes::sql_writes!($store, $db, $dialect);
         $crate::store::sql::jobs::sql_jobs!($store, $db, $dialect);
         $crate::store::sql::fires::sql_fires!($store, $db, $dialect);
         $crate::store::sql::fire_updates::sql_fire_updates!($store, $db, $dialect);
-        $crate::store::sql::registry::sql_registry!($store, $db, $dialect);
-        $crate::store::sql::history::sql_history!($store, $db, $dialect);
         $crate::store::sql::accounts::impl_sql_accounts!($store, $db, $dialect);
         $crate::store::sql::audit::impl_sql_audit!($store, $db, $dialect);
         $crate::store::sql::batches::impl_sql_batches!($store, $db, $dialect);

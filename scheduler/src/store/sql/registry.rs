@@ -1,179 +1,237 @@
-//! The `executors` table (the registry from beats) and the runs the lost-run monitor
-//! looks at.
+//! The `executors` table (the registry from beats), and the runs the lost-run monitor looks
+//! at: written once for every backend ([`SqlBackend`]), each statement once per dialect where
+//! the dialects differ.
 
-/// Generates, in the backend's file, the module `registry` of functions on `$store` that the
-/// [`Store`](crate::store::Store) implementation calls.
-macro_rules! sql_registry {
-    ($store:ty, $db:ty, $dialect:ident) => {
-        mod registry {
-            use super::*;
+use kadence_schemas::{AppName, TriggerId};
 
-            pub(super) async fn upsert_executors(
-                store: &$store,
-                entries: &[$crate::domain::model::ExecutorEntry],
-            ) -> Result<(), StoreError> {
-                use $crate::store::rows::join_list;
-                const OPERATION: &str = "record executor beats";
-                if entries.is_empty() {
-                    return Ok(());
-                }
-                let mut tx = store.begin_write(OPERATION).await?;
-                for entry in entries {
-                    // Only a newer beat replaces the row: beats read late (several scheduler
-                    // nodes, a replayed topic) never roll an executor back.
-                    sqlx::query(&backend_sql($crate::store::sql::dialect::dialect!($dialect,
-                        ansi => "INSERT INTO executors (executor_id, app, host, version, handlers, \
-                         owned_partitions, running_jobs, queued_jobs, state, first_seen_at_ms, \
-                         last_beat_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-                         ON CONFLICT (executor_id) DO UPDATE SET app = excluded.app, \
-                         host = excluded.host, version = excluded.version, \
-                         handlers = excluded.handlers, owned_partitions = excluded.owned_partitions, \
-                         running_jobs = excluded.running_jobs, queued_jobs = excluded.queued_jobs, \
-                         state = excluded.state, last_beat_at_ms = excluded.last_beat_at_ms \
-                         WHERE executors.last_beat_at_ms <= excluded.last_beat_at_ms",
-                        // Each column keeps its value unless the beat is newer; the beat time
-                        // itself is set last, since MySQL reads the assignments in order.
-                        mysql => "INSERT INTO executors (executor_id, app, host, version, handlers, \
-                         owned_partitions, running_jobs, queued_jobs, state, first_seen_at_ms, \
-                         last_beat_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-                         ON DUPLICATE KEY UPDATE \
-                         app = IF(last_beat_at_ms <= VALUES(last_beat_at_ms), VALUES(app), app), \
-                         host = IF(last_beat_at_ms <= VALUES(last_beat_at_ms), VALUES(host), host), \
-                         version = IF(last_beat_at_ms <= VALUES(last_beat_at_ms), VALUES(version), version), \
-                         handlers = IF(last_beat_at_ms <= VALUES(last_beat_at_ms), VALUES(handlers), handlers), \
-                         owned_partitions = IF(last_beat_at_ms <= VALUES(last_beat_at_ms), \
-                             VALUES(owned_partitions), owned_partitions), \
-                         running_jobs = IF(last_beat_at_ms <= VALUES(last_beat_at_ms), VALUES(running_jobs), running_jobs), \
-                         queued_jobs = IF(last_beat_at_ms <= VALUES(last_beat_at_ms), VALUES(queued_jobs), queued_jobs), \
-                         state = IF(last_beat_at_ms <= VALUES(last_beat_at_ms), VALUES(state), state), \
-                         last_beat_at_ms = GREATEST(last_beat_at_ms, VALUES(last_beat_at_ms))",
-                    )))
-                    .bind(&entry.executor_id)
-                    .bind(entry.app.as_str())
-                    .bind(&entry.host)
-                    .bind(&entry.version)
-                    .bind(join_list(&entry.handlers))
-                    .bind(join_list(&entry.owned_partitions))
-                    .bind(join_list(&entry.running_jobs))
-                    .bind(join_list(&entry.queued_jobs))
-                    .bind(entry.state.as_str())
-                    .bind(entry.last_beat_at_ms)
-                    .bind(entry.last_beat_at_ms)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(StoreError::query(OPERATION))?;
-                }
-                tx.commit().await.map_err(StoreError::query(OPERATION))
-            }
+use super::backend::{SqlBackend, SqlStore};
+use super::dialect::Dialect;
+use super::statement::{SqlValue, Statement};
+use crate::domain::model::ExecutorEntry;
+use crate::store::rows::{EXECUTOR_COLUMNS, ExecutorRow, convert_all, join_list};
+use crate::store::{AppScope, ExecutorRegistry, PageRequest, StoreError, UnfinishedRun};
 
-            pub(super) async fn mark_dead_executors(
-                store: &$store,
-                stale_before_ms: i64,
-            ) -> Result<Vec<String>, StoreError> {
-                const OPERATION: &str = "mark executors dead";
-                $crate::store::sql::dialect::dialect!($dialect,
-                    ansi => {
-                        let rows: Vec<(String,)> = sqlx::query_as(&backend_sql(
-                            "UPDATE executors SET state = 'DEAD' \
-                             WHERE state <> 'DEAD' AND last_beat_at_ms < $1 RETURNING executor_id",
-                        ))
-                        .bind(stale_before_ms)
-                        .fetch_all(&store.pool)
-                        .await
-                        .map_err(StoreError::query(OPERATION))?;
-                        Ok(rows.into_iter().map(|(id,)| id).collect())
-                    },
-                    // No RETURNING: the rows are locked as they are read, then updated.
-                    mysql => {
-                        let mut tx = store.begin_write(OPERATION).await?;
-                        let rows: Vec<(String,)> = sqlx::query_as(&backend_sql(
-                            // Rows a beat is writing are passed over: that executor is alive.
-                            "SELECT executor_id FROM executors \
-                             WHERE state <> 'DEAD' AND last_beat_at_ms < $1 FOR UPDATE SKIP LOCKED",
-                        ))
-                        .bind(stale_before_ms)
-                        .fetch_all(&mut *tx)
-                        .await
-                        .map_err(StoreError::query(OPERATION))?;
-                        let ids: Vec<String> = rows.into_iter().map(|(id,)| id).collect();
-                        for chunk in ids.chunks($crate::store::sql::UPDATE_CHUNK) {
-                            let mut update = sqlx::QueryBuilder::<$db>::new(
-                                "UPDATE executors SET state = 'DEAD' WHERE executor_id",
-                            );
-                            $crate::store::sql::push_in_list!(update, chunk.iter().cloned());
-                            update.build().execute(&mut *tx).await.map_err(StoreError::query(OPERATION))?;
-                        }
-                        tx.commit().await.map_err(StoreError::query(OPERATION))?;
-                        Ok(ids)
-                    },
-                )
-            }
-
-            pub(super) async fn list_executors_page(
-                store: &$store,
-                apps: $crate::store::AppScope<'_>,
-                page: &PageRequest<(String, String)>,
-            ) -> Result<Vec<$crate::domain::model::ExecutorEntry>, StoreError> {
-                let mut query = sqlx::QueryBuilder::<$db>::new(format!(
-                    "SELECT {} FROM executors WHERE true",
-                    $crate::store::rows::EXECUTOR_COLUMNS
-                ));
-                $crate::store::sql::push_app_scope!(query, "app", apps);
-                if let Some((app, executor)) = &page.after {
-                    query
-                        .push(" AND (app > ")
-                        .push_bind(app.clone())
-                        .push(" OR (app = ")
-                        .push_bind(app.clone())
-                        .push(" AND executor_id > ")
-                        .push_bind(executor.clone())
-                        .push("))");
-                }
-                query.push(" ORDER BY app, executor_id LIMIT ").push_bind(i64::from(page.limit));
-                let rows: Vec<$crate::store::rows::ExecutorRow> = query
-                    .build_query_as()
-                    .fetch_all(&store.pool)
-                    .await
-                    .map_err(StoreError::query("list executors"))?;
-                convert_all(rows)
-            }
-
-            pub(super) async fn unfinished_runs(
-                store: &$store,
-                dispatched_before_ms: i64,
-                limit: u32,
-            ) -> Result<Vec<$crate::store::UnfinishedRun>, StoreError> {
-                const OPERATION: &str = "read unfinished runs";
-                let rows: Vec<(String, String, String, i64)> = sqlx::query_as(
-                    &backend_sql("SELECT trigger_id, app, executor_id, dispatched_at_ms FROM job_logs \
-                     WHERE state = 'DISPATCHED' AND executor_id IS NOT NULL \
-                     AND dispatched_at_ms < $1 ORDER BY dispatched_at_ms LIMIT $2",)
-                )
-                .bind(dispatched_before_ms)
-                .bind(i64::from(limit))
-                .fetch_all(&store.pool)
-                .await
-                .map_err(StoreError::query(OPERATION))?;
-                rows.into_iter()
-                    .map(|(trigger_id, app, executor_id, dispatched_at_ms)| {
-                        let corrupt = |reason: String| StoreError::CorruptRow {
-                            what: format!("run {trigger_id}"),
-                            reason,
-                        };
-                        let trigger = kadence_schemas::TriggerId::parse(&trigger_id)
-                            .map_err(|error| corrupt(error.to_string()))?;
-                        Ok($crate::store::UnfinishedRun {
-                            job_id: trigger.job_id(),
-                            trigger_id: trigger,
-                            app: AppName::parse(&app).map_err(|error| corrupt(error.to_string()))?,
-                            executor_id,
-                            dispatched_at_ms,
-                        })
-                    })
-                    .collect()
-            }
-        }
-    };
+/// The `executors` table's columns, each with the value `entry` writes to it: the one place
+/// where a column and its value meet, so that no list of columns and list of binds can
+/// drift apart. (Rows are read by column name, into [`ExecutorRow`].)
+fn executor_values(entry: &ExecutorEntry) -> [(&'static str, SqlValue<'_>); 11] {
+    use super::statement::IntoSqlValue as _;
+    [
+        ("executor_id", entry.executor_id.as_str().into_sql_value()),
+        ("app", entry.app.as_str().into_sql_value()),
+        ("host", entry.host.as_str().into_sql_value()),
+        ("version", entry.version.as_str().into_sql_value()),
+        ("handlers", join_list(&entry.handlers).into_sql_value()),
+        (
+            "owned_partitions",
+            join_list(&entry.owned_partitions).into_sql_value(),
+        ),
+        (
+            "running_jobs",
+            join_list(&entry.running_jobs).into_sql_value(),
+        ),
+        (
+            "queued_jobs",
+            join_list(&entry.queued_jobs).into_sql_value(),
+        ),
+        ("state", entry.state.as_str().into_sql_value()),
+        ("first_seen_at_ms", entry.last_beat_at_ms.into_sql_value()),
+        ("last_beat_at_ms", entry.last_beat_at_ms.into_sql_value()),
+    ]
 }
 
-pub(crate) use sql_registry;
+/// Only a newer beat replaces an executor's row: beats read late (several scheduler nodes, a
+/// replayed topic) never roll an executor back. Its first sighting stays as it was.
+fn upsert_executor<B: SqlBackend>(entry: &ExecutorEntry) -> Statement<'_> {
+    let values = executor_values(entry);
+    let updated: Vec<&str> = (values.iter())
+        .map(|(column, _)| *column)
+        .filter(|column| {
+            !matches!(
+                *column,
+                "executor_id" | "first_seen_at_ms" | "last_beat_at_ms"
+            )
+        })
+        .collect();
+    let mut statement = Statement::insert_into("executors", values);
+    match B::DIALECT {
+        Dialect::Ansi => {
+            let assignments: Vec<String> = (updated.into_iter().chain(["last_beat_at_ms"]))
+                .map(|column| format!("{column} = excluded.{column}"))
+                .collect();
+            statement.push(&format!(
+                " ON CONFLICT (executor_id) DO UPDATE SET {} \
+                 WHERE executors.last_beat_at_ms <= excluded.last_beat_at_ms",
+                assignments.join(", ")
+            ));
+        }
+        // Each column keeps its value unless the beat is newer; the beat time itself is set
+        // last, since MySQL reads the assignments in order.
+        Dialect::MySql => {
+            let assignments: Vec<String> = (updated.into_iter())
+                .map(|column| {
+                    format!(
+                        "{column} = IF(last_beat_at_ms <= VALUES(last_beat_at_ms), \
+                         VALUES({column}), {column})"
+                    )
+                })
+                .chain([
+                    "last_beat_at_ms = GREATEST(last_beat_at_ms, VALUES(last_beat_at_ms))"
+                        .to_owned(),
+                ])
+                .collect();
+            statement.push(&format!(
+                " ON DUPLICATE KEY UPDATE {}",
+                assignments.join(", ")
+            ));
+        }
+    }
+    statement
+}
+
+#[async_trait::async_trait]
+impl<B: SqlBackend> ExecutorRegistry for SqlStore<B> {
+    async fn upsert_executors(&self, entries: &[ExecutorEntry]) -> Result<(), StoreError> {
+        const OPERATION: &str = "record executor beats";
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.begin_write(OPERATION).await?;
+        for entry in entries {
+            (upsert_executor::<B>(entry).execute::<B>(&mut tx).await)
+                .map_err(StoreError::query(OPERATION))?;
+        }
+        tx.commit().await.map_err(StoreError::query(OPERATION))
+    }
+
+    async fn list_executors(
+        &self,
+        app: Option<&AppName>,
+    ) -> Result<Vec<ExecutorEntry>, StoreError> {
+        const OPERATION: &str = "list executors";
+        let app = app.map(AppName::as_str);
+        let rows: Vec<ExecutorRow> = Statement::new(format!(
+            "SELECT {EXECUTOR_COLUMNS} FROM executors WHERE ($1 IS NULL OR app = $2) \
+             ORDER BY app, executor_id"
+        ))
+        .bind(app)
+        .bind(app)
+        .fetch_all::<B, _>(&mut *self.connection(OPERATION).await?)
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        convert_all(rows)
+    }
+
+    async fn list_executors_page(
+        &self,
+        apps: AppScope<'_>,
+        page: &PageRequest<(String, String)>,
+    ) -> Result<Vec<ExecutorEntry>, StoreError> {
+        const OPERATION: &str = "list executors";
+        let mut query = Statement::new(format!(
+            "SELECT {EXECUTOR_COLUMNS} FROM executors WHERE true"
+        ));
+        query.push_app_scope("app", apps);
+        if let Some((app, executor)) = &page.after {
+            query.push(" AND (app > ").push_bind(app);
+            query.push(" OR (app = ").push_bind(app);
+            query
+                .push(" AND executor_id > ")
+                .push_bind(executor)
+                .push("))");
+        }
+        query
+            .push(" ORDER BY app, executor_id LIMIT ")
+            .push_bind(i64::from(page.limit));
+        let rows: Vec<ExecutorRow> = (query
+            .fetch_all::<B, _>(&mut *self.connection(OPERATION).await?))
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        convert_all(rows)
+    }
+
+    async fn mark_dead_executors(&self, stale_before_ms: i64) -> Result<Vec<String>, StoreError> {
+        const OPERATION: &str = "mark executors dead";
+        let ids: Vec<(String,)> = match B::DIALECT {
+            Dialect::Ansi => {
+                let mut connection = self.connection(OPERATION).await?;
+                (Statement::new(
+                    "UPDATE executors SET state = 'DEAD' \
+                     WHERE state <> 'DEAD' AND last_beat_at_ms < $1 RETURNING executor_id",
+                )
+                .bind(stale_before_ms)
+                .fetch_all::<B, _>(&mut connection))
+                .await
+                .map_err(StoreError::query(OPERATION))?
+            }
+            // No RETURNING: the rows are locked as they are read, then updated.
+            Dialect::MySql => {
+                let mut tx = self.begin_write(OPERATION).await?;
+                // Rows a beat is writing are passed over: that executor is alive.
+                let ids: Vec<(String,)> = (Statement::new(
+                    "SELECT executor_id FROM executors \
+                     WHERE state <> 'DEAD' AND last_beat_at_ms < $1 FOR UPDATE SKIP LOCKED",
+                )
+                .bind(stale_before_ms)
+                .fetch_all::<B, _>(&mut tx))
+                .await
+                .map_err(StoreError::query(OPERATION))?;
+                for chunk in ids.chunks(super::UPDATE_CHUNK) {
+                    let mut update =
+                        Statement::new("UPDATE executors SET state = 'DEAD' WHERE executor_id");
+                    update.push_in_list(chunk.iter().map(|(id,)| id));
+                    (update.execute::<B>(&mut tx).await).map_err(StoreError::query(OPERATION))?;
+                }
+                tx.commit().await.map_err(StoreError::query(OPERATION))?;
+                ids
+            }
+        };
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    async fn forget_executors(&self, dead_before_ms: i64) -> Result<u64, StoreError> {
+        const OPERATION: &str = "forget dead executors";
+        (Statement::new("DELETE FROM executors WHERE state = 'DEAD' AND last_beat_at_ms < $1")
+            .bind(dead_before_ms)
+            .execute::<B>(&mut *self.connection(OPERATION).await?))
+        .await
+        .map_err(StoreError::query(OPERATION))
+    }
+}
+
+/// Up to `limit` runs dispatched before `dispatched_before_ms` to a known executor and still
+/// without a result, oldest first (see [`crate::store::Runs::unfinished_runs`]).
+pub(crate) async fn unfinished_runs<B: SqlBackend>(
+    store: &SqlStore<B>,
+    dispatched_before_ms: i64,
+    limit: u32,
+) -> Result<Vec<UnfinishedRun>, StoreError> {
+    const OPERATION: &str = "read unfinished runs";
+    let rows: Vec<(String, String, String, i64)> = (Statement::new(
+        "SELECT trigger_id, app, executor_id, dispatched_at_ms FROM job_logs \
+         WHERE state = 'DISPATCHED' AND executor_id IS NOT NULL \
+         AND dispatched_at_ms < $1 ORDER BY dispatched_at_ms LIMIT $2",
+    )
+    .bind(dispatched_before_ms)
+    .bind(i64::from(limit))
+    .fetch_all::<B, _>(&mut *store.connection(OPERATION).await?))
+    .await
+    .map_err(StoreError::query(OPERATION))?;
+    rows.into_iter()
+        .map(|(trigger_id, app, executor_id, dispatched_at_ms)| {
+            let corrupt = |reason: String| StoreError::CorruptRow {
+                what: format!("run {trigger_id}"),
+                reason,
+            };
+            let trigger =
+                TriggerId::parse(&trigger_id).map_err(|error| corrupt(error.to_string()))?;
+            Ok(UnfinishedRun {
+                job_id: trigger.job_id(),
+                trigger_id: trigger,
+                app: AppName::parse(&app).map_err(|error| corrupt(error.to_string()))?,
+                executor_id,
+                dispatched_at_ms,
+            })
+        })
+        .collect()
+}

@@ -99,7 +99,7 @@ macro_rules! sql_writes {
             .map_err(StoreError::query("cancel planned fires"))?;
             let cancellation = $crate::store::FireCancellation {
                 job_id: job,
-                up_to_log_id: <$store>::last_log_id_in(tx).await?,
+                up_to_log_id: $crate::store::sql::history::last_log_id_in::<$db>(tx).await?,
                 from_ms,
                 until_ms: now_ms + $crate::store::CANCELLATION_MEMORY_MS,
             };

@@ -1,0 +1,311 @@
+//! Statements written once for every backend, as ordinary functions generic over the backend
+//! ([`SqlBackend`]): a [`Statement`] holds its text, written with `$1`, `$2`, … placeholders,
+//! and the values it binds, and runs on any backend's connection.
+//!
+//! Why not sqlx's `query(…).bind(…)` in generic code: each bind, each row type and each
+//! executor needs its own sqlx bound (`i64: Encode<'q, DB> + Type<DB>`, `JobRow: for<'r>
+//! FromRow<'r, DB::Row>`, `for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>`),
+//! and Rust repeats such bounds on every function that uses them rather than implying them.
+//! Here the bounds are stated once, as supertraits of [`SqlBackend`], which are implied:
+//! - a statement binds a few kinds of value ([`SqlValue`]: integers, text and bytes, each
+//!   nullable; every integer column is a 64-bit integer on all three backends), each bound
+//!   through [`Binds`](super::backend::Binds);
+//! - a row is read as a type the backend [`Reads`](super::backend::Reads);
+//! - a backend's connection executes statements ([`Executes`](super::backend::Executes)).
+//!
+//! What runs is sqlx's own `query_with` on the backend's own connection: a statement is
+//! prepared once per connection and cached, as before, and the values are bound as they
+//! were, the text borrowed rather than copied.
+
+use std::borrow::Cow;
+
+use sqlx::{Database, IntoArguments};
+
+use kadence_schemas::AppName;
+
+use super::backend::{Executes as _, Reads, SqlBackend};
+use super::dialect::{Dialect, mysql_placeholders};
+use crate::store::AppScope;
+
+/// One value a statement binds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SqlValue<'a> {
+    /// A 64-bit integer, or NULL.
+    Int(Option<i64>),
+    /// Text, or NULL.
+    Text(Option<Cow<'a, str>>),
+    /// Bytes, or NULL.
+    Bytes(Option<Cow<'a, [u8]>>),
+}
+
+/// What a statement can bind: integers, text and bytes, and their options.
+pub(crate) trait IntoSqlValue<'a> {
+    fn into_sql_value(self) -> SqlValue<'a>;
+}
+
+impl<'a> IntoSqlValue<'a> for SqlValue<'a> {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        self
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for i64 {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Int(Some(self))
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for i32 {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Int(Some(i64::from(self)))
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for Option<i64> {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Int(self)
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for &'a str {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Text(Some(Cow::Borrowed(self)))
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for &'a String {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Text(Some(Cow::Borrowed(self)))
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for String {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Text(Some(Cow::Owned(self)))
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for Option<&'a str> {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Text(self.map(Cow::Borrowed))
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for Option<String> {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Text(self.map(Cow::Owned))
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for &i64 {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Int(Some(*self))
+    }
+}
+
+impl<'a> IntoSqlValue<'a> for &'a [u8] {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Bytes(Some(Cow::Borrowed(self)))
+    }
+}
+
+/// A backend's arguments as sqlx's queries take them. Each backend's own arguments type is
+/// that already, but generic code cannot say so: `Database` does not promise it for
+/// `Database::Arguments`, whose implementations come one backend at a time.
+struct BoundValues<'q, B: Database>(B::Arguments<'q>);
+
+impl<'q, B: Database> IntoArguments<'q, B> for BoundValues<'q, B> {
+    fn into_arguments(self) -> B::Arguments<'q> {
+        self.0
+    }
+}
+
+/// A statement and the values it binds (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct Statement<'a> {
+    /// The text, with `$1`, `$2`, … placeholders, each used once and in order where the
+    /// statement runs on MySQL (which binds by position: see [`mysql_placeholders`]).
+    text: Cow<'a, str>,
+    values: Vec<SqlValue<'a>>,
+}
+
+impl<'a> Statement<'a> {
+    /// The statement `text`, binding nothing yet.
+    pub(crate) fn new(text: impl Into<Cow<'a, str>>) -> Statement<'a> {
+        Statement {
+            text: text.into(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Binds `value` to the next placeholder.
+    pub(crate) fn bind(mut self, value: impl IntoSqlValue<'a>) -> Statement<'a> {
+        self.values.push(value.into_sql_value());
+        self
+    }
+
+    /// Appends `text` (a statement built as it goes, like sqlx's `QueryBuilder`).
+    pub(crate) fn push(&mut self, text: &str) -> &mut Statement<'a> {
+        self.text.to_mut().push_str(text);
+        self
+    }
+
+    /// Appends the next placeholder, binding `value` to it.
+    pub(crate) fn push_bind(&mut self, value: impl IntoSqlValue<'a>) -> &mut Statement<'a> {
+        self.values.push(value.into_sql_value());
+        let placeholder = format!("${}", self.values.len());
+        self.push(&placeholder)
+    }
+
+    /// Appends `VALUES ($n, …), (…)`, a row of placeholders for each of `rows`.
+    pub(crate) fn push_values<const N: usize>(
+        &mut self,
+        rows: impl IntoIterator<Item = [SqlValue<'a>; N]>,
+    ) -> &mut Statement<'a> {
+        self.push("VALUES ");
+        for (index, row) in rows.into_iter().enumerate() {
+            self.push(if index == 0 { "(" } else { ", (" });
+            for (column, value) in row.into_iter().enumerate() {
+                if column > 0 {
+                    self.push(", ");
+                }
+                self.push_bind(value);
+            }
+            self.push(")");
+        }
+        self
+    }
+
+    /// Appends ` IN ($n, …)` of `values`, or a condition no row meets when there are none.
+    pub(crate) fn push_in_list<V: IntoSqlValue<'a>>(
+        &mut self,
+        values: impl IntoIterator<Item = V>,
+    ) -> &mut Statement<'a> {
+        let mut values = values.into_iter().peekable();
+        if values.peek().is_none() {
+            return self.push(" IN (NULL)");
+        }
+        self.push(" IN (");
+        let mut first = true;
+        for value in values {
+            if !first {
+                self.push(", ");
+            }
+            first = false;
+            self.push_bind(value);
+        }
+        self.push(")")
+    }
+
+    /// `INSERT INTO {table} (columns…) VALUES ($1, …)` of `values`, each column with its value.
+    pub(crate) fn insert_into<const N: usize>(
+        table: &str,
+        values: [(&'static str, SqlValue<'a>); N],
+    ) -> Statement<'a> {
+        let columns: Vec<&str> = values.iter().map(|(column, _)| *column).collect();
+        let placeholders: Vec<String> = (1..=N).map(|number| format!("${number}")).collect();
+        Statement {
+            text: Cow::Owned(format!(
+                "INSERT INTO {table} ({}) VALUES ({})",
+                columns.join(", "),
+                placeholders.join(", ")
+            )),
+            values: values.into_iter().map(|(_, value)| value).collect(),
+        }
+    }
+
+    /// ` AND {column} IN (…apps)` when a listing is limited to some apps (`Some`, see
+    /// [`AppScope`]); ` AND false` when that is none at all.
+    pub(crate) fn push_app_scope(
+        &mut self,
+        column: &str,
+        apps: AppScope<'a>,
+    ) -> &mut Statement<'a> {
+        match apps {
+            None => self,
+            Some([]) => self.push(" AND false"),
+            Some(apps) => {
+                self.push(&format!(" AND {column}"));
+                self.push_in_list(apps.iter().map(AppName::as_str))
+            }
+        }
+    }
+
+    /// The text as backend `B` reads it.
+    fn text_for<B: SqlBackend>(&self) -> Cow<'_, str> {
+        match B::DIALECT {
+            Dialect::Ansi => Cow::Borrowed(&self.text),
+            Dialect::MySql => Cow::Owned(mysql_placeholders(&self.text)),
+        }
+    }
+
+    /// The values as backend `B`'s arguments, borrowing their text and bytes.
+    fn arguments<'s, B: SqlBackend>(&'s self) -> Result<B::Arguments<'s>, sqlx::Error> {
+        let mut arguments = B::Arguments::<'s>::default();
+        for value in &self.values {
+            let added = match value {
+                SqlValue::Int(value) => B::add_to(&mut arguments, *value),
+                SqlValue::Text(value) => B::add_to(&mut arguments, value.as_deref()),
+                SqlValue::Bytes(value) => B::add_to(&mut arguments, value.as_deref()),
+            };
+            added.map_err(sqlx::Error::Encode)?;
+        }
+        Ok(arguments)
+    }
+
+    /// The query sqlx runs: `text` (the statement's, as the backend reads it) with the
+    /// values bound, both borrowed for as long as the query lives.
+    fn query<'s, B: SqlBackend>(
+        &'s self,
+        text: &'s str,
+    ) -> Result<sqlx::query::Query<'s, B, BoundValues<'s, B>>, sqlx::Error> {
+        Ok(sqlx::query_with(text, BoundValues(self.arguments::<B>()?)))
+    }
+
+    /// Runs the statement on `connection`; returns the rows it changed.
+    pub(crate) async fn execute<B: SqlBackend>(
+        &self,
+        connection: &mut B::Connection,
+    ) -> Result<u64, sqlx::Error> {
+        let text = self.text_for::<B>();
+        let done = self
+            .query::<B>(&text)?
+            .execute(connection.executor())
+            .await?;
+        Ok(B::rows_affected(&done))
+    }
+
+    /// Every row the statement reads, as `R`s.
+    pub(crate) async fn fetch_all<B: SqlBackend + Reads<R>, R>(
+        &self,
+        connection: &mut B::Connection,
+    ) -> Result<Vec<R>, sqlx::Error> {
+        let text = self.text_for::<B>();
+        let rows = self
+            .query::<B>(&text)?
+            .fetch_all(connection.executor())
+            .await?;
+        rows.iter().map(B::read).collect()
+    }
+
+    /// The one row the statement reads, if there is one, as an `R`.
+    pub(crate) async fn fetch_optional<B: SqlBackend + Reads<R>, R>(
+        &self,
+        connection: &mut B::Connection,
+    ) -> Result<Option<R>, sqlx::Error> {
+        let text = self.text_for::<B>();
+        let row = self
+            .query::<B>(&text)?
+            .fetch_optional(connection.executor())
+            .await?;
+        row.as_ref().map(B::read).transpose()
+    }
+
+    /// The one row the statement reads, as an `R`; `RowNotFound` when there is none.
+    pub(crate) async fn fetch_one<B: SqlBackend + Reads<R>, R>(
+        &self,
+        connection: &mut B::Connection,
+    ) -> Result<R, sqlx::Error> {
+        (self.fetch_optional::<B, R>(connection).await?).ok_or(sqlx::Error::RowNotFound)
+    }
+}
