@@ -44,6 +44,7 @@ mod shards;
 mod signing;
 mod sql;
 mod sqlite;
+mod values;
 
 pub use accounts::{
     Accounts, NewToken, NewUser, UserChange, UserChangeOutcome, UserCredentials, UserStanding,

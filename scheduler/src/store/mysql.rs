@@ -48,6 +48,10 @@ impl SqlBackend for MySql {
         done.rows_affected()
     }
 
+    fn last_insert_id(done: &MySqlQueryResult) -> Result<i64, sqlx::Error> {
+        i64::try_from(done.last_insert_id()).map_err(|error| sqlx::Error::Decode(Box::new(error)))
+    }
+
     /// InnoDB locks rows as the statements reach them.
     async fn begin_write(pool: &MySqlPool) -> Result<Transaction<'static, MySql>, sqlx::Error> {
         pool.begin().await

@@ -32,6 +32,13 @@ impl SqlBackend for Postgres {
         done.rows_affected()
     }
 
+    /// PostgreSQL returns generated ids (`RETURNING id`): never asked.
+    fn last_insert_id(_: &PgQueryResult) -> Result<i64, sqlx::Error> {
+        Err(sqlx::Error::Protocol(
+            "PostgreSQL returns generated ids with RETURNING".into(),
+        ))
+    }
+
     /// PostgreSQL locks rows as the statements reach them.
     async fn begin_write(pool: &PgPool) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
         pool.begin().await

@@ -32,6 +32,10 @@ impl SqlBackend for Sqlite {
         done.rows_affected()
     }
 
+    fn last_insert_id(done: &SqliteQueryResult) -> Result<i64, sqlx::Error> {
+        Ok(done.last_insert_rowid())
+    }
+
     /// `BEGIN IMMEDIATE` takes SQLite's write lock up front, waiting in the busy handler while
     /// another connection holds it.
     ///

@@ -16,7 +16,7 @@ use sqlx::{Arguments as _, Database, Encode, Executor, FromRow, Pool, Transactio
 use super::dialect::Dialect;
 use crate::domain::model::DailyReport;
 use crate::store::StoreError;
-use crate::store::rows::ExecutorRow;
+use crate::store::rows::{AppRow, ExecutorRow, GlueVersionRow, JobRow};
 
 /// A backend that binds a `T` (every sqlx backend does for the types [`SqlValue`] holds).
 pub trait Binds<'q, T>: Database {
@@ -72,9 +72,14 @@ pub trait SqlBackend:
     + Reads<(i64, String)>
     + Reads<(i64, String, i64, Option<i64>)>
     + Reads<(i64, i64, String, i64, Option<i64>)>
+    + Reads<(i64, i64, i64, i64)>
     + Reads<(String, String, String, i64)>
+    + Reads<(String, Option<String>, Option<i64>)>
+    + Reads<AppRow>
     + Reads<DailyReport>
     + Reads<ExecutorRow>
+    + Reads<GlueVersionRow>
+    + Reads<JobRow>
 {
     /// What a store of this backend holds beside its pool (MySQL: see `mysql.rs`).
     type Parts: Clone + Send + Sync + 'static;
@@ -89,6 +94,9 @@ pub trait SqlBackend:
 
     /// How many rows a statement changed.
     fn rows_affected(done: &Self::QueryResult) -> u64;
+
+    /// The id an `INSERT` of one row generated (read only on MySQL, which has no `RETURNING`).
+    fn last_insert_id(done: &Self::QueryResult) -> Result<i64, sqlx::Error>;
 
     /// A transaction that will write (every transaction of the store does).
     fn begin_write(

@@ -51,12 +51,12 @@ macro_rules! impl_sql_imports {
                 job: &ImportedJob,
                 now_ms: i64,
             ) -> Result<JobId, StoreError> {
-                let state = JobRowState {
+                let state = $crate::store::sql::jobs::JobRowState {
                     status: job.status,
                     next_fire_ms: job.next_fire_ms,
                     glue_updated_at_ms: job.glue_updated_at_ms,
                 };
-                let id = insert_job_row(tx, &job.spec, state, now_ms, OPERATION).await?;
+                let id = $crate::store::sql::jobs::insert_job_row::<$db>(tx, &job.spec, state, now_ms, OPERATION).await?;
                 let id = JobId::new(id).map_err(|error| StoreError::CorruptRow {
                     what: format!("job {id}"),
                     reason: error.to_string(),
@@ -67,7 +67,7 @@ macro_rules! impl_sql_imports {
                         source: Some(version.source.clone()),
                         remark: version.remark.clone(),
                     };
-                    save_glue_version(tx, id, &glue, version.created_at_ms).await?;
+                    $crate::store::sql::jobs::save_glue_version::<$db>(tx, id, &glue, version.created_at_ms).await?;
                 }
                 Ok(id)
             }
@@ -111,7 +111,7 @@ macro_rules! impl_sql_imports {
                     Err(source) => return Err(StoreError::query(OPERATION)(source)),
                 };
                 for (app, access) in &user.grants {
-                    ensure_app_exists(tx, app, OPERATION).await?;
+                    $crate::store::sql::jobs::ensure_app_exists::<$db>(tx, app, OPERATION).await?;
                     sqlx::query(&backend_sql("INSERT INTO user_grants (user_id, app, access) VALUES ($1, $2, $3)"))
                         .bind(id)
                         .bind(app.as_str())
@@ -162,7 +162,7 @@ macro_rules! impl_sql_imports {
                     let source = write.source.as_str();
                     for imported in &write.apps {
                         let app = &imported.app;
-                        insert_app(&mut *tx, app, OPERATION).await?;
+                        $crate::store::sql::jobs::insert_app::<$db>(&mut *tx, app, OPERATION).await?;
                         let key = (ImportedKind::App, imported.source_id, app.name.to_string());
                         remember(&mut tx, source, key, &imported.fingerprint, now_ms).await?;
                     }

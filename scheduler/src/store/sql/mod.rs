@@ -87,11 +87,11 @@ pub(crate) use lists::{push_app_scope, push_in_list};
 macro_rules! impl_sql_store {
     ($store:ty, $db:ty, $dialect:ident) => {
         // What the generated code names; the backend's file brings `StoreError` itself.
-        use kadence_schemas::{AppName, JobId};
-        use $crate::domain::model::{App, Completion, CompletionOutcome, Glue, GlueVersion, Job, JobStatus, NewJob, PendingFire, Run, RunState};
-        use $crate::store::rows::{APP_COLUMNS, AppRow, FireRow, GlueVersionRow, JOB_COLUMNS, JOB_SPEC_COLUMNS, JobRow, RUN_COLUMNS, RunRow, convert_all};
+        use kadence_schemas::JobId;
+        use $crate::domain::model::{Completion, CompletionOutcome, Glue, Job, JobStatus, PendingFire, Run, RunState};
+        use $crate::store::rows::{FireRow, JOB_COLUMNS, JobRow, RUN_COLUMNS, RunRow, convert_all};
         use $crate::store::sql::planning::plan_rows;
-        use $crate::store::{DispatchAck, DispatchMarks, JobChange, NewFire, PageRequest, PreReadOutcome, PreReadRequest};
+        use $crate::store::{DispatchAck, DispatchMarks, NewFire, PageRequest, PreReadOutcome, PreReadRequest};
 
         /// This backend's text of a statement written with `$1`, `$2`, … placeholders (see
         /// [`dialect`](crate::store::sql::dialect)).
@@ -125,118 +125,12 @@ macro_rules! impl_sql_store {
         }
 
         #[async_trait::async_trait]
-        impl $crate::store::Jobs for $store {
-            async fn create_app(&self, app: &App) -> Result<(), StoreError> {
-                insert_app(&self.pool, app, "create an app").await
-            }
-
-            async fn get_app(&self, name: &AppName) -> Result<Option<App>, StoreError> {
-                let row: Option<AppRow> =
-                    sqlx::query_as(&backend_sql(&format!("SELECT {APP_COLUMNS} FROM apps WHERE name = $1")))
-                        .bind(name.as_str())
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(StoreError::query("read an app"))?;
-                row.map(App::try_from).transpose()
-            }
-
-            async fn list_apps(&self) -> Result<Vec<App>, StoreError> {
-                let rows: Vec<AppRow> =
-                    sqlx::query_as(&backend_sql(&format!("SELECT {APP_COLUMNS} FROM apps ORDER BY name")))
-                        .fetch_all(&self.pool)
-                        .await
-                        .map_err(StoreError::query("list apps"))?;
-                convert_all(rows)
-            }
-
-            async fn list_apps_page(
-                &self,
-                apps: $crate::store::AppScope<'_>,
-                page: &PageRequest<String>,
-            ) -> Result<Vec<App>, StoreError> {
-                let mut query = sqlx::QueryBuilder::<$db>::new(format!("SELECT {APP_COLUMNS} FROM apps WHERE true"));
-                $crate::store::sql::push_app_scope!(query, "name", apps);
-                if let Some(after) = &page.after {
-                    query.push(" AND name > ").push_bind(after.clone());
-                }
-                query.push(" ORDER BY name LIMIT ").push_bind(i64::from(page.limit));
-                let rows: Vec<AppRow> = query
-                .build_query_as()
-                .fetch_all(&self.pool)
-                .await
-                .map_err(StoreError::query("list apps"))?;
-                convert_all(rows)
-            }
-
-            async fn create_job(&self, job: &NewJob, now_ms: i64) -> Result<Job, StoreError> {
-                jobs::create_job(self, job, now_ms).await
-            }
-
-            async fn update_job(
-                &self,
-                id: JobId,
-                job: &NewJob,
-                status: JobStatus,
-                next_fire_ms: Option<i64>,
-                replan: Option<i64>,
-                now_ms: i64,
-            ) -> Result<JobChange, StoreError> {
-                jobs::update_job(self, id, job, status, next_fire_ms, replan, now_ms).await
-            }
-
-            async fn glue_versions(&self, id: JobId) -> Result<Vec<GlueVersion>, StoreError> {
-                let rows: Vec<GlueVersionRow> = sqlx::query_as(
-                    &backend_sql("SELECT glue_type, glue_source, glue_remark, created_at_ms FROM job_glue_versions \
-                     WHERE job_id = $1 ORDER BY id DESC",)
-                )
-                .bind(id.get())
-                .fetch_all(&self.pool)
-                .await
-                .map_err(StoreError::query("list glue versions"))?;
-                convert_all(rows)
-            }
-
-            async fn get_job(&self, id: JobId) -> Result<Option<Job>, StoreError> {
-                let row: Option<JobRow> =
-                    sqlx::query_as(&backend_sql(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1")))
-                        .bind(id.get())
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(StoreError::query("read a job"))?;
-                row.map(Job::try_from).transpose()
-            }
-
-            async fn list_jobs(
-                &self,
-                filter: &$crate::store::JobFilter,
-                page: &PageRequest<JobId>,
-            ) -> Result<Vec<Job>, StoreError> {
-                jobs::list_jobs(self, filter, page).await
-            }
-
-            async fn child_links(&self, ids: &[JobId]) -> Result<Vec<(JobId, Vec<JobId>)>, StoreError> {
-                jobs::child_links(self, ids).await
-            }
-
-            async fn set_job_status(
-                &self,
-                id: JobId,
-                status: JobStatus,
-                next_fire_ms: Option<i64>,
-                cancel_from_ms: i64,
-                now_ms: i64,
-            ) -> Result<JobChange, StoreError> {
-                jobs::set_job_status(self, id, status, next_fire_ms, cancel_from_ms, now_ms).await
-            }
-        }
-
-        #[async_trait::async_trait]
         impl $crate::store::Fires for $store {
             async fn recent_cancellations(
                 &self,
                 now_ms: i64,
             ) -> Result<Vec<$crate::store::FireCancellation>, StoreError> {
-                jobs::recent_cancellations(self, now_ms).await
+                $crate::store::sql::jobs::recent_cancellations(self, now_ms).await
             }
 
             async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError> {
@@ -387,7 +281,6 @@ macro_rules! impl_sql_store {
         }
 
         $crate::store::sql::writes::sql_writes!($store, $db, $dialect);
-        $crate::store::sql::jobs::sql_jobs!($store, $db, $dialect);
         $crate::store::sql::fires::sql_fires!($store, $db, $dialect);
         $crate::store::sql::fire_updates::sql_fire_updates!($store, $db, $dialect);
         $crate::store::sql::accounts::impl_sql_accounts!($store, $db, $dialect);

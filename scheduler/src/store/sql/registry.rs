@@ -6,39 +6,10 @@ use kadence_schemas::{AppName, TriggerId};
 
 use super::backend::{SqlBackend, SqlStore};
 use super::dialect::Dialect;
-use super::statement::{SqlValue, Statement};
+use super::statement::Statement;
 use crate::domain::model::ExecutorEntry;
-use crate::store::rows::{EXECUTOR_COLUMNS, ExecutorRow, convert_all, join_list};
+use crate::store::rows::{EXECUTOR_COLUMNS, ExecutorRow, convert_all, executor_values};
 use crate::store::{AppScope, ExecutorRegistry, PageRequest, StoreError, UnfinishedRun};
-
-/// The `executors` table's columns, each with the value `entry` writes to it: the one place
-/// where a column and its value meet, so that no list of columns and list of binds can
-/// drift apart. (Rows are read by column name, into [`ExecutorRow`].)
-fn executor_values(entry: &ExecutorEntry) -> [(&'static str, SqlValue<'_>); 11] {
-    use super::statement::IntoSqlValue as _;
-    [
-        ("executor_id", entry.executor_id.as_str().into_sql_value()),
-        ("app", entry.app.as_str().into_sql_value()),
-        ("host", entry.host.as_str().into_sql_value()),
-        ("version", entry.version.as_str().into_sql_value()),
-        ("handlers", join_list(&entry.handlers).into_sql_value()),
-        (
-            "owned_partitions",
-            join_list(&entry.owned_partitions).into_sql_value(),
-        ),
-        (
-            "running_jobs",
-            join_list(&entry.running_jobs).into_sql_value(),
-        ),
-        (
-            "queued_jobs",
-            join_list(&entry.queued_jobs).into_sql_value(),
-        ),
-        ("state", entry.state.as_str().into_sql_value()),
-        ("first_seen_at_ms", entry.last_beat_at_ms.into_sql_value()),
-        ("last_beat_at_ms", entry.last_beat_at_ms.into_sql_value()),
-    ]
-}
 
 /// Only a newer beat replaces an executor's row: beats read late (several scheduler nodes, a
 /// replayed topic) never roll an executor back. Its first sighting stays as it was.

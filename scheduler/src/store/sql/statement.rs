@@ -26,88 +26,7 @@ use kadence_schemas::AppName;
 use super::backend::{Executes as _, Reads, SqlBackend};
 use super::dialect::{Dialect, mysql_placeholders};
 use crate::store::AppScope;
-
-/// One value a statement binds.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum SqlValue<'a> {
-    /// A 64-bit integer, or NULL.
-    Int(Option<i64>),
-    /// Text, or NULL.
-    Text(Option<Cow<'a, str>>),
-    /// Bytes, or NULL.
-    Bytes(Option<Cow<'a, [u8]>>),
-}
-
-/// What a statement can bind: integers, text and bytes, and their options.
-pub(crate) trait IntoSqlValue<'a> {
-    fn into_sql_value(self) -> SqlValue<'a>;
-}
-
-impl<'a> IntoSqlValue<'a> for SqlValue<'a> {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        self
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for i64 {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Int(Some(self))
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for i32 {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Int(Some(i64::from(self)))
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for Option<i64> {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Int(self)
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for &'a str {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Text(Some(Cow::Borrowed(self)))
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for &'a String {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Text(Some(Cow::Borrowed(self)))
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for String {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Text(Some(Cow::Owned(self)))
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for Option<&'a str> {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Text(self.map(Cow::Borrowed))
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for Option<String> {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Text(self.map(Cow::Owned))
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for &i64 {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Int(Some(*self))
-    }
-}
-
-impl<'a> IntoSqlValue<'a> for &'a [u8] {
-    fn into_sql_value(self) -> SqlValue<'a> {
-        SqlValue::Bytes(Some(Cow::Borrowed(self)))
-    }
-}
+pub(crate) use crate::store::values::{IntoSqlValue, SqlValue};
 
 /// A backend's arguments as sqlx's queries take them. Each backend's own arguments type is
 /// that already, but generic code cannot say so: `Database` does not promise it for
@@ -198,19 +117,21 @@ impl<'a> Statement<'a> {
     }
 
     /// `INSERT INTO {table} (columns…) VALUES ($1, …)` of `values`, each column with its value.
-    pub(crate) fn insert_into<const N: usize>(
+    pub(crate) fn insert_into(
         table: &str,
-        values: [(&'static str, SqlValue<'a>); N],
+        values: impl IntoIterator<Item = (&'static str, SqlValue<'a>)>,
     ) -> Statement<'a> {
-        let columns: Vec<&str> = values.iter().map(|(column, _)| *column).collect();
-        let placeholders: Vec<String> = (1..=N).map(|number| format!("${number}")).collect();
+        let (columns, values): (Vec<&str>, Vec<SqlValue<'a>>) = values.into_iter().unzip();
+        let placeholders: Vec<String> = (1..=values.len())
+            .map(|number| format!("${number}"))
+            .collect();
         Statement {
             text: Cow::Owned(format!(
                 "INSERT INTO {table} ({}) VALUES ({})",
                 columns.join(", "),
                 placeholders.join(", ")
             )),
-            values: values.into_iter().map(|(_, value)| value).collect(),
+            values,
         }
     }
 
@@ -273,6 +194,30 @@ impl<'a> Statement<'a> {
             .execute(connection.executor())
             .await?;
         Ok(B::rows_affected(&done))
+    }
+
+    /// Runs an `INSERT` of one row into a table with a generated `id`; returns the id: ANSI
+    /// backends return it (`RETURNING id`), MySQL tells it after the statement
+    /// (`LAST_INSERT_ID()`).
+    pub(crate) async fn insert_returning_id<B: SqlBackend>(
+        mut self,
+        connection: &mut B::Connection,
+    ) -> Result<i64, sqlx::Error> {
+        match B::DIALECT {
+            Dialect::Ansi => {
+                self.push(" RETURNING id");
+                let (id,): (i64,) = self.fetch_one::<B, _>(connection).await?;
+                Ok(id)
+            }
+            Dialect::MySql => {
+                let text = self.text_for::<B>();
+                let done = self
+                    .query::<B>(&text)?
+                    .execute(connection.executor())
+                    .await?;
+                B::last_insert_id(&done)
+            }
+        }
     }
 
     /// Every row the statement reads, as `R`s.
