@@ -622,7 +622,9 @@ pub async fn busyover_and_failover_ask_the_executors_as_xxl_job_does(version: Xx
     // the executor that did not answer can be read before the line of the one that did.
     wait_for(Duration::from_secs(20), &handed, || async {
         let log = log_of(&stage.app, &run, 1).await;
-        log.iter().any(|line| line.starts_with(&handed)).then_some(())
+        log.iter()
+            .any(|line| line.starts_with(&handed))
+            .then_some(())
     })
     .await;
     stage.app.shutdown().await;

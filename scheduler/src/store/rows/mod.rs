@@ -7,10 +7,13 @@ use std::str::FromStr;
 
 use super::StoreError;
 
+mod accounts;
 mod executors;
 mod jobs;
 mod runs;
 
+pub(crate) use accounts::{AUDIT_COLUMNS, KEY_INFO_COLUMNS};
+pub use accounts::{AuditRow, KeyInfoRow};
 pub use executors::ExecutorRow;
 pub(crate) use executors::{EXECUTOR_COLUMNS, executor_values};
 pub(crate) use jobs::{APP_COLUMNS, JOB_COLUMNS, job_values};

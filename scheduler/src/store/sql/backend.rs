@@ -16,7 +16,7 @@ use sqlx::{Arguments as _, Database, Encode, Executor, FromRow, Pool, Transactio
 use super::dialect::Dialect;
 use crate::domain::model::DailyReport;
 use crate::store::StoreError;
-use crate::store::rows::{AppRow, ExecutorRow, GlueVersionRow, JobRow};
+use crate::store::rows::{AppRow, AuditRow, ExecutorRow, GlueVersionRow, JobRow, KeyInfoRow};
 
 /// A backend that binds a `T` (every sqlx backend does for the types [`SqlValue`] holds).
 pub trait Binds<'q, T>: Database {
@@ -76,6 +76,9 @@ pub trait SqlBackend:
     + Reads<(String, String, String, i64)>
     + Reads<(String, Option<String>, Option<i64>)>
     + Reads<AppRow>
+    + Reads<AuditRow>
+    + Reads<KeyInfoRow>
+    + Reads<(String, String, String)>
     + Reads<DailyReport>
     + Reads<ExecutorRow>
     + Reads<GlueVersionRow>

@@ -284,11 +284,8 @@ macro_rules! impl_sql_store {
         $crate::store::sql::fires::sql_fires!($store, $db, $dialect);
         $crate::store::sql::fire_updates::sql_fire_updates!($store, $db, $dialect);
         $crate::store::sql::accounts::impl_sql_accounts!($store, $db, $dialect);
-        $crate::store::sql::audit::impl_sql_audit!($store, $db, $dialect);
         $crate::store::sql::batches::impl_sql_batches!($store, $db, $dialect);
         $crate::store::sql::shards::impl_sql_shards!($store, $db, $dialect);
-        $crate::store::sql::signing::impl_sql_signing!($store, $db, $dialect);
-        $crate::store::sql::executor_keys::impl_sql_executor_keys!($store, $db, $dialect);
         $crate::store::sql::replays::impl_sql_replays!($store, $db, $dialect);
         $crate::store::sql::console::impl_sql_console!($store, $db, $dialect);
         $crate::store::sql::imports::impl_sql_imports!($store, $db, $dialect);
