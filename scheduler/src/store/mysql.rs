@@ -42,6 +42,14 @@ impl SqlBackend for MySql {
     type Parts = MySqlParts;
     const NAME: &'static str = "mysql";
     const DIALECT: Dialect = Dialect::MySql;
+    /// Locks the rows a statement selects until the transaction ends.
+    const ROW_LOCK: &'static str = " FOR UPDATE";
+    /// Locks the rows a statement selects, passing over rows other transactions hold.
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    /// Taken first by a transaction that records a replay or backfill: one at a time, so the
+    /// double-replay guard of the second sees the first's runs.
+    const OPERATIONS_LOCK: &'static str =
+        "SELECT name FROM schedule_lock WHERE name = 'replays' FOR UPDATE";
     const LAST_LOG_ID: &'static str = "SELECT last_id FROM id_counters WHERE name = 'job_logs'";
 
     fn rows_affected(done: &MySqlQueryResult) -> u64 {
@@ -92,15 +100,6 @@ impl Flavour {
 
 impl MySqlStore {
     const BACKEND: &'static str = "mysql";
-
-    /// Locks the rows a statement selects until the transaction ends.
-    const ROW_LOCK: &'static str = " FOR UPDATE";
-    /// Locks the rows a statement selects, passing over rows other transactions hold.
-    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
-    /// Taken first by a transaction that records a replay or backfill: one at a time, so the
-    /// double-replay guard of the second sees the first's runs.
-    const OPERATIONS_LOCK: &'static str =
-        "SELECT name FROM schedule_lock WHERE name = 'replays' FOR UPDATE";
 
     /// Connects to `url`, e.g. `mysql://kadence:secret@db.internal:3306/kadence`.
     pub async fn connect(url: &str, pool: PoolSettings) -> Result<MySqlStore, StoreError> {

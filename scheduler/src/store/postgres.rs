@@ -25,6 +25,14 @@ impl SqlBackend for Postgres {
     type Parts = ();
     const NAME: &'static str = "postgres";
     const DIALECT: Dialect = Dialect::Ansi;
+    /// Locks the rows a statement selects until the transaction ends.
+    const ROW_LOCK: &'static str = " FOR UPDATE";
+    /// Locks the rows a statement selects, passing over rows other transactions hold.
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    /// Taken first by a transaction that records a replay or backfill: one at a time, so the
+    /// double-replay guard of the second sees the first's runs (the mode conflicts with
+    /// itself, not with readers).
+    const OPERATIONS_LOCK: &'static str = "LOCK TABLE replays IN SHARE ROW EXCLUSIVE MODE";
     const LAST_LOG_ID: &'static str =
         "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM job_logs_id_seq";
 
@@ -47,15 +55,6 @@ impl SqlBackend for Postgres {
 
 impl PostgresStore {
     const BACKEND: &'static str = "postgres";
-
-    /// Locks the rows a statement selects until the transaction ends.
-    const ROW_LOCK: &'static str = " FOR UPDATE";
-    /// Locks the rows a statement selects, passing over rows other transactions hold.
-    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
-    /// Taken first by a transaction that records a replay or backfill: one at a time, so the
-    /// double-replay guard of the second sees the first's runs (the mode conflicts with
-    /// itself, not with readers).
-    const OPERATIONS_LOCK: &'static str = "LOCK TABLE replays IN SHARE ROW EXCLUSIVE MODE";
 
     /// Connects to `url`, e.g. `postgres://kadence@db.internal/kadence`.
     pub async fn connect(url: &str, pool: PoolSettings) -> Result<PostgresStore, StoreError> {

@@ -23,6 +23,12 @@ impl SqlBackend for Sqlite {
     type Parts = ();
     const NAME: &'static str = "sqlite";
     const DIALECT: Dialect = Dialect::Ansi;
+    /// Locks the rows a statement selects until the transaction ends (SQLite: one writer at a time already).
+    const ROW_LOCK: &'static str = "";
+    /// Locks the rows a statement selects, passing over rows other transactions hold (SQLite: one writer at a time already).
+    const SKIP_LOCKED: &'static str = "";
+    /// Taken first by a transaction that records a replay or backfill (SQLite: one writer at a time already).
+    const OPERATIONS_LOCK: &'static str = "";
     /// Rows and reserved ids alike: AUTOINCREMENT's counter, which reserving moves, and the
     /// rows themselves.
     const LAST_LOG_ID: &'static str = "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'job_logs'), 0), \
@@ -51,13 +57,6 @@ impl SqlBackend for Sqlite {
 
 impl SqliteStore {
     const BACKEND: &'static str = "sqlite";
-
-    /// Locks the rows a statement selects until the transaction ends (SQLite: one writer at a time already).
-    const ROW_LOCK: &'static str = "";
-    /// Locks the rows a statement selects, passing over rows other transactions hold (SQLite: one writer at a time already).
-    const SKIP_LOCKED: &'static str = "";
-    /// Taken first by a transaction that records a replay or backfill (SQLite: one writer at a time already).
-    const OPERATIONS_LOCK: &'static str = "";
 
     /// Opens (creating if missing) the database at `url`, e.g. `sqlite://kadence.db` or
     /// `sqlite:///var/lib/kadence/kadence.db`.

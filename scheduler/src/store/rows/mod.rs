@@ -12,8 +12,8 @@ mod executors;
 mod jobs;
 mod runs;
 
-pub(crate) use accounts::{AUDIT_COLUMNS, KEY_INFO_COLUMNS};
-pub use accounts::{AuditRow, KeyInfoRow};
+pub(crate) use accounts::{AUDIT_COLUMNS, KEY_INFO_COLUMNS, TOKEN_COLUMNS, USER_COLUMNS};
+pub use accounts::{AuditRow, KeyInfoRow, TokenRow, UserRow};
 pub use executors::ExecutorRow;
 pub(crate) use executors::{EXECUTOR_COLUMNS, executor_values};
 pub(crate) use jobs::{APP_COLUMNS, JOB_COLUMNS, job_values};

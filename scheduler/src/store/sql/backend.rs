@@ -16,7 +16,9 @@ use sqlx::{Arguments as _, Database, Encode, Executor, FromRow, Pool, Transactio
 use super::dialect::Dialect;
 use crate::domain::model::DailyReport;
 use crate::store::StoreError;
-use crate::store::rows::{AppRow, AuditRow, ExecutorRow, GlueVersionRow, JobRow, KeyInfoRow};
+use crate::store::rows::{
+    AppRow, AuditRow, ExecutorRow, GlueVersionRow, JobRow, KeyInfoRow, TokenRow, UserRow,
+};
 
 /// A backend that binds a `T` (every sqlx backend does for the types [`SqlValue`] holds).
 pub trait Binds<'q, T>: Database {
@@ -78,6 +80,10 @@ pub trait SqlBackend:
     + Reads<AppRow>
     + Reads<AuditRow>
     + Reads<KeyInfoRow>
+    + Reads<TokenRow>
+    + Reads<UserRow>
+    + Reads<(i64, String, String)>
+    + Reads<(String, Option<i64>)>
     + Reads<(String, String, String)>
     + Reads<DailyReport>
     + Reads<ExecutorRow>
@@ -91,6 +97,16 @@ pub trait SqlBackend:
     const NAME: &'static str;
     /// The dialect its statements are written in.
     const DIALECT: Dialect;
+
+    /// Locks the rows a statement selects until the transaction ends (` FOR UPDATE`; empty on
+    /// SQLite, where one writer at a time holds them all).
+    const ROW_LOCK: &'static str;
+    /// Locks the rows a statement selects, passing over rows other transactions hold
+    /// (` FOR UPDATE SKIP LOCKED`; empty on SQLite).
+    const SKIP_LOCKED: &'static str;
+    /// Taken first by a transaction that records a replay or backfill, so that they are
+    /// recorded one at a time (empty on SQLite).
+    const OPERATIONS_LOCK: &'static str;
 
     /// Reads the highest job-log id given out so far, rows and reserved ids alike.
     const LAST_LOG_ID: &'static str;

@@ -225,7 +225,7 @@ macro_rules! impl_sql_batches {
                          WHERE id IN (SELECT id FROM fire_batches WHERE lease_until_ms < $3 \
                          ORDER BY lease_until_ms LIMIT $4{}) AND lease_until_ms < $5 \
                          RETURNING id, shard, pending_from_ms, fires",
-                        <$store>::SKIP_LOCKED
+                        <$db as $crate::store::sql::backend::SqlBackend>::SKIP_LOCKED
                     )))
                     .bind(node_id)
                     .bind(now_ms + lease_ms)

@@ -215,7 +215,7 @@ macro_rules! impl_sql_console {
                     // no job, instead of starting one being removed.
                     let status: Option<(String,)> = sqlx::query_as(&backend_sql(&format!(
                         "SELECT status FROM jobs WHERE id = $1{}",
-                        <$store>::ROW_LOCK
+                        <$db as $crate::store::sql::backend::SqlBackend>::ROW_LOCK
                     )))
                     .bind(id.get())
                     .fetch_optional(&mut *tx)

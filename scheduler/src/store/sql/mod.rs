@@ -283,13 +283,11 @@ macro_rules! impl_sql_store {
         $crate::store::sql::writes::sql_writes!($store, $db, $dialect);
         $crate::store::sql::fires::sql_fires!($store, $db, $dialect);
         $crate::store::sql::fire_updates::sql_fire_updates!($store, $db, $dialect);
-        $crate::store::sql::accounts::impl_sql_accounts!($store, $db, $dialect);
         $crate::store::sql::batches::impl_sql_batches!($store, $db, $dialect);
         $crate::store::sql::shards::impl_sql_shards!($store, $db, $dialect);
         $crate::store::sql::replays::impl_sql_replays!($store, $db, $dialect);
         $crate::store::sql::console::impl_sql_console!($store, $db, $dialect);
         $crate::store::sql::imports::impl_sql_imports!($store, $db, $dialect);
-        $crate::store::sql::password_resets::impl_sql_password_resets!($store, $db, $dialect);
     };
 }
 

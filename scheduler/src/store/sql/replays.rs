@@ -127,8 +127,8 @@ macro_rules! impl_sql_replays {
                 ) -> Result<(Operation, Vec<PendingFire>), StoreError> {
                     const OPERATION: &str = "record a replay";
                     let mut tx = self.begin_write(OPERATION).await?;
-                    if !<$store>::OPERATIONS_LOCK.is_empty() {
-                        sqlx::query(<$store>::OPERATIONS_LOCK)
+                    if !<$db as $crate::store::sql::backend::SqlBackend>::OPERATIONS_LOCK.is_empty() {
+                        sqlx::query(<$db as $crate::store::sql::backend::SqlBackend>::OPERATIONS_LOCK)
                             .execute(&mut *tx)
                             .await
                             .map_err(StoreError::query(OPERATION))?;

@@ -109,7 +109,7 @@ macro_rules! impl_sql_shards {
                 let candidates: Vec<(i64, Option<String>, i64, i64)> = sqlx::query_as(&backend_sql(&format!(
                     "SELECT shard, owner_node, lease_until_ms, scanned_at_ms FROM schedule_shards \
                      WHERE owner_node IS NULL OR lease_until_ms < $1 ORDER BY shard LIMIT $2{}",
-                    <$store>::SKIP_LOCKED
+                    <$db as $crate::store::sql::backend::SqlBackend>::SKIP_LOCKED
                 )))
                 .bind(request.now_ms)
                 .bind(wanted as i64)
@@ -177,7 +177,7 @@ macro_rules! impl_sql_shards {
                     let candidates: Vec<(i64, i64)> = sqlx::query_as(&backend_sql(&format!(
                         "SELECT shard, scanned_at_ms FROM schedule_shards WHERE owner_node = $1 \
                          AND lease_until_ms >= $2 ORDER BY shard DESC LIMIT $3{}",
-                        <$store>::SKIP_LOCKED
+                        <$db as $crate::store::sql::backend::SqlBackend>::SKIP_LOCKED
                     )))
                     .bind(&owner)
                     .bind(request.now_ms)
@@ -232,7 +232,7 @@ macro_rules! impl_sql_shards {
                         "UPDATE schedule_shards SET lease_until_ms = $1 WHERE shard IN \
                          (SELECT shard FROM schedule_shards WHERE owner_node = $2 ORDER BY shard{}) \
                          AND owner_node = $3 RETURNING shard, fence",
-                        <$store>::ROW_LOCK
+                        <$db as $crate::store::sql::backend::SqlBackend>::ROW_LOCK
                     )))
                     .bind(request.now_ms + request.lease_ms)
                     .bind(&request.node_id)
@@ -438,7 +438,7 @@ macro_rules! impl_sql_shards {
                          RETURNING shard",
                         // Integers of this node's own state, written inline: no binds to count.
                         held.iter().map(|shard| format!("({}, {})", shard.shard, shard.fence)).collect::<Vec<_>>().join(", "),
-                        <$store>::ROW_LOCK
+                        <$db as $crate::store::sql::backend::SqlBackend>::ROW_LOCK
                     )))
                     .bind(now_ms)
                     .bind(node_id)
