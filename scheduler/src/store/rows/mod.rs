@@ -19,8 +19,9 @@ pub(crate) use executors::{EXECUTOR_COLUMNS, executor_values};
 pub(crate) use jobs::{APP_COLUMNS, JOB_COLUMNS, job_values};
 pub use jobs::{AppRow, GlueVersionRow, JobRow};
 pub(crate) use runs::{
-    CompletedRunRow, FIRE_COLUMNS, FinishedRunRow, FireRow, RUN_COLUMNS, RunRow, claim_expired_sql,
+    CompletedRunRow, FIRE_COLUMNS, FinishedRunRow, FireRow, RUN_COLUMNS, claim_expired_sql,
 };
+pub use runs::{RunRow, SummaryRow};
 
 pub(super) fn corrupt(what: impl Into<String>) -> impl FnOnce(String) -> StoreError {
     let what = what.into();

@@ -4,7 +4,7 @@ use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, Trigge
 
 use super::{corrupt, narrow, parse, parse_list};
 use crate::domain::model::{AlarmStatus, PendingFire, RouteStrategy, Run, RunState};
-use crate::store::StoreError;
+use crate::store::{RunSummary, StoreError};
 
 /// Columns of `job_logs` that make a pending fire.
 pub(crate) const FIRE_COLUMNS: &str = "id, trigger_id, job_id, app, handler, params, trigger_type, \
@@ -91,7 +91,7 @@ impl TryFrom<FinishedRunRow> for crate::store::FinishedRun {
 }
 
 #[derive(sqlx::FromRow)]
-pub(crate) struct RunRow {
+pub struct RunRow {
     id: i64,
     trigger_id: String,
     job_id: i64,
@@ -203,4 +203,31 @@ pub(crate) struct CompletedRunRow {
     pub(crate) attempt: i64,
     pub(crate) handle_code: i64,
     pub(crate) handle_at_ms: i64,
+}
+
+/// A run row with its app and handler, and its job's description.
+#[derive(sqlx::FromRow)]
+pub struct SummaryRow {
+    #[sqlx(flatten)]
+    run: RunRow,
+    app: String,
+    handler: String,
+    job_name: Option<String>,
+}
+
+impl TryFrom<SummaryRow> for RunSummary {
+    type Error = StoreError;
+    fn try_from(row: SummaryRow) -> Result<RunSummary, StoreError> {
+        let run = Run::try_from(row.run)?;
+        let app = AppName::parse(&row.app).map_err(|error| StoreError::CorruptRow {
+            what: format!("run {}", run.trigger_id),
+            reason: error.to_string(),
+        })?;
+        Ok(RunSummary {
+            run,
+            app,
+            handler: row.handler,
+            job_description: row.job_name,
+        })
+    }
 }

@@ -17,7 +17,8 @@ use super::dialect::Dialect;
 use crate::domain::model::DailyReport;
 use crate::store::StoreError;
 use crate::store::rows::{
-    AppRow, AuditRow, ExecutorRow, GlueVersionRow, JobRow, KeyInfoRow, TokenRow, UserRow,
+    AppRow, AuditRow, ExecutorRow, GlueVersionRow, JobRow, KeyInfoRow, RunRow, SummaryRow,
+    TokenRow, UserRow,
 };
 
 /// A backend that binds a `T` (every sqlx backend does for the types [`SqlValue`] holds).
@@ -82,6 +83,10 @@ pub trait SqlBackend:
     + Reads<KeyInfoRow>
     + Reads<TokenRow>
     + Reads<UserRow>
+    + Reads<SummaryRow>
+    + Reads<RunRow>
+    + Reads<(String, i64)>
+    + Reads<(i64, i64, i64)>
     + Reads<(i64, String, String)>
     + Reads<(String, Option<i64>)>
     + Reads<(String, String, String)>

@@ -27,6 +27,16 @@ pub enum Dialect {
     MySql,
 }
 
+impl Dialect {
+    /// The type a `CAST` to a 64-bit integer names.
+    pub(crate) fn bigint(self) -> &'static str {
+        match self {
+            Dialect::Ansi => "BIGINT",
+            Dialect::MySql => "SIGNED",
+        }
+    }
+}
+
 /// Picks the code written for the backend's dialect: `dialect!($dialect, ansi => {…},
 /// mysql => {…})`, where `$dialect` is the `ansi` or `mysql` the store macros were given.
 /// Only the chosen branch is compiled for a backend.

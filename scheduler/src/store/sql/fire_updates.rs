@@ -67,7 +67,7 @@ macro_rules! sql_fire_updates {
                             .iter()
                             .filter(|advance| {
                                 current.get(&advance.job_id).is_some_and(|(status, next_fire)| {
-                                    status == JobStatus::Running.as_str()
+                                    status == $crate::domain::model::JobStatus::Running.as_str()
                                         && next_fire.is_some()
                                         && *next_fire == advance.read_next_fire_ms
                                 })
