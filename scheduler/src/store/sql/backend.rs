@@ -86,6 +86,7 @@ pub trait SqlBackend:
     + Reads<SummaryRow>
     + Reads<RunRow>
     + Reads<(String, i64)>
+    + Reads<(String, i64, String, String, i64)>
     + Reads<(i64, i64, i64)>
     + Reads<(i64, String, String)>
     + Reads<(String, Option<i64>)>

@@ -88,7 +88,7 @@ macro_rules! impl_sql_store {
     ($store:ty, $db:ty, $dialect:ident) => {
         // What the generated code names; the backend's file brings `StoreError` itself.
         use kadence_schemas::JobId;
-        use $crate::domain::model::{Completion, CompletionOutcome, Glue, Job, PendingFire, Run, RunState};
+        use $crate::domain::model::{Completion, CompletionOutcome, Job, PendingFire, Run, RunState};
         use $crate::store::rows::{FireRow, JOB_COLUMNS, JobRow, RUN_COLUMNS, RunRow, convert_all};
         use $crate::store::sql::planning::plan_rows;
         use $crate::store::{DispatchAck, DispatchMarks, NewFire, PageRequest, PreReadOutcome, PreReadRequest};
@@ -286,7 +286,6 @@ macro_rules! impl_sql_store {
         $crate::store::sql::batches::impl_sql_batches!($store, $db, $dialect);
         $crate::store::sql::shards::impl_sql_shards!($store, $db, $dialect);
         $crate::store::sql::replays::impl_sql_replays!($store, $db, $dialect);
-        $crate::store::sql::imports::impl_sql_imports!($store, $db, $dialect);
     };
 }
 
