@@ -4,39 +4,34 @@
 //! It is being moved from macros to ordinary code generic over the backend. Generic code runs
 //! [`Statement`](statement::Statement)s, whose module says how the sqlx bounds that once made
 //! macros the easier way are stated once, and says what differs between the backends through
-//! [`SqlBackend`](backend::SqlBackend) and `match B::DIALECT`. Generic already:
-//! [`registry`] (the [`ExecutorRegistry`](super::ExecutorRegistry) half and the runs the
-//! lost-run monitor looks at) and [`history`] (the [`History`](super::History) half and the
-//! run log lines).
+//! [`SqlBackend`](backend::SqlBackend) and `match B::DIALECT`. Generic already, each module
+//! implementing its half of the store: [`jobs`] ([`Jobs`](super::Jobs): apps, jobs, script
+//! versions, cancellations of planned fires), [`registry`]
+//! ([`ExecutorRegistry`](super::ExecutorRegistry), and the runs the lost-run monitor looks
+//! at), [`history`] ([`History`](super::History), and the run log lines), [`accounts`] with
+//! [`user_changes`] ([`Accounts`](super::Accounts)), [`password_resets`]
+//! ([`PasswordResets`](super::PasswordResets)), [`audit`] ([`AuditTrail`](super::AuditTrail)),
+//! [`signing`] ([`SigningKeys`](super::SigningKeys)), [`executor_keys`]
+//! ([`ExecutorKeys`](super::ExecutorKeys)), [`console`] ([`Console`](super::Console)) and
+//! [`imports`] ([`Imports`](super::Imports)).
 //!
-//! The rest is still the macro `impl_sql_store!`, expanded in each backend's file, bringing
-//! the names its code uses but for `StoreError`, which the backend's file imports for its own
-//! code too. Besides its [`SqlBackend`](backend::SqlBackend) implementation, a backend
-//! supplies, as inherent items of its `SqlStore`:
+//! The fire path is still the macro `impl_sql_store!`, expanded in each backend's file, and
+//! moves next, measured on the throughput benchmark as it does: the [`Store`](super::Store),
+//! [`Fires`](super::Fires) and [`Runs`](super::Runs) methods in the macro itself, calling what
+//! [`fires`] (the pre-read scan), [`fire_updates`], [`writes`] (fires written once by trigger
+//! id), [`batches`] ([`FireBatches`](super::FireBatches)) and [`shards`]
+//! ([`ScheduleShards`](super::ScheduleShards)) generate beside it; [`replays`]
+//! ([`Replays`](super::Replays)) writes its fires with them, so it moves with them.
+//! [`planning`] is the pure planning of a scan. Besides its
+//! [`SqlBackend`](backend::SqlBackend) implementation, a backend supplies the macro, as
+//! inherent items of its `SqlStore`:
 //! - `const BACKEND: &'static str` and `fn claim_expired_sql() -> &'static str`;
 //! - `async fn apply_migrations(&self) -> Result<(), StoreError>`;
-//! - `const ROW_LOCK: &'static str` and `const SKIP_LOCKED: &'static str`: the clauses that
-//!   lock selected rows (waiting, or passing over rows others hold); empty on SQLite;
-//! - `const OPERATIONS_LOCK: &'static str`: the statement that serialises the recording of
-//!   replays and backfills; empty on SQLite;
 //! - `async fn reserve_log_ids_in(tx, count) -> Result<Vec<i64>, StoreError>`: job-log ids
 //!   for rows written later;
 //! - `async fn prefer_keyed_joins(tx) -> Result<(), StoreError>`: whatever the backend needs
 //!   so that the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining
 //!   `VALUES`) probe the primary key rather than scan the table.
-//!
-//! In the macro, the methods of [`Store`](super::Store) and of its [`Jobs`](super::Jobs),
-//! [`Fires`](super::Fires) and [`Runs`](super::Runs) halves stay in `impl_sql_store!` (an
-//! `#[async_trait]` impl cannot take items from other macros), and the longer ones call
-//! functions that [`jobs`] and [`fires`] generate in the backend's file; [`writes`] holds the
-//! helpers they share, [`planning`] the pure planning of a scan. [`accounts`] (with
-//! [`user_changes`]), [`audit`], [`batches`], [`console`], [`replays`], [`shards`] and
-//! [`signing`] implement the separate [`Accounts`](super::Accounts),
-//! [`AuditTrail`](super::AuditTrail), [`FireBatches`](super::FireBatches),
-//! [`Console`](super::Console), [`Replays`](super::Replays),
-//! [`ScheduleShards`](super::ScheduleShards) and [`SigningKeys`](super::SigningKeys) traits
-//! the same way, as [`imports`] and [`password_resets`] do for [`Imports`](super::Imports) and
-//! [`PasswordResets`](super::PasswordResets).
 //!
 //! Statements are prepared once per connection and kept in its cache of
 //! [`STATEMENT_CACHE`] statements. A statement built with a `QueryBuilder` has a text of its
