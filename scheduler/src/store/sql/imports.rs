@@ -48,12 +48,13 @@ async fn insert_job<B: SqlBackend>(
     job: &ImportedJob,
     now_ms: i64,
 ) -> Result<JobId, StoreError> {
-    let state = super::jobs::JobRowState {
+    let state = super::job_writes::JobRowState {
         status: job.status,
         next_fire_ms: job.next_fire_ms,
         glue_updated_at_ms: job.glue_updated_at_ms,
     };
-    let id = super::jobs::insert_job_row::<B>(tx, &job.spec, state, now_ms, OPERATION).await?;
+    let id =
+        super::job_writes::insert_job_row::<B>(tx, &job.spec, state, now_ms, OPERATION).await?;
     let id = JobId::new(id).map_err(|error| StoreError::CorruptRow {
         what: format!("job {id}"),
         reason: error.to_string(),
@@ -64,7 +65,7 @@ async fn insert_job<B: SqlBackend>(
             source: Some(version.source.clone()),
             remark: version.remark.clone(),
         };
-        super::jobs::save_glue_version::<B>(tx, id, &glue, version.created_at_ms).await?;
+        super::job_writes::save_glue_version::<B>(tx, id, &glue, version.created_at_ms).await?;
     }
     Ok(id)
 }
@@ -121,7 +122,7 @@ async fn insert_user<B: SqlBackend>(
         Err(source) => return Err(StoreError::query(OPERATION)(source)),
     };
     for (app, access) in &user.grants {
-        super::jobs::ensure_app_exists::<B>(tx, app, OPERATION).await?;
+        super::job_writes::ensure_app_exists::<B>(tx, app, OPERATION).await?;
         Statement::new("INSERT INTO user_grants (user_id, app, access) VALUES ($1, $2, $3)")
             .bind(id)
             .bind(app.as_str())
@@ -186,7 +187,7 @@ impl<B: SqlBackend> Imports for SqlStore<B> {
         let source = write.source.as_str();
         for imported in &write.apps {
             let app = &imported.app;
-            super::jobs::insert_app::<B>(&mut *tx, app, OPERATION).await?;
+            super::job_writes::insert_app::<B>(&mut *tx, app, OPERATION).await?;
             let key = (ImportedKind::App, imported.source_id, app.name.to_string());
             remember::<B>(&mut tx, source, key, &imported.fingerprint, now_ms).await?;
         }

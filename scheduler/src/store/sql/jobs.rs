@@ -4,195 +4,18 @@
 
 use kadence_schemas::{AppName, JobId};
 
+use super::UPDATE_CHUNK;
 use super::backend::{SqlBackend, SqlStore};
+use super::cancellations::cancel_planned_fires;
+use super::job_writes::{
+    JobRowState, ensure_app_exists, insert_app, insert_job_row, save_glue_version,
+};
 use super::statement::{IntoSqlValue as _, Statement};
-use super::{GLUE_VERSIONS_KEPT, UPDATE_CHUNK};
-use crate::domain::model::{App, Glue, GlueVersion, Job, JobStatus, NewJob};
+use crate::domain::model::{App, GlueVersion, Job, JobStatus, NewJob};
 use crate::store::rows::{
     APP_COLUMNS, AppRow, GlueVersionRow, JOB_COLUMNS, JobRow, convert_all, job_values, parse_list,
 };
-use crate::store::{
-    AppScope, CANCELLATION_MEMORY_MS, FireCancellation, JobChange, JobFilter, Jobs, PageRequest,
-    StoreError,
-};
-
-/// Inserts `app`; [`StoreError::AppExists`] when its name is taken.
-pub(crate) async fn insert_app<B: SqlBackend>(
-    connection: &mut B::Connection,
-    app: &App,
-    operation: &'static str,
-) -> Result<(), StoreError> {
-    let inserted = Statement::insert_into(
-        "apps",
-        [
-            ("name", app.name.as_str().into_sql_value()),
-            ("title", app.title.as_str().into_sql_value()),
-            ("partitions", i64::from(app.partitions).into_sql_value()),
-            ("created_at_ms", app.created_at_ms.into_sql_value()),
-        ],
-    )
-    .execute::<B>(connection)
-    .await;
-    match inserted {
-        Ok(_) => Ok(()),
-        Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
-            Err(StoreError::AppExists(app.name.clone()))
-        }
-        Err(source) => Err(StoreError::query(operation)(source)),
-    }
-}
-
-/// Fails with [`StoreError::UnknownApp`] unless `app` exists.
-pub(crate) async fn ensure_app_exists<B: SqlBackend>(
-    connection: &mut B::Connection,
-    app: &AppName,
-    operation: &'static str,
-) -> Result<(), StoreError> {
-    let exists: Option<(String,)> = (Statement::new("SELECT name FROM apps WHERE name = $1")
-        .bind(app.as_str())
-        .fetch_optional::<B, _>(connection))
-    .await
-    .map_err(StoreError::query(operation))?;
-    match exists {
-        Some(_) => Ok(()),
-        None => Err(StoreError::UnknownApp(app.clone())),
-    }
-}
-
-/// Cancels the fires of `job` that its schedule planned, due after `from_ms`, that no node has
-/// emitted yet, and returns the cancellation. Those fires are in batches (see
-/// [`crate::store::fire_batch`]), which are not rewritten: the cancellation covers every log
-/// id given out so far, and the dispatch of every node and every claim drop the fires it
-/// covers. Pending rows of such fires (written by versions before batches) become CANCELLED
-/// with `reason`. Manual, API, retry and child fires are kept: someone asked for those.
-pub(crate) async fn cancel_planned_fires<B: SqlBackend>(
-    tx: &mut B::Connection,
-    job: JobId,
-    reason: &str,
-    from_ms: i64,
-    now_ms: i64,
-) -> Result<Option<FireCancellation>, StoreError> {
-    const OPERATION: &str = "cancel planned fires";
-    (Statement::new(
-        "UPDATE job_logs SET state = 'CANCELLED', handle_msg = $1, handle_at_ms = $2, \
-         owner_node = NULL WHERE job_id = $3 AND state = 'SCHEDULED' \
-         AND trigger_type IN ('CRON', 'FIX_RATE', 'FIX_DELAY', 'MISFIRE') \
-         AND fire_at_ms > $4",
-    )
-    .bind(format!("cancelled: {reason} before this fire was emitted"))
-    .bind(now_ms)
-    .bind(job.get())
-    .bind(from_ms)
-    .execute::<B>(&mut *tx))
-    .await
-    .map_err(StoreError::query(OPERATION))?;
-    let cancellation = FireCancellation {
-        job_id: job,
-        up_to_log_id: super::history::last_log_id_in::<B>(&mut *tx).await?,
-        from_ms,
-        until_ms: now_ms + CANCELLATION_MEMORY_MS,
-    };
-    // Cancellations an hour past their leases are of no use to any node: cleared here rather
-    // than by a loop of their own.
-    (Statement::new("DELETE FROM fire_cancellations WHERE until_ms < $1")
-        .bind(now_ms - 3_600_000)
-        .execute::<B>(&mut *tx))
-    .await
-    .map_err(StoreError::query(OPERATION))?;
-    (Statement::insert_into(
-        "fire_cancellations",
-        [
-            ("job_id", job.get().into_sql_value()),
-            ("up_to_log_id", cancellation.up_to_log_id.into_sql_value()),
-            ("from_ms", cancellation.from_ms.into_sql_value()),
-            ("until_ms", cancellation.until_ms.into_sql_value()),
-            ("created_at_ms", now_ms.into_sql_value()),
-        ],
-    )
-    .execute::<B>(tx))
-    .await
-    .map_err(StoreError::query(OPERATION))?;
-    Ok(Some(cancellation))
-}
-
-/// The settings of a new job's row beside its definition.
-pub(crate) struct JobRowState {
-    pub(crate) status: JobStatus,
-    pub(crate) next_fire_ms: Option<i64>,
-    pub(crate) glue_updated_at_ms: Option<i64>,
-}
-
-/// Inserts the row of a new job and gives it its schedule shard (see
-/// [`crate::engine::shards`]: the id modulo the shard count); returns its id.
-pub(crate) async fn insert_job_row<B: SqlBackend>(
-    tx: &mut B::Connection,
-    job: &NewJob,
-    state: JobRowState,
-    now_ms: i64,
-    operation: &'static str,
-) -> Result<i64, StoreError> {
-    ensure_app_exists::<B>(&mut *tx, &job.app, operation).await?;
-    let row_state = [
-        ("status", state.status.as_str().into_sql_value()),
-        ("next_fire_ms", state.next_fire_ms.into_sql_value()),
-        ("created_at_ms", now_ms.into_sql_value()),
-        ("updated_at_ms", now_ms.into_sql_value()),
-        (
-            "glue_updated_at_ms",
-            state.glue_updated_at_ms.into_sql_value(),
-        ),
-    ];
-    let insert = Statement::insert_into("jobs", job_values(job).into_iter().chain(row_state));
-    let id =
-        (insert.insert_returning_id::<B>(&mut *tx).await).map_err(StoreError::query(operation))?;
-    (Statement::new(
-        "UPDATE jobs SET shard = COALESCE(id % NULLIF((SELECT COUNT(*) FROM schedule_shards), 0), 0) \
-         WHERE id = $1",
-    )
-    .bind(id)
-    .execute::<B>(tx))
-    .await
-    .map_err(StoreError::query(operation))?;
-    Ok(id)
-}
-
-/// Saves a script version and keeps only the newest [`GLUE_VERSIONS_KEPT`].
-pub(crate) async fn save_glue_version<B: SqlBackend>(
-    tx: &mut B::Connection,
-    job: JobId,
-    glue: &Glue,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    const OPERATION: &str = "save a glue version";
-    (Statement::insert_into(
-        "job_glue_versions",
-        [
-            ("job_id", job.get().into_sql_value()),
-            ("glue_type", glue.glue_type.as_str().into_sql_value()),
-            (
-                "glue_source",
-                glue.source.as_deref().unwrap_or_default().into_sql_value(),
-            ),
-            ("glue_remark", glue.remark.as_str().into_sql_value()),
-            ("created_at_ms", now_ms.into_sql_value()),
-        ],
-    )
-    .execute::<B>(&mut *tx))
-    .await
-    .map_err(StoreError::query(OPERATION))?;
-    (Statement::new(
-        "DELETE FROM job_glue_versions WHERE job_id = $1 AND id < \
-         (SELECT MIN(id) FROM (SELECT id FROM job_glue_versions WHERE job_id = $2 \
-         ORDER BY id DESC LIMIT $3) AS kept)",
-    )
-    .bind(job.get())
-    .bind(job.get())
-    .bind(GLUE_VERSIONS_KEPT)
-    .execute::<B>(tx))
-    .await
-    .map_err(StoreError::query(OPERATION))?;
-    Ok(())
-}
+use crate::store::{AppScope, JobChange, JobFilter, Jobs, PageRequest, StoreError};
 
 /// Job `id` as `tx` sees it (just written by it: no backend returns the row of an update in
 /// one statement on all three, MySQL having no RETURNING).
@@ -207,36 +30,6 @@ async fn read_job_in<B: SqlBackend>(
     .await
     .map_err(StoreError::query(operation))?;
     Job::try_from(row)
-}
-
-/// Cancellations whose fires some node may still hold (see
-/// [`crate::store::Fires::recent_cancellations`]).
-pub(crate) async fn recent_cancellations<B: SqlBackend>(
-    store: &SqlStore<B>,
-    now_ms: i64,
-) -> Result<Vec<FireCancellation>, StoreError> {
-    const OPERATION: &str = "read recent cancellations";
-    let rows: Vec<(i64, i64, i64, i64)> = (Statement::new(
-        "SELECT job_id, up_to_log_id, from_ms, until_ms FROM fire_cancellations \
-         WHERE until_ms > $1",
-    )
-    .bind(now_ms)
-    .fetch_all::<B, _>(&mut *store.connection(OPERATION).await?))
-    .await
-    .map_err(StoreError::query(OPERATION))?;
-    rows.into_iter()
-        .map(|(job_id, up_to_log_id, from_ms, until_ms)| {
-            Ok(FireCancellation {
-                job_id: JobId::new(job_id).map_err(|error| StoreError::CorruptRow {
-                    what: format!("cancellation of job {job_id}"),
-                    reason: error.to_string(),
-                })?,
-                up_to_log_id,
-                from_ms,
-                until_ms,
-            })
-        })
-        .collect()
 }
 
 #[async_trait::async_trait]

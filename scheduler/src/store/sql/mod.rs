@@ -6,7 +6,8 @@
 //! macros the easier way are stated once, and says what differs between the backends through
 //! [`SqlBackend`](backend::SqlBackend) and `match B::DIALECT`. Generic already, each module
 //! implementing its half of the store: [`jobs`] ([`Jobs`](super::Jobs): apps, jobs, script
-//! versions, cancellations of planned fires), [`registry`]
+//! versions; with [`job_writes`], which the import shares, and [`cancellations`], the
+//! cancellations of planned fires a stop or an edit leaves), [`registry`]
 //! ([`ExecutorRegistry`](super::ExecutorRegistry), and the runs the lost-run monitor looks
 //! at), [`history`] ([`History`](super::History), and the run log lines), [`accounts`] with
 //! [`user_changes`] ([`Accounts`](super::Accounts)), [`password_resets`]
@@ -45,6 +46,7 @@ pub(crate) mod accounts;
 pub(crate) mod audit;
 pub(crate) mod backend;
 pub(crate) mod batches;
+pub(crate) mod cancellations;
 pub(crate) mod console;
 pub(crate) mod dialect;
 pub(crate) mod executor_keys;
@@ -52,6 +54,7 @@ pub(crate) mod fire_updates;
 pub(crate) mod fires;
 pub(crate) mod history;
 pub(crate) mod imports;
+pub(crate) mod job_writes;
 pub(crate) mod jobs;
 mod lists;
 pub(crate) mod password_resets;
@@ -125,7 +128,7 @@ macro_rules! impl_sql_store {
                 &self,
                 now_ms: i64,
             ) -> Result<Vec<$crate::store::FireCancellation>, StoreError> {
-                $crate::store::sql::jobs::recent_cancellations(self, now_ms).await
+                $crate::store::sql::cancellations::recent_cancellations(self, now_ms).await
             }
 
             async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError> {
