@@ -253,11 +253,6 @@ impl<R: RecordReader> BatchReader<R> {
         self
     }
 
-    /// The reader's own part, as tests inspect it.
-    pub fn reader(&self) -> &R {
-        &self.reader
-    }
-
     /// One step (see the module docs). Waits up to `wait` for the first record.
     pub async fn apply_once(&mut self, wait: Duration) -> Result<BatchSummary, ReaderError> {
         if self.unapplied.is_empty() {

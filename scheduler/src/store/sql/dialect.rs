@@ -18,6 +18,8 @@
 //! dialects differ, [`dialect!`] keeps both versions side by side in the one function that
 //! does the work, so a change to an operation is made in one place for every backend.
 
+use std::borrow::Cow;
+
 /// The dialect a backend reads (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -29,10 +31,18 @@ pub enum Dialect {
 
 impl Dialect {
     /// The type a `CAST` to a 64-bit integer names.
-    pub(crate) fn bigint(self) -> &'static str {
+    pub(crate) const fn bigint(self) -> &'static str {
         match self {
             Dialect::Ansi => "BIGINT",
             Dialect::MySql => "SIGNED",
+        }
+    }
+
+    /// `text`, written with `$1`, `$2`, … placeholders, as this dialect reads it.
+    pub(crate) fn text(self, text: &str) -> Cow<'_, str> {
+        match self {
+            Dialect::Ansi => Cow::Borrowed(text),
+            Dialect::MySql => Cow::Owned(mysql_placeholders(text)),
         }
     }
 }

@@ -86,22 +86,23 @@ macro_rules! impl_sql_store {
     ($store:ty, $db:ty, $dialect:ident) => {
         // What the generated code names; the backend's file brings `StoreError` itself.
         use kadence_schemas::JobId;
-        use $crate::domain::model::{Completion, CompletionOutcome, Job, PendingFire, Run, RunState};
+        use $crate::domain::model::{
+            Completion, CompletionOutcome, Job, PendingFire, Run, RunState,
+        };
         use $crate::store::rows::{FireRow, JOB_COLUMNS, JobRow, RUN_COLUMNS, RunRow, convert_all};
         use $crate::store::sql::planning::plan_rows;
-        use $crate::store::{DispatchAck, DispatchMarks, NewFire, PageRequest, PreReadOutcome, PreReadRequest};
+        use $crate::store::{
+            DispatchAck, DispatchMarks, NewFire, PageRequest, PreReadOutcome, PreReadRequest,
+        };
 
         /// This backend's text of a statement written with `$1`, `$2`, … placeholders (see
         /// [`dialect`](crate::store::sql::dialect)).
         fn backend_sql(text: &str) -> std::borrow::Cow<'_, str> {
-            $crate::store::sql::dialect::dialect!($dialect,
-                ansi => std::borrow::Cow::Borrowed(text),
-                mysql => std::borrow::Cow::Owned($crate::store::sql::dialect::mysql_placeholders(text)),
-            )
+            <$db as $crate::store::sql::backend::SqlBackend>::DIALECT.text(text)
         }
 
         /// The type a `CAST` to a 64-bit integer names.
-        const BIGINT: &str = $crate::store::sql::dialect::dialect!($dialect, ansi => "BIGINT", mysql => "SIGNED");
+        const BIGINT: &str = <$db as $crate::store::sql::backend::SqlBackend>::DIALECT.bigint();
 
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {
@@ -131,11 +132,18 @@ macro_rules! impl_sql_store {
                 $crate::store::sql::cancellations::recent_cancellations(self, now_ms).await
             }
 
-            async fn insert_fire(&self, job: &Job, fire: &NewFire) -> Result<Vec<PendingFire>, StoreError> {
+            async fn insert_fire(
+                &self,
+                job: &Job,
+                fire: &NewFire,
+            ) -> Result<Vec<PendingFire>, StoreError> {
                 fires::insert_fire(self, job, fire).await
             }
 
-            async fn pre_read(&self, request: &PreReadRequest) -> Result<PreReadOutcome, StoreError> {
+            async fn pre_read(
+                &self,
+                request: &PreReadRequest,
+            ) -> Result<PreReadOutcome, StoreError> {
                 fires::pre_read(self, request).await
             }
 
@@ -146,7 +154,9 @@ macro_rules! impl_sql_store {
                 lease_until_ms: i64,
                 limit: u32,
             ) -> Result<Vec<PendingFire>, StoreError> {
-                let rows = fire_updates::claim_expired_fires(self, node_id, now_ms, lease_until_ms, limit).await?;
+                let rows =
+                    fire_updates::claim_expired_fires(self, node_id, now_ms, lease_until_ms, limit)
+                        .await?;
                 let mut fires: Vec<PendingFire> = convert_all(rows)?;
                 fires.sort_by_key(|fire| (fire.fire_at_ms, fire.log_id));
                 Ok(fires)
@@ -177,7 +187,11 @@ macro_rules! impl_sql_store {
                 fires::complete_runs(self, completions).await
             }
 
-            async fn list_runs(&self, job: JobId, page: &PageRequest<i64>) -> Result<Vec<Run>, StoreError> {
+            async fn list_runs(
+                &self,
+                job: JobId,
+                page: &PageRequest<i64>,
+            ) -> Result<Vec<Run>, StoreError> {
                 let rows: Vec<RunRow> = sqlx::query_as(&backend_sql(&format!(
                     "SELECT {RUN_COLUMNS} FROM job_logs WHERE job_id = $1 AND id < $2 \
                      ORDER BY id DESC LIMIT $3"
@@ -214,7 +228,8 @@ macro_rules! impl_sql_store {
                 batches: &[$crate::store::LogLines],
                 max_lines_per_run: i64,
             ) -> Result<u64, StoreError> {
-                $crate::store::sql::history::append_log_lines(self, batches, max_lines_per_run).await
+                $crate::store::sql::history::append_log_lines(self, batches, max_lines_per_run)
+                    .await
             }
 
             async fn read_log_lines(
@@ -231,7 +246,8 @@ macro_rules! impl_sql_store {
                 dispatched_before_ms: i64,
                 limit: u32,
             ) -> Result<Vec<$crate::store::UnfinishedRun>, StoreError> {
-                $crate::store::sql::registry::unfinished_runs(self, dispatched_before_ms, limit).await
+                $crate::store::sql::registry::unfinished_runs(self, dispatched_before_ms, limit)
+                    .await
             }
 
             async fn claim_finished_runs(
@@ -248,10 +264,10 @@ macro_rules! impl_sql_store {
                 log_id: i64,
                 alarm_status: $crate::domain::model::AlarmStatus,
             ) -> Result<(), StoreError> {
-                sqlx::query(
-                    &backend_sql("UPDATE job_logs SET follow_up = 'DONE', follow_up_locked_until = NULL, \
-                     alarm_status = $1 WHERE id = $2",)
-                )
+                sqlx::query(&backend_sql(
+                    "UPDATE job_logs SET follow_up = 'DONE', follow_up_locked_until = NULL, \
+                     alarm_status = $1 WHERE id = $2",
+                ))
                 .bind(alarm_status.as_str())
                 .bind(log_id)
                 .execute(&self.pool)
@@ -265,10 +281,10 @@ macro_rules! impl_sql_store {
                 job: JobId,
                 fire_prefix: &str,
             ) -> Result<i64, StoreError> {
-                let (count,): (i64,) = sqlx::query_as(
-                    &backend_sql("SELECT COUNT(DISTINCT shard_index) FROM job_logs \
-                     WHERE job_id = $1 AND trigger_id LIKE $2 AND handle_code = 200",)
-                )
+                let (count,): (i64,) = sqlx::query_as(&backend_sql(
+                    "SELECT COUNT(DISTINCT shard_index) FROM job_logs \
+                     WHERE job_id = $1 AND trigger_id LIKE $2 AND handle_code = 200",
+                ))
                 .bind(job.get())
                 .bind(format!("{fire_prefix}-%"))
                 .fetch_one(&self.pool)

@@ -68,8 +68,11 @@ impl<B: SqlBackend> ExecutorRegistry for SqlStore<B> {
             return Ok(());
         }
         let mut tx = self.begin_write(OPERATION).await?;
+        // One text for the batch; each entry binds its values in the same columns' order.
+        let upsert = upsert_executor::<B>(&entries[0]);
         for entry in entries {
-            (upsert_executor::<B>(entry).execute::<B>(&mut tx).await)
+            let values = executor_values(entry).into_iter().map(|(_, value)| value);
+            (upsert.rebound(values).execute::<B>(&mut tx).await)
                 .map_err(StoreError::query(OPERATION))?;
         }
         tx.commit().await.map_err(StoreError::query(OPERATION))

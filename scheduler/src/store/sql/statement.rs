@@ -24,7 +24,7 @@ use sqlx::{Database, IntoArguments};
 use kadence_schemas::AppName;
 
 use super::backend::{Executes as _, Reads, SqlBackend};
-use super::dialect::{Dialect, mysql_placeholders};
+use super::dialect::Dialect;
 use crate::store::AppScope;
 pub(crate) use crate::store::values::{IntoSqlValue, SqlValue};
 
@@ -43,7 +43,7 @@ impl<'q, B: Database> IntoArguments<'q, B> for BoundValues<'q, B> {
 #[derive(Debug, Clone)]
 pub(crate) struct Statement<'a> {
     /// The text, with `$1`, `$2`, … placeholders, each used once and in order where the
-    /// statement runs on MySQL (which binds by position: see [`mysql_placeholders`]).
+    /// statement runs on MySQL (which binds by position: see [`mysql_placeholders`](super::dialect::mysql_placeholders)).
     text: Cow<'a, str>,
     values: Vec<SqlValue<'a>>,
 }
@@ -54,6 +54,18 @@ impl<'a> Statement<'a> {
         Statement {
             text: text.into(),
             values: Vec::new(),
+        }
+    }
+
+    /// The same text binding `values` instead: one statement for each row of a batch, its
+    /// text built once.
+    pub(crate) fn rebound<'b>(
+        &'b self,
+        values: impl IntoIterator<Item = SqlValue<'b>>,
+    ) -> Statement<'b> {
+        Statement {
+            text: Cow::Borrowed(&self.text),
+            values: values.into_iter().collect(),
         }
     }
 
@@ -154,10 +166,7 @@ impl<'a> Statement<'a> {
 
     /// The text as backend `B` reads it.
     fn text_for<B: SqlBackend>(&self) -> Cow<'_, str> {
-        match B::DIALECT {
-            Dialect::Ansi => Cow::Borrowed(&self.text),
-            Dialect::MySql => Cow::Owned(mysql_placeholders(&self.text)),
-        }
+        B::DIALECT.text(&self.text)
     }
 
     /// The values as backend `B`'s arguments, borrowing their text and bytes.
