@@ -28,11 +28,13 @@
 use std::time::Duration;
 
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions, MySqlQueryResult};
-use sqlx::{ConnectOptions as _, Connection as _, Executor as _, MySql, MySqlPool, Transaction};
+use sqlx::{
+    ConnectOptions as _, Connection as _, Executor as _, MySql, MySqlConnection, MySqlPool,
+    Transaction,
+};
 
 use super::sql::backend::{SqlBackend, SqlStore};
 use super::sql::dialect::Dialect;
-use super::sql::impl_sql_store;
 use super::{PoolSettings, StoreError};
 
 /// The MySQL store.
@@ -51,6 +53,45 @@ impl SqlBackend for MySql {
     const OPERATIONS_LOCK: &'static str =
         "SELECT name FROM schedule_lock WHERE name = 'replays' FOR UPDATE";
     const LAST_LOG_ID: &'static str = "SELECT last_id FROM id_counters WHERE name = 'job_logs'";
+
+    /// InnoDB probes the primary key for each row of a keyed batch already.
+    const KEYED_JOINS: &'static str = "";
+
+    async fn migrate(store: &MySqlStore) -> Result<(), StoreError> {
+        store.choose_collation().await?;
+        // The migrator serialises concurrent schedulers with a named lock (GET_LOCK).
+        sqlx::migrate!("migrations/mysql")
+            .run(&store.pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                backend: <MySql as SqlBackend>::NAME,
+                source,
+            })
+    }
+
+    /// Reserves ids by moving the counter on the id connection, committed at once (see the
+    /// module docs): `tx` is not used, and other nodes reserving at once wait only for that
+    /// one statement.
+    async fn reserve_log_ids(
+        parts: &MySqlParts,
+        _tx: &mut MySqlConnection,
+        count: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        const OPERATION: &str = "reserve job-log ids";
+        // LAST_INSERT_ID(expr) hands the new value back with the statement's answer.
+        let moved = sqlx::query(
+            "UPDATE id_counters SET last_id = LAST_INSERT_ID(last_id + ?) WHERE name = 'job_logs'",
+        )
+        .bind(count as i64)
+        .execute(&parts.id_pool)
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        let last = i64::try_from(moved.last_insert_id()).map_err(|_| StoreError::CorruptRow {
+            what: "the job-log id counter".to_owned(),
+            reason: format!("{} is out of range", moved.last_insert_id()),
+        })?;
+        Ok((last - count as i64 + 1..=last).collect())
+    }
 
     fn rows_affected(done: &MySqlQueryResult) -> u64 {
         done.rows_affected()
@@ -99,12 +140,10 @@ impl Flavour {
 }
 
 impl MySqlStore {
-    const BACKEND: &'static str = "mysql";
-
     /// Connects to `url`, e.g. `mysql://kadence:secret@db.internal:3306/kadence`.
     pub async fn connect(url: &str, pool: PoolSettings) -> Result<MySqlStore, StoreError> {
         let connect_error = |source| StoreError::Connect {
-            backend: Self::BACKEND,
+            backend: <MySql as SqlBackend>::NAME,
             source,
         };
         let options = url
@@ -165,18 +204,6 @@ impl MySqlStore {
             })
     }
 
-    async fn apply_migrations(&self) -> Result<(), StoreError> {
-        self.choose_collation().await?;
-        // The migrator serialises concurrent schedulers with a named lock (GET_LOCK).
-        sqlx::migrate!("migrations/mysql")
-            .run(&self.pool)
-            .await
-            .map_err(|source| StoreError::Migrate {
-                backend: Self::BACKEND,
-                source,
-            })
-    }
-
     /// Makes utf8mb4 with a case- and accent-sensitive collation the default of a database
     /// that has no tables yet, so the tables the migrations create compare text as the other
     /// backends do (see `migrations/mysql/0001_initial.sql`). A database that has tables
@@ -202,37 +229,4 @@ impl MySqlStore {
             .map_err(StoreError::query(OPERATION))?;
         Ok(())
     }
-    /// Reserves `count` job-log ids by moving the counter on the id connection, committed at
-    /// once (see the module docs): `tx` is not used, and other nodes reserving at once wait
-    /// only for that one statement.
-    async fn reserve_log_ids_in(
-        &self,
-        _tx: &mut Transaction<'_, MySql>,
-        count: usize,
-    ) -> Result<Vec<i64>, StoreError> {
-        const OPERATION: &str = "reserve job-log ids";
-        if count == 0 {
-            return Ok(Vec::new());
-        }
-        // LAST_INSERT_ID(expr) hands the new value back with the statement's answer.
-        let moved = sqlx::query(
-            "UPDATE id_counters SET last_id = LAST_INSERT_ID(last_id + ?) WHERE name = 'job_logs'",
-        )
-        .bind(count as i64)
-        .execute(&self.parts.id_pool)
-        .await
-        .map_err(StoreError::query(OPERATION))?;
-        let last = i64::try_from(moved.last_insert_id()).map_err(|_| StoreError::CorruptRow {
-            what: "the job-log id counter".to_owned(),
-            reason: format!("{} is out of range", moved.last_insert_id()),
-        })?;
-        Ok((last - count as i64 + 1..=last).collect())
-    }
-
-    /// InnoDB probes the primary key for each row of a keyed batch already.
-    async fn prefer_keyed_joins(_tx: &mut Transaction<'_, MySql>) -> Result<(), StoreError> {
-        Ok(())
-    }
 }
-
-impl_sql_store!(MySqlStore, MySql, mysql);

@@ -11,11 +11,10 @@
 //! them over when its lease ends.
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult};
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::sql::backend::{SqlBackend, SqlStore};
 use super::sql::dialect::Dialect;
-use super::sql::impl_sql_store;
 use super::{PoolSettings, StoreError};
 
 /// The PostgreSQL store.
@@ -36,6 +35,45 @@ impl SqlBackend for Postgres {
     const LAST_LOG_ID: &'static str =
         "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM job_logs_id_seq";
 
+    /// Makes the keyed batches join by primary key.
+    ///
+    /// With a 2 000-row batch against a table of 100 000 jobs the planner prices a hash join
+    /// over a sequential scan below 2 000 index probes, so every batch read the whole table
+    /// (and its dead tuples: jobs are updated on every fire). Measured at 100 000 fires/s that
+    /// made PostgreSQL the bottleneck. A batch is bounded and keyed, so index probes are always
+    /// the right plan; `SET LOCAL` scope (`set_config(…, true)`) keeps the hint inside the
+    /// transaction.
+    const KEYED_JOINS: &'static str = "SELECT set_config('enable_hashjoin', 'off', true), \
+         set_config('enable_mergejoin', 'off', true)";
+
+    async fn migrate(store: &PostgresStore) -> Result<(), StoreError> {
+        // The migrator serialises concurrent schedulers with an advisory lock.
+        sqlx::migrate!("migrations/postgres")
+            .run(&store.pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                backend: <Postgres as SqlBackend>::NAME,
+                source,
+            })
+    }
+
+    /// Reserves ids from the table's sequence: no row is written, and other nodes reserving
+    /// at once wait for nothing (a sequence is outside transactions).
+    async fn reserve_log_ids(
+        _: &(),
+        tx: &mut PgConnection,
+        count: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        let ids: Vec<(i64,)> = sqlx::query_as(
+            "SELECT nextval('job_logs_id_seq') AS id FROM generate_series(1, $1) ORDER BY id",
+        )
+        .bind(count as i64)
+        .fetch_all(tx)
+        .await
+        .map_err(StoreError::query("reserve job-log ids"))?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
     fn rows_affected(done: &PgQueryResult) -> u64 {
         done.rows_affected()
     }
@@ -54,12 +92,10 @@ impl SqlBackend for Postgres {
 }
 
 impl PostgresStore {
-    const BACKEND: &'static str = "postgres";
-
     /// Connects to `url`, e.g. `postgres://kadence@db.internal/kadence`.
     pub async fn connect(url: &str, pool: PoolSettings) -> Result<PostgresStore, StoreError> {
         let connect_error = |source| StoreError::Connect {
-            backend: Self::BACKEND,
+            backend: <Postgres as SqlBackend>::NAME,
             source,
         };
         // Every transaction of the store is short and talks to nothing but the database.
@@ -79,61 +115,4 @@ impl PostgresStore {
             .map_err(connect_error)?;
         Ok(SqlStore { pool, parts: () })
     }
-
-    fn claim_expired_sql() -> &'static str {
-        static SQL: std::sync::LazyLock<String> =
-            std::sync::LazyLock::new(|| super::rows::claim_expired_sql(" FOR UPDATE SKIP LOCKED"));
-        &SQL
-    }
-
-    async fn apply_migrations(&self) -> Result<(), StoreError> {
-        // The migrator serialises concurrent schedulers with an advisory lock.
-        sqlx::migrate!("migrations/postgres")
-            .run(&self.pool)
-            .await
-            .map_err(|source| StoreError::Migrate {
-                backend: Self::BACKEND,
-                source,
-            })
-    }
-    /// Reserves `count` job-log ids from the table's sequence: no row is written, and other
-    /// nodes reserving at once wait for nothing (a sequence is outside transactions).
-    async fn reserve_log_ids_in(
-        &self,
-        tx: &mut Transaction<'_, Postgres>,
-        count: usize,
-    ) -> Result<Vec<i64>, StoreError> {
-        if count == 0 {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<(i64,)> = sqlx::query_as(
-            "SELECT nextval('job_logs_id_seq') AS id FROM generate_series(1, $1) ORDER BY id",
-        )
-        .bind(count as i64)
-        .fetch_all(&mut **tx)
-        .await
-        .map_err(StoreError::query("reserve job-log ids"))?;
-        Ok(ids.into_iter().map(|(id,)| id).collect())
-    }
-
-    /// Makes the keyed batches of `tx` (`UPDATE … FROM (VALUES …)`, `INSERT … SELECT` joining
-    /// `VALUES`) join by primary key.
-    ///
-    /// With a 2 000-row batch against a table of 100 000 jobs the planner prices a hash join
-    /// over a sequential scan below 2 000 index probes, so every batch read the whole table
-    /// (and its dead tuples: jobs are updated on every fire). Measured at 100 000 fires/s that
-    /// made PostgreSQL the bottleneck. A batch is bounded and keyed, so index probes are always
-    /// the right plan; `SET LOCAL` scope keeps the hint inside this transaction.
-    async fn prefer_keyed_joins(tx: &mut Transaction<'_, Postgres>) -> Result<(), StoreError> {
-        sqlx::query(
-            "SELECT set_config('enable_hashjoin', 'off', true), \
-             set_config('enable_mergejoin', 'off', true)",
-        )
-        .execute(&mut **tx)
-        .await
-        .map_err(StoreError::query("set the plan hints of a keyed batch"))?;
-        Ok(())
-    }
 }
-
-impl_sql_store!(PostgresStore, Postgres, ansi);

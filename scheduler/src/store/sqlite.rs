@@ -9,11 +9,10 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteQueryResult,
     SqliteSynchronous,
 };
-use sqlx::{Sqlite, SqlitePool, Transaction};
+use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 
 use super::sql::backend::{SqlBackend, SqlStore};
 use super::sql::dialect::Dialect;
-use super::sql::impl_sql_store;
 use super::{PoolSettings, StoreError};
 
 /// The SQLite store.
@@ -33,6 +32,46 @@ impl SqlBackend for Sqlite {
     /// rows themselves.
     const LAST_LOG_ID: &'static str = "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'job_logs'), 0), \
          COALESCE((SELECT MAX(id) FROM job_logs), 0))";
+
+    /// SQLite's planner already probes the primary key for each row of a keyed batch.
+    const KEYED_JOINS: &'static str = "";
+
+    async fn migrate(store: &SqliteStore) -> Result<(), StoreError> {
+        sqlx::migrate!("migrations/sqlite")
+            .run(&store.pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                backend: <Sqlite as SqlBackend>::NAME,
+                source,
+            })
+    }
+
+    /// Reserves ids by moving the AUTOINCREMENT counter of `job_logs` past them (SQLite
+    /// documents `sqlite_sequence` as writable), so rows inserted later without an id never
+    /// take one of them. The write lock `tx` holds makes the move atomic.
+    async fn reserve_log_ids(
+        _: &(),
+        tx: &mut SqliteConnection,
+        count: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        const OPERATION: &str = "reserve job-log ids";
+        sqlx::query(
+            "INSERT INTO sqlite_sequence (name, seq) \
+             SELECT 'job_logs', (SELECT COALESCE(MAX(id), 0) FROM job_logs) \
+             WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'job_logs')",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        let (last,): (i64,) = sqlx::query_as(
+            "UPDATE sqlite_sequence SET seq = seq + $1 WHERE name = 'job_logs' RETURNING seq",
+        )
+        .bind(count as i64)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        Ok((last - count as i64 + 1..=last).collect())
+    }
 
     fn rows_affected(done: &SqliteQueryResult) -> u64 {
         done.rows_affected()
@@ -56,13 +95,11 @@ impl SqlBackend for Sqlite {
 }
 
 impl SqliteStore {
-    const BACKEND: &'static str = "sqlite";
-
     /// Opens (creating if missing) the database at `url`, e.g. `sqlite://kadence.db` or
     /// `sqlite:///var/lib/kadence/kadence.db`.
     pub async fn connect(url: &str, pool: PoolSettings) -> Result<SqliteStore, StoreError> {
         let connect = |source| StoreError::Connect {
-            backend: Self::BACKEND,
+            backend: <Sqlite as SqlBackend>::NAME,
             source,
         };
         let options = SqliteConnectOptions::from_str(url)
@@ -82,59 +119,7 @@ impl SqliteStore {
             .map_err(connect)?;
         Ok(SqlStore { pool, parts: () })
     }
-
-    fn claim_expired_sql() -> &'static str {
-        static SQL: std::sync::LazyLock<String> =
-            std::sync::LazyLock::new(|| super::rows::claim_expired_sql(""));
-        &SQL
-    }
-
-    async fn apply_migrations(&self) -> Result<(), StoreError> {
-        sqlx::migrate!("migrations/sqlite")
-            .run(&self.pool)
-            .await
-            .map_err(|source| StoreError::Migrate {
-                backend: Self::BACKEND,
-                source,
-            })
-    }
-    /// Reserves `count` job-log ids by moving the AUTOINCREMENT counter of `job_logs` past
-    /// them (SQLite documents `sqlite_sequence` as writable), so rows inserted later without
-    /// an id never take one of them. The write lock `tx` holds makes the move atomic.
-    async fn reserve_log_ids_in(
-        &self,
-        tx: &mut Transaction<'_, Sqlite>,
-        count: usize,
-    ) -> Result<Vec<i64>, StoreError> {
-        const OPERATION: &str = "reserve job-log ids";
-        if count == 0 {
-            return Ok(Vec::new());
-        }
-        sqlx::query(
-            "INSERT INTO sqlite_sequence (name, seq) \
-             SELECT 'job_logs', (SELECT COALESCE(MAX(id), 0) FROM job_logs) \
-             WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'job_logs')",
-        )
-        .execute(&mut **tx)
-        .await
-        .map_err(StoreError::query(OPERATION))?;
-        let (last,): (i64,) = sqlx::query_as(
-            "UPDATE sqlite_sequence SET seq = seq + $1 WHERE name = 'job_logs' RETURNING seq",
-        )
-        .bind(count as i64)
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(StoreError::query(OPERATION))?;
-        Ok((last - count as i64 + 1..=last).collect())
-    }
-
-    /// SQLite's planner already probes the primary key for each row of a keyed batch.
-    async fn prefer_keyed_joins(_tx: &mut Transaction<'_, Sqlite>) -> Result<(), StoreError> {
-        Ok(())
-    }
 }
-
-impl_sql_store!(SqliteStore, Sqlite, ansi);
 
 /// Whether a pooled connection's idea of its transaction agrees with SQLite's, checked before
 /// the pool hands it out (after its ping, so a rollback queued when its last transaction was

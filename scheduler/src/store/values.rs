@@ -86,3 +86,9 @@ impl<'a> IntoSqlValue<'a> for &'a [u8] {
         SqlValue::Bytes(Some(Cow::Borrowed(self)))
     }
 }
+
+impl<'a> IntoSqlValue<'a> for Vec<u8> {
+    fn into_sql_value(self) -> SqlValue<'a> {
+        SqlValue::Bytes(Some(Cow::Owned(self)))
+    }
+}

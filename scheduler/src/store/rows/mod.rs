@@ -10,6 +10,7 @@ use super::StoreError;
 mod accounts;
 mod executors;
 mod jobs;
+mod replays;
 mod runs;
 
 pub(crate) use accounts::{AUDIT_COLUMNS, KEY_INFO_COLUMNS, TOKEN_COLUMNS, USER_COLUMNS};
@@ -18,10 +19,9 @@ pub use executors::ExecutorRow;
 pub(crate) use executors::{EXECUTOR_COLUMNS, executor_values};
 pub(crate) use jobs::{APP_COLUMNS, JOB_COLUMNS, job_values};
 pub use jobs::{AppRow, GlueVersionRow, JobRow};
-pub(crate) use runs::{
-    CompletedRunRow, FIRE_COLUMNS, FinishedRunRow, FireRow, RUN_COLUMNS, claim_expired_sql,
-};
-pub use runs::{RunRow, SummaryRow};
+pub use replays::{OperationRow, PairRow};
+pub use runs::{CompletedRunRow, FinishedRunRow, FireRow, RunRow, SummaryRow};
+pub(crate) use runs::{FIRE_COLUMNS, RUN_COLUMNS, claim_expired_sql, fire_values};
 
 pub(super) fn corrupt(what: impl Into<String>) -> impl FnOnce(String) -> StoreError {
     let what = what.into();

@@ -2,8 +2,9 @@
 
 use kadence_schemas::{AppName, BlockStrategy, GlueType, JobId, TriggerId, TriggerType};
 
-use super::{corrupt, narrow, parse, parse_list};
+use super::{corrupt, join_list, narrow, parse, parse_list};
 use crate::domain::model::{AlarmStatus, PendingFire, RouteStrategy, Run, RunState};
+use crate::store::values::{IntoSqlValue as _, SqlValue};
 use crate::store::{RunSummary, StoreError};
 
 /// Columns of `job_logs` that make a pending fire.
@@ -16,6 +17,51 @@ pub(crate) const FIRE_COLUMNS: &str = "id, trigger_id, job_id, app, handler, par
 pub(crate) const RUN_COLUMNS: &str = "id, trigger_id, job_id, trigger_type, params, attempt, \
      shard_index, shard_total, scheduled_at_ms, state, partition_no, dispatched_at_ms, executor_id, handle_code, \
      handle_msg, handle_at_ms, handle_started_at_ms, first_log_id, alarm_status, replay_of, operation_id";
+
+/// What a fire fills of its `job_logs` row, each column with its value (the columns of
+/// [`FIRE_COLUMNS`] but the id, which the database or a reservation gives).
+pub(crate) fn fire_values(fire: &PendingFire) -> [(&'static str, SqlValue<'_>); 20] {
+    [
+        ("trigger_id", fire.trigger_id.as_str().into_sql_value()),
+        ("job_id", fire.job_id.get().into_sql_value()),
+        ("app", fire.app.as_str().into_sql_value()),
+        ("handler", fire.handler.as_str().into_sql_value()),
+        ("params", fire.params.as_str().into_sql_value()),
+        ("trigger_type", fire.trigger_type.as_str().into_sql_value()),
+        ("shard_index", fire.shard_index.into_sql_value()),
+        ("shard_total", fire.shard_total.into_sql_value()),
+        ("attempt", fire.attempt.into_sql_value()),
+        ("scheduled_at_ms", fire.scheduled_at_ms.into_sql_value()),
+        ("fire_at_ms", fire.fire_at_ms.into_sql_value()),
+        (
+            "route_strategy",
+            fire.route_strategy.as_str().into_sql_value(),
+        ),
+        (
+            "block_strategy",
+            fire.block_strategy.as_str().into_sql_value(),
+        ),
+        ("timeout_ms", fire.timeout_ms.into_sql_value()),
+        ("glue_type", fire.glue_type.as_str().into_sql_value()),
+        ("glue_source", fire.glue_source.as_deref().into_sql_value()),
+        (
+            "glue_updated_at_ms",
+            fire.glue_updated_at_ms.into_sql_value(),
+        ),
+        (
+            "route_partitions",
+            (fire.route_partitions.as_deref().map(join_list)).into_sql_value(),
+        ),
+        (
+            "replay_of",
+            fire.replay_of
+                .as_ref()
+                .map(TriggerId::as_str)
+                .into_sql_value(),
+        ),
+        ("operation_id", fire.operation_id.into_sql_value()),
+    ]
+}
 
 /// Claims up to `$5` pending fires whose lease ended before `$3` (and `$4`, the same time)
 /// for node `$1` until `$2`.
@@ -32,7 +78,7 @@ pub(crate) fn claim_expired_sql(lock_clause: &str) -> String {
 }
 
 #[derive(sqlx::FromRow)]
-pub(crate) struct FireRow {
+pub struct FireRow {
     id: i64,
     trigger_id: String,
     job_id: i64,
@@ -57,7 +103,7 @@ pub(crate) struct FireRow {
 }
 
 #[derive(sqlx::FromRow)]
-pub(crate) struct FinishedRunRow {
+pub struct FinishedRunRow {
     #[sqlx(flatten)]
     fire: FireRow,
     handle_code: Option<i64>,
@@ -195,7 +241,7 @@ impl TryFrom<RunRow> for Run {
 
 /// A run the results writer completed, as its `UPDATE … RETURNING` gives it.
 #[derive(Debug, sqlx::FromRow)]
-pub(crate) struct CompletedRunRow {
+pub struct CompletedRunRow {
     pub(crate) trigger_id: String,
     pub(crate) job_id: i64,
     /// The first attempt's trigger type (a retry's own is RETRY).

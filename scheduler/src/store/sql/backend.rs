@@ -17,8 +17,8 @@ use super::dialect::Dialect;
 use crate::domain::model::DailyReport;
 use crate::store::StoreError;
 use crate::store::rows::{
-    AppRow, AuditRow, ExecutorRow, GlueVersionRow, JobRow, KeyInfoRow, RunRow, SummaryRow,
-    TokenRow, UserRow,
+    AppRow, AuditRow, CompletedRunRow, ExecutorRow, FinishedRunRow, FireRow, GlueVersionRow,
+    JobRow, KeyInfoRow, OperationRow, PairRow, RunRow, SummaryRow, TokenRow, UserRow,
 };
 
 /// A backend that binds a `T` (every sqlx backend does for the types [`SqlValue`] holds).
@@ -95,6 +95,20 @@ pub trait SqlBackend:
     + Reads<ExecutorRow>
     + Reads<GlueVersionRow>
     + Reads<JobRow>
+    + Reads<FireRow>
+    + Reads<FinishedRunRow>
+    + Reads<CompletedRunRow>
+    + Reads<(String, String)>
+    + Reads<(String, i64, String, i64, String)>
+    + Reads<(String, String, Option<i64>)>
+    + Reads<(i64, String, Option<i64>)>
+    + Reads<(i64, i64)>
+    + Reads<(i64, i64, i64, Vec<u8>)>
+    + Reads<(i64, Option<String>, i64)>
+    + Reads<(i64, Option<String>, i64, i64)>
+    + Reads<(i64, Option<String>, i64, i64, i64)>
+    + Reads<OperationRow>
+    + Reads<PairRow>
 {
     /// What a store of this backend holds beside its pool (MySQL: see `mysql.rs`).
     type Parts: Clone + Send + Sync + 'static;
@@ -116,6 +130,22 @@ pub trait SqlBackend:
 
     /// Reads the highest job-log id given out so far, rows and reserved ids alike.
     const LAST_LOG_ID: &'static str;
+
+    /// Run first in a transaction of keyed batches (`UPDATE … FROM (VALUES …)`, `INSERT …
+    /// SELECT` joining `VALUES`) so that they probe the primary key rather than scan the
+    /// table (PostgreSQL's plan hints; empty where the planner does so already).
+    const KEYED_JOINS: &'static str;
+
+    /// Applies the migrations of this backend (`migrations/<backend>`) to `store`'s database.
+    fn migrate(store: &SqlStore<Self>) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Reserves `count` job-log ids for rows written later (a scan's fires, written as
+    /// batches, get their ids up front), in `tx` or beside it as the backend can.
+    fn reserve_log_ids(
+        parts: &Self::Parts,
+        tx: &mut Self::Connection,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<i64>, StoreError>> + Send;
 
     /// How many rows a statement changed.
     fn rows_affected(done: &Self::QueryResult) -> u64;
@@ -160,5 +190,17 @@ impl<B: SqlBackend> SqlStore<B> {
         operation: &'static str,
     ) -> Result<Transaction<'static, B>, StoreError> {
         (B::begin_write(&self.pool).await).map_err(StoreError::query(operation))
+    }
+
+    /// `count` job-log ids for rows written later (see [`SqlBackend::reserve_log_ids`]).
+    pub(in crate::store) async fn reserve_log_ids_in(
+        &self,
+        tx: &mut B::Connection,
+        count: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        B::reserve_log_ids(&self.parts, tx, count).await
     }
 }

@@ -15,8 +15,11 @@
 //!
 //! Statements both dialects read are written once, with `$n` placeholders each used once
 //! and in order; the MySQL backend turns them into `?` ([`mysql_placeholders`]). Where the
-//! dialects differ, [`dialect!`] keeps both versions side by side in the one function that
-//! does the work, so a change to an operation is made in one place for every backend.
+//! dialects differ, a `match B::DIALECT` keeps both versions side by side in the one function
+//! that does the work, so a change to an operation is made in one place for every backend.
+//! A batch that updates by key joins a derived table of its rows: `WITH v(…) AS (VALUES …)`
+//! in `ansi`, [`Statement::push_mysql_rows`](super::statement::Statement::push_mysql_rows) in
+//! `mysql`.
 
 use std::borrow::Cow;
 
@@ -46,19 +49,6 @@ impl Dialect {
         }
     }
 }
-
-/// Picks the code written for the backend's dialect: `dialect!($dialect, ansi => {…},
-/// mysql => {…})`, where `$dialect` is the `ansi` or `mysql` the store macros were given.
-/// Only the chosen branch is compiled for a backend.
-macro_rules! dialect {
-    (ansi, ansi => $ansi:expr, mysql => $mysql:expr $(,)?) => {
-        $ansi
-    };
-    (mysql, ansi => $ansi:expr, mysql => $mysql:expr $(,)?) => {
-        $mysql
-    };
-}
-pub(crate) use dialect;
 
 /// `text` with its `$1`, `$2`, … placeholders as MySQL's `?`.
 ///
@@ -95,40 +85,6 @@ pub(crate) fn mysql_placeholders(text: &str) -> String {
         rewritten.push(c);
     }
     rewritten
-}
-
-/// Pushes a batch of rows as a derived table `v` with `columns`, for MySQL's
-/// `UPDATE (…) AS v STRAIGHT_JOIN t ON t.key = v.key SET …` (the ANSI backends'
-/// `WITH v(…) AS (VALUES …)`). The join order matters: the other way round InnoDB may scan
-/// `t` and probe `v` (it does on small tables), locking, and waiting on, every row it scans
-/// rather than the batch's, and two nodes' batches deadlock.
-///
-/// MariaDB cannot name the columns of a `VALUES` list, so the table is a `UNION ALL` of
-/// `SELECT`s: a first, empty one names the columns, and the types of each column are those
-/// of all the rows together.
-pub(crate) fn push_mysql_rows<'args, DB, I, F>(
-    query: &mut sqlx::QueryBuilder<'args, DB>,
-    columns: &[&str],
-    rows: I,
-    mut push_row: F,
-) where
-    DB: sqlx::Database,
-    I: IntoIterator,
-    F: FnMut(sqlx::query_builder::Separated<'_, 'args, DB, &'static str>, I::Item),
-{
-    let names: Vec<String> = columns
-        .iter()
-        .map(|column| format!("NULL AS {column}"))
-        .collect();
-    query.push(format!(
-        "(SELECT {} FROM DUAL WHERE 1 = 0",
-        names.join(", ")
-    ));
-    for row in rows {
-        query.push(" UNION ALL SELECT ");
-        push_row(query.separated(", "), row);
-    }
-    query.push(") AS v");
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@
 //! were, the text borrowed rather than copied.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use sqlx::{Database, IntoArguments};
 
@@ -84,27 +85,62 @@ impl<'a> Statement<'a> {
     /// Appends the next placeholder, binding `value` to it.
     pub(crate) fn push_bind(&mut self, value: impl IntoSqlValue<'a>) -> &mut Statement<'a> {
         self.values.push(value.into_sql_value());
-        let placeholder = format!("${}", self.values.len());
-        self.push(&placeholder)
+        let number = self.values.len();
+        // Written in place: a batch's statement has thousands of placeholders.
+        write!(self.text.to_mut(), "${number}").expect("a String takes any text");
+        self
     }
 
     /// Appends `VALUES ($n, …), (…)`, a row of placeholders for each of `rows`.
-    pub(crate) fn push_values<const N: usize>(
+    pub(crate) fn push_values<R: IntoIterator<Item = SqlValue<'a>>>(
         &mut self,
-        rows: impl IntoIterator<Item = [SqlValue<'a>; N]>,
+        rows: impl IntoIterator<Item = R>,
     ) -> &mut Statement<'a> {
         self.push("VALUES ");
         for (index, row) in rows.into_iter().enumerate() {
             self.push(if index == 0 { "(" } else { ", (" });
-            for (column, value) in row.into_iter().enumerate() {
-                if column > 0 {
-                    self.push(", ");
-                }
-                self.push_bind(value);
-            }
+            self.push_separated(row);
             self.push(")");
         }
         self
+    }
+
+    /// Appends a batch of rows as a derived table `v` with `columns`, for MySQL's
+    /// `UPDATE (…) AS v STRAIGHT_JOIN t ON t.key = v.key SET …` (the ANSI backends'
+    /// `WITH v(…) AS (VALUES …)`). The join order matters: the other way round InnoDB may
+    /// scan `t` and probe `v` (it does on small tables), locking, and waiting on, every row
+    /// it scans rather than the batch's, and two nodes' batches deadlock.
+    ///
+    /// MariaDB cannot name the columns of a `VALUES` list, so the table is a `UNION ALL` of
+    /// `SELECT`s: a first, empty one names the columns, and the types of each column are those
+    /// of all the rows together.
+    pub(crate) fn push_mysql_rows<R: IntoIterator<Item = SqlValue<'a>>>(
+        &mut self,
+        columns: &[&str],
+        rows: impl IntoIterator<Item = R>,
+    ) -> &mut Statement<'a> {
+        let names: Vec<String> = (columns.iter())
+            .map(|column| format!("NULL AS {column}"))
+            .collect();
+        self.push(&format!(
+            "(SELECT {} FROM DUAL WHERE 1 = 0",
+            names.join(", ")
+        ));
+        for row in rows {
+            self.push(" UNION ALL SELECT ");
+            self.push_separated(row);
+        }
+        self.push(") AS v")
+    }
+
+    /// Appends a placeholder for each of `values`, separated by commas.
+    fn push_separated(&mut self, values: impl IntoIterator<Item = SqlValue<'a>>) {
+        for (index, value) in values.into_iter().enumerate() {
+            if index > 0 {
+                self.push(", ");
+            }
+            self.push_bind(value);
+        }
     }
 
     /// Appends ` IN ($n, …)` of `values`, or a condition no row meets when there are none.
@@ -133,18 +169,57 @@ impl<'a> Statement<'a> {
         table: &str,
         values: impl IntoIterator<Item = (&'static str, SqlValue<'a>)>,
     ) -> Statement<'a> {
-        let (columns, values): (Vec<&str>, Vec<SqlValue<'a>>) = values.into_iter().unzip();
-        let placeholders: Vec<String> = (1..=values.len())
-            .map(|number| format!("${number}"))
-            .collect();
+        Statement::insert_rows(table, [values])
+    }
+
+    /// `INSERT INTO {table} (columns…) VALUES (…), (…)`, a row of placeholders for each of
+    /// `rows`. Each row pairs every column with its value, the same columns in the same order
+    /// in every row; the first row names them. `rows` is never empty.
+    pub(crate) fn insert_rows<R>(table: &str, rows: impl IntoIterator<Item = R>) -> Statement<'a>
+    where
+        R: IntoIterator<Item = (&'static str, SqlValue<'a>)>,
+    {
+        let mut columns = Vec::new();
+        let mut values = Statement::new("");
+        for (index, row) in rows.into_iter().enumerate() {
+            values.push(if index == 0 { "VALUES (" } else { ", (" });
+            for (position, (column, value)) in row.into_iter().enumerate() {
+                if index == 0 {
+                    columns.push(column);
+                } else {
+                    debug_assert_eq!(columns.get(position), Some(&column), "a row of {table}");
+                }
+                if position > 0 {
+                    values.push(", ");
+                }
+                values.push_bind(value);
+            }
+            values.push(")");
+        }
+        debug_assert!(!columns.is_empty(), "an insert into {table} writes no row");
         Statement {
             text: Cow::Owned(format!(
-                "INSERT INTO {table} ({}) VALUES ({})",
+                "INSERT INTO {table} ({}) {}",
                 columns.join(", "),
-                placeholders.join(", ")
+                values.text
             )),
-            values,
+            values: values.values,
         }
+    }
+
+    /// MySQL's `INSERT IGNORE` of an insert built by [`insert_rows`](Statement::insert_rows):
+    /// a row whose key exists already is dropped, and not counted as changed.
+    pub(crate) fn ignoring_duplicates(&mut self) -> &mut Statement<'a> {
+        const INSERT: &str = "INSERT ";
+        debug_assert!(
+            self.text.starts_with(INSERT),
+            "not an insert: {}",
+            self.text
+        );
+        self.text
+            .to_mut()
+            .replace_range(..INSERT.len(), "INSERT IGNORE ");
+        self
     }
 
     /// ` AND {column} IN (…apps)` when a listing is limited to some apps (`Some`, see

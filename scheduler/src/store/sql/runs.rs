@@ -1,0 +1,245 @@
+//! The [`Runs`] implementation: results (first wins, FIX_DELAY advanced when a run has ended
+//! for good), the reads of runs, and the claim of finished runs for their follow-up; the log
+//! lines are [`history`](super::history)'s. Written once for every backend ([`SqlBackend`]).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use kadence_schemas::JobId;
+
+use super::UPDATE_CHUNK;
+use super::backend::{SqlBackend, SqlStore};
+use super::fire_updates::{claim_finished_runs, update_completions};
+use super::statement::Statement;
+use super::store::prefer_keyed_joins;
+use crate::domain::model::{AlarmStatus, Completion, CompletionOutcome, Run};
+use crate::store::rows::{CompletedRunRow, RUN_COLUMNS, RunRow, convert_all};
+use crate::store::{
+    FinishedRun, LogLines, PageRequest, RunLogLines, Runs, StoreError, UnfinishedRun,
+};
+
+#[async_trait::async_trait]
+impl<B: SqlBackend> Runs for SqlStore<B> {
+    async fn complete_runs(
+        &self,
+        completions: &[Completion],
+    ) -> Result<Vec<CompletionOutcome>, StoreError> {
+        complete_runs(self, completions).await
+    }
+
+    async fn list_runs(&self, job: JobId, page: &PageRequest<i64>) -> Result<Vec<Run>, StoreError> {
+        const OPERATION: &str = "list runs";
+        let rows: Vec<RunRow> = (Statement::new(format!(
+            "SELECT {RUN_COLUMNS} FROM job_logs WHERE job_id = $1 AND id < $2 \
+             ORDER BY id DESC LIMIT $3"
+        ))
+        .bind(job.get())
+        .bind(page.after.unwrap_or(i64::MAX))
+        .bind(i64::from(page.limit))
+        .fetch_all::<B, _>(&mut *self.connection(OPERATION).await?))
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        convert_all(rows)
+    }
+
+    async fn get_run(&self, log_id: i64) -> Result<Option<Run>, StoreError> {
+        const OPERATION: &str = "read a run";
+        let row: Option<RunRow> =
+            (Statement::new(format!("SELECT {RUN_COLUMNS} FROM job_logs WHERE id = $1"))
+                .bind(log_id)
+                .fetch_optional::<B, _>(&mut *self.connection(OPERATION).await?))
+            .await
+            .map_err(StoreError::query(OPERATION))?;
+        row.map(Run::try_from).transpose()
+    }
+
+    async fn run_apps(&self, log_ids: &[i64]) -> Result<HashMap<i64, String>, StoreError> {
+        super::history::run_apps(self, log_ids).await
+    }
+
+    async fn append_log_lines(
+        &self,
+        batches: &[LogLines],
+        max_lines_per_run: i64,
+    ) -> Result<u64, StoreError> {
+        super::history::append_log_lines(self, batches, max_lines_per_run).await
+    }
+
+    async fn read_log_lines(
+        &self,
+        log_id: i64,
+        from_line: i64,
+        limit: u32,
+    ) -> Result<RunLogLines, StoreError> {
+        super::history::read_log_lines(self, log_id, from_line, limit).await
+    }
+
+    async fn unfinished_runs(
+        &self,
+        dispatched_before_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<UnfinishedRun>, StoreError> {
+        super::registry::unfinished_runs(self, dispatched_before_ms, limit).await
+    }
+
+    async fn claim_finished_runs(
+        &self,
+        now_ms: i64,
+        locked_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<FinishedRun>, StoreError> {
+        let rows = claim_finished_runs(self, now_ms, locked_until_ms, limit).await?;
+        let mut runs: Vec<FinishedRun> = convert_all(rows)?;
+        runs.sort_by_key(|run| run.fire.log_id);
+        Ok(runs)
+    }
+
+    async fn finish_follow_up(
+        &self,
+        log_id: i64,
+        alarm_status: AlarmStatus,
+    ) -> Result<(), StoreError> {
+        const OPERATION: &str = "finish a run's follow-up";
+        (Statement::new(
+            "UPDATE job_logs SET follow_up = 'DONE', follow_up_locked_until = NULL, \
+             alarm_status = $1 WHERE id = $2",
+        )
+        .bind(alarm_status.as_str())
+        .bind(log_id)
+        .execute::<B>(&mut *self.connection(OPERATION).await?))
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        Ok(())
+    }
+
+    async fn succeeded_shards(&self, job: JobId, fire_prefix: &str) -> Result<i64, StoreError> {
+        const OPERATION: &str = "count succeeded shards";
+        let (count,): (i64,) = (Statement::new(
+            "SELECT COUNT(DISTINCT shard_index) FROM job_logs \
+             WHERE job_id = $1 AND trigger_id LIKE $2 AND handle_code = 200",
+        )
+        .bind(job.get())
+        .bind(format!("{fire_prefix}-%"))
+        .fetch_one::<B, _>(&mut *self.connection(OPERATION).await?))
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        Ok(count)
+    }
+}
+
+/// Records results (see [`Runs::complete_runs`]).
+async fn complete_runs<B: SqlBackend>(
+    store: &SqlStore<B>,
+    completions: &[Completion],
+) -> Result<Vec<CompletionOutcome>, StoreError> {
+    const OPERATION: &str = "record results";
+    let mut tx = store.begin_write(OPERATION).await?;
+    prefer_keyed_joins::<B>(&mut tx).await?;
+    let with_children = jobs_with_children::<B>(&mut tx, completions).await?;
+    // The first result of a trigger in the batch is the one tried: a later one is a repeat, as
+    // is a result for a run that has one already.
+    let mut seen = HashSet::new();
+    let first: Vec<bool> = (completions.iter())
+        .map(|completion| seen.insert(completion.trigger_id.as_str()))
+        .collect();
+    let firsts: Vec<&Completion> = (completions.iter().zip(&first))
+        .filter_map(|(completion, &first)| first.then_some(completion))
+        .collect();
+    let mut applied = HashSet::new();
+    for chunk in firsts.chunks(UPDATE_CHUNK) {
+        let completed = update_completions::<B>(&mut tx, chunk, &with_children).await?;
+        advance_fix_delay::<B>(&mut tx, &completed).await?;
+        applied.extend(completed.into_iter().map(|run| run.trigger_id));
+    }
+    let unapplied: Vec<&str> = (firsts.iter())
+        .map(|completion| completion.trigger_id.as_str())
+        .filter(|trigger_id| !applied.contains(*trigger_id))
+        .collect();
+    let known = known_triggers::<B>(&mut tx, &unapplied).await?;
+    tx.commit().await.map_err(StoreError::query(OPERATION))?;
+    Ok((completions.iter().zip(first))
+        .map(|(completion, first)| {
+            let trigger_id = completion.trigger_id.as_str();
+            let run_app = known.get(trigger_id);
+            if first && applied.contains(trigger_id) {
+                CompletionOutcome::Applied
+            } else if let Some(run_app) =
+                run_app.filter(|run_app| completion.app.as_ref().is_some_and(|app| app != *run_app))
+            {
+                CompletionOutcome::OtherApp {
+                    run_app: run_app.clone(),
+                }
+            } else if applied.contains(trigger_id) || run_app.is_some() {
+                CompletionOutcome::Duplicate
+            } else {
+                CompletionOutcome::UnknownTrigger
+            }
+        })
+        .collect())
+}
+
+/// FIX_DELAY: once the run the schedule fired has ended for good, the next fire is due
+/// `delay` after its end (only while the job still waits). A failure the follow-up monitor
+/// will retry has not ended: the job waits for its last attempt, so a retry never overlaps the
+/// next fire.
+async fn advance_fix_delay<B: SqlBackend>(
+    tx: &mut B::Connection,
+    completed: &[CompletedRunRow],
+) -> Result<(), StoreError> {
+    let scheduled = (completed.iter())
+        .filter(|run| matches!(run.run_trigger_type.as_str(), "FIX_DELAY" | "MISFIRE"));
+    for run in scheduled {
+        // The same rule as the follow-up monitor's: a failure is retried while its attempt
+        // number is below the job's retry count.
+        let succeeded = run.handle_code == i64::from(kadence_schemas::result_code::SUCCESS);
+        (Statement::new(format!(
+            "UPDATE jobs SET next_fire_ms = $1 + CAST(schedule_conf AS {}) * 1000 \
+             WHERE id = $2 AND schedule_type = 'FIX_DELAY' AND status = 'RUNNING' \
+             AND next_fire_ms IS NULL AND ($3 = 1 OR $4 >= retry_count)",
+            B::DIALECT.bigint(),
+        ))
+        .bind(run.handle_at_ms)
+        .bind(run.job_id)
+        .bind(i64::from(succeeded))
+        .bind(run.attempt)
+        .execute::<B>(&mut *tx))
+        .await
+        .map_err(StoreError::query("record results"))?;
+    }
+    Ok(())
+}
+
+/// Which of `trigger_ids` have a run, and each one's app.
+async fn known_triggers<B: SqlBackend>(
+    tx: &mut B::Connection,
+    trigger_ids: &[&str],
+) -> Result<HashMap<String, String>, StoreError> {
+    let mut known = HashMap::new();
+    for chunk in trigger_ids.chunks(UPDATE_CHUNK) {
+        let mut query = Statement::new("SELECT trigger_id, app FROM job_logs WHERE trigger_id");
+        query.push_in_list(chunk.iter().copied());
+        let rows: Vec<(String, String)> = (query.fetch_all::<B, _>(&mut *tx).await)
+            .map_err(StoreError::query("record results"))?;
+        known.extend(rows);
+    }
+    Ok(known)
+}
+
+/// Which of the jobs of `completions` have child jobs (a deleted job has none).
+async fn jobs_with_children<B: SqlBackend>(
+    tx: &mut B::Connection,
+    completions: &[Completion],
+) -> Result<HashSet<i64>, StoreError> {
+    let job_ids: BTreeSet<i64> = (completions.iter())
+        .map(|completion| completion.trigger_id.job_id().get())
+        .collect();
+    let job_ids: Vec<i64> = job_ids.into_iter().collect();
+    let mut with_children = HashSet::new();
+    for chunk in job_ids.chunks(UPDATE_CHUNK) {
+        let mut query = Statement::new("SELECT id FROM jobs WHERE child_job_ids <> '' AND id");
+        query.push_in_list(chunk.iter().copied());
+        let rows: Vec<(i64,)> = (query.fetch_all::<B, _>(&mut *tx).await)
+            .map_err(StoreError::query("read the jobs of results"))?;
+        with_children.extend(rows.into_iter().map(|(id,)| id));
+    }
+    Ok(with_children)
+}
