@@ -34,7 +34,7 @@ use sqlx::{
 };
 
 use super::sql::backend::{SqlBackend, SqlStore};
-use super::sql::dialect::Dialect;
+use super::sql::dialect::{Dialect, Placeholders};
 use super::{PoolSettings, StoreError};
 
 /// The MySQL store.
@@ -43,6 +43,7 @@ pub type MySqlStore = SqlStore<MySql>;
 impl SqlBackend for MySql {
     type Parts = MySqlParts;
     const NAME: &'static str = "mysql";
+    const PLACEHOLDERS: Placeholders = Placeholders::InOrder;
     const DIALECT: Dialect = Dialect::MySql;
     /// Locks the rows a statement selects until the transaction ends.
     const ROW_LOCK: &'static str = " FOR UPDATE";

@@ -14,7 +14,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult};
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::sql::backend::{SqlBackend, SqlStore};
-use super::sql::dialect::Dialect;
+use super::sql::dialect::{Dialect, Placeholders};
 use super::{PoolSettings, StoreError};
 
 /// The PostgreSQL store.
@@ -23,6 +23,7 @@ pub type PostgresStore = SqlStore<Postgres>;
 impl SqlBackend for Postgres {
     type Parts = ();
     const NAME: &'static str = "postgres";
+    const PLACEHOLDERS: Placeholders = Placeholders::Numbered;
     const DIALECT: Dialect = Dialect::Ansi;
     /// Locks the rows a statement selects until the transaction ends.
     const ROW_LOCK: &'static str = " FOR UPDATE";

@@ -12,7 +12,7 @@ use sqlx::sqlite::{
 use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 
 use super::sql::backend::{SqlBackend, SqlStore};
-use super::sql::dialect::Dialect;
+use super::sql::dialect::{Dialect, Placeholders};
 use super::{PoolSettings, StoreError};
 
 /// The SQLite store.
@@ -21,6 +21,7 @@ pub type SqliteStore = SqlStore<Sqlite>;
 impl SqlBackend for Sqlite {
     type Parts = ();
     const NAME: &'static str = "sqlite";
+    const PLACEHOLDERS: Placeholders = Placeholders::InOrder;
     const DIALECT: Dialect = Dialect::Ansi;
     /// Locks the rows a statement selects until the transaction ends (SQLite: one writer at a time already).
     const ROW_LOCK: &'static str = "";

@@ -13,7 +13,7 @@ use sqlx::error::BoxDynError;
 use sqlx::pool::PoolConnection;
 use sqlx::{Arguments as _, Database, Encode, Executor, FromRow, Pool, Transaction, Type};
 
-use super::dialect::Dialect;
+use super::dialect::{Dialect, Placeholders};
 use crate::domain::model::DailyReport;
 use crate::store::StoreError;
 use crate::store::rows::{
@@ -117,6 +117,8 @@ pub trait SqlBackend:
     const NAME: &'static str;
     /// The dialect its statements are written in.
     const DIALECT: Dialect;
+    /// How it marks a statement's parameters.
+    const PLACEHOLDERS: Placeholders;
 
     /// Locks the rows a statement selects until the transaction ends (` FOR UPDATE`; empty on
     /// SQLite, where one writer at a time holds them all).

@@ -43,8 +43,8 @@ impl<'q, B: Database> IntoArguments<'q, B> for BoundValues<'q, B> {
 /// A statement and the values it binds (see the module docs).
 #[derive(Debug, Clone)]
 pub(crate) struct Statement<'a> {
-    /// The text, with `$1`, `$2`, … placeholders, each used once and in order where the
-    /// statement runs on MySQL (which binds by position: see [`mysql_placeholders`](super::dialect::mysql_placeholders)).
+    /// The text, with `$1`, `$2`, … placeholders, each used once and in order (SQLite and
+    /// MySQL bind by position: see [`Placeholders`](super::dialect::Placeholders)).
     text: Cow<'a, str>,
     values: Vec<SqlValue<'a>>,
 }
@@ -241,7 +241,7 @@ impl<'a> Statement<'a> {
 
     /// The text as backend `B` reads it.
     fn text_for<B: SqlBackend>(&self) -> Cow<'_, str> {
-        B::DIALECT.text(&self.text)
+        B::PLACEHOLDERS.text(&self.text)
     }
 
     /// The values as backend `B`'s arguments, borrowing their text and bytes.
