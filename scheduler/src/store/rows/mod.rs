@@ -19,6 +19,7 @@ pub use executors::ExecutorRow;
 pub(crate) use executors::{EXECUTOR_COLUMNS, executor_values};
 pub(crate) use jobs::{APP_COLUMNS, JOB_COLUMNS, job_values};
 pub use jobs::{AppRow, GlueVersionRow, JobRow};
+pub(crate) use replays::operation_values;
 pub use replays::{OperationRow, PairRow};
 pub use runs::{CompletedRunRow, FinishedRunRow, FireRow, RunRow, SummaryRow};
 pub(crate) use runs::{FIRE_COLUMNS, RUN_COLUMNS, claim_expired_sql, fire_values};

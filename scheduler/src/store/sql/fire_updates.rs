@@ -52,29 +52,7 @@ pub(crate) async fn advance_jobs<B: SqlBackend>(
             Ok(ids.into_iter().map(|(id,)| id).collect())
         }
         Dialect::MySql => {
-            // By primary key alone, so InnoDB locks these rows only (see `dialect`); the
-            // condition is checked here instead.
-            let mut select = Statement::new(
-                "SELECT id, status, next_fire_ms FROM jobs FORCE INDEX (PRIMARY) WHERE id",
-            );
-            select.push_in_list(chunk.iter().map(|advance| advance.job_id));
-            select.push(" FOR UPDATE");
-            let current: Vec<(i64, String, Option<i64>)> =
-                (select.fetch_all::<B, _>(&mut *tx).await).map_err(StoreError::query(OPERATION))?;
-            let current: HashMap<i64, (String, Option<i64>)> = (current.into_iter())
-                .map(|(id, status, next_fire)| (id, (status, next_fire)))
-                .collect();
-            let applying: Vec<&JobAdvance> = (chunk.iter())
-                .filter(|advance| {
-                    current
-                        .get(&advance.job_id)
-                        .is_some_and(|(status, next_fire)| {
-                            status == JobStatus::Running.as_str()
-                                && next_fire.is_some()
-                                && *next_fire == advance.read_next_fire_ms
-                        })
-                })
-                .collect();
+            let applying = lock_advancing_jobs::<B>(&mut *tx, chunk).await?;
             if applying.is_empty() {
                 return Ok(Vec::new());
             }
@@ -98,6 +76,32 @@ pub(crate) async fn advance_jobs<B: SqlBackend>(
             Ok(applying.into_iter().map(|advance| advance.job_id).collect())
         }
     }
+}
+
+/// The advances of `chunk` that apply (their job still RUNNING and due when the scan read
+/// it), their jobs locked (MySQL): by primary key alone, so InnoDB locks these rows only (see
+/// [`dialect`](super::dialect)), and the compare-and-set's condition checked here instead.
+async fn lock_advancing_jobs<'c, B: SqlBackend>(
+    tx: &mut B::Connection,
+    chunk: &'c [JobAdvance],
+) -> Result<Vec<&'c JobAdvance>, StoreError> {
+    let mut select =
+        Statement::new("SELECT id, status, next_fire_ms FROM jobs FORCE INDEX (PRIMARY) WHERE id");
+    select.push_in_list(chunk.iter().map(|advance| advance.job_id));
+    select.push(" FOR UPDATE");
+    let current: Vec<(i64, String, Option<i64>)> =
+        (select.fetch_all::<B, _>(tx).await).map_err(StoreError::query("pre-read due jobs"))?;
+    let current: HashMap<i64, (String, Option<i64>)> = (current.into_iter())
+        .map(|(id, status, next_fire)| (id, (status, next_fire)))
+        .collect();
+    let applies = |advance: &&JobAdvance| {
+        (current.get(&advance.job_id)).is_some_and(|(status, next_fire)| {
+            status == JobStatus::Running.as_str()
+                && next_fire.is_some()
+                && *next_fire == advance.read_next_fire_ms
+        })
+    };
+    Ok(chunk.iter().filter(applies).collect())
 }
 
 /// Marks runs that have rows DISPATCHED with where they went. A run whose result arrived

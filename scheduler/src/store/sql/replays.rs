@@ -12,7 +12,7 @@ use super::statement::{IntoSqlValue as _, Statement};
 use super::writes::{FireLease, insert_fires};
 use super::{INSERT_CHUNK, UPDATE_CHUNK};
 use crate::domain::model::PendingFire;
-use crate::store::rows::{OperationRow, PairRow};
+use crate::store::rows::{OperationRow, PairRow, operation_values};
 use crate::store::{
     AppScope, FireMaker, FireOwner, NewOperation, Operation, OperationKind, PageRequest, Replays,
     RunOutcome, ShadowPair, ShadowResult, StoreError,
@@ -203,33 +203,8 @@ impl<B: SqlBackend> Replays for SqlStore<B> {
                 .map_err(StoreError::query(OPERATION))?;
         }
         let selection = operation.selection.to_string();
-        let id = (Statement::insert_into(
-            "replays",
-            [
-                ("kind", operation.kind.as_str().into_sql_value()),
-                ("app", operation.app.as_str().into_sql_value()),
-                ("target_app", operation.target_app.as_str().into_sql_value()),
-                ("job_id", operation.job_id.map(JobId::get).into_sql_value()),
-                ("selection", selection.as_str().into_sql_value()),
-                ("from_ms", operation.from_ms.into_sql_value()),
-                ("to_ms", operation.to_ms.into_sql_value()),
-                (
-                    "rate_per_second",
-                    i64::from(operation.rate_per_second).into_sql_value(),
-                ),
-                ("forced", i64::from(operation.forced).into_sql_value()),
-                ("triggers", 0_i64.into_sql_value()),
-                (
-                    "requested_by",
-                    operation.requested_by.as_str().into_sql_value(),
-                ),
-                (
-                    "requested_at_ms",
-                    operation.requested_at_ms.into_sql_value(),
-                ),
-            ],
-        )
-        .insert_returning_id::<B>(&mut tx))
+        let id = (Statement::insert_into("replays", operation_values(operation, &selection))
+            .insert_returning_id::<B>(&mut tx))
         .await
         .map_err(StoreError::query(OPERATION))?;
         let fires = make_fires(id);
