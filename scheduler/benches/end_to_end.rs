@@ -37,12 +37,13 @@
 //!   trigger is at the broker ahead of its time: a start late by more than this lateness is
 //!   the executor's;
 //! - **executor CPU**: user + system time of the executor processes over the window (from
-//!   `/proc`), as a share of one core and per 1 000 runs started in the window; the
-//!   scheduler's, the broker's (the processes listening on the run's broker address: tansu's
+//!   `/proc`), as a share of one core; the scheduler's, the broker's (the processes listening on the run's broker address: tansu's
 //!   process, or Kafka's JVM; not other brokers on the machine, such as the other kind of
 //!   this run, idle meanwhile; `–` when none listens here) and PostgreSQL's (`postgres`
 //!   processes, any database's) beside it; and how busy the whole machine was (all cores,
-//!   anyone's work, whatever else runs too).
+//!   anyone's work, whatever else runs too);
+//! - **CPU per trigger**: the same CPU times divided by the runs started in the window, in µs
+//!   (see `common/usage.rs`).
 //!
 //! CONSISTENT_HASH spreads the jobs over the 6 partitions, so over both executors; FIRST
 //! puts every trigger on partition 0, so one executor runs them all.
@@ -79,12 +80,12 @@ use std::time::Duration;
 use common::broker::{Broker, BrokerKind};
 use common::emitter::{create_topics, delete_topics, emit_every_second};
 use common::executors::{
-    ExecutorCommand, Executors, Sdk, Usage, broker_processes, build_test_executor,
-    published_starts, ticks_between, wait_for_beats,
+    ExecutorCommand, Executors, Sdk, build_test_executor, published_starts, wait_for_beats,
 };
+use common::usage::{CpuSpent, Usage, broker_processes, per_trigger};
 use common::{
-    Backend, Database, JobLoad, PARTITIONS, Serve, clock_ticks_per_second, flags, load_jobs_with,
-    now_ms, parse_choices, parse_numbers, percentile, set_first_fire, sleep_until_ms,
+    Backend, Database, JobLoad, PARTITIONS, Serve, flags, load_jobs_with, now_ms, parse_choices,
+    parse_numbers, percentile, set_first_fire, sleep_until_ms,
 };
 use kadence_kafka::{ExecutorKey, RecordSigner};
 use kadence_schemas::{JobId, Topics};
@@ -311,14 +312,8 @@ struct Measurement {
     started_in_window: usize,
     /// The store's view; none without a scheduler.
     stored: Option<Stored>,
-    /// CPU seconds over the window.
-    executor_cpu: f64,
-    scheduler_cpu: f64,
-    /// None when the broker's processes were not found on this machine.
-    broker_cpu: Option<f64>,
-    database_cpu: f64,
-    /// Share of the machine's CPU time (all cores) busy over the window, anyone's.
-    machine_busy: f64,
+    /// The CPU the run's processes spent over the window.
+    cpu: CpuSpent,
 }
 
 impl Measurement {
@@ -338,11 +333,6 @@ impl Measurement {
             .map(|(scheduled, started)| started - scheduled)
             .collect();
         lateness.sort_unstable();
-        let seconds_of = |ticks: u64| ticks as f64 / clock_ticks_per_second();
-        let broker_cpu = match (&before.broker, &after.broker) {
-            (Some(before), Some(after)) => Some(seconds_of(ticks_between(before, after))),
-            _ => None,
-        };
         Measurement {
             source,
             broker,
@@ -355,12 +345,7 @@ impl Measurement {
             lateness,
             started_in_window: starts.iter().filter(|(_, at)| in_window(*at)).count(),
             stored,
-            executor_cpu: seconds_of(after.executors - before.executors),
-            scheduler_cpu: seconds_of(after.scheduler - before.scheduler),
-            broker_cpu,
-            database_cpu: seconds_of(ticks_between(&before.database, &after.database)),
-            machine_busy: (after.machine.0 - before.machine.0) as f64
-                / (after.machine.1 - before.machine.1).max(1) as f64,
+            cpu: CpuSpent::between(&before, &after),
         }
     }
 }
@@ -404,9 +389,9 @@ async fn run_with_scheduler(
     let rows_before = database.rows_written().await;
     let window = window_after(first_fire, options);
     sleep_until_ms(window.0).await;
-    let before = Usage::now(&executors, Some(serve.pid()), &broker_pids);
+    let before = Usage::now(executors.ticks(), serve.ticks(), &broker_pids);
     sleep_until_ms(window.1).await;
-    let after = Usage::now(&executors, Some(serve.pid()), &broker_pids);
+    let after = Usage::now(executors.ticks(), serve.ticks(), &broker_pids);
     tokio::time::sleep(GRACE).await;
     let stored = Stored::read(&database, window).await;
     executors.stop().await;
@@ -471,9 +456,9 @@ async fn run_without_scheduler(
         }
     });
     sleep_until_ms(window.0).await;
-    let before = Usage::now(&executors, None, &broker_pids);
+    let before = Usage::now(executors.ticks(), 0, &broker_pids);
     sleep_until_ms(window.1).await;
-    let after = Usage::now(&executors, None, &broker_pids);
+    let after = Usage::now(executors.ticks(), 0, &broker_pids);
     emitting.await.expect("emitting triggers");
     tokio::time::sleep(GRACE).await;
     executors.stop().await;
@@ -499,10 +484,10 @@ fn print_table(options: &Options, rows: &[Measurement]) {
     );
     println!();
     println!(
-        "| backend | broker | SDK | history | route | jobs due/s | DB rows per run | at broker p99 | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | CPU ms / 1 000 triggers | scheduler CPU | broker CPU | PostgreSQL CPU | machine busy |"
+        "| backend | broker | SDK | history | route | jobs due/s | DB rows per run | at broker p99 | start late p50 | p99 | max | not run | recorded ≤ 1 s | not recorded | executor CPU | scheduler CPU | broker CPU | PostgreSQL CPU | machine busy | executor CPU per trigger | scheduler | broker | PostgreSQL | machine |"
     );
     println!(
-        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for row in rows {
         let seconds = options.seconds as f64;
@@ -532,19 +517,15 @@ fn print_table(options: &Options, rows: &[Measurement]) {
                 "–".into(),
             ),
         };
-        let per_thousand = match row.started_in_window {
-            0 => "–".to_owned(),
-            started => format!(
-                "{:.0}",
-                row.executor_cpu * 1000.0 / (started as f64 / 1000.0)
-            ),
-        };
+        // Per run started in the window: every process's CPU divided by the same count.
+        let started = row.started_in_window;
+        let cpu = &row.cpu;
         let rows = row
             .rows_per_run
             .map_or_else(|| "n/a".to_owned(), |rows| format!("{rows:.2}"));
         let core = |cpu_seconds: f64| format!("{:.0} %", cpu_seconds / seconds * 100.0);
         println!(
-            "| {} | {} | {} | {} | {} | {} | {rows} | {emitted} | {} | {} | {} | {not_run} ({:.1} %) | {within} | {not_recorded} | {} | {per_thousand} | {} | {} | {} | {:.0} % |",
+            "| {} | {} | {} | {} | {} | {} | {rows} | {emitted} | {} | {} | {} | {not_run} ({:.1} %) | {within} | {not_recorded} | {} | {} | {} | {} | {:.0} % | {} | {} | {} | {} | {} |",
             row.source.label(),
             row.broker.label(),
             row.sdk.label(),
@@ -555,11 +536,17 @@ fn print_table(options: &Options, rows: &[Measurement]) {
             ms_at(&row.lateness, 0.99),
             ms_at(&row.lateness, 1.0),
             share(not_run),
-            core(row.executor_cpu),
-            core(row.scheduler_cpu),
-            row.broker_cpu.map_or_else(|| "–".to_owned(), core),
-            core(row.database_cpu),
-            row.machine_busy * 100.0,
+            core(cpu.executors),
+            core(cpu.scheduler),
+            cpu.broker.map_or_else(|| "–".to_owned(), core),
+            core(cpu.database),
+            cpu.machine_busy * 100.0,
+            per_trigger(cpu.executors, started),
+            per_trigger(cpu.scheduler, started),
+            cpu.broker
+                .map_or_else(|| "–".to_owned(), |broker| per_trigger(broker, started)),
+            per_trigger(cpu.database, started),
+            per_trigger(cpu.machine, started),
         );
     }
 }

@@ -28,6 +28,9 @@
 //!   time (the baseline) and with the scheduler's default emit lead, where executors hold
 //!   each trigger until its scheduled millisecond;
 //! - the scheduler process's CPU (share of one core) and peak resident memory (VmHWM);
+//! - CPU per acknowledged trigger, in µs, of the scheduler, the broker (the processes that
+//!   listen on its address), PostgreSQL (every `postgres` process; on SQLite the store runs
+//!   inside the scheduler and counts there) and the whole machine (`common/usage.rs`);
 //! - the raw produce rate of the same broker with the same client settings (idempotent,
 //!   acks=all, linger 2 ms) for records of the same size, so the scheduler's rate is shown
 //!   as a fraction of what that broker takes (`common/baseline.rs`);
@@ -77,10 +80,12 @@ use std::time::{Duration, Instant};
 use common::baseline::{broker_ack_latency, median_raw_rate, trigger_payload};
 use common::broker::{Broker, BrokerKind};
 use common::node_kill::{FaultOutcome, kill_and_time_takeover, node_id, wait_until_emitted};
+use common::usage::{
+    CpuSpent, Usage, broker_processes, clock_ticks_per_second, per_trigger, process_usage,
+};
 use common::{
-    Backend, Database, PARTITIONS, Serve, choice_name, clock_ticks_per_second, flags, load_jobs,
-    now_ms, parse_choices, parse_numbers, percentile, process_usage, set_first_fire,
-    sleep_until_ms,
+    Backend, Database, PARTITIONS, Serve, choice_name, flags, load_jobs, now_ms, parse_choices,
+    parse_numbers, percentile, set_first_fire, sleep_until_ms,
 };
 
 const WARM_UP: Duration = Duration::from_secs(8);
@@ -231,11 +236,15 @@ struct Measurement {
     fires: Fires,
     jobs: usize,
     defined: usize,
+    /// Triggers acknowledged in the window.
+    acked: usize,
     acked_per_second: f64,
     p50: i64,
     p99: i64,
     max: i64,
     cpu: f64,
+    /// The CPU the run's processes spent over the window.
+    spent: CpuSpent,
     peak_mib: f64,
     rows_per_trigger: Option<f64>,
     raw_rate: f64,
@@ -377,6 +386,8 @@ async fn acked_lateness(database: &Database, (start, end): (i64, i64)) -> Vec<i6
 struct Observed {
     /// CPU ticks of all nodes.
     ticks: u64,
+    /// The CPU every process of the run spent.
+    spent: CpuSpent,
     /// The largest peak resident memory among them, KiB.
     peak_kib: u64,
     /// When a node was killed: seconds into the window, and ms until the survivor owned
@@ -384,16 +395,19 @@ struct Observed {
     takeover: Option<(u64, i64)>,
 }
 
-/// Watches `serves` over `window`; with `kill_at`, kills the last node that many seconds
-/// into it, and after the window waits until the dead node's fires were emitted.
+/// Watches `serves` over `window`, and the CPU of `broker_pids` and the database beside them;
+/// with `kill_at`, kills the last node that many seconds into it, and after the window waits
+/// until the dead node's fires were emitted.
 async fn observe_window(
     database: &Database,
     serves: &[Serve],
+    broker_pids: &[u32],
     window: (i64, i64),
     kill_at: Option<u64>,
 ) -> Observed {
     sleep_until_ms(window.0).await;
     let (ticks_start, _) = nodes_usage(serves);
+    let before = Usage::now(0, ticks_start, broker_pids);
     let takeover = match kill_at {
         Some(seconds) => {
             let at_ms = window.0 + seconds as i64 * 1000;
@@ -406,11 +420,13 @@ async fn observe_window(
     };
     sleep_until_ms(window.1).await;
     let (ticks_end, peak_kib) = nodes_usage(serves);
+    let after = Usage::now(0, ticks_end, broker_pids);
     if kill_at.is_some() {
         wait_until_emitted(database, window.1).await;
     }
     Observed {
         ticks: ticks_end - ticks_start,
+        spent: CpuSpent::between(&before, &after),
         peak_kib,
         takeover,
     }
@@ -441,7 +457,8 @@ async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
     // Measure from the first fire + warm-up, for the requested seconds.
     let window_start = first_fire.max(now) + WARM_UP.as_millis() as i64;
     let window = (window_start, window_start + options.seconds as i64 * 1000);
-    let observed = observe_window(&database, &serves, window, kill_at).await;
+    let broker_pids = broker_processes(run.broker);
+    let observed = observe_window(&database, &serves, &broker_pids, window, kill_at).await;
     let prefix = serves[0].prefix.clone();
     // Let acknowledgements of the window's fires land, then stop the schedulers.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -478,11 +495,13 @@ async fn run_one(options: &Options, run: Run<'_>) -> Measurement {
         fires: run.fires,
         jobs: run.jobs,
         defined: run.jobs + options.defined,
+        acked: lateness.len(),
         acked_per_second: lateness.len() as f64 / options.seconds as f64,
         p50: percentile(&lateness, 0.50),
         p99: percentile(&lateness, 0.99),
         max: lateness.last().copied().unwrap_or(0),
         cpu: observed.ticks as f64 / clock_ticks_per_second() / options.seconds as f64,
+        spent: observed.spent,
         peak_mib: observed.peak_kib as f64 / 1024.0,
         rows_per_trigger,
         raw_rate,
@@ -518,19 +537,24 @@ fn print_conditions(options: &Options, ack_latencies: &[(BrokerKind, (f64, f64))
         "raw produce/s: the row's broker's rate just before its configuration, median of \
          three; DB rows per trigger: rows inserted, updated and deleted (PostgreSQL's \
          statistics) from the schedulers' start to their stop, per trigger emitted; scheduler \
-         CPU: all nodes, share of one core; peak RSS: the largest node"
+         CPU: all nodes, share of one core; peak RSS: the largest node; CPU per trigger: each \
+         process's user + system time over the window per trigger acknowledged in it (broker: \
+         the processes listening on its address; PostgreSQL: every postgres process; machine: \
+         everyone's, all cores)"
     );
 }
 
 fn print_table(rows: &[Measurement]) {
     println!();
     println!(
-        "| backend | broker | nodes | emit lead | telemetry | fires | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | DB rows per trigger | raw produce/s | share of raw |"
+        "| backend | broker | nodes | emit lead | telemetry | fires | jobs due/s | jobs defined | acked triggers/s | lateness p50 | p99 | max | scheduler CPU | peak RSS | DB rows per trigger | raw produce/s | share of raw | scheduler CPU per trigger | broker | PostgreSQL | machine |"
     );
-    println!("|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for row in rows {
         println!(
-            "| {} | {} | {} | {} ms | {} | {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {} | {:.0} | {:.0} % |",
+            "| {} | {} | {} | {} ms | {} | {} | {} | {} | {:.0} | {} ms | {} ms | {} ms | {:.0} % | {:.0} MiB | {} | {:.0} | {:.0} % | {} | {} | {} | {} |",
             row.backend.label(),
             row.broker.label(),
             row.nodes,
@@ -549,6 +573,13 @@ fn print_table(rows: &[Measurement]) {
                 .map_or("n/a".to_owned(), |rows| format!("{rows:.2}")),
             row.raw_rate,
             row.acked_per_second / row.raw_rate * 100.0,
+            per_trigger(row.spent.scheduler, row.acked),
+            (row.spent.broker).map_or_else(|| "–".to_owned(), |cpu| per_trigger(cpu, row.acked)),
+            match row.backend {
+                Backend::Postgres => per_trigger(row.spent.database, row.acked),
+                Backend::Sqlite => "in scheduler".to_owned(),
+            },
+            per_trigger(row.spent.machine, row.acked),
         );
     }
 }

@@ -1,10 +1,8 @@
 //! Executor processes for the end-to-end benchmark: an SDK's test executor (the Rust one,
 //! `tests/src/bin/test-executor.rs` in a release build, or the Java one) started as a group of
-//! processes, what they published,
-//! and CPU readings from `/proc` of them, of the scheduler, the broker and the database beside
-//! them, and of the machine.
+//! processes, their CPU so far, and what they published.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -17,8 +15,9 @@ use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::process::{Child, Command};
 
+use super::APP;
 use super::broker::Broker;
-use super::{APP, process_usage};
+use super::usage::process_usage;
 
 /// Partitions of the results topic (the scheduler's default `kafka.results_partitions`, and
 /// what the benchmark creates without a scheduler).
@@ -221,97 +220,4 @@ pub async fn published_starts(brokers: &str, topics: &Topics) -> Vec<(i64, i64)>
             Some((scheduled, result.started_at_ms))
         })
         .collect()
-}
-
-/// CPU ticks so far of the processes the end-to-end table reports on.
-pub struct Usage {
-    /// All executor processes.
-    pub executors: u64,
-    /// The scheduler process (0 without one).
-    pub scheduler: u64,
-    /// The machine's `(busy, total)`, all cores ([`machine_ticks`]).
-    pub machine: (u64, u64),
-    /// The run's broker processes, by pid; none when the broker does not run on this machine.
-    pub broker: Option<HashMap<u32, u64>>,
-    /// Every `postgres` process, by pid.
-    pub database: HashMap<u32, u64>,
-}
-
-impl Usage {
-    /// The readings now; `broker_pids` are the run's broker's processes
-    /// ([`Broker::processes`], looked up once per run).
-    pub fn now(executors: &Executors, scheduler_pid: Option<u32>, broker_pids: &[u32]) -> Usage {
-        Usage {
-            executors: executors.ticks(),
-            scheduler: scheduler_pid
-                .and_then(process_usage)
-                .map_or(0, |(ticks, _)| ticks),
-            machine: machine_ticks(),
-            broker: (!broker_pids.is_empty()).then(|| ticks_of(broker_pids)),
-            database: ticks_of_named("postgres"),
-        }
-    }
-}
-
-/// The processes of `broker` whose CPU a run counts, said on stderr when there are none.
-pub fn broker_processes(broker: &Broker) -> Vec<u32> {
-    let pids = broker.processes();
-    if pids.is_empty() {
-        eprintln!(
-            "  broker CPU not measured: no process on this machine listens on {}",
-            broker.bootstrap
-        );
-    }
-    pids
-}
-
-/// CPU ticks so far of each of `pids` that still runs (a broker's processes, from
-/// [`Broker::processes`]), by process id.
-pub fn ticks_of(pids: &[u32]) -> HashMap<u32, u64> {
-    pids.iter()
-        .filter_map(|&pid| Some((pid, process_usage(pid)?.0)))
-        .collect()
-}
-
-/// CPU ticks so far of every process whose command is `name` (the database's, `postgres`:
-/// a process per connection, so they come and go), by process id.
-pub fn ticks_of_named(name: &str) -> HashMap<u32, u64> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return HashMap::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|comm| comm.trim() == name)
-        })
-        .filter_map(|pid| Some((pid, process_usage(pid)?.0)))
-        .collect()
-}
-
-/// Ticks spent between two readings of [`ticks_of`] or [`ticks_of_named`]: processes that
-/// started meanwhile count whole, those that ended meanwhile not at all (a database
-/// connection closed during the window; the scheduler keeps its own open).
-pub fn ticks_between(start: &HashMap<u32, u64>, end: &HashMap<u32, u64>) -> u64 {
-    end.iter()
-        .map(|(pid, ticks)| ticks.saturating_sub(start.get(pid).copied().unwrap_or(0)))
-        .sum()
-}
-
-/// The machine's CPU ticks so far, all cores: `(busy, total)`, from the first line of
-/// `/proc/stat` (idle and I/O wait are not busy).
-pub fn machine_ticks() -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let ticks: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|field| field.parse().ok())
-        .collect();
-    let total: u64 = ticks.iter().take(8).sum();
-    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
-    (total - idle, total)
 }

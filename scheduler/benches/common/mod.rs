@@ -3,7 +3,8 @@
 //! (this crate's release build) as a process of its own, as in production; for the
 //! throughput benchmark, the broker's raw produce rate (`baseline`) and a node killed under
 //! load (`node_kill`); for the end-to-end benchmark, executor processes (`executors`) and
-//! triggers produced without a scheduler (`emitter`).
+//! triggers produced without a scheduler (`emitter`); for both, the CPU the processes of a
+//! run spent, per trigger (`usage`).
 //!
 //! Environment: the broker addresses (`KADENCE_BENCH_BROKERS_TANSU`,
 //! `KADENCE_BENCH_BROKERS_KAFKA`, or `KADENCE_BENCH_BROKERS` for a run on one broker; see
@@ -19,6 +20,7 @@ pub mod broker;
 pub mod emitter;
 pub mod executors;
 pub mod node_kill;
+pub mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -367,30 +369,6 @@ pub async fn set_first_fire(database: &Database, lead: Duration) -> i64 {
 
 pub use kadence_schemas::now_ms;
 
-/// CPU ticks (user + system) and peak resident memory (KiB) of a process, from `/proc`.
-pub fn process_usage(pid: u32) -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let peak_kib = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())?;
-    Some((ticks, peak_kib))
-}
-
-/// The kernel's clock ticks per second, the unit of [`process_usage`]'s CPU figure.
-pub fn clock_ticks_per_second() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
 /// Sleeps until the wall clock reads `ms` (at once if it has passed).
 pub async fn sleep_until_ms(ms: i64) {
     tokio::time::sleep(Duration::from_millis((ms - now_ms()).max(0) as u64)).await;
@@ -442,6 +420,11 @@ impl Serve {
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id().expect("kadence serve runs")
+    }
+
+    /// The CPU ticks it has spent so far (see [`usage::process_usage`]).
+    pub fn ticks(&self) -> u64 {
+        usage::process_usage(self.pid()).map_or(0, |(ticks, _)| ticks)
     }
 
     /// The sum of the counter `name` over its label sets, from the node's `/metrics`.

@@ -160,14 +160,14 @@ impl ShardOwnership {
     }
 
     /// Replaces what is held after a lease step at `now_ms`; usable until `valid_until_ms`.
-    /// Returns the shards held before and not now (see [`Gone`]).
+    /// Returns the shards held before and not now (see [`Gone`]). A shard the step holds
+    /// under a new fence was gone too: another node owned it in between (a node woken after
+    /// its lease ran out can take back the very shards it lost, in its first step).
     fn replace(&self, lease: &ShardLease, now_ms: i64, valid_until_ms: i64) -> Gone {
         let mut held = self.held.lock().expect("shard ownership lock");
-        let gone: Vec<u32> = held
-            .shards
-            .iter()
+        let gone: Vec<u32> = (held.shards.iter())
+            .filter(|owned| !lease.owned.contains(owned))
             .map(|owned| owned.shard)
-            .filter(|shard| !lease.owned.iter().any(|owned| owned.shard == *shard))
             .collect();
         let gone = Gone::classify(gone, now_ms <= held.valid_until_ms);
         held.shards = lease.owned.clone();
@@ -391,5 +391,23 @@ mod tests {
         );
         assert_eq!(ownership.drop_fenced(&[0, 7], 30_000).lost, [0]);
         assert_eq!(ownership.count(), 0);
+    }
+
+    #[test]
+    fn a_shard_taken_back_under_a_new_fence_was_lost_in_between() {
+        let ownership = ShardOwnership::new("node-a");
+        ownership.replace(&lease(&[(8, 1), (9, 1)]), 0, 10_000);
+        let renewed = ownership.replace(&lease(&[(8, 1), (9, 1)]), 5_000, 15_000);
+        assert_eq!(renewed, Gone::default(), "renewed under the same fences");
+        // Frozen past its lease: another node took both (fence 2), and this node's first
+        // step after it woke took them back (fence 3).
+        let gone = ownership.replace(&lease(&[(8, 3), (9, 3)]), 40_000, 50_000);
+        assert_eq!(
+            gone,
+            Gone {
+                handed_over: vec![],
+                lost: vec![8, 9]
+            }
+        );
     }
 }
