@@ -190,14 +190,15 @@ async fn settled_fires<B: SqlBackend>(
         .iter()
         .flat_map(StoredBatch::pending_fires)
         .collect();
-    let mut settled = HashSet::new();
-    for chunk in pending.chunks(UPDATE_CHUNK) {
-        let mut select = Statement::new("SELECT id FROM job_logs WHERE id");
-        select.push_in_list(chunk.iter().map(|fire| fire.log_id));
-        let rows: Vec<(i64,)> =
-            (select.fetch_all::<B, _>(&mut *tx).await).map_err(StoreError::query(OPERATION))?;
-        settled.extend(rows.into_iter().map(|(id,)| id));
-    }
+    let with_rows: Vec<(i64,)> = Statement::fetch_in_chunks::<B, _, _, _>(
+        &mut *tx,
+        "SELECT id FROM job_logs WHERE id",
+        &pending,
+        |fire| fire.log_id,
+    )
+    .await
+    .map_err(StoreError::query(OPERATION))?;
+    let mut settled: HashSet<i64> = with_rows.into_iter().map(|(id,)| id).collect();
     let cancellations: Vec<(i64, i64, i64)> =
         (Statement::new("SELECT job_id, up_to_log_id, from_ms FROM fire_cancellations")
             .fetch_all::<B, _>(tx))

@@ -6,7 +6,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::UPDATE_CHUNK;
 use super::backend::{Reads, SqlBackend, SqlStore};
 use super::dialect::Dialect;
 use super::statement::{IntoSqlValue as _, SqlValue, Statement};
@@ -406,13 +405,7 @@ async fn rows_by_id<B: SqlBackend + Reads<R>, R>(
     ids: &[i64],
     operation: &'static str,
 ) -> Result<Vec<R>, StoreError> {
-    let mut rows = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(UPDATE_CHUNK) {
-        let mut select = Statement::new(format!("SELECT {columns} FROM job_logs WHERE id"));
-        select.push_in_list(chunk.iter().copied());
-        rows.extend(
-            (select.fetch_all::<B, R>(&mut *tx).await).map_err(StoreError::query(operation))?,
-        );
-    }
-    Ok(rows)
+    let select = format!("SELECT {columns} FROM job_logs WHERE id");
+    (Statement::fetch_in_chunks::<B, R, _, _>(tx, &select, ids, |id| *id).await)
+        .map_err(StoreError::query(operation))
 }

@@ -30,16 +30,15 @@ pub(crate) async fn run_apps<B: SqlBackend>(
     log_ids: &[i64],
 ) -> Result<HashMap<i64, String>, StoreError> {
     const OPERATION: &str = "read the apps of runs";
-    let mut apps = HashMap::with_capacity(log_ids.len());
-    let mut connection = store.connection(OPERATION).await?;
-    for chunk in log_ids.chunks(UPDATE_CHUNK) {
-        let mut query = Statement::new("SELECT id, app FROM job_logs WHERE id");
-        query.push_in_list(chunk.iter().copied());
-        let rows: Vec<(i64, String)> = (query.fetch_all::<B, _>(&mut connection).await)
-            .map_err(StoreError::query(OPERATION))?;
-        apps.extend(rows);
-    }
-    Ok(apps)
+    let rows: Vec<(i64, String)> = Statement::fetch_in_chunks::<B, _, _, _>(
+        &mut *store.connection(OPERATION).await?,
+        "SELECT id, app FROM job_logs WHERE id",
+        log_ids,
+        |id| *id,
+    )
+    .await
+    .map_err(StoreError::query(OPERATION))?;
+    Ok(rows.into_iter().collect())
 }
 
 /// Stores log lines (see [`crate::store::Runs::append_log_lines`]).

@@ -6,11 +6,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use kadence_schemas::{AppName, JobId, TriggerId};
 
+use super::INSERT_CHUNK;
 use super::backend::{SqlBackend, SqlStore};
 use super::dialect::Dialect;
 use super::statement::{IntoSqlValue as _, Statement};
 use super::writes::{FireLease, insert_fires};
-use super::{INSERT_CHUNK, UPDATE_CHUNK};
 use crate::domain::model::PendingFire;
 use crate::store::rows::{OperationRow, PairRow, operation_values};
 use crate::store::{
@@ -82,17 +82,16 @@ async fn replayed_before<B: SqlBackend>(
     let originals: Vec<&str> = (fires.iter())
         .filter_map(|fire| fire.replay_of.as_ref().map(TriggerId::as_str))
         .collect();
-    let mut seen: HashMap<String, i64> = HashMap::new();
-    for chunk in originals.chunks(UPDATE_CHUNK) {
-        let mut query = Statement::new(
-            "SELECT replay_of, operation_id FROM job_logs WHERE operation_id IS NOT NULL \
-             AND replay_of",
-        );
-        query.push_in_list(chunk.iter().copied());
-        let rows: Vec<(String, i64)> = (query.fetch_all::<B, _>(&mut *tx).await)
-            .map_err(StoreError::query("look for earlier replays"))?;
-        seen.extend(rows);
-    }
+    let rows: Vec<(String, i64)> = Statement::fetch_in_chunks::<B, _, _, _>(
+        tx,
+        "SELECT replay_of, operation_id FROM job_logs WHERE operation_id IS NOT NULL \
+         AND replay_of",
+        &originals,
+        |original| *original,
+    )
+    .await
+    .map_err(StoreError::query("look for earlier replays"))?;
+    let seen: HashMap<String, i64> = rows.into_iter().collect();
     let Some((example, &replay_id)) = seen.iter().min_by_key(|(original, _)| original.as_str())
     else {
         return Ok(None);
@@ -166,26 +165,24 @@ impl<B: SqlBackend> Replays for SqlStore<B> {
         trigger_ids: &[TriggerId],
     ) -> Result<HashMap<TriggerId, RunOutcome>, StoreError> {
         const OPERATION: &str = "read run outcomes";
-        let mut outcomes = HashMap::with_capacity(trigger_ids.len());
-        let mut connection = self.connection(OPERATION).await?;
-        for chunk in trigger_ids.chunks(UPDATE_CHUNK) {
-            let mut query = Statement::new(
-                "SELECT trigger_id, state, handle_code FROM job_logs WHERE trigger_id",
-            );
-            query.push_in_list(chunk.iter().map(TriggerId::as_str));
-            let rows: Vec<(String, String, Option<i64>)> =
-                (query.fetch_all::<B, _>(&mut connection).await)
-                    .map_err(StoreError::query(OPERATION))?;
-            for (trigger_id, state, code) in rows {
-                let trigger_id =
+        let rows: Vec<(String, String, Option<i64>)> = Statement::fetch_in_chunks::<B, _, _, _>(
+            &mut *self.connection(OPERATION).await?,
+            "SELECT trigger_id, state, handle_code FROM job_logs WHERE trigger_id",
+            trigger_ids,
+            TriggerId::as_str,
+        )
+        .await
+        .map_err(StoreError::query(OPERATION))?;
+        (rows.into_iter())
+            .map(|(trigger_id, state, code)| {
+                let parsed =
                     TriggerId::parse(&trigger_id).map_err(|error| StoreError::CorruptRow {
                         what: format!("run {trigger_id}"),
                         reason: error.to_string(),
                     })?;
-                outcomes.insert(trigger_id, outcome_of(&state, code));
-            }
-        }
-        Ok(outcomes)
+                Ok((parsed, outcome_of(&state, code)))
+            })
+            .collect()
     }
 
     async fn record_operation(

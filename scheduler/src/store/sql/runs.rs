@@ -213,15 +213,15 @@ async fn known_triggers<B: SqlBackend>(
     tx: &mut B::Connection,
     trigger_ids: &[&str],
 ) -> Result<HashMap<String, String>, StoreError> {
-    let mut known = HashMap::new();
-    for chunk in trigger_ids.chunks(UPDATE_CHUNK) {
-        let mut query = Statement::new("SELECT trigger_id, app FROM job_logs WHERE trigger_id");
-        query.push_in_list(chunk.iter().copied());
-        let rows: Vec<(String, String)> = (query.fetch_all::<B, _>(&mut *tx).await)
-            .map_err(StoreError::query("record results"))?;
-        known.extend(rows);
-    }
-    Ok(known)
+    let rows: Vec<(String, String)> = Statement::fetch_in_chunks::<B, _, _, _>(
+        tx,
+        "SELECT trigger_id, app FROM job_logs WHERE trigger_id",
+        trigger_ids,
+        |trigger_id| *trigger_id,
+    )
+    .await
+    .map_err(StoreError::query("record results"))?;
+    Ok(rows.into_iter().collect())
 }
 
 /// Which of the jobs of `completions` have child jobs (a deleted job has none).
@@ -233,13 +233,13 @@ async fn jobs_with_children<B: SqlBackend>(
         .map(|completion| completion.trigger_id.job_id().get())
         .collect();
     let job_ids: Vec<i64> = job_ids.into_iter().collect();
-    let mut with_children = HashSet::new();
-    for chunk in job_ids.chunks(UPDATE_CHUNK) {
-        let mut query = Statement::new("SELECT id FROM jobs WHERE child_job_ids <> '' AND id");
-        query.push_in_list(chunk.iter().copied());
-        let rows: Vec<(i64,)> = (query.fetch_all::<B, _>(&mut *tx).await)
-            .map_err(StoreError::query("read the jobs of results"))?;
-        with_children.extend(rows.into_iter().map(|(id,)| id));
-    }
-    Ok(with_children)
+    let rows: Vec<(i64,)> = Statement::fetch_in_chunks::<B, _, _, _>(
+        tx,
+        "SELECT id FROM jobs WHERE child_job_ids <> '' AND id",
+        &job_ids,
+        |id| *id,
+    )
+    .await
+    .map_err(StoreError::query("read the jobs of results"))?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
 }

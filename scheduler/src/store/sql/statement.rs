@@ -24,6 +24,7 @@ use sqlx::{Database, IntoArguments};
 
 use kadence_schemas::AppName;
 
+use super::UPDATE_CHUNK;
 use super::backend::{Executes as _, Reads, SqlBackend};
 use super::dialect::Dialect;
 use crate::store::AppScope;
@@ -302,6 +303,24 @@ impl<'a> Statement<'a> {
                 B::last_insert_id(&done)
             }
         }
+    }
+
+    /// Every row `select` reads for `items`, as `R`s: `select` ends in the column a list
+    /// ` IN (…)` of `value(item)` follows, run once per chunk of [`UPDATE_CHUNK`] items, which
+    /// keeps each statement far below the bind limits.
+    pub(crate) async fn fetch_in_chunks<B: SqlBackend + Reads<R>, R, T, V: IntoSqlValue<'a>>(
+        connection: &mut B::Connection,
+        select: &'a str,
+        items: &'a [T],
+        value: impl Fn(&'a T) -> V,
+    ) -> Result<Vec<R>, sqlx::Error> {
+        let mut rows = Vec::new();
+        for chunk in items.chunks(UPDATE_CHUNK) {
+            let mut query = Statement::new(select);
+            query.push_in_list(chunk.iter().map(&value));
+            rows.extend(query.fetch_all::<B, R>(&mut *connection).await?);
+        }
+        Ok(rows)
     }
 
     /// Every row the statement reads, as `R`s.
