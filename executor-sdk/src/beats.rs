@@ -187,7 +187,7 @@ impl Beats {
             .key(&beat.executor_id)
             .payload(&payload)
             .headers(headers);
-        if let Err((error, _)) = self
+        if let Err(error) = self
             .publisher
             .producer()
             .send(record, Timeout::After(self.send_timeout))

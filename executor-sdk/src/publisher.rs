@@ -22,10 +22,11 @@ use std::sync::Arc;
 
 use kadence_kafka::trace;
 use kadence_kafka::{Backoff, ExecutorKey, RecordOrigin, dead_letter_headers, is_retriable};
+use kadence_kafka::{DeliveryFuture, KafkaProducer};
 use kadence_schemas::{LogRecord, ResultRecord, codec};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedHeaders, OwnedMessage};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::producer::FutureRecord;
 use rdkafka::util::Timeout;
 use tokio_util::sync::CancellationToken;
 
@@ -43,7 +44,7 @@ pub(crate) struct Publisher {
 }
 
 struct Inner {
-    producer: FutureProducer,
+    producer: KafkaProducer,
     results_topic: String,
     logs_topic: String,
     dlq_topic: String,
@@ -73,7 +74,7 @@ impl Publisher {
     }
 
     /// The producer, shared with the beats.
-    pub(crate) fn producer(&self) -> FutureProducer {
+    pub(crate) fn producer(&self) -> KafkaProducer {
         self.inner.producer.clone()
     }
 
@@ -232,7 +233,7 @@ impl Publisher {
         loop {
             let error = match self.inner.producer.send(record(), Timeout::Never).await {
                 Ok(_) => return Ok(()),
-                Err((error, _)) => error,
+                Err(error) => error,
             };
             if !is_retriable(&error) || give_up.is_cancelled() {
                 return Err(error);

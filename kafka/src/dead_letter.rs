@@ -10,10 +10,11 @@
 //! names its latest refusal once) and the executor signature headers (a signature over the
 //! original topic does not hold on the DLQ; an executor signs its dead letter anew).
 
+use crate::producer::KafkaProducer;
 use kadence_schemas::headers;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::FutureRecord;
 use rdkafka::util::Timeout;
 
 /// Where a record that could not be processed came from.
@@ -81,13 +82,13 @@ pub fn dead_letter_headers(
 /// Sends records that cannot be processed to the dead-letter topic.
 #[derive(Clone)]
 pub struct DeadLetters {
-    producer: FutureProducer,
+    producer: KafkaProducer,
     topic: String,
 }
 
 impl DeadLetters {
     /// A dead-letter sender producing to `topic` (`{prefix}.dlq`).
-    pub fn new(producer: FutureProducer, topic: String) -> Self {
+    pub fn new(producer: KafkaProducer, topic: String) -> Self {
         DeadLetters { producer, topic }
     }
 
@@ -108,11 +109,7 @@ impl DeadLetters {
         if let Some(payload) = message.payload() {
             record = record.payload(payload);
         }
-        self.producer
-            .send(record, Timeout::Never)
-            .await
-            .map(|_| ())
-            .map_err(|(error, _)| error)
+        self.producer.send(record, Timeout::Never).await.map(|_| ())
     }
 
     fn warn(&self, message: &OwnedMessage, reason: &str) {

@@ -14,6 +14,8 @@
 //!   at the committed offset, by a detour on tansu, whose fetches skip the rest of a batch.
 //! - [`batch`]: [`BatchConsumer`] and [`run_steps`], the one shape of a reader that takes a
 //!   batch, processes it and commits past it only when done.
+//! - [`producer`]: [`KafkaProducer`], the producer every Kadence process sends with: a
+//!   future of the broker's answer per record, polled without rdkafka's idle spin.
 //! - [`signal`]: [`shutdown_signal`], the future a process stops on (SIGTERM or SIGINT).
 //! - [`executor_signing`]: executor keys, the HMAC-SHA256 executors sign every record they
 //!   write with (results, logs, beats, dead letters) and the scheduler verifies.
@@ -35,6 +37,7 @@ pub mod closing;
 pub mod dead_letter;
 pub mod executor_signing;
 pub mod failure_log;
+pub mod producer;
 pub mod resume;
 pub mod retry;
 pub mod settings;
@@ -49,6 +52,7 @@ pub use executor_signing::{
     ExecutorAuthError, ExecutorKey, ExecutorKeyError, verify_executor_record,
 };
 pub use failure_log::{FailureLog, Severity};
+pub use producer::{DeliveryFuture, KafkaProducer};
 pub use resume::{ResumePoints, rebalance_resuming};
 pub use retry::{Backoff, is_retriable};
 pub use settings::KafkaSettings;

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::producer::KafkaProducer;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
-use rdkafka::producer::FutureProducer;
 
 /// Which broker a Kadence process talks to, where that changes what its clients must do.
 ///
@@ -107,14 +107,13 @@ impl KafkaSettings {
     /// `linger.ms` stays small because trigger and result latency matter more than batch size
     /// at the rates Kadence produces. A send that times out inside librdkafka (30 s) comes back
     /// as a retriable error for the caller's own retry loop.
-    pub fn idempotent_producer(&self) -> Result<FutureProducer, KafkaError> {
-        self.client_config_with(&[
+    pub fn idempotent_producer(&self) -> Result<KafkaProducer, KafkaError> {
+        KafkaProducer::new(&self.client_config_with(&[
             ("enable.idempotence", "true"),
             ("acks", "all"),
             ("linger.ms", "2"),
             ("message.timeout.ms", "30000"),
-        ])
-        .create()
+        ]))
     }
 }
 

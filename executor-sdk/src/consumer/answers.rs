@@ -22,11 +22,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use kadence_kafka::DeliveryFuture;
 use kadence_kafka::is_retriable;
 use kadence_schemas::ResultRecord;
 use opentelemetry::Context;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::DeliveryFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

@@ -40,9 +40,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kadence_kafka::{DeadLetters, KafkaSettings, RunTracer};
+use kadence_kafka::{DeadLetters, KafkaProducer, KafkaSettings, RunTracer};
 use kadence_schemas::Topics;
-use rdkafka::producer::FutureProducer;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -169,7 +168,7 @@ struct Node {
     topics: Topics,
     kafka: KafkaSettings,
     admin: Arc<TopicAdmin>,
-    producer: FutureProducer,
+    producer: KafkaProducer,
     signed: SignedProducer,
     /// The executor keys the readers check what executors write with.
     keyring: Arc<ExecutorKeyring>,
@@ -336,6 +335,7 @@ impl Node {
             due_tx,
             Arc::clone(&self.clock),
             schedule.emit_lead,
+            schedule.release_round,
             self.metrics.pending_fires.with_label_values(&["wheel"]),
             self.shutdown.clone(),
         ));

@@ -48,6 +48,16 @@ pub struct ScheduleConfig {
     /// time, for executors that do not hold early triggers (every Kadence SDK does).
     #[serde(with = "humantime_serde")]
     pub emit_lead: Duration,
+    /// The wheel releases fires in rounds at most this often, each round taking every fire
+    /// whose release instant (`emit_lead` before its time) has come: one wake-up, one signing
+    /// pass, one produce request and one acknowledgement write for all of them, however the
+    /// fires are spread over the second. A fire never leaves before its release instant and
+    /// at most this much after it, so with the default lead a trigger still reaches the broker
+    /// 980 ms or more before its time. Default `20ms`. With `emit_lead = 0s` this is how late
+    /// a trigger may leave: set `1ms` there if each must leave on its millisecond (at several
+    /// times the CPU per trigger when fires are spread over the second).
+    #[serde(with = "humantime_serde")]
+    pub release_round: Duration,
     /// How often every node reads the fires that stops and schedule edits on other nodes
     /// cancelled, so that it does not emit its copies of them. A fire planned before a stop
     /// and due later than `emit_lead` + this after it is never emitted. Default `250ms`.
@@ -69,6 +79,7 @@ impl Default for ScheduleConfig {
             max_in_flight: 10_000,
             drain_timeout: Duration::from_secs(10),
             emit_lead: Duration::from_secs(1),
+            release_round: Duration::from_millis(20),
             cancel_poll_interval: Duration::from_millis(250),
         }
     }

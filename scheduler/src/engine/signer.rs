@@ -17,10 +17,11 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use kadence_kafka::{DeliveryFuture, KafkaProducer};
 use kadence_kafka::{KeyError, RecordSigner};
 use rdkafka::error::KafkaError;
 use rdkafka::message::OwnedHeaders;
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::producer::FutureRecord;
 use rdkafka::util::Timeout;
 use secrecy::{ExposeSecret, SecretString};
 use tokio_util::sync::CancellationToken;
@@ -194,14 +195,14 @@ const SIGN_ON_THREADS_FROM: usize = 64;
 /// every trigger in turn was the node's limit (41 % of its CPU at 100 000 due per second).
 #[derive(Clone)]
 pub struct SignedProducer {
-    producer: FutureProducer,
+    producer: KafkaProducer,
     signer: Arc<Signer>,
     threads: NonZeroUsize,
 }
 
 impl SignedProducer {
     /// Signs what `producer` sends with `signer`'s key, on one thread.
-    pub fn new(producer: FutureProducer, signer: Arc<Signer>) -> Self {
+    pub fn new(producer: KafkaProducer, signer: Arc<Signer>) -> Self {
         SignedProducer {
             producer,
             signer,
@@ -301,7 +302,6 @@ impl SignedProducer {
             .send(record, Timeout::After(timeout))
             .await
             .map(|_| ())
-            .map_err(|(error, _)| error)
     }
 }
 
@@ -323,11 +323,9 @@ mod tests {
 
     use super::*;
 
-    fn producer() -> FutureProducer {
+    fn producer() -> KafkaProducer {
         // Never connects: the test only signs.
-        ClientConfig::new()
-            .set("bootstrap.servers", "127.0.0.1:1")
-            .create()
+        KafkaProducer::new(ClientConfig::new().set("bootstrap.servers", "127.0.0.1:1"))
             .expect("a producer")
     }
 

@@ -148,9 +148,56 @@ impl TimeWheel {
     }
 }
 
+/// How a driven wheel spaces its releases: at most one round every `round_ms`, each taking
+/// every fire whose release instant has come. Pure arithmetic, so the rule is tested without
+/// time.
+///
+/// Fires spread over the second (each job at its own millisecond, as FIX_RATE jobs and jobs
+/// created at different times fire) would otherwise leave the wheel one at a time, and each
+/// would wake the dispatcher, the producer's threads, the broker and the ack writer on its own:
+/// at 1 000 such fires a second the scheduler spent several times the CPU per trigger of the
+/// same load due on the second, nearly all of it in thread wake-ups. A round is one wake-up,
+/// one signing pass, one produce request per partition and one acknowledgement write for
+/// every fire it holds.
+///
+/// A round never releases a fire before its release instant (`emit_lead` before its time), so
+/// what the lead promises holds as before: no trigger reaches the broker earlier than that,
+/// and a stop still settles `emit_lead + cancel_poll_interval` after it
+/// ([`crate::engine::cancellations`]). A fire waits at most one round past its release
+/// instant instead: with the default lead of 1 s and round of 20 ms it still reaches the
+/// broker 980 ms or more before its time; with no lead it is at most a round late.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReleaseRounds {
+    round_ms: i64,
+}
+
+impl ReleaseRounds {
+    /// Rounds at most every `round`; a zero round releases each millisecond on its own.
+    pub fn new(round: Duration) -> Self {
+        ReleaseRounds {
+            round_ms: millis(round).max(1),
+        }
+    }
+
+    /// When the round after one at `last_round_ms` runs, given the next release instant the
+    /// wheel holds: at that instant, but no sooner than a round after the last.
+    pub fn next_round(&self, last_round_ms: i64, next_release_ms: i64) -> i64 {
+        next_release_ms.max(last_round_ms + self.round_ms)
+    }
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Fires taken from `incoming` per wake-up at most: a pre-read hands over thousands at once,
+/// and each wake-up looks for the next deadline.
+const INTAKE_BATCH: usize = 4096;
+
 /// Drives a wheel: inserts fires from `incoming`, releases each `emit_lead` before its time
-/// into `due`. A full `due` channel (dispatch is behind) holds the wheel back, which in turn
-/// holds back the pre-read loop: backpressure all the way, never a dropped fire.
+/// into `due`, in [`ReleaseRounds`] of `release_round`. A full `due` channel (dispatch is
+/// behind) holds the wheel back, which in turn holds back the pre-read loop: backpressure all
+/// the way, never a dropped fire.
 ///
 /// With a lead, the trigger reaches the broker before its scheduled time and the executor
 /// holds it until `scheduled_at_ms` (see the executor SDK): a burst of thousands of triggers
@@ -164,27 +211,42 @@ pub async fn run_wheel(
     due: mpsc::Sender<PendingFire>,
     clock: Arc<dyn Clock>,
     emit_lead: Duration,
+    release_round: Duration,
     waiting: prometheus::IntGauge,
     shutdown: CancellationToken,
 ) {
-    let lead_ms = i64::try_from(emit_lead.as_millis()).unwrap_or(i64::MAX);
-    let mut wheel = TimeWheel::with_lead(clock.now_ms(), lead_ms);
+    let rounds = ReleaseRounds::new(release_round);
+    let mut wheel = TimeWheel::with_lead(clock.now_ms(), millis(emit_lead));
+    let mut arrived = Vec::with_capacity(INTAKE_BATCH);
+    // No round has run yet: the first may run at once.
+    let mut last_round_ms = i64::MIN / 2;
     loop {
         let now = clock.now_ms();
-        for fire in wheel.advance(now) {
-            if due.send(fire).await.is_err() {
-                return;
+        if now >= last_round_ms + rounds.round_ms {
+            let released = wheel.advance(now);
+            if !released.is_empty() {
+                last_round_ms = now;
+            }
+            for fire in released {
+                if due.send(fire).await.is_err() {
+                    return;
+                }
             }
         }
         waiting.set(wheel.len() as i64);
-        let sleep_for = wheel
-            .next_deadline()
-            .map(|at| Duration::from_millis((at - clock.now_ms()).max(0) as u64));
+        let sleep_for = wheel.next_deadline().map(|at| {
+            let wake_at = rounds.next_round(last_round_ms, at);
+            Duration::from_millis((wake_at - clock.now_ms()).max(0) as u64)
+        });
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            received = incoming.recv() => match received {
-                Some(fire) => wheel.insert(fire),
-                None => return,
+            received = incoming.recv_many(&mut arrived, INTAKE_BATCH) => {
+                if received == 0 {
+                    return;
+                }
+                for fire in arrived.drain(..) {
+                    wheel.insert(fire);
+                }
             },
             _ = tokio::time::sleep(sleep_for.unwrap_or_default()), if sleep_for.is_some() => {}
         }
@@ -273,6 +335,63 @@ mod tests {
         assert_eq!(wheel.next_deadline(), Some(far));
         assert!(wheel.advance(far - 1).is_empty());
         assert_eq!(times(&wheel.advance(far)), vec![far]);
+    }
+
+    /// Drives `wheel` through its rounds as [`run_wheel`] does, each round at the instant
+    /// [`ReleaseRounds::next_round`] gives: the instant of each round and what it released.
+    fn run_rounds(wheel: &mut TimeWheel, rounds: ReleaseRounds) -> Vec<(i64, Vec<i64>)> {
+        let mut last_round = i64::MIN / 2;
+        let mut run = Vec::new();
+        while let Some(next) = wheel.next_deadline() {
+            let at = rounds.next_round(last_round, next);
+            run.push((at, times(&wheel.advance(at))));
+            last_round = at;
+        }
+        run
+    }
+
+    #[test]
+    fn spread_fires_leave_in_rounds_never_before_their_release_instant() {
+        // A fire every millisecond, as a thousand jobs spread over the second fire, with the
+        // default lead: released from 1 ms on, in rounds of 5 ms.
+        let mut wheel = TimeWheel::with_lead(0, 1_000);
+        for at in 1_001..=1_012 {
+            wheel.insert(fire(at));
+        }
+        let run = run_rounds(&mut wheel, ReleaseRounds::new(Duration::from_millis(5)));
+        assert_eq!(
+            run,
+            vec![
+                (1, vec![1_001]),
+                (6, vec![1_002, 1_003, 1_004, 1_005, 1_006]),
+                (11, vec![1_007, 1_008, 1_009, 1_010, 1_011]),
+                (16, vec![1_012]),
+            ]
+        );
+        for (round_at, fires) in &run {
+            for fire_at in fires {
+                let release_at = fire_at - 1_000;
+                assert!(release_at <= *round_at, "fire {fire_at} released early");
+                assert!(
+                    round_at - release_at < 5,
+                    "fire {fire_at} waited a round or more"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_lone_fire_leaves_on_its_millisecond_and_a_zero_round_is_one_millisecond() {
+        let mut wheel = TimeWheel::new(0);
+        for at in [10, 40, 41] {
+            wheel.insert(fire(at));
+        }
+        // Far apart, each leaves on time; 41 waits for the round after 40.
+        let run = run_rounds(&mut wheel, ReleaseRounds::new(Duration::from_millis(2)));
+        assert_eq!(run, vec![(10, vec![10]), (40, vec![40]), (42, vec![41])]);
+        let every_ms = ReleaseRounds::new(Duration::ZERO);
+        assert_eq!(every_ms.next_round(100, 90), 101);
+        assert_eq!(every_ms.next_round(100, 150), 150);
     }
 
     #[test]
