@@ -81,7 +81,10 @@
 //!
 //! The scheduler signs every trigger and control record (Ed25519; key id and signature in
 //! the `kadence.signature.key` and `kadence.signature` headers, over the record's exact bytes
-//! on its topic). Give the executor the scheduler's public key, from `kadence key list`, with
+//! on its topic), or a dispatch round of triggers at once (one signature over the round's
+//! Merkle root in `kadence.signature.round`, each trigger's inclusion proof, bound to its
+//! topic and partition, in `kadence.signature.proof`; a round's signature is checked once).
+//! Both forms are accepted. Give the executor the scheduler's public key, from `kadence key list`, with
 //! [`ExecutorBuilder::trusted_key`] (twice during a key rotation), and it runs only records
 //! signed by a trusted key: a trigger that is unsigned, signed by another key, changed after
 //! signing or copied from another topic goes to `{prefix}.dlq` with the reason instead, and

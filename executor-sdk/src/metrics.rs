@@ -40,10 +40,11 @@ const DURATION_BUCKETS: &[f64] = &[
 ];
 
 /// The kinds of reason a trigger record is dead-lettered for, and a control record ignored.
-pub(crate) const DEAD_LETTER_REASONS: [&str; 6] = [
+pub(crate) const DEAD_LETTER_REASONS: [&str; 7] = [
     "unsigned",
     "unknown_key",
     "bad_signature",
+    "bad_proof",
     "malformed_signature",
     "no_value",
     "undecodable",

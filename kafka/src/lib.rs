@@ -57,5 +57,7 @@ pub use resume::{ResumePoints, rebalance_resuming};
 pub use retry::{Backoff, is_retriable};
 pub use settings::KafkaSettings;
 pub use signal::shutdown_signal;
-pub use signing::{KeyError, PublicKey, RecordSigner, TrustedKeys, VerifyError};
+pub use signing::{
+    KeyError, PublicKey, ROUND_SIGNATURE_LEN, RecordSigner, RoundRecord, TrustedKeys, VerifyError,
+};
 pub use trace::{RunTracer, TraceError};

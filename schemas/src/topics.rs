@@ -117,6 +117,13 @@ pub mod headers {
     /// The Ed25519 signature of a trigger or control record, base64 (standard, padded), over
     /// `kadence-trigger-v1\n{topic}\n{value bytes}`.
     pub const SIGNATURE: &str = "kadence.signature";
+    /// The signature of the dispatch round a trigger was signed in, 104 bytes: the round's
+    /// size (u64, big-endian), its Merkle root (32 bytes) and the Ed25519 signature (64 bytes)
+    /// over `kadence-trigger-round-v1\n{size}{root}`.
+    pub const ROUND_SIGNATURE: &str = "kadence.signature.round";
+    /// A round-signed trigger's place in its round: its index (u64, big-endian), then the
+    /// hashes of its Merkle inclusion proof (RFC 9162), 32 bytes each.
+    pub const ROUND_PROOF: &str = "kadence.signature.proof";
     /// The id of the executor key that signed a record an executor wrote (result, shadow
     /// result, log record, beat, dead letter): 16 lowercase hex digits.
     pub const EXECUTOR_KEY: &str = "kadence.executor.key";

@@ -70,6 +70,7 @@ pub(super) fn refusal_kind(error: &VerifyError) -> &'static str {
         VerifyError::Unsigned => "unsigned",
         VerifyError::UnknownKey { .. } => "unknown_key",
         VerifyError::BadSignature { .. } => "bad_signature",
+        VerifyError::BadProof { .. } => "bad_proof",
         VerifyError::Malformed { .. } => "malformed_signature",
     }
 }

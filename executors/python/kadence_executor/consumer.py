@@ -216,7 +216,9 @@ class Loop:
             self.in_flight += 1
         if self.s.trusted_keys:
             try:
-                self.s.trusted_keys.verify(self.topic, message.value(), message.headers())
+                self.s.trusted_keys.verify(
+                    self.topic, message.partition(), message.value(), message.headers()
+                )
             except VerifyError as error:
                 return self._dead_letter(message, f"refused trigger record: {error}")
         if message.value() is None:

@@ -78,7 +78,7 @@ class ControlReader(threading.Thread):
         trusted = self.settings.trusted_keys
         if trusted:
             try:
-                trusted.verify(self.topic, message.value(), message.headers())
+                trusted.verify(self.topic, message.partition(), message.value(), message.headers())
             except VerifyError as error:
                 log.warning("ignoring a control record that fails verification: %s", error)
                 return

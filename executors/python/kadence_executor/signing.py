@@ -7,6 +7,16 @@ someone else wrote to the topic never runs. The signature covers
 first 8 bytes of the SHA-256 of the 32-byte public key, 16 hex digits) and
 ``kadence.signature`` (base64, standard, padded) carry it.
 
+A trigger may instead be signed with the rest of its dispatch round: the scheduler signs the
+Merkle root (RFC 6962, SHA-256) of the round's records once, and each record carries that
+signature in ``kadence.signature.round`` (104 bytes: the round's size as a big-endian u64, its
+root, the Ed25519 signature over ``kadence-trigger-round-v1\n{size}{root}``) and its own
+inclusion proof in ``kadence.signature.proof`` (its index as a big-endian u64, then the
+RFC 9162 path, 32 bytes a hash). A leaf is the record where it was produced:
+``SHA-256(0x00 || kadence-trigger-leaf-v1\n{topic}\n{partition}\n{value})``. The proof is
+checked for every record, the round's signature once (``TrustedKeys`` remembers the rounds it
+checked).
+
 To the scheduler: every record the executor writes (results, shadow results, log records,
 beats, dead letters) is signed with its app's *executor key* (``ExecutorKey``), so that nobody
 else who can write ``{prefix}.results`` completes runs, or steers routing through
@@ -37,10 +47,17 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 SIGNATURE_KEY = "kadence.signature.key"
 SIGNATURE = "kadence.signature"
+ROUND_SIGNATURE = "kadence.signature.round"
+ROUND_PROOF = "kadence.signature.proof"
 EXECUTOR_KEY = "kadence.executor.key"
 EXECUTOR_SIGNATURE = "kadence.executor.signature"
 _DOMAIN = b"kadence-trigger-v1\n"
 _EXECUTOR_DOMAIN = b"kadence-executor-v1\n"
+_ROUND_DOMAIN = b"kadence-trigger-round-v1\n"
+_LEAF_DOMAIN = b"kadence-trigger-leaf-v1\n"
+_ROUND_SIGNATURE_LENGTH = 104
+_HASH_LENGTH = 32
+_VERIFIED_ROUNDS_LIMIT = 4096
 _KEY_ID = re.compile(r"[0-9a-f]{16}")
 _SECRET_CHARS = re.compile(r"[A-Za-z0-9_-]*")
 _SECRET_LENGTH = 43  # 32 bytes, base64url without padding
@@ -64,11 +81,47 @@ def signed_message(topic, value):
     return _DOMAIN + topic.encode() + b"\n" + value
 
 
+def leaf_hash(topic, partition, value):
+    """The Merkle leaf of a round-signed record: where it was produced and its value."""
+    record = _LEAF_DOMAIN + topic.encode() + b"\n" + str(partition).encode() + b"\n" + value
+    return hashlib.sha256(b"\x00" + record).digest()
+
+
+def _node_hash(left, right):
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def root_from_proof(leaf, index, size, path):
+    """The root the inclusion proof `path` (a list of 32-byte hashes) leads to from `leaf` at
+    `index` of a tree of `size` leaves, RFC 9162 section 2.1.3.2; None when it leads nowhere
+    (an index out of range, a path too long or too short)."""
+    if index >= size:
+        return None
+    fn, sn, hashed = index, size - 1, leaf
+    for sibling in path:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            hashed = _node_hash(sibling, hashed)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            hashed = _node_hash(hashed, sibling)
+        fn >>= 1
+        sn >>= 1
+    return hashed if sn == 0 else None
+
+
 class TrustedKeys:
     """The scheduler keys whose signatures an executor accepts (several during a rotation)."""
 
     def __init__(self, base64_keys=()):
         self._keys = {}
+        # Round signatures checked already, by key id and header: a round's other records
+        # need only their proofs. Started again empty when full (at most one more check per
+        # round still arriving).
+        self._verified_rounds = set()
         for text in base64_keys:
             try:
                 raw = base64.b64decode(text.strip(), validate=True)
@@ -85,13 +138,16 @@ class TrustedKeys:
     def key_ids(self):
         return sorted(self._keys)
 
-    def verify(self, topic, value, headers):
-        """Returns the id of the trusted key that signed `value` on `topic`, or raises
-        VerifyError. `headers` is the record's list of (name, bytes); the last one of a name
-        wins, as Kafka's ``lastHeader`` reads them."""
+    def verify(self, topic, partition, value, headers):
+        """Returns the id of the trusted key that signed `value` on `topic` (and, for a
+        round-signed record, `partition`), or raises VerifyError. `headers` is the record's
+        list of (name, bytes); the last one of a name wins, as Kafka's ``lastHeader`` reads
+        them. A record with a ``kadence.signature.round`` header is checked as round-signed."""
         found = {}
         for name, header_value in headers or ():
             found[name] = header_value or b""
+        if ROUND_SIGNATURE in found:
+            return self._verify_round(topic, partition, value or b"", found)
         signer, signature = found.get(SIGNATURE_KEY), found.get(SIGNATURE)
         if signer is None and signature is None:
             raise VerifyError(
@@ -102,6 +158,21 @@ class TrustedKeys:
         for name, present in ((SIGNATURE, signature), (SIGNATURE_KEY, signer)):
             if present is None:
                 raise _malformed(name, "missing while the other signature header is there")
+        signer, key = self._trusted(signer)
+        try:
+            raw = base64.b64decode(signature, validate=True)
+        except binascii.Error as error:
+            raise _malformed(SIGNATURE, f"not base64: {error}") from None
+        if len(raw) != 64:
+            raise _malformed(SIGNATURE, f"{len(raw)} bytes instead of 64")
+        try:
+            key.verify(raw, signed_message(topic, value or b""))
+        except InvalidSignature:
+            raise _bad_signature(signer) from None
+        return signer
+
+    def _trusted(self, signer):
+        """The key id in the header's bytes `signer`, and the trusted key it names."""
         try:
             signer = signer.decode()
         except UnicodeDecodeError:
@@ -115,21 +186,57 @@ class TrustedKeys:
                 "(forged, or signed by a newer scheduler key: add its public key from "
                 "`kadence key list`)",
             )
-        try:
-            raw = base64.b64decode(signature, validate=True)
-        except binascii.Error as error:
-            raise _malformed(SIGNATURE, f"not base64: {error}") from None
-        if len(raw) != 64:
-            raise _malformed(SIGNATURE, f"{len(raw)} bytes instead of 64")
-        try:
-            key.verify(raw, signed_message(topic, value or b""))
-        except InvalidSignature:
+        return signer, key
+
+    def _verify_round(self, topic, partition, value, found):
+        """A round-signed record, checked in the protocol's order: the key id, the two
+        headers' shapes, the proof, the round's signature (once per round)."""
+        signer = found.get(SIGNATURE_KEY)
+        if signer is None:
+            raise _malformed(SIGNATURE_KEY, "missing while the other signature header is there")
+        signer, key = self._trusted(signer)
+        round_signature = bytes(found[ROUND_SIGNATURE])
+        if len(round_signature) != _ROUND_SIGNATURE_LENGTH:
+            raise _malformed(
+                ROUND_SIGNATURE,
+                f"{len(round_signature)} bytes instead of {_ROUND_SIGNATURE_LENGTH}",
+            )
+        proof = found.get(ROUND_PROOF)
+        if proof is None:
+            raise _malformed(ROUND_PROOF, f"missing while {ROUND_SIGNATURE} is there")
+        if len(proof) < 8 or (len(proof) - 8) % _HASH_LENGTH:
+            raise _malformed(
+                ROUND_PROOF, f"{len(proof)} bytes, not an 8-byte index and 32-byte hashes"
+            )
+        size = int.from_bytes(round_signature[:8], "big")
+        path = [proof[at : at + _HASH_LENGTH] for at in range(8, len(proof), _HASH_LENGTH)]
+        root = root_from_proof(
+            leaf_hash(topic, partition, value), int.from_bytes(proof[:8], "big"), size, path
+        )
+        if root is None or not hmac.compare_digest(root, round_signature[8:40]):
             raise VerifyError(
-                "bad_signature",
-                f"bad signature by key {signer}: the record was changed after signing, copied "
-                "from another topic, or forged",
-            ) from None
+                "bad_proof",
+                f"bad round proof by key {signer}: the record was changed after signing, moved "
+                "to another topic or partition, or forged",
+            )
+        remembered = (signer, round_signature)
+        if remembered not in self._verified_rounds:
+            try:
+                key.verify(round_signature[40:], _ROUND_DOMAIN + round_signature[:40])
+            except InvalidSignature:
+                raise _bad_signature(signer) from None
+            if len(self._verified_rounds) >= _VERIFIED_ROUNDS_LIMIT:
+                self._verified_rounds.clear()
+            self._verified_rounds.add(remembered)
         return signer
+
+
+def _bad_signature(signer):
+    return VerifyError(
+        "bad_signature",
+        f"bad signature by key {signer}: the record was changed after signing, copied from "
+        "another topic, or forged",
+    )
 
 
 def _malformed(header, reason):

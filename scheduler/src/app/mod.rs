@@ -274,7 +274,8 @@ impl Node {
         metrics.register(database.collectors());
         Ok(Node {
             signed: SignedProducer::new(producer.clone(), Arc::new(signer))
-                .with_signing_threads(config.signing.signing_threads()),
+                .with_signing_threads(config.signing.signing_threads())
+                .signing_triggers(config.signing.trigger_signatures),
             tracer,
             keyring,
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),

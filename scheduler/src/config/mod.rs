@@ -63,7 +63,7 @@ pub use registry::RegistryConfig;
 pub use replay::ReplayConfig;
 pub use retention::RetentionConfig;
 pub use schedule::ScheduleConfig;
-pub use signing::SigningConfig;
+pub use signing::{SigningConfig, TriggerSignatures};
 pub use telemetry::TelemetryConfig;
 
 /// Everything `kadence serve` needs.

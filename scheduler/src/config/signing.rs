@@ -5,6 +5,18 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// How trigger records are signed (PROTOCOL.md section 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TriggerSignatures {
+    /// Each trigger signed alone: what every executor understands.
+    Record,
+    /// One signature per dispatch round, each trigger carrying its proof of inclusion in the
+    /// round: a fraction of the signing and verifying per trigger. Executors built before
+    /// round signatures refuse such triggers (to the DLQ): upgrade every executor first.
+    Round,
+}
+
 /// How the nodes keep their signing key current (see [`crate::engine::signer`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -25,6 +37,14 @@ pub struct SigningConfig {
     /// read (for the time of a rolling upgrade: upgrade the executors first). Default `1h`.
     #[serde(with = "humantime_serde")]
     pub trigger_validity: Duration,
+    /// `record` signs each trigger alone; `round` signs each dispatch round of triggers once,
+    /// every trigger carrying its proof of inclusion (an executor still checks each trigger
+    /// alone, and each round's signature once). `round` costs the scheduler and the executors
+    /// a fraction of the CPU per trigger, but executors of a Kadence version before round
+    /// signatures refuse such triggers: switch once every executor is upgraded (the Rust,
+    /// Python and Java SDKs and the XXL-JOB bridge of this version accept both). Default
+    /// `record`.
+    pub trigger_signatures: TriggerSignatures,
 }
 
 impl Default for SigningConfig {
@@ -33,6 +53,7 @@ impl Default for SigningConfig {
             key_refresh_interval: Duration::from_secs(10),
             threads: None,
             trigger_validity: Duration::from_secs(3600),
+            trigger_signatures: TriggerSignatures::Record,
         }
     }
 }

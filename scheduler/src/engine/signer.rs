@@ -17,8 +17,7 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use kadence_kafka::{DeliveryFuture, KafkaProducer};
-use kadence_kafka::{KeyError, RecordSigner};
+use kadence_kafka::{DeliveryFuture, KafkaProducer, KeyError, RecordSigner, RoundRecord};
 use rdkafka::error::KafkaError;
 use rdkafka::message::OwnedHeaders;
 use rdkafka::producer::FutureRecord;
@@ -26,6 +25,7 @@ use rdkafka::util::Timeout;
 use secrecy::{ExposeSecret, SecretString};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::TriggerSignatures;
 use crate::store::{NewSigningKey, SigningKeys, StoreError, StoredSigningKey};
 
 /// The signing key could not be made, read or used.
@@ -198,6 +198,7 @@ pub struct SignedProducer {
     producer: KafkaProducer,
     signer: Arc<Signer>,
     threads: NonZeroUsize,
+    triggers: TriggerSignatures,
 }
 
 impl SignedProducer {
@@ -207,7 +208,14 @@ impl SignedProducer {
             producer,
             signer,
             threads: NonZeroUsize::MIN,
+            triggers: TriggerSignatures::Record,
         }
+    }
+
+    /// The same producer signing what [`sign_all`](Self::sign_all) is given in the form
+    /// `triggers`: each record alone, or the batch as one round.
+    pub fn signing_triggers(self, triggers: TriggerSignatures) -> Self {
+        SignedProducer { triggers, ..self }
     }
 
     /// The same producer signing batches on `threads` threads.
@@ -220,10 +228,17 @@ impl SignedProducer {
         &self.signer
     }
 
-    /// Signs `records` with the current key, in order: a large batch is split over the
-    /// signing threads, a small one signed here.
+    /// Signs `records` with the current key, in order: as one round (see
+    /// [`kadence_kafka::RecordSigner::round_headers`]) when so configured and every record
+    /// names its partition; otherwise each alone, a large batch split over the signing
+    /// threads, a small one signed here.
     pub async fn sign_all(&self, records: Vec<OutgoingRecord>) -> Vec<SignedRecord> {
         let key = self.signer.current();
+        if self.triggers == TriggerSignatures::Round
+            && records.iter().all(|record| record.partition.is_some())
+        {
+            return sign_round(&key, records);
+        }
         let threads = self.threads.get();
         if threads == 1 || records.len() < SIGN_ON_THREADS_FROM {
             return sign_each(&key, records);
@@ -305,6 +320,26 @@ impl SignedProducer {
     }
 }
 
+/// Signs `records`, every one with a partition, as one round. One signature and a Merkle
+/// tree of a few hundred hashes at most: no reason to hand it to the signing threads.
+fn sign_round(key: &RecordSigner, records: Vec<OutgoingRecord>) -> Vec<SignedRecord> {
+    let round: Vec<RoundRecord<'_>> = records
+        .iter()
+        .map(|record| RoundRecord {
+            topic: &record.topic,
+            partition: record.partition.unwrap_or_default(),
+            value: &record.payload,
+        })
+        .collect();
+    let headers = key.round_headers(&round);
+    drop(round);
+    records
+        .into_iter()
+        .zip(headers)
+        .map(|(record, headers)| SignedRecord { headers, record })
+        .collect()
+}
+
 fn sign_each(key: &RecordSigner, records: Vec<OutgoingRecord>) -> Vec<SignedRecord> {
     records
         .into_iter()
@@ -375,5 +410,53 @@ mod tests {
                 assert!(other_topic.is_err(), "signed for its own topic only");
             }
         }
+    }
+
+    #[tokio::test]
+    async fn signing_by_the_round_gives_every_record_the_rounds_signature_and_its_own_proof() {
+        use kadence_schemas::headers::{ROUND_PROOF, ROUND_SIGNATURE, SIGNATURE, SIGNATURE_KEY};
+        let key = RecordSigner::generate().unwrap();
+        let trusted = TrustedKeys::new([key.public_key()]);
+        let producer = SignedProducer::new(producer(), Arc::new(Signer::new(key)))
+            .signing_triggers(TriggerSignatures::Round);
+        let records: Vec<OutgoingRecord> = (0..5)
+            .map(|index| OutgoingRecord {
+                topic: "kadence.triggers.app".to_owned(),
+                key: index.to_string(),
+                payload: format!("value {index}").into_bytes(),
+                partition: Some(index % 2),
+                route: None,
+            })
+            .collect();
+        let signed = producer.sign_all(records.clone()).await;
+        let round = header(&signed[0], ROUND_SIGNATURE).expect("a round signature");
+        for (original, signed) in records.iter().zip(&signed) {
+            assert_eq!(signed.record().key, original.key, "order kept");
+            assert_eq!(
+                header(signed, ROUND_SIGNATURE),
+                Some(round),
+                "one signature"
+            );
+            assert!(header(signed, SIGNATURE).is_none());
+            let verified = trusted.verify_round(
+                RoundRecord {
+                    topic: &original.topic,
+                    partition: original.partition.unwrap(),
+                    value: &original.payload,
+                },
+                header(signed, SIGNATURE_KEY),
+                round,
+                header(signed, ROUND_PROOF),
+            );
+            assert!(verified.is_ok(), "record {}: {verified:?}", original.key);
+        }
+        // A record without a partition (none comes from dispatch) is signed alone.
+        let unplaced = OutgoingRecord {
+            partition: None,
+            ..records[0].clone()
+        };
+        let alone = producer.sign_all(vec![unplaced]).await;
+        assert!(header(&alone[0], SIGNATURE).is_some());
+        assert!(header(&alone[0], ROUND_SIGNATURE).is_none());
     }
 }

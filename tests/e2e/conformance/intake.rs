@@ -106,15 +106,7 @@ async fn each_check_refuses_in_the_protocols_order(executor: Implementation) {
 
     let letters = dead_letters_by_key(&app, CASES.len()).await;
     for (case, reason) in CASES {
-        let letter = letters
-            .iter()
-            .find(|letter| letter.key() == Some(case.as_bytes()))
-            .unwrap_or_else(|| panic!("no dead letter of {case}"));
-        let written = header_text(letter, headers::DLQ_REASON);
-        assert!(
-            written.starts_with(reason),
-            "{case}: {written:?} should start with {reason:?}"
-        );
+        assert_refused_as(&letters, case, reason);
     }
     let upper = letters
         .iter()
@@ -177,6 +169,19 @@ async fn produce(
         .await
         .map_err(|(error, _)| error)
         .expect("produce");
+}
+
+/// Asserts that among `letters` the one keyed `case` gives a reason starting with `reason`.
+pub(super) fn assert_refused_as(letters: &[OwnedMessage], case: &str, reason: &str) {
+    let letter = letters
+        .iter()
+        .find(|letter| letter.key() == Some(case.as_bytes()))
+        .unwrap_or_else(|| panic!("no dead letter of {case}"));
+    let written = header_text(letter, headers::DLQ_REASON);
+    assert!(
+        written.starts_with(reason),
+        "{case}: {written:?} should start with {reason:?}"
+    );
 }
 
 /// The dead letters on `{prefix}.dlq` once there are `count` of them.

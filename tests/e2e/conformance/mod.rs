@@ -20,6 +20,10 @@
 //! - `logs`: a run of 1 000 lines of 4 000 bytes shipped in records of at most 256 KiB of
 //!   line text, every line on `{p}.logs` when the result appears on `{p}.results`, and a
 //!   trigger run twice (handed back in a rebalance) showing the log of the run that finished.
+//! - `rounds`: triggers signed by the round, from the scheduler and by hand (two rounds
+//!   interleaved and reversed) all run; one moved to another partition, one with a changed
+//!   path, one with a changed round signature and a round signed by an untrusted (retired)
+//!   key are refused with the protocol's reasons.
 //! - `intake`: the order of the checks on a received trigger (signature, value, framing,
 //!   decoding) told by the reasons of the records refused, and dead letters that keep the
 //!   original's headers.
@@ -68,6 +72,7 @@ mod intake;
 mod lifecycle;
 mod logs;
 pub(crate) mod process;
+mod rounds;
 mod runs;
 mod scripts;
 mod shadow;

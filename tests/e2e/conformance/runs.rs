@@ -392,7 +392,7 @@ pub(super) async fn stage_verifying(
 }
 /// A trigger of the `describe` handler of `job_id`, made by hand as the scheduler would make
 /// it (no validity window), for a run the scheduler does not know (log id 1).
-fn hand_made_trigger(
+pub(super) fn hand_made_trigger(
     job_id: JobId,
     app_name: &str,
     trigger_type: TriggerType,
@@ -433,7 +433,7 @@ async fn produce_signed(app: &TestApp, app_name: &str, job_id: JobId, bytes: &[u
 }
 
 /// The result of trigger `trigger_id`, once it is on the results topic.
-async fn result_of(app: &TestApp, trigger_id: &TriggerId) -> ResultRecord {
+pub(super) async fn result_of(app: &TestApp, trigger_id: &TriggerId) -> ResultRecord {
     let results_topic = format!("{}.results", app.prefix);
     wait_for(
         Duration::from_secs(60),

@@ -101,7 +101,8 @@ public final class ControlReader implements Runnable {
     private void forward(ConsumerRecord<byte[], byte[]> record) {
         if (!settings.trustedKeys().isEmpty()) {
             try {
-                settings.trustedKeys().verify(settings.controlTopic(), record.value(), record.headers());
+                settings.trustedKeys().verify(settings.controlTopic(), record.partition(), record.value(),
+                        record.headers());
             } catch (VerifyException refused) {
                 metrics.controlRefused(refused.kind()).increment();
                 LOG.warn("ignoring a control record that fails verification: {}", refused.getMessage());

@@ -51,7 +51,7 @@ final class Intake {
     Verdict admit(ConsumerRecord<byte[], byte[]> record, long nowMs) {
         if (!trustedKeys.isEmpty()) {
             try {
-                trustedKeys.verify(topic, record.value(), record.headers());
+                trustedKeys.verify(topic, record.partition(), record.value(), record.headers());
             } catch (VerifyException refused) {
                 return new CannotTake(refused.kind(), "refused trigger record: " + refused.getMessage());
             }

@@ -41,7 +41,7 @@ public final class Metrics {
             {0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0};
     /** The kinds of reason a trigger is dead-lettered (or skipped) for, and a control record ignored. */
     public static final String[] REASONS =
-            {"unsigned", "unknown_key", "bad_signature", "malformed_signature", "no_value", "undecodable"};
+            {"unsigned", "unknown_key", "bad_signature", "bad_proof", "malformed_signature", "no_value", "undecodable"};
     /** Weight of the newest run in a partition's mean run duration (about the last ten runs). */
     private static final double RUN_WEIGHT = 0.2;
 

@@ -7,11 +7,14 @@ import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.bouncycastle.math.ec.rfc8032.Ed25519;
@@ -32,13 +35,32 @@ import org.bouncycastle.math.ec.rfc8032.Ed25519;
  * base64 or not 64 bytes → malformed; then the signature itself over
  * {@code kadence-trigger-v1\n{topic}\n{value}}, a null value verified as zero bytes. Of
  * repeated headers the last one counts, as Kafka's {@code lastHeader} reads them.
+ *
+ * <p>A record with a {@code kadence.signature.round} header was signed with the rest of its
+ * dispatch round: the scheduler signed the RFC 6962 Merkle root (SHA-256) of the round's records
+ * once. That header holds the round's size (big-endian long), root and Ed25519 signature over
+ * {@code kadence-trigger-round-v1\n{size}{root}}, 104 bytes; {@code kadence.signature.proof}
+ * holds the record's index (big-endian long) and its RFC 9162 inclusion path, 32 bytes a hash.
+ * A leaf is {@code SHA-256(0x00 || kadence-trigger-leaf-v1\n{topic}\n{partition}\n{value})}.
+ * Checks, in order: the key id as above, the two headers' lengths, the proof, then the round's
+ * signature, checked once per round and remembered.
  */
 public final class TrustedKeys {
     public static final String SIGNATURE_KEY = "kadence.signature.key";
     public static final String SIGNATURE = "kadence.signature";
+    public static final String ROUND_SIGNATURE = "kadence.signature.round";
+    public static final String ROUND_PROOF = "kadence.signature.proof";
     private static final byte[] DOMAIN = "kadence-trigger-v1\n".getBytes(StandardCharsets.UTF_8);
+    private static final byte[] ROUND_DOMAIN = "kadence-trigger-round-v1\n".getBytes(StandardCharsets.UTF_8);
+    private static final byte[] LEAF_DOMAIN = "kadence-trigger-leaf-v1\n".getBytes(StandardCharsets.UTF_8);
+    private static final int ROUND_SIGNATURE_LENGTH = 104;
+    private static final int HASH_LENGTH = 32;
+    /** Rounds remembered at most; then the set starts again empty (one more check per round still arriving). */
+    private static final int VERIFIED_ROUNDS_LIMIT = 4096;
 
     private final Map<String, Ed25519.PublicPoint> keys;
+    /** Round signatures checked already, by key id and header (hex): a round's other records need only their proofs. */
+    private final Set<String> verifiedRounds = ConcurrentHashMap.newKeySet();
 
     private TrustedKeys(Map<String, Ed25519.PublicPoint> keys) {
         this.keys = keys;
@@ -77,12 +99,7 @@ public final class TrustedKeys {
 
     /** The id of a 32-byte public key: the first 8 bytes of its SHA-256, lowercase hex. */
     public static String keyId(byte[] raw) {
-        try {
-            byte[] digest = MessageDigest.getInstance("SHA-256").digest(raw);
-            return HexFormat.of().formatHex(digest, 0, 8);
-        } catch (GeneralSecurityException impossible) {
-            throw new IllegalStateException("every JDK has SHA-256", impossible);
-        }
+        return HexFormat.of().formatHex(sha256().digest(raw), 0, 8);
     }
 
     public boolean isEmpty() {
@@ -93,8 +110,15 @@ public final class TrustedKeys {
         return new ArrayList<>(keys.keySet());
     }
 
-    /** Returns the id of the trusted key that signed {@code value} on {@code topic}, or throws. */
-    public String verify(String topic, byte[] value, Headers headers) throws VerifyException {
+    /**
+     * Returns the id of the trusted key that signed {@code value} on {@code topic} (and, for a
+     * round-signed record, {@code partition}), or throws.
+     */
+    public String verify(String topic, int partition, byte[] value, Headers headers) throws VerifyException {
+        byte[] round = last(headers, ROUND_SIGNATURE);
+        if (round != null) {
+            return verifyRound(topic, partition, value == null ? new byte[0] : value, headers, round);
+        }
         byte[] signer = last(headers, SIGNATURE_KEY);
         byte[] signature = last(headers, SIGNATURE);
         if (signer == null && signature == null) {
@@ -107,21 +131,8 @@ public final class TrustedKeys {
         if (signer == null) {
             throw malformed(SIGNATURE_KEY, "missing while the other signature header is there");
         }
-        String keyId;
-        try {
-            keyId = StandardCharsets.UTF_8.newDecoder()
-                    .onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT)
-                    .decode(ByteBuffer.wrap(signer)).toString();
-        } catch (CharacterCodingException error) {
-            throw malformed(SIGNATURE_KEY, "not UTF-8 text");
-        }
-        Ed25519.PublicPoint key = keys.get(keyId);
-        if (key == null) {
-            throw new VerifyException("unknown_key", "signed by unknown key " + printable(keyId)
-                    + ": not one of this executor's trusted keys (forged, or signed by a newer scheduler key: "
-                    + "add its public key from `kadence key list`)");
-        }
+        String keyId = keyIdOf(signer);
+        Ed25519.PublicPoint key = trusted(keyId);
         byte[] raw;
         try {
             raw = Base64.getDecoder().decode(signature);
@@ -133,10 +144,136 @@ public final class TrustedKeys {
         }
         byte[] message = signedMessage(topic, value);
         if (!Ed25519.verify(raw, 0, key, message, 0, message.length)) {
-            throw new VerifyException("bad_signature", "bad signature by key " + keyId
-                    + ": the record was changed after signing, copied from another topic, or forged");
+            throw badSignature(keyId);
         }
         return keyId;
+    }
+
+    private String verifyRound(String topic, int partition, byte[] value, Headers headers, byte[] round)
+            throws VerifyException {
+        byte[] signer = last(headers, SIGNATURE_KEY);
+        if (signer == null) {
+            throw malformed(SIGNATURE_KEY, "missing while the other signature header is there");
+        }
+        String keyId = keyIdOf(signer);
+        Ed25519.PublicPoint key = trusted(keyId);
+        if (round.length != ROUND_SIGNATURE_LENGTH) {
+            throw malformed(ROUND_SIGNATURE, round.length + " bytes instead of " + ROUND_SIGNATURE_LENGTH);
+        }
+        byte[] proof = last(headers, ROUND_PROOF);
+        if (proof == null) {
+            throw malformed(ROUND_PROOF, "missing while " + ROUND_SIGNATURE + " is there");
+        }
+        if (proof.length < 8 || (proof.length - 8) % HASH_LENGTH != 0) {
+            throw malformed(ROUND_PROOF, proof.length + " bytes, not an 8-byte index and 32-byte hashes");
+        }
+        long size = ByteBuffer.wrap(round, 0, 8).getLong();
+        long index = ByteBuffer.wrap(proof, 0, 8).getLong();
+        byte[] root = rootFromProof(leafHash(topic, partition, value), index, size, proof);
+        if (root == null || !MessageDigest.isEqual(root, Arrays.copyOfRange(round, 8, 8 + HASH_LENGTH))) {
+            throw new VerifyException("bad_proof", "bad round proof by key " + keyId
+                    + ": the record was changed after signing, moved to another topic or partition, or forged");
+        }
+        String remembered = keyId + "/" + HexFormat.of().formatHex(round);
+        if (!verifiedRounds.contains(remembered)) {
+            byte[] message = ByteBuffer.allocate(ROUND_DOMAIN.length + 8 + HASH_LENGTH)
+                    .put(ROUND_DOMAIN).put(round, 0, 8 + HASH_LENGTH).array();
+            if (!Ed25519.verify(round, 8 + HASH_LENGTH, key, message, 0, message.length)) {
+                throw badSignature(keyId);
+            }
+            if (verifiedRounds.size() >= VERIFIED_ROUNDS_LIMIT) {
+                verifiedRounds.clear();
+            }
+            verifiedRounds.add(remembered);
+        }
+        return keyId;
+    }
+
+    /** The Merkle leaf of a round-signed record: where it was produced and its value. */
+    public static byte[] leafHash(String topic, int partition, byte[] value) {
+        MessageDigest sha256 = sha256();
+        sha256.update((byte) 0x00);
+        sha256.update(LEAF_DOMAIN);
+        sha256.update(topic.getBytes(StandardCharsets.UTF_8));
+        sha256.update((byte) '\n');
+        sha256.update(Integer.toString(partition).getBytes(StandardCharsets.UTF_8));
+        sha256.update((byte) '\n');
+        sha256.update(value);
+        return sha256.digest();
+    }
+
+    /**
+     * The root the inclusion path in {@code proof} (after its 8-byte index) leads to from
+     * {@code leaf} at {@code index} of a tree of {@code size} leaves, RFC 9162 section 2.1.3.2;
+     * null when it leads nowhere (an index out of range, a path too long or too short).
+     */
+    static byte[] rootFromProof(byte[] leaf, long index, long size, byte[] proof) {
+        if (index < 0 || size <= 0 || Long.compareUnsigned(index, size) >= 0) {
+            return null;
+        }
+        long fn = index;
+        long sn = size - 1;
+        byte[] hashed = leaf;
+        for (int at = 8; at < proof.length; at += HASH_LENGTH) {
+            if (sn == 0) {
+                return null;
+            }
+            byte[] sibling = Arrays.copyOfRange(proof, at, at + HASH_LENGTH);
+            if ((fn & 1) == 1 || fn == sn) {
+                hashed = nodeHash(sibling, hashed);
+                while ((fn & 1) == 0 && fn != 0) {
+                    fn >>= 1;
+                    sn >>= 1;
+                }
+            } else {
+                hashed = nodeHash(hashed, sibling);
+            }
+            fn >>= 1;
+            sn >>= 1;
+        }
+        return sn == 0 ? hashed : null;
+    }
+
+    private static byte[] nodeHash(byte[] left, byte[] right) {
+        MessageDigest sha256 = sha256();
+        sha256.update((byte) 0x01);
+        sha256.update(left);
+        sha256.update(right);
+        return sha256.digest();
+    }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (GeneralSecurityException impossible) {
+            throw new IllegalStateException("every JDK has SHA-256", impossible);
+        }
+    }
+
+    private static String keyIdOf(byte[] signer) throws VerifyException {
+        try {
+            return StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(signer)).toString();
+        } catch (CharacterCodingException error) {
+            throw malformed(SIGNATURE_KEY, "not UTF-8 text");
+        }
+    }
+
+    private Ed25519.PublicPoint trusted(String keyId) throws VerifyException {
+        Ed25519.PublicPoint key = keys.get(keyId);
+        if (key == null) {
+            throw new VerifyException("unknown_key", "signed by unknown key " + printable(keyId)
+                    + ": not one of this executor's trusted keys (forged, or signed by a newer scheduler key: "
+                    + "add its public key from `kadence key list`)");
+        }
+        return key;
+    }
+
+    private static VerifyException badSignature(String keyId) {
+        return new VerifyException("bad_signature", "bad signature by key " + keyId
+                + ": the record was changed after signing, copied from another topic, or forged");
     }
 
     /** The bytes a trigger's or control record's signature covers. */

@@ -37,10 +37,10 @@ class SigningTest {
         assertEquals(List.of("56475aa75463474c"), keys.keyIds());
         byte[] value = HexFormat.of().parseHex("00000007d168656c6c6f");
         String signature = "qQTx6Hv12jVDwGc6zcEGNHFJ4ko+mfkdtHRtBQ8tDjKgax79mWZK0rF7ODAuz5VFtvoL4qs4e0pswhtZbuxcAA==";
-        assertEquals("56475aa75463474c", keys.verify("kadence.triggers.billing", value,
+        assertEquals("56475aa75463474c", keys.verify("kadence.triggers.billing", 0, value,
                 headers("56475aa75463474c", signature)));
         assertEquals("bad_signature", assertThrows(VerifyException.class,
-                () -> keys.verify("kadence.triggers.other", value, headers("56475aa75463474c", signature))).kind());
+                () -> keys.verify("kadence.triggers.other", 0, value, headers("56475aa75463474c", signature))).kind());
     }
 
     /** 32 bytes that are no usable Ed25519 key are refused when the executor is built, not at
@@ -89,7 +89,7 @@ class SigningTest {
         signer.update(TrustedKeys.signedMessage("kadence.triggers.app", value));
         String signature = Base64.getEncoder().encodeToString(signer.sign());
 
-        assertEquals(id, keys.verify("kadence.triggers.app", value, headers(id, signature)));
+        assertEquals(id, keys.verify("kadence.triggers.app", 0, value, headers(id, signature)));
         assertRefused(keys, value, new RecordHeaders(), "unsigned", "unsigned record: it has no kadence.signature "
                 + "headers, and this executor runs only records signed by a trusted scheduler key");
         assertRefused(keys, value, headers(id, null), "malformed_signature",
@@ -102,20 +102,20 @@ class SigningTest {
         assertRefused(keys, value, binaryId, "malformed_signature",
                 "malformed signature header kadence.signature.key: not UTF-8 text");
         VerifyException upper = assertThrows(VerifyException.class,
-                () -> keys.verify("kadence.triggers.app", value, headers(id.toUpperCase(), signature)));
+                () -> keys.verify("kadence.triggers.app", 0, value, headers(id.toUpperCase(), signature)));
         assertEquals("unknown_key", upper.kind());
         assertTrue(upper.getMessage().startsWith("signed by unknown key " + id.toUpperCase() + ": "));
         assertEquals("malformed_signature", assertThrows(VerifyException.class,
-                () -> keys.verify("kadence.triggers.app", value, headers(id, "not base64!"))).kind());
+                () -> keys.verify("kadence.triggers.app", 0, value, headers(id, "not base64!"))).kind());
         assertRefused(keys, value, headers(id, "AAAA"), "malformed_signature",
                 "malformed signature header kadence.signature: 3 bytes instead of 64");
         VerifyException moved = assertThrows(VerifyException.class,
-                () -> keys.verify("kadence.triggers.other", value, headers(id, signature)));
+                () -> keys.verify("kadence.triggers.other", 0, value, headers(id, signature)));
         assertEquals("bad_signature", moved.kind());
         assertTrue(moved.getMessage().startsWith("bad signature by key " + id + ": "));
         // A null value is verified as zero bytes.
         assertEquals("bad_signature", assertThrows(VerifyException.class,
-                () -> keys.verify("kadence.triggers.app", null, headers(id, signature))).kind());
+                () -> keys.verify("kadence.triggers.app", 0, null, headers(id, signature))).kind());
     }
 
     private static RecordHeaders headers(String keyId, String signature) {
@@ -131,7 +131,7 @@ class SigningTest {
 
     private static void assertRefused(TrustedKeys keys, byte[] value, RecordHeaders headers, String kind, String message) {
         VerifyException error = assertThrows(VerifyException.class,
-                () -> keys.verify("kadence.triggers.app", value, headers));
+                () -> keys.verify("kadence.triggers.app", 0, value, headers));
         assertEquals(kind, error.kind());
         assertEquals(message, error.getMessage());
     }

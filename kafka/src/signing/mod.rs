@@ -15,13 +15,22 @@
 //! executors agree on it without any registry, and one public key always has the same id.
 //! Public keys are exchanged as the base64 (standard, padded) of their 32 raw bytes.
 //!
-//! - [`RecordSigner`]: a private key, signing records ([`RecordSigner::headers`]).
+//! A trigger may instead be signed with the other records of its dispatch round: one
+//! signature over the round's Merkle root, and the record's own proof of inclusion
+//! ([`rounds`] has the format and why). Executors accept both forms; a record with a
+//! `kadence.signature.round` header is checked as round-signed.
+//!
+//! - [`RecordSigner`]: a private key, signing records ([`RecordSigner::headers`]) or a
+//!   round of them ([`RecordSigner::round_headers`]).
 //! - [`PublicKey`]: a public key parsed from its base64 form, with its id.
 //! - [`TrustedKeys`]: the keys an executor accepts (several during a rotation), and
 //!   [`TrustedKeys::verify_message`], which says why a record is refused ([`VerifyError`]).
 
+mod rounds;
+
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -30,6 +39,9 @@ use kadence_schemas::headers;
 use rand::TryRngCore as _;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use sha2::{Digest, Sha256};
+
+pub use rounds::{ROUND_SIGNATURE_LEN, RoundRecord};
+use rounds::{RoundProof, RoundSignature, VerifiedRounds, sign_round};
 
 /// What every signed message starts with (its version: a new format gets a new prefix).
 const DOMAIN: &[u8] = b"kadence-trigger-v1\n";
@@ -164,6 +176,33 @@ impl RecordSigner {
     }
 }
 
+impl RecordSigner {
+    /// The headers of each of `records`, signed as one round (in their order): the key id,
+    /// the round's signature and the record's proof of inclusion.
+    pub fn round_headers(&self, records: &[RoundRecord<'_>]) -> Vec<OwnedHeaders> {
+        let round = sign_round(&self.key, records);
+        round
+            .proofs
+            .iter()
+            .map(|proof| {
+                OwnedHeaders::new_with_capacity(3)
+                    .insert(Header {
+                        key: headers::SIGNATURE_KEY,
+                        value: Some(self.key_id.as_str()),
+                    })
+                    .insert(Header {
+                        key: headers::ROUND_SIGNATURE,
+                        value: Some(round.signature.as_slice()),
+                    })
+                    .insert(Header {
+                        key: headers::ROUND_PROOF,
+                        value: Some(proof.as_slice()),
+                    })
+            })
+            .collect()
+    }
+}
+
 /// A public key, as executors are configured with it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PublicKey {
@@ -230,6 +269,15 @@ pub enum VerifyError {
         /// The key id the record names.
         key_id: String,
     },
+    /// A round-signed record whose proof does not lead to its round's root.
+    #[error(
+        "bad round proof by key {key_id}: the record was changed after signing, moved to \
+         another topic or partition, or forged"
+    )]
+    BadProof {
+        /// The key id the record names.
+        key_id: String,
+    },
     /// A signature header is present but unreadable.
     #[error("malformed signature header {header}: {reason}")]
     Malformed {
@@ -245,6 +293,8 @@ pub enum VerifyError {
 #[derive(Clone, Default)]
 pub struct TrustedKeys {
     keys: HashMap<String, VerifyingKey>,
+    /// Round signatures checked already, shared by the clones.
+    verified_rounds: Arc<VerifiedRounds>,
 }
 
 impl fmt::Debug for TrustedKeys {
@@ -260,6 +310,7 @@ impl TrustedKeys {
     pub fn new(keys: impl IntoIterator<Item = PublicKey>) -> TrustedKeys {
         TrustedKeys {
             keys: keys.into_iter().map(|key| (key.key_id, key.key)).collect(),
+            verified_rounds: Arc::default(),
         }
     }
 
@@ -288,12 +339,74 @@ impl TrustedKeys {
                     .map(|header| header.value.unwrap_or_default())
             })
         };
-        self.verify(
-            message.topic(),
-            message.payload().unwrap_or_default(),
-            header(headers::SIGNATURE_KEY),
-            header(headers::SIGNATURE),
-        )
+        let value = message.payload().unwrap_or_default();
+        match header(headers::ROUND_SIGNATURE) {
+            Some(round) => self.verify_round(
+                RoundRecord {
+                    topic: message.topic(),
+                    partition: message.partition(),
+                    value,
+                },
+                header(headers::SIGNATURE_KEY),
+                round,
+                header(headers::ROUND_PROOF),
+            ),
+            None => self.verify(
+                message.topic(),
+                value,
+                header(headers::SIGNATURE_KEY),
+                header(headers::SIGNATURE),
+            ),
+        }
+    }
+
+    /// Checks a round-signed `record`: key `key_id` signed `round` (the
+    /// `kadence.signature.round` header's bytes), and `proof` shows the record in it. In
+    /// this order: the key id, the two headers' shapes, the proof, the round's signature
+    /// (checked once per round, see [`rounds`]).
+    pub fn verify_round(
+        &self,
+        record: RoundRecord<'_>,
+        key_id: Option<&[u8]>,
+        round: &[u8],
+        proof: Option<&[u8]>,
+    ) -> Result<String, VerifyError> {
+        let key_id = key_id.ok_or_else(|| missing(headers::SIGNATURE_KEY))?;
+        let (key_id, key) = self.trusted(key_id)?;
+        let round = RoundSignature::parse(round)
+            .map_err(|reason| malformed(headers::ROUND_SIGNATURE, reason))?;
+        let proof = proof.ok_or_else(|| {
+            malformed(
+                headers::ROUND_PROOF,
+                format!("missing while {} is there", headers::ROUND_SIGNATURE),
+            )
+        })?;
+        let proof =
+            RoundProof::parse(proof).map_err(|reason| malformed(headers::ROUND_PROOF, reason))?;
+        if !round.includes(&record, &proof) {
+            return Err(VerifyError::BadProof {
+                key_id: key_id.to_owned(),
+            });
+        }
+        if !self.verified_rounds.signed_by(key_id, key, &round) {
+            return Err(VerifyError::BadSignature {
+                key_id: key_id.to_owned(),
+            });
+        }
+        Ok(key_id.to_owned())
+    }
+
+    /// The key id of a header's bytes, and the trusted key it names.
+    fn trusted<'a>(&self, key_id: &'a [u8]) -> Result<(&'a str, &VerifyingKey), VerifyError> {
+        let key_id = std::str::from_utf8(key_id)
+            .map_err(|_| malformed(headers::SIGNATURE_KEY, "not UTF-8 text".to_owned()))?;
+        let key = self
+            .keys
+            .get(key_id)
+            .ok_or_else(|| VerifyError::UnknownKey {
+                key_id: printable(key_id),
+            })?;
+        Ok((key_id, key))
     }
 
     /// Checks `signature` (the header's bytes) by key `key_id` over `value` on `topic`.
@@ -310,14 +423,7 @@ impl TrustedKeys {
             (None, Some(_)) => return Err(missing(headers::SIGNATURE_KEY)),
             (Some(key_id), Some(signature)) => (key_id, signature),
         };
-        let key_id = std::str::from_utf8(key_id)
-            .map_err(|_| malformed(headers::SIGNATURE_KEY, "not UTF-8 text".to_owned()))?;
-        let key = self
-            .keys
-            .get(key_id)
-            .ok_or_else(|| VerifyError::UnknownKey {
-                key_id: printable(key_id),
-            })?;
+        let (key_id, key) = self.trusted(key_id)?;
         let bytes = BASE64
             .decode(signature)
             .map_err(|error| malformed(headers::SIGNATURE, format!("not base64: {error}")))?;
@@ -474,6 +580,244 @@ mod tests {
         ]);
         assert!(
             matches!(&binary_id, Err(VerifyError::Malformed { header, .. }) if *header == headers::SIGNATURE_KEY)
+        );
+    }
+
+    /// The records of a round of seven triggers over three partitions, and their values.
+    fn seven_values() -> Vec<Vec<u8>> {
+        (0..7)
+            .map(|i| format!("trigger {i}").into_bytes())
+            .collect()
+    }
+
+    fn round_of(values: &[Vec<u8>]) -> Vec<RoundRecord<'_>> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, value)| RoundRecord {
+                topic: TOPIC,
+                partition: (i % 3) as i32,
+                value,
+            })
+            .collect()
+    }
+
+    /// `record` as consumed from where it was produced, with `headers`.
+    fn consumed(record: &RoundRecord<'_>, headers: &OwnedHeaders) -> OwnedMessage {
+        OwnedMessage::new(
+            Some(record.value.to_vec()),
+            None,
+            record.topic.to_owned(),
+            Timestamp::NotAvailable,
+            record.partition,
+            7,
+            Some(headers.clone()),
+        )
+    }
+
+    fn header_bytes<'a>(headers: &'a OwnedHeaders, name: &str) -> &'a [u8] {
+        headers
+            .iter()
+            .find(|header| header.key == name)
+            .and_then(|header| header.value)
+            .expect("the header")
+    }
+
+    /// `headers` with `name`'s value replaced by `value` (or left out, `None`).
+    fn replaced(headers: &OwnedHeaders, name: &str, value: Option<&[u8]>) -> OwnedHeaders {
+        let mut changed = OwnedHeaders::new();
+        for header in headers.iter() {
+            let value = if header.key == name {
+                match value {
+                    Some(value) => Some(value),
+                    None => continue,
+                }
+            } else {
+                header.value
+            };
+            changed = changed.insert(Header {
+                key: header.key,
+                value,
+            });
+        }
+        changed
+    }
+
+    #[test]
+    fn each_record_of_a_round_verifies_alone_and_in_any_order() {
+        let signer = RecordSigner::generate().unwrap();
+        let values = seven_values();
+        let records = round_of(&values);
+        let headers = signer.round_headers(&records);
+        let shared = trusting(&signer);
+        for (record, headers) in records.iter().zip(&headers).rev() {
+            let message = consumed(record, headers);
+            // Alone: an executor that saw no other record of the round.
+            assert_eq!(
+                trusting(&signer).verify_message(&message),
+                Ok(signer.key_id().to_owned())
+            );
+            // After others: the round's signature is remembered, the proof still checked.
+            assert_eq!(
+                shared.verify_message(&message),
+                Ok(signer.key_id().to_owned())
+            );
+        }
+        assert_eq!(
+            header_bytes(&headers[0], headers::ROUND_SIGNATURE).len(),
+            ROUND_SIGNATURE_LEN
+        );
+        // Seven leaves: an index and three hashes.
+        assert_eq!(
+            header_bytes(&headers[0], headers::ROUND_PROOF).len(),
+            8 + 3 * 32
+        );
+        let lone = signer.round_headers(&records[..1]);
+        assert_eq!(header_bytes(&lone[0], headers::ROUND_PROOF).len(), 8);
+        assert!(
+            shared
+                .verify_message(&consumed(&records[0], &lone[0]))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_round_record_changed_moved_or_given_another_proof_is_refused() {
+        let signer = RecordSigner::generate().unwrap();
+        let trusted = trusting(&signer);
+        let values = seven_values();
+        let records = round_of(&values);
+        let headers = signer.round_headers(&records);
+        let bad_proof = Err(VerifyError::BadProof {
+            key_id: signer.key_id().to_owned(),
+        });
+        let record = records[4];
+        assert!(
+            trusted
+                .verify_message(&consumed(&record, &headers[4]))
+                .is_ok()
+        );
+        let other_partition = RoundRecord {
+            partition: 0,
+            ..record
+        };
+        assert_eq!(
+            trusted.verify_message(&consumed(&other_partition, &headers[4])),
+            bad_proof
+        );
+        let other_topic = RoundRecord {
+            topic: "kadence.triggers.other",
+            ..record
+        };
+        assert_eq!(
+            trusted.verify_message(&consumed(&other_topic, &headers[4])),
+            bad_proof
+        );
+        let mut changed = record.value.to_vec();
+        changed[0] ^= 1;
+        let changed = RoundRecord {
+            value: &changed,
+            ..record
+        };
+        assert_eq!(
+            trusted.verify_message(&consumed(&changed, &headers[4])),
+            bad_proof
+        );
+        // Another record's proof, and this record's proof with one bit of its path flipped.
+        assert_eq!(
+            trusted.verify_message(&consumed(&record, &headers[5])),
+            bad_proof
+        );
+        let mut tampered = header_bytes(&headers[4], headers::ROUND_PROOF).to_vec();
+        tampered[20] ^= 1;
+        let tampered = replaced(&headers[4], headers::ROUND_PROOF, Some(&tampered));
+        assert_eq!(
+            trusted.verify_message(&consumed(&record, &tampered)),
+            bad_proof
+        );
+    }
+
+    #[test]
+    fn a_round_signed_by_another_key_or_with_its_signature_changed_is_refused() {
+        let retired = RecordSigner::generate().unwrap();
+        let newest = RecordSigner::generate().unwrap();
+        let values = seven_values();
+        let records = round_of(&values);
+        // After a rotation the executor trusts the newest key only.
+        let old_round = retired.round_headers(&records);
+        let refused = trusting(&newest)
+            .verify_message(&consumed(&records[2], &old_round[2]))
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            VerifyError::UnknownKey {
+                key_id: retired.key_id().to_owned()
+            }
+        );
+        // A signature byte flipped fails even once the genuine round was checked.
+        let trusted = trusting(&newest);
+        let headers = newest.round_headers(&records);
+        assert!(
+            trusted
+                .verify_message(&consumed(&records[2], &headers[2]))
+                .is_ok()
+        );
+        let mut forged = header_bytes(&headers[2], headers::ROUND_SIGNATURE).to_vec();
+        forged[ROUND_SIGNATURE_LEN - 1] ^= 1;
+        let forged = replaced(&headers[2], headers::ROUND_SIGNATURE, Some(&forged));
+        assert_eq!(
+            trusted.verify_message(&consumed(&records[2], &forged)),
+            Err(VerifyError::BadSignature {
+                key_id: newest.key_id().to_owned()
+            })
+        );
+        // A round whose root the forger chose: the proofs lead elsewhere.
+        let mut other_root = header_bytes(&headers[2], headers::ROUND_SIGNATURE).to_vec();
+        other_root[8] ^= 1;
+        let other_root = replaced(&headers[2], headers::ROUND_SIGNATURE, Some(&other_root));
+        assert_eq!(
+            trusted.verify_message(&consumed(&records[2], &other_root)),
+            Err(VerifyError::BadProof {
+                key_id: newest.key_id().to_owned()
+            })
+        );
+    }
+
+    #[test]
+    fn malformed_round_headers_say_which_and_why() {
+        let signer = RecordSigner::generate().unwrap();
+        let trusted = trusting(&signer);
+        let values = seven_values();
+        let records = round_of(&values);
+        let headers = signer.round_headers(&records);
+        let refusal = |headers: OwnedHeaders| {
+            trusted
+                .verify_message(&consumed(&records[1], &headers))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refusal(replaced(
+                &headers[1],
+                headers::ROUND_SIGNATURE,
+                Some(b"short")
+            )),
+            "malformed signature header kadence.signature.round: 5 bytes instead of 104"
+        );
+        assert_eq!(
+            refusal(replaced(&headers[1], headers::ROUND_PROOF, None)),
+            "malformed signature header kadence.signature.proof: missing while \
+             kadence.signature.round is there"
+        );
+        assert_eq!(
+            refusal(replaced(&headers[1], headers::ROUND_PROOF, Some(&[0; 9]))),
+            "malformed signature header kadence.signature.proof: 9 bytes, not an 8-byte index \
+             and 32-byte hashes"
+        );
+        assert_eq!(
+            refusal(replaced(&headers[1], headers::SIGNATURE_KEY, None)),
+            "malformed signature header kadence.signature.key: missing while the other \
+             signature header is there"
         );
     }
 
