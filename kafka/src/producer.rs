@@ -194,11 +194,6 @@ impl KafkaProducer {
             Err(oneshot::Canceled) => Err(KafkaError::Canceled),
         }
     }
-
-    /// Records handed to librdkafka and not yet answered.
-    pub fn in_flight(&self) -> i32 {
-        rdkafka::producer::Producer::in_flight_count(self.handle.client.as_ref())
-    }
 }
 
 /// Whether a send begun at `started` may still wait for room under `queue_timeout`.
@@ -257,7 +252,6 @@ mod tests {
             KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)
         );
         assert_eq!(refused.payload, Some("second"));
-        assert_eq!(producer.in_flight(), 1);
         let waited = producer
             .send(refused, Timeout::After(Duration::from_millis(30)))
             .await;

@@ -178,8 +178,11 @@ impl RecordSigner {
 
 impl RecordSigner {
     /// The headers of each of `records`, signed as one round (in their order): the key id,
-    /// the round's signature and the record's proof of inclusion.
+    /// the round's signature and the record's proof of inclusion. No records, no signature.
     pub fn round_headers(&self, records: &[RoundRecord<'_>]) -> Vec<OwnedHeaders> {
+        if records.is_empty() {
+            return Vec::new();
+        }
         let round = sign_round(&self.key, records);
         round
             .proofs
@@ -672,6 +675,7 @@ mod tests {
             header_bytes(&headers[0], headers::ROUND_PROOF).len(),
             8 + 3 * 32
         );
+        assert!(signer.round_headers(&[]).is_empty());
         let lone = signer.round_headers(&records[..1]);
         assert_eq!(header_bytes(&lone[0], headers::ROUND_PROOF).len(), 8);
         assert!(
