@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::Clock;
+use crate::clock::{Clock, millis};
 use crate::domain::model::PendingFire;
 
 /// Slots in the wheel: one per millisecond, a power of two.
@@ -184,10 +184,6 @@ impl ReleaseRounds {
     pub fn next_round(&self, last_round_ms: i64, next_release_ms: i64) -> i64 {
         next_release_ms.max(last_round_ms + self.round_ms)
     }
-}
-
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Fires taken from `incoming` per wake-up at most: a pre-read hands over thousands at once,
