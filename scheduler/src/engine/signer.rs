@@ -235,9 +235,13 @@ impl SignedProducer {
     pub async fn sign_all(&self, records: Vec<OutgoingRecord>) -> Vec<SignedRecord> {
         let key = self.signer.current();
         if self.triggers == TriggerSignatures::Round
-            && records.iter().all(|record| record.partition.is_some())
+            && let Some(headers) = round_headers(&key, &records)
         {
-            return sign_round(&key, records);
+            return records
+                .into_iter()
+                .zip(headers)
+                .map(|(record, headers)| SignedRecord { headers, record })
+                .collect();
         }
         let threads = self.threads.get();
         if threads == 1 || records.len() < SIGN_ON_THREADS_FROM {
@@ -320,24 +324,21 @@ impl SignedProducer {
     }
 }
 
-/// Signs `records`, every one with a partition, as one round. One signature and a Merkle
-/// tree of a few hundred hashes at most: no reason to hand it to the signing threads.
-fn sign_round(key: &RecordSigner, records: Vec<OutgoingRecord>) -> Vec<SignedRecord> {
-    let round: Vec<RoundRecord<'_>> = records
+/// The headers of `records` signed as one round, or `None` when one of them names no
+/// partition (a round binds each record's partition). One signature and a Merkle tree of a
+/// few hundred hashes at most: no reason to hand it to the signing threads.
+fn round_headers(key: &RecordSigner, records: &[OutgoingRecord]) -> Option<Vec<OwnedHeaders>> {
+    let round = records
         .iter()
-        .map(|record| RoundRecord {
-            topic: &record.topic,
-            partition: record.partition.unwrap_or_default(),
-            value: &record.payload,
+        .map(|record| {
+            Some(RoundRecord {
+                topic: &record.topic,
+                partition: record.partition?,
+                value: &record.payload,
+            })
         })
-        .collect();
-    let headers = key.round_headers(&round);
-    drop(round);
-    records
-        .into_iter()
-        .zip(headers)
-        .map(|(record, headers)| SignedRecord { headers, record })
-        .collect()
+        .collect::<Option<Vec<_>>>()?;
+    Some(key.round_headers(&round))
 }
 
 fn sign_each(key: &RecordSigner, records: Vec<OutgoingRecord>) -> Vec<SignedRecord> {
