@@ -37,7 +37,7 @@ impl Browser {
     /// A headless Chromium whose language is `language` (`en-US`, `zh-CN`): what the
     /// console reads as the browser's language.
     pub async fn start(language: &str) -> Browser {
-        let port = free_port();
+        let port = kadence_tests::free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
@@ -204,12 +204,4 @@ impl Browser {
     pub async fn close(self) {
         let _ = self.client.close().await;
     }
-}
-
-/// A free loopback port, for ChromeDriver.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port")
 }

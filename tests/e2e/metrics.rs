@@ -165,8 +165,7 @@ async fn the_metrics_count_fires_results_and_executors(backend: Backend) {
 
 /// A free loopback address for an executor's metrics endpoint.
 pub(crate) fn free_address() -> std::net::SocketAddr {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    probe.local_addr().unwrap()
+    (std::net::Ipv4Addr::LOCALHOST, kadence_tests::free_port()).into()
 }
 
 /// An executor given a metrics address serves its own `/metrics`: outcomes by handler, how

@@ -193,8 +193,7 @@ on_every_backend!(a_failing_run_is_retried_alarmed_and_its_child_fires_only_on_s
 
 /// A local port nothing listens on (it was free a moment ago).
 fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().unwrap().port()
+    kadence_tests::free_port()
 }
 
 /// A job of app `hooks` whose handler fails, alarming `webhook`.

@@ -27,6 +27,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::conformance::{ExecutorProcess, Implementation};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+use crate::metrics::free_address;
 use kadence_tests::fixtures::{Backend, wait_for};
 
 /// Panels whose series appear only with an event this test does not cause.
@@ -43,11 +44,6 @@ fn binary(variable: &str, default: &str) -> String {
 
 fn dashboards_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../dashboards")
-}
-
-fn free_address() -> std::net::SocketAddr {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    probe.local_addr().unwrap()
 }
 
 /// The exposition at `url`.

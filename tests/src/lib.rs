@@ -10,7 +10,8 @@
 //! - [`faults`]: the fault harness behind `infra/faults.sh`: scenarios that inject a fault
 //!   while jobs fire, with what they counted.
 //! - [`now_ms`]: the wall clock in the records' unit; [`unique`]: a name no other test or
-//!   scenario running at the same time takes; [`api_client`]: an HTTP client that keeps its
+//!   scenario running at the same time takes; [`free_port`]: a port for a process to bind;
+//!   [`api_client`]: an HTTP client that keeps its
 //!   connections only as long as the API does.
 //!
 //! They take addresses as arguments (never a test's environment), so a benchmark that starts
@@ -42,6 +43,24 @@ pub fn api_client() -> reqwest::Client {
         .pool_idle_timeout(std::time::Duration::from_secs(5))
         .build()
         .expect("an HTTP client")
+}
+
+/// A loopback port free a moment ago, for a process the test starts to bind.
+///
+/// It is drawn at random below Linux's ephemeral range (32768–60999), not asked of the kernel
+/// with port 0: the kernel hands out ports from that range to every outgoing connection too,
+/// so a port picked there and released can be taken by a client's connection before the
+/// process binds it (an XXL-JOB executor once failed to start so, "port … is already in use").
+/// Below the range only another listener can take it, and listeners that bind port 0 are
+/// given ports inside it.
+pub fn free_port() -> u16 {
+    const BELOW_EPHEMERAL: std::ops::Range<u16> = 20_000..32_768;
+    loop {
+        let port = rand::random_range(BELOW_EPHEMERAL);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// `prefix` and a random lower-case suffix, for names that must not collide between tests

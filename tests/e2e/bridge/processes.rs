@@ -4,7 +4,6 @@
 //! variable (`infra/xxl-job-executor.sh VERSION` builds it and prints it; `infra/test.sh`
 //! sets both).
 
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,6 +15,7 @@ use tokio::process::Child;
 
 use crate::conformance::process::{command_from_variable, spawn_piped};
 use crate::helpers::TestApp;
+use kadence_tests::free_port;
 
 /// The xxl-job-core versions the sample executor is built at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,12 +90,6 @@ impl Output {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-}
-
-/// A free loopback port, for a process to bind.
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().unwrap().port()
 }
 
 fn signal(child: &Child, signal: Signal) {

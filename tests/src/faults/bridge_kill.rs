@@ -40,11 +40,11 @@ use serde_json::json;
 use super::bridge_load::{XXL_APP, XXL_PARTITIONS, collect, every_second_jobs};
 use super::kafka::{KafkaCluster, KafkaKind};
 use super::load::{due_in, scheduled_ms};
-use super::net::free_port;
 use super::stack::{BrokerKind, GroupProtocol, Stack, sqlite_url};
 use super::steady::{Finished, until_mid_run};
 use super::xxl_bridge::{Bridge, BridgeSetup, XxlExecutor, fronted, xxl_job_command};
 use super::{Options, Report, millis_cell};
+use crate::free_port;
 use crate::now_ms;
 use crate::triggers::{Placed, read_placed_records};
 

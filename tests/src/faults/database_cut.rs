@@ -24,11 +24,11 @@ use kadence_schemas::TriggerType;
 use super::api::Api;
 use super::disk::SmallDisk;
 use super::load::Outcome;
-use super::net::free_port;
 use super::postgres::ScenarioDatabase;
 use super::proxy::{CuttableProxy, ProxiedBroker};
 use super::stack::{Stack, sqlite_url};
 use super::{Options, Report, millis_cell};
+use crate::free_port;
 use crate::now_ms;
 
 /// The defaults: 20 jobs, 10 s before, 30 s away, 20 s after.

@@ -1,13 +1,4 @@
-//! Small helpers of the harness's network: a free loopback port, and one value of a
-//! process's Prometheus metrics.
-
-/// A free port on the loopback interface.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
+//! Small helpers of the harness's network: one value of a process's Prometheus metrics.
 
 /// The value of metric `name` in `GET {base_url}/metrics`, of the first series whose labels
 /// include each of `labels` (`key="value"`); `None` when it does not answer or has none.

@@ -12,8 +12,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
 
-use super::net::free_port;
 use super::stack::{log_file, terminate};
+use crate::free_port;
 
 /// A proxy on `127.0.0.1:{port}` to a target on the loopback interface.
 pub struct CuttableProxy {

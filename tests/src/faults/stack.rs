@@ -11,7 +11,8 @@ use serde_json::json;
 use tokio::process::{Child, Command};
 
 use super::api::{APP, Api, PARTITIONS};
-use super::net::{free_port, metric_at};
+use super::net::metric_at;
+use crate::free_port;
 use crate::serve::spawn_serve;
 
 /// How the executors join their consumer group: librdkafka's `group.protocol`, passed to the

@@ -188,7 +188,7 @@ impl XxlExecutor {
             .env("XXL_JOB_ACCESS_TOKEN", ACCESS_TOKEN)
             .env("XXL_JOB_APPNAME", app)
             .env("XXL_JOB_IP", "127.0.0.1")
-            .env("XXL_JOB_PORT", super::net::free_port().to_string())
+            .env("XXL_JOB_PORT", crate::free_port().to_string())
             .env("XXL_JOB_LOG_PATH", job_logs.path())
             .stdout(log_file(&log))
             .stderr(log_file(&log))
