@@ -116,6 +116,7 @@ mod tests {
             queued_jobs: vec![8],
             state,
             sent_at_ms: 10_000,
+            features: vec![ExecutorBeat::ROUND_SIGNATURES.to_owned()],
         }
     }
 

@@ -151,6 +151,8 @@ impl Beats {
             // The registry compares beats with its own wall clock: the loop's clock is the
             // system's outside the SDK's own tests.
             sent_at_ms: self.clock.now_ms(),
+            // Triggers are verified by `TrustedKeys::verify_message`, which takes both forms.
+            features: vec![ExecutorBeat::ROUND_SIGNATURES.to_owned()],
         }
     }
 

@@ -73,6 +73,12 @@ pub const CATALOG_SOURCES: &[(u32, &str, u32, &str)] = &[
         include_str!("../avro/history/executor_beat/v1.avsc"),
     ),
     (
+        4002,
+        "ExecutorBeat",
+        2,
+        include_str!("../avro/history/executor_beat/v2.avsc"),
+    ),
+    (
         5001,
         "LogRecord",
         1,

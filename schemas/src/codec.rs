@@ -169,7 +169,23 @@ impl AvroRecord for ControlRecord {
 }
 impl AvroRecord for ExecutorBeat {
     const RECORD: &'static str = "ExecutorBeat";
+
+    /// v2 (4002) only appended `features`: a beat that lists none is the same datum under v1
+    /// (4001), which schedulers built before v2 read.
+    fn writer_entry_for(&self) -> &'static CatalogEntry {
+        let id = if self.features.is_empty() {
+            EXECUTOR_BEAT_V1
+        } else {
+            EXECUTOR_BEAT_V2
+        };
+        catalog::schema_for_id(id).expect("ExecutorBeat v1 and v2 are released")
+    }
 }
+
+/// The schema id of `ExecutorBeat` v1: a beat that lists no features.
+pub const EXECUTOR_BEAT_V1: u32 = 4001;
+/// The schema id of `ExecutorBeat` v2: a beat that lists features.
+pub const EXECUTOR_BEAT_V2: u32 = 4002;
 impl AvroRecord for LogRecord {
     const RECORD: &'static str = "LogRecord";
 }

@@ -300,7 +300,7 @@ pub struct ControlRecord {
 }
 
 /// An executor's heartbeat (`executor_beat.avsc`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ExecutorBeat {
     /// The executor.
     pub executor_id: String,
@@ -322,6 +322,46 @@ pub struct ExecutorBeat {
     pub state: ExecutorState,
     /// Send time, ms since the epoch.
     pub sent_at_ms: i64,
+    /// Protocol features the executor supports, ascending (PROTOCOL.md section 9); empty in
+    /// beats written as v1 (4001). Names a reader does not know mean nothing to it.
+    #[serde(default)]
+    pub features: Vec<String>,
+}
+
+/// Written by hand for the reason [`TriggerRecord`]'s is: a beat that lists no features is
+/// written as v1, which has no `features` field, so it must not mention it at all.
+impl Serialize for ExecutorBeat {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let fields = 10 + usize::from(!self.features.is_empty());
+        let mut record = serializer.serialize_struct("ExecutorBeat", fields)?;
+        record.serialize_field("executor_id", &self.executor_id)?;
+        record.serialize_field("app", &self.app)?;
+        record.serialize_field("host", &self.host)?;
+        record.serialize_field("version", &self.version)?;
+        record.serialize_field("handlers", &self.handlers)?;
+        record.serialize_field("owned_partitions", &self.owned_partitions)?;
+        record.serialize_field("running_jobs", &self.running_jobs)?;
+        record.serialize_field("queued_jobs", &self.queued_jobs)?;
+        record.serialize_field("state", &self.state)?;
+        record.serialize_field("sent_at_ms", &self.sent_at_ms)?;
+        if !self.features.is_empty() {
+            record.serialize_field("features", &self.features)?;
+        }
+        record.end()
+    }
+}
+
+impl ExecutorBeat {
+    /// The feature of an executor that verifies round-signed triggers (PROTOCOL.md section 3):
+    /// the scheduler signs an app's triggers by the round only once every executor of the app
+    /// lists it.
+    pub const ROUND_SIGNATURES: &'static str = "round-signatures";
+
+    /// Whether the beat lists `feature`.
+    pub fn has_feature(&self, feature: &str) -> bool {
+        self.features.iter().any(|listed| listed == feature)
+    }
 }
 
 /// Log lines of one run (`log_record.avsc`).

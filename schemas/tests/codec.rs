@@ -91,6 +91,11 @@ fn beat(full: bool) -> ExecutorBeat {
             ExecutorState::Running
         },
         sent_at_ms: 1_767_225_600_500,
+        features: if full {
+            vec![ExecutorBeat::ROUND_SIGNATURES.into()]
+        } else {
+            vec![]
+        },
     }
 }
 

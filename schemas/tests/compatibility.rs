@@ -104,6 +104,7 @@ fn sample(field: &str) -> Value {
         "state" => Value::Enum(1, "STOPPING".into()),
         "first_line" => Value::Long(1),
         "lines" => Value::Array(vec![text("hello"), text("")]),
+        "features" => Value::Array(vec![text("round-signatures"), text("from-the-future")]),
         other => panic!("no sample value for field {other:?}: add one to sample()"),
     }
 }
@@ -188,7 +189,7 @@ fn the_codec_writes_the_current_schema_under_the_newest_id() {
     assert_eq!(TriggerRecord::schema_id(), 1003);
     assert_eq!(ResultRecord::schema_id(), 2001);
     assert_eq!(ControlRecord::schema_id(), 3001);
-    assert_eq!(ExecutorBeat::schema_id(), 4001);
+    assert_eq!(ExecutorBeat::schema_id(), 4002);
     assert_eq!(LogRecord::schema_id(), 5002);
 }
 
@@ -292,6 +293,32 @@ fn log_records_are_written_with_v2_and_v1_ones_read_with_no_run_start() {
     let decoded: LogRecord = decode(&framed).unwrap();
     assert_eq!(decoded.run_started_at_ms, None, "v1 names no run");
     assert_eq!(decoded.lines, ["hello", ""]);
+}
+
+/// A beat that lists features is written as v2 (4002) and reads back with them; one that lists
+/// none is written as v1 (4001), which schedulers that predate v2 read, and a v1 beat reads
+/// with no features.
+#[test]
+fn beats_with_features_are_written_with_v2_and_others_with_v1() {
+    let v1 = catalog::schema_for_id(4001).unwrap();
+    let mut framed = vec![0];
+    framed.extend_from_slice(&4001u32.to_be_bytes());
+    framed.extend(datum_for(&v1.schema, false));
+    let without: ExecutorBeat = decode(&framed).unwrap();
+    assert!(without.features.is_empty(), "v1 lists no features");
+    assert!(!without.has_feature(ExecutorBeat::ROUND_SIGNATURES));
+    let bytes = encode(&without).unwrap();
+    assert_eq!(bytes, framed, "a beat without features is the v1 datum");
+
+    let with = ExecutorBeat {
+        features: vec![ExecutorBeat::ROUND_SIGNATURES.to_owned()],
+        ..without
+    };
+    let bytes = encode(&with).unwrap();
+    assert_eq!(bytes[1..5], 4002u32.to_be_bytes());
+    let decoded: ExecutorBeat = decode(&bytes).unwrap();
+    assert!(decoded.has_feature(ExecutorBeat::ROUND_SIGNATURES));
+    assert_eq!(decoded, with);
 }
 
 fn sample_trigger() -> TriggerRecord {

@@ -126,6 +126,7 @@ async fn what_executors_write_needs_a_key_of_their_app(backend: Backend) {
         queued_jobs: Vec::new(),
         state: ExecutorState::Running,
         sent_at_ms: kadence_schemas::now_ms(),
+        features: Vec::new(),
     };
     let beats = format!("{}.beats", app.prefix);
     let beat = codec::encode(&beat).unwrap();

@@ -792,6 +792,7 @@ async fn beats_claiming_what_no_app_has_go_to_the_dlq(backend: Backend) {
         queued_jobs: Vec::new(),
         state: ExecutorState::Running,
         sent_at_ms: kadence_schemas::now_ms(),
+        features: Vec::new(),
     };
     let beats = format!("{}.beats", app.prefix);
     for (executor, app_name, partitions) in [

@@ -118,6 +118,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
             max_in_flight: 10,
             drain_timeout: Duration::from_secs(5),
             trigger_validity: Some(Duration::from_secs(3600)),
+            trigger_signatures: kadence_scheduler::config::TriggerSignatures::Auto,
         },
     );
     let emitted = dispatcher.dispatch_once(fires[..3].to_vec()).await;

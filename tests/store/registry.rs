@@ -31,6 +31,10 @@ fn executor(id: &str, partitions: &[i32], beat_ms: i64) -> ExecutorEntry {
         state: ExecutorStatus::Running,
         first_seen_at_ms: beat_ms,
         last_beat_at_ms: beat_ms,
+        features: vec![
+            "round-signatures".to_owned(),
+            "some-future-feature".to_owned(),
+        ],
     }
 }
 
@@ -65,6 +69,7 @@ async fn registry_keeps_the_newest_beat_and_sweeps_dead_executors(backend: Backe
         ("a", vec![0], T0, T0 + 3_000)
     );
     assert_eq!(a.handlers, vec!["ok", "fail"]);
+    assert_eq!(a.features, vec!["round-signatures", "some-future-feature"]);
     assert_eq!(
         (a.running_jobs.clone(), a.queued_jobs.clone()),
         (vec![7], vec![8, 9])

@@ -7,9 +7,10 @@ keeps them equal). Decoding reads with the writer schema the id names, resolved 
 version this package knows (Avro resolution: a v1 trigger's enum symbols are matched by name,
 and a v1 datum naming a tenth trigger type is malformed, since v1 lists nine). Encoding writes
 the oldest released version that holds the record (``writer_id``): for every record but a
-trigger, the newest; a trigger goes as v3 with a validity window (``expires_at_ms``), else as
-v2 when a BACKFILL, else as v1. Every failure is a ``CodecError`` whose message is fit for a
-dead-letter reason, worded as the Rust SDK's.
+trigger and a beat, the newest; a trigger goes as v3 with a validity window (``expires_at_ms``),
+else as v2 when a BACKFILL, else as v1; a beat goes as v2 when it lists ``features``, else as
+v1. Every failure is a ``CodecError`` whose message is fit for a dead-letter reason, worded as
+the Rust SDK's.
 """
 
 import io
@@ -31,6 +32,7 @@ CATALOG = [
     (2001, "ResultRecord", "result_record_v1.avsc"),
     (3001, "ControlRecord", "control_record_v1.avsc"),
     (4001, "ExecutorBeat", "executor_beat_v1.avsc"),
+    (4002, "ExecutorBeat", "executor_beat_v2.avsc"),
     (5001, "LogRecord", "log_record_v1.avsc"),
     (5002, "LogRecord", "log_record_v2.avsc"),
 ]
@@ -67,12 +69,18 @@ TRIGGER_RECORD_V1 = 1001
 TRIGGER_RECORD_V2 = 1002
 #: v3 appended the validity window ``expires_at_ms``.
 TRIGGER_RECORD_V3 = 1003
+#: ExecutorBeat v2 (4002) only appended ``features``: a beat that lists none is the same datum
+#: under v1 (4001), which schedulers that predate v2 read (PROTOCOL.md section 2).
+EXECUTOR_BEAT_V1 = 4001
+EXECUTOR_BEAT_V2 = 4002
 
 
 def writer_id(record, datum):
     """The schema id ``encode`` writes `datum` of `record` with: the oldest released version
     that holds it (for a trigger: v3 with a validity window, else v2 for a BACKFILL, else
-    v1), the newest for every other record."""
+    v1; for a beat: v2 when it lists features, else v1), the newest for every other record."""
+    if record == "ExecutorBeat":
+        return EXECUTOR_BEAT_V2 if datum.get("features") else EXECUTOR_BEAT_V1
     if record != "TriggerRecord":
         return _newest(record)
     if datum.get("expires_at_ms") is not None:

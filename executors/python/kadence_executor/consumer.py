@@ -57,7 +57,7 @@ from .resume import ResumePoints
 from .runs import (
     SHUTDOWN_MESSAGE, JobLogger, log_locally, log_records, now_ms, result_record, run_handler,
 )
-from .signing import VerifyError
+from .signing import ROUND_SIGNATURES_FEATURE, VerifyError
 from .traceparent import answer_header
 
 log = logging.getLogger("kadence_executor")
@@ -478,4 +478,6 @@ class Loop:
             "queued_jobs": list(queued),
             "state": state,
             "sent_at_ms": now_ms(),
+            # Ascending; admission verifies triggers in either signature form (``signing``).
+            "features": [ROUND_SIGNATURES_FEATURE],
         }

@@ -49,6 +49,10 @@ SIGNATURE_KEY = "kadence.signature.key"
 SIGNATURE = "kadence.signature"
 ROUND_SIGNATURE = "kadence.signature.round"
 ROUND_PROOF = "kadence.signature.proof"
+#: The feature every beat lists (PROTOCOL.md section 9): ``TrustedKeys.verify`` takes round-signed
+#: triggers as well as those signed one by one, and the scheduler signs an app's triggers by the
+#: round only while all its executors list this, since older ones dead-letter them as unsigned.
+ROUND_SIGNATURES_FEATURE = "round-signatures"
 EXECUTOR_KEY = "kadence.executor.key"
 EXECUTOR_SIGNATURE = "kadence.executor.signature"
 _DOMAIN = b"kadence-trigger-v1\n"

@@ -131,6 +131,49 @@ class LogRecordV2(unittest.TestCase):
         self.assertEqual(decoded, log_record(run_started_at_ms=None))
 
 
+class ExecutorBeatV2(unittest.TestCase):
+    """v2 (4002) appends ``features``: a beat that lists some is written as v2, one that lists
+    none as v1 (4001), which schedulers that predate v2 read, and a v1 beat reads with none."""
+
+    def test_a_beat_with_features_is_written_as_v2_and_reads_back(self):
+        # A name this executor does not define is carried as it is: readers ignore it.
+        listed = beat(features=["round-signatures", "some-later-feature"])
+        data = codec.encode("ExecutorBeat", listed)
+        self.assertEqual(data[:5], b"\x00\x00\x00\x0f\xa2")  # id 4002
+        self.assertEqual(codec.decode("ExecutorBeat", data), listed)
+
+    def test_a_beat_without_features_is_written_as_v1(self):
+        for unlisted in (beat(features=[]), _without_features(beat())):
+            data = codec.encode("ExecutorBeat", unlisted)
+            self.assertEqual(data[:5], b"\x00\x00\x00\x0f\xa1")  # id 4001
+            self.assertEqual(data[5:], _framed(4001, _without_features(beat()))[5:])
+            self.assertEqual(codec.decode("ExecutorBeat", data), beat(features=[]))
+
+    def test_a_v1_beat_reads_with_no_features(self):
+        decoded = codec.decode("ExecutorBeat", _framed(4001, _without_features(beat())))
+        self.assertEqual(decoded["features"], [])
+        self.assertEqual(decoded, beat(features=[]))
+
+    def test_the_reader_accepts_both_ids(self):
+        self.assertEqual(codec.accepted_ids("ExecutorBeat"), [4001, 4002])
+
+
+def beat(**changes):
+    record = {
+        "executor_id": "billing-1", "app": "billing", "host": "h", "version": "python-0.1.0",
+        "handlers": ["report"], "owned_partitions": [0, 2], "running_jobs": [7],
+        "queued_jobs": [8], "state": "RUNNING", "sent_at_ms": 10_000,
+        "features": ["round-signatures"],
+    }
+    record.update(changes)
+    return record
+
+
+def _without_features(datum):
+    """`datum` as a writer that predates ExecutorBeat v2 has it."""
+    return {name: value for name, value in datum.items() if name != "features"}
+
+
 def log_record(**changes):
     record = {
         "trigger_id": "7-1000", "log_id": 3, "job_id": 7, "executor_id": "e",

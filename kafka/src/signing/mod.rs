@@ -391,7 +391,7 @@ impl TrustedKeys {
                 key_id: key_id.to_owned(),
             });
         }
-        if !self.verified_rounds.signed_by(key_id, key, &round) {
+        if !self.verified_rounds.signed_by(key, &round) {
             return Err(VerifyError::BadSignature {
                 key_id: key_id.to_owned(),
             });

@@ -188,27 +188,32 @@ impl<'a> RoundProof<'a> {
     }
 }
 
-/// The rounds whose signatures this executor has checked, by key id and header: a round's
+/// The rounds whose signatures this executor has checked, by public key and header: a round's
 /// other records then need only their proofs. Bounded: when it holds [`VerifiedRounds::LIMIT`]
 /// rounds it starts again empty, which costs at most one more signature check per round
-/// still arriving (a round's records reach a partition together).
+/// still arriving (a round's records reach a partition together). Entries are fixed-size
+/// arrays, so the lookup every round-signed record makes allocates nothing.
 #[derive(Debug, Default)]
 pub(crate) struct VerifiedRounds {
-    rounds: Mutex<HashSet<(String, Vec<u8>)>>,
+    rounds: Mutex<HashSet<CheckedRound>>,
 }
+
+/// A round whose signature was checked: the key that signed it and its header.
+type CheckedRound = (
+    [u8; ed25519_dalek::PUBLIC_KEY_LENGTH],
+    [u8; ROUND_SIGNATURE_LEN],
+);
 
 impl VerifiedRounds {
     const LIMIT: usize = 4096;
 
-    /// Whether the round `signature` by `key_id` was checked before; if not, checks it with
-    /// `key` and remembers it when it holds.
-    pub(crate) fn signed_by(
-        &self,
-        key_id: &str,
-        key: &VerifyingKey,
-        signature: &RoundSignature<'_>,
-    ) -> bool {
-        let entry = (key_id.to_owned(), signature.bytes.to_vec());
+    /// Whether the round `signature` was checked with `key` before; if not, checks it and
+    /// remembers it when it holds.
+    pub(crate) fn signed_by(&self, key: &VerifyingKey, signature: &RoundSignature<'_>) -> bool {
+        let entry: CheckedRound = (
+            key.to_bytes(),
+            (signature.bytes.try_into()).expect("a round header is parsed at its length"),
+        );
         if self.lock().contains(&entry) {
             return true;
         }
@@ -223,7 +228,7 @@ impl VerifiedRounds {
         true
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<(String, Vec<u8>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<CheckedRound>> {
         // A poisoned set still holds only checked rounds: an insert is one step.
         self.rounds.lock().unwrap_or_else(|e| e.into_inner())
     }

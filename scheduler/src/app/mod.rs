@@ -274,8 +274,7 @@ impl Node {
         metrics.register(database.collectors());
         Ok(Node {
             signed: SignedProducer::new(producer.clone(), Arc::new(signer))
-                .with_signing_threads(config.signing.signing_threads())
-                .signing_triggers(config.signing.trigger_signatures),
+                .with_signing_threads(config.signing.signing_threads()),
             tracer,
             keyring,
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
@@ -356,6 +355,7 @@ impl Node {
                 max_in_flight: schedule.max_in_flight,
                 drain_timeout: schedule.drain_timeout,
                 trigger_validity: self.config.signing.trigger_validity(),
+                trigger_signatures: self.config.signing.trigger_signatures,
             },
         )
         .with_metrics(Arc::clone(&self.metrics))

@@ -9,11 +9,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TriggerSignatures {
+    /// By the round for each app whose executors all verify round signatures (their beats
+    /// list `round-signatures`) while one of them is live; each trigger alone otherwise.
+    Auto,
     /// Each trigger signed alone: what every executor understands.
     Record,
     /// One signature per dispatch round, each trigger carrying its proof of inclusion in the
     /// round: a fraction of the signing and verifying per trigger. Executors built before
-    /// round signatures refuse such triggers (to the DLQ): upgrade every executor first.
+    /// round signatures refuse such triggers (to the DLQ), whatever their beats say.
     Round,
 }
 
@@ -39,11 +42,12 @@ pub struct SigningConfig {
     pub trigger_validity: Duration,
     /// `record` signs each trigger alone; `round` signs each dispatch round of triggers once,
     /// every trigger carrying its proof of inclusion (an executor still checks each trigger
-    /// alone, and each round's signature once). `round` costs the scheduler and the executors
-    /// a fraction of the CPU per trigger, but executors of a Kadence version before round
-    /// signatures refuse such triggers: switch once every executor is upgraded (the Rust,
-    /// Python and Java SDKs and the XXL-JOB bridge of this version accept both). Default
-    /// `record`.
+    /// alone, and each round's signature once), which costs the scheduler and the executors a
+    /// fraction of the CPU per trigger. Executors of a Kadence version before round signatures
+    /// refuse round-signed triggers, so `auto` signs an app's triggers by the round only while
+    /// every executor of it that beats says it verifies them (the Rust, Python and Java SDKs
+    /// and the XXL-JOB bridge of this version do), and each alone otherwise. Pin `record`
+    /// while executors of an older version may still join. Default `auto`.
     pub trigger_signatures: TriggerSignatures,
 }
 
@@ -53,7 +57,7 @@ impl Default for SigningConfig {
             key_refresh_interval: Duration::from_secs(10),
             threads: None,
             trigger_validity: Duration::from_secs(3600),
-            trigger_signatures: TriggerSignatures::Record,
+            trigger_signatures: TriggerSignatures::Auto,
         }
     }
 }

@@ -37,12 +37,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::config::TriggerSignatures;
 use crate::domain::model::{PendingFire, RouteStrategy};
 use crate::engine::acks::{AckLedger, SettledFire};
 use crate::engine::cancellations::CancelledFires;
 use crate::engine::partitions::PartitionDirectory;
 use crate::engine::registry::Registry;
-use crate::engine::routing::{NoOwners, Router, all_partitions};
+use crate::engine::routing::{NoOwners, Router, candidates_of};
+use crate::engine::signature_forms::SignatureForms;
 use crate::engine::signer::{OutgoingRecord, SignedProducer, SignedRecord};
 use crate::metrics::SchedulerMetrics;
 use crate::store::DispatchAck;
@@ -84,6 +86,8 @@ pub struct DispatchSettings {
     /// How long a trigger stays valid after its scheduled time (or its emission, if later):
     /// executors refuse it past that. `None`: triggers carry no window.
     pub trigger_validity: Option<Duration>,
+    /// Whether triggers are signed alone or by the round (PROTOCOL.md section 3).
+    pub trigger_signatures: TriggerSignatures,
 }
 
 /// What one dispatch step did with the fires it was given.
@@ -117,6 +121,7 @@ pub struct Dispatcher {
     outcomes: DispatchOutcomes,
     clock: Arc<dyn Clock>,
     settings: DispatchSettings,
+    forms: SignatureForms,
     router: Router,
     metrics: Arc<SchedulerMetrics>,
     tracer: RunTracer,
@@ -137,6 +142,7 @@ impl Dispatcher {
             producer,
             topics,
             partitions,
+            forms: SignatureForms::new(settings.trigger_signatures, Arc::clone(&registry)),
             registry,
             outcomes,
             clock,
@@ -244,8 +250,10 @@ impl Dispatcher {
     ) -> Vec<BoxFuture<'static, Delivery>> {
         let mut prepared = Vec::new();
         let mut records = Vec::new();
+        let mut forms = self.forms.for_round(self.clock.now_ms());
         for (fire, attempt) in fires {
-            if let Some(record) = self.prepare(&fire).await {
+            let sign_by_round = forms.by_round(&fire.app);
+            if let Some(record) = self.prepare(&fire, sign_by_round).await {
                 records.push(record);
                 prepared.push((fire, attempt));
             }
@@ -258,9 +266,10 @@ impl Dispatcher {
             .collect()
     }
 
-    /// The unsigned trigger record of `fire` on its chosen partition, or `None` when it is not
-    /// to be sent (cancelled: its batch is told) or cannot be (it stays pending).
-    async fn prepare(&self, fire: &PendingFire) -> Option<OutgoingRecord> {
+    /// The unsigned trigger record of `fire` on its chosen partition, to be signed by the round
+    /// or alone, or `None` when it is not to be sent (cancelled: its batch is told) or cannot
+    /// be (it stays pending).
+    async fn prepare(&self, fire: &PendingFire, sign_by_round: bool) -> Option<OutgoingRecord> {
         if self.outcomes.cancelled.is_cancelled(fire) {
             tracing::debug!(trigger_id = %fire.trigger_id,
                 "not emitting a fire cancelled by a stop or a schedule change");
@@ -289,6 +298,7 @@ impl Dispatcher {
                 payload,
                 partition: Some(partition),
                 route: route_header(fire.route_strategy),
+                sign_by_round,
             }),
             Err(error) => {
                 tracing::error!(trigger_id = %fire.trigger_id, %error,
@@ -351,26 +361,7 @@ impl Dispatcher {
     /// The partition for `fire` among its candidates (see [`crate::engine::routing`]).
     fn choose_partition(&self, fire: &PendingFire, partitions: i32) -> i32 {
         let now_ms = self.clock.now_ms();
-        let candidates = match &fire.route_partitions {
-            Some(named) => {
-                let in_range: Vec<i32> = named
-                    .iter()
-                    .copied()
-                    .filter(|partition| (0..partitions).contains(partition))
-                    .collect();
-                if in_range.len() < named.len() {
-                    // The API refuses such partitions; a row edited by hand could still hold one.
-                    tracing::error!(trigger_id = %fire.trigger_id, ?named, partitions,
-                        "trigger names partitions the app does not have; ignoring those");
-                }
-                if in_range.is_empty() {
-                    all_partitions(partitions)
-                } else {
-                    in_range
-                }
-            }
-            None => all_partitions(partitions),
-        };
+        let candidates = candidates_of(fire, partitions);
         match fire.route_strategy {
             RouteStrategy::Failover | RouteStrategy::Busyover => {
                 let owners = self.registry.owners(&fire.app, fire.job_id, now_ms);

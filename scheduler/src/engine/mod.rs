@@ -16,8 +16,9 @@
 //!   the app's partitions ([`partitions`]); FAILOVER and BUSYOVER read the live executors
 //!   from the in-memory [`registry`].
 //! - [`dispatch`]: builds the `TriggerRecord`, signs it ([`signer`]: Ed25519, with the
-//!   cluster's newest key), produces it with an idempotent producer, retries retriable
-//!   errors, and drops fires cancelled meanwhile.
+//!   cluster's newest key; alone or by the round, as [`signature_forms`] decides from the
+//!   executors' beats), produces it with an idempotent producer, retries retriable errors,
+//!   and drops fires cancelled meanwhile.
 //! - [`acks`]: writes the runs of acknowledged triggers (DISPATCHED) and settles their
 //!   batches, retrying until the database takes them; until then no claim re-emits them.
 //! - [`cancellations`]: a stop or a schedule edit cancels the job's planned fires; every node
@@ -42,5 +43,6 @@ pub mod preread;
 pub mod registry;
 pub mod routing;
 pub mod shards;
+pub mod signature_forms;
 pub mod signer;
 pub mod wheel;

@@ -16,6 +16,7 @@
 //! (graceful shutdown) takes the executor out of routing at once. When two live executors
 //! claim the same partition (the moment of a rebalance), the one with the newer beat owns it.
 
+use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::sync::RwLock;
 use std::time::Duration;
@@ -110,29 +111,60 @@ impl Registry {
             .collect()
     }
 
+    /// What keeps `app`'s triggers from being signed by the round at `now_ms`, if anything
+    /// (PROTOCOL.md section 3, `signing.trigger_signatures = "auto"`): no live executor (a
+    /// trigger may wait for one of any version), or an executor that beat within the dead
+    /// timeout, RUNNING or STOPPING (a draining executor still runs what it holds), without
+    /// `round-signatures` in its beat.
+    pub fn round_signatures_held_back(&self, app: &AppName, now_ms: i64) -> Option<HeldBack> {
+        let apps = self.apps.read().expect("registry lock");
+        let Some(executors) = apps.get(app) else {
+            return Some(HeldBack::NoLiveExecutor);
+        };
+        let recent = |entry: &&ExecutorEntry| {
+            now_ms.saturating_sub(entry.last_beat_at_ms) <= self.dead_timeout_ms
+        };
+        if let Some(old) = (executors.values().filter(recent))
+            .filter(|entry| !entry.verifies_round_signatures())
+            .min_by(|a, b| a.executor_id.cmp(&b.executor_id))
+        {
+            return Some(HeldBack::By(old.executor_id.clone()));
+        }
+        let any_live = executors.values().any(|entry| self.is_live(entry, now_ms));
+        (!any_live).then_some(HeldBack::NoLiveExecutor)
+    }
+
     /// The live executor owning `partition` of `app`'s trigger topic at `now_ms` (the newest
     /// claim, as in [`Registry::owners`]).
+    ///
+    /// Dispatch asks this for every acknowledged trigger: it reads the entries in place and
+    /// copies only the winner's id.
     pub fn owner_of(&self, app: &AppName, partition: i32, now_ms: i64) -> Option<String> {
-        self.live_executors(app, now_ms)
-            .into_iter()
-            .filter(|entry| entry.owned_partitions.contains(&partition))
-            .max_by_key(|entry| entry.last_beat_at_ms)
-            .map(|entry| entry.executor_id)
+        let apps = self.apps.read().expect("registry lock");
+        (apps.get(app)?.values())
+            .filter(|entry| {
+                self.is_live(entry, now_ms) && entry.owned_partitions.contains(&partition)
+            })
+            .max_by_key(|entry| claim(entry))
+            .map(|entry| entry.executor_id.clone())
     }
 
     /// Who owns each partition of `app`'s trigger topic at `now_ms`, and whether `job` is busy
     /// there: what FAILOVER and BUSYOVER route by.
     pub fn owners(&self, app: &AppName, job: JobId, now_ms: i64) -> AppOwners {
-        let mut newest: HashMap<i32, (i64, PartitionOwner)> = HashMap::new();
-        for entry in self.live_executors(app, now_ms) {
+        let apps = self.apps.read().expect("registry lock");
+        let mut newest: HashMap<i32, (Claim<'_>, PartitionOwner)> = HashMap::new();
+        let live = (apps.get(app).into_iter())
+            .flat_map(HashMap::values)
+            .filter(|entry| self.is_live(entry, now_ms));
+        for entry in live {
             let job_busy =
                 entry.running_jobs.contains(&job.get()) || entry.queued_jobs.contains(&job.get());
             for &partition in &entry.owned_partitions {
-                let claim = (entry.last_beat_at_ms, PartitionOwner::Live { job_busy });
                 match newest.get(&partition) {
-                    Some((held, _)) if *held >= entry.last_beat_at_ms => {}
+                    Some((held, _)) if *held >= claim(entry) => {}
                     _ => {
-                        newest.insert(partition, claim);
+                        newest.insert(partition, (claim(entry), PartitionOwner::Live { job_busy }));
                     }
                 }
             }
@@ -146,11 +178,44 @@ impl Registry {
     }
 }
 
+/// How strongly an executor claims the partitions its beat names; the stronger claim owns a
+/// partition two live executors claim (the moment of a rebalance).
+type Claim<'a> = (i64, Reverse<&'a str>);
+
+/// `entry`'s claim: the newer beat wins, and of two as new the smaller executor id, so that
+/// every node and every lookup name the same owner.
+fn claim(entry: &ExecutorEntry) -> Claim<'_> {
+    (entry.last_beat_at_ms, Reverse(entry.executor_id.as_str()))
+}
+
 /// Whether `entry` takes triggers at `now_ms`: RUNNING, with a beat at most `dead_timeout_ms`
 /// old.
 pub fn is_live(entry: &ExecutorEntry, now_ms: i64, dead_timeout_ms: i64) -> bool {
     entry.state == ExecutorStatus::Running
         && now_ms.saturating_sub(entry.last_beat_at_ms) <= dead_timeout_ms
+}
+
+/// Why an app's triggers are signed one by one under `auto` (see
+/// [`Registry::round_signatures_held_back`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeldBack {
+    /// The app has no live executor.
+    NoLiveExecutor,
+    /// This executor's beats do not list `round-signatures`.
+    By(String),
+}
+
+impl std::fmt::Display for HeldBack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeldBack::NoLiveExecutor => f.write_str("no executor of the app is live"),
+            HeldBack::By(executor) => write!(
+                f,
+                "executor {executor} does not list round-signatures in its beats (a version \
+                 before round signatures)"
+            ),
+        }
+    }
 }
 
 /// The owners of one app's partitions at one instant (see [`Registry::owners`]).
@@ -187,6 +252,7 @@ pub fn entry_from_beat(beat: ExecutorBeat, received_at_ms: i64) -> ExecutorEntry
         state,
         first_seen_at_ms: last_beat_at_ms,
         last_beat_at_ms,
+        features: beat.features,
     }
 }
 
@@ -211,7 +277,38 @@ mod tests {
             state: ExecutorStatus::Running,
             first_seen_at_ms: beat_ms,
             last_beat_at_ms: beat_ms,
+            features: vec![ExecutorBeat::ROUND_SIGNATURES.to_owned()],
         }
+    }
+
+    #[test]
+    fn round_signatures_wait_for_a_live_executor_and_for_every_recent_one_to_verify_them() {
+        let registry = Registry::new(Duration::from_secs(10));
+        assert_eq!(
+            registry.round_signatures_held_back(&app(), 1_000),
+            Some(HeldBack::NoLiveExecutor),
+            "an app nobody beat for"
+        );
+        registry.observe(entry("new", &[0], &[], 1_000));
+        assert_eq!(registry.round_signatures_held_back(&app(), 1_000), None);
+
+        // An executor of a version before features, draining: it still runs what it holds.
+        let mut old = entry("old", &[], &[], 2_000);
+        old.features.clear();
+        old.state = ExecutorStatus::Stopping;
+        registry.observe(old);
+        assert_eq!(
+            registry.round_signatures_held_back(&app(), 2_000),
+            Some(HeldBack::By("old".to_owned()))
+        );
+        // Once its beats are older than the dead timeout it holds nothing back.
+        registry.observe(entry("new", &[0], &[], 5_000));
+        assert_eq!(registry.round_signatures_held_back(&app(), 12_001), None);
+        // And when no executor is live any more, nothing is signed by the round.
+        assert_eq!(
+            registry.round_signatures_held_back(&app(), 15_001),
+            Some(HeldBack::NoLiveExecutor)
+        );
     }
 
     #[test]
@@ -268,6 +365,7 @@ mod tests {
             queued_jobs: vec![],
             state: kadence_schemas::ExecutorState::Running,
             sent_at_ms: 1_000,
+            features: vec![],
         };
         // Replayed long after it was sent: as old as it is.
         assert_eq!(entry_from_beat(beat.clone(), 90_000).last_beat_at_ms, 1_000);

@@ -36,7 +36,7 @@ use kadence_schemas::JobId;
 use md5::{Digest, Md5};
 use rand::Rng;
 
-use crate::domain::model::RouteStrategy;
+use crate::domain::model::{PendingFire, RouteStrategy};
 
 /// ROUND's counter is reset past this (XXL-JOB's value).
 const ROUND_RESET_AFTER: u64 = 1_000_000;
@@ -81,6 +81,27 @@ pub fn all_partitions(count: i32) -> Vec<i32> {
 }
 
 /// The first node at or after the job's hash, wrapping around.
+/// The candidate partitions of `fire` on a trigger topic of `partitions`: those it names, or
+/// all when it names none. Named partitions the topic does not have are ignored, loudly: the
+/// API refuses them, but a row edited by hand could still hold one; when none is left, all.
+pub fn candidates_of(fire: &PendingFire, partitions: i32) -> Vec<i32> {
+    let Some(named) = &fire.route_partitions else {
+        return all_partitions(partitions);
+    };
+    let in_range: Vec<i32> = (named.iter().copied())
+        .filter(|partition| (0..partitions).contains(partition))
+        .collect();
+    if in_range.len() < named.len() {
+        tracing::error!(trigger_id = %fire.trigger_id, ?named, partitions,
+            "trigger names partitions the app does not have; ignoring those");
+    }
+    if in_range.is_empty() {
+        all_partitions(partitions)
+    } else {
+        in_range
+    }
+}
+
 fn on_ring(ring: &Ring, job: JobId) -> i32 {
     let job_hash = ring_hash(&job.to_string());
     ring.range(job_hash..)

@@ -25,7 +25,6 @@ use rdkafka::util::Timeout;
 use secrecy::{ExposeSecret, SecretString};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::TriggerSignatures;
 use crate::store::{NewSigningKey, SigningKeys, StoreError, StoredSigningKey};
 
 /// The signing key could not be made, read or used.
@@ -167,6 +166,10 @@ pub struct OutgoingRecord {
     /// The route strategy the `kadence.route` header names (FAILOVER and BUSYOVER triggers
     /// only: the others are decided by the partition alone); not signed.
     pub route: Option<&'static str>,
+    /// Whether it is signed as part of its dispatch round (its app's executors verify round
+    /// signatures) rather than alone. A record without a partition is always signed alone:
+    /// a round binds each record's partition.
+    pub sign_by_round: bool,
 }
 
 /// A record with the signature headers of the node's key: what
@@ -190,15 +193,15 @@ const SIGN_ON_THREADS_FROM: usize = 64;
 /// The producer of trigger and control records: every record it sends is signed with the
 /// node's current key, and it offers no way to send one unsigned.
 ///
-/// Dispatch signs what it sends in batches ([`sign_all`](Self::sign_all)) spread over
-/// `signing.threads` blocking threads: the records are independent, and one task signing
+/// Dispatch signs what it sends in batches ([`sign_all`](Self::sign_all)): the records its
+/// executors verify by the round as one round, the others each alone, spread over
+/// `signing.threads` blocking threads: those records are independent, and one task signing
 /// every trigger in turn was the node's limit (41 % of its CPU at 100 000 due per second).
 #[derive(Clone)]
 pub struct SignedProducer {
     producer: KafkaProducer,
     signer: Arc<Signer>,
     threads: NonZeroUsize,
-    triggers: TriggerSignatures,
 }
 
 impl SignedProducer {
@@ -208,14 +211,7 @@ impl SignedProducer {
             producer,
             signer,
             threads: NonZeroUsize::MIN,
-            triggers: TriggerSignatures::Record,
         }
-    }
-
-    /// The same producer signing what [`sign_all`](Self::sign_all) is given in the form
-    /// `triggers`: each record alone, or the batch as one round.
-    pub fn signing_triggers(self, triggers: TriggerSignatures) -> Self {
-        SignedProducer { triggers, ..self }
     }
 
     /// The same producer signing batches on `threads` threads.
@@ -228,21 +224,43 @@ impl SignedProducer {
         &self.signer
     }
 
-    /// Signs `records` with the current key, in order: as one round (see
-    /// [`kadence_kafka::RecordSigner::round_headers`]) when so configured and every record
-    /// names its partition; otherwise each alone, a large batch split over the signing
-    /// threads, a small one signed here.
+    /// Signs `records` with the current key, in order: those to be signed by the round
+    /// ([`OutgoingRecord::sign_by_round`], with a partition) as one round (see
+    /// [`kadence_kafka::RecordSigner::round_headers`]), the others each alone.
     pub async fn sign_all(&self, records: Vec<OutgoingRecord>) -> Vec<SignedRecord> {
         let key = self.signer.current();
-        if self.triggers == TriggerSignatures::Round
-            && let Some(headers) = round_headers(&key, &records)
-        {
-            return records
-                .into_iter()
-                .zip(headers)
-                .map(|(record, headers)| SignedRecord { headers, record })
-                .collect();
+        // Whether each record, in order, is in the round.
+        let mut in_round = Vec::with_capacity(records.len());
+        let (mut round, mut alone) = (Vec::new(), Vec::new());
+        for record in records {
+            match record.partition {
+                Some(partition) if record.sign_by_round => {
+                    in_round.push(true);
+                    round.push((partition, record));
+                }
+                _ => {
+                    in_round.push(false);
+                    alone.push(record);
+                }
+            }
         }
+        let mut round = sign_round(&key, round).into_iter();
+        let mut alone = self.sign_each_on_threads(key, alone).await.into_iter();
+        in_round
+            .into_iter()
+            .map(|in_round| if in_round { round.next() } else { alone.next() })
+            // Both signers return one signed record per record given.
+            .map(|signed| signed.expect("a signed record for every record"))
+            .collect()
+    }
+
+    /// Signs each of `records` alone, in order: a large batch split over the signing threads,
+    /// a small one signed here.
+    async fn sign_each_on_threads(
+        &self,
+        key: Arc<RecordSigner>,
+        records: Vec<OutgoingRecord>,
+    ) -> Vec<SignedRecord> {
         let threads = self.threads.get();
         if threads == 1 || records.len() < SIGN_ON_THREADS_FROM {
             return sign_each(&key, records);
@@ -324,21 +342,23 @@ impl SignedProducer {
     }
 }
 
-/// The headers of `records` signed as one round, or `None` when one of them names no
-/// partition (a round binds each record's partition). One signature and a Merkle tree of a
-/// few hundred hashes at most: no reason to hand it to the signing threads.
-fn round_headers(key: &RecordSigner, records: &[OutgoingRecord]) -> Option<Vec<OwnedHeaders>> {
-    let round = records
+/// `records`, each with the partition it goes to, signed as one round. One signature and a
+/// Merkle tree of a few thousand hashes at most: no reason to hand it to the signing threads.
+fn sign_round(key: &RecordSigner, records: Vec<(i32, OutgoingRecord)>) -> Vec<SignedRecord> {
+    let round: Vec<RoundRecord<'_>> = records
         .iter()
-        .map(|record| {
-            Some(RoundRecord {
-                topic: &record.topic,
-                partition: record.partition?,
-                value: &record.payload,
-            })
+        .map(|(partition, record)| RoundRecord {
+            topic: &record.topic,
+            partition: *partition,
+            value: &record.payload,
         })
-        .collect::<Option<Vec<_>>>()?;
-    Some(key.round_headers(&round))
+        .collect();
+    let headers = key.round_headers(&round);
+    records
+        .into_iter()
+        .zip(headers)
+        .map(|((_, record), headers)| SignedRecord { headers, record })
+        .collect()
 }
 
 fn sign_each(key: &RecordSigner, records: Vec<OutgoingRecord>) -> Vec<SignedRecord> {
@@ -387,6 +407,7 @@ mod tests {
                     payload: format!("value {index}").into_bytes(),
                     partition: Some(index as i32 % 4),
                     route: None,
+                    sign_by_round: false,
                 })
                 .collect();
             let signed = producer.sign_all(records.clone()).await;
@@ -418,21 +439,34 @@ mod tests {
         use kadence_schemas::headers::{ROUND_PROOF, ROUND_SIGNATURE, SIGNATURE, SIGNATURE_KEY};
         let key = RecordSigner::generate().unwrap();
         let trusted = TrustedKeys::new([key.public_key()]);
-        let producer = SignedProducer::new(producer(), Arc::new(Signer::new(key)))
-            .signing_triggers(TriggerSignatures::Round);
-        let records: Vec<OutgoingRecord> = (0..5)
+        let producer = SignedProducer::new(producer(), Arc::new(Signer::new(key)));
+        // Records 2 and 5 are of an app whose executors verify records signed alone only.
+        let records: Vec<OutgoingRecord> = (0..6)
             .map(|index| OutgoingRecord {
                 topic: "kadence.triggers.app".to_owned(),
                 key: index.to_string(),
                 payload: format!("value {index}").into_bytes(),
                 partition: Some(index % 2),
                 route: None,
+                sign_by_round: index % 3 != 2,
             })
             .collect();
         let signed = producer.sign_all(records.clone()).await;
+        assert_eq!(signed.len(), records.len());
         let round = header(&signed[0], ROUND_SIGNATURE).expect("a round signature");
         for (original, signed) in records.iter().zip(&signed) {
             assert_eq!(signed.record().key, original.key, "order kept");
+            if !original.sign_by_round {
+                let alone = trusted.verify(
+                    &original.topic,
+                    &original.payload,
+                    header(signed, SIGNATURE_KEY),
+                    header(signed, SIGNATURE),
+                );
+                assert!(alone.is_ok(), "record {}: {alone:?}", original.key);
+                assert!(header(signed, ROUND_SIGNATURE).is_none());
+                continue;
+            }
             assert_eq!(
                 header(signed, ROUND_SIGNATURE),
                 Some(round),

@@ -6,21 +6,30 @@
 //! was changed (bad round proof), one whose round signature was changed (bad signature), and a
 //! round signed by a key the executor does not trust, as a retired key is after a rotation
 //! (unknown key).
+//!
+//! And with the default `auto`: every executor lists `round-signatures` in its beats, and the
+//! scheduler signs an app's triggers by the round once it has read them, one by one again
+//! while an executor of a version before round signatures beats (a v1 beat, no features), and
+//! by the round again once that executor's beats list the feature.
 
 use std::time::Duration;
 
 use kadence_kafka::{RecordSigner, RoundRecord};
 use kadence_scheduler::config::TriggerSignatures;
-use kadence_schemas::{JobId, TriggerRecord, TriggerType, codec, headers};
-use rdkafka::Message;
+use kadence_schemas::{
+    AppName, ExecutorBeat, ExecutorState, JobId, TriggerRecord, TriggerType, codec, headers,
+};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{Header, Headers, OwnedHeaders, OwnedMessage};
+use rdkafka::{Message, Offset, TopicPartitionList};
 use serde_json::json;
 
 use super::intake::assert_refused_as;
 use super::lifecycle::read_until_quiet;
 use super::runs::{hand_made_trigger, result_of};
 use super::{ExecutorProcess, Implementation, finished_results};
-use crate::helpers::spawn_app_with;
+use crate::helpers::{TestApp, spawn_app, spawn_app_with};
 use kadence_tests::fixtures::{Backend, wait_for};
 
 const APP: &str = "rounds";
@@ -185,6 +194,156 @@ async fn round_signed_triggers_run_and_forged_ones_are_refused(executor: Impleme
     app.shutdown().await;
 }
 
+async fn auto_signs_by_the_round_while_every_executor_verifies_round_signatures(
+    executor: Implementation,
+) {
+    let app = spawn_app(Backend::Sqlite).await;
+    app.create_app(APP, 1).await;
+    let key = app.signing_public_key().await;
+    let _process = ExecutorProcess::start_with(
+        executor,
+        &app,
+        APP,
+        "auto-1",
+        &[("KADENCE_TRUSTED_KEYS", key.as_str())],
+    )
+    .await;
+    let live = app.wait_for_executors(APP, 1, 1).await;
+    assert_eq!(
+        live[0].entry.features,
+        [ExecutorBeat::ROUND_SIGNATURES],
+        "the executor says it verifies round signatures: {:?}",
+        live[0].entry
+    );
+    let job = app
+        .create_job(json!({"app": APP, "handler": "ok", "schedule_type": "CRON",
+            "schedule_conf": "* * * * * ?", "route_strategy": "FIRST", "start": true}))
+        .await;
+    let topic = format!("{}.triggers.{APP}", app.prefix);
+    wait_for_form(&app, &topic, Form::Round, "by the round").await;
+
+    // An executor of a version before features joins the app: its beats are v1.
+    produce_beat(&app, "auto-old", Vec::new()).await;
+    wait_for_form(
+        &app,
+        &topic,
+        Form::Alone,
+        "one by one beside an older executor",
+    )
+    .await;
+
+    // The same executor, upgraded, says it verifies round signatures.
+    produce_beat(
+        &app,
+        "auto-old",
+        vec![ExecutorBeat::ROUND_SIGNATURES.to_owned()],
+    )
+    .await;
+    wait_for_form(
+        &app,
+        &topic,
+        Form::Round,
+        "by the round once it is upgraded",
+    )
+    .await;
+
+    app.stop_job(job.id).await;
+    let emitted = read_until_quiet(&app.brokers, &topic).await;
+    let forms: Vec<Option<Form>> = emitted.iter().map(form_of).collect();
+    assert!(forms.contains(&Some(Form::Alone)) && forms.contains(&Some(Form::Round)));
+    // Every trigger that ran, of either form, ran well, and the executor refused none.
+    let runs = finished_results(&app, job.id, 3).await;
+    assert!(
+        runs.iter().all(|run| run.handle_code == Some(200)),
+        "{runs:?}"
+    );
+    let letters = read_until_quiet(&app.brokers, &format!("{}.dlq", app.prefix)).await;
+    assert!(letters.is_empty(), "{} dead letters", letters.len());
+    app.shutdown().await;
+}
+
+/// How a trigger is signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Alone,
+    Round,
+}
+
+fn form_of(trigger: &OwnedMessage) -> Option<Form> {
+    if header_of(trigger, headers::ROUND_SIGNATURE).is_some() {
+        Some(Form::Round)
+    } else {
+        header_of(trigger, headers::SIGNATURE).map(|_| Form::Alone)
+    }
+}
+
+/// Waits until the newest trigger on `topic` (one partition) is one emitted after the wait
+/// began and signed in `form`.
+async fn wait_for_form(app: &TestApp, topic: &str, form: Form, what: &str) {
+    let before = read_to_the_end(&app.brokers, topic).await.len();
+    wait_for(
+        Duration::from_secs(30),
+        &format!("triggers signed {what}"),
+        || async {
+            let emitted = read_to_the_end(&app.brokers, topic).await;
+            let newest = emitted.get(before..)?.last()?;
+            (form_of(newest) == Some(form)).then_some(())
+        },
+    )
+    .await;
+}
+
+/// Every record of partition 0 of `topic` up to its high watermark now (a job still fires
+/// there, so the topic never goes quiet).
+async fn read_to_the_end(brokers: &str, topic: &str) -> Vec<OwnedMessage> {
+    let consumer: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", kadence_tests::unique("kt-rounds-reader."))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("test consumer");
+    let (_, high) = consumer
+        .fetch_watermarks(topic, 0, Duration::from_secs(10))
+        .expect("the topic's watermarks");
+    let mut assignment = TopicPartitionList::new();
+    (assignment.add_partition_offset(topic, 0, Offset::Beginning)).unwrap();
+    consumer.assign(&assignment).expect("assign the topic");
+    let mut messages = Vec::new();
+    while high > 0
+        && messages
+            .last()
+            .is_none_or(|last: &OwnedMessage| last.offset() + 1 < high)
+    {
+        let received = tokio::time::timeout(Duration::from_secs(10), consumer.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{topic}: no record below its high watermark {high}"));
+        messages.push(received.expect("read the topic").detach());
+    }
+    messages
+}
+
+/// Produces, signed with the app's executor key, a RUNNING beat of `executor` that owns no
+/// partition and lists `features` (none: written as v1, as by a version before features).
+async fn produce_beat(app: &TestApp, executor: &str, features: Vec<String>) {
+    let beat = ExecutorBeat {
+        executor_id: executor.to_owned(),
+        app: AppName::parse(APP).unwrap(),
+        host: "elsewhere".to_owned(),
+        version: "older".to_owned(),
+        handlers: vec!["ok".to_owned()],
+        owned_partitions: Vec::new(),
+        running_jobs: Vec::new(),
+        queued_jobs: Vec::new(),
+        state: ExecutorState::Running,
+        sent_at_ms: kadence_schemas::now_ms(),
+        features,
+    };
+    let payload = codec::encode(&beat).unwrap();
+    let beats = format!("{}.beats", app.prefix);
+    app.produce_signed(APP, (&beats, 0), executor, &payload)
+        .await;
+}
+
 /// A round of `count` hand-made triggers of `job` (scheduled at `first_at_ms` and after, long
 /// past), for partition 0 of `topic`, signed by `signer`: each trigger, its bytes and headers.
 fn signed_round(
@@ -255,4 +414,7 @@ fn replaced(all: &OwnedHeaders, name: &str, value: &[u8]) -> OwnedHeaders {
     })
 }
 
-on_every_executor!(round_signed_triggers_run_and_forged_ones_are_refused);
+on_every_executor!(
+    round_signed_triggers_run_and_forged_ones_are_refused,
+    auto_signs_by_the_round_while_every_executor_verifies_round_signatures
+);

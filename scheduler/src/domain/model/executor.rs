@@ -42,4 +42,15 @@ pub struct ExecutorEntry {
     pub first_seen_at_ms: i64,
     /// Latest beat (the earlier of its send and receive times), ms since the epoch.
     pub last_beat_at_ms: i64,
+    /// Protocol features its latest beat lists (PROTOCOL.md section 9), e.g.
+    /// `round-signatures`: whether the scheduler may sign its app's triggers by the round.
+    pub features: Vec<String>,
+}
+
+impl ExecutorEntry {
+    /// Whether its latest beat lists `round-signatures`: it verifies round-signed triggers.
+    pub fn verifies_round_signatures(&self) -> bool {
+        (self.features.iter())
+            .any(|feature| feature == kadence_schemas::ExecutorBeat::ROUND_SIGNATURES)
+    }
 }

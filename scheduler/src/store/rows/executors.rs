@@ -9,7 +9,7 @@ use crate::store::values::{IntoSqlValue as _, SqlValue};
 
 /// Columns of `executors`, in [`ExecutorRow`]'s order.
 pub(crate) const EXECUTOR_COLUMNS: &str = "executor_id, app, host, version, handlers, \
-     owned_partitions, running_jobs, queued_jobs, state, first_seen_at_ms, last_beat_at_ms";
+     owned_partitions, running_jobs, queued_jobs, state, first_seen_at_ms, last_beat_at_ms, features";
 
 #[derive(sqlx::FromRow)]
 pub struct ExecutorRow {
@@ -24,6 +24,7 @@ pub struct ExecutorRow {
     state: String,
     first_seen_at_ms: i64,
     last_beat_at_ms: i64,
+    features: String,
 }
 
 impl TryFrom<ExecutorRow> for ExecutorEntry {
@@ -42,6 +43,7 @@ impl TryFrom<ExecutorRow> for ExecutorEntry {
                 state: parse::<ExecutorStatus>(&row.state)?,
                 first_seen_at_ms: row.first_seen_at_ms,
                 last_beat_at_ms: row.last_beat_at_ms,
+                features: split_list(&row.features).map(str::to_owned).collect(),
                 executor_id: row.executor_id,
             })
         })()
@@ -52,7 +54,7 @@ impl TryFrom<ExecutorRow> for ExecutorEntry {
 /// The `executors` table's columns, each with the value `entry` writes to it: the one place
 /// where a column and its value meet, so that no list of columns and list of binds can
 /// drift apart. (Rows are read by column name, into [`ExecutorRow`].)
-pub(crate) fn executor_values(entry: &ExecutorEntry) -> [(&'static str, SqlValue<'_>); 11] {
+pub(crate) fn executor_values(entry: &ExecutorEntry) -> [(&'static str, SqlValue<'_>); 12] {
     [
         ("executor_id", entry.executor_id.as_str().into_sql_value()),
         ("app", entry.app.as_str().into_sql_value()),
@@ -74,5 +76,6 @@ pub(crate) fn executor_values(entry: &ExecutorEntry) -> [(&'static str, SqlValue
         ("state", entry.state.as_str().into_sql_value()),
         ("first_seen_at_ms", entry.last_beat_at_ms.into_sql_value()),
         ("last_beat_at_ms", entry.last_beat_at_ms.into_sql_value()),
+        ("features", join_list(&entry.features).into_sql_value()),
     ]
 }

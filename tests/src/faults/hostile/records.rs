@@ -79,6 +79,7 @@ fn plausible(
         queued_jobs: Vec::new(),
         state: ExecutorState::Running,
         sent_at_ms: now_ms(),
+        features: Vec::new(),
     };
     let kill = ControlRecord {
         command: ControlCommand::Kill,

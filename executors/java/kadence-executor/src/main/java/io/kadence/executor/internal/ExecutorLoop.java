@@ -3,6 +3,7 @@ package io.kadence.executor.internal;
 import io.kadence.executor.wire.Records.ControlRecord;
 import io.kadence.executor.wire.Records.ExecutorBeat;
 import io.kadence.executor.wire.Records.ExecutorState;
+import io.kadence.executor.wire.TrustedKeys;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -61,6 +62,11 @@ public final class ExecutorLoop {
     private static final Duration LAG_INTERVAL = Duration.ofSeconds(5);
     /** How long a start waits for the trigger topic to appear in the metadata. */
     private static final long TOPIC_PATIENCE_S = 30;
+    /**
+     * What every beat lists, ascending: {@link Intake} verifies triggers with {@link TrustedKeys},
+     * which takes round-signed ones too, so the scheduler may sign this app's triggers by the round.
+     */
+    private static final List<String> FEATURES = List.of(TrustedKeys.ROUND_SIGNATURES_FEATURE);
 
     private final Settings settings;
     private final RunLauncher launcher;
@@ -365,9 +371,11 @@ public final class ExecutorLoop {
         runs.background(() -> publisher.beat(beat));
     }
 
-    private ExecutorBeat beatRecord(ExecutorState state, List<Integer> partitions, List<Long> running, List<Long> queued) {
+    /** The beat of this executor now (package-private for tests); both the periodic beats and the
+     * last one build it here, so every beat lists the same features. */
+    ExecutorBeat beatRecord(ExecutorState state, List<Integer> partitions, List<Long> running, List<Long> queued) {
         return new ExecutorBeat(settings.executorId(), settings.app(), host(), Settings.VERSION, launcher.names(),
-                partitions, running, queued, state, System.currentTimeMillis());
+                partitions, running, queued, state, System.currentTimeMillis(), FEATURES);
     }
 
     private static String host() {

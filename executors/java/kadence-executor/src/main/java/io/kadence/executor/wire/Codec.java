@@ -64,6 +64,10 @@ public final class Codec {
     public static final int TRIGGER_V1 = 1001;
     public static final int TRIGGER_V2 = 1002;
     public static final int TRIGGER_V3 = 1003;
+    /** v2 appended {@code features}: a beat that lists none is the same datum under v1, which
+     * schedulers that predate v2 read. */
+    public static final int BEAT_V1 = 4001;
+    public static final int BEAT_V2 = 4002;
 
     /** A released schema: its id, record name and parsed schema. */
     private record Entry(int id, String record, Schema schema) {}
@@ -80,6 +84,7 @@ public final class Codec {
         add(catalog, 2001, RESULT, "result_record/v1.avsc");
         add(catalog, 3001, CONTROL, "control_record/v1.avsc");
         add(catalog, 4001, BEAT, "executor_beat/v1.avsc");
+        add(catalog, 4002, BEAT, "executor_beat/v2.avsc");
         add(catalog, 5001, LOG, "log_record/v1.avsc");
         add(catalog, 5002, LOG, "log_record/v2.avsc");
         return catalog;
@@ -205,14 +210,14 @@ public final class Codec {
                 (Long) d.get("run_started_at_ms"));
     }
 
-    /** Decodes a framed beat. */
+    /** Decodes a framed beat; a v1 beat lists no features (the field's default). */
     public static ExecutorBeat decodeBeat(byte[] data) throws CodecException {
         GenericRecord d = decode(BEAT, data);
         return new ExecutorBeat(string(d, "executor_id"), string(d, "app"), string(d, "host"),
                 string(d, "version"), list(d, "handlers", Object::toString),
                 list(d, "owned_partitions", v -> (Integer) v), list(d, "running_jobs", v -> (Long) v),
                 list(d, "queued_jobs", v -> (Long) v), ExecutorState.valueOf(d.get("state").toString()),
-                (Long) d.get("sent_at_ms"));
+                (Long) d.get("sent_at_ms"), list(d, "features", Object::toString));
     }
 
     private static <T> List<T> list(GenericRecord datum, String field, Function<Object, T> item) {
@@ -305,10 +310,21 @@ public final class Codec {
                 l.emittedAtMs(), l.runStartedAtMs());
     }
 
-    /** A framed beat (4001). */
+    /** The schema id {@link #encode(ExecutorBeat)} writes a beat with: the oldest released
+     * version that holds it (v2 when it lists features, else v1). */
+    public static int writerId(ExecutorBeat beat) {
+        return beat.features().isEmpty() ? BEAT_V1 : BEAT_V2;
+    }
+
+    /** A framed beat (4002, or 4001 when it lists no features). */
     public static byte[] encode(ExecutorBeat b) {
-        return frame(newest(BEAT), b.executorId(), b.app(), b.host(), b.version(), b.handlers(),
-                b.ownedPartitions(), b.runningJobs(), b.queuedJobs(), b.state(), b.sentAtMs());
+        int id = writerId(b);
+        List<Object> values = new ArrayList<>(Arrays.<Object>asList(b.executorId(), b.app(), b.host(), b.version(),
+                b.handlers(), b.ownedPartitions(), b.runningJobs(), b.queuedJobs(), b.state(), b.sentAtMs()));
+        if (id == BEAT_V2) {
+            values.add(b.features());
+        }
+        return frame(CATALOG.get(id), values.toArray());
     }
 
     /** A framed control record (3001; tests write them). */

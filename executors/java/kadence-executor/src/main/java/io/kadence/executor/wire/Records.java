@@ -72,7 +72,9 @@ public final class Records {
             long emittedAtMs,
             Long runStartedAtMs) {}
 
-    /** An executor's heartbeat ({@code ExecutorBeat}). */
+    /** An executor's heartbeat ({@code ExecutorBeat}); {@code features} are the protocol features
+     * it supports, ascending (such as {@link TrustedKeys#ROUND_SIGNATURES_FEATURE}), empty in
+     * beats written before v2. */
     public record ExecutorBeat(
             String executorId,
             String app,
@@ -83,7 +85,8 @@ public final class Records {
             List<Long> runningJobs,
             List<Long> queuedJobs,
             ExecutorState state,
-            long sentAtMs) {}
+            long sentAtMs,
+            List<String> features) {}
 
     /** A command from the scheduler ({@code ControlRecord}). */
     public record ControlRecord(

@@ -50,6 +50,13 @@ public final class TrustedKeys {
     public static final String SIGNATURE = "kadence.signature";
     public static final String ROUND_SIGNATURE = "kadence.signature.round";
     public static final String ROUND_PROOF = "kadence.signature.proof";
+    /**
+     * The feature every beat of this SDK lists (PROTOCOL.md section 9): {@link #verify} takes
+     * round-signed triggers as well as those signed one by one. Executors built before round
+     * signatures dead-letter a round-signed trigger as unsigned, so the scheduler signs an app's
+     * triggers by the round only while its executors list this.
+     */
+    public static final String ROUND_SIGNATURES_FEATURE = "round-signatures";
     private static final byte[] DOMAIN = "kadence-trigger-v1\n".getBytes(StandardCharsets.UTF_8);
     private static final byte[] ROUND_DOMAIN = "kadence-trigger-round-v1\n".getBytes(StandardCharsets.UTF_8);
     private static final byte[] LEAF_DOMAIN = "kadence-trigger-leaf-v1\n".getBytes(StandardCharsets.UTF_8);

@@ -16,12 +16,18 @@ import io.kadence.executor.wire.Records.LogRecord;
 import io.kadence.executor.wire.Records.ResultRecord;
 import io.kadence.executor.wire.Records.TriggerRecord;
 import io.kadence.executor.wire.Records.TriggerType;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericData;
+import org.apache.avro.generic.GenericDatumWriter;
+import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.io.BinaryEncoder;
+import org.apache.avro.io.EncoderFactory;
 import org.junit.jupiter.api.Test;
 
 class CodecTest {
@@ -54,11 +60,61 @@ class CodecTest {
         byte[] framed = Codec.encode(log);
         assertEquals(5002, ((framed[3] & 0xff) << 8) | (framed[4] & 0xff), "log records are written as v2");
         assertEquals(log, Codec.decodeLog(framed));
-        ExecutorBeat beat = new ExecutorBeat("e-1", "billing", "host", "java-0.1.0", List.of("a"), List.of(0, 2),
-                List.of(42L), List.of(), ExecutorState.STOPPING, 9);
+        ExecutorBeat beat = beat(List.of(TrustedKeys.ROUND_SIGNATURES_FEATURE));
         assertEquals(beat, Codec.decodeBeat(Codec.encode(beat)));
         ControlRecord kill = new ControlRecord(ControlCommand.KILL, "billing", 42L, null, null, 5);
         assertEquals(kill, Codec.decodeControl(Codec.encode(kill)));
+    }
+
+    static ExecutorBeat beat(List<String> features) {
+        return new ExecutorBeat("e-1", "billing", "host", "java-0.1.0", List.of("a"), List.of(0, 2), List.of(42L),
+                List.of(), ExecutorState.STOPPING, 9, features);
+    }
+
+    private static int schemaId(byte[] framed) {
+        return ((framed[1] & 0xff) << 24) | ((framed[2] & 0xff) << 16) | ((framed[3] & 0xff) << 8) | (framed[4] & 0xff);
+    }
+
+    @Test
+    void aBeatWithFeaturesGoesAsV2AndOneWithoutAsV1() throws Exception {
+        ExecutorBeat withFeatures = beat(List.of(TrustedKeys.ROUND_SIGNATURES_FEATURE, "some-later-feature"));
+        byte[] v2 = Codec.encode(withFeatures);
+        assertEquals(4002, Codec.writerId(withFeatures));
+        assertEquals(4002, schemaId(v2));
+        assertEquals(withFeatures, Codec.decodeBeat(v2));
+
+        // Schedulers that predate v2 still read a beat that lists nothing.
+        ExecutorBeat without = beat(List.of());
+        byte[] v1 = Codec.encode(without);
+        assertEquals(4001, Codec.writerId(without));
+        assertEquals(4001, schemaId(v1));
+        assertEquals(without, Codec.decodeBeat(v1));
+        assertTrue(v1.length < v2.length, "a v1 datum has no features field at all");
+    }
+
+    @Test
+    void aV1BeatReadsAsListingNoFeatures() throws Exception {
+        // Written with the frozen v1 schema itself, as an executor of an older version writes it.
+        GenericData.Record datum = new GenericData.Record(Codec.schema(4001));
+        datum.put("executor_id", "e-9");
+        datum.put("app", "billing");
+        datum.put("host", "old-host");
+        datum.put("version", "0.0.9");
+        datum.put("handlers", List.of("report"));
+        datum.put("owned_partitions", List.of(1));
+        datum.put("running_jobs", List.of());
+        datum.put("queued_jobs", List.of(7L));
+        datum.put("state", new GenericData.EnumSymbol(Codec.schema(4001).getField("state").schema(), "RUNNING"));
+        datum.put("sent_at_ms", 1_234L);
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        out.writeBytes(new byte[] {0, 0, 0, 0x0f, (byte) 0xa1}); // 4001
+        BinaryEncoder encoder = EncoderFactory.get().directBinaryEncoder(out, null);
+        new GenericDatumWriter<GenericRecord>(datum.getSchema()).write(datum, encoder);
+        encoder.flush();
+
+        ExecutorBeat decoded = Codec.decodeBeat(out.toByteArray());
+        assertEquals(new ExecutorBeat("e-9", "billing", "old-host", "0.0.9", List.of("report"), List.of(1), List.of(),
+                List.of(7L), ExecutorState.RUNNING, 1_234, List.of()), decoded);
     }
 
     @Test
@@ -67,11 +123,13 @@ class CodecTest {
         assertEquals(parse(avro.resolve("trigger_record.avsc")), Codec.schema(1003));
         assertEquals(parse(avro.resolve("result_record.avsc")), Codec.schema(2001));
         assertEquals(parse(avro.resolve("control_record.avsc")), Codec.schema(3001));
-        assertEquals(parse(avro.resolve("executor_beat.avsc")), Codec.schema(4001));
+        assertEquals(parse(avro.resolve("executor_beat.avsc")), Codec.schema(4002));
+        assertEquals(parse(avro.resolve("history/executor_beat/v1.avsc")), Codec.schema(4001));
         assertEquals(parse(avro.resolve("log_record.avsc")), Codec.schema(5002));
         assertEquals(parse(avro.resolve("history/log_record/v1.avsc")), Codec.schema(5001));
         assertEquals(parse(avro.resolve("history/trigger_record/v1.avsc")), Codec.schema(1001));
         assertEquals(List.of(1001, 1002, 1003), Codec.acceptedIds(Codec.TRIGGER));
+        assertEquals(List.of(4001, 4002), Codec.acceptedIds(Codec.BEAT));
     }
 
     private static Schema parse(Path file) throws IOException {
