@@ -50,7 +50,8 @@
 //!
 //! The backend `none` runs no scheduler and no database: the benchmark produces the
 //! triggers itself, as the scheduler's wheel would (each second's, one emit lead ahead,
-//! routed the same way, signed), so only the executors and the broker run. What the executors add
+//! routed the same way, signed by the round as for executors of this version, or each alone
+//! with `KADENCE_SIGNING__TRIGGER_SIGNATURES=record`), so only the executors and the broker run. What the executors add
 //! to a start's lateness shows there, apart from what a loaded machine adds; the store's
 //! columns are empty.
 //!

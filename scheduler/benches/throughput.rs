@@ -57,6 +57,10 @@
 //! first fires spread evenly over the second, as jobs created at different times fire), the
 //! same rate without the bursts.
 //!
+//! Triggers are signed by the round (`signing.trigger_signatures = "round"`), as `auto` signs
+//! them for an app whose executors are of this version: no executor runs here to say so.
+//! `KADENCE_SIGNING__TRIGGER_SIGNATURES=record` measures one signature per trigger.
+//!
 //! `--defined M` adds M idle jobs (next fire in 2099) so the memory figure holds with that
 //! many jobs defined.
 //!
@@ -302,6 +306,9 @@ fn runs<'a>(options: &'a Options, sink: &'a SpanSink) -> Vec<Run<'a>> {
     runs
 }
 
+/// The setting of how triggers are signed (`signing.trigger_signatures`).
+const SIGNATURES_VARIABLE: &str = "KADENCE_SIGNING__TRIGGER_SIGNATURES";
+
 /// Starts the `run.nodes` scheduler nodes of `run` on `database` and its broker, all on the
 /// first node's topic prefix.
 async fn start_nodes(database: &Database, run: &Run<'_>) -> Vec<Serve> {
@@ -312,6 +319,12 @@ async fn start_nodes(database: &Database, run: &Run<'_>) -> Vec<Serve> {
             format!("{}ms", run.emit_lead_ms),
         ),
     ];
+    // No executor beats here, so `auto` would sign every trigger alone; the triggers of an app
+    // whose executors are of this version are signed by the round, and that is what the rows
+    // stand for. The variable set by hand (`record`, to compare) wins.
+    if std::env::var_os(SIGNATURES_VARIABLE).is_none() {
+        settings.push((SIGNATURES_VARIABLE, "round".to_owned()));
+    }
     settings.push(match run.telemetry {
         Telemetry::Off | Telemetry::Metrics => ("OTEL_TRACES_SAMPLER", "always_off".to_owned()),
         Telemetry::On => (

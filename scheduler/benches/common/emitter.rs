@@ -4,13 +4,15 @@
 
 use std::time::Duration;
 
-use kadence_kafka::{KafkaSettings, RecordSigner};
+use kadence_kafka::{KafkaSettings, RecordSigner, RoundRecord};
+use kadence_scheduler::engine::dispatch::EMIT_BATCH;
 use kadence_schemas::{
     AppName, BlockStrategy, GlueType, JobId, Topics, TriggerId, TriggerRecord, TriggerType, codec,
 };
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
+use rdkafka::message::OwnedHeaders;
 use rdkafka::producer::FutureRecord;
 
 use super::executors::RESULTS_PARTITIONS;
@@ -84,7 +86,10 @@ pub async fn delete_topics(brokers: &str, topics: &Topics) {
 /// Emits to the broker at `brokers` a trigger of each job `1..=jobs` (handler `noop`) for
 /// every second from `first_second_ms` for `seconds`, each second's `lead` ahead of it, as
 /// the scheduler's wheel does with its emit lead, signed with `signer` as the scheduler signs
-/// them; `partition` routes a job. Returns once the last second's triggers are acknowledged.
+/// them for executors of this version: by the round, each round as many triggers as the
+/// scheduler's dispatch takes at once ([`EMIT_BATCH`]), or each alone when
+/// `KADENCE_SIGNING__TRIGGER_SIGNATURES` is `record`. `partition` routes a job. Returns once
+/// the last second's triggers are acknowledged.
 pub async fn emit_every_second(
     (brokers, topics): (&str, &Topics),
     jobs: usize,
@@ -106,22 +111,42 @@ pub async fn emit_every_second(
         .map(|job| JobId::new(job).expect("jobs count from 1"))
         .map(|job| (job, partition(job)))
         .collect();
+    let by_round = std::env::var("KADENCE_SIGNING__TRIGGER_SIGNATURES").as_deref() != Ok("record");
     let mut deliveries = Vec::new();
     for second in 0..seconds as i64 {
         let scheduled_at_ms = first_second_ms + second * 1000;
         sleep_until_ms(scheduled_at_ms - lead.as_millis() as i64).await;
-        for &(job, partition) in &routed {
-            let record = trigger(job, &app, scheduled_at_ms);
-            let payload = codec::encode(&record).expect("encode a trigger");
-            let key = job.to_string();
-            let sent = FutureRecord::<str, [u8]>::to(&topic)
-                .key(&key)
-                .payload(&payload)
-                .headers(signer.headers(&topic, &payload))
-                .partition(partition);
-            match producer.send_result(sent) {
-                Ok(delivery) => deliveries.push(delivery),
-                Err((error, _)) => panic!("produce a trigger: {error}"),
+        for round in routed.chunks(EMIT_BATCH) {
+            let payloads: Vec<Vec<u8>> = (round.iter())
+                .map(|&(job, _)| codec::encode(&trigger(job, &app, scheduled_at_ms)))
+                .collect::<Result<_, _>>()
+                .expect("encode a trigger");
+            let headers: Vec<OwnedHeaders> = if by_round {
+                let records: Vec<RoundRecord<'_>> = (round.iter().zip(&payloads))
+                    .map(|(&(_, partition), value)| RoundRecord {
+                        topic: &topic,
+                        partition,
+                        value,
+                    })
+                    .collect();
+                signer.round_headers(&records)
+            } else {
+                (payloads.iter())
+                    .map(|payload| signer.headers(&topic, payload))
+                    .collect()
+            };
+            for ((&(job, partition), payload), headers) in round.iter().zip(&payloads).zip(headers)
+            {
+                let key = job.to_string();
+                let sent = FutureRecord::<str, [u8]>::to(&topic)
+                    .key(&key)
+                    .payload(payload)
+                    .headers(headers)
+                    .partition(partition);
+                match producer.send_result(sent) {
+                    Ok(delivery) => deliveries.push(delivery),
+                    Err((error, _)) => panic!("produce a trigger: {error}"),
+                }
             }
         }
     }
