@@ -77,7 +77,10 @@ impl SignatureForms {
         match held_back {
             None => tracing::info!(%app,
                 "signing the app's triggers by the round: every executor of it verifies round signatures"),
-            Some(reason) => tracing::warn!(%app, %reason,
+            // Every executor restarting at once (a deployment) is no cause for alarm.
+            Some(reason @ HeldBack::NoLiveExecutor) => tracing::info!(%app, %reason,
+                "signing the app's triggers one by one again"),
+            Some(reason @ HeldBack::By(_)) => tracing::warn!(%app, %reason,
                 "signing the app's triggers one by one again"),
         }
     }
