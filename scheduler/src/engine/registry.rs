@@ -121,9 +121,7 @@ impl Registry {
         let Some(executors) = apps.get(app) else {
             return Some(HeldBack::NoLiveExecutor);
         };
-        let recent = |entry: &&ExecutorEntry| {
-            now_ms.saturating_sub(entry.last_beat_at_ms) <= self.dead_timeout_ms
-        };
+        let recent = |entry: &&ExecutorEntry| beat_recently(entry, now_ms, self.dead_timeout_ms);
         if let Some(old) = (executors.values().filter(recent))
             .filter(|entry| !entry.verifies_round_signatures())
             .min_by(|a, b| a.executor_id.cmp(&b.executor_id))
@@ -191,8 +189,13 @@ fn claim(entry: &ExecutorEntry) -> Claim<'_> {
 /// Whether `entry` takes triggers at `now_ms`: RUNNING, with a beat at most `dead_timeout_ms`
 /// old.
 pub fn is_live(entry: &ExecutorEntry, now_ms: i64, dead_timeout_ms: i64) -> bool {
-    entry.state == ExecutorStatus::Running
-        && now_ms.saturating_sub(entry.last_beat_at_ms) <= dead_timeout_ms
+    entry.state == ExecutorStatus::Running && beat_recently(entry, now_ms, dead_timeout_ms)
+}
+
+/// Whether `entry`'s latest beat is at most `dead_timeout_ms` old at `now_ms`, whatever its
+/// state.
+fn beat_recently(entry: &ExecutorEntry, now_ms: i64, dead_timeout_ms: i64) -> bool {
+    now_ms.saturating_sub(entry.last_beat_at_ms) <= dead_timeout_ms
 }
 
 /// Why an app's triggers are signed one by one under `auto` (see
