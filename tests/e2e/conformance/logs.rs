@@ -13,7 +13,7 @@ use kadence_scheduler::http::api::RunLogView;
 use kadence_schemas::{LogRecord, ResultRecord, TriggerId, codec};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
+use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::json;
 
@@ -230,13 +230,14 @@ async fn records_of(
 ) -> Vec<(usize, LogRecord)> {
     let (brokers, topic) = (app.brokers.clone(), format!("{}.logs", app.prefix));
     let ends = ends.to_vec();
-    let payloads =
+    let messages =
         tokio::task::spawn_blocking(move || read_up_to(&brokers, &topic, &ends, then_quiet))
             .await
             .unwrap();
-    let mut records: Vec<(usize, LogRecord)> = payloads
-        .into_iter()
-        .map(|bytes| (bytes.len(), codec::decode::<LogRecord>(&bytes).unwrap()))
+    let mut records: Vec<(usize, LogRecord)> = messages
+        .iter()
+        .map(|message| message.payload().unwrap_or_default())
+        .map(|bytes| (bytes.len(), codec::decode::<LogRecord>(bytes).unwrap()))
         .filter(|(_, record)| record.trigger_id.as_str() == trigger_id)
         .collect();
     records.sort_by_key(|(_, record)| record.first_line);
@@ -271,7 +272,7 @@ fn reader_from_beginning(brokers: &str, topic: &str, partitions: usize) -> BaseC
 }
 
 /// The high watermark of every partition of `topic`, in partition order.
-fn end_offsets(brokers: &str, topic: &str) -> Vec<i64> {
+pub(super) fn end_offsets(brokers: &str, topic: &str) -> Vec<i64> {
     let consumer = reader(brokers);
     let metadata = consumer
         .fetch_metadata(Some(topic), Duration::from_secs(10))
@@ -287,12 +288,17 @@ fn end_offsets(brokers: &str, topic: &str) -> Vec<i64> {
         .collect()
 }
 
-/// The values of every record of `topic` below `ends` (one offset per partition); with
-/// `then_quiet`, and of those after them until none comes for two seconds.
-fn read_up_to(brokers: &str, topic: &str, ends: &[i64], then_quiet: bool) -> Vec<Vec<u8>> {
+/// Every record of `topic` below `ends` (one offset per partition); with `then_quiet`, and
+/// those after them until none comes for two seconds.
+pub(super) fn read_up_to(
+    brokers: &str,
+    topic: &str,
+    ends: &[i64],
+    then_quiet: bool,
+) -> Vec<OwnedMessage> {
     let consumer = reader_from_beginning(brokers, topic, ends.len());
     let mut next = vec![0; ends.len()];
-    let mut values = Vec::new();
+    let mut messages = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     while next.iter().zip(ends).any(|(next, end)| next < end) {
         assert!(
@@ -304,21 +310,15 @@ fn read_up_to(brokers: &str, topic: &str, ends: &[i64], then_quiet: bool) -> Vec
         };
         let message = message.expect("a record");
         let partition = usize::try_from(message.partition()).unwrap();
-        if then_quiet || message.offset() < ends[partition] {
-            values.push(message.payload().unwrap_or_default().to_vec());
-        }
         next[partition] = message.offset() + 1;
+        if then_quiet || message.offset() < ends[partition] {
+            messages.push(message.detach());
+        }
     }
     while then_quiet && let Some(message) = consumer.poll(Duration::from_secs(2)) {
-        values.push(
-            message
-                .expect("a record")
-                .payload()
-                .unwrap_or_default()
-                .to_vec(),
-        );
+        messages.push(message.expect("a record").detach());
     }
-    values
+    messages
 }
 
 /// Returns as soon as the result of `trigger` is on `topic` (read from its beginning).

@@ -19,14 +19,13 @@ use kadence_scheduler::config::TriggerSignatures;
 use kadence_schemas::{
     AppName, ExecutorBeat, ExecutorState, JobId, TriggerRecord, TriggerType, codec, headers,
 };
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::Message;
 use rdkafka::message::{Header, Headers, OwnedHeaders, OwnedMessage};
-use rdkafka::{Message, Offset, TopicPartitionList};
 use serde_json::json;
 
 use super::intake::assert_refused_as;
 use super::lifecycle::read_until_quiet;
+use super::logs::{end_offsets, read_up_to};
 use super::runs::{hand_made_trigger, result_of};
 use super::{ExecutorProcess, Implementation, finished_results};
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
@@ -40,15 +39,7 @@ async fn round_signed_triggers_run_and_forged_ones_are_refused(executor: Impleme
     })
     .await;
     app.create_app(APP, 2).await;
-    let key = app.signing_public_key().await;
-    let _process = ExecutorProcess::start_with(
-        executor,
-        &app,
-        APP,
-        "rounds-1",
-        &[("KADENCE_TRUSTED_KEYS", key.as_str())],
-    )
-    .await;
+    let _process = start_verifying(executor, &app, "rounds-1").await;
     app.wait_for_executors(APP, 1, 2).await;
     let topic = format!("{}.triggers.{APP}", app.prefix);
 
@@ -199,15 +190,7 @@ async fn auto_signs_by_the_round_while_every_executor_verifies_round_signatures(
 ) {
     let app = spawn_app(Backend::Sqlite).await;
     app.create_app(APP, 1).await;
-    let key = app.signing_public_key().await;
-    let _process = ExecutorProcess::start_with(
-        executor,
-        &app,
-        APP,
-        "auto-1",
-        &[("KADENCE_TRUSTED_KEYS", key.as_str())],
-    )
-    .await;
+    let _process = start_verifying(executor, &app, "auto-1").await;
     let live = app.wait_for_executors(APP, 1, 1).await;
     assert_eq!(
         live[0].entry.features,
@@ -262,6 +245,13 @@ async fn auto_signs_by_the_round_while_every_executor_verifies_round_signatures(
     app.shutdown().await;
 }
 
+/// `executor` as `id` of [`APP`], trusting the scheduler's key: it verifies every trigger.
+async fn start_verifying(executor: Implementation, app: &TestApp, id: &str) -> ExecutorProcess {
+    let key = app.signing_public_key().await;
+    let trusting = [("KADENCE_TRUSTED_KEYS", key.as_str())];
+    ExecutorProcess::start_with(executor, app, APP, id, &trusting).await
+}
+
 /// How a trigger is signed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Form {
@@ -293,33 +283,16 @@ async fn wait_for_form(app: &TestApp, topic: &str, form: Form, what: &str) {
     .await;
 }
 
-/// Every record of partition 0 of `topic` up to its high watermark now (a job still fires
-/// there, so the topic never goes quiet).
+/// Every record of `topic` up to its high watermarks now (a job still fires there, so the
+/// topic never goes quiet).
 async fn read_to_the_end(brokers: &str, topic: &str) -> Vec<OwnedMessage> {
-    let consumer: StreamConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", kadence_tests::unique("kt-rounds-reader."))
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("test consumer");
-    let (_, high) = consumer
-        .fetch_watermarks(topic, 0, Duration::from_secs(10))
-        .expect("the topic's watermarks");
-    let mut assignment = TopicPartitionList::new();
-    (assignment.add_partition_offset(topic, 0, Offset::Beginning)).unwrap();
-    consumer.assign(&assignment).expect("assign the topic");
-    let mut messages = Vec::new();
-    while high > 0
-        && messages
-            .last()
-            .is_none_or(|last: &OwnedMessage| last.offset() + 1 < high)
-    {
-        let received = tokio::time::timeout(Duration::from_secs(10), consumer.recv())
-            .await
-            .unwrap_or_else(|_| panic!("{topic}: no record below its high watermark {high}"));
-        messages.push(received.expect("read the topic").detach());
-    }
-    messages
+    let (brokers, topic) = (brokers.to_owned(), topic.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let ends = end_offsets(&brokers, &topic);
+        read_up_to(&brokers, &topic, &ends, false)
+    })
+    .await
+    .expect("the topic read")
 }
 
 /// Produces, signed with the app's executor key, a RUNNING beat of `executor` that owns no
