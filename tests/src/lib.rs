@@ -53,11 +53,18 @@ pub fn api_client() -> reqwest::Client {
 /// process binds it (an XXL-JOB executor once failed to start so, "port … is already in use").
 /// Below the range only another listener can take it, and listeners that bind port 0 are
 /// given ports inside it.
+///
+/// A port is handed out once per process: two picks made before either is bound (a broker's
+/// port and its proxy's, say) never name the same one.
 pub fn free_port() -> u16 {
     const BELOW_EPHEMERAL: std::ops::Range<u16> = 20_000..32_768;
+    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         let port = rand::random_range(BELOW_EPHEMERAL);
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if !handed_out.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            handed_out.insert(port);
             return port;
         }
     }

@@ -28,7 +28,6 @@ use super::postgres::ScenarioDatabase;
 use super::proxy::{CuttableProxy, ProxiedBroker};
 use super::stack::{Stack, sqlite_url};
 use super::{Options, Report, millis_cell};
-use crate::free_port;
 use crate::now_ms;
 
 /// The defaults: 20 jobs, 10 s before, 30 s away, 20 s after.
@@ -109,7 +108,7 @@ enum StoreFault {
 impl StoreFault {
     async fn cut() -> StoreFault {
         let database = ScenarioDatabase::create().await;
-        let proxy = CuttableProxy::start(free_port(), database.server_port).await;
+        let proxy = CuttableProxy::start(database.server_port).await;
         StoreFault::Cut(database, proxy)
     }
 

@@ -24,11 +24,14 @@ pub struct CuttableProxy {
 }
 
 impl CuttableProxy {
-    /// Listens on `port` and forwards each connection to `127.0.0.1:{target_port}`.
-    pub async fn start(port: u16, target_port: u16) -> CuttableProxy {
-        let listener = TcpListener::bind(("127.0.0.1", port))
+    /// Listens on a port the kernel gives it (held from the start, so nothing can take it
+    /// between its choice and the bind) and forwards each connection to
+    /// `127.0.0.1:{target_port}`.
+    pub async fn start(target_port: u16) -> CuttableProxy {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
             .await
             .expect("the proxy's port");
+        let port = listener.local_addr().expect("the proxy's address").port();
         let (generation, _) = watch::channel(0_u64);
         let refusing = Arc::new(AtomicBool::new(false));
         tokio::spawn(forward(
@@ -130,9 +133,10 @@ impl ProxiedBroker {
     }
 
     async fn start_on(storage: Option<tempfile::TempDir>) -> ProxiedBroker {
-        let (broker_port, proxy_port) = (free_port(), free_port());
+        let broker_port = free_port();
+        let proxy = CuttableProxy::start(broker_port).await;
+        let proxy_port = proxy.port();
         let broker = spawn_tansu(broker_port, proxy_port, storage.as_ref()).await;
-        let proxy = CuttableProxy::start(proxy_port, broker_port).await;
         ProxiedBroker {
             address: format!("127.0.0.1:{proxy_port}"),
             proxy,
