@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::fmt::{Debug, Display};
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -37,7 +37,7 @@ pub const CONSUMER_CLOSE_LIMIT: Duration = Duration::from_secs(5);
 pub const STEP_WAIT: Duration = Duration::from_millis(500);
 
 /// How often a subscribed batch consumer's client reports its statistics (consumer lag per
-/// partition) to the callback given to [`BatchConsumer::on_statistics`].
+/// partition) to the callbacks given to [`BatchConsumer::on_statistics`].
 const STATISTICS_INTERVAL_MS: &str = "5000";
 
 /// What a batch consumer's client statistics are handed to.
@@ -62,11 +62,26 @@ pub fn partition_lags<'a>(
         })
 }
 
+/// Whether the client's `statistics` show it reading every partition of `topic` (the group
+/// gave it all of them): each partition the topic has in the client's metadata is being
+/// fetched (librdkafka's fetch state of a partition not assigned is `none`, of one being
+/// given up `stopping` or `stopped`). `false` while the client knows no partition of it.
+pub fn reads_every_partition(statistics: &Statistics, topic: &str) -> bool {
+    let mut partitions = (statistics.topics.get(topic).into_iter())
+        .flat_map(|topic| &topic.partitions)
+        .filter(|(partition, _)| **partition >= 0)
+        .peekable();
+    partitions.peek().is_some()
+        && partitions.all(|(_, state)| {
+            !matches!(state.fetch_state.as_str(), "none" | "stopping" | "stopped")
+        })
+}
+
 /// The client context of a batch consumer: passes the client's statistics on, once someone
 /// asked for them, and applies the group's rebalances resuming where the group committed
 /// ([`ResumePoints`]).
 pub struct ReaderContext {
-    callback: OnceLock<StatisticsCallback>,
+    callbacks: RwLock<Vec<StatisticsCallback>>,
     resume: ResumePoints,
     /// Bounds each offset lookup while partitions are assigned.
     lookup_timeout: Duration,
@@ -74,7 +89,7 @@ pub struct ReaderContext {
 
 impl ClientContext for ReaderContext {
     fn stats(&self, statistics: Statistics) {
-        if let Some(callback) = self.callback.get() {
+        for callback in self.callbacks.read().expect("statistics callbacks").iter() {
             callback(&statistics);
         }
     }
@@ -126,7 +141,7 @@ impl BatchConsumer {
     ) -> Result<BatchConsumer, KafkaError> {
         let session_timeout_ms = session_timeout.as_millis().to_string();
         let context = ReaderContext {
-            callback: OnceLock::new(),
+            callbacks: RwLock::default(),
             resume: ResumePoints::new(settings.broker_kind, topic),
             lookup_timeout: session_timeout,
         };
@@ -161,7 +176,7 @@ impl BatchConsumer {
     ) -> Result<BatchConsumer, KafkaError> {
         // Assigned, not subscribed: no rebalance, nothing to resume.
         let context = ReaderContext {
-            callback: OnceLock::new(),
+            callbacks: RwLock::default(),
             resume: ResumePoints::new(BrokerKind::Kafka, topic),
             lookup_timeout: Duration::ZERO,
         };
@@ -185,10 +200,11 @@ impl BatchConsumer {
     }
 
     /// Hands the client's statistics (every 5 s on a subscribed consumer: consumer lag per
-    /// partition, among much else) to `callback`, from the client's own thread. Only the
-    /// first callback given is kept.
+    /// partition, among much else) to `callback`, from the client's own thread, as well as
+    /// to the callbacks given before.
     pub fn on_statistics(&self, callback: impl Fn(&Statistics) + Send + Sync + 'static) {
-        let _ = self.consumer.context().callback.set(Arc::new(callback));
+        let callbacks = &self.consumer.context().callbacks;
+        (callbacks.write().expect("statistics callbacks")).push(Arc::new(callback));
     }
 
     /// Waits up to `wait` for a first record, then takes whatever else is ready, up to the

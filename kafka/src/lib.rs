@@ -45,7 +45,10 @@ pub mod signal;
 pub mod signing;
 pub mod trace;
 
-pub use batch::{BatchConsumer, BatchStep, CONSUMER_CLOSE_LIMIT, partition_lags, run_steps};
+pub use batch::{
+    BatchConsumer, BatchStep, CONSUMER_CLOSE_LIMIT, partition_lags, reads_every_partition,
+    run_steps,
+};
 pub use closing::close_consumer;
 pub use dead_letter::{DeadLetters, RecordOrigin, dead_letter_headers};
 pub use executor_signing::{

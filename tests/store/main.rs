@@ -9,6 +9,7 @@ mod accounts;
 mod audit;
 mod batches;
 mod console;
+mod held_runs;
 mod history;
 mod imports;
 mod monitors;
@@ -522,8 +523,21 @@ async fn concurrent_schedulers_write_each_fire_once(backend: Backend) {
     assert_eq!(seen.len(), 20 * 14);
 }
 
-/// A running FIX_DELAY job (30 s) with `retry`, due at T0 + 1 s, and the fires of a scan at T0.
+/// A running FIX_DELAY job (30 s) with `retry`, due at T0 + 1 s, and the fires of a scan at
+/// T0, acknowledged (their runs written).
 async fn fix_delay_job_fired(store: &dyn Store, retry: RetryPolicy) -> (JobId, Vec<PendingFire>) {
+    let (job, fires) = fix_delay_job_planned(store, retry).await;
+    let acks: Vec<DispatchAck> = fires
+        .iter()
+        .map(|fire| ack_of(fire, 0, T0 + 1_000, None))
+        .collect();
+    mark(store, &acks, &[]).await;
+    (job, fires)
+}
+
+/// A running FIX_DELAY job (30 s) with `retry`, due at T0 + 1 s, and the fires of a scan at
+/// T0 (no run written yet).
+async fn fix_delay_job_planned(store: &dyn Store, retry: RetryPolicy) -> (JobId, Vec<PendingFire>) {
     store.create_app(&demo_app()).await.unwrap();
     let spec = NewJob {
         schedule: ScheduleSpec::parse("FIX_DELAY", "30").unwrap(),
@@ -536,12 +550,6 @@ async fn fix_delay_job_fired(store: &dyn Store, retry: RetryPolicy) -> (JobId, V
         .await
         .unwrap();
     let fires = pre_read_at(store, T0, "node-a").await.fires;
-    // The broker acknowledged them: their runs are written.
-    let acks: Vec<DispatchAck> = fires
-        .iter()
-        .map(|fire| ack_of(fire, 0, T0 + 1_000, None))
-        .collect();
-    mark(store, &acks, &[]).await;
     (job.id, fires)
 }
 

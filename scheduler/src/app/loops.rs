@@ -38,6 +38,7 @@ impl Node {
             Arc::clone(&self.keyring),
             1000,
         )?
+        .taking_held_runs_from(Arc::clone(&self.held_runs))
         .with_metrics(Arc::clone(&self.metrics))
         .with_tracer(self.tracer.clone());
         self.tasks.spawn(results.run(self.shutdown.clone()));

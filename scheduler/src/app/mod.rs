@@ -54,6 +54,7 @@ use crate::engine::acks::{AckLedger, AckWriter};
 use crate::engine::cancellations::{CancellationPoller, CancelledFires};
 use crate::engine::claims::Claimer;
 use crate::engine::dispatch::{DispatchOutcomes, DispatchSettings, Dispatcher};
+use crate::engine::held_runs::HeldRuns;
 use crate::engine::intake::FireIntake;
 use crate::engine::kafka::TopicAdmin;
 use crate::engine::partitions::PartitionDirectory;
@@ -174,6 +175,8 @@ struct Node {
     keyring: Arc<ExecutorKeyring>,
     partitions: Arc<PartitionDirectory>,
     registry: Arc<Registry>,
+    /// Batch fires whose rows the ack writer holds for the results consumer.
+    held_runs: Arc<HeldRuns>,
     metrics: Arc<SchedulerMetrics>,
     database: Arc<DatabaseHealth>,
     tracer: RunTracer,
@@ -250,6 +253,7 @@ impl Node {
             schedule.pre_read_window,
         );
         check_shard_lease(schedule.shard_lease, read_ahead, schedule.pre_read_window)?;
+        schedule.check_run_row_hold()?;
         ensure_schedule_shards(pools.scheduling.as_ref(), schedule.shards)
             .await
             .context("creating the schedule shards")?;
@@ -278,6 +282,7 @@ impl Node {
             tracer,
             keyring,
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
+            held_runs: Arc::new(HeldRuns::new(config.schedule.run_row_hold())),
             metrics,
             database,
             config,
@@ -363,7 +368,8 @@ impl Node {
         self.tasks
             .spawn(dispatcher.run(due_rx, self.shutdown.clone()));
         let batches = Arc::clone(intake.open_batches());
-        let ack_writer = AckWriter::new(store.clone(), ledger, batches, ack_rx, 1000);
+        let ack_writer = AckWriter::new(store.clone(), ledger, batches, ack_rx, 1000)
+            .holding_runs_in(Arc::clone(&self.held_runs));
         self.tasks.spawn(ack_writer.run());
         FirePath {
             intake,

@@ -4,6 +4,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// Default of `run_row_hold` (unless half the lease is shorter): the default emit lead (1 s)
+/// and a second for the handler and the result's way back.
+pub const DEFAULT_RUN_ROW_HOLD: Duration = Duration::from_secs(2);
+
 /// The scheduling loops.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -63,6 +67,39 @@ pub struct ScheduleConfig {
     /// and due later than `emit_lead` + this after it is never emitted. Default `250ms`.
     #[serde(with = "humantime_serde")]
     pub cancel_poll_interval: Duration,
+    /// How long the row of a run whose trigger the broker acknowledged waits for the run's
+    /// result before it is written. A result that comes within it has the row written once,
+    /// already finished, where a later one costs an insert and then an update (on
+    /// PostgreSQL the larger part of what history costs the database). A run shows in the
+    /// API and the console that much later at most; if the node dies meanwhile its trigger
+    /// is emitted again under the same id. Held only while the node reads every partition of
+    /// the results topic (one scheduler node, or the only one reading results): another
+    /// node's results could not use the held row. Default `2s` (the default `emit_lead` and
+    /// a second for a short handler), or half of `lease` when that is shorter; at most half
+    /// of `lease`; `0s` writes every row at once.
+    #[serde(with = "humantime_serde")]
+    pub run_row_hold: Option<Duration>,
+}
+
+impl ScheduleConfig {
+    /// The hold of run rows in effect (see `run_row_hold`).
+    pub fn run_row_hold(&self) -> Duration {
+        (self.run_row_hold).unwrap_or_else(|| DEFAULT_RUN_ROW_HOLD.min(self.lease / 2))
+    }
+
+    /// Checks that a run row held for `run_row_hold` leaves its batch's lease far from its
+    /// end: a held fire keeps its batch open, and a batch whose lease ends is claimed and
+    /// emitted again by another node. At most half the lease.
+    pub fn check_run_row_hold(&self) -> anyhow::Result<()> {
+        let (hold, lease) = (self.run_row_hold(), self.lease);
+        anyhow::ensure!(
+            hold <= lease / 2,
+            "schedule.run_row_hold ({hold:?}) must be at most half of schedule.lease \
+             ({lease:?}): a fire whose row is held keeps its batch open, and a batch whose \
+             lease ends is emitted again by another node"
+        );
+        Ok(())
+    }
 }
 
 impl Default for ScheduleConfig {
@@ -81,6 +118,7 @@ impl Default for ScheduleConfig {
             emit_lead: Duration::from_secs(1),
             release_round: Duration::from_millis(20),
             cancel_poll_interval: Duration::from_millis(250),
+            run_row_hold: None,
         }
     }
 }

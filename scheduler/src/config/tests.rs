@@ -113,3 +113,37 @@ fn triggers_are_valid_for_an_hour_unless_configured_and_zero_means_no_window() {
         Ok(())
     });
 }
+
+#[test]
+fn run_rows_are_held_two_seconds_or_half_the_lease_unless_configured() {
+    figment::Jail::expect_with(|jail| {
+        let seconds = Duration::from_secs;
+        assert_eq!(
+            Config::load(None).unwrap().schedule.run_row_hold(),
+            seconds(2)
+        );
+        jail.set_env("KADENCE_SCHEDULE__LEASE", "2s");
+        let schedule = Config::load(None).unwrap().schedule;
+        assert_eq!(schedule.run_row_hold(), seconds(1), "half a short lease");
+        jail.set_env("KADENCE_SCHEDULE__RUN_ROW_HOLD", "0s");
+        let schedule = Config::load(None).unwrap().schedule;
+        assert_eq!(schedule.run_row_hold(), Duration::ZERO, "off");
+        jail.set_env("KADENCE_SCHEDULE__RUN_ROW_HOLD", "1500ms");
+        let schedule = Config::load(None).unwrap().schedule;
+        assert_eq!(schedule.run_row_hold(), Duration::from_millis(1_500));
+        let refused = schedule.check_run_row_hold().unwrap_err();
+        assert!(
+            refused.to_string().contains("schedule.run_row_hold"),
+            "over half of the lease is refused: {refused}"
+        );
+        jail.set_env("KADENCE_SCHEDULE__RUN_ROW_HOLD", "1s");
+        assert!(
+            Config::load(None)
+                .unwrap()
+                .schedule
+                .check_run_row_hold()
+                .is_ok()
+        );
+        Ok(())
+    });
+}

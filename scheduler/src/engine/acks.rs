@@ -8,7 +8,10 @@
 //! DISPATCHED (a run exists from the moment its trigger is on the broker); rows that exist
 //! (manual fires, retries, children) are marked DISPATCHED; and the batches concerned are
 //! settled: their lease moves to their earliest fire still open ([`OpenBatches`]), or they are
-//! deleted. A batch the database refuses (busy, unreachable) is kept and written again with
+//! deleted. While the node reads every result, the row of a batch fire is first held for
+//! its result ([`crate::engine::held_runs`]): the results consumer writes it once, already
+//! FINISHED, and the writer settles its batch; a row whose hold ends is written DISPATCHED
+//! here. A batch the database refuses (busy, unreachable) is kept and written again with
 //! backoff until it lands: an acknowledgement is never forgotten.
 //!
 //! Until it is written the fire still looks pending (in its batch, or as a pending row), and
@@ -28,6 +31,7 @@ use kadence_kafka::{Backoff, FailureLog, Severity};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TryRecvError;
 
+use crate::engine::held_runs::HeldRuns;
 use crate::engine::open_batches::OpenBatches;
 use crate::store::{DispatchAck, DispatchMarks, Fires, StoreError};
 
@@ -58,11 +62,11 @@ impl AckLedger {
         self.unwritten.lock().expect("ledger lock").insert(log_id);
     }
 
-    /// The marks of these runs are written.
-    fn written(&self, acks: &[DispatchAck]) {
+    /// The marks of these runs (log ids) are written.
+    fn written(&self, log_ids: impl IntoIterator<Item = i64>) {
         let mut unwritten = self.unwritten.lock().expect("ledger lock");
-        for ack in acks {
-            unwritten.remove(&ack.log_id);
+        for log_id in log_ids {
+            unwritten.remove(&log_id);
         }
     }
 
@@ -105,11 +109,18 @@ pub struct AckWriter {
     ledger: Arc<AckLedger>,
     batches: Arc<OpenBatches>,
     settled: mpsc::Receiver<SettledFire>,
+    /// Batch fires whose rows wait for their results ([`crate::engine::held_runs`]).
+    held: Arc<HeldRuns>,
     batch_max: usize,
     /// The acknowledgements being written: kept across failed attempts.
     batch: Vec<DispatchAck>,
     /// Log ids of fires of this node's batches that the attempt settles.
     done: Vec<i64>,
+    /// Log ids of held runs whose rows the results consumer wrote: only their batches and
+    /// the ledger are left to settle.
+    written_elsewhere: Vec<i64>,
+    /// Dispatch stopped: nothing more will be settled.
+    closed: bool,
 }
 
 impl AckWriter {
@@ -127,18 +138,32 @@ impl AckWriter {
             ledger,
             batches,
             settled,
+            held: Arc::new(HeldRuns::new(Duration::ZERO)),
             batch_max: batch_max.max(1),
             batch: Vec::with_capacity(batch_max),
             done: Vec::with_capacity(batch_max),
+            written_elsewhere: Vec::new(),
+            closed: false,
         }
     }
 
+    /// The same writer holding the rows of acknowledged batch fires in `held` for their
+    /// results (see [`crate::engine::held_runs`]).
+    pub fn holding_runs_in(self, held: Arc<HeldRuns>) -> Self {
+        AckWriter { held, ..self }
+    }
+
     /// Takes in what dispatch settled: a fire of an open batch has its row written with the
-    /// mark and settles its batch; any other acknowledged fire has a row to mark.
+    /// mark (or held for its result) and settles its batch; any other acknowledged fire has a
+    /// row to mark.
     fn take(&mut self, settled: SettledFire) {
         match settled {
             SettledFire::Acknowledged(mut ack) => {
                 if self.batches.contains(ack.log_id) {
+                    if self.held.holds() {
+                        self.held.hold(ack);
+                        return;
+                    }
                     self.done.push(ack.log_id);
                 } else {
                     ack.fire = None;
@@ -153,6 +178,19 @@ impl AckWriter {
         }
     }
 
+    /// Takes in what held runs have for the writer now: rows whose hold ended (or that
+    /// were given back) to write DISPATCHED, and rows the results consumer wrote, whose
+    /// batches settle.
+    fn take_due_runs(&mut self) {
+        let due = self.held.due(tokio::time::Instant::now());
+        for ack in due.unwritten {
+            self.done.push(ack.log_id);
+            self.batch.push(ack);
+        }
+        self.done.extend_from_slice(&due.written);
+        self.written_elsewhere.extend(due.written);
+    }
+
     /// Collects for [`ACK_LINGER`] after the first acknowledgement, or until the batch is
     /// full. It sleeps through the linger and then takes what arrived in one go, rather than
     /// waking for each acknowledgement: dispatch settles a round's triggers one by one, and a
@@ -161,15 +199,19 @@ impl AckWriter {
     async fn linger(&mut self) {
         let lingered = tokio::time::Instant::now() + ACK_LINGER;
         loop {
-            while self.batch.len() < self.batch_max {
+            while !self.closed && self.batch.len() < self.batch_max {
                 match self.settled.try_recv() {
                     Ok(settled) => self.take(settled),
                     Err(TryRecvError::Empty) => break,
                     // Dispatch stopped: write what there is.
-                    Err(TryRecvError::Disconnected) => return,
+                    Err(TryRecvError::Disconnected) => self.closed = true,
                 }
             }
-            if self.batch.len() >= self.batch_max || tokio::time::Instant::now() >= lingered {
+            if self.closed
+                || self.batch.len() >= self.batch_max
+                || tokio::time::Instant::now() >= lingered
+            {
+                self.take_due_runs();
                 return;
             }
             tokio::time::sleep_until(lingered).await;
@@ -180,18 +222,49 @@ impl AckWriter {
         self.batch.len() + self.done.len()
     }
 
+    /// Waits until there is something to write: an acknowledgement or cancellation, a held
+    /// row whose hold ended, a held row given back or written by the results consumer.
+    /// Returns `false` once dispatch stopped and every held row is handed over.
+    async fn wait_for_work(&mut self) -> bool {
+        loop {
+            self.take_due_runs();
+            if self.pending() > 0 {
+                return true;
+            }
+            if self.closed {
+                // Shutdown: wait for the runs the results consumer took (its write ends
+                // one way or the other), then write every row still held.
+                self.held.close();
+                if self.held.taken() == 0 {
+                    self.take_due_runs();
+                    return self.pending() > 0;
+                }
+                self.held.changed().await;
+                continue;
+            }
+            let hold_ends = self.held.next_end();
+            tokio::select! {
+                settled = self.settled.recv() => match settled {
+                    Some(settled) => self.take(settled),
+                    None => self.closed = true,
+                },
+                () = self.held.changed() => {}
+                () = sleep_until_some(hold_ends) => {}
+            }
+        }
+    }
+
     /// One attempt: fills the batch with what arrives (waiting for the first when it is
     /// empty, then until [`ACK_LINGER`] has passed or the batch is full) and writes it.
     /// Returns how many marks were written, or `None` once the channel is closed and
     /// everything is written. On an error the batch is kept for the next call.
     pub async fn write_once(&mut self) -> Result<Option<usize>, StoreError> {
-        while self.pending() == 0 {
-            match self.settled.recv().await {
-                Some(settled) => self.take(settled),
-                None => return Ok(None),
+        if self.pending() == 0 {
+            if !self.wait_for_work().await {
+                return Ok(None);
             }
+            self.linger().await;
         }
-        self.linger().await;
         let progress = self.batches.progress_with(&self.done);
         self.store
             .mark_dispatched(&DispatchMarks {
@@ -201,7 +274,9 @@ impl AckWriter {
                 lease_ms: self.batches.lease_ms(),
             })
             .await?;
-        self.ledger.written(&self.batch);
+        let written = self.batch.iter().map(|ack| ack.log_id);
+        self.ledger
+            .written(written.chain(self.written_elsewhere.drain(..)));
         self.batches.settle(&self.done);
         let written = self.batch.len();
         self.batch.clear();
@@ -227,5 +302,13 @@ impl AckWriter {
                 Err(_) => tokio::time::sleep(backoff.next_delay()).await,
             }
         }
+    }
+}
+
+/// Sleeps until `instant`, or forever without one.
+async fn sleep_until_some(instant: Option<tokio::time::Instant>) {
+    match instant {
+        Some(instant) => tokio::time::sleep_until(instant).await,
+        None => std::future::pending().await,
     }
 }

@@ -35,6 +35,7 @@ pub mod acks;
 pub mod cancellations;
 pub mod claims;
 pub mod dispatch;
+pub mod held_runs;
 pub mod intake;
 pub mod kafka;
 pub mod open_batches;

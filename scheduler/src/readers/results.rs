@@ -15,6 +15,11 @@
 //! and offsets are not committed past it; only after the wait is it an unknown trigger for
 //! the DLQ.
 //!
+//! A run whose row this node holds back for its result ([`crate::engine::held_runs`]) is
+//! taken from there and written once, already FINISHED, in the transaction that records the
+//! batch; if that transaction fails the runs go back to the ack writer, which writes them
+//! DISPATCHED, and their results are recorded by the update on the next try.
+//!
 //! Every result must be signed by an executor key of its `app` (see [`crate::readers::executor_auth`]),
 //! and its `app` must be its run's: the store completes a run only for a result of the run's
 //! own app, and one of another app goes to the DLQ saying whose run it named.
@@ -23,7 +28,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kadence_kafka::{
-    BatchConsumer, BatchStep, DeadLetters, KafkaSettings, RunTracer, run_steps, trace,
+    BatchConsumer, BatchStep, DeadLetters, KafkaSettings, RunTracer, reads_every_partition,
+    run_steps, trace,
 };
 use kadence_schemas::{AppName, ResultRecord, Topics, codec};
 use opentelemetry::{Context, KeyValue};
@@ -31,6 +37,7 @@ use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::model::{Completion, CompletionOutcome};
+use crate::engine::held_runs::HeldRuns;
 use crate::metrics::SchedulerMetrics;
 use crate::readers::batch::ReaderError;
 use crate::readers::executor_auth::{ExecutorKeyring, app_mismatch};
@@ -101,6 +108,7 @@ pub struct ResultsConsumer {
     metrics: Arc<SchedulerMetrics>,
     tracer: RunTracer,
     keyring: Arc<ExecutorKeyring>,
+    held: Arc<HeldRuns>,
 }
 
 impl ResultsConsumer {
@@ -133,6 +141,7 @@ impl ResultsConsumer {
             metrics: Arc::default(),
             tracer: RunTracer::local("kadence-scheduler"),
             keyring,
+            held: Arc::new(HeldRuns::new(Duration::ZERO)),
         })
     }
 
@@ -142,6 +151,17 @@ impl ResultsConsumer {
         self.consumer
             .on_statistics(move |statistics| lag.record_consumer_lag(NAME, &topic, statistics));
         ResultsConsumer { metrics, ..self }
+    }
+
+    /// The same consumer taking the runs `held` holds for their results, and telling it
+    /// whether this node reads every partition of the results topic (from the client's
+    /// statistics, every 5 s).
+    pub fn taking_held_runs_from(self, held: Arc<HeldRuns>) -> Self {
+        let (reading, topic) = (Arc::clone(&held), self.topic.clone());
+        self.consumer.on_statistics(move |statistics| {
+            reading.set_reading_every_result(reads_every_partition(statistics, &topic));
+        });
+        ResultsConsumer { held, ..self }
     }
 
     /// The same consumer tracing each completion with `tracer`, in its run's trace.
@@ -215,9 +235,17 @@ impl ResultsConsumer {
             .map(|(completion, _)| completion.clone())
             .collect();
         let spans = self.completion_spans();
-        let outcomes = match self.store.complete_runs(&completions).await {
-            Ok(outcomes) => outcomes,
+        let held = self.held.take(&completions);
+        let written = (self.store)
+            .complete_runs_writing_rows(&completions, &held.acks())
+            .await;
+        let outcomes = match written {
+            Ok(outcomes) => {
+                held.written();
+                outcomes
+            }
             Err(error) => {
+                // (`held` goes back to the ack writer as it is dropped.)
                 for span in spans.iter().flatten() {
                     trace::end_with_error(span, error.to_string());
                 }

@@ -4,7 +4,7 @@
 use kadence_schemas::{AppName, JobId};
 
 use crate::domain::model::{Completion, CompletionOutcome, PendingFire, Run};
-use crate::store::{LogLines, PageRequest, RunLogLines, StoreError};
+use crate::store::{DispatchAck, LogLines, PageRequest, RunLogLines, StoreError};
 
 /// A finished run claimed for its follow-up (retry, alarm, child jobs).
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +48,22 @@ pub trait Runs: Send + Sync {
     async fn complete_runs(
         &self,
         completions: &[Completion],
+    ) -> Result<Vec<CompletionOutcome>, StoreError> {
+        self.complete_runs_writing_rows(completions, &[]).await
+    }
+
+    /// Records results as [`Runs::complete_runs`] does, in the same transaction as the rows of
+    /// `unwritten`: acknowledged fires of batches whose rows were held back for their results
+    /// (see [`crate::engine::held_runs`]). A run among them whose result is in `completions`
+    /// (the first of its trigger id, of the run's own app) has its row written once, already
+    /// FINISHED; any other is written DISPATCHED (unless its row exists) and completed like
+    /// any run. The write fails as a whole if the row of a run it would write FINISHED exists
+    /// already (another node emitted the fire again): the caller then has those rows written
+    /// DISPATCHED and tries again without them.
+    async fn complete_runs_writing_rows(
+        &self,
+        completions: &[Completion],
+        unwritten: &[&DispatchAck],
     ) -> Result<Vec<CompletionOutcome>, StoreError>;
 
     /// A page of a job's runs, newest first: `page.after` is the log id of the last run of

@@ -13,8 +13,8 @@ use super::statement::{IntoSqlValue as _, Statement};
 use super::store::prefer_keyed_joins;
 use super::writes::expand_broadcasts;
 use super::{INSERT_CHUNK, UPDATE_CHUNK};
-use crate::domain::model::{PendingFire, RunState};
-use crate::store::rows::fire_values;
+use crate::domain::model::{Completion, PendingFire, RunState};
+use crate::store::rows::{CompletedRunRow, fire_values};
 use crate::store::{
     BatchProgress, DispatchAck, FireBatches, FireCancellation, NewFireBatch, PreReadRequest,
     ScanBatch, StoreError, StoredBatch, fire_batch,
@@ -120,6 +120,77 @@ pub(crate) async fn insert_dispatched_runs<B: SqlBackend>(
             .map_err(StoreError::query("write dispatched runs"))?;
     }
     Ok(())
+}
+
+/// An acknowledged fire of a batch whose row waited for its run's result (see
+/// [`crate::engine::held_runs`]), with that result.
+pub(crate) struct FinishedFire<'a> {
+    pub(crate) ack: &'a DispatchAck,
+    pub(crate) fire: &'a PendingFire,
+    pub(crate) completion: &'a Completion,
+    /// The run needs no follow-up (a success of a job without children).
+    pub(crate) done: bool,
+}
+
+/// Writes the run rows of `finished` once, already FINISHED with their results: one insert
+/// per run where a result that comes after its row costs an insert and an update (neither
+/// of which PostgreSQL can do in place). Returns the runs completed, as the update of results
+/// does, for the rules that follow a completion.
+///
+/// A plain insert, unlike [`insert_dispatched_runs`]: a row that exists already means another
+/// node claimed the batch and emitted the fire again, and the whole write fails. The caller
+/// then has the rows written DISPATCHED and completes them by the update, as any result.
+pub(crate) async fn insert_finished_runs<B: SqlBackend>(
+    tx: &mut B::Connection,
+    finished: &[FinishedFire<'_>],
+) -> Result<Vec<CompletedRunRow>, StoreError> {
+    for chunk in finished.chunks(INSERT_CHUNK) {
+        let rows = chunk.iter().map(|run| {
+            let (ack, completion) = (run.ack, run.completion);
+            let (follow_up, alarm_status) = if run.done {
+                ("DONE", "NOT_NEEDED")
+            } else {
+                ("PENDING", "UNPROCESSED")
+            };
+            let result = [
+                ("id", run.fire.log_id.into_sql_value()),
+                ("state", RunState::Finished.as_str().into_sql_value()),
+                ("created_at_ms", ack.dispatched_at_ms.into_sql_value()),
+                ("partition_no", ack.partition.into_sql_value()),
+                ("dispatched_at_ms", ack.dispatched_at_ms.into_sql_value()),
+                (
+                    "executor_id",
+                    completion.executor_id.as_str().into_sql_value(),
+                ),
+                ("handle_code", completion.code.into_sql_value()),
+                ("handle_msg", completion.message.as_deref().into_sql_value()),
+                (
+                    "handle_started_at_ms",
+                    completion.started_at_ms.into_sql_value(),
+                ),
+                ("handle_at_ms", completion.finished_at_ms.into_sql_value()),
+                ("retry_after_ms", completion.retry_after_ms.into_sql_value()),
+                ("follow_up", follow_up.into_sql_value()),
+                ("alarm_status", alarm_status.into_sql_value()),
+            ];
+            fire_values(run.fire).into_iter().chain(result)
+        });
+        (Statement::insert_rows("job_logs", rows)
+            .execute::<B>(&mut *tx)
+            .await)
+            .map_err(StoreError::query("write finished runs"))?;
+    }
+    Ok((finished.iter())
+        .map(|run| CompletedRunRow {
+            trigger_id: run.fire.trigger_id.as_str().to_owned(),
+            job_id: run.fire.job_id.get(),
+            // A batch fire is a first attempt: its own type is its run's.
+            run_trigger_type: run.fire.trigger_type.as_str().to_owned(),
+            attempt: i64::from(run.fire.attempt),
+            handle_code: i64::from(run.completion.code),
+            handle_at_ms: run.completion.finished_at_ms,
+        })
+        .collect())
 }
 
 /// Records `node_id`'s progress with its batches in `tx` (see

@@ -4,7 +4,7 @@
 //! Rust which ones the compare-and-set applies to, and updates those by a join with a derived
 //! table of the batch ([`Statement::push_mysql_rows`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::backend::{Reads, SqlBackend, SqlStore};
 use super::dialect::Dialect;
@@ -184,19 +184,13 @@ fn completion_row<'a>(completion: &'a Completion, done: bool) -> [SqlValue<'a>; 
 }
 
 /// Completes the unfinished runs of `completions` (one result per trigger) in one statement;
-/// returns the runs completed.
+/// returns the runs completed. `done`: whether a result leaves its run nothing to follow up.
 pub(crate) async fn update_completions<B: SqlBackend>(
     tx: &mut B::Connection,
     completions: &[&Completion],
-    with_children: &HashSet<i64>,
+    done: impl Fn(&Completion) -> bool,
 ) -> Result<Vec<CompletedRunRow>, StoreError> {
     const OPERATION: &str = "record results";
-    // A success of a job without children needs no follow-up (nothing to retry, tell or
-    // fire): it is done here, which spares the follow-up monitor two writes per run.
-    let done = |completion: &Completion| {
-        completion.code == kadence_schemas::result_code::SUCCESS
-            && !with_children.contains(&completion.trigger_id.job_id().get())
-    };
     let rows = (completions.iter()).map(|completion| completion_row(completion, done(completion)));
     let columns = COMPLETION_COLUMNS;
     match B::DIALECT {

@@ -8,22 +8,24 @@ use kadence_schemas::JobId;
 
 use super::UPDATE_CHUNK;
 use super::backend::{SqlBackend, SqlStore};
+use super::batches::{FinishedFire, insert_dispatched_runs, insert_finished_runs};
 use super::fire_updates::{claim_finished_runs, update_completions};
 use super::statement::Statement;
 use super::store::prefer_keyed_joins;
-use crate::domain::model::{AlarmStatus, Completion, CompletionOutcome, Run};
+use crate::domain::model::{AlarmStatus, Completion, CompletionOutcome, PendingFire, Run};
 use crate::store::rows::{CompletedRunRow, RUN_COLUMNS, RunRow, convert_all};
 use crate::store::{
-    FinishedRun, LogLines, PageRequest, RunLogLines, Runs, StoreError, UnfinishedRun,
+    DispatchAck, FinishedRun, LogLines, PageRequest, RunLogLines, Runs, StoreError, UnfinishedRun,
 };
 
 #[async_trait::async_trait]
 impl<B: SqlBackend> Runs for SqlStore<B> {
-    async fn complete_runs(
+    async fn complete_runs_writing_rows(
         &self,
         completions: &[Completion],
+        unwritten: &[&DispatchAck],
     ) -> Result<Vec<CompletionOutcome>, StoreError> {
-        complete_runs(self, completions).await
+        complete_runs(self, completions, unwritten).await
     }
 
     async fn list_runs(&self, job: JobId, page: &PageRequest<i64>) -> Result<Vec<Run>, StoreError> {
@@ -126,15 +128,22 @@ impl<B: SqlBackend> Runs for SqlStore<B> {
     }
 }
 
-/// Records results (see [`Runs::complete_runs`]).
+/// Records results (see [`Runs::complete_runs_writing_rows`]).
 async fn complete_runs<B: SqlBackend>(
     store: &SqlStore<B>,
     completions: &[Completion],
+    unwritten: &[&DispatchAck],
 ) -> Result<Vec<CompletionOutcome>, StoreError> {
     const OPERATION: &str = "record results";
     let mut tx = store.begin_write(OPERATION).await?;
     prefer_keyed_joins::<B>(&mut tx).await?;
     let with_children = jobs_with_children::<B>(&mut tx, completions).await?;
+    // A success of a job without children needs no follow-up (nothing to retry, tell or
+    // fire): it is done here, which spares the follow-up monitor two writes per run.
+    let done = |completion: &Completion| {
+        completion.code == kadence_schemas::result_code::SUCCESS
+            && !with_children.contains(&completion.trigger_id.job_id().get())
+    };
     // The first result of a trigger in the batch is the one tried: a later one is a repeat, as
     // is a result for a run that has one already.
     let mut seen = HashSet::new();
@@ -145,8 +154,16 @@ async fn complete_runs<B: SqlBackend>(
         .filter_map(|(completion, &first)| first.then_some(completion))
         .collect();
     let mut applied = HashSet::new();
-    for chunk in firsts.chunks(UPDATE_CHUNK) {
-        let completed = update_completions::<B>(&mut tx, chunk, &with_children).await?;
+    let (finished, dispatched) = finished_fires(unwritten, &firsts, done);
+    insert_dispatched_runs::<B>(&mut tx, &dispatched).await?;
+    let completed = insert_finished_runs::<B>(&mut tx, &finished).await?;
+    advance_fix_delay::<B>(&mut tx, &completed).await?;
+    applied.extend(completed.into_iter().map(|run| run.trigger_id));
+    let updating: Vec<&Completion> = (firsts.iter().copied())
+        .filter(|completion| !applied.contains(completion.trigger_id.as_str()))
+        .collect();
+    for chunk in updating.chunks(UPDATE_CHUNK) {
+        let completed = update_completions::<B>(&mut tx, chunk, &done).await?;
         advance_fix_delay::<B>(&mut tx, &completed).await?;
         applied.extend(completed.into_iter().map(|run| run.trigger_id));
     }
@@ -175,6 +192,42 @@ async fn complete_runs<B: SqlBackend>(
             }
         })
         .collect())
+}
+
+/// Splits the held-back rows of `unwritten` into those written FINISHED with their result
+/// (the first of `firsts` for their trigger id, of their own app) and those written
+/// DISPATCHED (no such result in this batch).
+fn finished_fires<'a>(
+    unwritten: &[&'a DispatchAck],
+    firsts: &[&'a Completion],
+    done: impl Fn(&Completion) -> bool,
+) -> (
+    Vec<FinishedFire<'a>>,
+    Vec<(&'a DispatchAck, &'a PendingFire)>,
+) {
+    let by_trigger: HashMap<&str, &Completion> = (firsts.iter())
+        .map(|completion| (completion.trigger_id.as_str(), *completion))
+        .collect();
+    let mut finished = Vec::new();
+    let mut dispatched = Vec::new();
+    for &ack in unwritten {
+        let Some(fire) = ack.fire.as_deref() else {
+            continue;
+        };
+        let result = (by_trigger.get(fire.trigger_id.as_str())).filter(|completion| {
+            (completion.app.as_deref()).is_none_or(|app| app == fire.app.as_str())
+        });
+        match result {
+            Some(&completion) => finished.push(FinishedFire {
+                ack,
+                fire,
+                completion,
+                done: done(completion),
+            }),
+            None => dispatched.push((ack, fire)),
+        }
+    }
+    (finished, dispatched)
 }
 
 /// FIX_DELAY: once the run the schedule fired has ended for good, the next fire is due

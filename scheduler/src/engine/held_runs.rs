@@ -1,0 +1,379 @@
+//! Run rows held back for their results, so that a run that finishes quickly is written once.
+//!
+//! A fire of a batch has no row until the broker acknowledged its trigger; the
+//! [`AckWriter`](crate::engine::acks::AckWriter) then inserts it DISPATCHED, and the run's
+//! result later updates it FINISHED. On PostgreSQL neither write of a row is cheap: the
+//! update changes columns that partial indexes select on, so it cannot be done in place (no
+//! HOT update) and takes a new entry in every index of `job_logs`. With the default emit lead
+//! the result of a short handler comes about a second after the acknowledgement.
+//!
+//! So the ack writer holds an acknowledged batch fire here for `schedule.run_row_hold`
+//! instead of writing it at once. If the run's result comes meanwhile, the
+//! [results consumer](crate::readers::results) takes the held run ([`HeldRuns::take`]) and
+//! writes its row once, already FINISHED, in the transaction that records the batch's
+//! results; the ack writer then settles the fire's batch ([`HeldRuns::due`] hands it the log
+//! ids). A run still held when its time is up is written DISPATCHED by the ack writer, as
+//! before, and its result completes it by the update.
+//!
+//! What holding changes, and why it is safe:
+//! - Until its row is written the fire stays open in its batch and in the
+//!   [`AckLedger`](crate::engine::acks::AckLedger), exactly as a fire whose acknowledgement
+//!   waits for a slow database: this node's claims leave it alone, and the batch's lease
+//!   (which `run_row_hold` must stay well inside, see
+//!   [`ScheduleConfig::check_run_row_hold`](crate::config::ScheduleConfig::check_run_row_hold)) keeps other
+//!   nodes off it. If the node dies meanwhile, a claimer emits the fire again under the same
+//!   trigger id, which executors recognise; the window is the hold instead of the 50 ms
+//!   linger.
+//! - A run shows in the API and the console when its result comes or when the hold ends,
+//!   not when its trigger reaches the broker: at most `run_row_hold` later.
+//! - Only this node's results consumer can take a run this node holds. With several
+//!   scheduler nodes, a result read by another node waits for the row (up to the hold) and
+//!   nothing is gained, so a node holds runs only while it reads every partition of the
+//!   results topic ([`HeldRuns::set_reading_every_result`], from the consumer's statistics).
+//! - Shutdown: the ack writer stops handing runs out ([`HeldRuns::close`]), waits for the
+//!   results consumer to report the runs it took, and writes every run still held.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use kadence_schemas::TriggerId;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::domain::model::Completion;
+use crate::store::DispatchAck;
+
+/// Acknowledged batch fires whose rows wait for their results (see the module docs).
+pub struct HeldRuns {
+    hold: Duration,
+    /// This node's results consumer reads every partition of the results topic.
+    reading_every_result: AtomicBool,
+    inner: Mutex<Inner>,
+    /// Woken when the ack writer has something new to write: a run given back, a run
+    /// written by the results consumer, the last taken run reported.
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct Inner {
+    held: HashMap<TriggerId, DispatchAck>,
+    /// Trigger ids in the order they were held, with the instant each hold ends. All holds
+    /// last as long, so this is also the order they end in. An entry whose run was taken
+    /// is skipped when its turn comes.
+    ends: VecDeque<(Instant, TriggerId)>,
+    /// Runs to write DISPATCHED at once: given back by a results write that failed.
+    given_back: Vec<DispatchAck>,
+    /// Log ids of runs the results consumer wrote, for the ack writer to settle.
+    written: Vec<i64>,
+    /// Runs the results consumer took and has not reported yet.
+    taken: usize,
+    closed: bool,
+}
+
+/// What the ack writer has to do for held runs (see [`HeldRuns::due`]).
+#[derive(Debug, Default)]
+pub struct DueRuns {
+    /// Runs whose rows must be written DISPATCHED now.
+    pub unwritten: Vec<DispatchAck>,
+    /// Log ids of runs whose rows the results consumer wrote: their batches settle.
+    pub written: Vec<i64>,
+}
+
+impl DueRuns {
+    /// Nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.unwritten.is_empty() && self.written.is_empty()
+    }
+}
+
+impl HeldRuns {
+    /// Holds for `hold` (zero: never holds).
+    pub fn new(hold: Duration) -> Self {
+        HeldRuns {
+            hold,
+            reading_every_result: AtomicBool::new(false),
+            inner: Mutex::default(),
+            changed: Notify::new(),
+        }
+    }
+
+    /// Whether an acknowledged batch fire is held now rather than written.
+    pub fn holds(&self) -> bool {
+        !self.hold.is_zero()
+            && self.reading_every_result.load(Ordering::Relaxed)
+            && !self.lock().closed
+    }
+
+    /// Whether this node's results consumer reads every partition of the results topic.
+    pub fn set_reading_every_result(&self, every: bool) {
+        let was = self.reading_every_result.swap(every, Ordering::Relaxed);
+        if was != every && !self.hold.is_zero() {
+            tracing::info!(
+                holding = every,
+                "run rows {} for their results: this node {} every partition of the results topic",
+                if every {
+                    "are held"
+                } else {
+                    "are no longer held"
+                },
+                if every { "reads" } else { "no longer reads" },
+            );
+        }
+    }
+
+    /// Holds the row of `ack`, an acknowledged fire of a batch, until the run's result comes
+    /// or the hold ends.
+    pub fn hold(&self, ack: DispatchAck) {
+        let Some(fire) = ack.fire.as_deref() else {
+            debug_assert!(false, "only the rows of batch fires wait");
+            return;
+        };
+        let trigger_id = fire.trigger_id.clone();
+        let mut inner = self.lock();
+        inner
+            .ends
+            .push_back((Instant::now() + self.hold, trigger_id.clone()));
+        inner.held.insert(trigger_id, ack);
+    }
+
+    /// Takes the held runs of the trigger ids of `completions`, for the results consumer to
+    /// write with their results (the store decides which result completes a run: a result of
+    /// another app does not, and the run is then written DISPATCHED). Nothing once closed.
+    pub fn take(&self, completions: &[Completion]) -> TakenRuns<'_> {
+        let mut inner = self.lock();
+        let mut acks = Vec::new();
+        if !inner.closed {
+            for completion in completions {
+                if let Some(ack) = inner.held.remove(&completion.trigger_id) {
+                    acks.push(ack);
+                }
+            }
+            inner.taken += acks.len();
+        }
+        TakenRuns {
+            runs: self,
+            acks,
+            reported: false,
+        }
+    }
+
+    /// What the ack writer must write or settle now: the runs whose hold ended by `now` and
+    /// those given back, and the runs the results consumer wrote.
+    pub fn due(&self, now: Instant) -> DueRuns {
+        let mut inner = self.lock();
+        let mut due = DueRuns {
+            unwritten: std::mem::take(&mut inner.given_back),
+            written: std::mem::take(&mut inner.written),
+        };
+        while inner.ends.front().is_some_and(|(end, _)| *end <= now) {
+            let (_, trigger_id) = inner.ends.pop_front().expect("checked");
+            if let Some(ack) = inner.held.remove(&trigger_id) {
+                due.unwritten.push(ack);
+            }
+        }
+        due
+    }
+
+    /// When the earliest hold still running ends.
+    pub fn next_end(&self) -> Option<Instant> {
+        let mut inner = self.lock();
+        // Entries of taken runs are dropped here, so the writer does not wake for them.
+        while let Some((_, trigger_id)) = inner.ends.front() {
+            if inner.held.contains_key(trigger_id) {
+                break;
+            }
+            inner.ends.pop_front();
+        }
+        inner.ends.front().map(|(end, _)| *end)
+    }
+
+    /// Resolves once something was given back or written, or the last taken run reported.
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// Stops holding and handing runs out (shutdown): every run still held is due now.
+    pub fn close(&self) {
+        let mut inner = self.lock();
+        inner.closed = true;
+        let now = Instant::now();
+        for (end, _) in inner.ends.iter_mut() {
+            *end = now;
+        }
+    }
+
+    /// Runs held now.
+    pub fn len(&self) -> usize {
+        self.lock().held.len()
+    }
+
+    /// Whether no run is held now.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Runs the results consumer took and has not reported yet.
+    pub fn taken(&self) -> usize {
+        self.lock().taken
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().expect("held runs lock")
+    }
+}
+
+/// Held runs the results consumer took ([`HeldRuns::take`]). Reported written with
+/// [`TakenRuns::written`]; dropped unreported (the write failed), they are given back for the
+/// ack writer to write DISPATCHED, and their results are completed by the update next time.
+pub struct TakenRuns<'a> {
+    runs: &'a HeldRuns,
+    acks: Vec<DispatchAck>,
+    reported: bool,
+}
+
+impl TakenRuns<'_> {
+    /// The runs taken.
+    pub fn acks(&self) -> Vec<&DispatchAck> {
+        self.acks.iter().collect()
+    }
+
+    /// Their rows are written (committed): their batches may settle.
+    pub fn written(mut self) {
+        self.reported = true;
+        let mut inner = self.runs.lock();
+        inner.taken -= self.acks.len();
+        inner.written.extend(self.acks.iter().map(|ack| ack.log_id));
+        drop(inner);
+        self.runs.changed.notify_one();
+    }
+}
+
+impl Drop for TakenRuns<'_> {
+    fn drop(&mut self) {
+        if self.reported || self.acks.is_empty() {
+            return;
+        }
+        let mut inner = self.runs.lock();
+        inner.taken -= self.acks.len();
+        inner.given_back.append(&mut self.acks);
+        drop(inner);
+        self.runs.changed.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::model::PendingFire;
+
+    /// The acknowledged fire `log_id` of job 7 due at `at_ms` (trigger id `7-{at_ms}`), of app
+    /// `demo`.
+    fn ack(log_id: i64, at_ms: i64) -> DispatchAck {
+        let mut fire = PendingFire::for_test(7, at_ms);
+        fire.log_id = log_id;
+        DispatchAck {
+            log_id,
+            partition: 0,
+            dispatched_at_ms: 0,
+            executor_id: None,
+            fire: Some(Box::new(fire)),
+        }
+    }
+
+    /// A success of the fire of job 7 due at `at_ms`.
+    fn result(at_ms: i64) -> Completion {
+        Completion {
+            trigger_id: PendingFire::for_test(7, at_ms).trigger_id,
+            app: Some("demo".to_owned()),
+            executor_id: "executor-1".into(),
+            code: 200,
+            message: None,
+            started_at_ms: 0,
+            finished_at_ms: 0,
+            retry_after_ms: None,
+        }
+    }
+
+    fn holding(hold: Duration) -> HeldRuns {
+        let runs = HeldRuns::new(hold);
+        runs.set_reading_every_result(true);
+        runs
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_is_held_only_while_this_node_reads_every_result() {
+        let runs = HeldRuns::new(Duration::from_secs(2));
+        assert!(!runs.holds(), "not before the consumer's first statistics");
+        runs.set_reading_every_result(true);
+        assert!(runs.holds());
+        runs.set_reading_every_result(false);
+        assert!(!runs.holds());
+        let off = holding(Duration::ZERO);
+        assert!(!off.holds(), "a zero hold turns holding off");
+        let closed = holding(Duration::from_secs(2));
+        closed.close();
+        assert!(!closed.holds());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_result_takes_its_run_and_a_run_without_one_is_due_when_its_hold_ends() {
+        let runs = holding(Duration::from_secs(2));
+        runs.hold(ack(1, 1000));
+        runs.hold(ack(2, 2000));
+        // An unknown trigger takes nothing.
+        assert!(runs.take(&[result(3000)]).acks().is_empty());
+        let taken = runs.take(&[result(1000)]);
+        assert_eq!(taken.acks().len(), 1);
+        assert_eq!(runs.taken(), 1);
+        taken.written();
+        assert_eq!(runs.taken(), 0);
+        let due = runs.due(Instant::now());
+        assert_eq!(due.written, [1]);
+        assert!(due.unwritten.is_empty(), "run 2 is still held");
+        // Run 1's hold entry is skipped: the next end is run 2's.
+        assert_eq!(
+            runs.next_end(),
+            Some(Instant::now() + Duration::from_secs(2))
+        );
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let due = runs.due(Instant::now());
+        let logs: Vec<i64> = due.unwritten.iter().map(|ack| ack.log_id).collect();
+        assert_eq!(logs, [2]);
+        assert_eq!(runs.next_end(), None);
+        assert!(runs.take(&[result(2000)]).acks().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn runs_of_a_failed_write_are_given_back_to_be_written_dispatched() {
+        let runs = holding(Duration::from_secs(2));
+        runs.hold(ack(1, 1000));
+        {
+            let taken = runs.take(&[result(1000)]);
+            assert_eq!(taken.acks().len(), 1);
+            // The write failed: the guard is dropped unreported.
+        }
+        assert_eq!(runs.taken(), 0);
+        let due = runs.due(Instant::now());
+        assert_eq!(
+            due.unwritten.len(),
+            1,
+            "due at once, not at the end of its hold"
+        );
+        assert!(due.written.is_empty());
+        assert!(
+            runs.take(&[result(1000)]).acks().is_empty(),
+            "a run given back is not taken again: its row is written DISPATCHED first"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closing_makes_every_held_run_due_and_hands_none_out() {
+        let runs = holding(Duration::from_secs(2));
+        runs.hold(ack(1, 1000));
+        runs.close();
+        assert!(runs.take(&[result(1000)]).acks().is_empty());
+        assert_eq!(runs.due(Instant::now()).unwritten.len(), 1);
+    }
+}
