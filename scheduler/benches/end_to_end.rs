@@ -229,8 +229,9 @@ fn repository_path(path: &str) -> PathBuf {
     path
 }
 
-/// Adds `bench_recorded_at_ms` to `job_logs`, set by a row trigger to the wall clock (ms)
-/// when a run's result is written: the moment the result reached the store.
+/// Notes in `bench_results`, by row triggers, the wall clock (ms) when each run's result is
+/// written: the moment the result reached the store, whether it completed a row written
+/// before (an update) or came with the row itself (an insert of a run held for its result).
 async fn stamp_recorded_results(database: &Database, backend: Backend) {
     let sql = match backend {
         Backend::Postgres => {
@@ -243,12 +244,21 @@ async fn stamp_recorded_results(database: &Database, backend: Backend) {
              END $$;
              CREATE TRIGGER bench_recorded AFTER UPDATE ON job_logs FOR EACH ROW
              WHEN (OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL)
+             EXECUTE FUNCTION bench_recorded();
+             CREATE TRIGGER bench_recorded_at_once AFTER INSERT ON job_logs FOR EACH ROW
+             WHEN (NEW.handle_code IS NOT NULL)
              EXECUTE FUNCTION bench_recorded();"
         }
         Backend::Sqlite => {
             "CREATE TABLE bench_results (scheduled_at_ms INTEGER, dispatched_at_ms INTEGER, handle_at_ms INTEGER, recorded_at_ms INTEGER);
              CREATE TRIGGER bench_recorded AFTER UPDATE OF handle_code ON job_logs
              WHEN OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL
+             BEGIN
+                 INSERT INTO bench_results VALUES (NEW.scheduled_at_ms, NEW.dispatched_at_ms, NEW.handle_at_ms,
+                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER));
+             END;
+             CREATE TRIGGER bench_recorded_at_once AFTER INSERT ON job_logs
+             WHEN NEW.handle_code IS NOT NULL
              BEGIN
                  INSERT INTO bench_results VALUES (NEW.scheduled_at_ms, NEW.dispatched_at_ms, NEW.handle_at_ms,
                      CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER));

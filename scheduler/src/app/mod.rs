@@ -282,7 +282,9 @@ impl Node {
             tracer,
             keyring,
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
-            held_runs: Arc::new(HeldRuns::new(config.schedule.run_row_hold())),
+            held_runs: Arc::new(HeldRuns::new(
+                (config.schedule).run_row_hold(config.database.is_postgres()),
+            )),
             metrics,
             database,
             config,

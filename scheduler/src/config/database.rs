@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 /// The scheduler's database.
@@ -44,5 +44,13 @@ impl Default for DatabaseConfig {
             api_connections: 8,
             api_acquire_timeout: Duration::from_secs(3),
         }
+    }
+}
+
+impl DatabaseConfig {
+    /// Whether the URL names a PostgreSQL database (`postgres:` or `postgresql:`).
+    pub fn is_postgres(&self) -> bool {
+        let url = self.url.expose_secret();
+        url.starts_with("postgres:") || url.starts_with("postgresql:")
     }
 }

@@ -115,22 +115,29 @@ fn triggers_are_valid_for_an_hour_unless_configured_and_zero_means_no_window() {
 }
 
 #[test]
-fn run_rows_are_held_two_seconds_or_half_the_lease_unless_configured() {
+fn run_rows_are_held_on_postgres_two_seconds_or_half_the_lease_unless_configured() {
     figment::Jail::expect_with(|jail| {
         let seconds = Duration::from_secs;
+        let schedule = Config::load(None).unwrap().schedule;
+        assert_eq!(schedule.run_row_hold(true), seconds(2));
         assert_eq!(
-            Config::load(None).unwrap().schedule.run_row_hold(),
-            seconds(2)
+            schedule.run_row_hold(false),
+            Duration::ZERO,
+            "SQLite, MySQL"
         );
         jail.set_env("KADENCE_SCHEDULE__LEASE", "2s");
         let schedule = Config::load(None).unwrap().schedule;
-        assert_eq!(schedule.run_row_hold(), seconds(1), "half a short lease");
+        assert_eq!(
+            schedule.run_row_hold(true),
+            seconds(1),
+            "half a short lease"
+        );
         jail.set_env("KADENCE_SCHEDULE__RUN_ROW_HOLD", "0s");
         let schedule = Config::load(None).unwrap().schedule;
-        assert_eq!(schedule.run_row_hold(), Duration::ZERO, "off");
+        assert_eq!(schedule.run_row_hold(true), Duration::ZERO, "off");
         jail.set_env("KADENCE_SCHEDULE__RUN_ROW_HOLD", "1500ms");
         let schedule = Config::load(None).unwrap().schedule;
-        assert_eq!(schedule.run_row_hold(), Duration::from_millis(1_500));
+        assert_eq!(schedule.run_row_hold(false), Duration::from_millis(1_500));
         let refused = schedule.check_run_row_hold().unwrap_err();
         assert!(
             refused.to_string().contains("schedule.run_row_hold"),
@@ -144,6 +151,10 @@ fn run_rows_are_held_two_seconds_or_half_the_lease_unless_configured() {
                 .check_run_row_hold()
                 .is_ok()
         );
+        jail.set_env("KADENCE_DATABASE__URL", "postgresql://kadence@db/kadence");
+        assert!(Config::load(None).unwrap().database.is_postgres());
+        jail.set_env("KADENCE_DATABASE__URL", "sqlite://kadence.db");
+        assert!(!Config::load(None).unwrap().database.is_postgres());
         Ok(())
     });
 }
