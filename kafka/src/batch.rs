@@ -50,16 +50,22 @@ pub fn partition_lags<'a>(
     statistics: &'a Statistics,
     topic: &str,
 ) -> impl Iterator<Item = (i32, Option<i64>)> + 'a {
-    statistics
-        .topics
-        .get(topic)
-        .into_iter()
+    topic_partitions(statistics, topic).map(|(partition, state)| {
+        let lag = (state.consumer_lag >= 0).then_some(state.consumer_lag);
+        (partition, lag)
+    })
+}
+
+/// Each partition of `topic` the client's `statistics` list, without librdkafka's internal
+/// partition `-1`.
+fn topic_partitions<'a>(
+    statistics: &'a Statistics,
+    topic: &str,
+) -> impl Iterator<Item = (i32, &'a rdkafka::statistics::Partition)> + 'a {
+    (statistics.topics.get(topic).into_iter())
         .flat_map(|topic| &topic.partitions)
         .filter(|(partition, _)| **partition >= 0)
-        .map(|(&partition, state)| {
-            let lag = (state.consumer_lag >= 0).then_some(state.consumer_lag);
-            (partition, lag)
-        })
+        .map(|(&partition, state)| (partition, state))
 }
 
 /// Whether the client's `statistics` show it reading every partition of `topic` (the group
@@ -67,10 +73,7 @@ pub fn partition_lags<'a>(
 /// fetched (librdkafka's fetch state of a partition not assigned is `none`, of one being
 /// given up `stopping` or `stopped`). `false` while the client knows no partition of it.
 pub fn reads_every_partition(statistics: &Statistics, topic: &str) -> bool {
-    let mut partitions = (statistics.topics.get(topic).into_iter())
-        .flat_map(|topic| &topic.partitions)
-        .filter(|(partition, _)| **partition >= 0)
-        .peekable();
+    let mut partitions = topic_partitions(statistics, topic).peekable();
     partitions.peek().is_some()
         && partitions.all(|(_, state)| {
             !matches!(state.fetch_state.as_str(), "none" | "stopping" | "stopped")

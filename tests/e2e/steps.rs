@@ -151,6 +151,22 @@ impl Scanned {
         (dispatcher, ack_rx)
     }
 
+    /// Node a's ack writer of what dispatch settles into `ledger` and `ack_rx`, settling its
+    /// batches.
+    fn ack_writer(
+        &self,
+        ledger: &Arc<AckLedger>,
+        ack_rx: mpsc::Receiver<SettledFire>,
+    ) -> AckWriter {
+        AckWriter::new(
+            self.store.clone(),
+            Arc::clone(ledger),
+            Arc::clone(&self.open_batches),
+            ack_rx,
+            100,
+        )
+    }
+
     /// Dispatch emits `fires` (every one acknowledged).
     async fn emit(&self, dispatcher: &Dispatcher, fires: &[PendingFire]) {
         let emitted = dispatcher.dispatch_once(fires.to_vec()).await;
@@ -212,13 +228,7 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
     let ledger = Arc::new(AckLedger::new());
     let (dispatcher, ack_rx) = scanned.dispatcher(&ledger);
     scanned.emit(&dispatcher, &fires[..3]).await;
-    let mut ack_writer = AckWriter::new(
-        store.clone(),
-        Arc::clone(&ledger),
-        Arc::clone(&scanned.open_batches),
-        ack_rx,
-        100,
-    );
+    let mut ack_writer = scanned.ack_writer(&ledger, ack_rx);
     assert_eq!(ack_writer.write_once().await.unwrap(), Some(3));
     assert!(ledger.is_empty(), "every acknowledgement is written");
     let records = read_triggers(&brokers(), &topics.triggers(app), 2).await;
@@ -326,14 +336,9 @@ async fn a_quick_result_has_its_run_row_written_once(backend: Backend) {
     let ledger = Arc::new(AckLedger::new());
     let (dispatcher, ack_rx) = scanned.dispatcher(&ledger);
     scanned.emit(&dispatcher, &fires[..3]).await;
-    let writer = AckWriter::new(
-        store.clone(),
-        Arc::clone(&ledger),
-        Arc::clone(&scanned.open_batches),
-        ack_rx,
-        100,
-    )
-    .holding_runs_in(Arc::clone(&held));
+    let writer = scanned
+        .ack_writer(&ledger, ack_rx)
+        .holding_runs_in(Arc::clone(&held));
     let writer = tokio::spawn(writer.run());
     while held.len() < 3 {
         assert!(tokio::time::Instant::now() < deadline, "runs never held");

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use secrecy::ExposeSecret;
 
-use crate::config::DatabaseConfig;
+use crate::config::{DatabaseConfig, names_postgres};
 use crate::store::{MySqlStore, PoolSettings, PostgresStore, SqliteStore, Store};
 
 /// Opens the store a database URL names (`sqlite:`, `postgres:`/`postgresql:` or
@@ -23,7 +23,7 @@ pub async fn open_store(url: &str, max_connections: u32) -> anyhow::Result<Arc<d
 async fn connect_store(url: &str, pool: PoolSettings) -> anyhow::Result<Arc<dyn Store>> {
     Ok(if url.starts_with("sqlite:") {
         Arc::new(SqliteStore::connect(url, pool).await?)
-    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+    } else if names_postgres(url) {
         Arc::new(PostgresStore::connect(url, pool).await?)
     } else if url.starts_with("mysql:") {
         Arc::new(MySqlStore::connect(url, pool).await?)

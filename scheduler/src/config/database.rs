@@ -48,9 +48,13 @@ impl Default for DatabaseConfig {
 }
 
 impl DatabaseConfig {
-    /// Whether the URL names a PostgreSQL database (`postgres:` or `postgresql:`).
+    /// Whether the URL names a PostgreSQL database.
     pub fn is_postgres(&self) -> bool {
-        let url = self.url.expose_secret();
-        url.starts_with("postgres:") || url.starts_with("postgresql:")
+        names_postgres(self.url.expose_secret())
     }
+}
+
+/// Whether a database URL names PostgreSQL (`postgres:` or `postgresql:`).
+pub fn names_postgres(url: &str) -> bool {
+    url.starts_with("postgres:") || url.starts_with("postgresql:")
 }

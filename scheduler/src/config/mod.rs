@@ -52,7 +52,7 @@ mod telemetry;
 pub use alarm::{AlarmConfig, SmtpTls, WebhookNetworks};
 pub use api::{ApiConfig, TrustedProxies};
 pub use auth::AuthConfig;
-pub use database::DatabaseConfig;
+pub use database::{DatabaseConfig, names_postgres};
 pub use executor_auth::ExecutorAuthConfig;
 pub use kafka::KafkaConfig;
 pub use logs::LogsConfig;

@@ -100,6 +100,7 @@ impl ScheduleConfig {
     /// end: a held fire keeps its batch open, and a batch whose lease ends is claimed and
     /// emitted again by another node. At most half the lease.
     pub fn check_run_row_hold(&self) -> anyhow::Result<()> {
+        // PostgreSQL's default is the longest; a configured hold is the same on every backend.
         let (hold, lease) = (self.run_row_hold(true), self.lease);
         anyhow::ensure!(
             hold <= lease / 2,

@@ -116,9 +116,6 @@ pub struct AckWriter {
     batch: Vec<DispatchAck>,
     /// Log ids of fires of this node's batches that the attempt settles.
     done: Vec<i64>,
-    /// Log ids of held runs whose rows the results consumer wrote: only their batches and
-    /// the ledger are left to settle.
-    written_elsewhere: Vec<i64>,
     /// Dispatch stopped: nothing more will be settled.
     closed: bool,
 }
@@ -142,7 +139,6 @@ impl AckWriter {
             batch_max: batch_max.max(1),
             batch: Vec::with_capacity(batch_max),
             done: Vec::with_capacity(batch_max),
-            written_elsewhere: Vec::new(),
             closed: false,
         }
     }
@@ -160,9 +156,9 @@ impl AckWriter {
         match settled {
             SettledFire::Acknowledged(mut ack) => {
                 if self.batches.contains(ack.log_id) {
-                    if self.held.holds() {
-                        self.held.hold(ack);
-                        return;
+                    match self.held.hold(ack) {
+                        None => return,
+                        Some(unheld) => ack = unheld,
                     }
                     self.done.push(ack.log_id);
                 } else {
@@ -187,8 +183,8 @@ impl AckWriter {
             self.done.push(ack.log_id);
             self.batch.push(ack);
         }
-        self.done.extend_from_slice(&due.written);
-        self.written_elsewhere.extend(due.written);
+        // Rows the results consumer wrote: only their batches and the ledger are left.
+        self.done.extend(due.written);
     }
 
     /// Collects for [`ACK_LINGER`] after the first acknowledgement, or until the batch is
@@ -274,9 +270,11 @@ impl AckWriter {
                 lease_ms: self.batches.lease_ms(),
             })
             .await?;
+        // The rows written here, and the batch fires settled: among them the rows the
+        // results consumer wrote (a cancelled fire was never in the ledger).
         let written = self.batch.iter().map(|ack| ack.log_id);
         self.ledger
-            .written(written.chain(self.written_elsewhere.drain(..)));
+            .written(written.chain(self.done.iter().copied()));
         self.batches.settle(&self.done);
         let written = self.batch.len();
         self.batch.clear();

@@ -81,13 +81,6 @@ pub struct DueRuns {
     pub written: Vec<i64>,
 }
 
-impl DueRuns {
-    /// Nothing to do.
-    pub fn is_empty(&self) -> bool {
-        self.unwritten.is_empty() && self.written.is_empty()
-    }
-}
-
 impl HeldRuns {
     /// Holds for `hold` (zero: never holds).
     pub fn new(hold: Duration) -> Self {
@@ -101,9 +94,11 @@ impl HeldRuns {
 
     /// Whether an acknowledged batch fire is held now rather than written.
     pub fn holds(&self) -> bool {
-        !self.hold.is_zero()
-            && self.reading_every_result.load(Ordering::Relaxed)
-            && !self.lock().closed
+        self.holds_with(&self.lock())
+    }
+
+    fn holds_with(&self, inner: &Inner) -> bool {
+        !self.hold.is_zero() && self.reading_every_result.load(Ordering::Relaxed) && !inner.closed
     }
 
     /// Whether this node's results consumer reads every partition of the results topic.
@@ -124,18 +119,21 @@ impl HeldRuns {
     }
 
     /// Holds the row of `ack`, an acknowledged fire of a batch, until the run's result comes
-    /// or the hold ends.
-    pub fn hold(&self, ack: DispatchAck) {
-        let Some(fire) = ack.fire.as_deref() else {
-            debug_assert!(false, "only the rows of batch fires wait");
-            return;
+    /// or the hold ends, if this node holds rows now ([`HeldRuns::holds`]); otherwise, or for
+    /// an acknowledgement without its fire, hands `ack` back to be written at once.
+    pub fn hold(&self, ack: DispatchAck) -> Option<DispatchAck> {
+        let Some(trigger_id) = ack.fire.as_deref().map(|fire| fire.trigger_id.clone()) else {
+            return Some(ack);
         };
-        let trigger_id = fire.trigger_id.clone();
         let mut inner = self.lock();
+        if !self.holds_with(&inner) {
+            return Some(ack);
+        }
         inner
             .ends
             .push_back((Instant::now() + self.hold, trigger_id.clone()));
         inner.held.insert(trigger_id, ack);
+        None
     }
 
     /// Takes the held runs of the trigger ids of `completions`, for the results consumer to
@@ -152,11 +150,7 @@ impl HeldRuns {
             }
             inner.taken += acks.len();
         }
-        TakenRuns {
-            runs: self,
-            acks,
-            reported: false,
-        }
+        TakenRuns { runs: self, acks }
     }
 
     /// What the ack writer must write or settle now: the runs whose hold ended by `now` and
@@ -229,8 +223,8 @@ impl HeldRuns {
 /// ack writer to write DISPATCHED, and their results are completed by the update next time.
 pub struct TakenRuns<'a> {
     runs: &'a HeldRuns,
+    /// The runs not reported yet.
     acks: Vec<DispatchAck>,
-    reported: bool,
 }
 
 impl TakenRuns<'_> {
@@ -241,10 +235,10 @@ impl TakenRuns<'_> {
 
     /// Their rows are written (committed): their batches may settle.
     pub fn written(mut self) {
-        self.reported = true;
+        let acks = std::mem::take(&mut self.acks);
         let mut inner = self.runs.lock();
-        inner.taken -= self.acks.len();
-        inner.written.extend(self.acks.iter().map(|ack| ack.log_id));
+        inner.taken -= acks.len();
+        inner.written.extend(acks.iter().map(|ack| ack.log_id));
         drop(inner);
         self.runs.changed.notify_one();
     }
@@ -252,7 +246,7 @@ impl TakenRuns<'_> {
 
 impl Drop for TakenRuns<'_> {
     fn drop(&mut self) {
-        if self.reported || self.acks.is_empty() {
+        if self.acks.is_empty() {
             return;
         }
         let mut inner = self.runs.lock();
@@ -310,18 +304,32 @@ mod tests {
         assert!(runs.holds());
         runs.set_reading_every_result(false);
         assert!(!runs.holds());
+        let handed_back = runs.hold(ack(1, 1000)).expect("not held: written at once");
+        assert_eq!(handed_back.log_id, 1);
         let off = holding(Duration::ZERO);
         assert!(!off.holds(), "a zero hold turns holding off");
+        assert!(off.hold(ack(1, 1000)).is_some());
         let closed = holding(Duration::from_secs(2));
         closed.close();
         assert!(!closed.holds());
+        assert!(closed.hold(ack(1, 1000)).is_some());
+        let without_fire = DispatchAck {
+            fire: None,
+            ..ack(1, 1000)
+        };
+        let open = holding(Duration::from_secs(2));
+        assert!(
+            open.hold(without_fire).is_some(),
+            "a row that exists is marked at once"
+        );
+        assert!(open.is_empty());
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_result_takes_its_run_and_a_run_without_one_is_due_when_its_hold_ends() {
         let runs = holding(Duration::from_secs(2));
-        runs.hold(ack(1, 1000));
-        runs.hold(ack(2, 2000));
+        assert!(runs.hold(ack(1, 1000)).is_none());
+        assert!(runs.hold(ack(2, 2000)).is_none());
         // An unknown trigger takes nothing.
         assert!(runs.take(&[result(3000)]).acks().is_empty());
         let taken = runs.take(&[result(1000)]);
@@ -348,7 +356,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn runs_of_a_failed_write_are_given_back_to_be_written_dispatched() {
         let runs = holding(Duration::from_secs(2));
-        runs.hold(ack(1, 1000));
+        assert!(runs.hold(ack(1, 1000)).is_none());
         {
             let taken = runs.take(&[result(1000)]);
             assert_eq!(taken.acks().len(), 1);
@@ -371,7 +379,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn closing_makes_every_held_run_due_and_hands_none_out() {
         let runs = holding(Duration::from_secs(2));
-        runs.hold(ack(1, 1000));
+        assert!(runs.hold(ack(1, 1000)).is_none());
         runs.close();
         assert!(runs.take(&[result(1000)]).acks().is_empty());
         assert_eq!(runs.due(Instant::now()).unwritten.len(), 1);
