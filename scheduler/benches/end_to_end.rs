@@ -57,11 +57,17 @@
 //!
 //! `--history all,failures` (default `all`) runs each configuration under these run-history
 //! policies (the jobs' `history`; for a policy that drops runs, they are dropped one second
-//! after they end, every second, so the drops fall in the measured run). **DB rows per
-//! run** is PostgreSQL's own count of rows inserted, updated and deleted
+//! after they end, at each report recount, every minute as by default: give such runs
+//! `--seconds 60` or more, so that a recount and its drops fall in the measured run). **DB rows
+//! per run** is PostgreSQL's own count of rows inserted, updated and deleted
 //! (`pg_stat_user_tables`) from the first fire to the scheduler's stop, per run the
-//! executors started (SQLite keeps no such statistics). The benchmark's own bookkeeping (the
+//! executors started (SQLite keeps no such statistics); a second table breaks it down by the
+//! tables the fire path and the run history write to. The benchmark's own bookkeeping (the
 //! table `bench_results`, one row per recorded result, filled by a trigger) is not counted.
+//! A success its job's history policy does not keep may never have a row (see
+//! `scheduler/src/store/unkept_run_set.rs`): its set is stamped instead, and its runs count as
+//! recorded when the set was, from the end of the set's last run (so for the others the
+//! delay is a little short: the runs of a set are those of one batch of results).
 //!
 //! `--sdks rust,java` (default `rust`) runs each configuration with each SDK's test executor,
 //! one right after the other (innermost, after the broker): the Rust SDK's and the Java
@@ -235,13 +241,21 @@ fn repository_path(path: &str) -> PathBuf {
 async fn stamp_recorded_results(database: &Database, backend: Backend) {
     let sql = match backend {
         Backend::Postgres => {
-            "CREATE TABLE bench_results (scheduled_at_ms BIGINT, dispatched_at_ms BIGINT, handle_at_ms BIGINT, recorded_at_ms BIGINT);
+            "CREATE TABLE bench_results (scheduled_at_ms BIGINT, dispatched_at_ms BIGINT, handle_at_ms BIGINT, recorded_at_ms BIGINT, runs BIGINT DEFAULT 1);
              CREATE FUNCTION bench_recorded() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
                  INSERT INTO bench_results VALUES (NEW.scheduled_at_ms, NEW.dispatched_at_ms, NEW.handle_at_ms,
-                     (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT);
+                     (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT, 1);
                  RETURN NEW;
              END $$;
+             CREATE FUNCTION bench_recorded_unkept() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 INSERT INTO bench_results VALUES (NEW.scheduled_second * 1000, NULL, NEW.ended_at_ms,
+                     (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT, NEW.run_count);
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER bench_recorded_unkept AFTER INSERT ON unkept_run_sets FOR EACH ROW
+             EXECUTE FUNCTION bench_recorded_unkept();
              CREATE TRIGGER bench_recorded AFTER UPDATE ON job_logs FOR EACH ROW
              WHEN (OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL)
              EXECUTE FUNCTION bench_recorded();
@@ -250,18 +264,23 @@ async fn stamp_recorded_results(database: &Database, backend: Backend) {
              EXECUTE FUNCTION bench_recorded();"
         }
         Backend::Sqlite => {
-            "CREATE TABLE bench_results (scheduled_at_ms INTEGER, dispatched_at_ms INTEGER, handle_at_ms INTEGER, recorded_at_ms INTEGER);
+            "CREATE TABLE bench_results (scheduled_at_ms INTEGER, dispatched_at_ms INTEGER, handle_at_ms INTEGER, recorded_at_ms INTEGER, runs INTEGER DEFAULT 1);
+             CREATE TRIGGER bench_recorded_unkept AFTER INSERT ON unkept_run_sets
+             BEGIN
+                 INSERT INTO bench_results VALUES (NEW.scheduled_second * 1000, NULL, NEW.ended_at_ms,
+                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), NEW.run_count);
+             END;
              CREATE TRIGGER bench_recorded AFTER UPDATE OF handle_code ON job_logs
              WHEN OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL
              BEGIN
                  INSERT INTO bench_results VALUES (NEW.scheduled_at_ms, NEW.dispatched_at_ms, NEW.handle_at_ms,
-                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER));
+                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), 1);
              END;
              CREATE TRIGGER bench_recorded_at_once AFTER INSERT ON job_logs
              WHEN NEW.handle_code IS NOT NULL
              BEGIN
                  INSERT INTO bench_results VALUES (NEW.scheduled_at_ms, NEW.dispatched_at_ms, NEW.handle_at_ms,
-                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER));
+                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), 1);
              END;"
         }
     };
@@ -279,13 +298,18 @@ struct Stored {
 impl Stored {
     async fn read(database: &Database, window: (i64, i64)) -> Stored {
         let bounds = [window.0, window.1];
+        // A set of runs without rows stands for `runs` of them, stamped with the end of its
+        // last run.
         let recorded = database
             .integers(
-                "SELECT handle_at_ms, recorded_at_ms FROM bench_results \
+                "SELECT handle_at_ms, recorded_at_ms, runs FROM bench_results \
                  WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2",
                 &bounds,
             )
-            .await;
+            .await
+            .into_iter()
+            .flat_map(|row| std::iter::repeat_n(row[..2].to_vec(), row[2] as usize))
+            .collect();
         let mut emitted: Vec<i64> = database
             .integers(
                 "SELECT dispatched_at_ms - scheduled_at_ms FROM bench_results \
@@ -312,6 +336,8 @@ struct Measurement {
     /// Database rows written per run started, from the first fire to the scheduler's stop
     /// (PostgreSQL only).
     rows_per_run: Option<f64>,
+    /// Of those, the rows per run in each of `common::FIRE_PATH_TABLES` (PostgreSQL only).
+    rows_per_run_by_table: Vec<f64>,
     route: Route,
     jobs: usize,
     /// Fires of the window: jobs × seconds.
@@ -350,6 +376,7 @@ impl Measurement {
             sdk,
             history: "ALL".to_owned(),
             rows_per_run: None,
+            rows_per_run_by_table: Vec::new(),
             route,
             jobs,
             expected: jobs * ((end - start) / 1000) as usize,
@@ -384,7 +411,6 @@ async fn run_with_scheduler(
     let mut settings = vec![("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned())];
     if history != "ALL" {
         settings.push(("KADENCE_RETENTION__UNKEPT_RUNS_FOR", "1s".to_owned()));
-        settings.push(("KADENCE_MONITORS__REPORT_INTERVAL", "1s".to_owned()));
     }
     let trusted_key = database.signing_key().await.public_key().to_base64();
     let executor_key = database.executor_key(common::APP).await;
@@ -398,6 +424,7 @@ async fn run_with_scheduler(
     let broker_pids = broker_processes(broker);
     let first_fire = set_first_fire(&database, Duration::from_secs(3)).await;
     let rows_before = database.rows_written().await;
+    let table_rows_before = database.rows_written_by_table().await;
     let window = window_after(first_fire, options);
     sleep_until_ms(window.0).await;
     let before = Usage::now(executors.ticks(), serve.ticks(), &broker_pids);
@@ -410,6 +437,12 @@ async fn run_with_scheduler(
     let rows_written = match (rows_before, database.rows_written().await) {
         (Some(before), Some(after)) => Some(after - before),
         _ => None,
+    };
+    let table_rows = match (table_rows_before, database.rows_written_by_table().await) {
+        (Some(before), Some(after)) => (after.iter().zip(before))
+            .map(|(after, before)| after - before)
+            .collect(),
+        _ => Vec::new(),
     };
     database.drop().await;
     let starts = published_starts(brokers, &topics).await;
@@ -424,6 +457,9 @@ async fn run_with_scheduler(
     Measurement {
         history: history.to_owned(),
         rows_per_run: rows_written.map(|rows| rows as f64 / starts.len().max(1) as f64),
+        rows_per_run_by_table: (table_rows.iter())
+            .map(|rows| *rows as f64 / starts.len().max(1) as f64)
+            .collect(),
         ..Measurement::of(
             configuration,
             window,
@@ -558,6 +594,38 @@ fn print_table(options: &Options, rows: &[Measurement]) {
                 .map_or_else(|| "–".to_owned(), |broker| per_trigger(broker, started)),
             per_trigger(cpu.database, started),
             per_trigger(cpu.machine, started),
+        );
+    }
+    print_rows_by_table(rows);
+}
+
+/// Where each PostgreSQL row's DB rows per run went, by table.
+fn print_rows_by_table(rows: &[Measurement]) {
+    let broken_down: Vec<&Measurement> = (rows.iter())
+        .filter(|row| !row.rows_per_run_by_table.is_empty())
+        .collect();
+    if broken_down.is_empty() {
+        return;
+    }
+    println!();
+    println!("DB rows per run by table (PostgreSQL):");
+    println!();
+    let tables = common::FIRE_PATH_TABLES.join(" | ");
+    println!("| history | route | jobs due/s | {tables} |");
+    println!(
+        "|---|---|---:|{}",
+        "---:|".repeat(common::FIRE_PATH_TABLES.len())
+    );
+    for row in broken_down {
+        let counts: Vec<String> = (row.rows_per_run_by_table.iter())
+            .map(|rows| format!("{rows:.3}"))
+            .collect();
+        println!(
+            "| {} | {} | {} | {} |",
+            row.history,
+            row.route.symbol(),
+            row.jobs,
+            counts.join(" | ")
         );
     }
 }

@@ -170,6 +170,18 @@ impl TriggerId {
         JobId(digits.parse().unwrap_or(1))
     }
 
+    /// The scheduled time the id names, when it has the scheduled form `{job}-{ms}` or a
+    /// form built on it (`{job}-{ms}-{shard}`, a retry or a replay of one); `None` for a
+    /// manual or API trigger's fresh id. Only the id's text: that the run was scheduled then
+    /// is for the caller to know.
+    pub fn scheduled_ms(&self) -> Option<i64> {
+        let time = self.0.split('-').nth(1)?;
+        if time.is_empty() || !time.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        time.parse().ok()
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -271,6 +283,23 @@ mod tests {
         assert!(JobId::new(-3).is_err());
         assert_eq!("42".parse::<JobId>().unwrap().get(), 42);
         assert!("4x".parse::<JobId>().is_err());
+    }
+
+    #[test]
+    fn the_scheduled_time_is_read_back_from_the_ids_that_name_one() {
+        let job = JobId::new(12).unwrap();
+        let scheduled = TriggerId::scheduled(job, 1_767_225_600_000);
+        assert_eq!(scheduled.scheduled_ms(), Some(1_767_225_600_000));
+        assert_eq!(TriggerId::shard(job, 5_000, 3).scheduled_ms(), Some(5_000));
+        assert_eq!(scheduled.retry(2).scheduled_ms(), Some(1_767_225_600_000));
+        assert_eq!(TriggerId::fresh(job).scheduled_ms(), None);
+        assert_eq!(TriggerId::parse("12-p7-x3").unwrap().scheduled_ms(), None);
+        assert_eq!(
+            TriggerId::parse("12-99999999999999999999")
+                .unwrap()
+                .scheduled_ms(),
+            None
+        );
     }
 
     #[test]

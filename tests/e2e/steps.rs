@@ -13,7 +13,7 @@ use kadence_kafka::{DeadLetters, KafkaSettings, RecordSigner};
 use kadence_scheduler::app::pools::open_store;
 use kadence_scheduler::clock::{Clock, ManualClock};
 use kadence_scheduler::domain::model::{
-    App, JobStatus, NewJob, PendingFire, RouteStrategy, RunState,
+    App, HistoryPolicy, JobStatus, NewJob, PendingFire, RouteStrategy, RunState,
 };
 use kadence_scheduler::domain::schedule::ScheduleSpec;
 use kadence_scheduler::engine::acks::{AckLedger, AckWriter, SettledFire};
@@ -306,6 +306,18 @@ async fn the_fire_path_runs_step_by_step_on_a_manual_clock(backend: Backend) {
 /// batch settles past both. Holding starts only once the results consumer's client
 /// statistics show that it reads every partition of the results topic.
 async fn a_quick_result_has_its_run_row_written_once(backend: Backend) {
+    quick_results_while_held(backend, HistoryPolicy::All).await;
+}
+
+/// The same with a job that keeps failures only: its quick successes are never written at
+/// all (a set of unkept runs stands in for them), and a success delivered again is still
+/// recognised as a repeat.
+async fn a_quick_success_of_a_job_keeping_failures_only_is_never_written(backend: Backend) {
+    quick_results_while_held(backend, HistoryPolicy::Failures).await;
+}
+
+/// Three fires emitted and held, two of them succeeding quickly, under `history`.
+async fn quick_results_while_held(backend: Backend, history: HistoryPolicy) {
     let scanned = Scanned::at_t0(backend, "held").await;
     let Scanned {
         db,
@@ -314,6 +326,9 @@ async fn a_quick_result_has_its_run_row_written_once(backend: Backend) {
         fires,
         ..
     } = &scanned;
+    // Read when results are recorded, not when fires are planned.
+    db.execute(&format!("UPDATE jobs SET history = '{}'", history.as_str()))
+        .await;
     count_run_row_updates(db).await;
     // Far longer than the test: every row written here is written by a result or at the
     // stop, never because a hold ended.
@@ -358,6 +373,13 @@ async fn a_quick_result_has_its_run_row_written_once(backend: Backend) {
         (2, 0, 0)
     );
     assert_eq!(held.len(), 1, "the run without a result is still held");
+    scanned.send_successes(&fires[..1], T0 + 3_500).await;
+    let again = step_results_until(&mut results, |total| total.duplicates >= 1).await;
+    assert_eq!(
+        (again.applied, again.duplicates, again.dead_lettered),
+        (0, 1, 0),
+        "a result delivered again"
+    );
 
     // Dispatch stops: the writer writes the run still held and settles the batch.
     drop(dispatcher);
@@ -376,14 +398,11 @@ async fn a_quick_result_has_its_run_row_written_once(backend: Backend) {
                 .map(|run| run.state),
         );
     }
-    assert_eq!(
-        states,
-        [
-            Some(RunState::Finished),
-            Some(RunState::Finished),
-            Some(RunState::Dispatched)
-        ]
-    );
+    let quick = match history {
+        HistoryPolicy::All => Some(RunState::Finished),
+        _ => None,
+    };
+    assert_eq!(states, [quick, quick, Some(RunState::Dispatched)]);
     let updates: Vec<(i64,)> = fetch_rows(db, "SELECT log_id FROM run_row_updates", None).await;
     assert_eq!(updates, [], "every row was written once, by an insert");
     // The batch's lease follows its first fire still open: another node takes over the
@@ -526,4 +545,5 @@ async fn send(topic: &str, payload: &[u8]) {
 on_every_backend!(
     the_fire_path_runs_step_by_step_on_a_manual_clock,
     a_quick_result_has_its_run_row_written_once,
+    a_quick_success_of_a_job_keeping_failures_only_is_never_written,
 );

@@ -1,16 +1,29 @@
 //! Rows held back for their results: a batch fire's row written once with its result, already
 //! finished (followed up when it failed, FIX_DELAY advanced), a held row without its result
-//! written DISPATCHED in the same transaction, and a held row that exists already failing the
-//! write as a whole, so that its result is recorded by the update instead.
+//! written DISPATCHED in the same transaction, a held row that exists already failing the
+//! write as a whole, so that its result is recorded by the update instead, and a held success
+//! that its job's history policy does not keep never written at all.
 
+use kadence_scheduler::clock::millis;
+use kadence_scheduler::config::RetentionConfig;
 use kadence_scheduler::domain::model::{
-    Completion, CompletionOutcome, PendingFire, RetryPolicy, RunState,
+    Completion, CompletionOutcome, HistoryPolicy, JobStatus, NewJob, PendingFire, RetryPolicy,
+    RunState,
 };
 use kadence_scheduler::domain::schedule::MisfireStrategy;
-use kadence_scheduler::store::{DispatchAck, Store};
+use kadence_scheduler::monitors::reports::{DAY_MS, day_of, refresh_reports_once};
+use kadence_scheduler::monitors::retention::drop_unkept_runs_once;
+use kadence_scheduler::store::{DispatchAck, LogLines, PageRequest, Store};
+use kadence_schemas::TriggerId;
 use kadence_tests::fixtures::{Backend, TestDatabase};
 
-use super::{T0, ack_of, fix_delay_job_planned, mark, pre_read_at, running_job, store_on};
+use super::{
+    T0, ack_of, demo_app, every_second_job, fix_delay_job_planned, mark, pre_read_at, running_job,
+    store_on,
+};
+
+/// Time enough for every drop below to catch up.
+const BUDGET: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The result of `fire` from `app`'s executor `exec-1`, with `code`, finished at 50 ms past
 /// its time.
@@ -131,7 +144,142 @@ async fn a_held_fix_delay_run_schedules_the_next_fire(backend: Backend) {
     assert_eq!(next.next_fire_ms, Some(result.finished_at_ms + 30_000));
 }
 
+/// A held success of a job that keeps failures only never gets a row: it is recorded in a
+/// set of unkept runs, which recognises its result delivered again, keeps a node that claims
+/// the batch from emitting it again, is counted once in the reports and is forgotten, with
+/// the run's log lines, when its row would have been dropped.
+async fn a_held_success_of_a_job_keeping_failures_only_gets_no_row(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let store = store_on(&db).await;
+    store.create_app(&demo_app()).await.unwrap();
+    let spec = NewJob {
+        history: HistoryPolicy::Failures,
+        ..every_second_job(MisfireStrategy::DoNothing)
+    };
+    let job = store.create_job(&spec, T0).await.unwrap().id;
+    (store.set_job_status(job, JobStatus::Running, Some(T0 + 1_000), T0, T0))
+        .await
+        .unwrap();
+    let fires = pre_read_at(store.as_ref(), T0, "node-a").await.fires;
+    assert_eq!(fires.len(), 5);
+    let acks: Vec<DispatchAck> = (fires.iter().take(3))
+        .map(|fire| ack_of(fire, 0, fire.fire_at_ms, None))
+        .collect();
+    let held: Vec<&DispatchAck> = acks.iter().collect();
+    let lines = LogLines {
+        log_id: fires[0].log_id,
+        run_started_at_ms: fires[0].fire_at_ms + 1,
+        first_line: 1,
+        lines: vec!["hello".to_owned()],
+    };
+    store.append_log_lines(&[lines], 100).await.unwrap();
+    let results = [
+        result_of(&fires[0], "demo", 200),
+        result_of(&fires[1], "demo", 500),
+        result_of(&fires[2], "demo", 200),
+    ];
+    let outcomes = (store.complete_runs_writing_rows(&results, &held))
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [const { CompletionOutcome::Applied }; 3]);
+    assert_eq!(run_state(store.as_ref(), &fires[0]).await, None);
+    assert_eq!(run_state(store.as_ref(), &fires[2]).await, None);
+    assert_eq!(
+        run_state(store.as_ref(), &fires[1]).await,
+        Some((RunState::Finished, Some(500))),
+        "a failure keeps its row"
+    );
+
+    // Results delivered again, from the right app and from another one, and a result for a
+    // trigger never fired.
+    let never_fired = Completion {
+        trigger_id: TriggerId::scheduled(job, T0 + 1_500),
+        ..result_of(&fires[0], "demo", 200)
+    };
+    let again = store
+        .complete_runs(&[
+            result_of(&fires[0], "demo", 500),
+            result_of(&fires[2], "other", 200),
+            never_fired.clone(),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        [
+            CompletionOutcome::Duplicate,
+            CompletionOutcome::OtherApp {
+                run_app: "demo".into()
+            },
+            CompletionOutcome::UnknownTrigger,
+        ]
+    );
+
+    // node-a dies before it settles its batch: node-b emits only the fires never run.
+    let claimed = store
+        .claim_expired_batches("node-b", T0 + 60_000, 1_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let mut settled: Vec<i64> = claimed[0].settled.iter().copied().collect();
+    settled.sort_unstable();
+    assert_eq!(
+        settled,
+        fires[..3]
+            .iter()
+            .map(|fire| fire.log_id)
+            .collect::<Vec<_>>()
+    );
+
+    // Counted at the next recount, once, even by two nodes at once.
+    let config = RetentionConfig::default();
+    let now = T0 + 60_000;
+    let (a, b) = tokio::join!(
+        drop_unkept_runs_once(store.as_ref(), &config, now, BUDGET),
+        drop_unkept_runs_once(store.as_ref(), &config, now, BUDGET)
+    );
+    assert_eq!(a.unwrap() + b.unwrap(), 2);
+    assert_eq!(reported_at(store.as_ref(), now).await, [(2, 1)]);
+
+    // Forgotten with the run's lines once a row would have been dropped; a result delivered
+    // after that is unknown, as it would be after the row's drop.
+    let ended = results[0].finished_at_ms;
+    let later = ended + millis(config.unkept_runs_for);
+    drop_unkept_runs_once(store.as_ref(), &config, later, BUDGET)
+        .await
+        .unwrap();
+    let kept_lines = store.read_log_lines(fires[0].log_id, 1, 10).await.unwrap();
+    assert_eq!(kept_lines.lines.len(), 1, "kept while the set is");
+    drop_unkept_runs_once(store.as_ref(), &config, later + 1, BUDGET)
+        .await
+        .unwrap();
+    let kept_lines = store.read_log_lines(fires[0].log_id, 1, 10).await.unwrap();
+    assert!(kept_lines.lines.is_empty(), "{kept_lines:?}");
+    let late = store
+        .complete_runs(&[result_of(&fires[0], "demo", 200)])
+        .await
+        .unwrap();
+    assert_eq!(late, [CompletionOutcome::UnknownTrigger]);
+    assert_eq!(
+        reported_at(store.as_ref(), later + 1).await,
+        [(2, 1)],
+        "still counted"
+    );
+}
+
+/// The daily reports of T0's day as a recount at `now_ms` leaves them: (succeeded, failed)
+/// of each row.
+async fn reported_at(store: &dyn Store, now_ms: i64) -> Vec<(i64, i64)> {
+    refresh_reports_once(store, now_ms).await.unwrap();
+    let page = PageRequest::first(10);
+    let reports = (store.list_reports(day_of(T0), day_of(T0) + DAY_MS, None, &page))
+        .await
+        .unwrap();
+    reports.iter().map(|r| (r.succeeded, r.failed)).collect()
+}
+
 on_every_backend!(
     a_held_row_is_written_once_with_its_result,
     a_held_fix_delay_run_schedules_the_next_fire,
+    a_held_success_of_a_job_keeping_failures_only_gets_no_row,
 );

@@ -135,6 +135,18 @@ pub enum Database {
     },
 }
 
+/// The tables the fire path and a run's history write to, whose rows the benchmarks show one
+/// by one.
+pub const FIRE_PATH_TABLES: [&str; 7] = [
+    "jobs",
+    "fire_batches",
+    "job_logs",
+    "run_log_lines",
+    "unkept_run_sets",
+    "run_counts",
+    "job_reports",
+];
+
 impl Database {
     /// A fresh database with the scheduler's schema.
     pub async fn create(backend: Backend) -> Database {
@@ -173,13 +185,33 @@ impl Database {
     /// goes idle or exits), the benchmark's own `bench…` tables left out. `None` on SQLite,
     /// which keeps no such statistics.
     pub async fn rows_written(&self) -> Option<i64> {
+        self.rows_written_where("relname NOT LIKE 'bench%'").await
+    }
+
+    /// [`rows_written`](Database::rows_written) in each of [`FIRE_PATH_TABLES`], in order.
+    pub async fn rows_written_by_table(&self) -> Option<Vec<i64>> {
+        let mut counts = Vec::new();
+        for table in FIRE_PATH_TABLES {
+            counts.push(
+                self.rows_written_where(&format!("relname = '{table}'"))
+                    .await?,
+            );
+        }
+        Some(counts)
+    }
+
+    /// Rows inserted, updated and deleted so far in the tables `condition` selects from
+    /// `pg_stat_user_tables`; `None` on SQLite.
+    async fn rows_written_where(&self, condition: &str) -> Option<i64> {
         match self {
             Database::Sqlite { .. } => None,
             Database::Postgres { .. } => {
                 let rows = self
                     .integers(
-                        "SELECT CAST(COALESCE(SUM(n_tup_ins + n_tup_upd + n_tup_del), 0) AS BIGINT) \
-                         FROM pg_stat_user_tables WHERE relname NOT LIKE 'bench%'",
+                        &format!(
+                            "SELECT CAST(COALESCE(SUM(n_tup_ins + n_tup_upd + n_tup_del), 0) AS BIGINT) \
+                             FROM pg_stat_user_tables WHERE {condition}"
+                        ),
                         &[],
                     )
                     .await;

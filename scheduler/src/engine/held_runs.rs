@@ -13,7 +13,9 @@
 //! writes its row once, already FINISHED, in the transaction that records the batch's
 //! results; the ack writer then settles the fire's batch ([`HeldRuns::due`] hands it the log
 //! ids). A run still held when its time is up is written DISPATCHED by the ack writer, as
-//! before, and its result completes it by the update.
+//! before, and its result completes it by the update. A quick success that its job's history
+//! policy would drop is not written at all: it goes into a set of unkept runs
+//! ([`crate::store::unkept_run_set`]).
 //!
 //! What holding changes, and why it is safe:
 //! - Until its row is written the fire stays open in its batch and in the

@@ -77,8 +77,9 @@ where
 /// Drops, in batches, the finished runs their jobs' history policies do not keep
 /// (see [`crate::domain::model::HistoryPolicy`]), `config.unkept_runs_for` after they ended: until
 /// fewer than a batch is left (caught up) or `budget` has passed since it began (the next
-/// step goes on; a batch once begun is finished). Returns the runs dropped, each counted in
-/// `run_counts`.
+/// step goes on; a batch once begun is finished). Before that it counts the sets of runs
+/// that never had a row and forgets those whose runs ended as long ago. Returns the runs
+/// dropped or counted from a set, each counted in `run_counts`.
 pub async fn drop_unkept_runs_once(
     store: &dyn History,
     config: &RetentionConfig,
@@ -87,13 +88,30 @@ pub async fn drop_unkept_runs_once(
 ) -> Result<u64, StoreError> {
     let finished_before = now_ms - millis(config.unkept_runs_for);
     let began = Instant::now();
+    let caught_up = |taken: u64| taken < u64::from(config.batch_size) || began.elapsed() >= budget;
     let mut total = 0;
+    // The runs that never had a row (see `crate::store::unkept_run_set`) are counted at once,
+    // so that the recount that follows has them, and their sets are forgotten when their rows
+    // would have been dropped.
+    loop {
+        let counted = store.count_unkept_run_sets(config.batch_size).await?;
+        total += counted.runs;
+        if caught_up(counted.sets) {
+            break;
+        }
+    }
+    loop {
+        let forgotten = (store.forget_unkept_run_sets(finished_before, config.batch_size)).await?;
+        if caught_up(forgotten) {
+            break;
+        }
+    }
     loop {
         let dropped = store
             .drop_unkept_runs(finished_before, config.batch_size)
             .await?;
         total += dropped;
-        if dropped < u64::from(config.batch_size) || began.elapsed() >= budget {
+        if caught_up(dropped) {
             return Ok(total);
         }
     }

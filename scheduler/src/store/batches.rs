@@ -55,7 +55,8 @@ pub struct StoredBatch {
     /// Every fire it was written with.
     pub fires: Vec<PendingFire>,
     /// Log ids of fires from `pending_from_ms` on that need no emission: their run row
-    /// exists (acknowledged before their node stopped) or a stop or an edit cancelled them.
+    /// exists or they are unkept runs (acknowledged before their node stopped), or a stop or
+    /// an edit cancelled them.
     pub settled: std::collections::HashSet<i64>,
 }
 

@@ -1,5 +1,6 @@
 //! The store's history: the daily report rows, and the retention that deletes old runs and
-//! reports or counts and drops the runs their job's history policy does not keep.
+//! reports or counts and drops the runs their job's history policy does not keep (rows, and
+//! the sets of runs that never had one).
 
 use crate::store::{AppScope, PageRequest, StoreError};
 
@@ -38,4 +39,26 @@ pub trait History: Send + Sync {
         finished_before_ms: i64,
         limit: u32,
     ) -> Result<u64, StoreError>;
+
+    /// Counts in `run_counts` up to `limit` sets of runs that never had a row (see
+    /// [`crate::store::unkept_run_set`]) not counted yet, and marks them counted. Each set is
+    /// counted by one node.
+    async fn count_unkept_run_sets(&self, limit: u32) -> Result<CountedSets, StoreError>;
+
+    /// Deletes up to `limit` counted sets of runs that never had a row whose runs all ended
+    /// before `ended_before_ms`, with their runs' log lines; returns the sets deleted.
+    async fn forget_unkept_run_sets(
+        &self,
+        ended_before_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError>;
+}
+
+/// What [`History::count_unkept_run_sets`] counted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CountedSets {
+    /// Sets marked counted.
+    pub sets: u64,
+    /// Runs added to `run_counts` (those of deleted jobs are not).
+    pub runs: u64,
 }

@@ -44,6 +44,7 @@ mod shards;
 mod signing;
 mod sql;
 mod sqlite;
+pub mod unkept_run_set;
 mod values;
 
 pub use accounts::{
@@ -60,7 +61,7 @@ pub use executors::ExecutorRegistry;
 pub use filters::{AppScope, JobFilter, PageRequest, RunFilter};
 pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
 pub use fires::{DispatchAck, Fires, Misfire, NewFire, PreReadOutcome, PreReadRequest};
-pub use history::History;
+pub use history::{CountedSets, History};
 pub use imports::{
     ImportIds, ImportWrite, ImportedApp, ImportedId, ImportedJob, ImportedKind, ImportedUser,
     Imports, NewResetToken,

@@ -56,8 +56,10 @@ pub trait Runs: Send + Sync {
     /// `unwritten`: acknowledged fires of batches whose rows were held back for their results
     /// (see [`crate::engine::held_runs`]). A run among them whose result is in `completions`
     /// (the first of its trigger id, of the run's own app) has its row written once, already
-    /// FINISHED; any other is written DISPATCHED (unless its row exists) and completed like
-    /// any run. The write fails as a whole if the row of a run it would write FINISHED exists
+    /// FINISHED, or, a success needing no follow-up of a job whose history policy drops
+    /// successes, no row at all (see [`crate::store::unkept_run_set`]); any other is written
+    /// DISPATCHED (unless its row exists) and completed like any run. A result for a run in a
+    /// set of unkept runs is a repeat. The write fails as a whole if the row of a run it would write FINISHED exists
     /// already (another node emitted the fire again): the caller then has those rows written
     /// DISPATCHED and tries again without them.
     async fn complete_runs_writing_rows(

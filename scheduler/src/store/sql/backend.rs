@@ -104,6 +104,8 @@ pub trait SqlBackend:
     + Reads<(i64, String, Option<i64>)>
     + Reads<(i64, i64)>
     + Reads<(i64, i64, i64, Vec<u8>)>
+    + Reads<(i64, Vec<u8>)>
+    + Reads<(i64, i64, String)>
     + Reads<(i64, Option<String>, i64)>
     + Reads<(i64, Option<String>, i64, i64)>
     + Reads<(i64, Option<String>, i64, i64, i64)>

@@ -11,10 +11,12 @@ use super::backend::{SqlBackend, SqlStore};
 use super::dialect::Dialect;
 use super::statement::{IntoSqlValue as _, Statement};
 use super::store::prefer_keyed_joins;
+use super::unkept_runs::unkept_log_ids;
 use super::writes::expand_broadcasts;
 use super::{INSERT_CHUNK, UPDATE_CHUNK};
 use crate::domain::model::{Completion, PendingFire, RunState};
 use crate::store::rows::{CompletedRunRow, fire_values};
+use crate::store::unkept_run_set::UnkeptRun;
 use crate::store::{
     BatchProgress, DispatchAck, FireBatches, FireCancellation, NewFireBatch, PreReadRequest,
     ScanBatch, StoreError, StoredBatch, fire_batch,
@@ -132,18 +134,44 @@ pub(crate) struct FinishedFire<'a> {
     pub(crate) done: bool,
 }
 
+impl FinishedFire<'_> {
+    /// The run completed, as the update of results returns it, for the rules that follow a
+    /// completion.
+    pub(crate) fn completed(&self) -> CompletedRunRow {
+        CompletedRunRow {
+            trigger_id: self.fire.trigger_id.as_str().to_owned(),
+            job_id: self.fire.job_id.get(),
+            // A batch fire is a first attempt: its own type is its run's.
+            run_trigger_type: self.fire.trigger_type.as_str().to_owned(),
+            attempt: i64::from(self.fire.attempt),
+            handle_code: i64::from(self.completion.code),
+            handle_at_ms: self.completion.finished_at_ms,
+        }
+    }
+
+    /// The run as one of a set of unkept runs, with when it ended.
+    pub(crate) fn unkept(&self) -> (UnkeptRun, i64) {
+        let run = UnkeptRun {
+            log_id: self.fire.log_id,
+            trigger_id: self.fire.trigger_id.clone(),
+            app: self.fire.app.clone(),
+            scheduled_at_ms: self.fire.scheduled_at_ms,
+        };
+        (run, self.completion.finished_at_ms)
+    }
+}
+
 /// Writes the run rows of `finished` once, already FINISHED with their results: one insert
 /// per run where a result that comes after its row costs an insert and an update (neither
-/// of which PostgreSQL can do in place). Returns the runs completed, as the update of results
-/// does, for the rules that follow a completion.
+/// of which PostgreSQL can do in place).
 ///
 /// A plain insert, unlike [`insert_dispatched_runs`]: a row that exists already means another
 /// node claimed the batch and emitted the fire again, and the whole write fails. The caller
 /// then has the rows written DISPATCHED and completes them by the update, as any result.
 pub(crate) async fn insert_finished_runs<B: SqlBackend>(
     tx: &mut B::Connection,
-    finished: &[FinishedFire<'_>],
-) -> Result<Vec<CompletedRunRow>, StoreError> {
+    finished: &[&FinishedFire<'_>],
+) -> Result<(), StoreError> {
     for chunk in finished.chunks(INSERT_CHUNK) {
         let rows = chunk.iter().map(|run| {
             let (ack, completion) = (run.ack, run.completion);
@@ -180,17 +208,7 @@ pub(crate) async fn insert_finished_runs<B: SqlBackend>(
             .await)
             .map_err(StoreError::query("write finished runs"))?;
     }
-    Ok((finished.iter())
-        .map(|run| CompletedRunRow {
-            trigger_id: run.fire.trigger_id.as_str().to_owned(),
-            job_id: run.fire.job_id.get(),
-            // A batch fire is a first attempt: its own type is its run's.
-            run_trigger_type: run.fire.trigger_type.as_str().to_owned(),
-            attempt: i64::from(run.fire.attempt),
-            handle_code: i64::from(run.completion.code),
-            handle_at_ms: run.completion.finished_at_ms,
-        })
-        .collect())
+    Ok(())
 }
 
 /// Records `node_id`'s progress with its batches in `tx` (see
@@ -249,8 +267,8 @@ pub(crate) async fn settle_in<B: SqlBackend>(
     Ok(())
 }
 
-/// The log ids among `batches`' pending fires that need no emission: a run row has them
-/// (acknowledged before their node stopped), or a stop or a schedule change cancelled them
+/// The log ids among `batches`' pending fires that need no emission: a run row has them or
+/// they are unkept runs (acknowledged before their node stopped), or a stop or a schedule change cancelled them
 /// (table `fire_cancellations`).
 async fn settled_fires<B: SqlBackend>(
     tx: &mut B::Connection,
@@ -270,6 +288,10 @@ async fn settled_fires<B: SqlBackend>(
     .await
     .map_err(StoreError::query(OPERATION))?;
     let mut settled: HashSet<i64> = with_rows.into_iter().map(|(id,)| id).collect();
+    let without_rows: Vec<&PendingFire> = (pending.iter().copied())
+        .filter(|fire| !settled.contains(&fire.log_id))
+        .collect();
+    settled.extend(unkept_log_ids::<B>(&mut *tx, &without_rows).await?);
     let cancellations: Vec<(i64, i64, i64)> =
         (Statement::new("SELECT job_id, up_to_log_id, from_ms FROM fire_cancellations")
             .fetch_all::<B, _>(tx))

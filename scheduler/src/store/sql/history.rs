@@ -3,14 +3,16 @@
 //! keep. Written once for every backend ([`SqlBackend`]), each statement once per dialect
 //! where the dialects differ.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::backend::{SqlBackend, SqlStore};
 use super::dialect::Dialect;
 use super::statement::{IntoSqlValue as _, Statement};
 use super::{INSERT_CHUNK, UPDATE_CHUNK};
 use crate::domain::model::DailyReport;
-use crate::store::{AppScope, History, LogLines, PageRequest, RunLogLines, StoreError};
+use crate::store::{
+    AppScope, CountedSets, History, LogLines, PageRequest, RunLogLines, StoreError,
+};
 
 /// The highest job-log id given out so far, rows and reserved ids alike, as `connection` (a
 /// transaction's) sees it: lines are stored for every id given out, and a scan's batches
@@ -325,6 +327,62 @@ impl<B: SqlBackend> History for SqlStore<B> {
         add_run_counts::<B>(&mut tx, counts).await?;
         tx.commit().await.map_err(StoreError::query(OPERATION))?;
         Ok(dropped)
+    }
+
+    async fn count_unkept_run_sets(&self, limit: u32) -> Result<CountedSets, StoreError> {
+        const OPERATION: &str = "count unkept runs";
+        let mut tx = self.begin_write(OPERATION).await?;
+        let (sets, runs) = super::unkept_runs::take_uncounted_sets::<B>(&mut tx, limit).await?;
+        // The runs of deleted jobs are not counted: their counts went with them.
+        let job_ids: Vec<i64> = (runs.iter())
+            .map(|run| run.trigger_id.job_id().get())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let existing: HashSet<i64> = Statement::fetch_in_chunks::<B, (i64,), _, _>(
+            &mut tx,
+            "SELECT id FROM jobs WHERE id",
+            &job_ids,
+            |id| *id,
+        )
+        .await
+        .map_err(StoreError::query(OPERATION))?
+        .into_iter()
+        .map(|(id,)| id)
+        .collect();
+        // (day, app, job) -> (succeeded, failed): every unkept run succeeded.
+        let mut counts: BTreeMap<(i64, String, i64), (i64, i64)> = BTreeMap::new();
+        let mut counted = 0;
+        for run in runs {
+            let job_id = run.trigger_id.job_id().get();
+            if existing.contains(&job_id) {
+                let day = crate::clock::day_of(run.scheduled_at_ms);
+                counts
+                    .entry((day, run.app.to_string(), job_id))
+                    .or_default()
+                    .0 += 1;
+                counted += 1;
+            }
+        }
+        add_run_counts::<B>(&mut tx, counts).await?;
+        tx.commit().await.map_err(StoreError::query(OPERATION))?;
+        Ok(CountedSets {
+            sets,
+            runs: counted,
+        })
+    }
+
+    async fn forget_unkept_run_sets(
+        &self,
+        ended_before_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        const OPERATION: &str = "forget unkept runs";
+        let mut tx = self.begin_write(OPERATION).await?;
+        let forgotten =
+            super::unkept_runs::forget_unkept_runs::<B>(&mut tx, ended_before_ms, limit).await?;
+        tx.commit().await.map_err(StoreError::query(OPERATION))?;
+        Ok(forgotten)
     }
 }
 

@@ -17,7 +17,8 @@
 //!   ([`ScheduleShards`](super::ScheduleShards), and the scan's fence check) and [`planning`]
 //!   (the pure planning of a scan);
 //! - runs: [`runs`] ([`Runs`](super::Runs): results, reads, follow-up claims), [`history`]
-//!   ([`History`](super::History), and the run log lines), [`replays`]
+//!   ([`History`](super::History), and the run log lines), [`unkept_runs`] (the succeeded
+//!   runs their history policy does not keep that never had a row), [`replays`]
 //!   ([`Replays`](super::Replays)), [`registry`]
 //!   ([`ExecutorRegistry`](super::ExecutorRegistry), and the runs the lost-run monitor looks
 //!   at);
@@ -62,6 +63,7 @@ pub(crate) mod shards;
 pub(crate) mod signing;
 pub(crate) mod statement;
 pub(crate) mod store;
+pub(crate) mod unkept_runs;
 pub(crate) mod user_changes;
 pub(crate) mod writes;
 

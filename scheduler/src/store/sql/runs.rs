@@ -12,7 +12,10 @@ use super::batches::{FinishedFire, insert_dispatched_runs, insert_finished_runs}
 use super::fire_updates::{claim_finished_runs, update_completions};
 use super::statement::Statement;
 use super::store::prefer_keyed_joins;
-use crate::domain::model::{AlarmStatus, Completion, CompletionOutcome, PendingFire, Run};
+use super::unkept_runs::{unkept_triggers, write_unkept_runs};
+use crate::domain::model::{
+    AlarmStatus, Completion, CompletionOutcome, HistoryPolicy, PendingFire, Run,
+};
 use crate::store::rows::{CompletedRunRow, RUN_COLUMNS, RunRow, convert_all};
 use crate::store::{
     DispatchAck, FinishedRun, LogLines, PageRequest, RunLogLines, Runs, StoreError, UnfinishedRun,
@@ -137,12 +140,14 @@ async fn complete_runs<B: SqlBackend>(
     const OPERATION: &str = "record results";
     let mut tx = store.begin_write(OPERATION).await?;
     prefer_keyed_joins::<B>(&mut tx).await?;
-    let with_children = jobs_with_children::<B>(&mut tx, completions).await?;
+    let jobs = result_jobs::<B>(&mut tx, completions).await?;
     // A success of a job without children needs no follow-up (nothing to retry, tell or
     // fire): it is done here, which spares the follow-up monitor two writes per run.
     let done = |completion: &Completion| {
         completion.code == kadence_schemas::result_code::SUCCESS
-            && !with_children.contains(&completion.trigger_id.job_id().get())
+            && !jobs
+                .with_children
+                .contains(&completion.trigger_id.job_id().get())
     };
     // The first result of a trigger in the batch is the one tried: a later one is a repeat, as
     // is a result for a run that has one already.
@@ -156,7 +161,11 @@ async fn complete_runs<B: SqlBackend>(
     let mut applied = HashSet::new();
     let (finished, dispatched) = finished_fires(unwritten, &firsts, done);
     insert_dispatched_runs::<B>(&mut tx, &dispatched).await?;
-    let completed = insert_finished_runs::<B>(&mut tx, &finished).await?;
+    let (unkept, kept): (Vec<&FinishedFire>, Vec<&FinishedFire>) =
+        (finished.iter()).partition(|run| jobs.leave_without_row(run));
+    insert_finished_runs::<B>(&mut tx, &kept).await?;
+    write_unkept_runs::<B>(&mut tx, unkept.iter().map(|run| run.unkept())).await?;
+    let completed: Vec<CompletedRunRow> = finished.iter().map(FinishedFire::completed).collect();
     advance_fix_delay::<B>(&mut tx, &completed).await?;
     applied.extend(completed.into_iter().map(|run| run.trigger_id));
     let updating: Vec<&Completion> = (firsts.iter().copied())
@@ -171,7 +180,11 @@ async fn complete_runs<B: SqlBackend>(
         .map(|completion| completion.trigger_id.as_str())
         .filter(|trigger_id| !applied.contains(*trigger_id))
         .collect();
-    let known = known_triggers::<B>(&mut tx, &unapplied).await?;
+    let mut known = known_triggers::<B>(&mut tx, &unapplied).await?;
+    let unknown: Vec<&str> = (unapplied.iter().copied())
+        .filter(|trigger_id| !known.contains_key(*trigger_id))
+        .collect();
+    known.extend(unkept_triggers::<B>(&mut tx, &unknown).await?);
     tx.commit().await.map_err(StoreError::query(OPERATION))?;
     Ok((completions.iter().zip(first))
         .map(|(completion, first)| {
@@ -277,22 +290,55 @@ async fn known_triggers<B: SqlBackend>(
     Ok(rows.into_iter().collect())
 }
 
-/// Which of the jobs of `completions` have child jobs (a deleted job has none).
-async fn jobs_with_children<B: SqlBackend>(
+/// What the results transaction needs to know of the jobs of its results.
+struct ResultJobs {
+    /// The jobs with child jobs (a deleted job has none).
+    with_children: HashSet<i64>,
+    /// The jobs whose history policy keeps no succeeded run (FAILURES, NONE).
+    keeping_no_successes: HashSet<i64>,
+}
+
+impl ResultJobs {
+    /// Whether a held run finished with its result is left without a row, as one of a set of
+    /// unkept runs (see [`crate::store::unkept_run_set`]): a run needing no follow-up (a
+    /// success of a job without children) of a job that keeps no succeeded run, whose
+    /// trigger id names its scheduled time, by which a repeat of its result finds its set.
+    fn leave_without_row(&self, run: &&FinishedFire<'_>) -> bool {
+        run.done
+            && self.keeping_no_successes.contains(&run.fire.job_id.get())
+            && run.fire.trigger_id.scheduled_ms() == Some(run.fire.scheduled_at_ms)
+    }
+}
+
+/// The jobs of `completions` that have child jobs or keep no succeeded run.
+async fn result_jobs<B: SqlBackend>(
     tx: &mut B::Connection,
     completions: &[Completion],
-) -> Result<HashSet<i64>, StoreError> {
+) -> Result<ResultJobs, StoreError> {
     let job_ids: BTreeSet<i64> = (completions.iter())
         .map(|completion| completion.trigger_id.job_id().get())
         .collect();
     let job_ids: Vec<i64> = job_ids.into_iter().collect();
-    let rows: Vec<(i64,)> = Statement::fetch_in_chunks::<B, _, _, _>(
-        tx,
-        "SELECT id FROM jobs WHERE child_job_ids <> '' AND id",
-        &job_ids,
-        |id| *id,
-    )
-    .await
-    .map_err(StoreError::query("read the jobs of results"))?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
+    let select = format!(
+        "SELECT id, CAST(CASE WHEN child_job_ids <> '' THEN 1 ELSE 0 END AS {}), history \
+         FROM jobs WHERE (child_job_ids <> '' OR history <> 'ALL') AND id",
+        B::DIALECT.bigint()
+    );
+    let rows: Vec<(i64, i64, String)> =
+        Statement::fetch_in_chunks::<B, _, _, _>(tx, &select, &job_ids, |id| *id)
+            .await
+            .map_err(StoreError::query("read the jobs of results"))?;
+    let mut jobs = ResultJobs {
+        with_children: HashSet::new(),
+        keeping_no_successes: HashSet::new(),
+    };
+    for (id, with_children, history) in rows {
+        if with_children == 1 {
+            jobs.with_children.insert(id);
+        }
+        if history != HistoryPolicy::All.as_str() {
+            jobs.keeping_no_successes.insert(id);
+        }
+    }
+    Ok(jobs)
 }
