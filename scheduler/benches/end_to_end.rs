@@ -78,6 +78,14 @@
 //! builds this tree's (`cargo build --release -p kadence-tests --bin test-executor`) and runs
 //! that.
 //! `KADENCE_BENCH_LOG` sets the scheduler's log filter (default `warn,sqlx=error`).
+//!
+//! `--handler NAME[:PARAMS]` gives the jobs another handler of the test executor than `noop`,
+//! e.g. `work:50:2`, which works 50 ms and writes two log lines, as an application's handler
+//! does (scheduler runs only). A window longer than a minute is also shown minute by minute
+//! (`common/minutes.rs`): each minute's fires not run, start lateness, results recorded within
+//! a second and the delay of results and log lines into the store, so a sustained run shows
+//! whether its last minute keeps up as its first did (log lines are stamped as results are,
+//! by a row trigger, from the start of their run).
 
 mod common;
 
@@ -89,10 +97,11 @@ use common::emitter::{create_topics, delete_topics, emit_every_second};
 use common::executors::{
     ExecutorCommand, Executors, Sdk, build_test_executor, published_starts, wait_for_beats,
 };
+use common::minutes::{Minute, RunRecords, by_minute, ms_at, print_minutes};
 use common::usage::{CpuSpent, Usage, broker_processes, per_trigger};
 use common::{
     Backend, Database, JobLoad, PARTITIONS, Serve, flags, load_jobs_with, now_ms, parse_choices,
-    parse_numbers, percentile, set_first_fire, sleep_until_ms,
+    parse_numbers, set_first_fire, sleep_until_ms,
 };
 use kadence_kafka::{ExecutorKey, RecordSigner};
 use kadence_schemas::{JobId, Topics};
@@ -181,6 +190,8 @@ struct Options {
     executors: usize,
     executor_bin: Option<PathBuf>,
     sdks: Vec<Sdk>,
+    /// The jobs' handler and its params.
+    handler: (String, String),
 }
 
 fn options() -> Options {
@@ -198,6 +209,7 @@ fn options() -> Options {
         executors: 2,
         executor_bin: None,
         sdks: vec![Sdk::Rust],
+        handler: ("noop".to_owned(), String::new()),
     };
     let mut broker_kinds = vec![BrokerKind::Tansu];
     for (flag, value) in flags() {
@@ -219,9 +231,17 @@ fn options() -> Options {
                     .map(|policy| policy.trim().to_ascii_uppercase())
                     .collect()
             }
+            "--handler" => {
+                let (name, params) = value.split_once(':').unwrap_or((&value, ""));
+                options.handler = (name.to_owned(), params.to_owned());
+            }
             other => panic!("unknown option {other}"),
         }
     }
+    assert!(
+        options.handler.0 == "noop" || !options.sources.contains(&Source::NoScheduler),
+        "--handler applies to the scheduler's jobs: --backends none emits `noop` triggers"
+    );
     options.brokers = Broker::chosen(&broker_kinds);
     options
 }
@@ -256,6 +276,15 @@ async fn stamp_recorded_results(database: &Database, backend: Backend) {
              END $$;
              CREATE TRIGGER bench_recorded_unkept AFTER INSERT ON unkept_run_sets FOR EACH ROW
              EXECUTE FUNCTION bench_recorded_unkept();
+             CREATE TABLE bench_lines (run_started_at_ms BIGINT, recorded_at_ms BIGINT);
+             CREATE FUNCTION bench_line_recorded() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 INSERT INTO bench_lines VALUES (NEW.run_started_at_ms,
+                     (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT);
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER bench_line_recorded AFTER INSERT ON run_log_lines FOR EACH ROW
+             EXECUTE FUNCTION bench_line_recorded();
              CREATE TRIGGER bench_recorded AFTER UPDATE ON job_logs FOR EACH ROW
              WHEN (OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL)
              EXECUTE FUNCTION bench_recorded();
@@ -269,6 +298,12 @@ async fn stamp_recorded_results(database: &Database, backend: Backend) {
              BEGIN
                  INSERT INTO bench_results VALUES (NEW.scheduled_second * 1000, NULL, NEW.ended_at_ms,
                      CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), NEW.run_count);
+             END;
+             CREATE TABLE bench_lines (run_started_at_ms INTEGER, recorded_at_ms INTEGER);
+             CREATE TRIGGER bench_line_recorded AFTER INSERT ON run_log_lines
+             BEGIN
+                 INSERT INTO bench_lines VALUES (NEW.run_started_at_ms,
+                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER));
              END;
              CREATE TRIGGER bench_recorded AFTER UPDATE OF handle_code ON job_logs
              WHEN OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL
@@ -289,8 +324,10 @@ async fn stamp_recorded_results(database: &Database, backend: Backend) {
 
 /// What the store says about the window's fires.
 struct Stored {
-    /// `handle_at_ms, recorded_at_ms` of each fire with a recorded result.
-    recorded: Vec<Vec<i64>>,
+    /// `[scheduled_at_ms, handle_at_ms, recorded_at_ms]` of each fire with a recorded result.
+    results: Vec<[i64; 3]>,
+    /// `[run_started_at_ms, recorded_at_ms]` of each log line stored of a run of the window.
+    lines: Vec<[i64; 2]>,
     /// Broker acknowledgement − scheduled time of each fire with a recorded result, sorted.
     emitted: Vec<i64>,
 }
@@ -300,15 +337,25 @@ impl Stored {
         let bounds = [window.0, window.1];
         // A set of runs without rows stands for `runs` of them, stamped with the end of its
         // last run.
-        let recorded = database
+        let results = database
             .integers(
-                "SELECT handle_at_ms, recorded_at_ms, runs FROM bench_results \
+                "SELECT scheduled_at_ms, handle_at_ms, recorded_at_ms, runs FROM bench_results \
                  WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2",
                 &bounds,
             )
             .await
             .into_iter()
-            .flat_map(|row| std::iter::repeat_n(row[..2].to_vec(), row[2] as usize))
+            .flat_map(|row| std::iter::repeat_n([row[0], row[1], row[2]], row[3] as usize))
+            .collect();
+        let lines = database
+            .integers(
+                "SELECT run_started_at_ms, recorded_at_ms FROM bench_lines \
+                 WHERE run_started_at_ms >= $1 AND run_started_at_ms < $2",
+                &bounds,
+            )
+            .await
+            .into_iter()
+            .map(|row| [row[0], row[1]])
             .collect();
         let mut emitted: Vec<i64> = database
             .integers(
@@ -322,7 +369,11 @@ impl Stored {
             .map(|row| row[0])
             .collect();
         emitted.sort_unstable();
-        Stored { recorded, emitted }
+        Stored {
+            results,
+            lines,
+            emitted,
+        }
     }
 }
 
@@ -338,6 +389,8 @@ struct Measurement {
     rows_per_run: Option<f64>,
     /// Of those, the rows per run in each of `common::FIRE_PATH_TABLES` (PostgreSQL only).
     rows_per_run_by_table: Vec<f64>,
+    /// The window minute by minute, when it has more than one.
+    minutes: Vec<Minute>,
     route: Route,
     jobs: usize,
     /// Fires of the window: jobs × seconds.
@@ -377,6 +430,7 @@ impl Measurement {
             history: "ALL".to_owned(),
             rows_per_run: None,
             rows_per_run_by_table: Vec::new(),
+            minutes: Vec::new(),
             route,
             jobs,
             expected: jobs * ((end - start) / 1000) as usize,
@@ -402,11 +456,14 @@ async fn run_with_scheduler(
         due: jobs,
         idle: 0,
         route: route.symbol(),
-        handler: "noop",
+        handler: &options.handler.0,
     };
     load_jobs_with(&database, &load, LATER_MS, now_ms()).await;
     database
-        .execute(&format!("UPDATE jobs SET history = '{history}'"))
+        .execute(&format!(
+            "UPDATE jobs SET history = '{history}', params = '{}'",
+            options.handler.1
+        ))
         .await;
     let mut settings = vec![("KADENCE_SCHEDULE__BATCH_SIZE", "5000".to_owned())];
     if history != "ALL" {
@@ -447,6 +504,16 @@ async fn run_with_scheduler(
     database.drop().await;
     let starts = published_starts(brokers, &topics).await;
     delete_topics(brokers, &topics).await;
+    // Minute by minute when the window has more than one.
+    let records = RunRecords {
+        starts: &starts,
+        results: &stored.results,
+        lines: &stored.lines,
+    };
+    let minutes = match window.1 - window.0 > 60_000 {
+        true => by_minute(window, jobs, &records),
+        false => Vec::new(),
+    };
     let configuration = (
         Source::Scheduler(backend),
         broker.kind,
@@ -456,6 +523,7 @@ async fn run_with_scheduler(
     );
     Measurement {
         history: history.to_owned(),
+        minutes,
         rows_per_run: rows_written.map(|rows| rows as f64 / starts.len().max(1) as f64),
         rows_per_run_by_table: (table_rows.iter())
             .map(|rows| *rows as f64 / starts.len().max(1) as f64)
@@ -539,19 +607,13 @@ fn print_table(options: &Options, rows: &[Measurement]) {
     for row in rows {
         let seconds = options.seconds as f64;
         let share = |count: usize| count as f64 / row.expected.max(1) as f64 * 100.0;
-        let ms_at = |sorted: &[i64], fraction: f64| match sorted.is_empty() {
-            true => "–".to_owned(),
-            false => format!("{} ms", percentile(sorted, fraction)),
-        };
         let not_run = row.expected.saturating_sub(row.lateness.len());
         let (emitted, within, not_recorded) = match &row.stored {
             Some(stored) => {
-                let within = stored
-                    .recorded
-                    .iter()
-                    .filter(|r| r[1] - r[0] <= 1_000)
+                let within = (stored.results.iter())
+                    .filter(|[_, ended, recorded]| recorded - ended <= 1_000)
                     .count();
-                let missing = row.expected.saturating_sub(stored.recorded.len());
+                let missing = row.expected.saturating_sub(stored.results.len());
                 (
                     ms_at(&stored.emitted, 0.99),
                     format!("{:.1} %", share(within)),
@@ -597,6 +659,18 @@ fn print_table(options: &Options, rows: &[Measurement]) {
         );
     }
     print_rows_by_table(rows);
+    for row in rows.iter().filter(|row| !row.minutes.is_empty()) {
+        let title = format!(
+            "{} on {}, {} executor, history {}, {} routing, {} jobs due every second",
+            row.source.label(),
+            row.broker.label(),
+            row.sdk.label(),
+            row.history,
+            row.route.symbol(),
+            row.jobs
+        );
+        print_minutes(&title, &row.minutes);
+    }
 }
 
 /// Where each PostgreSQL row's DB rows per run went, by table.

@@ -19,6 +19,7 @@ pub mod baseline;
 pub mod broker;
 pub mod emitter;
 pub mod executors;
+pub mod minutes;
 pub mod node_kill;
 pub mod usage;
 

@@ -10,6 +10,8 @@
 //!   or with `bytes` each line `line {i} ` padded with `x` to `bytes` bytes;
 //!   `shard` writes the line `shard {index} of {total}`; `noop` succeeds at once and prints
 //!   nothing (the end-to-end benchmark's handler: it measures the SDK, not standard output);
+//!   `work` (params: `ms:n`, the end-to-end benchmark's handler of a sustained run) writes
+//!   `n` job log lines and works `ms` after the first, as an application's handler does;
 //!   `describe` writes the line `describing` and fails with the message `{production|shadow}
 //!   run of a {trigger type} trigger` (a failure, because a success carries no message: it
 //!   is how a test sees what the handler saw).
@@ -99,6 +101,25 @@ async fn log(ctx: JobContext) -> JobResult {
             Some(bytes) => format!("{:x<bytes$}", format!("line {number} ")),
             None => format!("line {number}"),
         });
+    }
+    Ok(())
+}
+
+/// A handler as applications write them: works `SLEEP_MS` (params `SLEEP_MS:LINES`, e.g.
+/// `50:2`) and writes `LINES` log lines meanwhile, the first at its start.
+async fn work(ctx: JobContext) -> JobResult {
+    let (millis, lines) = (ctx.params().trim())
+        .split_once(':')
+        .ok_or_else(|| JobError::new("params: SLEEP_MS:LINES"))?;
+    let (millis, lines): (u64, u32) = (millis.parse()?, lines.parse()?);
+    for number in 1..=lines {
+        ctx.log(format!("working, line {number} of {lines}"));
+        if number == 1 {
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+        }
+    }
+    if lines == 0 {
+        tokio::time::sleep(Duration::from_millis(millis)).await;
     }
     Ok(())
 }
@@ -210,6 +231,7 @@ async fn main() -> Result<(), kadence_executor::ExecutorError> {
         .handler("sleep", sleep)
         .handler("fail", fail)
         .handler("log", log)
+        .handler("work", work)
         .handler("shard", shard)
         .handler("describe", describe)
         .shadow(flag_from_env("KADENCE_SHADOW"))
