@@ -8,7 +8,9 @@
   empty); ``log`` (params: ``n`` or ``n:bytes``) writes the job log lines ``line 1`` ...
   ``line n``, or with ``bytes`` each line ``line {i} `` padded with ``x`` to ``bytes`` bytes;
   ``shard`` writes the line ``shard {index} of {total}``; ``noop`` succeeds at once and prints
-  nothing (the Rust one is the end-to-end benchmark's handler); ``describe`` writes the line
+  nothing (the Rust one is the end-to-end benchmark's handler); ``work`` (params: ``ms:n``)
+  writes ``n`` log lines and works ``ms`` after the first, printing nothing (the benchmark's
+  handler of a sustained run); ``describe`` writes the line
   ``describing`` and fails with the message ``{production|shadow} run of a {trigger type}
   trigger`` (a failure, because a success carries no message).
 - Standard output: ``ready`` once built, then ``started <trigger id>`` as every run begins, and
@@ -84,6 +86,21 @@ def log(ctx):
         ctx.log(f"line {number} ".ljust(int(size), "x") if size else f"line {number}")
 
 
+def work(ctx):
+    """Works ``ms`` (params ``ms:n``) and writes ``n`` log lines, the first at its start, as an
+    application's handler does; prints nothing (the end-to-end benchmark's handler)."""
+    millis, colon, lines = ctx.params.strip().partition(":")
+    if not colon:
+        raise JobFailed("params: SLEEP_MS:LINES")
+    millis, lines = int(millis), int(lines)
+    if lines > 0:
+        ctx.log(f"working, line 1 of {lines}")
+    if ctx.cancelled.wait(millis / 1000):
+        raise JobFailed("stopped early")
+    for number in range(2, lines + 1):
+        ctx.log(f"working, line {number} of {lines}")
+
+
 def shard(ctx):
     announce(ctx)
     ctx.log(f"shard {ctx.shard_index} of {ctx.shard_total}")
@@ -155,7 +172,7 @@ def executor_from(env):
     )
     handlers = (
         ("ok", ok), ("noop", noop), ("sleep", sleep_on(executor.settings.executor_id)),
-        ("fail", fail), ("log", log),
+        ("fail", fail), ("log", log), ("work", work),
         ("shard", shard), ("describe", describe),
     )
     for name, function in handlers:

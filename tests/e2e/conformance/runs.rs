@@ -112,7 +112,7 @@ async fn failures_carry_their_messages(executor: Implementation) {
         (failing.id, "bad input".to_owned()),
         (
             missing.id,
-            "executor fails-1 has no handler named \"nope\" (it has: describe, fail, log, noop, ok, shard, sleep)"
+            "executor fails-1 has no handler named \"nope\" (it has: describe, fail, log, noop, ok, shard, sleep, work)"
                 .to_owned(),
         ),
         (

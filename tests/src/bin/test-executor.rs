@@ -106,20 +106,22 @@ async fn log(ctx: JobContext) -> JobResult {
 }
 
 /// A handler as applications write them: works `SLEEP_MS` (params `SLEEP_MS:LINES`, e.g.
-/// `50:2`) and writes `LINES` log lines meanwhile, the first at its start.
+/// `50:2`) and writes `LINES` log lines meanwhile, the first at its start; cancelled, it fails
+/// with `stopped early`.
 async fn work(ctx: JobContext) -> JobResult {
     let (millis, lines) = (ctx.params().trim())
         .split_once(':')
         .ok_or_else(|| JobError::new("params: SLEEP_MS:LINES"))?;
     let (millis, lines): (u64, u32) = (millis.parse()?, lines.parse()?);
-    for number in 1..=lines {
-        ctx.log(format!("working, line {number} of {lines}"));
-        if number == 1 {
-            tokio::time::sleep(Duration::from_millis(millis)).await;
-        }
+    if lines > 0 {
+        ctx.log(format!("working, line 1 of {lines}"));
     }
-    if lines == 0 {
-        tokio::time::sleep(Duration::from_millis(millis)).await;
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_millis(millis)) => {}
+        _ = ctx.cancelled() => return Err(JobError::new("stopped early")),
+    }
+    for number in 2..=lines {
+        ctx.log(format!("working, line {number} of {lines}"));
     }
     Ok(())
 }

@@ -25,7 +25,9 @@ import java.util.stream.Collectors;
  *       failed on purpose} when empty); {@code log} (params: {@code n} or {@code n:bytes}) writes
  *       the lines {@code line 1} … {@code line n}, or with {@code bytes} each line {@code line
  *       {i} } padded with {@code x} to {@code bytes} bytes; {@code shard} writes {@code shard {index} of
- *       {total}}; {@code noop} succeeds at once and prints nothing; {@code describe} writes
+ *       {total}}; {@code noop} succeeds at once and prints nothing; {@code work} (params:
+ *       {@code ms:n}) writes {@code n} lines and works {@code ms} after the first, printing
+ *       nothing (the benchmark's handler of a sustained run); {@code describe} writes
  *       {@code describing} and fails with {@code {production|shadow} run of a {trigger type}
  *       trigger}.
  *   <li>Standard output: {@code ready} once built, {@code started <trigger id>} as every run
@@ -99,6 +101,33 @@ public final class TestExecutor {
         /** {@code text} padded with {@code x} to {@code bytes} characters (ASCII: bytes). */
         private static String padded(String text, int bytes) {
             return text.length() >= bytes ? text : text + "x".repeat(bytes - text.length());
+        }
+
+        /**
+         * Works {@code ms} (params {@code ms:n}) and writes {@code n} log lines, the first at its
+         * start, as an application's handler does; prints nothing (the end-to-end benchmark's
+         * handler of a sustained run).
+         */
+        @KadenceJob("work")
+        public void work(JobContext ctx) throws JobFailedException {
+            String params = ctx.params().strip();
+            int colon = params.indexOf(':');
+            if (colon < 0) {
+                throw new JobFailedException("params: SLEEP_MS:LINES");
+            }
+            long millis = Long.parseLong(params.substring(0, colon));
+            int lines = Integer.parseInt(params.substring(colon + 1));
+            if (lines > 0) {
+                ctx.log("working, line {} of {}", 1, lines);
+            }
+            try {
+                Thread.sleep(millis);
+            } catch (InterruptedException cancelled) {
+                throw new JobFailedException("stopped early");
+            }
+            for (int line = 2; line <= lines; line++) {
+                ctx.log("working, line {} of {}", line, lines);
+            }
         }
 
         @KadenceJob("shard")
