@@ -59,9 +59,9 @@ pub trait Runs: Send + Sync {
     /// FINISHED, or, a success needing no follow-up of a job whose history policy drops
     /// successes, no row at all (see [`crate::store::unkept_run_set`]); any other is written
     /// DISPATCHED (unless its row exists) and completed like any run. A result for a run in a
-    /// set of unkept runs is a repeat. The write fails as a whole if the row of a run it would write FINISHED exists
-    /// already (another node emitted the fire again): the caller then has those rows written
-    /// DISPATCHED and tries again without them.
+    /// set of unkept runs is a repeat. The write fails as a whole if the row of a run it would
+    /// write FINISHED exists already (another node emitted the fire again): the caller then
+    /// has those rows written DISPATCHED and tries again without them.
     async fn complete_runs_writing_rows(
         &self,
         completions: &[Completion],

@@ -268,8 +268,8 @@ pub(crate) async fn settle_in<B: SqlBackend>(
 }
 
 /// The log ids among `batches`' pending fires that need no emission: a run row has them or
-/// they are unkept runs (acknowledged before their node stopped), or a stop or a schedule change cancelled them
-/// (table `fire_cancellations`).
+/// they are unkept runs (acknowledged before their node stopped), or a stop or a schedule
+/// change cancelled them (table `fire_cancellations`).
 async fn settled_fires<B: SqlBackend>(
     tx: &mut B::Connection,
     batches: &[StoredBatch],

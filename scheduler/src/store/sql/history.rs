@@ -305,8 +305,8 @@ impl<B: SqlBackend> History for SqlStore<B> {
         .fetch_all::<B, _>(&mut tx))
         .await
         .map_err(StoreError::query(OPERATION))?;
-        // (day, app, job) -> (succeeded, failed), of the rows this transaction deleted.
-        let mut counts: BTreeMap<(i64, String, i64), (i64, i64)> = BTreeMap::new();
+        // Of the rows this transaction deleted.
+        let mut counts = RunCounts::new();
         let mut dropped = 0;
         for chunk in ids.chunks(UPDATE_CHUNK) {
             let mut lines = Statement::new("DELETE FROM run_log_lines WHERE log_id");
@@ -315,13 +315,8 @@ impl<B: SqlBackend> History for SqlStore<B> {
             let gone = delete_finished_runs::<B>(&mut tx, chunk).await?;
             dropped += gone.len() as u64;
             for (scheduled_at_ms, app, job_id, code) in gone {
-                let day = crate::clock::day_of(scheduled_at_ms);
-                let count = counts.entry((day, app, job_id)).or_default();
-                if code == Some(i64::from(kadence_schemas::result_code::SUCCESS)) {
-                    count.0 += 1;
-                } else {
-                    count.1 += 1;
-                }
+                let succeeded = code == Some(i64::from(kadence_schemas::result_code::SUCCESS));
+                count_run(&mut counts, (scheduled_at_ms, app, job_id), succeeded);
             }
         }
         add_run_counts::<B>(&mut tx, counts).await?;
@@ -350,17 +345,14 @@ impl<B: SqlBackend> History for SqlStore<B> {
         .into_iter()
         .map(|(id,)| id)
         .collect();
-        // (day, app, job) -> (succeeded, failed): every unkept run succeeded.
-        let mut counts: BTreeMap<(i64, String, i64), (i64, i64)> = BTreeMap::new();
+        let mut counts = RunCounts::new();
         let mut counted = 0;
         for run in runs {
             let job_id = run.trigger_id.job_id().get();
             if existing.contains(&job_id) {
-                let day = crate::clock::day_of(run.scheduled_at_ms);
-                counts
-                    .entry((day, run.app.to_string(), job_id))
-                    .or_default()
-                    .0 += 1;
+                // Every unkept run succeeded.
+                let run = (run.scheduled_at_ms, run.app.to_string(), job_id);
+                count_run(&mut counts, run, true);
                 counted += 1;
             }
         }
@@ -425,10 +417,29 @@ async fn delete_finished_runs<B: SqlBackend>(
     }
 }
 
-/// Adds `counts` ((day, app, job) -> (succeeded, failed)) to `run_counts`.
+/// Runs counted for `run_counts`: (day, app, job) -> (succeeded, failed).
+type RunCounts = BTreeMap<(i64, String, i64), (i64, i64)>;
+
+/// Counts a run, `(scheduled at, app, job)`, in `counts` under its scheduled UTC day.
+fn count_run(
+    counts: &mut RunCounts,
+    (scheduled_at_ms, app, job_id): (i64, String, i64),
+    succeeded: bool,
+) {
+    let count = counts
+        .entry((crate::clock::day_of(scheduled_at_ms), app, job_id))
+        .or_default();
+    if succeeded {
+        count.0 += 1;
+    } else {
+        count.1 += 1;
+    }
+}
+
+/// Adds `counts` to `run_counts`.
 async fn add_run_counts<B: SqlBackend>(
     tx: &mut B::Connection,
-    counts: BTreeMap<(i64, String, i64), (i64, i64)>,
+    counts: RunCounts,
 ) -> Result<(), StoreError> {
     const OPERATION: &str = "count dropped runs";
     let counts: Vec<_> = counts.into_iter().collect();

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use kadence_schemas::JobId;
+use kadence_schemas::{JobId, TriggerId};
 
 use super::UPDATE_CHUNK;
 use super::backend::{SqlBackend, SqlStore};
@@ -181,8 +181,9 @@ async fn complete_runs<B: SqlBackend>(
         .filter(|trigger_id| !applied.contains(*trigger_id))
         .collect();
     let mut known = known_triggers::<B>(&mut tx, &unapplied).await?;
-    let unknown: Vec<&str> = (unapplied.iter().copied())
-        .filter(|trigger_id| !known.contains_key(*trigger_id))
+    let unknown: Vec<&TriggerId> = (firsts.iter())
+        .map(|completion| &completion.trigger_id)
+        .filter(|id| !applied.contains(id.as_str()) && !known.contains_key(id.as_str()))
         .collect();
     known.extend(unkept_triggers::<B>(&mut tx, &unknown).await?);
     tx.commit().await.map_err(StoreError::query(OPERATION))?;

@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use kadence_schemas::TriggerId;
+
 use super::backend::SqlBackend;
 use super::dialect::Dialect;
 use super::statement::{IntoSqlValue as _, Statement};
@@ -85,16 +87,16 @@ fn decode_sets(sets: Vec<(i64, Vec<u8>)>) -> Vec<UnkeptRun> {
 /// Which of `trigger_ids` are unkept runs, and each one's app: a result for one is a repeat.
 pub(crate) async fn unkept_triggers<B: SqlBackend>(
     tx: &mut B::Connection,
-    trigger_ids: &[&str],
+    trigger_ids: &[&TriggerId],
 ) -> Result<HashMap<String, String>, StoreError> {
     let seconds: BTreeSet<i64> = (trigger_ids.iter())
-        .filter_map(|id| kadence_schemas::TriggerId::parse(id).ok()?.scheduled_ms())
+        .filter_map(|id| id.scheduled_ms())
         .map(scheduled_second)
         .collect();
     if seconds.is_empty() {
         return Ok(HashMap::new());
     }
-    let wanted: HashSet<&str> = trigger_ids.iter().copied().collect();
+    let wanted: HashSet<&str> = trigger_ids.iter().map(|id| id.as_str()).collect();
     Ok((unkept_runs_of::<B>(tx, seconds, "record results").await?)
         .into_iter()
         .filter(|run| wanted.contains(run.trigger_id.as_str()))
