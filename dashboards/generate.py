@@ -82,6 +82,18 @@ SCHEDULER = [
           [(f"histogram_quantile({q}, sum by (le) (rate("
             "kadence_scheduler_pre_read_scan_duration_seconds_bucket[$__rate_interval])))",
             f"p{int(q * 100)}") for q in (0.5, 0.99)], "s"),
+    panel("Pre-read slack", [
+        ("min by (instance) (kadence_scheduler_pre_read_slack_seconds)", "{{instance}}")], "s",
+          description="How long before it is due the earliest fire of the latest scan was "
+                      "planned. A scan that keeps up plans 2 s or more ahead with the defaults; "
+                      "below 1.5 s (the emit lead and half a scan interval) the node is behind, "
+                      "and history (log lines, retention, reports) waits for it."),
+    panel("History waiting for scheduling", [
+        ("sum by (writer) (rate(kadence_scheduler_history_yield_seconds_total[$__rate_interval]))",
+         "{{writer}}")], "percentunit",
+          description="Share of the time each history writer waited because scheduling fell "
+                      "behind (at most schedule.history_yield per step). Near 1 for long: the "
+                      "node is short of database or CPU for its load."),
     panel("Jobs read and fires written per second", [
         ("rate(kadence_scheduler_pre_read_jobs_read_total[$__rate_interval])", "jobs read"),
         ("rate(kadence_scheduler_pre_read_fires_written_total[$__rate_interval])", "fires written"),

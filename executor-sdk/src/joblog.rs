@@ -1,7 +1,8 @@
 //! Job logs: the lines a run writes through [`JobLogger`] (and a script's output) go to
 //! `{prefix}.logs` as `LogRecord`s, keyed by trigger id, numbered from 1 per run.
 //!
-//! Lines are buffered and shipped every [`FLUSH_INTERVAL`] while the run goes, and once more
+//! Lines are buffered and shipped every [`FLUSH_INTERVAL`] while the run goes (the first time
+//! an interval after its first line, so a short run's lines are one record), and once more
 //! when it ends — before its result is published, so a reader who sees the run finished also
 //! sees all of its lines (XXL-JOB's rolling log). "Before" means acknowledged: each shipping
 //! hands every record it makes to the producer at once and waits for the broker's answer to

@@ -276,14 +276,15 @@ async fn stamp_recorded_results(database: &Database, backend: Backend) {
              END $$;
              CREATE TRIGGER bench_recorded_unkept AFTER INSERT ON unkept_run_sets FOR EACH ROW
              EXECUTE FUNCTION bench_recorded_unkept();
-             CREATE TABLE bench_lines (run_started_at_ms BIGINT, recorded_at_ms BIGINT);
+             CREATE TABLE bench_lines (run_started_at_ms BIGINT, recorded_at_ms BIGINT, lines BIGINT);
              CREATE FUNCTION bench_line_recorded() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
                  INSERT INTO bench_lines VALUES (NEW.run_started_at_ms,
-                     (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT);
+                     (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT,
+                     NEW.last_line - NEW.first_line + 1);
                  RETURN NEW;
              END $$;
-             CREATE TRIGGER bench_line_recorded AFTER INSERT ON run_log_lines FOR EACH ROW
+             CREATE TRIGGER bench_line_recorded AFTER INSERT ON run_log_chunks FOR EACH ROW
              EXECUTE FUNCTION bench_line_recorded();
              CREATE TRIGGER bench_recorded AFTER UPDATE ON job_logs FOR EACH ROW
              WHEN (OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL)
@@ -299,11 +300,12 @@ async fn stamp_recorded_results(database: &Database, backend: Backend) {
                  INSERT INTO bench_results VALUES (NEW.scheduled_second * 1000, NULL, NEW.ended_at_ms,
                      CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), NEW.run_count);
              END;
-             CREATE TABLE bench_lines (run_started_at_ms INTEGER, recorded_at_ms INTEGER);
-             CREATE TRIGGER bench_line_recorded AFTER INSERT ON run_log_lines
+             CREATE TABLE bench_lines (run_started_at_ms INTEGER, recorded_at_ms INTEGER, lines INTEGER);
+             CREATE TRIGGER bench_line_recorded AFTER INSERT ON run_log_chunks
              BEGIN
                  INSERT INTO bench_lines VALUES (NEW.run_started_at_ms,
-                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER));
+                     CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER),
+                     NEW.last_line - NEW.first_line + 1);
              END;
              CREATE TRIGGER bench_recorded AFTER UPDATE OF handle_code ON job_logs
              WHEN OLD.handle_code IS NULL AND NEW.handle_code IS NOT NULL
@@ -347,15 +349,16 @@ impl Stored {
             .into_iter()
             .flat_map(|row| std::iter::repeat_n([row[0], row[1], row[2]], row[3] as usize))
             .collect();
+        // A chunk stands for its lines (see `kadence_scheduler::store::LogChunk`).
         let lines = database
             .integers(
-                "SELECT run_started_at_ms, recorded_at_ms FROM bench_lines \
+                "SELECT run_started_at_ms, recorded_at_ms, lines FROM bench_lines \
                  WHERE run_started_at_ms >= $1 AND run_started_at_ms < $2",
                 &bounds,
             )
             .await
             .into_iter()
-            .map(|row| [row[0], row[1]])
+            .flat_map(|row| std::iter::repeat_n([row[0], row[1]], row[2] as usize))
             .collect();
         let mut emitted: Vec<i64> = database
             .integers(
@@ -391,6 +394,9 @@ struct Measurement {
     rows_per_run_by_table: Vec<f64>,
     /// The window minute by minute, when it has more than one.
     minutes: Vec<Minute>,
+    /// From the node's metrics at the end: seconds history writers waited for scheduling
+    /// (`kadence_scheduler_history_yield_seconds_total`) and fires misfired.
+    yielded: Option<(f64, f64)>,
     route: Route,
     jobs: usize,
     /// Fires of the window: jobs × seconds.
@@ -431,6 +437,7 @@ impl Measurement {
             rows_per_run: None,
             rows_per_run_by_table: Vec::new(),
             minutes: Vec::new(),
+            yielded: None,
             route,
             jobs,
             expected: jobs * ((end - start) / 1000) as usize,
@@ -489,6 +496,12 @@ async fn run_with_scheduler(
     let after = Usage::now(executors.ticks(), serve.ticks(), &broker_pids);
     tokio::time::sleep(GRACE).await;
     let stored = Stored::read(&database, window).await;
+    let yielded = (
+        serve
+            .counter("kadence_scheduler_history_yield_seconds_total")
+            .await,
+        serve.counter("kadence_scheduler_misfires_total").await,
+    );
     executors.stop().await;
     serve.stop().await;
     let rows_written = match (rows_before, database.rows_written().await) {
@@ -524,6 +537,7 @@ async fn run_with_scheduler(
     Measurement {
         history: history.to_owned(),
         minutes,
+        yielded: Some(yielded),
         rows_per_run: rows_written.map(|rows| rows as f64 / starts.len().max(1) as f64),
         rows_per_run_by_table: (table_rows.iter())
             .map(|rows| *rows as f64 / starts.len().max(1) as f64)
@@ -659,6 +673,7 @@ fn print_table(options: &Options, rows: &[Measurement]) {
         );
     }
     print_rows_by_table(rows);
+    print_yields(rows);
     for row in rows.iter().filter(|row| !row.minutes.is_empty()) {
         let title = format!(
             "{} on {}, {} executor, history {}, {} routing, {} jobs due every second",
@@ -670,6 +685,31 @@ fn print_table(options: &Options, rows: &[Measurement]) {
             row.jobs
         );
         print_minutes(&title, &row.minutes);
+    }
+}
+
+/// How long history waited for scheduling in each row with a scheduler, and the fires the
+/// scheduler counted as misfired, from its metrics.
+fn print_yields(rows: &[Measurement]) {
+    let with_scheduler: Vec<(&Measurement, (f64, f64))> = (rows.iter())
+        .filter_map(|row| Some((row, row.yielded?)))
+        .collect();
+    if with_scheduler.is_empty() {
+        return;
+    }
+    println!();
+    println!("History yielding to scheduling (the node's metrics, whole run):");
+    println!();
+    println!("| backend | history | route | jobs due/s | history waited | misfires |");
+    println!("|---|---|---|---:|---:|---:|");
+    for (row, (waited, misfires)) in with_scheduler {
+        println!(
+            "| {} | {} | {} | {} | {waited:.1} s | {misfires:.0} |",
+            row.source.label(),
+            row.history,
+            row.route.symbol(),
+            row.jobs,
+        );
     }
 }
 

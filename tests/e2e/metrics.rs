@@ -6,11 +6,15 @@
 //! Closing it: with `metrics.token` a scrape needs that bearer token, and with `metrics.listen`
 //! the metrics are served on an address of their own and the API's answers 404.
 //!
+//! History yielding to scheduling: the logs reader waits, counted, while the pre-read runs
+//! behind, and stores every line once it caught up.
+//!
 //! Run once, on SQLite: the metrics count the scheduler's loops, not the store.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use kadence_executor::{JobContext, JobResult};
 use serde_json::json;
 
 use crate::helpers::{spawn_app, spawn_app_with};
@@ -286,7 +290,76 @@ async fn metrics_can_have_an_address_of_their_own(backend: Backend) {
     app.shutdown().await;
 }
 
+/// Writes one log line.
+async fn say(ctx: JobContext) -> JobResult {
+    ctx.log("said");
+    Ok(())
+}
+
+/// A fire missed while no scan ran (the job's next fire set a minute back, as after a node
+/// was down) is fired once now by its FIRE_ONCE_NOW misfire strategy: the scan plans it with
+/// no slack, so the pre-read is behind, and the logs reader waits
+/// (`kadence_scheduler_history_yield_seconds_total{writer="logs"}` counts it), and the run's
+/// line is stored all the same. With `schedule.history_yield = 0s` history never waits.
+async fn history_waits_while_the_pre_read_is_behind_and_loses_nothing(backend: Backend) {
+    let logs_waited = "kadence_scheduler_history_yield_seconds_total{writer=\"logs\"}";
+    for (history_yield, waits) in [(Duration::from_secs(2), true), (Duration::ZERO, false)] {
+        let mut app = spawn_app_with(backend, |config| {
+            config.schedule.history_yield = history_yield;
+        })
+        .await;
+        app.create_app("yielding", 1).await;
+        app.start_executor_with("yielding", |builder| builder.handler("say", say));
+        app.wait_for_executors("yielding", 1, 1).await;
+        let (_, before) = scrape(app.api_url()).await;
+        assert_eq!(before.get(logs_waited), Some(&0.0), "counted from zero");
+        // Every hour: its first fire is far off, and only the missed one runs.
+        let job = app
+            .create_job(
+                json!({"app": "yielding", "handler": "say", "schedule_type": "CRON",
+                "schedule_conf": "0 0 * * * ?", "misfire_strategy": "FIRE_ONCE_NOW",
+                "start": true}),
+            )
+            .await;
+        let missed_at = kadence_tests::now_ms() - 60_000;
+        (app.database())
+            .execute(&format!(
+                "UPDATE jobs SET next_fire_ms = {missed_at} WHERE id = {}",
+                job.id
+            ))
+            .await;
+        let run = app.wait_for_run(job.id, 200, Duration::from_secs(30)).await;
+        app.stop_job(job.id).await;
+        let log = format!("/api/runs/{}/log", run.log_id);
+        wait_for(Duration::from_secs(30), "the run's line stored", || async {
+            let (status, body) = app.call(reqwest::Method::GET, &log, None).await;
+            assert_eq!(status, 200, "{body}");
+            (body["lines"] == json!(["said"])).then_some(())
+        })
+        .await;
+        // A wait is counted when it ends: at the latest once the pressure passed, 2 s after
+        // the scan that planned the missed fire.
+        if waits {
+            wait_for(
+                Duration::from_secs(10),
+                "the logs reader's wait",
+                || async {
+                    let (_, after) = scrape(app.api_url()).await;
+                    (after[logs_waited] > 0.0).then_some(())
+                },
+            )
+            .await;
+        } else {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let (text, after) = scrape(app.api_url()).await;
+            assert_eq!(after[logs_waited], 0.0, "history_yield 0s: never\n{text}");
+        }
+        app.shutdown().await;
+    }
+}
+
 on_sqlite_only!(
+    history_waits_while_the_pre_read_is_behind_and_loses_nothing,
     the_metrics_count_fires_results_and_executors,
     an_executor_serves_its_metrics,
     a_metrics_token_closes_metrics_to_everyone_else,

@@ -347,7 +347,7 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
         .append_log_lines(&[batch(1, &["a", "b", "c"]), batch(4, &["d"])], 5)
         .await
         .unwrap();
-    assert_eq!(stored, 4);
+    assert_eq!(stored, 2, "a chunk per record");
     // A redelivered record, one past the limit, and a log id never given out.
     let ghost = LogLines {
         log_id: 987_654,
@@ -359,7 +359,11 @@ async fn log_lines_are_stored_once_bounded_and_read_from_a_line(backend: Backend
         .append_log_lines(&[batch(3, &["c", "d", "e", "f"]), ghost], 5)
         .await
         .unwrap();
-    assert_eq!(stored, 1, "only line 5 is new; 6 is past the limit");
+    assert_eq!(
+        stored, 1,
+        "a record shipped again from line 3 is a chunk of its own, cut at the limit (5); the \
+         ghost's lines are dropped"
+    );
     let read = store.read_log_lines(log_id, 2, 10).await.unwrap();
     assert_eq!(
         (read.run_started_at_ms, read.earlier_runs),
@@ -436,7 +440,10 @@ async fn two_runs_of_one_trigger_keep_their_lines_apart_and_the_later_is_shown(b
         )
         .await
         .unwrap();
-    assert_eq!(stored, 4, "3 lines of the first run, 1 of the second");
+    assert_eq!(
+        stored, 2,
+        "a chunk of each run, the first run's cut at 3 lines"
+    );
     let stored = store
         .append_log_lines(
             &[run(second, 2, &["second 2"]), run(first, 1, &["first 1"])],
@@ -444,7 +451,10 @@ async fn two_runs_of_one_trigger_keep_their_lines_apart_and_the_later_is_shown(b
         )
         .await
         .unwrap();
-    assert_eq!(stored, 1, "a redelivered line of the first run is a repeat");
+    assert_eq!(
+        stored, 1,
+        "a redelivered record of the first run is a repeat"
+    );
     let read = shown(1).await;
     assert_eq!(
         (read.run_started_at_ms, read.earlier_runs),

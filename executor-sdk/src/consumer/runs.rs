@@ -294,7 +294,9 @@ impl Runs {
     }
 
     /// Drives `run` to its outcome; once it writes its first log line, ships its lines every
-    /// [`FLUSH_INTERVAL`] meanwhile.
+    /// [`FLUSH_INTERVAL`] meanwhile, the first time an interval after that line: a run that
+    /// ends sooner ships all its lines in one record, at its end (one row in the scheduler's
+    /// store rather than one per shipping), as the Python and Java executors do.
     async fn shipping_logs(
         &self,
         run: impl Future<Output = RunOutcome>,
@@ -309,7 +311,8 @@ impl Runs {
             () = logger.written() => {}
         }
         let shipper = self.log_shipper(logger, trigger, run_started_at_ms);
-        let mut flush_tick = tokio::time::interval(FLUSH_INTERVAL);
+        let first_flush = tokio::time::Instant::now() + FLUSH_INTERVAL;
+        let mut flush_tick = tokio::time::interval_at(first_flush, FLUSH_INTERVAL);
         loop {
             tokio::select! {
                 biased;

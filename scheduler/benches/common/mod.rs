@@ -142,7 +142,7 @@ pub const FIRE_PATH_TABLES: [&str; 7] = [
     "jobs",
     "fire_batches",
     "job_logs",
-    "run_log_lines",
+    "run_log_chunks",
     "unkept_run_sets",
     "run_counts",
     "job_reports",

@@ -2,13 +2,14 @@
 //! from [`metric_catalogue`] (a registry cannot serve, since it gathers only the families that
 //! have series already).
 
-use crate::metrics::SchedulerMetrics;
+use crate::metrics::{PressureMetrics, SchedulerMetrics};
 use crate::monitors::database_watch::DatabaseHealth;
 
-/// Every metric a node registers, unregistered: its [`SchedulerMetrics`] and its database
-/// watch's, as [`super::Scheduler`] wires them.
+/// Every metric a node registers, unregistered: its [`SchedulerMetrics`], its database
+/// watch's and its scheduling pressure's, as [`super::Scheduler`] wires them.
 pub fn metric_catalogue() -> Vec<Box<dyn prometheus::core::Collector>> {
     let mut all = SchedulerMetrics::new().collectors();
     all.extend(DatabaseHealth::new(0).collectors());
+    all.extend(PressureMetrics::new().collectors());
     all
 }

@@ -22,6 +22,11 @@ use crate::readers::logs::LogsReader;
 use crate::readers::results::ResultsConsumer;
 use crate::readers::shadow_results::ShadowResultsReader;
 
+/// Most results the results reader records in one transaction. A batch holds what is ready,
+/// so this matters only when results wait: then larger batches mean fewer transactions and
+/// round trips per result, and a backlog drains before the run rows' hold ends.
+const RESULTS_BATCH_MAX: usize = 5_000;
+
 impl Node {
     /// The readers of the shared topics: beats (with the registry's sweeper and the lost-run
     /// monitor), results on the scheduling pool, log lines, shadow results, dead letters.
@@ -36,7 +41,7 @@ impl Node {
             self.pools.scheduling.clone(),
             self.dead_letters(),
             Arc::clone(&self.keyring),
-            1000,
+            RESULTS_BATCH_MAX,
         )?
         .taking_held_runs_from(Arc::clone(&self.held_runs))
         .with_metrics(Arc::clone(&self.metrics))
@@ -47,7 +52,8 @@ impl Node {
             background.clone(),
             self.config.logs.max_lines_per_run,
         )?
-        .with_lag_metrics(Arc::clone(&self.metrics));
+        .with_lag_metrics(Arc::clone(&self.metrics))
+        .yielding_to(Arc::clone(&self.pressure), Arc::clone(&self.clock));
         self.tasks.spawn(logs.run(self.shutdown.clone()));
         let shadow_results = ShadowResultsReader::start(self.reader_sources(), background.clone())?;
         self.tasks.spawn(shadow_results.run(self.shutdown.clone()));
@@ -144,13 +150,13 @@ impl Node {
             background.clone(),
             monitors.report_interval,
             self.config.retention.clone(),
-            Arc::clone(&self.clock),
+            (Arc::clone(&self.clock), Arc::clone(&self.pressure)),
             self.shutdown.clone(),
         ));
         self.tasks.spawn(run_retention(
             Arc::clone(background),
             self.config.retention.clone(),
-            Arc::clone(&self.clock),
+            (Arc::clone(&self.clock), Arc::clone(&self.pressure)),
             self.shutdown.clone(),
         ));
         Ok(())

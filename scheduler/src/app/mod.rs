@@ -59,6 +59,7 @@ use crate::engine::intake::FireIntake;
 use crate::engine::kafka::TopicAdmin;
 use crate::engine::partitions::PartitionDirectory;
 use crate::engine::preread::{PreReadSettings, PreReader};
+use crate::engine::pressure::SchedulingPressure;
 use crate::engine::registry::Registry;
 use crate::engine::shards::{
     ShardLeaser, ShardOwnership, check_shard_lease, ensure_schedule_shards,
@@ -179,6 +180,8 @@ struct Node {
     held_runs: Arc<HeldRuns>,
     metrics: Arc<SchedulerMetrics>,
     database: Arc<DatabaseHealth>,
+    /// Whether scheduling falls behind: the pre-read and dispatch press, history yields.
+    pressure: Arc<SchedulingPressure>,
     tracer: RunTracer,
     shutdown: CancellationToken,
     tasks: TaskTracker,
@@ -276,6 +279,12 @@ impl Node {
         ));
         let database = Arc::new(DatabaseHealth::new(clock.now_ms()));
         metrics.register(database.collectors());
+        let pressure = Arc::new(SchedulingPressure::new(
+            schedule.pre_read_interval,
+            read_ahead,
+            schedule.history_yield,
+        ));
+        metrics.register(pressure.metrics().collectors());
         Ok(Node {
             signed: SignedProducer::new(producer.clone(), Arc::new(signer))
                 .with_signing_threads(config.signing.signing_threads()),
@@ -287,6 +296,7 @@ impl Node {
             )),
             metrics,
             database,
+            pressure,
             config,
             node_id,
             clock,
@@ -366,7 +376,8 @@ impl Node {
             },
         )
         .with_metrics(Arc::clone(&self.metrics))
-        .with_tracer(self.tracer.clone());
+        .with_tracer(self.tracer.clone())
+        .pressing(Arc::clone(&self.pressure));
         self.tasks
             .spawn(dispatcher.run(due_rx, self.shutdown.clone()));
         let batches = Arc::clone(intake.open_batches());
@@ -398,7 +409,8 @@ impl Node {
                 batch_size: schedule.batch_size,
             },
         )
-        .with_tracer(self.tracer.clone());
+        .with_tracer(self.tracer.clone())
+        .pressing(Arc::clone(&self.pressure));
         let pre_read_waker = pre_reader.waker();
         let leaser = ShardLeaser::new(
             self.pools.scheduling.clone(),

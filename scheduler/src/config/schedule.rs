@@ -83,6 +83,16 @@ pub struct ScheduleConfig {
     /// `lease`.
     #[serde(with = "humantime_serde")]
     pub run_row_hold: Option<Duration>,
+    /// How long a history writer (the logs reader, retention, the report recount) waits at
+    /// most, before each of its steps, while scheduling falls behind: while the pre-read
+    /// plans fires with less slack than a scan that keeps up leaves (with the defaults
+    /// 1.5 s: `emit_lead` and half a `pre_read_interval`), or the broker acknowledges
+    /// triggers late. History then goes on one step (one batch of log
+    /// records) per this long, its records waiting in their topic, and catches up once
+    /// scheduling does; fires are never the ones that wait. `0s`: history never yields.
+    /// Default `2s`.
+    #[serde(with = "humantime_serde")]
+    pub history_yield: Duration,
 }
 
 impl ScheduleConfig {
@@ -129,6 +139,7 @@ impl Default for ScheduleConfig {
             release_round: Duration::from_millis(20),
             cancel_poll_interval: Duration::from_millis(250),
             run_row_hold: None,
+            history_yield: Duration::from_secs(2),
         }
     }
 }

@@ -42,6 +42,7 @@ use crate::domain::model::{PendingFire, RouteStrategy};
 use crate::engine::acks::{AckLedger, SettledFire};
 use crate::engine::cancellations::CancelledFires;
 use crate::engine::partitions::PartitionDirectory;
+use crate::engine::pressure::SchedulingPressure;
 use crate::engine::registry::Registry;
 use crate::engine::routing::{NoOwners, Router, candidates_of};
 use crate::engine::signature_forms::SignatureForms;
@@ -125,6 +126,9 @@ pub struct Dispatcher {
     router: Router,
     metrics: Arc<SchedulerMetrics>,
     tracer: RunTracer,
+    /// Told of every acknowledgement, so that a late one presses (see
+    /// [`crate::engine::pressure`]).
+    pressure: Option<Arc<SchedulingPressure>>,
 }
 
 impl Dispatcher {
@@ -150,6 +154,7 @@ impl Dispatcher {
             router: Router::new(),
             metrics: Arc::default(),
             tracer: RunTracer::local("kadence-scheduler"),
+            pressure: None,
         }
     }
 
@@ -161,6 +166,14 @@ impl Dispatcher {
     /// The same dispatcher starting each run's trace with `tracer`.
     pub fn with_tracer(self, tracer: RunTracer) -> Self {
         Dispatcher { tracer, ..self }
+    }
+
+    /// The same dispatcher telling `pressure` when the broker acknowledges a trigger late.
+    pub fn pressing(self, pressure: Arc<SchedulingPressure>) -> Self {
+        Dispatcher {
+            pressure: Some(pressure),
+            ..self
+        }
     }
 
     /// Dispatches fires from `due` until it closes or `shutdown` fires, then waits for the
@@ -391,6 +404,9 @@ impl Dispatcher {
                 tracing::debug!(trigger_id = %fire.trigger_id, partition,
                     lateness_ms = now_ms - fire.fire_at_ms, "trigger acknowledged");
                 self.metrics.count_acknowledged(&fire, now_ms);
+                if let Some(pressure) = &self.pressure {
+                    pressure.acknowledged(fire.fire_at_ms, now_ms);
+                }
                 let ack = DispatchAck {
                     log_id: fire.log_id,
                     partition,

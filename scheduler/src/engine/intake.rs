@@ -96,6 +96,9 @@ pub struct PlannedBatch {
     pub jobs_read: usize,
     /// Fires written (in batches) and handed to the wheel.
     pub fires_written: usize,
+    /// When the earliest of them is due (its `fire_at`): how far ahead the scan planned
+    /// (see [`crate::engine::pressure`]).
+    pub earliest_fire_at_ms: Option<i64>,
     /// Shards the scan was refused: another node owns them now (see [`crate::engine::shards`]).
     pub fenced_out: Vec<u32>,
 }
@@ -188,6 +191,7 @@ impl FireIntake {
         let planned = PlannedBatch {
             jobs_read: outcome.jobs_read,
             fires_written: outcome.fires.len(),
+            earliest_fire_at_ms: outcome.fires.iter().map(|fire| fire.fire_at_ms).min(),
             fenced_out: outcome.fenced_out,
         };
         // One warning per scan, not per job: an overloaded node misses thousands at once,

@@ -41,6 +41,7 @@ pub mod kafka;
 pub mod open_batches;
 pub mod partitions;
 pub mod preread;
+pub mod pressure;
 pub mod registry;
 pub mod routing;
 pub mod shards;

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, millis};
 use crate::engine::intake::{FireIntake, PlannedBatch};
+use crate::engine::pressure::SchedulingPressure;
 use crate::engine::shards::ShardOwnership;
 use crate::store::StoreError;
 use crate::traces::record_pre_read;
@@ -64,6 +65,7 @@ pub struct PreReader {
     settings: PreReadSettings,
     wake: Arc<Notify>,
     tracer: RunTracer,
+    pressure: Option<Arc<SchedulingPressure>>,
 }
 
 impl PreReader {
@@ -80,6 +82,15 @@ impl PreReader {
             settings,
             wake: Arc::new(Notify::new()),
             tracer: RunTracer::local("kadence-scheduler"),
+            pressure: None,
+        }
+    }
+
+    /// The same pre-reader telling `pressure` how far ahead each scan planned.
+    pub fn pressing(self, pressure: Arc<SchedulingPressure>) -> Self {
+        PreReader {
+            pressure: Some(pressure),
+            ..self
         }
     }
 
@@ -120,6 +131,9 @@ impl PreReader {
         let counts = outcome.map(|planned| (planned.jobs_read, planned.fires_written));
         record_pre_read(&self.tracer, span_start, now_ms, counts);
         let planned = planned.inspect_err(|_| metrics.pre_read_failures.inc())?;
+        if let Some(pressure) = &self.pressure {
+            pressure.scan_planned(now_ms, planned.earliest_fire_at_ms);
+        }
         if !planned.fenced_out.is_empty() {
             self.ownership
                 .drop_fenced(&planned.fenced_out, now_ms)

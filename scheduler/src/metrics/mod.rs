@@ -25,6 +25,7 @@
 
 mod database;
 mod jobs;
+mod pressure;
 mod shards;
 
 use std::collections::HashSet;
@@ -37,6 +38,7 @@ use prometheus::{
 
 pub use database::DatabaseMetrics;
 pub use jobs::JobMetrics;
+pub use pressure::PressureMetrics;
 pub use shards::ShardMetrics;
 
 /// Failed store operations by operation, in this process (see the module docs).

@@ -18,8 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::clock::{DAY_MS, day_of};
 
-use crate::clock::{Clock, run_every};
+use crate::clock::{Clock, millis, run_every};
 use crate::config::RetentionConfig;
+use crate::engine::pressure::SchedulingPressure;
 use crate::monitors::retention::drop_unkept_runs_once;
 use crate::store::{History, StoreError};
 
@@ -29,26 +30,38 @@ pub async fn refresh_reports_once(store: &dyn History, now_ms: i64) -> Result<u6
     store.refresh_reports(today - DAY_MS, today + DAY_MS).await
 }
 
-/// Drops unkept runs and refreshes every `interval` until `shutdown`.
+/// Drops unkept runs and refreshes every `interval` until `shutdown`; each step first
+/// yields to scheduling while it falls behind (see [`crate::engine::pressure`]).
 pub async fn run_reports(
     store: Arc<dyn History>,
     interval: std::time::Duration,
     retention: RetentionConfig,
-    clock: Arc<dyn Clock>,
+    (clock, pressure): (Arc<dyn Clock>, Arc<SchedulingPressure>),
     shutdown: CancellationToken,
 ) {
-    run_every("report refresh", interval, clock, shutdown, |now_ms| {
-        let (store, retention) = (Arc::clone(&store), retention.clone());
-        async move {
-            let dropped =
-                drop_unkept_runs_once(store.as_ref(), &retention, now_ms, interval / 2).await?;
-            if dropped > 0 {
-                tracing::debug!(dropped, "runs their history policy does not keep dropped");
+    run_every(
+        "report refresh",
+        interval,
+        Arc::clone(&clock),
+        shutdown,
+        |now_ms| {
+            let (store, retention) = (Arc::clone(&store), retention.clone());
+            let (clock, pressure) = (Arc::clone(&clock), Arc::clone(&pressure));
+            async move {
+                let waited = pressure
+                    .yield_to_scheduling(clock.as_ref(), "reports")
+                    .await;
+                let now_ms = now_ms + millis(waited);
+                let dropped =
+                    drop_unkept_runs_once(store.as_ref(), &retention, now_ms, interval / 2).await?;
+                if dropped > 0 {
+                    tracing::debug!(dropped, "runs their history policy does not keep dropped");
+                }
+                refresh_reports_once(store.as_ref(), now_ms)
+                    .await
+                    .map(|_| ())
             }
-            refresh_reports_once(store.as_ref(), now_ms)
-                .await
-                .map(|_| ())
-        }
-    })
+        },
+    )
     .await
 }

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, DAY_MS, day_of, millis, run_every};
 use crate::config::RetentionConfig;
+use crate::engine::pressure::SchedulingPressure;
 use crate::store::{History, Store, StoreError};
 
 /// What one step deleted.
@@ -117,23 +118,35 @@ pub async fn drop_unkept_runs_once(
     }
 }
 
-/// Applies the retention every `config.interval` until `shutdown`.
+/// Applies the retention every `config.interval` until `shutdown`; each step first yields to
+/// scheduling while it falls behind (see [`crate::engine::pressure`]).
 pub async fn run_retention(
     store: Arc<dyn Store>,
     config: RetentionConfig,
-    clock: Arc<dyn Clock>,
+    (clock, pressure): (Arc<dyn Clock>, Arc<SchedulingPressure>),
     shutdown: CancellationToken,
 ) {
     let interval = config.interval;
-    run_every("retention step", interval, clock, shutdown, |now_ms| {
-        let (store, config) = (Arc::clone(&store), config.clone());
-        async move {
-            let summary = apply_retention_once(store.as_ref(), &config, now_ms).await?;
-            if summary != RetentionSummary::default() {
-                tracing::info!(?summary, "old runs and reports deleted");
+    run_every(
+        "retention step",
+        interval,
+        Arc::clone(&clock),
+        shutdown,
+        |now_ms| {
+            let (store, config) = (Arc::clone(&store), config.clone());
+            let (clock, pressure) = (Arc::clone(&clock), Arc::clone(&pressure));
+            async move {
+                let waited = pressure
+                    .yield_to_scheduling(clock.as_ref(), "retention")
+                    .await;
+                let now_ms = now_ms + millis(waited);
+                let summary = apply_retention_once(store.as_ref(), &config, now_ms).await?;
+                if summary != RetentionSummary::default() {
+                    tracing::info!(?summary, "old runs and reports deleted");
+                }
+                Ok::<(), StoreError>(())
             }
-            Ok::<(), StoreError>(())
-        }
-    })
+        },
+    )
     .await
 }

@@ -33,6 +33,8 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+use crate::engine::pressure::SchedulingPressure;
 use crate::metrics::SchedulerMetrics;
 use crate::readers::executor_auth::{ExecutorKeyring, app_mismatch};
 use crate::store::StoreError;
@@ -198,6 +200,9 @@ pub struct BatchReader<R: RecordReader> {
     unapplied: Vec<OwnedMessage>,
     /// Which records of `unapplied` are in the dead-letter queue already (partition, offset).
     dead_lettered: HashSet<(i32, i64)>,
+    /// A history reader waits before each batch while scheduling falls behind (see
+    /// [`crate::engine::pressure`]).
+    yields_to: Option<(Arc<SchedulingPressure>, Arc<dyn Clock>)>,
 }
 
 /// Most records in one batch.
@@ -241,7 +246,17 @@ impl<R: RecordReader> BatchReader<R> {
             keyring: sources.keyring,
             unapplied: Vec::new(),
             dead_lettered: HashSet::new(),
+            yields_to: None,
         })
+    }
+
+    /// The same reader yielding to scheduling: before each new batch it waits while
+    /// `pressure` says scheduling falls behind (at most `schedule.history_yield`).
+    pub fn yielding_to(self, pressure: Arc<SchedulingPressure>, clock: Arc<dyn Clock>) -> Self {
+        BatchReader {
+            yields_to: Some((pressure, clock)),
+            ..self
+        }
     }
 
     /// The same reader reporting its consumer lag per partition into `metrics`.
@@ -256,6 +271,9 @@ impl<R: RecordReader> BatchReader<R> {
     /// One step (see the module docs). Waits up to `wait` for the first record.
     pub async fn apply_once(&mut self, wait: Duration) -> Result<BatchSummary, ReaderError> {
         if self.unapplied.is_empty() {
+            if let Some((pressure, clock)) = &self.yields_to {
+                pressure.yield_to_scheduling(clock.as_ref(), R::NAME).await;
+            }
             self.unapplied =
                 (self.consumer.receive(wait).await).map_err(ReaderError::receive(R::NAME))?;
         }

@@ -3,9 +3,13 @@
 //! `GET /api/runs/{log_id}/log?from_line=N`, `kadence job log <log id> --follow`).
 //!
 //! A [`LogsReader`] is a batch reader ([`crate::readers::batch`]): each batch's `LogRecord`s are
-//! stored in one transaction (each (run, line number) once, so redeliveries never duplicate a
-//! line; at most `logs.max_lines_per_run` per run), undecodable records go to the dead-letter
+//! stored in one transaction, each record's lines as one chunk (one row; see
+//! [`crate::store::LogChunk`]) and each record once, so redeliveries never duplicate a line;
+//! at most `logs.max_lines_per_run` lines per run. Undecodable records go to the dead-letter
 //! queue, and only then is the batch committed.
+//!
+//! It is history, not scheduling: before each batch it yields while scheduling falls behind
+//! (see [`crate::engine::pressure`]); its records wait in their topic meanwhile.
 //!
 //! A trigger runs twice when its first run is handed back in a rebalance (cancelled without a
 //! result) or its executor dies, and the partition's next owner, possibly the same executor,

@@ -75,7 +75,7 @@ pub use replays::{
     FireMaker, FireOwner, NewOperation, Operation, OperationKind, Replays, RunOutcome, ShadowPair,
     ShadowResult,
 };
-pub use run_logs::{LogLines, RunLogLines};
+pub use run_logs::{LogChunk, LogLines, RunLogLines};
 pub use runs::{FinishedRun, Runs, UnfinishedRun};
 pub use shards::{
     AcquiredShard, Acquisition, OwnedShard, ScheduleShards, ShardLease, ShardLeaseRequest,

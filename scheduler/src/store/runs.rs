@@ -82,9 +82,10 @@ pub trait Runs: Send + Sync {
         log_ids: &[i64],
     ) -> Result<std::collections::HashMap<i64, String>, StoreError>;
 
-    /// Stores log lines, each (log id, run start, line number) once, keeping at most
-    /// `max_lines_per_run` lines per run of a trigger; lines of runs that do not exist are
-    /// dropped. Returns the lines stored.
+    /// Stores log lines, a chunk per record (see [`crate::store::LogChunk`]), each (log id,
+    /// run start, first line) once, keeping at most `max_lines_per_run` lines per run of a
+    /// trigger; lines of runs that do not exist are dropped. Returns the chunks stored
+    /// (repeats not counted).
     async fn append_log_lines(
         &self,
         batches: &[LogLines],

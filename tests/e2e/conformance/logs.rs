@@ -1,6 +1,7 @@
 //! Job logs as the protocol defines them (PROTOCOL.md section 6), beyond the first lines that
 //! `runs` checks: a run of 1 000 lines of 4 000 bytes ships them all, in order, in records of
-//! at most 256 KiB of line text, none near Kafka's default 1 MB limit; every line of a run is
+//! at most 256 KiB of line text, none near Kafka's default 1 MB limit; a run shorter than the
+//! shipping interval ships its lines in one record (the scheduler stores a record as a row); every line of a run is
 //! on `{p}.logs` when its result appears on `{p}.results`; and a trigger run twice (its first
 //! run handed back in a rebalance) shows the log of the run that produced its result.
 //!
@@ -118,6 +119,39 @@ async fn every_line_is_on_the_logs_topic_when_the_result_appears(executor: Imple
     for (number, line) in (1..).zip(lines) {
         assert_eq!(*line, padded_line(number, 200));
     }
+    app.shutdown().await;
+}
+
+/// A run shorter than the shipping interval (250 ms) ships all its lines in one record, at its
+/// end, although it wrote them apart: the scheduler stores a record as one row, so a short
+/// run's log costs one. The test executors' `work` handler writes its first line at its
+/// start and the second when its work (10 ms here) is done.
+async fn a_short_run_ships_its_lines_in_one_record(executor: Implementation) {
+    let (app, _process) = stage(executor, "shortlog", 1).await;
+    let job = app
+        .create_job(
+            json!({"app": "shortlog", "handler": "work", "schedule_type": "NONE",
+            "params": "10:2"}),
+        )
+        .await;
+    let trigger_id = app.trigger(job.id, None).await;
+    let run = results(&app, job.id, 1).await.remove(0);
+    assert_eq!(run.handle_code, Some(200), "{run:?}");
+    // Past the end offsets too, until the topic is quiet: tansu's trail the records.
+    let records = records_of(&app, &trigger_id, &logs_end(&app).await, true).await;
+    let shipped: Vec<(i64, &[String])> = (records.iter())
+        .map(|(_, record)| (record.first_line, record.lines.as_slice()))
+        .collect();
+    assert_eq!(
+        shipped,
+        [(
+            1,
+            ["working, line 1 of 2", "working, line 2 of 2"]
+                .map(String::from)
+                .as_slice()
+        )],
+        "one record of both lines"
+    );
     app.shutdown().await;
 }
 
@@ -343,6 +377,7 @@ fn await_result(brokers: &str, topic: &str, partitions: i32, trigger: &TriggerId
 
 on_every_executor!(
     long_lines_ship_in_records_kafka_takes,
+    a_short_run_ships_its_lines_in_one_record,
     every_line_is_on_the_logs_topic_when_the_result_appears,
     a_handed_back_run_s_log_is_replaced_by_the_run_that_finished,
 );

@@ -18,7 +18,8 @@
 //!   trigger (`TriggerRecord` v2, schema id 1002), and a trigger past its validity window
 //!   (v3, 1003) dead-lettered as expired while one within it runs.
 //! - `logs`: a run of 1 000 lines of 4 000 bytes shipped in records of at most 256 KiB of
-//!   line text, every line on `{p}.logs` when the result appears on `{p}.results`, and a
+//!   line text, a short run's lines shipped in one record, every line on `{p}.logs` when the
+//!   result appears on `{p}.results`, and a
 //!   trigger run twice (handed back in a rebalance) showing the log of the run that finished.
 //! - `rounds`: triggers signed by the round, from the scheduler and by hand (two rounds
 //!   interleaved and reversed) all run; one moved to another partition, one with a changed

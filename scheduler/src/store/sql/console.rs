@@ -97,7 +97,7 @@ async fn delete_job_rows<B: SqlBackend>(
     const OPERATION: &str = "remove a job";
     let mut runs = 0;
     for statement in [
-        "DELETE FROM run_log_lines WHERE log_id IN (SELECT id FROM job_logs WHERE job_id = $1)",
+        "DELETE FROM run_log_chunks WHERE log_id IN (SELECT id FROM job_logs WHERE job_id = $1)",
         "DELETE FROM job_logs WHERE job_id = $1",
         "DELETE FROM job_glue_versions WHERE job_id = $1",
         "DELETE FROM job_reports WHERE job_id = $1",

@@ -11,7 +11,7 @@ use super::statement::{IntoSqlValue as _, Statement};
 use super::{INSERT_CHUNK, UPDATE_CHUNK};
 use crate::domain::model::DailyReport;
 use crate::store::{
-    AppScope, CountedSets, History, LogLines, PageRequest, RunLogLines, StoreError,
+    AppScope, CountedSets, History, LogChunk, LogLines, PageRequest, RunLogLines, StoreError,
 };
 
 /// The highest job-log id given out so far, rows and reserved ids alike, as `connection` (a
@@ -43,28 +43,16 @@ pub(crate) async fn run_apps<B: SqlBackend>(
     Ok(rows.into_iter().collect())
 }
 
-/// Stores log lines (see [`crate::store::Runs::append_log_lines`]).
+/// Stores log lines, a chunk per record (see [`crate::store::Runs::append_log_lines`] and
+/// [`LogChunk`]).
 pub(crate) async fn append_log_lines<B: SqlBackend>(
     store: &SqlStore<B>,
     batches: &[LogLines],
     max_lines_per_run: i64,
 ) -> Result<u64, StoreError> {
     const OPERATION: &str = "store log lines";
-    // (log id, run start, line number, line)
-    type Line<'a> = (i64, i64, i64, &'a str);
-    let lines: Vec<Line<'_>> = (batches.iter())
-        .flat_map(|batch| {
-            (batch.lines.iter().enumerate()).map(move |(index, line)| {
-                let line_no = batch.first_line + index as i64;
-                (
-                    batch.log_id,
-                    batch.run_started_at_ms,
-                    line_no,
-                    line.as_str(),
-                )
-            })
-        })
-        .filter(|(_, _, line_no, _)| (1..=max_lines_per_run).contains(line_no))
+    let chunks: Vec<(&LogLines, LogChunk)> = (batches.iter())
+        .filter_map(|batch| Some((batch, batch.chunk(max_lines_per_run)?)))
         .collect();
     let mut stored = 0;
     let mut tx = store.begin_write(OPERATION).await?;
@@ -72,39 +60,42 @@ pub(crate) async fn append_log_lines<B: SqlBackend>(
     // sooner: lines are kept for every log id given out (a fire's is reserved when it is
     // planned), and dropped for ids never given out.
     let last_log_id = last_log_id_in::<B>(&mut tx).await?;
-    let lines: Vec<Line<'_>> = (lines.into_iter())
-        .filter(|(log_id, ..)| (1..=last_log_id).contains(log_id))
+    let chunks: Vec<(&LogLines, LogChunk)> = (chunks.into_iter())
+        .filter(|(batch, _)| (1..=last_log_id).contains(&batch.log_id))
         .collect();
-    for chunk in lines.chunks(INSERT_CHUNK) {
-        let rows = chunk
-            .iter()
-            .map(|&(log_id, run_started_at_ms, line_no, line)| {
-                [
-                    log_id.into_sql_value(),
-                    run_started_at_ms.into_sql_value(),
-                    line_no.into_sql_value(),
-                    line.into_sql_value(),
-                ]
-            });
+    for part in chunks.chunks(INSERT_CHUNK) {
+        let rows = part.iter().map(|(batch, chunk)| {
+            [
+                batch.log_id.into_sql_value(),
+                batch.run_started_at_ms.into_sql_value(),
+                chunk.first_line.into_sql_value(),
+                chunk.last_line.into_sql_value(),
+                chunk.texts.as_str().into_sql_value(),
+            ]
+        });
         let mut insert = Statement::new("");
         match B::DIALECT {
             Dialect::Ansi => {
-                insert.push("WITH v(log_id, run_started_at_ms, line_no, line) AS (");
+                insert.push("WITH v(log_id, run_started_at_ms, first_line, last_line, texts) AS (");
                 insert.push_values(rows);
-                // Repeats are dropped by the key: each run of a trigger keeps its own lines.
-                // (SQLite needs a WHERE before ON CONFLICT to parse INSERT … SELECT.)
+                // A record delivered again is dropped by the key: each run of a trigger keeps
+                // its own lines. (SQLite needs a WHERE before ON CONFLICT to parse INSERT …
+                // SELECT.)
                 insert.push(
-                    ") INSERT INTO run_log_lines (log_id, run_started_at_ms, line_no, line) \
-                     SELECT v.log_id, v.run_started_at_ms, v.line_no, v.line FROM v WHERE true \
-                     ON CONFLICT (log_id, run_started_at_ms, line_no) DO NOTHING",
+                    ") INSERT INTO run_log_chunks \
+                     (log_id, run_started_at_ms, first_line, last_line, texts) \
+                     SELECT v.log_id, v.run_started_at_ms, v.first_line, v.last_line, v.texts \
+                     FROM v WHERE true \
+                     ON CONFLICT (log_id, run_started_at_ms, first_line) DO NOTHING",
                 );
             }
             // Repeats are dropped by the key and not counted (an ON DUPLICATE KEY no-op would
-            // count them); lines are plain text of bounded length, so IGNORE turns nothing
-            // else into a warning.
+            // count them); the lines are plain text of bounded length, so IGNORE turns
+            // nothing else into a warning.
             Dialect::MySql => {
                 insert.push(
-                    "INSERT IGNORE INTO run_log_lines (log_id, run_started_at_ms, line_no, line) ",
+                    "INSERT IGNORE INTO run_log_chunks \
+                     (log_id, run_started_at_ms, first_line, last_line, texts) ",
                 );
                 insert.push_values(rows);
             }
@@ -127,7 +118,7 @@ pub(crate) async fn read_log_lines<B: SqlBackend>(
     // The runs of the trigger that have lines, latest first: few (one, unless it was handed
     // back or its executor died), and found on the key's prefix.
     let runs: Vec<(i64,)> = (Statement::new(
-        "SELECT DISTINCT run_started_at_ms FROM run_log_lines WHERE log_id = $1 \
+        "SELECT DISTINCT run_started_at_ms FROM run_log_chunks WHERE log_id = $1 \
          ORDER BY run_started_at_ms DESC",
     )
     .bind(log_id)
@@ -137,10 +128,11 @@ pub(crate) async fn read_log_lines<B: SqlBackend>(
     let Some(&(latest,)) = runs.first() else {
         return Ok(RunLogLines::default());
     };
-    let lines = (Statement::new(
-        "SELECT line_no, line FROM run_log_lines \
-         WHERE log_id = $1 AND run_started_at_ms = $2 AND line_no >= $3 \
-         ORDER BY line_no LIMIT $4",
+    // Every chunk holds a line at least: `limit` chunks hold `limit` lines or more.
+    let chunks: Vec<(i64, String)> = (Statement::new(
+        "SELECT first_line, texts FROM run_log_chunks \
+         WHERE log_id = $1 AND run_started_at_ms = $2 AND last_line >= $3 \
+         ORDER BY first_line LIMIT $4",
     )
     .bind(log_id)
     .bind(latest)
@@ -149,6 +141,12 @@ pub(crate) async fn read_log_lines<B: SqlBackend>(
     .fetch_all::<B, _>(&mut connection))
     .await
     .map_err(StoreError::query(OPERATION))?;
+    let lines = LogChunk::merge(chunks, from_line, limit as usize).map_err(|reason| {
+        StoreError::CorruptRow {
+            what: format!("log of run {log_id}"),
+            reason,
+        }
+    })?;
     Ok(RunLogLines {
         run_started_at_ms: Some(latest),
         earlier_runs: u32::try_from(runs.len() - 1).unwrap_or(u32::MAX),
@@ -242,7 +240,7 @@ impl<B: SqlBackend> History for SqlStore<B> {
         .map_err(StoreError::query(OPERATION))?;
         let mut deleted = 0;
         for chunk in ids.chunks(UPDATE_CHUNK) {
-            for table in ["run_log_lines WHERE log_id", "job_logs WHERE id"] {
+            for table in ["run_log_chunks WHERE log_id", "job_logs WHERE id"] {
                 let mut delete = Statement::new(format!("DELETE FROM {table}"));
                 delete.push_in_list(chunk.iter().map(|(id,)| *id));
                 let done =
@@ -309,7 +307,7 @@ impl<B: SqlBackend> History for SqlStore<B> {
         let mut counts = RunCounts::new();
         let mut dropped = 0;
         for chunk in ids.chunks(UPDATE_CHUNK) {
-            let mut lines = Statement::new("DELETE FROM run_log_lines WHERE log_id");
+            let mut lines = Statement::new("DELETE FROM run_log_chunks WHERE log_id");
             lines.push_in_list(chunk.iter().map(|(id,)| *id));
             (lines.execute::<B>(&mut tx).await).map_err(StoreError::query(OPERATION))?;
             let gone = delete_finished_runs::<B>(&mut tx, chunk).await?;

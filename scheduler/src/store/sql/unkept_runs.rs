@@ -187,7 +187,7 @@ pub(crate) async fn forget_unkept_runs<B: SqlBackend>(
         .map(|run| run.log_id)
         .collect();
     for chunk in log_ids.chunks(UPDATE_CHUNK) {
-        let mut lines = Statement::new("DELETE FROM run_log_lines WHERE log_id");
+        let mut lines = Statement::new("DELETE FROM run_log_chunks WHERE log_id");
         lines.push_in_list(chunk.iter().copied());
         (lines.execute::<B>(&mut *tx).await).map_err(StoreError::query(OPERATION))?;
     }
