@@ -94,6 +94,15 @@ SCHEDULER = [
           description="Share of the time each history writer waited because scheduling fell "
                       "behind (at most schedule.history_yield per step). Near 1 for long: the "
                       "node is short of database or CPU for its load."),
+    panel("Run rows held for their results", [
+        ("max by (instance) (kadence_scheduler_run_row_hold_seconds)", "hold {{instance}}")], "s",
+          description="How long the row of a run acknowledged now waits for its result before "
+                      "it is written: schedule.run_row_hold (2 s on PostgreSQL), plus how far "
+                      "the results consumer is behind, at most half the lease. Above the "
+                      "configured hold for long: results lag; at half the lease they lag more "
+                      "than the hold can cover, and rows are written twice again."),
+    panel("Runs held", [
+        ("sum by (instance) (kadence_scheduler_held_runs)", "{{instance}}")]),
     panel("Jobs read and fires written per second", [
         ("rate(kadence_scheduler_pre_read_jobs_read_total[$__rate_interval])", "jobs read"),
         ("rate(kadence_scheduler_pre_read_fires_written_total[$__rate_interval])", "fires written"),

@@ -332,7 +332,10 @@ async fn quick_results_while_held(backend: Backend, history: HistoryPolicy) {
     count_run_row_updates(db).await;
     // Far longer than the test: every row written here is written by a result or at the
     // stop, never because a hold ended.
-    let held = Arc::new(HeldRuns::new(Duration::from_secs(600)));
+    let held = Arc::new(HeldRuns::new(
+        Duration::from_secs(600),
+        Duration::from_secs(600),
+    ));
     let mut results = (scanned.results_consumer().await).taking_held_runs_from(Arc::clone(&held));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     // The client reports its statistics every 5 s; the group assigns during polls.

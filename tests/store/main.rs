@@ -15,6 +15,7 @@ mod imports;
 mod monitors;
 mod operators;
 mod registry;
+mod run_counts;
 mod shards;
 mod signing;
 mod user_changes;

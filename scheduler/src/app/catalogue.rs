@@ -2,14 +2,15 @@
 //! from [`metric_catalogue`] (a registry cannot serve, since it gathers only the families that
 //! have series already).
 
-use crate::metrics::{PressureMetrics, SchedulerMetrics};
+use crate::metrics::{HeldRunsMetrics, PressureMetrics, SchedulerMetrics};
 use crate::monitors::database_watch::DatabaseHealth;
 
 /// Every metric a node registers, unregistered: its [`SchedulerMetrics`], its database
-/// watch's and its scheduling pressure's, as [`super::Scheduler`] wires them.
+/// watch's, its scheduling pressure's and its held runs', as [`super::Scheduler`] wires them.
 pub fn metric_catalogue() -> Vec<Box<dyn prometheus::core::Collector>> {
     let mut all = SchedulerMetrics::new().collectors();
     all.extend(DatabaseHealth::new(0).collectors());
     all.extend(PressureMetrics::new().collectors());
+    all.extend(HeldRunsMetrics::new().collectors());
     all
 }

@@ -187,6 +187,44 @@ struct Node {
     tasks: TaskTracker,
 }
 
+/// The node's metrics and the parts that keep gauges in them.
+struct MeteredParts {
+    metrics: Arc<SchedulerMetrics>,
+    database: Arc<DatabaseHealth>,
+    pressure: Arc<SchedulingPressure>,
+    held_runs: Arc<HeldRuns>,
+}
+
+impl MeteredParts {
+    /// The metrics, with the gauges of the database watch (healthy at `now_ms`), of the
+    /// scheduling pressure (the pre-read's `read_ahead`) and of the held runs registered.
+    fn new(config: &Config, read_ahead: std::time::Duration, now_ms: i64) -> MeteredParts {
+        let schedule = &config.schedule;
+        let metrics = Arc::new(SchedulerMetrics::with_jobs(
+            config.telemetry.job_metrics.iter().copied().collect(),
+        ));
+        let database = Arc::new(DatabaseHealth::new(now_ms));
+        metrics.register(database.collectors());
+        let pressure = Arc::new(SchedulingPressure::new(
+            schedule.pre_read_interval,
+            read_ahead,
+            schedule.history_yield,
+        ));
+        metrics.register(pressure.metrics().collectors());
+        let held_runs = Arc::new(HeldRuns::new(
+            schedule.run_row_hold(config.database.is_postgres()),
+            schedule.longest_run_row_hold(),
+        ));
+        metrics.register(held_runs.metrics().collectors());
+        MeteredParts {
+            metrics,
+            database,
+            pressure,
+            held_runs,
+        }
+    }
+}
+
 /// The topics' names, the client settings, and the admin client after it created the shared
 /// topics and checked every app's trigger topic; the apps' partition counts.
 async fn open_topics(
@@ -274,26 +312,19 @@ impl Node {
         .await
         .context("loading the executor keys")?;
         let tracer = node_tracer(&config.telemetry).context("telemetry.otlp_endpoint")?;
-        let metrics = Arc::new(SchedulerMetrics::with_jobs(
-            config.telemetry.job_metrics.iter().copied().collect(),
-        ));
-        let database = Arc::new(DatabaseHealth::new(clock.now_ms()));
-        metrics.register(database.collectors());
-        let pressure = Arc::new(SchedulingPressure::new(
-            schedule.pre_read_interval,
-            read_ahead,
-            schedule.history_yield,
-        ));
-        metrics.register(pressure.metrics().collectors());
+        let MeteredParts {
+            metrics,
+            database,
+            pressure,
+            held_runs,
+        } = MeteredParts::new(&config, read_ahead, clock.now_ms());
         Ok(Node {
             signed: SignedProducer::new(producer.clone(), Arc::new(signer))
                 .with_signing_threads(config.signing.signing_threads()),
             tracer,
             keyring,
             registry: Arc::new(Registry::new(config.registry.dead_timeout)),
-            held_runs: Arc::new(HeldRuns::new(
-                (config.schedule).run_row_hold(config.database.is_postgres()),
-            )),
+            held_runs,
             metrics,
             database,
             pressure,

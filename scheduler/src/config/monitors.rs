@@ -20,7 +20,8 @@ pub struct MonitorConfig {
     /// Runs followed up per step at most, and alarms in delivery at once at most (see
     /// [`crate::monitors::follow_up`]). Default 200.
     pub batch_size: u32,
-    /// Pause between recounts of the daily reports. Default `1m`.
+    /// Pause between refreshes of the daily reports (each folds the runs settled since into
+    /// the counts, then rewrites yesterday's and today's rows). Default `1m`.
     #[serde(with = "humantime_serde")]
     pub report_interval: Duration,
 }

@@ -21,10 +21,10 @@ pub struct RetentionConfig {
     /// `monitors.report_interval`): see [`crate::monitors::retention`].
     pub max_batches: u32,
     /// How long a finished run that its job's history policy does not keep (FAILURES, NONE)
-    /// stays before it is counted and dropped, with the report recount every
+    /// stays before it is counted and dropped, with the report refresh every
     /// `monitors.report_interval`: long enough that a result delivered again is still
     /// recognised as a repeat. A quick success that never had a row (rows held for their
-    /// results) is counted at the next recount, and its record kept as long for the same
+    /// results) is counted at the next refresh, and its record kept as long for the same
     /// reason. Default `10m`.
     #[serde(with = "humantime_serde")]
     pub unkept_runs_for: Duration,

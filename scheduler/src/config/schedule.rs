@@ -71,9 +71,12 @@ pub struct ScheduleConfig {
     /// result before it is written. A result that comes within it has the row written once,
     /// already finished, where a later one costs an insert and then an update: on
     /// PostgreSQL that update is never done in place and was half of what history cost the
-    /// database (measured: half the database's CPU per run at 10 000 runs a second). A run
-    /// shows in the API and the console that much later at most; if the node dies
-    /// meanwhile its trigger is emitted again under the same id. Held only while the node
+    /// database (measured: half the database's CPU per run at 10 000 runs a second). While
+    /// the node's results consumer is behind, a row is held that much longer (the age of the
+    /// oldest result it last received), up to half of `lease`: otherwise the results would
+    /// miss their rows exactly when the database has the least to spare. A run shows in the
+    /// API and the console that much later at most; if the node dies meanwhile its trigger
+    /// is emitted again under the same id. Held only while the node
     /// reads every partition of the results topic (one scheduler node, or the only one
     /// reading results): another node's results could not use the held row. Default on
     /// PostgreSQL `2s` (the default `emit_lead` and a second for a short handler), or half
@@ -83,7 +86,7 @@ pub struct ScheduleConfig {
     /// `lease`.
     #[serde(with = "humantime_serde")]
     pub run_row_hold: Option<Duration>,
-    /// How long a history writer (the logs reader, retention, the report recount) waits at
+    /// How long a history writer (the logs reader, retention, the report refresh) waits at
     /// most, before each of its steps, while scheduling falls behind: while the pre-read
     /// plans fires with less slack than a scan that keeps up leaves (with the defaults
     /// 1.5 s: `emit_lead` and half a `pre_read_interval`), or the broker acknowledges
@@ -106,6 +109,12 @@ impl ScheduleConfig {
         self.run_row_hold.unwrap_or(default)
     }
 
+    /// The longest a run row is held, however far the results lag: half of `lease` (see
+    /// [`crate::engine::held_runs::HeldRuns::hold_now`]).
+    pub fn longest_run_row_hold(&self) -> Duration {
+        self.lease / 2
+    }
+
     /// Checks that a run row held for `run_row_hold` leaves its batch's lease far from its
     /// end: a held fire keeps its batch open, and a batch whose lease ends is claimed and
     /// emitted again by another node. At most half the lease.
@@ -113,7 +122,7 @@ impl ScheduleConfig {
         // PostgreSQL's default is the longest; a configured hold is the same on every backend.
         let (hold, lease) = (self.run_row_hold(true), self.lease);
         anyhow::ensure!(
-            hold <= lease / 2,
+            hold <= self.longest_run_row_hold(),
             "schedule.run_row_hold ({hold:?}) must be at most half of schedule.lease \
              ({lease:?}): a fire whose row is held keeps its batch open, and a batch whose \
              lease ends is emitted again by another node"

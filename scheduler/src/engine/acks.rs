@@ -135,7 +135,7 @@ impl AckWriter {
             ledger,
             batches,
             settled,
-            held: Arc::new(HeldRuns::new(Duration::ZERO)),
+            held: Arc::new(HeldRuns::new(Duration::ZERO, Duration::ZERO)),
             batch_max: batch_max.max(1),
             batch: Vec::with_capacity(batch_max),
             done: Vec::with_capacity(batch_max),

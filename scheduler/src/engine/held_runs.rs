@@ -7,8 +7,9 @@
 //! HOT update) and takes a new entry in every index of `job_logs`. With the default emit lead
 //! the result of a short handler comes about a second after the acknowledgement.
 //!
-//! So the ack writer holds an acknowledged batch fire here for `schedule.run_row_hold`
-//! instead of writing it at once. If the run's result comes meanwhile, the
+//! So the ack writer holds an acknowledged batch fire here instead of writing it at once, for
+//! `schedule.run_row_hold` plus how far behind the results consumer is (see
+//! [`HeldRuns::hold_now`]). If the run's result comes meanwhile, the
 //! [results consumer](crate::readers::results) takes the held run ([`HeldRuns::take`]) and
 //! writes its row once, already FINISHED, in the transaction that records the batch's
 //! results; the ack writer then settles the fire's batch ([`HeldRuns::due`] hands it the log
@@ -27,7 +28,20 @@
 //!   trigger id, which executors recognise; the window is the hold instead of the 50 ms
 //!   linger.
 //! - A run shows in the API and the console when its result comes or when the hold ends,
-//!   not when its trigger reaches the broker: at most `run_row_hold` later.
+//!   not when its trigger reaches the broker: at most the hold later.
+//! - Why the hold grows while results lag: a result is worth holding for only if the results
+//!   consumer takes it before the hold ends, and a consumer behind by a second takes every
+//!   result a second later. A fixed hold therefore lost its point exactly under load: at
+//!   10 000 runs a second with handlers that log, the results delay crept up by a tenth of a
+//!   second a minute, fewer and fewer results found their run still held, most rows were
+//!   written twice again, and the database's extra work pushed the results further behind
+//!   until fires misfired (benchmarks, "Scheduling first, history after"). Held for the
+//!   consumer's lag on top, each row stays written once, and the hold is back at
+//!   `run_row_hold` once the consumer catches up; the longer window a node death re-emits
+//!   (same trigger ids) exists only while results lag. The lag is the age of the oldest
+//!   result in the batch the consumer just received, by its record timestamp (the
+//!   executor's clock): a skewed clock can only lengthen the hold up to its bound or leave it
+//!   at `run_row_hold`, both safe.
 //! - Only this node's results consumer can take a run this node holds. With several
 //!   scheduler nodes, a result read by another node waits for the row (up to the hold) and
 //!   nothing is gained, so a node holds runs only while it reads every partition of the
@@ -37,7 +51,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use kadence_schemas::TriggerId;
@@ -45,14 +59,21 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::domain::model::Completion;
+use crate::metrics::HeldRunsMetrics;
 use crate::store::DispatchAck;
 
 /// Acknowledged batch fires whose rows wait for their results (see the module docs).
 pub struct HeldRuns {
+    /// The hold while results keep up (`schedule.run_row_hold`).
     hold: Duration,
+    /// The longest hold, however far the results lag (half the lease).
+    longest: Duration,
+    /// How far behind the results consumer is, in milliseconds ([`HeldRuns::results_lag`]).
+    results_lag_ms: AtomicU64,
     /// This node's results consumer reads every partition of the results topic.
     reading_every_result: AtomicBool,
     inner: Mutex<Inner>,
+    metrics: HeldRunsMetrics,
     /// Woken when the ack writer has something new to write: a run given back, a run
     /// written by the results consumer, the last taken run reported.
     changed: Notify,
@@ -61,9 +82,9 @@ pub struct HeldRuns {
 #[derive(Default)]
 struct Inner {
     held: HashMap<TriggerId, DispatchAck>,
-    /// Trigger ids in the order they were held, with the instant each hold ends. All holds
-    /// last as long, so this is also the order they end in. An entry whose run was taken
-    /// is skipped when its turn comes.
+    /// Trigger ids in the order they were held, with the instant each hold ends. A hold never
+    /// ends before the one held before it (see [`HeldRuns::hold`]), so this is also the order
+    /// they end in. An entry whose run was taken is skipped when its turn comes.
     ends: VecDeque<(Instant, TriggerId)>,
     /// Runs to write DISPATCHED at once: given back by a results write that failed.
     given_back: Vec<DispatchAck>,
@@ -84,10 +105,14 @@ pub struct DueRuns {
 }
 
 impl HeldRuns {
-    /// Holds for `hold` (zero: never holds).
-    pub fn new(hold: Duration) -> Self {
+    /// Holds for `hold` while results keep up, longer while they lag but never past
+    /// `longest` (zero `hold`: never holds).
+    pub fn new(hold: Duration, longest: Duration) -> Self {
         HeldRuns {
             hold,
+            longest: longest.max(hold),
+            results_lag_ms: AtomicU64::new(0),
+            metrics: HeldRunsMetrics::new(),
             reading_every_result: AtomicBool::new(false),
             inner: Mutex::default(),
             changed: Notify::new(),
@@ -106,6 +131,7 @@ impl HeldRuns {
     /// Whether this node's results consumer reads every partition of the results topic.
     pub fn set_reading_every_result(&self, every: bool) {
         let was = self.reading_every_result.swap(every, Ordering::Relaxed);
+        self.show_hold();
         if was != every && !self.hold.is_zero() {
             tracing::info!(
                 holding = every,
@@ -120,9 +146,46 @@ impl HeldRuns {
         }
     }
 
+    /// How far behind its records this node's results consumer is: the age of the oldest
+    /// result in the batch it just received (zero when it found nothing waiting).
+    pub fn results_lag(&self, lag: Duration) {
+        let lag_ms = u64::try_from(lag.as_millis()).unwrap_or(u64::MAX);
+        self.results_lag_ms.store(lag_ms, Ordering::Relaxed);
+        self.show_hold();
+    }
+
+    /// The hold in effect, in its gauge: [`HeldRuns::hold_now`] while rows are held, else 0.
+    fn show_hold(&self) {
+        let holding = !self.hold.is_zero() && self.reading_every_result.load(Ordering::Relaxed);
+        let hold = if holding {
+            self.hold_now()
+        } else {
+            Duration::ZERO
+        };
+        self.metrics.hold.set(hold.as_secs_f64());
+    }
+
+    /// The gauges of the hold in effect and of the runs held, for the node's registry.
+    pub fn metrics(&self) -> &HeldRunsMetrics {
+        &self.metrics
+    }
+
+    /// How long a run held now is held: `run_row_hold`, plus how far behind the results
+    /// consumer is ([`HeldRuns::results_lag`]), up to the longest hold. A result that comes
+    /// `run_row_hold` after its trigger's acknowledgement while results keep up comes that
+    /// much later while they lag, and must still find its run held.
+    pub fn hold_now(&self) -> Duration {
+        let lag = Duration::from_millis(self.results_lag_ms.load(Ordering::Relaxed));
+        (self.hold + lag).min(self.longest)
+    }
+
     /// Holds the row of `ack`, an acknowledged fire of a batch, until the run's result comes
-    /// or the hold ends, if this node holds rows now ([`HeldRuns::holds`]); otherwise, or for
-    /// an acknowledgement without its fire, hands `ack` back to be written at once.
+    /// or the hold ([`HeldRuns::hold_now`]) ends, if this node holds rows now
+    /// ([`HeldRuns::holds`]); otherwise, or for an acknowledgement without its fire, hands
+    /// `ack` back to be written at once. When the hold shrinks (the results caught up), a run
+    /// held now still waits for the runs held before it: holds end in the order they began,
+    /// which keeps [`HeldRuns::due`] a walk from the front, and the hold shrinks by no more
+    /// than the time that passes.
     pub fn hold(&self, ack: DispatchAck) -> Option<DispatchAck> {
         let Some(trigger_id) = ack.fire.as_deref().map(|fire| fire.trigger_id.clone()) else {
             return Some(ack);
@@ -131,10 +194,11 @@ impl HeldRuns {
         if !self.holds_with(&inner) {
             return Some(ack);
         }
-        inner
-            .ends
-            .push_back((Instant::now() + self.hold, trigger_id.clone()));
+        let end = Instant::now() + self.hold_now();
+        let end = inner.ends.back().map_or(end, |(last, _)| end.max(*last));
+        inner.ends.push_back((end, trigger_id.clone()));
         inner.held.insert(trigger_id, ack);
+        self.count_held(&inner);
         None
     }
 
@@ -151,6 +215,7 @@ impl HeldRuns {
                 }
             }
             inner.taken += acks.len();
+            self.count_held(&inner);
         }
         TakenRuns { runs: self, acks }
     }
@@ -169,6 +234,7 @@ impl HeldRuns {
                 due.unwritten.push(ack);
             }
         }
+        self.count_held(&inner);
         due
     }
 
@@ -213,6 +279,11 @@ impl HeldRuns {
     /// Runs the results consumer took and has not reported yet.
     pub fn taken(&self) -> usize {
         self.lock().taken
+    }
+
+    /// The runs held, in their gauge.
+    fn count_held(&self, inner: &Inner) {
+        self.metrics.held.set(inner.held.len() as i64);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -293,14 +364,14 @@ mod tests {
     }
 
     fn holding(hold: Duration) -> HeldRuns {
-        let runs = HeldRuns::new(hold);
+        let runs = HeldRuns::new(hold, Duration::from_secs(5));
         runs.set_reading_every_result(true);
         runs
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_run_is_held_only_while_this_node_reads_every_result() {
-        let runs = HeldRuns::new(Duration::from_secs(2));
+        let runs = HeldRuns::new(Duration::from_secs(2), Duration::from_secs(5));
         assert!(!runs.holds(), "not before the consumer's first statistics");
         runs.set_reading_every_result(true);
         assert!(runs.holds());
@@ -353,6 +424,41 @@ mod tests {
         assert_eq!(logs, [2]);
         assert_eq!(runs.next_end(), None);
         assert!(runs.take(&[result(2000)]).acks().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn while_results_lag_runs_are_held_longer_up_to_the_longest_hold() {
+        let runs = holding(Duration::from_secs(2));
+        let start = Instant::now();
+        runs.results_lag(Duration::from_millis(1_500));
+        assert_eq!(runs.hold_now(), Duration::from_millis(3_500));
+        assert!(runs.hold(ack(1, 1000)).is_none());
+        assert_eq!(runs.next_end(), Some(start + Duration::from_millis(3_500)));
+        runs.results_lag(Duration::from_secs(60));
+        assert_eq!(
+            runs.hold_now(),
+            Duration::from_secs(5),
+            "half the lease at most"
+        );
+        // The results caught up: a run held now ends no earlier than the one before it.
+        runs.results_lag(Duration::ZERO);
+        assert_eq!(runs.hold_now(), Duration::from_secs(2));
+        assert!(runs.hold(ack(2, 2000)).is_none());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(
+            runs.due(Instant::now()).unwritten.is_empty(),
+            "run 1 ends first"
+        );
+        tokio::time::advance(Duration::from_millis(1_500)).await;
+        let due = runs.due(Instant::now());
+        let logs: Vec<i64> = due.unwritten.iter().map(|ack| ack.log_id).collect();
+        assert_eq!(logs, [1, 2]);
+        // Once it has passed, a run held now is held for the hold of now.
+        assert!(runs.hold(ack(3, 3000)).is_none());
+        assert_eq!(
+            runs.next_end(),
+            Some(Instant::now() + Duration::from_secs(2))
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,6 +1,6 @@
 //! Scheduling pressure: whether the fire path is falling behind, so that history waits.
 //!
-//! Run history (log lines, retention's deletes, the report recount) and scheduling share one
+//! Run history (log lines, retention's deletes, the report refresh) and scheduling share one
 //! database and, on a small deployment, one machine. History can always wait: what executors
 //! publish stays in its Kafka topic until a reader stores it, and old rows can be deleted a
 //! little later. A fire cannot: one planned too late is emitted late, and one later than its
@@ -33,10 +33,14 @@
 //! one insert, a later one an insert and an update, so deferring results would cost the
 //! database more, not less.
 
+use std::fmt::Display;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use crate::clock::{Clock, millis};
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::{Clock, millis, run_every};
 use crate::metrics::PressureMetrics;
 
 /// How late after its time a trigger may be acknowledged before dispatch presses: well
@@ -146,6 +150,31 @@ impl SchedulingPressure {
             tokio::time::sleep(Duration::from_millis(next as u64)).await;
         }
     }
+}
+
+/// [`run_every`] for a history writer: before each step it yields to scheduling
+/// ([`SchedulingPressure::yield_to_scheduling`], counted as `writer`), and the step is given
+/// the time after the wait.
+pub async fn run_every_yielding<F, Fut, E>(
+    (what, writer): (&'static str, &'static str),
+    interval: Duration,
+    (clock, pressure): (Arc<dyn Clock>, Arc<SchedulingPressure>),
+    shutdown: CancellationToken,
+    step: F,
+) where
+    F: Fn(i64) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: Display,
+{
+    let step = &step;
+    run_every(what, interval, Arc::clone(&clock), shutdown, |now_ms| {
+        let (clock, pressure) = (Arc::clone(&clock), Arc::clone(&pressure));
+        async move {
+            let waited = pressure.yield_to_scheduling(clock.as_ref(), writer).await;
+            step(now_ms + millis(waited)).await
+        }
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 //! registry): the store reports them where it builds the error, below any one node.
 
 mod database;
+mod held_runs;
 mod jobs;
 mod pressure;
 mod shards;
@@ -37,6 +38,7 @@ use prometheus::{
 };
 
 pub use database::DatabaseMetrics;
+pub use held_runs::HeldRunsMetrics;
 pub use jobs::JobMetrics;
 pub use pressure::PressureMetrics;
 pub use shards::ShardMetrics;

@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::{Clock, DAY_MS, day_of, millis, run_every};
+use crate::clock::{Clock, DAY_MS, day_of, millis};
 use crate::config::RetentionConfig;
-use crate::engine::pressure::SchedulingPressure;
+use crate::engine::pressure::{SchedulingPressure, run_every_yielding};
 use crate::store::{History, Store, StoreError};
 
 /// What one step deleted.
@@ -127,19 +127,14 @@ pub async fn run_retention(
     shutdown: CancellationToken,
 ) {
     let interval = config.interval;
-    run_every(
-        "retention step",
+    run_every_yielding(
+        ("retention step", "retention"),
         interval,
-        Arc::clone(&clock),
+        (clock, pressure),
         shutdown,
         |now_ms| {
             let (store, config) = (Arc::clone(&store), config.clone());
-            let (clock, pressure) = (Arc::clone(&clock), Arc::clone(&pressure));
             async move {
-                let waited = pressure
-                    .yield_to_scheduling(clock.as_ref(), "retention")
-                    .await;
-                let now_ms = now_ms + millis(waited);
                 let summary = apply_retention_once(store.as_ref(), &config, now_ms).await?;
                 if summary != RetentionSummary::default() {
                     tracing::info!(?summary, "old runs and reports deleted");

@@ -141,7 +141,7 @@ impl ResultsConsumer {
             metrics: Arc::default(),
             tracer: RunTracer::local("kadence-scheduler"),
             keyring,
-            held: Arc::new(HeldRuns::new(Duration::ZERO)),
+            held: Arc::new(HeldRuns::new(Duration::ZERO, Duration::ZERO)),
         })
     }
 
@@ -215,6 +215,7 @@ impl ResultsConsumer {
             .receive(wait)
             .await
             .map_err(ReaderError::receive(NAME))?;
+        self.held.results_lag(oldest_age(&batch));
         let received_at = std::time::Instant::now();
         let mut received = Vec::with_capacity(batch.len());
         for message in batch {
@@ -363,6 +364,20 @@ impl BatchStep for ResultsConsumer {
     }
 }
 
+/// How long ago the oldest record of `batch` was produced, by its timestamp (zero for an
+/// empty batch, or records stamped in the future by a clock ahead of this node's).
+fn oldest_age(batch: &[OwnedMessage]) -> Duration {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as i64);
+    let oldest_ms = (batch.iter())
+        .filter_map(|message| message.timestamp().to_millis())
+        .min();
+    oldest_ms.map_or(Duration::ZERO, |oldest_ms| {
+        Duration::from_millis(u64::try_from(now_ms - oldest_ms).unwrap_or(0))
+    })
+}
+
 /// Why a result the store did not apply (`outcome`: not for an unknown trigger still
 /// waiting) goes to the dead-letter queue: the kind of reason and the reason.
 fn refusal(
@@ -466,5 +481,31 @@ mod tests {
         let cut = bound_message(long, 50);
         assert!(cut.len() <= 50, "{}", cut.len());
         assert!(cut.ends_with("…[truncated]"));
+    }
+
+    #[test]
+    fn the_lag_is_the_age_of_the_oldest_record_received() {
+        use rdkafka::Timestamp;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis() as i64;
+        let stamped = |timestamp| OwnedMessage::new(None, None, "r".into(), timestamp, 0, 0, None);
+        assert_eq!(oldest_age(&[]), Duration::ZERO, "nothing waiting");
+        let lag = oldest_age(&[
+            stamped(Timestamp::CreateTime(now_ms - 1_000)),
+            stamped(Timestamp::CreateTime(now_ms - 3_000)),
+            stamped(Timestamp::NotAvailable),
+        ]);
+        assert!(
+            (Duration::from_secs(3)..Duration::from_secs(4)).contains(&lag),
+            "{lag:?}"
+        );
+        let ahead = oldest_age(&[stamped(Timestamp::CreateTime(now_ms + 60_000))]);
+        assert_eq!(
+            ahead,
+            Duration::ZERO,
+            "a clock ahead of ours counts as no lag"
+        );
     }
 }

@@ -99,9 +99,9 @@ pub trait Console: Send + Sync {
     /// How many jobs of `apps` there are, by status.
     async fn count_jobs(&self, apps: AppScope<'_>) -> Result<JobCounts, StoreError>;
 
-    /// How many runs of `apps` were scheduled in `[from_ms, to_ms)`, by outcome, read from
-    /// the runs themselves (and the counts of the runs a history policy dropped), as a
-    /// report refresh would count them now.
+    /// How many runs of `apps` were scheduled in `[from_ms, to_ms)`, by outcome, as a report
+    /// refresh would count them now: the runs counted as they settled (and those a history
+    /// policy dropped), plus the runs not counted yet (see [`crate::store::History::fold_runs`]).
     async fn count_runs(
         &self,
         from_ms: i64,

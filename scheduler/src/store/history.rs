@@ -4,12 +4,24 @@
 
 use crate::store::{AppScope, PageRequest, StoreError};
 
+/// How long ago the job-log ids up to the fold's mark must have been given out before the
+/// rows below it are folded (see [`History::fold_runs`]): far longer than a transaction that
+/// takes an id as it inserts its row stays open.
+pub const FOLD_GRACE_MS: i64 = 30_000;
+
 /// Reports and retention (see the module docs).
 #[async_trait::async_trait]
 pub trait History: Send + Sync {
     /// Recounts the daily report rows of runs scheduled in `[from_ms, to_ms)`; returns the rows
-    /// written.
+    /// written. The runs are counted from `run_counts`, the rows not folded yet and the open
+    /// runs (see [`History::fold_runs`]).
     async fn refresh_reports(&self, from_ms: i64, to_ms: i64) -> Result<u64, StoreError>;
+
+    /// Folds up to `limit` job-log ids at `now_ms` into the run counts, in one transaction: a
+    /// run settled (it has its result) is counted in `run_counts`, one not settled yet is
+    /// listed open (see the SQL store's `run_counts` module). Returns whether there is more to
+    /// fold now; once there is not, the same transaction counts the open runs settled since.
+    async fn fold_runs(&self, now_ms: i64, limit: u32) -> Result<bool, StoreError>;
 
     /// A page of report rows of days in `[from_ms, to_ms)` of `apps`, by day, app and job;
     /// the key is (day, app, job).

@@ -61,7 +61,7 @@ pub use executors::ExecutorRegistry;
 pub use filters::{AppScope, JobFilter, PageRequest, RunFilter};
 pub use fire_cancellation::{CANCELLATION_MEMORY_MS, FireCancellation};
 pub use fires::{DispatchAck, Fires, Misfire, NewFire, PreReadOutcome, PreReadRequest};
-pub use history::{CountedSets, History};
+pub use history::{CountedSets, FOLD_GRACE_MS, History};
 pub use imports::{
     ImportIds, ImportWrite, ImportedApp, ImportedId, ImportedJob, ImportedKind, ImportedUser,
     Imports, NewResetToken,

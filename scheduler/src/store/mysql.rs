@@ -23,7 +23,7 @@
 //! Job-log ids come from the counter row `id_counters.job_logs`, moved on a connection of
 //! its own outside the caller's transaction (as PostgreSQL's sequence is outside
 //! transactions): reserving ids never waits for another node's scan to commit, and
-//! `last_log_id_in` (`sql/history.rs`) sees every id given out so far.
+//! `last_log_id_in` (`sql/batches.rs`) sees every id given out so far.
 
 use std::time::Duration;
 
@@ -53,6 +53,7 @@ impl SqlBackend for MySql {
     /// double-replay guard of the second sees the first's runs.
     const OPERATIONS_LOCK: &'static str =
         "SELECT name FROM schedule_lock WHERE name = 'replays' FOR UPDATE";
+    const INSERTS_IN_WITH: bool = false;
     const LAST_LOG_ID: &'static str = "SELECT last_id FROM id_counters WHERE name = 'job_logs'";
 
     /// InnoDB probes the primary key for each row of a keyed batch already.

@@ -33,6 +33,7 @@ impl SqlBackend for Postgres {
     /// double-replay guard of the second sees the first's runs (the mode conflicts with
     /// itself, not with readers).
     const OPERATIONS_LOCK: &'static str = "LOCK TABLE replays IN SHARE ROW EXCLUSIVE MODE";
+    const INSERTS_IN_WITH: bool = true;
     const LAST_LOG_ID: &'static str =
         "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM job_logs_id_seq";
 

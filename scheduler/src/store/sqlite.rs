@@ -29,6 +29,7 @@ impl SqlBackend for Sqlite {
     const SKIP_LOCKED: &'static str = "";
     /// Taken first by a transaction that records a replay or backfill (SQLite: one writer at a time already).
     const OPERATIONS_LOCK: &'static str = "";
+    const INSERTS_IN_WITH: bool = false;
     /// Rows and reserved ids alike: AUTOINCREMENT's counter, which reserving moves, and the
     /// rows themselves.
     const LAST_LOG_ID: &'static str = "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'job_logs'), 0), \

@@ -10,7 +10,7 @@
 //!   second, which finds the set);
 //! - a node that claims a dead node's fire batches does not emit those fires again (the
 //!   fires' scheduled seconds find the sets, and the log ids in them are acknowledged);
-//! - the report recount adds the runs to `run_counts` and marks the set counted; retention
+//! - the report refresh adds the runs to `run_counts` and marks the set counted; retention
 //!   then forgets the set and the runs' log lines.
 //!
 //! Every run in a set succeeded: only a run that needs no follow-up (a success of a job

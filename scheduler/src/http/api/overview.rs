@@ -5,10 +5,11 @@
 //! Days are UTC days, as the daily reports count them (`/api/reports`): a day's counts can
 //! only come from those rows, so a time-zone offset would give days the reports cannot
 //! answer. The days before today are read from the report rows (summed over the caller's
-//! apps; recounted every `monitors.report_interval`); today is counted from the runs
-//! themselves at the request, the same way, so it is current and equals the last day of
-//! `days`. Every number is a `COUNT`/`SUM` in the database, or the registry's memory for
-//! executors: the cost does not grow with what it counts. A member sees only the apps
+//! apps; rewritten every `monitors.report_interval`); today is counted at the request, the
+//! same way (the runs counted as they settled, plus the runs of the last minute or two), so
+//! it is current and equals the last day of `days`. Every number is a `COUNT`/`SUM` in the
+//! database over what a report row adds up, or the registry's memory for executors: the cost
+//! does not grow with the day's runs. A member sees only the apps
 //! granted to them; an admin sees every app.
 
 use std::sync::Arc;

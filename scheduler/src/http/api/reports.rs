@@ -50,8 +50,8 @@ pub struct ReportView {
 ///
 /// Any signed-in caller, over the apps they may see (`app` naming another is a 403). Days
 /// are UTC days, `YYYY-MM-DD` (400 otherwise), from `from` to `to`, both included; by day,
-/// then app and job. The rows are recounted from the runs every `monitors.report_interval`,
-/// so today's may trail the runs a little (`GET /api/overview` counts today at the
+/// then app and job. The rows are rewritten every `monitors.report_interval` from the runs,
+/// each counted once as it settles, so today's may trail the runs a little (`GET /api/overview` counts today at the
 /// request), and they go with the runs after `retention.days`.
 #[utoipa::path(
     get, path = "/api/reports", tag = "reports", params(ReportQuery),

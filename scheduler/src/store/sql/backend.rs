@@ -75,6 +75,7 @@ pub trait SqlBackend:
     + Reads<(i64, String)>
     + Reads<(i64, String, i64, Option<i64>)>
     + Reads<(i64, i64, String, i64, Option<i64>)>
+    + Reads<(i64, i64, String, i64, String, Option<i64>)>
     + Reads<(i64, i64, i64, i64)>
     + Reads<(String, String, String, i64)>
     + Reads<(String, Option<String>, Option<i64>)>
@@ -134,6 +135,10 @@ pub trait SqlBackend:
 
     /// Reads the highest job-log id given out so far, rows and reserved ids alike.
     const LAST_LOG_ID: &'static str;
+
+    /// Whether a statement's `WITH` may hold an `INSERT` (PostgreSQL's data-modifying CTEs):
+    /// its parts then read one snapshot, as one statement does.
+    const INSERTS_IN_WITH: bool;
 
     /// Run first in a transaction of keyed batches (`UPDATE … FROM (VALUES …)`, `INSERT …
     /// SELECT` joining `VALUES`) so that they probe the primary key rather than scan the

@@ -31,6 +31,8 @@ async fn insert_batch<B: SqlBackend>(
         .map(|fire| fire.fire_at_ms)
         .min()
         .unwrap_or(batch.now_ms);
+    let first_log_id = (batch.fires.iter()).map(|fire| fire.log_id).min();
+    let first_log_id = first_log_id.unwrap_or(i64::MAX);
     (Statement::insert_into(
         "fire_batches",
         [
@@ -45,6 +47,9 @@ async fn insert_batch<B: SqlBackend>(
             ),
             ("fires", fire_batch::encode(batch.fires).into_sql_value()),
             ("created_at_ms", batch.now_ms.into_sql_value()),
+            // No run of a lower id is folded while the batch may still write its row (see
+            // `run_counts`).
+            ("first_log_id", first_log_id.into_sql_value()),
         ],
     )
     .insert_returning_id::<B>(tx))
@@ -452,4 +457,16 @@ impl<B: SqlBackend> FireBatches for SqlStore<B> {
         settle_in::<B>(&mut tx, node_id, progress, lease_ms).await?;
         tx.commit().await.map_err(StoreError::query(OPERATION))
     }
+}
+
+/// The highest job-log id given out so far, rows and reserved ids alike, as `connection` (a
+/// transaction's) sees it: lines are stored for every id given out, and a scan's batches
+/// record it.
+pub(crate) async fn last_log_id_in<B: SqlBackend>(
+    connection: &mut B::Connection,
+) -> Result<i64, StoreError> {
+    let (last,): (i64,) = (Statement::new(B::LAST_LOG_ID).fetch_one::<B, _>(connection))
+        .await
+        .map_err(StoreError::query("read the last job-log id"))?;
+    Ok(last)
 }

@@ -38,7 +38,7 @@ pub(crate) async fn cancel_planned_fires<B: SqlBackend>(
     .map_err(StoreError::query(OPERATION))?;
     let cancellation = FireCancellation {
         job_id: job,
-        up_to_log_id: super::history::last_log_id_in::<B>(&mut *tx).await?,
+        up_to_log_id: super::batches::last_log_id_in::<B>(&mut *tx).await?,
         from_ms,
         until_ms: now_ms + CANCELLATION_MEMORY_MS,
     };

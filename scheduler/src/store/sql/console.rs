@@ -8,6 +8,7 @@
 //! binds, so that both planners can use the partial index of failures (migration 0014).
 
 use super::backend::{SqlBackend, SqlStore};
+use super::run_counts;
 use super::statement::Statement;
 use crate::domain::model::{JobStatus, Run};
 use crate::store::rows::{RUN_COLUMNS, RunRow, SummaryRow, convert_all};
@@ -95,9 +96,12 @@ async fn delete_job_rows<B: SqlBackend>(
     id: JobId,
 ) -> Result<u64, StoreError> {
     const OPERATION: &str = "remove a job";
+    // Its runs and their counts go together: no fold counts them in between.
+    run_counts::lock_progress::<B>(&mut *tx).await?;
     let mut runs = 0;
     for statement in [
         "DELETE FROM run_log_chunks WHERE log_id IN (SELECT id FROM job_logs WHERE job_id = $1)",
+        "DELETE FROM report_open_runs WHERE log_id IN (SELECT id FROM job_logs WHERE job_id = $1)",
         "DELETE FROM job_logs WHERE job_id = $1",
         "DELETE FROM job_glue_versions WHERE job_id = $1",
         "DELETE FROM job_reports WHERE job_id = $1",
@@ -246,34 +250,23 @@ impl<B: SqlBackend> Console for SqlStore<B> {
         to_ms: i64,
         apps: AppScope<'_>,
     ) -> Result<RunCounts, StoreError> {
-        // As refresh_reports counts a day: the rows, plus the counts of the rows a
-        // history policy dropped. (PostgreSQL's SUM of BIGINT is NUMERIC, MySQL's DECIMAL: cast.)
+        // As refresh_reports counts a day (see `run_counts`), under the progress's lock.
+        // (PostgreSQL's SUM of BIGINT is NUMERIC, MySQL's DECIMAL: cast.)
+        const OPERATION: &str = "count runs";
         let bigint = B::DIALECT.bigint();
+        let mut tx = self.begin_write(OPERATION).await?;
+        let progress = run_counts::lock_progress::<B>(&mut tx).await?;
         let mut query = Statement::new(format!(
             "SELECT CAST(COALESCE(SUM(succeeded), 0) AS {bigint}), \
              CAST(COALESCE(SUM(failed), 0) AS {bigint}), \
-             CAST(COALESCE(SUM(running), 0) AS {bigint}) FROM ( \
-             SELECT CASE WHEN handle_code = 200 THEN 1 ELSE 0 END AS succeeded, \
-             CASE WHEN state = 'FINISHED' AND handle_code <> 200 THEN 1 ELSE 0 END AS failed, \
-             CASE WHEN state IN ('SCHEDULED', 'DISPATCHED') THEN 1 ELSE 0 END AS running \
-             FROM job_logs WHERE scheduled_at_ms >= ",
+             CAST(COALESCE(SUM(running), 0) AS {bigint}) FROM ("
         ));
-        query
-            .push_bind(from_ms)
-            .push(" AND scheduled_at_ms < ")
-            .push_bind(to_ms);
-        query.push_app_scope("app", apps);
-        query
-            .push(" UNION ALL SELECT succeeded, failed, 0 FROM run_counts WHERE day_ms >= ")
-            .push_bind(from_ms)
-            .push(" AND day_ms < ")
-            .push_bind(to_ms);
-        query.push_app_scope("app", apps);
+        run_counts::push_counted_runs(&mut query, (from_ms, to_ms), progress.folded_below, apps);
         query.push(") counted");
-        let (succeeded, failed, running): (i64, i64, i64) = query
-            .fetch_one::<B, _>(&mut *self.connection("count runs").await?)
+        let (succeeded, failed, running): (i64, i64, i64) = (query.fetch_one::<B, _>(&mut tx))
             .await
-            .map_err(StoreError::query("count runs"))?;
+            .map_err(StoreError::query(OPERATION))?;
+        tx.commit().await.map_err(StoreError::query(OPERATION))?;
         Ok(RunCounts {
             succeeded,
             failed,

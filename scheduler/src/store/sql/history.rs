@@ -3,28 +3,18 @@
 //! keep. Written once for every backend ([`SqlBackend`]), each statement once per dialect
 //! where the dialects differ.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::backend::{SqlBackend, SqlStore};
+use super::batches::last_log_id_in;
 use super::dialect::Dialect;
+use super::run_counts;
 use super::statement::{IntoSqlValue as _, Statement};
 use super::{INSERT_CHUNK, UPDATE_CHUNK};
 use crate::domain::model::DailyReport;
 use crate::store::{
     AppScope, CountedSets, History, LogChunk, LogLines, PageRequest, RunLogLines, StoreError,
 };
-
-/// The highest job-log id given out so far, rows and reserved ids alike, as `connection` (a
-/// transaction's) sees it: lines are stored for every id given out, and a scan's batches
-/// record it.
-pub(crate) async fn last_log_id_in<B: SqlBackend>(
-    connection: &mut B::Connection,
-) -> Result<i64, StoreError> {
-    let (last,): (i64,) = (Statement::new(B::LAST_LOG_ID).fetch_one::<B, _>(connection))
-        .await
-        .map_err(StoreError::query("read the last job-log id"))?;
-    Ok(last)
-}
 
 /// The app of each run of `log_ids` that has a row (see [`crate::store::Runs::run_apps`]).
 pub(crate) async fn run_apps<B: SqlBackend>(
@@ -168,29 +158,35 @@ impl<B: SqlBackend> History for SqlStore<B> {
                  succeeded = VALUES(succeeded), failed = VALUES(failed)"
             }
         };
-        // One statement: the counts are recomputed from the runs (and the counts of the runs
-        // a history policy dropped), never incremented, so a repeated or concurrent refresh
-        // writes the same numbers.
-        (Statement::new(format!(
+        // One statement: the counts are recomputed from what counts them (the rows not folded
+        // yet, the open runs, `run_counts`), never incremented, so a repeated or concurrent
+        // refresh writes the same numbers; the progress's lock keeps a fold from moving runs
+        // between the three meanwhile.
+        let mut tx = self.begin_write(OPERATION).await?;
+        let progress = run_counts::lock_progress::<B>(&mut tx).await?;
+        let mut refresh = Statement::new(
             "INSERT INTO job_reports (day_ms, app, job_id, running, succeeded, failed) \
-             SELECT day_ms, app, job_id, SUM(running), SUM(succeeded), SUM(failed) FROM ( \
-                 SELECT scheduled_at_ms - scheduled_at_ms % 86400000 AS day_ms, app, job_id, \
-                 CASE WHEN state IN ('SCHEDULED', 'DISPATCHED') THEN 1 ELSE 0 END AS running, \
-                 CASE WHEN handle_code = 200 THEN 1 ELSE 0 END AS succeeded, \
-                 CASE WHEN state = 'FINISHED' AND handle_code <> 200 THEN 1 ELSE 0 END AS failed \
-                 FROM job_logs WHERE scheduled_at_ms >= $1 AND scheduled_at_ms < $2 \
-                 UNION ALL \
-                 SELECT day_ms, app, job_id, 0, succeeded, failed FROM run_counts \
-                 WHERE day_ms >= $3 AND day_ms < $4 \
-             ) counted WHERE true GROUP BY day_ms, app, job_id {upsert}"
-        ))
-        .bind(from_ms)
-        .bind(to_ms)
-        .bind(from_ms)
-        .bind(to_ms)
-        .execute::<B>(&mut *self.connection(OPERATION).await?))
-        .await
-        .map_err(StoreError::query(OPERATION))
+             SELECT day_ms, app, job_id, SUM(running), SUM(succeeded), SUM(failed) FROM (",
+        );
+        run_counts::push_counted_runs(&mut refresh, (from_ms, to_ms), progress.folded_below, None);
+        refresh.push(&format!(
+            ") counted WHERE true GROUP BY day_ms, app, job_id {upsert}"
+        ));
+        let written =
+            (refresh.execute::<B>(&mut tx).await).map_err(StoreError::query(OPERATION))?;
+        tx.commit().await.map_err(StoreError::query(OPERATION))?;
+        Ok(written)
+    }
+
+    async fn fold_runs(&self, now_ms: i64, limit: u32) -> Result<bool, StoreError> {
+        const OPERATION: &str = "count settled runs";
+        let mut tx = self.begin_write(OPERATION).await?;
+        let more = run_counts::fold_runs::<B>(&mut tx, now_ms, limit).await?;
+        if !more {
+            run_counts::settle_open_runs::<B>(&mut tx, now_ms).await?;
+        }
+        tx.commit().await.map_err(StoreError::query(OPERATION))?;
+        Ok(more)
     }
 
     async fn list_reports(
@@ -283,6 +279,8 @@ impl<B: SqlBackend> History for SqlStore<B> {
     ) -> Result<u64, StoreError> {
         const OPERATION: &str = "drop runs their history policy does not keep";
         let mut tx = self.begin_write(OPERATION).await?;
+        // A folded run is counted already, unless it was open (see `run_counts`).
+        let progress = run_counts::lock_progress::<B>(&mut tx).await?;
         // Kept whatever the policy: a failed attempt while any of its retries is not done
         // (they read it: the FIX_DELAY rule, the retry chain), and the shards of an
         // ALL_SHARDS parent's fire (its join counts their successes). The jobs with a policy
@@ -304,7 +302,7 @@ impl<B: SqlBackend> History for SqlStore<B> {
         .await
         .map_err(StoreError::query(OPERATION))?;
         // Of the rows this transaction deleted.
-        let mut counts = RunCounts::new();
+        let mut counts = run_counts::RunCounts::new();
         let mut dropped = 0;
         for chunk in ids.chunks(UPDATE_CHUNK) {
             let mut lines = Statement::new("DELETE FROM run_log_chunks WHERE log_id");
@@ -312,12 +310,20 @@ impl<B: SqlBackend> History for SqlStore<B> {
             (lines.execute::<B>(&mut tx).await).map_err(StoreError::query(OPERATION))?;
             let gone = delete_finished_runs::<B>(&mut tx, chunk).await?;
             dropped += gone.len() as u64;
-            for (scheduled_at_ms, app, job_id, code) in gone {
+            let folded: Vec<i64> = (gone.iter())
+                .map(|(id, ..)| *id)
+                .filter(|id| *id < progress.folded_below)
+                .collect();
+            let open = run_counts::take_open_runs::<B>(&mut tx, &folded).await?;
+            for (id, scheduled_at_ms, app, job_id, code) in gone {
+                if id < progress.folded_below && !open.contains(&id) {
+                    continue;
+                }
                 let succeeded = code == Some(i64::from(kadence_schemas::result_code::SUCCESS));
-                count_run(&mut counts, (scheduled_at_ms, app, job_id), succeeded);
+                run_counts::count_run(&mut counts, (scheduled_at_ms, app, job_id), succeeded);
             }
         }
-        add_run_counts::<B>(&mut tx, counts).await?;
+        run_counts::add_run_counts::<B>(&mut tx, counts).await?;
         tx.commit().await.map_err(StoreError::query(OPERATION))?;
         Ok(dropped)
     }
@@ -343,18 +349,18 @@ impl<B: SqlBackend> History for SqlStore<B> {
         .into_iter()
         .map(|(id,)| id)
         .collect();
-        let mut counts = RunCounts::new();
+        let mut counts = run_counts::RunCounts::new();
         let mut counted = 0;
         for run in runs {
             let job_id = run.trigger_id.job_id().get();
             if existing.contains(&job_id) {
                 // Every unkept run succeeded.
                 let run = (run.scheduled_at_ms, run.app.to_string(), job_id);
-                count_run(&mut counts, run, true);
+                run_counts::count_run(&mut counts, run, true);
                 counted += 1;
             }
         }
-        add_run_counts::<B>(&mut tx, counts).await?;
+        run_counts::add_run_counts::<B>(&mut tx, counts).await?;
         tx.commit().await.map_err(StoreError::query(OPERATION))?;
         Ok(CountedSets {
             sets,
@@ -376,19 +382,22 @@ impl<B: SqlBackend> History for SqlStore<B> {
     }
 }
 
-/// Deletes the finished runs among `ids`; returns the scheduled time, app, job and code of
-/// each deleted (by this transaction: two nodes never count one twice).
+/// A deleted run: its id, scheduled time, app, job and code.
+type DeletedRun = (i64, i64, String, i64, Option<i64>);
+
+/// Deletes the finished runs among `ids`; returns each deleted (by this transaction: two
+/// nodes never count one twice).
 async fn delete_finished_runs<B: SqlBackend>(
     tx: &mut B::Connection,
     ids: &[(i64,)],
-) -> Result<Vec<(i64, String, i64, Option<i64>)>, StoreError> {
+) -> Result<Vec<DeletedRun>, StoreError> {
     const OPERATION: &str = "drop runs their history policy does not keep";
     let ids = || ids.iter().map(|(id,)| *id);
     match B::DIALECT {
         Dialect::Ansi => {
             let mut runs = Statement::new("DELETE FROM job_logs WHERE state = 'FINISHED' AND id");
             runs.push_in_list(ids());
-            runs.push(" RETURNING scheduled_at_ms, app, job_id, handle_code");
+            runs.push(" RETURNING id, scheduled_at_ms, app, job_id, handle_code");
             (runs.fetch_all::<B, _>(tx).await).map_err(StoreError::query(OPERATION))
         }
         // The rows are locked as they are read: another node's delete of the same rows
@@ -407,68 +416,7 @@ async fn delete_finished_runs<B: SqlBackend>(
                 delete.push_in_list(rows.iter().map(|row| row.0));
                 (delete.execute::<B>(tx).await).map_err(StoreError::query(OPERATION))?;
             }
-            Ok(rows
-                .into_iter()
-                .map(|(_, scheduled, app, job, code)| (scheduled, app, job, code))
-                .collect())
+            Ok(rows)
         }
     }
-}
-
-/// Runs counted for `run_counts`: (day, app, job) -> (succeeded, failed).
-type RunCounts = BTreeMap<(i64, String, i64), (i64, i64)>;
-
-/// Counts a run, `(scheduled at, app, job)`, in `counts` under its scheduled UTC day.
-fn count_run(
-    counts: &mut RunCounts,
-    (scheduled_at_ms, app, job_id): (i64, String, i64),
-    succeeded: bool,
-) {
-    let count = counts
-        .entry((crate::clock::day_of(scheduled_at_ms), app, job_id))
-        .or_default();
-    if succeeded {
-        count.0 += 1;
-    } else {
-        count.1 += 1;
-    }
-}
-
-/// Adds `counts` to `run_counts`.
-async fn add_run_counts<B: SqlBackend>(
-    tx: &mut B::Connection,
-    counts: RunCounts,
-) -> Result<(), StoreError> {
-    const OPERATION: &str = "count dropped runs";
-    let counts: Vec<_> = counts.into_iter().collect();
-    for chunk in counts.chunks(INSERT_CHUNK) {
-        let mut upsert =
-            Statement::new("INSERT INTO run_counts (day_ms, app, job_id, succeeded, failed) ");
-        upsert.push_values(
-            chunk
-                .iter()
-                .map(|((day, app, job_id), (succeeded, failed))| {
-                    [
-                        day.into_sql_value(),
-                        app.into_sql_value(),
-                        job_id.into_sql_value(),
-                        succeeded.into_sql_value(),
-                        failed.into_sql_value(),
-                    ]
-                }),
-        );
-        upsert.push(match B::DIALECT {
-            Dialect::Ansi => {
-                " ON CONFLICT (day_ms, app, job_id) DO UPDATE SET \
-                 succeeded = run_counts.succeeded + excluded.succeeded, \
-                 failed = run_counts.failed + excluded.failed"
-            }
-            Dialect::MySql => {
-                " ON DUPLICATE KEY UPDATE succeeded = succeeded + VALUES(succeeded), \
-                 failed = failed + VALUES(failed)"
-            }
-        });
-        (upsert.execute::<B>(&mut *tx).await).map_err(StoreError::query(OPERATION))?;
-    }
-    Ok(())
 }

@@ -17,7 +17,8 @@
 //!   ([`ScheduleShards`](super::ScheduleShards), and the scan's fence check) and [`planning`]
 //!   (the pure planning of a scan);
 //! - runs: [`runs`] ([`Runs`](super::Runs): results, reads, follow-up claims), [`history`]
-//!   ([`History`](super::History), and the run log lines), [`unkept_runs`] (the succeeded
+//!   ([`History`](super::History), and the run log lines), [`run_counts`] (the runs counted
+//!   once each for the reports and the overview), [`unkept_runs`] (the succeeded
 //!   runs their history policy does not keep that never had a row), [`replays`]
 //!   ([`Replays`](super::Replays)), [`registry`]
 //!   ([`ExecutorRegistry`](super::ExecutorRegistry), and the runs the lost-run monitor looks
@@ -58,6 +59,7 @@ pub(crate) mod password_resets;
 pub(crate) mod planning;
 pub(crate) mod registry;
 pub(crate) mod replays;
+pub(crate) mod run_counts;
 pub(crate) mod runs;
 pub(crate) mod shards;
 pub(crate) mod signing;

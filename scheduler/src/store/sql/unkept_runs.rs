@@ -1,7 +1,7 @@
 //! Table `unkept_run_sets`: the succeeded runs that never get a row because their job's
 //! history policy does not keep them (see [`crate::store::unkept_run_set`] for why and what a
 //! set holds). Written by the results transaction, read where a row would have been read (a
-//! repeated result, a claim of a dead node's batches), counted by the report recount and
+//! repeated result, a claim of a dead node's batches), counted by the report refresh and
 //! forgotten by retention. Written once for every backend.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
