@@ -134,6 +134,10 @@ impl SchedulingPressure {
     /// module docs for the rule).
     pub async fn yield_to_scheduling(&self, clock: &dyn Clock, writer: &str) -> Duration {
         let started = clock.now_ms();
+        // Not pressed: no wait, and none counted (the clock may tick between two readings).
+        if !self.is_pressed(started) {
+            return Duration::ZERO;
+        }
         let deadline = started + millis(self.yield_at_most);
         loop {
             let now = clock.now_ms();
@@ -271,6 +275,30 @@ mod tests {
             .history_yield
             .with_label_values(&["logs"]);
         assert_eq!(yielded.get(), 4.0);
+    }
+
+    /// A clock a millisecond later at every reading, as a busy machine's can be.
+    struct TickingClock(std::sync::atomic::AtomicI64);
+
+    impl Clock for TickingClock {
+        fn now_ms(&self) -> i64 {
+            self.0.fetch_add(1, Ordering::Relaxed)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_wait_is_counted_while_not_pressed() {
+        let clock = TickingClock(AtomicI64::new(10_000));
+        let pressure = pressure();
+        assert_eq!(
+            pressure.yield_to_scheduling(&clock, "logs").await,
+            Duration::ZERO
+        );
+        let yielded = pressure
+            .metrics()
+            .history_yield
+            .with_label_values(&["logs"]);
+        assert_eq!(yielded.get(), 0.0);
     }
 
     #[tokio::test(start_paused = true)]
