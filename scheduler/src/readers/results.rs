@@ -367,9 +367,7 @@ impl BatchStep for ResultsConsumer {
 /// How long ago the oldest record of `batch` was produced, by its timestamp (zero for an
 /// empty batch, or records stamped in the future by a clock ahead of this node's).
 fn oldest_age(batch: &[OwnedMessage]) -> Duration {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as i64);
+    let now_ms = kadence_schemas::now_ms();
     let oldest_ms = (batch.iter())
         .filter_map(|message| message.timestamp().to_millis())
         .min();
@@ -486,10 +484,7 @@ mod tests {
     #[test]
     fn the_lag_is_the_age_of_the_oldest_record_received() {
         use rdkafka::Timestamp;
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("after 1970")
-            .as_millis() as i64;
+        let now_ms = kadence_schemas::now_ms();
         let stamped = |timestamp| OwnedMessage::new(None, None, "r".into(), timestamp, 0, 0, None);
         assert_eq!(oldest_age(&[]), Duration::ZERO, "nothing waiting");
         let lag = oldest_age(&[

@@ -181,6 +181,7 @@ impl<B: SqlBackend> History for SqlStore<B> {
     async fn fold_runs(&self, now_ms: i64, limit: u32) -> Result<bool, StoreError> {
         const OPERATION: &str = "count settled runs";
         let mut tx = self.begin_write(OPERATION).await?;
+        // Both under the progress's lock, which the fold takes.
         let more = run_counts::fold_runs::<B>(&mut tx, now_ms, limit).await?;
         if !more {
             run_counts::settle_open_runs::<B>(&mut tx, now_ms).await?;

@@ -34,9 +34,9 @@
 //! inserted (manual fires, retries, children) are committed long before.
 //!
 //! **Locks.** Every transaction that folds, counts with `folded_below`, drops unkept runs or
-//! deletes a job first locks the `report_progress` row ([`lock_progress`]). Folding reads
-//! the rows of its range in two statements, the open ones and then the settled ones not
-//! listed open, so a row that settles between them is listed open and counted once, later.
+//! deletes a job first locks the `report_progress` row ([`lock_progress`]). Folding lists a
+//! range's open rows and counts its settled ones as of one moment ([`fold_range`]), so a row
+//! that settles meanwhile is counted once, later, as an open one.
 //! A history policy's drop of a row counts it in `run_counts` only if no fold did
 //! ([`take_open_runs`]); a job's deletion takes its rows and their counts together.
 
@@ -203,15 +203,14 @@ pub(crate) fn add_to_run_counts(dialect: Dialect) -> &'static str {
     }
 }
 
-/// Re-reads the open runs, in `tx` (see the module docs): adds those settled since to
-/// `run_counts` and unlists them, and unlists the deleted ones and those scheduled before
-/// yesterday (at `now_ms`); returns how many it unlisted.
+/// Re-reads the open runs, in `tx`, which locked the progress (see the module docs): adds
+/// those settled since to `run_counts` and unlists them, and unlists the deleted ones and
+/// those scheduled before yesterday (at `now_ms`); returns how many it unlisted.
 pub(crate) async fn settle_open_runs<B: SqlBackend>(
     tx: &mut B::Connection,
     now_ms: i64,
 ) -> Result<u64, StoreError> {
     const OPERATION: &str = "count settled open runs";
-    lock_progress::<B>(&mut *tx).await?;
     let gone = (Statement::new(
         "DELETE FROM report_open_runs WHERE NOT EXISTS \
          (SELECT 1 FROM job_logs l WHERE l.id = report_open_runs.log_id)",
