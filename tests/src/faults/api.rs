@@ -330,23 +330,47 @@ impl Api {
 
     /// [`succeeded`](Self::succeeded) for another app of the stack.
     pub async fn succeeded_of(&self, app: &str) -> HashMap<String, i64> {
-        let mut succeeded = HashMap::new();
+        (self.runs_of(app, Some("SUCCEEDED")).await.iter())
+            .filter_map(|run| {
+                let id = run["trigger_id"].as_str()?;
+                Some((id.to_owned(), run["handle_at_ms"].as_i64()?))
+            })
+            .collect()
+    }
+
+    /// How each run of `app` stands: trigger id → its state, with its result code once it
+    /// has one (`FINISHED 500`). For the details of a report that lost fires: a fire whose
+    /// run has no row was never recorded, one DISPATCHED never got its result.
+    pub async fn run_states_of(&self, app: &str) -> HashMap<String, String> {
+        (self.runs_of(app, None).await.iter())
+            .filter_map(|run| {
+                let id = run["trigger_id"].as_str()?;
+                let state = run["state"].as_str().unwrap_or("?");
+                let state = match run["handle_code"].as_i64() {
+                    Some(code) => format!("{state} {code}"),
+                    None => state.to_owned(),
+                };
+                Some((id.to_owned(), state))
+            })
+            .collect()
+    }
+
+    /// Every run of `app` (with `outcome`, if given), newest first, a page at a time.
+    async fn runs_of(&self, app: &str, outcome: Option<&str>) -> Vec<Value> {
+        let mut runs = Vec::new();
         let mut after: Option<String> = None;
         loop {
-            let mut path = format!("/api/runs?app={app}&outcome=SUCCEEDED&limit=1000");
+            let mut path = format!("/api/runs?app={app}&limit=1000");
+            if let Some(outcome) = outcome {
+                path.push_str(&format!("&outcome={outcome}"));
+            }
             if let Some(after) = &after {
                 path.push_str(&format!("&after={after}"));
             }
             let page = self.call(reqwest::Method::GET, &path, Value::Null).await;
-            for run in page["items"].as_array().into_iter().flatten() {
-                if let (Some(id), Some(finished)) =
-                    (run["trigger_id"].as_str(), run["handle_at_ms"].as_i64())
-                {
-                    succeeded.insert(id.to_owned(), finished);
-                }
-            }
+            runs.extend(page["items"].as_array().into_iter().flatten().cloned());
             match &page["next"] {
-                Value::Null => return succeeded,
+                Value::Null => return runs,
                 next => after = Some(next.to_string().trim_matches('"').to_owned()),
             }
         }

@@ -15,6 +15,9 @@ use crate::triggers::{FireAudit, read_triggers_among_others};
 /// still open count as lost.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(120);
 
+/// How many of the fires not completed a report names, each with how its run stands.
+const LOST_SHOWN: usize = 20;
+
 /// What the topic and the API say once a scenario's load stopped.
 pub struct Outcome {
     /// The trigger records of the app, every copy.
@@ -28,6 +31,8 @@ pub struct Outcome {
     pub emitted: BTreeMap<String, i64>,
     /// Emitted ids without a succeeded run when the drain ended.
     pub not_completed: Vec<String>,
+    /// How the runs of the first of those stood then (see [`Outcome::lost_details`]).
+    not_completed_states: Vec<String>,
     /// From the jobs' stop until the last emitted fire completed.
     pub drained_after_ms: Option<i64>,
 }
@@ -89,12 +94,24 @@ impl Outcome {
             tokio::time::sleep(Duration::from_secs(1)).await;
         };
         let drained_after_ms = not_completed.is_empty().then(|| now_ms() - stopped_ms);
+        let not_completed_states = if not_completed.is_empty() {
+            Vec::new()
+        } else {
+            let states = stack.api.run_states_of(app).await;
+            (not_completed.iter().take(LOST_SHOWN))
+                .map(|id| {
+                    let state = states.get(id).map_or("no run row", String::as_str);
+                    format!("{id}: {state}")
+                })
+                .collect()
+        };
         Outcome {
             records,
             audit,
             succeeded,
             emitted,
             not_completed,
+            not_completed_states,
             drained_after_ms,
         }
     }
@@ -118,11 +135,12 @@ impl Outcome {
     pub fn lost_details(&self) -> Vec<String> {
         let mut details = vec![self.audit.summary()];
         if !self.not_completed.is_empty() {
-            let first: Vec<&String> = self.not_completed.iter().take(20).collect();
             details.push(format!(
-                "{} emitted and not completed {} s after the stop (first 20): {first:?}",
+                "{} emitted and not completed {} s after the stop; the first {LOST_SHOWN} and \
+                 their runs: {:?}",
                 self.not_completed.len(),
-                DRAIN_LIMIT.as_secs()
+                DRAIN_LIMIT.as_secs(),
+                self.not_completed_states,
             ));
         }
         details

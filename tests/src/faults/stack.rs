@@ -59,9 +59,9 @@ pub fn binaries() -> PathBuf {
 }
 
 /// Scheduler nodes on one database and executors of the app, as processes; all are killed
-/// when dropped. The first scheduler's log goes to `log` (its errors during a fault are many,
-/// and expected): kept and named when a fire was lost, removed otherwise; other nodes' logs
-/// are discarded.
+/// when dropped. The first scheduler's log goes to `log`, each added node's to one of its own
+/// (their errors during a fault are many, and expected): kept and named when a fire was lost,
+/// removed otherwise.
 pub struct Stack {
     /// The first scheduler's API.
     pub api: Api,
@@ -69,6 +69,8 @@ pub struct Stack {
     pub log: PathBuf,
     /// The executors' output (what they ran, which partitions they owned, their warnings).
     pub logs: Vec<PathBuf>,
+    /// The log of each scheduler node [added](Self::add_node) after the first.
+    node_logs: Vec<PathBuf>,
     database_url: String,
     brokers: String,
     prefix: String,
@@ -161,6 +163,7 @@ impl Stack {
             executors: Vec::new(),
             executor_metrics: Vec::new(),
             logs: Vec::new(),
+            node_logs: Vec::new(),
         };
         stack.add_executor();
         stack
@@ -169,15 +172,18 @@ impl Stack {
     /// Starts one more scheduler node on the same database and broker; returns its number
     /// (the first is 0).
     pub async fn add_node(&mut self) -> usize {
+        let number = self.schedulers.len();
+        let log = (std::env::temp_dir()).join(format!("{}-scheduler-{number}.log", self.prefix));
         let (scheduler, _) = spawn_serve(serve_command(
             &self.database_url,
             (&self.brokers, self.broker_kind),
             &self.prefix,
-            Stdio::null(),
+            Stdio::from(std::fs::File::create(&log).expect("the scheduler's log file")),
         ))
         .await;
         self.schedulers.push(scheduler);
-        self.schedulers.len() - 1
+        self.node_logs.push(log);
+        number
     }
 
     /// Starts one more executor of the app; returns its number (the first is 0).
@@ -241,9 +247,10 @@ impl Stack {
             .map_or(0, |kib| kib / 1024)
     }
 
-    /// The scheduler's log and the executors'.
+    /// The schedulers' logs and the executors'.
     pub fn log_files(&self) -> Vec<PathBuf> {
         std::iter::once(&self.log)
+            .chain(&self.node_logs)
             .chain(&self.logs)
             .cloned()
             .collect()
