@@ -1,8 +1,8 @@
 //! Rows held back for their results: a batch fire's row written once with its result, already
 //! finished (followed up when it failed, FIX_DELAY advanced), a held row without its result
-//! written DISPATCHED in the same transaction, a held row that exists already failing the
-//! write as a whole, so that its result is recorded by the update instead, and a held success
-//! that its job's history policy does not keep never written at all.
+//! written DISPATCHED in the same transaction, a held run whose row exists already (its fire
+//! emitted again) completed by the update, and a held success that its job's history policy
+//! does not keep never written at all (nor left unfinished when its row exists).
 
 use kadence_scheduler::clock::millis;
 use kadence_scheduler::config::RetentionConfig;
@@ -110,20 +110,27 @@ async fn a_held_row_is_written_once_with_its_result(backend: Backend) {
         .unwrap();
     assert_eq!(again, [CompletionOutcome::Duplicate]);
 
-    // Another node emitted fire 3 again and its row exists: the write fails as a whole and
-    // changes nothing; the result is then recorded by the update.
+    // Fire 3 was emitted again and that copy's row exists: its result completes the row by
+    // the update, and the rest of the batch is written as ever.
     mark(store.as_ref(), &acks[3..], &[]).await;
-    let result = result_of(&fires[3], "demo", 200);
-    let refused = store
-        .complete_runs_writing_rows(std::slice::from_ref(&result), &[&acks[3]])
-        .await;
-    assert!(refused.is_err(), "{refused:?}");
-    assert_eq!(
-        run_state(store.as_ref(), &fires[3]).await,
-        Some((RunState::Dispatched, None))
-    );
-    let recorded = store.complete_runs(&[result]).await.unwrap();
-    assert_eq!(recorded, [CompletionOutcome::Applied]);
+    let fifth = ack_of(&fires[4], 2, fires[4].fire_at_ms - 1_000, None);
+    let outcomes = store
+        .complete_runs_writing_rows(
+            &[
+                result_of(&fires[3], "demo", 200),
+                result_of(&fires[4], "demo", 200),
+            ],
+            &[&acks[3], &fifth],
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [const { CompletionOutcome::Applied }; 2]);
+    for fire in &fires[3..5] {
+        assert_eq!(
+            run_state(store.as_ref(), fire).await,
+            Some((RunState::Finished, Some(200)))
+        );
+    }
 }
 
 /// A FIX_DELAY job's next fire counts from the end of a run whose row was written with its
@@ -264,6 +271,20 @@ async fn a_held_success_of_a_job_keeping_failures_only_gets_no_row(backend: Back
         reported_at(store.as_ref(), later + 1).await,
         [(2, 1)],
         "still counted"
+    );
+
+    // node-b's copy of fire 3 has its row; node-a, which held the run, takes its result: the
+    // row is finished, not left open by a run set aside as unkept.
+    mark(store.as_ref(), &[ack_of(&fires[3], 0, T0, None)], &[]).await;
+    let held = ack_of(&fires[3], 0, fires[3].fire_at_ms, None);
+    let outcomes = store
+        .complete_runs_writing_rows(&[result_of(&fires[3], "demo", 200)], &[&held])
+        .await
+        .unwrap();
+    assert_eq!(outcomes, [CompletionOutcome::Applied]);
+    assert_eq!(
+        run_state(store.as_ref(), &fires[3]).await,
+        Some((RunState::Finished, Some(200)))
     );
 }
 

@@ -170,9 +170,11 @@ impl FinishedFire<'_> {
 /// per run where a result that comes after its row costs an insert and an update (neither
 /// of which PostgreSQL can do in place).
 ///
-/// A plain insert, unlike [`insert_dispatched_runs`]: a row that exists already means another
-/// node claimed the batch and emitted the fire again, and the whole write fails. The caller
-/// then has the rows written DISPATCHED and completes them by the update, as any result.
+/// A plain insert, unlike [`insert_dispatched_runs`]: the caller leaves out the runs whose
+/// rows exist already (a node emitted the fire again and wrote that copy's row), which the
+/// update completes instead. A row written in between by another node fails the whole write;
+/// the caller then has the rows written DISPATCHED and completes them by the update, as any
+/// result.
 pub(crate) async fn insert_finished_runs<B: SqlBackend>(
     tx: &mut B::Connection,
     finished: &[&FinishedFire<'_>],

@@ -161,6 +161,14 @@ async fn complete_runs<B: SqlBackend>(
     let mut applied = HashSet::new();
     let (finished, dispatched) = finished_fires(unwritten, &firsts, done);
     insert_dispatched_runs::<B>(&mut tx, &dispatched).await?;
+    // A held run may have its row already: the fire was emitted again (a node claimed its
+    // batch while the trigger's acknowledgement was still on its way) and that copy's row was
+    // written. Its result completes that row by the update below, as any result; written
+    // again it would fail on the key, and with it the whole batch of results.
+    let existing = existing_runs::<B>(&mut tx, &finished).await?;
+    let finished: Vec<FinishedFire> = (finished.into_iter())
+        .filter(|run| !existing.contains(&run.fire.log_id))
+        .collect();
     let (unkept, kept): (Vec<&FinishedFire>, Vec<&FinishedFire>) =
         (finished.iter()).partition(|run| jobs.leave_without_row(run));
     insert_finished_runs::<B>(&mut tx, &kept).await?;
@@ -273,6 +281,25 @@ async fn advance_fix_delay<B: SqlBackend>(
         .map_err(StoreError::query("record results"))?;
     }
     Ok(())
+}
+
+/// The log ids of `finished` that have a row.
+async fn existing_runs<B: SqlBackend>(
+    tx: &mut B::Connection,
+    finished: &[FinishedFire<'_>],
+) -> Result<HashSet<i64>, StoreError> {
+    if finished.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let rows: Vec<(i64,)> = Statement::fetch_in_chunks::<B, _, _, _>(
+        tx,
+        "SELECT id FROM job_logs WHERE id",
+        finished,
+        |run| run.fire.log_id,
+    )
+    .await
+    .map_err(StoreError::query("record results"))?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
 }
 
 /// Which of `trigger_ids` have a run, and each one's app.
