@@ -158,24 +158,7 @@ async fn complete_runs<B: SqlBackend>(
     let firsts: Vec<&Completion> = (completions.iter().zip(&first))
         .filter_map(|(completion, &first)| first.then_some(completion))
         .collect();
-    let mut applied = HashSet::new();
-    let (finished, dispatched) = finished_fires(unwritten, &firsts, done);
-    insert_dispatched_runs::<B>(&mut tx, &dispatched).await?;
-    // A held run may have its row already: the fire was emitted again (a node claimed its
-    // batch while the trigger's acknowledgement was still on its way) and that copy's row was
-    // written. Its result completes that row by the update below, as any result; written
-    // again it would fail on the key, and with it the whole batch of results.
-    let existing = existing_runs::<B>(&mut tx, &finished).await?;
-    let finished: Vec<FinishedFire> = (finished.into_iter())
-        .filter(|run| !existing.contains(&run.fire.log_id))
-        .collect();
-    let (unkept, kept): (Vec<&FinishedFire>, Vec<&FinishedFire>) =
-        (finished.iter()).partition(|run| jobs.leave_without_row(run));
-    insert_finished_runs::<B>(&mut tx, &kept).await?;
-    write_unkept_runs::<B>(&mut tx, unkept.iter().map(|run| run.unkept())).await?;
-    let completed: Vec<CompletedRunRow> = finished.iter().map(FinishedFire::completed).collect();
-    advance_fix_delay::<B>(&mut tx, &completed).await?;
-    applied.extend(completed.into_iter().map(|run| run.trigger_id));
+    let mut applied = write_held_runs::<B>(&mut tx, unwritten, &firsts, &jobs, &done).await?;
     let updating: Vec<&Completion> = (firsts.iter().copied())
         .filter(|completion| !applied.contains(completion.trigger_id.as_str()))
         .collect();
@@ -214,6 +197,35 @@ async fn complete_runs<B: SqlBackend>(
             }
         })
         .collect())
+}
+
+/// Writes the rows of the held runs `unwritten` (see [`crate::engine::held_runs`]): those with
+/// their result among `firsts` once, already finished (or not at all, as unkept runs), the
+/// others DISPATCHED. Returns the trigger ids of the runs it completed.
+async fn write_held_runs<B: SqlBackend>(
+    tx: &mut B::Connection,
+    unwritten: &[&DispatchAck],
+    firsts: &[&Completion],
+    jobs: &ResultJobs,
+    done: &impl Fn(&Completion) -> bool,
+) -> Result<HashSet<String>, StoreError> {
+    let (finished, dispatched) = finished_fires(unwritten, firsts, done);
+    insert_dispatched_runs::<B>(&mut *tx, &dispatched).await?;
+    // A held run may have its row already: the fire was emitted again (a node claimed its
+    // batch while the trigger's acknowledgement was still on its way) and that copy's row was
+    // written. Its result completes that row by the update, as any result; written again it
+    // would fail on the key, and with it the whole batch of results.
+    let existing = existing_runs::<B>(&mut *tx, &finished).await?;
+    let finished: Vec<FinishedFire> = (finished.into_iter())
+        .filter(|run| !existing.contains(&run.fire.log_id))
+        .collect();
+    let (unkept, kept): (Vec<&FinishedFire>, Vec<&FinishedFire>) =
+        (finished.iter()).partition(|run| jobs.leave_without_row(run));
+    insert_finished_runs::<B>(&mut *tx, &kept).await?;
+    write_unkept_runs::<B>(&mut *tx, unkept.iter().map(|run| run.unkept())).await?;
+    let completed: Vec<CompletedRunRow> = finished.iter().map(FinishedFire::completed).collect();
+    advance_fix_delay::<B>(&mut *tx, &completed).await?;
+    Ok(completed.into_iter().map(|run| run.trigger_id).collect())
 }
 
 /// Splits the held-back rows of `unwritten` into those written FINISHED with their result
