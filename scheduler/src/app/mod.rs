@@ -383,7 +383,7 @@ impl Node {
             due_tx,
             Arc::clone(&self.clock),
             schedule.emit_lead,
-            schedule.release_round,
+            schedule.release_round(),
             self.metrics.pending_fires.with_label_values(&["wheel"]),
             self.shutdown.clone(),
         ));

@@ -158,3 +158,21 @@ fn run_rows_are_held_on_postgres_two_seconds_or_half_the_lease_unless_configured
         Ok(())
     });
 }
+
+#[test]
+fn fires_are_released_in_rounds_of_a_quarter_of_the_lead_unless_configured() {
+    figment::Jail::expect_with(|jail| {
+        let millis = Duration::from_millis;
+        let round = || Config::load(None).unwrap().schedule.release_round();
+        assert_eq!(round(), millis(250), "the default lead");
+        jail.set_env("KADENCE_SCHEDULE__EMIT_LEAD", "400ms");
+        assert_eq!(round(), millis(100));
+        jail.set_env("KADENCE_SCHEDULE__EMIT_LEAD", "0s");
+        assert_eq!(round(), millis(20), "no lead: how late a trigger may leave");
+        jail.set_env("KADENCE_SCHEDULE__EMIT_LEAD", "10s");
+        assert_eq!(round(), millis(250), "at most a quarter of a second");
+        jail.set_env("KADENCE_SCHEDULE__RELEASE_ROUND", "1ms");
+        assert_eq!(round(), millis(1), "configured");
+        Ok(())
+    });
+}
