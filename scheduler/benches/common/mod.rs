@@ -460,7 +460,8 @@ impl Serve {
         usage::process_usage(self.pid()).map_or(0, |(ticks, _)| ticks)
     }
 
-    /// The sum of the counter `name` over its label sets, from the node's `/metrics`.
+    /// The sum of the counter `name` over its label sets, from the node's `/metrics`: 0 when
+    /// it has none yet (a counter with labels shows once it counted).
     pub async fn counter(&self, name: &str) -> f64 {
         let text = reqwest::get(format!("{}/metrics", self.api))
             .await
@@ -474,7 +475,8 @@ impl Serve {
                     .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
             })
             .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
-            .sum()
+            // Not `sum`: an empty sum of floats is -0, which the tables printed as "-0".
+            .fold(0.0, |total, value| total + value)
     }
 
     /// SIGTERM, then waits for the graceful stop (at most 20 s).
