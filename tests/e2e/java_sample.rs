@@ -207,11 +207,13 @@ async fn result_of(app: &TestApp, job: i64, trigger_id: &str) -> Run {
     .await
 }
 
-/// At least `count` runs of `job` with their results; those.
+/// At least `count` runs of `job` with their results and their dispatch marks; those. Either
+/// may be written first: a quick handler's result often beats the mark, which waits for the
+/// acknowledgement writer's linger, and the run's partition comes with the mark.
 async fn answered(app: &TestApp, job: i64, count: usize) -> Vec<Run> {
     let what = format!("{count} answered runs of job {job}");
     runs_until(app, job, &what, |mut runs| {
-        runs.retain(|run| run.handle_code.is_some());
+        runs.retain(|run| run.handle_code.is_some() && run.partition.is_some());
         (runs.len() >= count).then_some(runs)
     })
     .await

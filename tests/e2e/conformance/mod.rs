@@ -129,6 +129,21 @@ async fn results(app: &TestApp, job: i64, count: usize) -> Vec<Run> {
     .await
 }
 
+/// [`results`], each run's dispatch mark written too (its partition): a quick handler's
+/// result often comes before the mark, which waits for the acknowledgement writer's linger.
+async fn dispatched_results(app: &TestApp, job: i64, count: usize) -> Vec<Run> {
+    wait_for(
+        Duration::from_secs(60),
+        &format!("{count} results of job {job}, with their partitions"),
+        || async {
+            let runs = app.runs(job).await;
+            let done = |run: &Run| run.handle_code.is_some() && run.partition.is_some();
+            (runs.len() >= count && runs.iter().all(done)).then_some(runs)
+        },
+    )
+    .await
+}
+
 /// Waits until `job` (scheduled, so it may have runs under way) has at least `count` runs
 /// with a result; returns those.
 async fn finished_results(app: &TestApp, job: i64, count: usize) -> Vec<Run> {

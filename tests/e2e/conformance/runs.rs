@@ -14,7 +14,8 @@ use kadence_tests::triggers::read_records;
 use serde_json::{Value, json};
 
 use super::{
-    ExecutorProcess, Implementation, finished_results, results, run_of, stage, start_owner,
+    ExecutorProcess, Implementation, dispatched_results, finished_results, results, run_of, stage,
+    start_owner,
 };
 use crate::helpers::{TestApp, spawn_app_with};
 use kadence_tests::fixtures::{Backend, wait_for};
@@ -186,7 +187,7 @@ async fn sharding_broadcast_runs_each_shard_once(executor: Implementation) {
         )
         .await;
     app.trigger(job.id, None).await;
-    let runs = results(&app, job.id, 3).await;
+    let runs = dispatched_results(&app, job.id, 3).await;
     assert_eq!(runs.len(), 3, "{runs:?}");
     let mut shards = BTreeSet::new();
     for run in &runs {
