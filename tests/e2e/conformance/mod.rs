@@ -117,30 +117,32 @@ async fn start_owner(
 
 /// Waits until `job` has at least `count` runs and every one has a result; returns them.
 async fn results(app: &TestApp, job: i64, count: usize) -> Vec<Run> {
-    wait_for(
-        Duration::from_secs(60),
-        &format!("{count} results of job {job}"),
-        || async {
-            let runs = app.runs(job).await;
-            (runs.len() >= count && runs.iter().all(|run| run.handle_code.is_some()))
-                .then_some(runs)
-        },
-    )
-    .await
+    let what = format!("{count} results of job {job}");
+    runs_all(app, job, count, &what, |run| run.handle_code.is_some()).await
 }
 
 /// [`results`], each run's dispatch mark written too (its partition): a quick handler's
 /// result often comes before the mark, which waits for the acknowledgement writer's linger.
 async fn dispatched_results(app: &TestApp, job: i64, count: usize) -> Vec<Run> {
-    wait_for(
-        Duration::from_secs(60),
-        &format!("{count} results of job {job}, with their partitions"),
-        || async {
-            let runs = app.runs(job).await;
-            let done = |run: &Run| run.handle_code.is_some() && run.partition.is_some();
-            (runs.len() >= count && runs.iter().all(done)).then_some(runs)
-        },
-    )
+    let what = format!("{count} results of job {job}, with their partitions");
+    runs_all(app, job, count, &what, |run| {
+        run.handle_code.is_some() && run.partition.is_some()
+    })
+    .await
+}
+
+/// Waits until `job` has at least `count` runs and every one is `done`; returns them.
+async fn runs_all(
+    app: &TestApp,
+    job: i64,
+    count: usize,
+    what: &str,
+    done: impl Fn(&Run) -> bool,
+) -> Vec<Run> {
+    wait_for(Duration::from_secs(60), what, || async {
+        let runs = app.runs(job).await;
+        (runs.len() >= count && runs.iter().all(&done)).then_some(runs)
+    })
     .await
 }
 

@@ -178,7 +178,7 @@ impl Stack {
             &self.database_url,
             (&self.brokers, self.broker_kind),
             &self.prefix,
-            Stdio::from(std::fs::File::create(&log).expect("the scheduler's log file")),
+            log_file(&log),
         ))
         .await;
         self.schedulers.push(scheduler);
