@@ -51,19 +51,21 @@ impl RunSpans {
             }
             // No trace to continue: a new one, as an exporting executor starts it.
         }
-        let attributes = vec![
-            KeyValue::new("kadence.job_id", trigger.job_id.get()),
-            KeyValue::new("kadence.trigger_id", trigger.trigger_id.to_string()),
-            KeyValue::new("kadence.handler", trigger.handler.clone()),
-            KeyValue::new("messaging.system", "kafka"),
-            KeyValue::new("messaging.operation.type", "process"),
-            KeyValue::new("messaging.destination.name", message.topic().to_owned()),
-            KeyValue::new(
-                "messaging.destination.partition.id",
-                message.partition().to_string(),
-            ),
-            KeyValue::new("messaging.kafka.offset", message.offset()),
-        ];
+        let attributes = || {
+            vec![
+                KeyValue::new("kadence.job_id", trigger.job_id.get()),
+                KeyValue::new("kadence.trigger_id", trigger.trigger_id.to_string()),
+                KeyValue::new("kadence.handler", trigger.handler.clone()),
+                KeyValue::new("messaging.system", "kafka"),
+                KeyValue::new("messaging.operation.type", "process"),
+                KeyValue::new("messaging.destination.name", message.topic().to_owned()),
+                KeyValue::new(
+                    "messaging.destination.partition.id",
+                    message.partition().to_string(),
+                ),
+                KeyValue::new("messaging.kafka.offset", message.offset()),
+            ]
+        };
         self.tracer
             .start("kadence.consume", SpanKind::Consumer, &parent, attributes)
     }
@@ -81,12 +83,14 @@ impl RunSpans {
         if !self.exported {
             return Context::new();
         }
-        let attributes = vec![
-            KeyValue::new("kadence.job_id", trigger.job_id.get()),
-            KeyValue::new("kadence.trigger_id", trigger.trigger_id.to_string()),
-            KeyValue::new("kadence.handler", trigger.handler.clone()),
-            KeyValue::new("kadence.attempt", i64::from(trigger.attempt)),
-        ];
+        let attributes = || {
+            vec![
+                KeyValue::new("kadence.job_id", trigger.job_id.get()),
+                KeyValue::new("kadence.trigger_id", trigger.trigger_id.to_string()),
+                KeyValue::new("kadence.handler", trigger.handler.clone()),
+                KeyValue::new("kadence.attempt", i64::from(trigger.attempt)),
+            ]
+        };
         self.tracer
             .start_at("kadence.handler", started, consume, attributes)
     }

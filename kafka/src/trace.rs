@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime};
 use kadence_schemas::headers;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{
-    SpanBuilder, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
+    Span as _, SpanBuilder, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
 };
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::{Protocol, WithExportConfig};
@@ -55,6 +55,9 @@ pub struct TraceError {
 pub struct RunTracer {
     provider: SdkTracerProvider,
     tracer: SdkTracer,
+    /// An exporter is configured: only then are a span's attributes built (see
+    /// [`start`](RunTracer::start)).
+    exports: bool,
 }
 
 impl RunTracer {
@@ -65,6 +68,7 @@ impl RunTracer {
             .with_service_name(service.to_owned())
             .build();
         let mut builder = SdkTracerProvider::builder().with_resource(resource);
+        let exports = otlp_endpoint.is_some();
         if let Some(endpoint) = otlp_endpoint {
             let url = traces_url(endpoint);
             let exporter = opentelemetry_otlp::SpanExporter::builder()
@@ -80,7 +84,11 @@ impl RunTracer {
         }
         let provider = builder.build();
         let tracer = provider.tracer("kadence");
-        Ok(RunTracer { provider, tracer })
+        Ok(RunTracer {
+            provider,
+            tracer,
+            exports,
+        })
     }
 
     /// A tracer that exports nothing: spans get ids, for the headers, and are dropped.
@@ -90,12 +98,18 @@ impl RunTracer {
 
     /// Starts span `name` of `kind` as a child of `parent` (a root when `parent` holds no
     /// span); the returned context holds it. End it with [`end`] or [`end_with_error`].
+    ///
+    /// `attributes` are built only for a span that is recorded and exported: a trigger's
+    /// span is started for every trigger, and building its attributes (a dozen strings) for
+    /// a span the sampler dropped, or that no exporter sends anywhere, was a measurable part
+    /// of a trigger's cost. The sampler therefore decides without them, which the samplers
+    /// `OTEL_TRACES_SAMPLER` names (by trace id, or by the parent) all do.
     pub fn start(
         &self,
         name: &'static str,
         kind: SpanKind,
         parent: &Context,
-        attributes: Vec<KeyValue>,
+        attributes: impl FnOnce() -> Vec<KeyValue>,
     ) -> Context {
         let builder = self.tracer.span_builder(name).with_kind(kind);
         self.begin(builder, parent, attributes)
@@ -108,17 +122,29 @@ impl RunTracer {
         name: &'static str,
         started: SystemTime,
         parent: &Context,
-        attributes: Vec<KeyValue>,
+        attributes: impl FnOnce() -> Vec<KeyValue>,
     ) -> Context {
         let builder = self.tracer.span_builder(name).with_start_time(started);
         self.begin(builder, parent, attributes)
     }
 
-    /// Starts the span `builder` describes, with `attributes`, as a child of `parent`.
-    fn begin(&self, builder: SpanBuilder, parent: &Context, attributes: Vec<KeyValue>) -> Context {
-        let span = builder
-            .with_attributes(attributes)
-            .start_with_context(&self.tracer, parent);
+    /// Whether spans are sent anywhere (an OTLP endpoint is configured).
+    pub fn exports(&self) -> bool {
+        self.exports
+    }
+
+    /// Starts the span `builder` describes as a child of `parent`, with `attributes` when it
+    /// is kept.
+    fn begin(
+        &self,
+        builder: SpanBuilder,
+        parent: &Context,
+        attributes: impl FnOnce() -> Vec<KeyValue>,
+    ) -> Context {
+        let mut span = builder.start_with_context(&self.tracer, parent);
+        if self.exports && span.is_recording() {
+            span.set_attributes(attributes());
+        }
         parent.with_span(span)
     }
 
@@ -157,6 +183,12 @@ pub fn end_with_error(context: &Context, message: impl Into<String>) {
     let span = context.span();
     span.set_status(Status::error(message.into()));
     span.end();
+}
+
+/// Whether the span `context` holds is recorded (an attribute set on one that is not is
+/// dropped: worth checking before building an expensive one).
+pub fn is_recording(context: &Context) -> bool {
+    context.span().is_recording()
 }
 
 /// Sets `attribute` on the span `context` holds.
@@ -241,7 +273,7 @@ mod tests {
     #[test]
     fn a_child_span_continues_the_trace_its_record_carries() {
         let tracer = RunTracer::local("test");
-        let dispatch = tracer.start("dispatch", SpanKind::Producer, &Context::new(), vec![]);
+        let dispatch = tracer.start("dispatch", SpanKind::Producer, &Context::new(), Vec::new);
         let header = traceparent(&dispatch).unwrap();
         assert_eq!(header.len(), 55, "{header}");
         assert!(
@@ -250,7 +282,7 @@ mod tests {
         );
         let record = record_with(Some(inject(&dispatch, OwnedHeaders::new())));
         let parent = extract(&record);
-        let consume = tracer.start("consume", SpanKind::Consumer, &parent, vec![]);
+        let consume = tracer.start("consume", SpanKind::Consumer, &parent, Vec::new);
         let (dispatched, consumed) = (dispatch.span(), consume.span());
         assert_eq!(
             consumed.span_context().trace_id(),

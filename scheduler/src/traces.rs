@@ -32,15 +32,18 @@ pub fn dispatch_span(
     topic: &str,
     partition: i32,
 ) -> Context {
-    let mut attributes = run_attributes(fire.job_id, &fire.trigger_id);
-    attributes.extend([
-        KeyValue::new("kadence.app", fire.app.to_string()),
-        KeyValue::new("kadence.trigger_type", fire.trigger_type.to_string()),
-        KeyValue::new("messaging.system", "kafka"),
-        KeyValue::new("messaging.operation.type", "send"),
-        KeyValue::new("messaging.destination.name", topic.to_owned()),
-        KeyValue::new("messaging.destination.partition.id", partition.to_string()),
-    ]);
+    let attributes = || {
+        let mut attributes = run_attributes(fire.job_id, &fire.trigger_id);
+        attributes.extend([
+            KeyValue::new("kadence.app", fire.app.to_string()),
+            KeyValue::new("kadence.trigger_type", fire.trigger_type.to_string()),
+            KeyValue::new("messaging.system", "kafka"),
+            KeyValue::new("messaging.operation.type", "send"),
+            KeyValue::new("messaging.destination.name", topic.to_owned()),
+            KeyValue::new("messaging.destination.partition.id", partition.to_string()),
+        ]);
+        attributes
+    };
     tracer.start(
         "kadence.dispatch",
         SpanKind::Producer,
@@ -58,13 +61,16 @@ pub fn completion_span(
     trigger_id: &TriggerId,
 ) -> Context {
     let parent = kadence_kafka::trace::extract(message);
-    let mut attributes = run_attributes(job_id, trigger_id);
-    attributes.extend([
-        KeyValue::new("messaging.system", "kafka"),
-        KeyValue::new("messaging.operation.type", "process"),
-        KeyValue::new("messaging.destination.name", message.topic().to_owned()),
-        KeyValue::new("messaging.kafka.offset", message.offset()),
-    ]);
+    let attributes = || {
+        let mut attributes = run_attributes(job_id, trigger_id);
+        attributes.extend([
+            KeyValue::new("messaging.system", "kafka"),
+            KeyValue::new("messaging.operation.type", "process"),
+            KeyValue::new("messaging.destination.name", message.topic().to_owned()),
+            KeyValue::new("messaging.kafka.offset", message.offset()),
+        ]);
+        attributes
+    };
     tracer.start("kadence.complete", SpanKind::Consumer, &parent, attributes)
 }
 
@@ -77,7 +83,7 @@ pub fn record_pre_read(
     now_ms: i64,
     outcome: Result<(usize, usize), String>,
 ) {
-    let attributes = vec![KeyValue::new("kadence.now_ms", now_ms)];
+    let attributes = || vec![KeyValue::new("kadence.now_ms", now_ms)];
     match outcome {
         Ok((0, _)) => {}
         Ok((jobs_read, fires_written)) => {

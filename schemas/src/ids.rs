@@ -103,6 +103,17 @@ impl TriggerId {
         TriggerId(format!("{job}-{scheduled_ms}"))
     }
 
+    /// Whether this is [`TriggerId::scheduled`]`(job, scheduled_ms)`, found without building
+    /// that id (a fire batch asks it of every fire it stores).
+    pub fn is_scheduled(&self, job: JobId, scheduled_ms: i64) -> bool {
+        let (mut job_text, mut time_text) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let (job_text, time_text) = (job_text.format(job.get()), time_text.format(scheduled_ms));
+        self.0.len() == job_text.len() + 1 + time_text.len()
+            && self.0.starts_with(job_text)
+            && self.0.ends_with(time_text)
+            && self.0.as_bytes()[job_text.len()] == b'-'
+    }
+
     /// The id of shard `shard` of `job`'s broadcast scheduled at `scheduled_ms`.
     pub fn shard(job: JobId, scheduled_ms: i64, shard: u32) -> TriggerId {
         TriggerId(format!("{job}-{scheduled_ms}-{shard}"))
@@ -300,6 +311,27 @@ mod tests {
                 .scheduled_ms(),
             None
         );
+    }
+
+    #[test]
+    fn an_id_is_known_as_the_scheduled_form_only_when_it_is_exactly_that() {
+        let job = JobId::new(12).unwrap();
+        assert!(TriggerId::scheduled(job, 5_000).is_scheduled(job, 5_000));
+        assert!(TriggerId::scheduled(job, -7).is_scheduled(job, -7));
+        let other_job = JobId::new(1).unwrap();
+        let not = [
+            (TriggerId::scheduled(job, 5_000), other_job, 5_000),
+            (TriggerId::scheduled(job, 5_000), job, 500),
+            (TriggerId::scheduled(job, 5_000), job, 50_000),
+            (TriggerId::shard(job, 5_000, 3), job, 5_000),
+            (TriggerId::scheduled(job, 5_000).retry(1), job, 5_000),
+            (TriggerId::parse("012-5000").unwrap(), job, 5_000),
+            (TriggerId::parse("12-05000").unwrap(), job, 5_000),
+            (TriggerId::fresh(job), job, 5_000),
+        ];
+        for (id, job, at_ms) in not {
+            assert!(!id.is_scheduled(job, at_ms), "{id} is not {job}-{at_ms}");
+        }
     }
 
     #[test]

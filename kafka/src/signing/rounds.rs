@@ -71,7 +71,7 @@ impl HashableLeaf for RoundRecord<'_> {
         hasher.update(LEAF_DOMAIN);
         hasher.update(self.topic.as_bytes());
         hasher.update(b"\n");
-        hasher.update(self.partition.to_string().as_bytes());
+        hasher.update(itoa::Buffer::new().format(self.partition).as_bytes());
         hasher.update(b"\n");
         hasher.update(self.value);
     }

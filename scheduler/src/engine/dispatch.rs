@@ -470,13 +470,15 @@ impl Dispatcher {
 fn end_dispatch_span(span: &opentelemetry::Context, outcome: &Delivery) {
     match outcome {
         Delivery::Acked { partition, .. } => {
-            kadence_kafka::trace::set_attribute(
-                span,
-                opentelemetry::KeyValue::new(
-                    "messaging.destination.partition.id",
-                    partition.to_string(),
-                ),
-            );
+            if kadence_kafka::trace::is_recording(span) {
+                kadence_kafka::trace::set_attribute(
+                    span,
+                    opentelemetry::KeyValue::new(
+                        "messaging.destination.partition.id",
+                        partition.to_string(),
+                    ),
+                );
+            }
             kadence_kafka::trace::end(span);
         }
         Delivery::Failed { error, .. } => {

@@ -9,7 +9,7 @@
 //! transaction, and only then forgets the fires ([`OpenBatches::settle`]). A batch's lease
 //! follows its earliest fire still open; once none is, the batch row is deleted.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 use crate::domain::model::PendingFire;
@@ -24,10 +24,19 @@ pub struct OpenBatches {
 
 #[derive(Default)]
 struct Inner {
-    /// Log id of an open fire → its batch.
-    batch_of: HashMap<i64, i64>,
+    /// Log id of an open fire → its batch and its emission time: with both, settling a fire
+    /// finds its entry in `open` directly (a batch holds thousands of fires, and settles
+    /// them a few hundred at a time).
+    batch_of: HashMap<i64, OpenFire>,
     /// Batch → its open fires as (emission time, log id), earliest first.
     open: HashMap<i64, BTreeSet<(i64, i64)>>,
+}
+
+/// Where an open fire is registered.
+#[derive(Debug, Clone, Copy)]
+struct OpenFire {
+    batch: i64,
+    fire_at_ms: i64,
 }
 
 impl OpenBatches {
@@ -63,7 +72,11 @@ impl OpenBatches {
         let mut open = BTreeSet::new();
         for fire in fires {
             open.insert((fire.fire_at_ms, fire.log_id));
-            inner.batch_of.insert(fire.log_id, id);
+            let registered = OpenFire {
+                batch: id,
+                fire_at_ms: fire.fire_at_ms,
+            };
+            inner.batch_of.insert(fire.log_id, registered);
         }
         inner.open.insert(id, open);
     }
@@ -82,10 +95,10 @@ impl OpenBatches {
     /// nothing (the caller writes this first, then [`settle`](Self::settle)s).
     pub fn progress_with(&self, done: &[i64]) -> Vec<BatchProgress> {
         let inner = self.inner.lock().expect("open batches lock");
-        let mut done_by_batch: HashMap<i64, Vec<i64>> = HashMap::new();
+        let mut done_by_batch: HashMap<i64, HashSet<i64>> = HashMap::new();
         for log_id in done {
-            if let Some(&batch) = inner.batch_of.get(log_id) {
-                done_by_batch.entry(batch).or_default().push(*log_id);
+            if let Some(fire) = inner.batch_of.get(log_id) {
+                done_by_batch.entry(fire.batch).or_default().insert(*log_id);
             }
         }
         let mut progress: Vec<BatchProgress> = done_by_batch
@@ -110,13 +123,13 @@ impl OpenBatches {
     pub fn settle(&self, done: &[i64]) {
         let mut inner = self.inner.lock().expect("open batches lock");
         for log_id in done {
-            let Some(batch) = inner.batch_of.remove(log_id) else {
+            let Some(fire) = inner.batch_of.remove(log_id) else {
                 continue;
             };
-            if let Some(open) = inner.open.get_mut(&batch) {
-                open.retain(|(_, open_id)| open_id != log_id);
+            if let Some(open) = inner.open.get_mut(&fire.batch) {
+                open.remove(&(fire.fire_at_ms, *log_id));
                 if open.is_empty() {
-                    inner.open.remove(&batch);
+                    inner.open.remove(&fire.batch);
                 }
             }
         }

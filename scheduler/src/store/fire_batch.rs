@@ -35,7 +35,36 @@ struct JobPart {
     glue_updated_at_ms: Option<i64>,
 }
 
+/// A [`JobPart`]'s fields as a fire holds them, in its order.
+type JobPartKey<'a> = (
+    JobId,
+    &'a AppName,
+    &'a str,
+    &'a str,
+    RouteStrategy,
+    BlockStrategy,
+    i64,
+    GlueType,
+    Option<&'a str>,
+    Option<i64>,
+);
+
 impl JobPart {
+    fn key_of(fire: &PendingFire) -> JobPartKey<'_> {
+        (
+            fire.job_id,
+            &fire.app,
+            &fire.handler,
+            &fire.params,
+            fire.route_strategy,
+            fire.block_strategy,
+            fire.timeout_ms,
+            fire.glue_type,
+            fire.glue_source.as_deref(),
+            fire.glue_updated_at_ms,
+        )
+    }
+
     fn of(fire: &PendingFire) -> JobPart {
         JobPart {
             job_id: fire.job_id,
@@ -79,18 +108,21 @@ struct Batch {
 /// Encodes `fires` (in any order; decoding returns that order).
 pub fn encode(fires: &[PendingFire]) -> Vec<u8> {
     let mut batch = Batch::default();
-    let mut parts = std::collections::HashMap::<JobPart, u32>::new();
+    // Keyed by the fire's own fields, borrowed: a job's part is cloned once per batch, not
+    // once per fire.
+    let mut parts = std::collections::HashMap::<JobPartKey<'_>, u32>::new();
     for fire in fires {
-        let part = JobPart::of(fire);
-        let job = *parts.entry(part).or_insert_with_key(|part| {
-            batch.jobs.push(part.clone());
+        let job = *parts.entry(JobPart::key_of(fire)).or_insert_with(|| {
+            batch.jobs.push(JobPart::of(fire));
             (batch.jobs.len() - 1) as u32
         });
-        let scheduled_form = TriggerId::scheduled(fire.job_id, fire.scheduled_at_ms);
+        let scheduled_form = fire
+            .trigger_id
+            .is_scheduled(fire.job_id, fire.scheduled_at_ms);
         batch.fires.push(FirePart {
             job,
             log_id: fire.log_id,
-            trigger_id: (fire.trigger_id != scheduled_form).then(|| fire.trigger_id.clone()),
+            trigger_id: (!scheduled_form).then(|| fire.trigger_id.clone()),
             trigger_type: fire.trigger_type,
             scheduled_at_ms: fire.scheduled_at_ms,
             fire_delay_ms: fire.fire_at_ms - fire.scheduled_at_ms,

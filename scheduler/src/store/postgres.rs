@@ -10,11 +10,14 @@
 //! its shards' row locks for as long as its connection lives, and no other node could take
 //! them over when its lease ends.
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgQueryResult};
+use sqlx::Arguments as _;
+use sqlx::error::BoxDynError;
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgPoolOptions, PgQueryResult};
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::sql::backend::{SqlBackend, SqlStore};
 use super::sql::dialect::{Dialect, Placeholders};
+use super::values::SqlValue;
 use super::{PoolSettings, StoreError};
 
 /// The PostgreSQL store.
@@ -47,6 +50,24 @@ impl SqlBackend for Postgres {
     /// transaction.
     const KEYED_JOINS: &'static str = "SELECT set_config('enable_hashjoin', 'off', true), \
          set_config('enable_mergejoin', 'off', true)";
+
+    /// PostgreSQL binds arrays: a batch is bound one array per column.
+    const ARRAYS: bool = true;
+
+    fn add_column(arguments: &mut PgArguments, column: &SqlValue<'_>) -> Result<(), BoxDynError> {
+        match column {
+            SqlValue::IntColumn(values) => arguments.add(values.as_slice()),
+            SqlValue::TextColumn(values) => {
+                arguments.add(values.iter().map(Option::as_deref).collect::<Vec<_>>())
+            }
+            SqlValue::BytesColumn(values) => {
+                arguments.add(values.iter().map(Option::as_deref).collect::<Vec<_>>())
+            }
+            SqlValue::Int(_) | SqlValue::Text(_) | SqlValue::Bytes(_) => {
+                Err("a single value is not a column".into())
+            }
+        }
+    }
 
     async fn migrate(store: &PostgresStore) -> Result<(), StoreError> {
         // The migrator serialises concurrent schedulers with an advisory lock.

@@ -20,6 +20,7 @@ use crate::store::rows::{
     AppRow, AuditRow, CompletedRunRow, ExecutorRow, FinishedRunRow, FireRow, GlueVersionRow,
     JobRow, KeyInfoRow, OperationRow, PairRow, RunRow, SummaryRow, TokenRow, UserRow,
 };
+use crate::store::values::SqlValue;
 
 /// A backend that binds a `T` (every sqlx backend does for the types [`SqlValue`] holds).
 pub trait Binds<'q, T>: Database {
@@ -145,6 +146,18 @@ pub trait SqlBackend:
     /// table (PostgreSQL's plan hints; empty where the planner does so already).
     const KEYED_JOINS: &'static str;
 
+    /// Whether it binds arrays, so that a batch of rows is bound one array per column
+    /// ([`Statement::push_rows`](super::statement::Statement::push_rows)): PostgreSQL.
+    const ARRAYS: bool;
+
+    /// Binds `column` ([`SqlValue::IntColumn`] and
+    /// the like) as one array; an error on a backend without arrays, which is never given
+    /// one ([`SqlBackend::ARRAYS`]).
+    fn add_column<'q>(
+        arguments: &mut Self::Arguments<'q>,
+        column: &'q SqlValue<'_>,
+    ) -> Result<(), BoxDynError>;
+
     /// Applies the migrations of this backend (`migrations/<backend>`) to `store`'s database.
     fn migrate(store: &SqlStore<Self>) -> impl Future<Output = Result<(), StoreError>> + Send;
 
@@ -166,6 +179,11 @@ pub trait SqlBackend:
     fn begin_write(
         pool: &Pool<Self>,
     ) -> impl Future<Output = Result<Transaction<'static, Self>, sqlx::Error>> + Send;
+}
+
+/// What [`SqlBackend::add_column`] answers on a backend without arrays.
+pub(in crate::store) fn no_arrays(backend: &str) -> BoxDynError {
+    format!("{backend} binds no arrays: a batch is bound row by row there").into()
 }
 
 /// The store on a pool of backend `B`'s connections: [`SqliteStore`](crate::store::SqliteStore),

@@ -68,7 +68,8 @@ pub(crate) async fn write_scan_batches<B: SqlBackend>(
 ) -> Result<(Vec<PendingFire>, Vec<ScanBatch>), StoreError> {
     let mut fires = expand_broadcasts::<B>(tx, fires).await?;
     let shard = |fire: &PendingFire| shard_of.get(&fire.job_id.get()).copied().unwrap_or(0);
-    fires.sort_by_key(|fire| (shard(fire), fire.fire_at_ms));
+    // Cached: the shard is a map lookup, and a comparison sort would do it n log n times.
+    fires.sort_by_cached_key(|fire| (shard(fire), fire.fire_at_ms));
     let ids = store.reserve_log_ids_in(tx, fires.len()).await?;
     for (fire, id) in fires.iter_mut().zip(ids) {
         fire.log_id = id;
@@ -116,7 +117,7 @@ pub(crate) async fn insert_dispatched_runs<B: SqlBackend>(
             ];
             fire_values(fire).into_iter().chain(dispatched)
         });
-        let mut insert = Statement::insert_rows("job_logs", rows);
+        let mut insert = Statement::insert_batch::<B>("job_logs", rows);
         // No conflict target: the id (a claimer emitted the fire again) and the trigger id
         // are both unique, and either way the first row stays.
         insert.push(match B::DIALECT {
@@ -210,7 +211,7 @@ pub(crate) async fn insert_finished_runs<B: SqlBackend>(
             ];
             fire_values(run.fire).into_iter().chain(result)
         });
-        (Statement::insert_rows("job_logs", rows)
+        (Statement::insert_batch::<B>("job_logs", rows)
             .execute::<B>(&mut *tx)
             .await)
             .map_err(StoreError::query("write finished runs"))?;
@@ -247,7 +248,7 @@ pub(crate) async fn settle_in<B: SqlBackend>(
         match B::DIALECT {
             Dialect::Ansi => {
                 update.push("WITH v(id, pending_from) AS (");
-                update.push_values(rows);
+                update.push_rows::<B>(rows);
                 update.push(
                     ") UPDATE fire_batches SET pending_from_ms = v.pending_from, \
                      lease_until_ms = v.pending_from + ",

@@ -31,7 +31,7 @@ pub(crate) async fn advance_jobs<B: SqlBackend>(
         Dialect::Ansi => {
             let mut update =
                 Statement::new("WITH v(id, next_fire, last_fire, status, read_next_fire) AS (");
-            update.push_values(chunk.iter().map(|advance| {
+            update.push_rows::<B>(chunk.iter().map(|advance| {
                 [
                     advance.job_id.into_sql_value(),
                     advance.next_fire_ms.into_sql_value(),
@@ -123,7 +123,7 @@ pub(crate) async fn mark_runs_dispatched<B: SqlBackend>(
     match B::DIALECT {
         Dialect::Ansi => {
             update.push(&format!("WITH v({}) AS (", columns.join(", ")));
-            update.push_values(rows);
+            update.push_rows::<B>(rows);
             update.push(
                 ") UPDATE job_logs SET \
                  state = CASE WHEN job_logs.state = 'SCHEDULED' THEN 'DISPATCHED' ELSE job_logs.state END, \
@@ -196,7 +196,7 @@ pub(crate) async fn update_completions<B: SqlBackend>(
     match B::DIALECT {
         Dialect::Ansi => {
             let mut update = Statement::new(format!("WITH v({}) AS (", columns.join(", ")));
-            update.push_values(rows);
+            update.push_rows::<B>(rows);
             // (SQLite's RETURNING may not name `v`: the new values are read back.)
             update.push(&format!(
                 ") UPDATE job_logs SET state = 'FINISHED', executor_id = v.executor_id, \

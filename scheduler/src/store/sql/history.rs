@@ -67,7 +67,7 @@ pub(crate) async fn append_log_lines<B: SqlBackend>(
         match B::DIALECT {
             Dialect::Ansi => {
                 insert.push("WITH v(log_id, run_started_at_ms, first_line, last_line, texts) AS (");
-                insert.push_values(rows);
+                insert.push_rows::<B>(rows);
                 // A record delivered again is dropped by the key: each run of a trigger keeps
                 // its own lines. (SQLite needs a WHERE before ON CONFLICT to parse INSERT …
                 // SELECT.)

@@ -39,7 +39,11 @@
 //! count (a steady load's batches) still finds its statement, which keeps the fire path ~25 %
 //! faster than preparing every time, and the cache's size bounds what they hold: up to
 //! ~180 KB for a statement of 2 000 parameters. sqlx's default of 100 a connection let the
-//! node's seventeen connections hold hundreds of MiB of them (found by the soak).
+//! node's seventeen connections hold hundreds of MiB of them (found by the soak). On
+//! PostgreSQL the fire path's batches (run rows, job advances, batch progress, results,
+//! log lines, run counts) do not churn at all: they bind one array per column
+//! ([`Statement::push_rows`](statement::Statement::push_rows)), one text whatever their
+//! size.
 
 pub(crate) mod accounts;
 pub(crate) mod audit;

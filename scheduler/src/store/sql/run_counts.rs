@@ -341,7 +341,7 @@ pub(crate) async fn add_run_counts<B: SqlBackend>(
     for chunk in counts.chunks(INSERT_CHUNK) {
         let mut upsert =
             Statement::new("INSERT INTO run_counts (day_ms, app, job_id, succeeded, failed) ");
-        upsert.push_values(
+        upsert.push_rows::<B>(
             chunk
                 .iter()
                 .map(|((day, app, job_id), (succeeded, failed))| {

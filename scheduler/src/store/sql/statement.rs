@@ -16,9 +16,13 @@
 //! What runs is sqlx's own `query_with` on the backend's own connection: a statement is
 //! prepared once per connection and cached, as before, and the values are bound as they
 //! were, the text borrowed rather than copied.
+//!
+//! A batch of rows on the fire path (run rows, job advances, completions) is written with
+//! [`Statement::push_rows`] or [`Statement::insert_batch`]: on PostgreSQL one array per
+//! column (`UNNEST`), whose text is the same whatever the batch's size, so each connection
+//! prepares it once; elsewhere a `VALUES` row per row.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 
 use sqlx::{Database, IntoArguments};
 
@@ -86,9 +90,11 @@ impl<'a> Statement<'a> {
     /// Appends the next placeholder, binding `value` to it.
     pub(crate) fn push_bind(&mut self, value: impl IntoSqlValue<'a>) -> &mut Statement<'a> {
         self.values.push(value.into_sql_value());
-        let number = self.values.len();
-        // Written in place: a batch's statement has thousands of placeholders.
-        write!(self.text.to_mut(), "${number}").expect("a String takes any text");
+        // Written in place, without `fmt`: a batch's statement has thousands of placeholders,
+        // and formatting them was a measurable part of a trigger's cost.
+        let text = self.text.to_mut();
+        text.push('$');
+        text.push_str(itoa::Buffer::new().format(self.values.len()));
         self
     }
 
@@ -104,6 +110,68 @@ impl<'a> Statement<'a> {
             self.push(")");
         }
         self
+    }
+
+    /// Appends a batch of rows as the rows of a query: on a backend that binds arrays
+    /// (PostgreSQL, [`SqlBackend::ARRAYS`]) `SELECT * FROM UNNEST($1::int8[], $2::text[], …)`,
+    /// one array per column; elsewhere `VALUES (…), (…)` ([`push_values`](Self::push_values)).
+    /// Either serves as the rows of an `INSERT INTO t (…)` or a `WITH v(…) AS (…)`.
+    ///
+    /// Why arrays: a `VALUES` list has a text of its own for each count of rows, so nearly
+    /// every batch of a steady load was a statement the connection had not prepared yet
+    /// (PostgreSQL parsing and planning thousands of placeholders, the scheduler building and
+    /// hashing their text), and the batches churned the statement cache. The `UNNEST` form's
+    /// text depends on the columns only: each connection prepares it once. Every row must
+    /// hold the same kinds of value in the same order, as rows built by one function do.
+    pub(crate) fn push_rows<B: SqlBackend>(
+        &mut self,
+        rows: impl IntoIterator<Item = impl IntoIterator<Item = SqlValue<'a>>>,
+    ) -> &mut Statement<'a> {
+        if !B::ARRAYS {
+            return self.push_values(rows);
+        }
+        let columns = gather_columns(rows.into_iter().map(|row| {
+            let unnamed: fn(SqlValue<'a>) -> (&'static str, SqlValue<'a>) = |value| ("", value);
+            row.into_iter().map(unnamed)
+        }));
+        self.push_unnest(columns.into_iter().map(|(_, column)| column))
+    }
+
+    /// `INSERT INTO {table} (columns…)` of `rows` (each pairing every column with its value,
+    /// as [`insert_rows`](Self::insert_rows) takes them) as [`push_rows`](Self::push_rows)
+    /// writes them: one array per column on PostgreSQL, a `VALUES` row per row elsewhere.
+    /// The caller keeps a batch within the backend's bind limit (`INSERT_CHUNK` rows) on
+    /// the backends without arrays.
+    pub(crate) fn insert_batch<B: SqlBackend>(
+        table: &str,
+        rows: impl IntoIterator<Item = impl IntoIterator<Item = (&'static str, SqlValue<'a>)>>,
+    ) -> Statement<'a> {
+        if !B::ARRAYS {
+            return Statement::insert_rows(table, rows);
+        }
+        let columns = gather_columns(rows);
+        let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+        let mut insert = Statement::new(format!("INSERT INTO {table} ({}) ", names.join(", ")));
+        insert.push_unnest(columns.into_iter().map(|(_, column)| column));
+        insert
+    }
+
+    /// Appends `SELECT * FROM UNNEST(…)` of `columns`, each bound as one array.
+    fn push_unnest(
+        &mut self,
+        columns: impl IntoIterator<Item = SqlValue<'a>>,
+    ) -> &mut Statement<'a> {
+        self.push("SELECT * FROM UNNEST(");
+        for (position, column) in columns.into_iter().enumerate() {
+            if position > 0 {
+                self.push(", ");
+            }
+            let array_type = column.array_type();
+            self.push_bind(column);
+            self.push("::");
+            self.push(array_type);
+        }
+        self.push(")")
     }
 
     /// Appends a batch of rows as a derived table `v` with `columns`, for MySQL's
@@ -253,6 +321,9 @@ impl<'a> Statement<'a> {
                 SqlValue::Int(value) => B::add_to(&mut arguments, *value),
                 SqlValue::Text(value) => B::add_to(&mut arguments, value.as_deref()),
                 SqlValue::Bytes(value) => B::add_to(&mut arguments, value.as_deref()),
+                SqlValue::IntColumn(_) | SqlValue::TextColumn(_) | SqlValue::BytesColumn(_) => {
+                    B::add_column(&mut arguments, value)
+                }
             };
             added.map_err(sqlx::Error::Encode)?;
         }
@@ -355,5 +426,103 @@ impl<'a> Statement<'a> {
         connection: &mut B::Connection,
     ) -> Result<R, sqlx::Error> {
         (self.fetch_optional::<B, R>(connection).await?).ok_or(sqlx::Error::RowNotFound)
+    }
+}
+
+/// The rows of a batch gathered column by column: each column's name (as the first row names
+/// it) and its values as one column value ([`SqlValue::IntColumn`] and the like).
+///
+/// # Panics
+/// When a row holds a different kind of value than the first row in the same place, or more
+/// values: rows built by one function never do.
+fn gather_columns<'a, R>(rows: impl IntoIterator<Item = R>) -> Vec<(&'static str, SqlValue<'a>)>
+where
+    R: IntoIterator<Item = (&'static str, SqlValue<'a>)>,
+{
+    let rows = rows.into_iter();
+    let capacity = rows.size_hint().0;
+    let mut columns: Vec<(&'static str, SqlValue<'a>)> = Vec::new();
+    for (index, row) in rows.enumerate() {
+        for (position, (name, value)) in row.into_iter().enumerate() {
+            if index == 0 {
+                columns.push((name, value.empty_column(capacity)));
+            }
+            let gathered =
+                (columns.get_mut(position)).is_some_and(|(_, column)| column.push_to_column(value));
+            assert!(
+                gathered,
+                "row {index} of a batch does not match the first row's columns at {position}"
+            );
+        }
+    }
+    columns
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::{Postgres, Sqlite};
+
+    use super::*;
+
+    fn rows(count: i64) -> Vec<[(&'static str, SqlValue<'static>); 3]> {
+        (1..=count)
+            .map(|id| {
+                [
+                    ("id", id.into_sql_value()),
+                    ("name", format!("run {id}").into_sql_value()),
+                    ("note", None::<String>.into_sql_value()),
+                ]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_on_postgresql_binds_a_column_per_array_whatever_its_size() {
+        let one = Statement::insert_batch::<Postgres>("runs", rows(1));
+        let three = Statement::insert_batch::<Postgres>("runs", rows(3));
+        assert_eq!(
+            three.text,
+            "INSERT INTO runs (id, name, note) \
+             SELECT * FROM UNNEST($1::int8[], $2::text[], $3::text[])"
+        );
+        assert_eq!(
+            one.text, three.text,
+            "one prepared statement for every size"
+        );
+        assert_eq!(
+            three.values,
+            [
+                SqlValue::IntColumn(vec![Some(1), Some(2), Some(3)]),
+                SqlValue::TextColumn(
+                    ["run 1", "run 2", "run 3"]
+                        .map(|name| Some(name.into()))
+                        .to_vec()
+                ),
+                SqlValue::TextColumn(vec![None, None, None]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_batch_elsewhere_is_a_values_row_per_row() {
+        let insert = Statement::insert_batch::<Sqlite>("runs", rows(2));
+        assert_eq!(
+            insert.text,
+            "INSERT INTO runs (id, name, note) VALUES ($1, $2, $3), ($4, $5, $6)"
+        );
+        assert_eq!(insert.values.len(), 6);
+        let mut with = Statement::new("WITH v(id, name, note) AS (");
+        with.push_rows::<Sqlite>(rows(1).into_iter().map(|row| row.map(|(_, value)| value)));
+        assert_eq!(with.text, "WITH v(id, name, note) AS (VALUES ($1, $2, $3)");
+    }
+
+    #[test]
+    #[should_panic(expected = "does not match the first row's columns")]
+    fn a_batch_whose_rows_differ_in_kind_is_refused() {
+        let rows = [
+            [1.into_sql_value(), "a".into_sql_value()],
+            ["b".into_sql_value(), 2.into_sql_value()],
+        ];
+        Statement::new("").push_rows::<Postgres>(rows);
     }
 }

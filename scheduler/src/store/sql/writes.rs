@@ -166,7 +166,7 @@ async fn insert_fire_rows<B: SqlBackend>(
         let id = reserved.get(index).map(|id| ("id", id.into_sql_value()));
         fire_values(fire).into_iter().chain(held).chain(id)
     });
-    let mut insert = Statement::insert_rows("job_logs", rows);
+    let mut insert = Statement::insert_batch::<B>("job_logs", rows);
     let rows: Vec<(i64, String)> = match B::DIALECT {
         Dialect::Ansi => {
             insert.push(" ON CONFLICT (trigger_id) DO NOTHING RETURNING id, trigger_id");
