@@ -412,6 +412,16 @@ impl Loop {
 
     /// Starts the runs and publishes the refusals the dispatch decided.
     fn carry_out(&self, steps: Vec<Step<ReadyRun>>) {
+        // Every run of the batch counts as starting before the first one is handed to its
+        // task: the runs that start first then finish (span, result) only once the last one
+        // has started. Counted one at a time, the count fell to zero whenever the workers
+        // caught up with the handing out, and the first runs' results were published in
+        // the middle of a second's starts, delaying the rest (measured: p99 84 ms for 10 000
+        // triggers released at once on one executor).
+        let starts = (steps.iter())
+            .filter(|step| matches!(step, Step::Start(_)))
+            .count();
+        self.runs.will_start(starts);
         for step in steps {
             match step {
                 Step::Start(start) => self.runs.start(start),

@@ -132,9 +132,15 @@ impl Runs {
         &self.shared.config.running
     }
 
-    /// Runs `start` in its own task.
+    /// Counts `count` runs as starting, before they are handed to their tasks
+    /// ([`start`](Self::start) each of them, with no exception: until the last one has
+    /// started, no run of this node finishes).
+    pub(super) fn will_start(&self, count: usize) {
+        self.shared.starting.fetch_add(count, Ordering::SeqCst);
+    }
+
+    /// Runs `start`, counted already ([`will_start`](Self::will_start)), in its own task.
     pub(super) fn start(&self, start: Start<ReadyRun>) {
-        self.shared.starting.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(self.clone().run(start));
     }
 
