@@ -33,9 +33,8 @@ use sqlx::{
     Transaction,
 };
 
-use super::sql::backend::{SqlBackend, SqlStore, no_arrays};
+use super::sql::backend::{SqlBackend, SqlStore};
 use super::sql::dialect::{Dialect, Placeholders};
-use super::values::SqlValue;
 use super::{PoolSettings, StoreError};
 
 /// The MySQL store.
@@ -59,15 +58,6 @@ impl SqlBackend for MySql {
 
     /// InnoDB probes the primary key for each row of a keyed batch already.
     const KEYED_JOINS: &'static str = "";
-
-    const ARRAYS: bool = false;
-
-    fn add_column<'q>(
-        _arguments: &mut <Self as sqlx::Database>::Arguments<'q>,
-        _column: &'q SqlValue<'_>,
-    ) -> Result<(), sqlx::error::BoxDynError> {
-        Err(no_arrays(Self::NAME))
-    }
 
     async fn migrate(store: &MySqlStore) -> Result<(), StoreError> {
         store.choose_collation().await?;

@@ -11,9 +11,8 @@ use sqlx::sqlite::{
 };
 use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 
-use super::sql::backend::{SqlBackend, SqlStore, no_arrays};
+use super::sql::backend::{SqlBackend, SqlStore};
 use super::sql::dialect::{Dialect, Placeholders};
-use super::values::SqlValue;
 use super::{PoolSettings, StoreError};
 
 /// The SQLite store.
@@ -38,15 +37,6 @@ impl SqlBackend for Sqlite {
 
     /// SQLite's planner already probes the primary key for each row of a keyed batch.
     const KEYED_JOINS: &'static str = "";
-
-    const ARRAYS: bool = false;
-
-    fn add_column<'q>(
-        _arguments: &mut <Self as sqlx::Database>::Arguments<'q>,
-        _column: &'q SqlValue<'_>,
-    ) -> Result<(), sqlx::error::BoxDynError> {
-        Err(no_arrays(Self::NAME))
-    }
 
     async fn migrate(store: &SqliteStore) -> Result<(), StoreError> {
         sqlx::migrate!("migrations/sqlite")

@@ -147,16 +147,22 @@ pub trait SqlBackend:
     const KEYED_JOINS: &'static str;
 
     /// Whether it binds arrays, so that a batch of rows is bound one array per column
-    /// ([`Statement::push_rows`](super::statement::Statement::push_rows)): PostgreSQL.
-    const ARRAYS: bool;
+    /// ([`Statement::push_rows`](super::statement::Statement::push_rows)): PostgreSQL. The
+    /// others (SQLite, MySQL) keep these defaults and bind a batch row by row.
+    const ARRAYS: bool = false;
 
-    /// Binds `column` ([`SqlValue::IntColumn`] and
-    /// the like) as one array; an error on a backend without arrays, which is never given
-    /// one ([`SqlBackend::ARRAYS`]).
+    /// Binds `column` ([`SqlValue::IntColumn`] and the like) as one array; by default an
+    /// error, for a backend without arrays, which is never given one ([`SqlBackend::ARRAYS`]).
     fn add_column<'q>(
-        arguments: &mut Self::Arguments<'q>,
-        column: &'q SqlValue<'_>,
-    ) -> Result<(), BoxDynError>;
+        _arguments: &mut Self::Arguments<'q>,
+        _column: &'q SqlValue<'_>,
+    ) -> Result<(), BoxDynError> {
+        Err(format!(
+            "{} binds no arrays: a batch is bound row by row there",
+            <Self as SqlBackend>::NAME
+        )
+        .into())
+    }
 
     /// Applies the migrations of this backend (`migrations/<backend>`) to `store`'s database.
     fn migrate(store: &SqlStore<Self>) -> impl Future<Output = Result<(), StoreError>> + Send;
@@ -179,11 +185,6 @@ pub trait SqlBackend:
     fn begin_write(
         pool: &Pool<Self>,
     ) -> impl Future<Output = Result<Transaction<'static, Self>, sqlx::Error>> + Send;
-}
-
-/// What [`SqlBackend::add_column`] answers on a backend without arrays.
-pub(in crate::store) fn no_arrays(backend: &str) -> BoxDynError {
-    format!("{backend} binds no arrays: a batch is bound row by row there").into()
 }
 
 /// The store on a pool of backend `B`'s connections: [`SqliteStore`](crate::store::SqliteStore),
